@@ -1,0 +1,25 @@
+package crux
+
+import "github.com/crux-go/crux/tools"
+
+// Error is a protocol-level failure of a call: a JSON-RPC error with one of
+// the codes below, a message, and optional structured data. CallTool and
+// the MCP transports return it unchanged. A bad argument is a
+// CodeInvalidParams error whose message reads "<tool>: <argument>: <reason>"
+// and whose Data is a *tools.ParamError {param, reason}.
+//
+// An Error wrapping an internal failure unwraps to it, so errors.Is works
+// (for example with context.Canceled).
+type Error = tools.Error
+
+// The JSON-RPC error codes crux returns.
+const (
+	CodeParseError       = tools.CodeParseError       // -32700: the request is not valid JSON
+	CodeInvalidRequest   = tools.CodeInvalidRequest   // -32600: not a valid JSON-RPC request
+	CodeMethodNotFound   = tools.CodeMethodNotFound   // -32601: unknown method or tool, or a tool switched off
+	CodeInvalidParams    = tools.CodeInvalidParams    // -32602: an argument is missing, malformed or unknown
+	CodeInternalError    = tools.CodeInternalError    // -32603: a failure inside crux; nothing was stored
+	CodeCapabilityDenied = tools.CodeCapabilityDenied // -32030: refused by a capability check or a guard
+	CodeForbidden        = tools.CodeForbidden        // -32003: the caller lacks the standing the tool requires
+	CodeConflict         = tools.CodeConflict         // -32004: the call conflicts with stored state
+)

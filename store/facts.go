@@ -1,0 +1,421 @@
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Buckets holding facts and their indexes. Every index key starts with the
+// tenant, so tenants never see each other's facts.
+const (
+	bucketFacts  = "facts"        // fact id → JSON Fact
+	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
+	bucketKey    = "facts.key"    // tenant, key, stored entity, version → fact id
+	bucketWords  = "facts.words"  // tenant, word, fact id → empty (live facts only)
+	bucketRank   = "facts.rank"   // tenant, ^confidence, ^stored_at, fact id → empty (live facts only)
+	bucketActive = "facts.active" // tenant, stored entity → number of current facts
+)
+
+// Reserved entity prefixes. Entities starting with "__" belong to crux
+// itself: clients cannot write them with store_fact, and queries return
+// them only when the caller names the entity or prefix explicitly.
+const (
+	ReservedPrefix  = "__"
+	PrivatePrefix   = "__agent::"
+	BootstrapPrefix = "__bootstrap__::"
+)
+
+// IsReserved reports whether entity belongs to crux rather than to clients.
+func IsReserved(entity string) bool { return strings.HasPrefix(entity, ReservedPrefix) }
+
+// PrivateEntity is the stored name of owner's private entity.
+func PrivateEntity(owner, entity string) string { return PrivatePrefix + owner + "::" + entity }
+
+// Fact is one stored version of a value under (entity, key).
+//
+// A private fact is stored under [PrivateEntity](Owner, Entity) and is
+// visible to its owner only, who sees it under its logical name.
+type Fact struct {
+	ID            string     `json:"id"`
+	Tenant        string     `json:"tenant"`
+	Entity        string     `json:"entity"` // logical entity, as the owner sees it
+	Key           string     `json:"key"`
+	Value         string     `json:"value"`
+	SourceReceipt string     `json:"source_receipt,omitempty"`
+	Confidence    float64    `json:"confidence"`
+	StoredAt      time.Time  `json:"stored_at"`
+	Tokens        int        `json:"tokens"`
+	Version       uint32     `json:"version"`
+	Supersedes    string     `json:"supersedes,omitempty"`    // previous version in this chain
+	Retires       []string   `json:"retires,omitempty"`       // facts explicitly superseded by this one
+	SupersededBy  string     `json:"superseded_by,omitempty"` // the fact that retired this one
+	Private       bool       `json:"private,omitempty"`       // visible to Owner only
+	Owner         string     `json:"owner,omitempty"`         // agent that stored it
+	HorizonClass  string     `json:"horizon_class"`           // volatile, medium, stable or none
+	ReverifiedAt  *time.Time `json:"reverified_at,omitempty"` // re-anchors the decay clock
+	ValidFrom     time.Time  `json:"valid_from"`              // valid-time interval start (inclusive)
+	ValidTo       *time.Time `json:"valid_to,omitempty"`      // valid-time interval end (exclusive)
+	Deleted       bool       `json:"deleted,omitempty"`       // soft-deleted; kept for history
+	DeletedAt     *time.Time `json:"deleted_at,omitempty"`    // when it was deleted
+}
+
+// StoredEntity is the entity the fact is stored and indexed under.
+func (f *Fact) StoredEntity() string {
+	if f.Private {
+		return PrivateEntity(f.Owner, f.Entity)
+	}
+	return f.Entity
+}
+
+// Current reports whether the fact is neither deleted nor superseded.
+func (f *Fact) Current() bool { return !f.Deleted && f.SupersededBy == "" }
+
+// VisibleTo reports whether agent may see f. Non-private facts are a
+// shared pool; private facts are visible to their owner only.
+func (f *Fact) VisibleTo(agent string) bool { return !f.Private || (agent != "" && agent == f.Owner) }
+
+// Anchor is the time the decay clock runs from.
+func (f *Fact) Anchor() time.Time {
+	if f.ReverifiedAt != nil {
+		return *f.ReverifiedAt
+	}
+	return f.StoredAt
+}
+
+// ValidAt reports whether t lies in the fact's half-open valid interval.
+func (f *Fact) ValidAt(t time.Time) bool {
+	return !t.Before(f.ValidFrom) && (f.ValidTo == nil || t.Before(*f.ValidTo))
+}
+
+// NewFactID returns a fresh fact id: "f_" and 32 hex digits.
+func NewFactID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return "f_" + hex.EncodeToString(b[:])
+}
+
+// EstimateTokens is the token estimate crux uses for a text: its length in
+// bytes divided by four, rounded up.
+func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// NewFact is what [PutFact] needs to write a fact.
+type NewFact struct {
+	Tenant        string
+	Owner         string // the writing agent; "" when anonymous
+	Entity        string
+	Key           string
+	Value         string
+	SourceReceipt string
+	Confidence    float64
+	Private       bool
+	HorizonClass  string   // "" means DefaultHorizon(Entity)
+	Supersedes    []string // fact ids this write explicitly retires
+	Now           time.Time
+	ID            string // "" means NewFactID()
+}
+
+// SupersedeError reports a supersedes id that does not exist, is deleted,
+// or is not visible to the writer.
+type SupersedeError struct{ ID string }
+
+func (e *SupersedeError) Error() string {
+	return fmt.Sprintf("fact %s does not exist or is not visible to the caller", e.ID)
+}
+
+// PutFact writes a new version of (entity, key): its version is one more
+// than the chain's highest, it supersedes the chain's current fact, and it
+// retires every fact in n.Supersedes (each must exist, be live and be
+// visible to n.Owner, else PutFact returns a *SupersedeError and the caller
+// must roll back). It returns the new fact and the ids it superseded.
+func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
+	f := &Fact{
+		ID: n.ID, Tenant: n.Tenant, Entity: n.Entity, Key: n.Key, Value: n.Value,
+		SourceReceipt: n.SourceReceipt, Confidence: n.Confidence, StoredAt: n.Now.UTC(),
+		Tokens: EstimateTokens(n.Value), Private: n.Private, Owner: n.Owner,
+		HorizonClass: n.HorizonClass, ValidFrom: n.Now.UTC(),
+	}
+	if f.ID == "" {
+		f.ID = NewFactID()
+	}
+	if f.HorizonClass == "" {
+		f.HorizonClass = DefaultHorizon(n.Entity)
+	}
+	stored := f.StoredEntity()
+
+	// The chain: highest version, and the current fact if there is one.
+	var current *Fact
+	err := tx.Scan(bucketEntity, indexKey(n.Tenant, stored, n.Key, ""), true, func(k, v []byte) error {
+		if f.Version == 0 {
+			f.Version = binary.BigEndian.Uint32(k[len(k)-4:]) + 1
+		}
+		old, err := GetFact(tx, string(v))
+		if err != nil {
+			return err
+		}
+		if old.Current() {
+			current = old
+			return ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Version == 0 {
+		f.Version = 1
+	}
+
+	var retired []string
+	if current != nil {
+		f.Supersedes = current.ID
+		retired = append(retired, current.ID)
+	}
+	for _, id := range n.Supersedes {
+		if containsString(retired, id) {
+			continue
+		}
+		old, err := GetFact(tx, id)
+		if err != nil || old.Tenant != n.Tenant || old.Deleted || !old.VisibleTo(n.Owner) {
+			return nil, nil, &SupersedeError{ID: id}
+		}
+		f.Retires = append(f.Retires, id)
+		retired = append(retired, id)
+	}
+	for _, id := range retired {
+		old, err := GetFact(tx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := retire(tx, old, f.ID, f.StoredAt); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	if err := writeFact(tx, f); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Put(bucketEntity, indexKey(f.Tenant, stored, f.Key, version(f.Version)), []byte(f.ID)); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Put(bucketKey, indexKey(f.Tenant, f.Key, stored, version(f.Version)), []byte(f.ID)); err != nil {
+		return nil, nil, err
+	}
+	if err := indexLive(tx, f, true); err != nil {
+		return nil, nil, err
+	}
+	if err := addActive(tx, f.Tenant, stored, 1); err != nil {
+		return nil, nil, err
+	}
+	return f, retired, nil
+}
+
+// retire marks old as superseded by id at t.
+func retire(tx Tx, old *Fact, id string, t time.Time) error {
+	wasCurrent := old.Current()
+	old.SupersededBy = id
+	if old.ValidTo == nil {
+		old.ValidTo = &t
+	}
+	if err := writeFact(tx, old); err != nil {
+		return err
+	}
+	if wasCurrent {
+		return addActive(tx, old.Tenant, old.StoredEntity(), -1)
+	}
+	return nil
+}
+
+// DeleteFact soft-deletes the fact id as seen by agent in tenant: it stays
+// in its version chain and history but leaves every query. It returns
+// ErrNotFound when the fact does not exist in tenant or is not visible to
+// agent, and deleted=false when it was already deleted.
+func DeleteFact(tx Tx, tenant, agent, id string, now time.Time) (f *Fact, deleted bool, err error) {
+	f, err = GetFact(tx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if f.Tenant != tenant || !f.VisibleTo(agent) {
+		return nil, false, ErrNotFound
+	}
+	if f.Deleted {
+		return f, false, nil
+	}
+	wasCurrent := f.Current()
+	now = now.UTC()
+	f.Deleted, f.DeletedAt = true, &now
+	if f.ValidTo == nil {
+		f.ValidTo = &now
+	}
+	if err := writeFact(tx, f); err != nil {
+		return nil, false, err
+	}
+	if err := indexLive(tx, f, false); err != nil {
+		return nil, false, err
+	}
+	if wasCurrent {
+		if err := addActive(tx, f.Tenant, f.StoredEntity(), -1); err != nil {
+			return nil, false, err
+		}
+	}
+	return f, true, nil
+}
+
+// GetFact reads one fact by id, or returns ErrNotFound.
+func GetFact(tx Tx, id string) (*Fact, error) {
+	v, err := tx.Get(bucketFacts, []byte(id))
+	if err != nil {
+		return nil, err
+	}
+	f := new(Fact)
+	if err := json.Unmarshal(v, f); err != nil {
+		return nil, fmt.Errorf("store: fact %s: %w", id, err)
+	}
+	return f, nil
+}
+
+func writeFact(tx Tx, f *Fact) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	return tx.Put(bucketFacts, []byte(f.ID), b)
+}
+
+// indexLive adds (add=true) or removes the word postings and the rank entry
+// of a live fact.
+func indexLive(tx Tx, f *Fact, add bool) error {
+	put := func(bucket string, key []byte) error {
+		if add {
+			return tx.Put(bucket, key, nil)
+		}
+		return tx.Delete(bucket, key)
+	}
+	for _, w := range Words(f.Value + " " + f.Key + " " + f.Entity) {
+		if err := put(bucketWords, indexKey(f.Tenant, w, f.ID)); err != nil {
+			return err
+		}
+	}
+	return put(bucketRank, rankKey(f))
+}
+
+func rankKey(f *Fact) []byte {
+	k := make([]byte, 0, len(f.Tenant)+1+16+len(f.ID))
+	k = append(k, f.Tenant...)
+	k = append(k, 0)
+	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(f.Confidence))
+	k = binary.BigEndian.AppendUint64(k, ^uint64(f.StoredAt.UnixNano()))
+	return append(k, f.ID...)
+}
+
+func addActive(tx Tx, tenant, stored string, delta int64) error {
+	k := indexKey(tenant, stored)
+	var n int64
+	if v, err := tx.Get(bucketActive, k); err == nil {
+		n = int64(binary.BigEndian.Uint64(v))
+	} else if err != ErrNotFound {
+		return err
+	}
+	n += delta
+	if n <= 0 {
+		return tx.Delete(bucketActive, k)
+	}
+	return tx.Put(bucketActive, k, binary.BigEndian.AppendUint64(nil, uint64(n)))
+}
+
+// indexKey joins parts with NUL bytes. The last part is not terminated, so
+// indexKey(a, b, "") is the prefix of every key under (a, b).
+func indexKey(parts ...string) []byte {
+	var b bytes.Buffer
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(p)
+	}
+	return b.Bytes()
+}
+
+func version(v uint32) string { return string(binary.BigEndian.AppendUint32(nil, v)) }
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// History returns every version of (entity, key) that agent may see: the
+// shared chain and agent's private chain, oldest first, deleted and
+// superseded versions included.
+func History(tx Tx, tenant, agent, entity, key string) ([]*Fact, error) {
+	var out []*Fact
+	chains := []string{entity}
+	if agent != "" {
+		chains = append(chains, PrivateEntity(agent, entity))
+	}
+	for _, stored := range chains {
+		err := tx.Scan(bucketEntity, indexKey(tenant, stored, key, ""), false, func(_, v []byte) error {
+			f, err := GetFact(tx, string(v))
+			if err != nil {
+				return err
+			}
+			if f.VisibleTo(agent) {
+				out = append(out, f)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].StoredAt.Before(out[j].StoredAt) })
+	return out, nil
+}
+
+// ListEntities returns, sorted and without duplicates, the logical names of
+// the entities in tenant that hold at least one current fact visible to
+// agent. Reserved entities are left out.
+func ListEntities(tx Tx, tenant, agent string) ([]string, error) {
+	own := ""
+	if agent != "" {
+		own = PrivateEntity(agent, "")
+	}
+	var out []string
+	err := tx.Scan(bucketActive, indexKey(tenant, ""), false, func(k, _ []byte) error {
+		name := string(k[len(tenant)+1:])
+		if own != "" && strings.HasPrefix(name, own) {
+			name = name[len(own):]
+		}
+		if !IsReserved(name) {
+			out = append(out, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(out)
+	return compactStrings(out), nil
+}
+
+func compactStrings(s []string) []string {
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,262 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxWordBytes is the longest word the keyword index holds; longer words are
+// indexed by their first MaxWordBytes bytes.
+const MaxWordBytes = 64
+
+// Words splits text into the words the keyword index holds: maximal runs of
+// letters and digits, lowercased, at least two bytes long, cut to
+// MaxWordBytes, without duplicates, in order of first appearance.
+func Words(text string) []string {
+	var out []string
+	seen := make(map[string]struct{})
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		w = strings.ToLower(w)
+		if len(w) < 2 {
+			continue
+		}
+		if len(w) > MaxWordBytes {
+			w = w[:MaxWordBytes]
+			for !utf8.ValidString(w) {
+				w = w[:len(w)-1]
+			}
+		}
+		if _, ok := seen[w]; !ok {
+			seen[w] = struct{}{}
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// FactQuery selects and ranks facts. Zero fields do not filter.
+type FactQuery struct {
+	Tenant string
+	Agent  string // the caller; "" when anonymous
+
+	Entity       string   // exact logical entity
+	EntityPrefix string   // logical entity prefix
+	Key          string   // exact key
+	Terms        []string // keyword terms (see Words); a fact matches when one of its words starts with any term
+
+	// IncludeSuperseded also returns facts that a later one retired.
+	IncludeSuperseded bool
+	// AsOf, when set, returns the facts whose valid-time interval contains
+	// it, superseded or not.
+	AsOf time.Time
+	// MinEffective drops facts whose effective confidence is below it.
+	MinEffective float64
+	// Limit caps the result; 0 means no cap.
+	Limit int
+
+	Now    time.Time
+	Policy DecayPolicy
+}
+
+// RankedFact is a fact with its freshness at query time.
+type RankedFact struct {
+	*Fact
+	Freshness string
+	Effective float64 // EffectiveConfidence(Confidence, Freshness)
+}
+
+// FactResult is the outcome of [SearchFacts].
+type FactResult struct {
+	Facts []RankedFact
+	// BelowFloor counts facts that matched every filter but fell below
+	// MinEffective. For a query with no entity, key or term filter, ranking
+	// stops at the first fact whose stored confidence is under the floor, so
+	// the count is then a lower bound (at least 1 when any such fact exists).
+	BelowFloor int
+}
+
+// SearchFacts returns the facts matching q, best first: by effective
+// confidence, then newest first. Candidates come from an index (the entity
+// chain, the key index or the keyword postings), so the work grows with the
+// number of matching facts, not with the size of the store. A query without
+// any filter walks the confidence index and stops as soon as no later fact
+// can enter the result.
+func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
+	if q.Entity == "" && q.EntityPrefix == "" && q.Key == "" && len(q.Terms) == 0 {
+		return rankAll(tx, q)
+	}
+	seen := make(map[string]struct{})
+	var res FactResult
+	consider := func(id []byte) error {
+		if _, ok := seen[string(id)]; ok {
+			return nil
+		}
+		seen[string(id)] = struct{}{}
+		f, err := GetFact(tx, string(id))
+		if err != nil {
+			return err
+		}
+		if r, ok := q.rank(f); ok {
+			if r.Effective < q.MinEffective {
+				res.BelowFloor++
+			} else {
+				res.Facts = append(res.Facts, r)
+			}
+		}
+		return nil
+	}
+	scanIDs := func(bucket string, prefix []byte) error {
+		return tx.Scan(bucket, prefix, false, func(_, v []byte) error { return consider(v) })
+	}
+	var err error
+	switch {
+	case q.Entity != "" || q.EntityPrefix != "":
+		entity, exact := q.Entity, true
+		if entity == "" {
+			entity, exact = q.EntityPrefix, false
+		}
+		stored := []string{entity}
+		if q.Agent != "" {
+			stored = append(stored, PrivateEntity(q.Agent, entity))
+		}
+		for _, s := range stored {
+			p := indexKey(q.Tenant, s)
+			if exact {
+				// "t\x00entity\x00" or "t\x00entity\x00key\x00": exactly this entity (and key).
+				p = indexKey(q.Tenant, s, q.Key)
+				if q.Key != "" {
+					p = append(p, 0)
+				}
+			}
+			if err = scanIDs(bucketEntity, p); err != nil {
+				return res, err
+			}
+		}
+	case q.Key != "":
+		err = scanIDs(bucketKey, append(indexKey(q.Tenant, q.Key), 0))
+	default:
+		for _, t := range q.Terms {
+			err = tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(k, _ []byte) error {
+				return consider(k[bytes.LastIndexByte(k, 0)+1:])
+			})
+			if err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	sortRanked(res.Facts)
+	if q.Limit > 0 && len(res.Facts) > q.Limit {
+		res.Facts = res.Facts[:q.Limit]
+	}
+	return res, nil
+}
+
+// rankAll serves a query without filters from the confidence index. Entries
+// come by stored confidence, highest first; a fact's effective confidence
+// never exceeds its stored one, so once the stored confidence drops below
+// the weakest of a full result, nothing later can enter it.
+func rankAll(tx Tx, q FactQuery) (FactResult, error) {
+	var res FactResult
+	prefix := indexKey(q.Tenant, "")
+	err := tx.Scan(bucketRank, prefix, false, func(k, _ []byte) error {
+		conf := math.Float64frombits(^binary.BigEndian.Uint64(k[len(prefix):]))
+		full := q.Limit > 0 && len(res.Facts) >= q.Limit
+		if full && conf < res.Facts[len(res.Facts)-1].Effective {
+			return ErrStop
+		}
+		f, err := GetFact(tx, string(k[len(prefix)+16:]))
+		if err != nil {
+			return err
+		}
+		r, ok := q.rank(f)
+		if !ok {
+			return nil
+		}
+		if r.Effective < q.MinEffective {
+			res.BelowFloor++
+			if conf < q.MinEffective {
+				return ErrStop // nothing later can reach the floor
+			}
+			return nil
+		}
+		res.Facts = insertRanked(res.Facts, r, q.Limit)
+		return nil
+	})
+	return res, err
+}
+
+// rank applies q's filters to f and, when it passes, computes its freshness.
+func (q *FactQuery) rank(f *Fact) (RankedFact, bool) {
+	if f.Tenant != q.Tenant || f.Deleted || !f.VisibleTo(q.Agent) {
+		return RankedFact{}, false
+	}
+	if !q.AsOf.IsZero() {
+		if !f.ValidAt(q.AsOf) {
+			return RankedFact{}, false
+		}
+	} else if !q.IncludeSuperseded && f.SupersededBy != "" {
+		return RankedFact{}, false
+	}
+	switch {
+	case q.Entity != "" && f.Entity != q.Entity,
+		q.EntityPrefix != "" && !strings.HasPrefix(f.Entity, q.EntityPrefix),
+		q.Key != "" && f.Key != q.Key:
+		return RankedFact{}, false
+	}
+	if IsReserved(f.Entity) && !IsReserved(q.Entity) && !IsReserved(q.EntityPrefix) {
+		return RankedFact{}, false
+	}
+	if len(q.Terms) > 0 && !matchesTerms(f, q.Terms) {
+		return RankedFact{}, false
+	}
+	fr := q.Policy.Freshness(f.HorizonClass, f.Anchor(), q.Now)
+	return RankedFact{Fact: f, Freshness: fr, Effective: EffectiveConfidence(f.Confidence, fr)}, true
+}
+
+func matchesTerms(f *Fact, terms []string) bool {
+	for _, w := range Words(f.Value + " " + f.Key + " " + f.Entity) {
+		for _, t := range terms {
+			if strings.HasPrefix(w, t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func less(a, b RankedFact) bool {
+	if a.Effective != b.Effective {
+		return a.Effective > b.Effective
+	}
+	if !a.StoredAt.Equal(b.StoredAt) {
+		return a.StoredAt.After(b.StoredAt)
+	}
+	return a.ID < b.ID
+}
+
+func sortRanked(rs []RankedFact) { sort.Slice(rs, func(i, j int) bool { return less(rs[i], rs[j]) }) }
+
+// insertRanked inserts r into the sorted slice rs, keeping at most limit
+// entries (0: no limit).
+func insertRanked(rs []RankedFact, r RankedFact, limit int) []RankedFact {
+	i := sort.Search(len(rs), func(i int) bool { return less(r, rs[i]) })
+	if limit > 0 && i >= limit {
+		return rs
+	}
+	rs = append(rs, RankedFact{})
+	copy(rs[i+1:], rs[i:])
+	rs[i] = r
+	if limit > 0 && len(rs) > limit {
+		rs = rs[:limit]
+	}
+	return rs
+}

@@ -1,0 +1,82 @@
+// Package store is crux's storage contract and the typed records built on it.
+//
+// A backend implements [Backend]: a small, ordered, transactional key-value
+// store organised in named buckets. Everything crux keeps (facts with their
+// version chains and indexes, and later sessions, receipts, passports, ...)
+// is written through the typed helpers of this package inside one
+// transaction, so every backend gets the same domain rules and a failed call
+// leaves nothing behind.
+//
+// # Contract for implementers
+//
+//   - [Backend.View] runs a read-only transaction, [Backend.Update] a
+//     read-write one. Update commits when fn returns nil and rolls back
+//     otherwise. Update's fn may run more than once (group commit, or a
+//     serialization retry), so it must have no side effects outside the
+//     transaction.
+//   - Values returned by [Tx.Get] and passed to a [Tx.Scan] callback are valid
+//     only until the transaction ends; callers copy what they keep.
+//   - [Tx.Put] copies its arguments: the caller may reuse them at once.
+//   - Missing keys are reported with [ErrNotFound]; writes in a View with
+//     [ErrReadOnly]; use after Close with [ErrClosed]. Callers test with
+//     errors.Is.
+//   - A cancelled context makes View and Update return the context's error
+//     without running fn or, if fn already runs, at its next store access.
+//   - A Backend is safe for concurrent use by multiple goroutines.
+//
+// The conformance suite in package storetest checks all of this; every
+// backend's test file runs it.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors shared by all backends. Backends may wrap them.
+var (
+	// ErrNotFound reports a key, or a record, that does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrReadOnly reports a write attempted in a read-only transaction.
+	ErrReadOnly = errors.New("store: write in a read-only transaction")
+	// ErrClosed reports use of a backend after Close.
+	ErrClosed = errors.New("store: backend is closed")
+	// ErrEmptyKey reports an empty bucket name or key.
+	ErrEmptyKey = errors.New("store: empty bucket name or key")
+)
+
+// ErrStop may be returned by a [Tx.Scan] callback to end the scan early.
+// Scan then returns nil.
+var ErrStop = errors.New("store: stop scan")
+
+// Backend is a transactional, ordered key-value store.
+type Backend interface {
+	// View runs fn in a read-only transaction.
+	View(ctx context.Context, fn func(Tx) error) error
+	// Update runs fn in a read-write transaction and commits it when fn
+	// returns nil. fn may be called more than once; see the package doc.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// Close releases the backend. Further calls fail with ErrClosed.
+	// Close is idempotent.
+	Close() error
+}
+
+// Tx is one transaction. Buckets are created on first Put.
+// A Tx must not be used after the function it was passed to returns,
+// nor from several goroutines at once.
+type Tx interface {
+	// Get returns the value stored under key in bucket, or ErrNotFound.
+	Get(bucket string, key []byte) ([]byte, error)
+	// Put stores value under key in bucket, replacing any previous value.
+	// A nil value is stored as an empty value.
+	Put(bucket string, key, value []byte) error
+	// Delete removes key from bucket. Deleting a missing key is not an error.
+	Delete(bucket string, key []byte) error
+	// Scan calls fn for every key in bucket that starts with prefix, in
+	// ascending byte order, or descending when reverse is set. A nil or empty
+	// prefix visits the whole bucket. fn returning ErrStop ends the scan
+	// without error; any other error ends it and is returned.
+	Scan(bucket string, prefix []byte, reverse bool, fn func(key, value []byte) error) error
+	// Writable reports whether the transaction may write.
+	Writable() bool
+}

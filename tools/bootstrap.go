@@ -1,0 +1,222 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/crux-go/crux/store"
+)
+
+// BootstrapTenant is the tenant holding the bootstrap knowledge. No caller
+// has it: Caller.TenantID never returns "".
+const BootstrapTenant = ""
+
+//go:embed bootstrap/knowledge.json
+var knowledgeJSON []byte
+
+type bootstrapEntry struct{ entity, key, value string }
+
+// bootstrapEntries is the knowledge get_bootstrap serves: the embedded
+// docs, patterns and resolutions, and the output contract of each tool.
+func bootstrapEntries(ts []*Tool) ([]bootstrapEntry, error) {
+	var k struct {
+		Docs        []struct{ Slug, Title, Content string } `json:"docs"`
+		Patterns    []struct{ Slug, Title, Content string } `json:"patterns"`
+		Resolutions []struct{ Code, Title, Content string } `json:"resolutions"`
+	}
+	if err := json.Unmarshal(knowledgeJSON, &k); err != nil {
+		return nil, fmt.Errorf("tools: bootstrap knowledge: %w", err)
+	}
+	var out []bootstrapEntry
+	for _, d := range k.Docs {
+		out = append(out, bootstrapEntry{store.BootstrapPrefix + "doc:" + d.Slug, d.Title, d.Content})
+	}
+	for _, p := range k.Patterns {
+		out = append(out, bootstrapEntry{store.BootstrapPrefix + "pattern:" + p.Slug, p.Title, p.Content})
+	}
+	for _, r := range k.Resolutions {
+		out = append(out, bootstrapEntry{store.BootstrapPrefix + "resolution:" + r.Code, r.Title, r.Content})
+	}
+	for _, t := range ts {
+		if t.Output != "" {
+			out = append(out, bootstrapEntry{store.BootstrapPrefix + "tool-output:" + t.Name, t.Name + " output schema", t.Output})
+		}
+	}
+	return out, nil
+}
+
+var bootstrapSentinel = struct{ entity, key string }{store.BootstrapPrefix + "_meta", "seeded"}
+
+// SeedBootstrap writes the bootstrap knowledge for ts into st, once: a
+// sentinel fact holds the hash of what was written, so a later call with
+// the same knowledge only reads it. When the knowledge changed (a new
+// crux version), changed entries get a new version, entries that are gone
+// are deleted, and the rest is left alone, all in one transaction.
+func SeedBootstrap(ctx context.Context, st store.Backend, now time.Time, ts []*Tool) error {
+	entries, err := bootstrapEntries(ts)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	for _, e := range entries {
+		fmt.Fprintf(h, "%q %q %q\n", e.entity, e.key, e.value)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+
+	current := func(tx store.Tx) (map[[2]string]*store.Fact, error) {
+		res, err := store.SearchFacts(tx, store.FactQuery{Tenant: BootstrapTenant, EntityPrefix: store.BootstrapPrefix, Now: now})
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[[2]string]*store.Fact, len(res.Facts))
+		for _, r := range res.Facts {
+			m[[2]string{r.Entity, r.Key}] = r.Fact
+		}
+		return m, nil
+	}
+	seeded := false
+	err = st.View(ctx, func(tx store.Tx) error {
+		m, err := current(tx)
+		if f := m[[2]string{bootstrapSentinel.entity, bootstrapSentinel.key}]; err == nil && f != nil {
+			seeded = f.Value == sum
+		}
+		return err
+	})
+	if err != nil || seeded {
+		return err
+	}
+	entries = append(entries, bootstrapEntry{bootstrapSentinel.entity, bootstrapSentinel.key, sum})
+	return st.Update(ctx, func(tx store.Tx) error {
+		have, err := current(tx)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			k := [2]string{e.entity, e.key}
+			f, ok := have[k]
+			delete(have, k)
+			if ok && f.Value == e.value {
+				continue
+			}
+			_, _, err := store.PutFact(tx, store.NewFact{
+				Tenant: BootstrapTenant, Entity: e.entity, Key: e.key, Value: e.value, Confidence: 1, Now: now,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		for _, f := range have {
+			if _, _, err := store.DeleteFact(tx, BootstrapTenant, "", f.ID, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ---- get_bootstrap ----
+
+type getBootstrapArgs struct {
+	Topic       string `json:"topic"`
+	Query       string `json:"query"`
+	TokenBudget int    `json:"token_budget"`
+}
+
+type bootstrapFact struct {
+	Entity string `json:"entity"`
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+}
+
+// maxBootstrapEntries caps one get_bootstrap answer.
+const maxBootstrapEntries = 100
+
+// normalizeTopic maps the topic spellings the reference accepts to the
+// four categories; anything else passes through trimmed.
+func normalizeTopic(t string) string {
+	t = strings.TrimSpace(t)
+	switch strings.ToLower(t) {
+	case "doc", "docs":
+		return "doc"
+	case "pattern", "patterns":
+		return "pattern"
+	case "error", "errors", "resolution", "resolutions":
+		return "resolution"
+	case "tool", "tool-output", "tool-outputs":
+		return "tool-output"
+	}
+	return t
+}
+
+func getBootstrap() *Tool {
+	const name = "get_bootstrap"
+	return &Tool{
+		Name: name,
+		Description: "Read crux's own knowledge: how to use it (topic doc), working patterns (pattern), what an " +
+			"error means and what to do (resolution), and every tool's output contract (tool-output). query " +
+			"narrows by keywords; token_budget caps the answer (the first entry is always returned). Up to 100 " +
+			"entries, one line each: [entity] key = value.",
+		Annotations: Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, _ Caller, in *getBootstrapArgs) (*Result, error) {
+			q := store.FactQuery{Tenant: BootstrapTenant, EntityPrefix: store.BootstrapPrefix, Now: env.now(), Policy: env.Decay}
+			if topic := normalizeTopic(in.Topic); topic != "" {
+				q.EntityPrefix += topic + ":"
+			}
+			if strings.TrimSpace(in.Query) != "" {
+				if q.Terms = store.Words(in.Query); len(q.Terms) == 0 {
+					return nil, InvalidParams(name, "query", "needs a word of at least two letters or digits")
+				}
+			}
+			var res store.FactResult
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				res, err = store.SearchFacts(tx, q)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			sort.Slice(res.Facts, func(i, j int) bool {
+				a, b := res.Facts[i], res.Facts[j]
+				return a.Entity < b.Entity || a.Entity == b.Entity && a.Key < b.Key
+			})
+			facts := []bootstrapFact{}
+			var lines []string
+			total, truncated := 0, false
+			for _, r := range res.Facts {
+				if r.Entity == bootstrapSentinel.entity {
+					continue
+				}
+				line := "[" + r.Entity + "] " + r.Key + " = " + r.Value
+				cost := store.EstimateTokens(line)
+				if len(facts) == maxBootstrapEntries || in.TokenBudget > 0 && len(facts) > 0 && total+cost > in.TokenBudget {
+					truncated = true
+					break
+				}
+				facts = append(facts, bootstrapFact{r.Entity, r.Key, r.Value})
+				lines = append(lines, line)
+				total += cost
+			}
+			text := strings.Join(lines, "\n")
+			if len(facts) == 0 {
+				text = "no bootstrap knowledge found"
+				if in.Topic != "" {
+					text = fmt.Sprintf("no bootstrap knowledge for topic '%s'", in.Topic)
+				}
+			}
+			return &Result{
+				Content:           []Content{{Type: "text", Text: text}},
+				StructuredContent: map[string]any{"facts": facts, "total_tokens": total, "truncated": truncated},
+			}, nil
+		}),
+	}
+}

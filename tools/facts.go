@@ -1,0 +1,387 @@
+package tools
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/crux-go/crux/store"
+)
+
+//go:embed schemas/*.json
+var schemaFiles embed.FS
+
+// schemaFor returns the embedded schema of a tool. A missing file is a
+// programming error that NewSet's test catches.
+func schemaFor(name string) []byte {
+	b, err := schemaFiles.ReadFile("schemas/" + name + ".json")
+	if err != nil {
+		panic("tools: no schema for " + name)
+	}
+	return b
+}
+
+// MaxNameBytes caps entity names and keys.
+const MaxNameBytes = 1024
+
+// checkName rejects an entity or key that is too long or holds control
+// characters (NUL would break the index keys).
+func checkName(tool, param, s string) error {
+	if len(s) > MaxNameBytes {
+		return InvalidParams(tool, param, fmt.Sprintf("longer than %d bytes", MaxNameBytes))
+	}
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return InvalidParams(tool, param, "must not contain control characters")
+	}
+	return nil
+}
+
+// ---- store_fact ----
+
+type storeFactArgs struct {
+	Entity           string   `json:"entity"`
+	Key              string   `json:"key"`
+	Value            string   `json:"value"`
+	SourceReceipt    string   `json:"source_receipt"`
+	Confidence       *float64 `json:"confidence"`
+	Private          bool     `json:"private"`
+	HorizonClass     string   `json:"horizon_class"`
+	FreshnessHorizon string   `json:"freshness_horizon"`
+	Supersedes       []string `json:"supersedes"`
+}
+
+type storeFactOut struct {
+	FactID            string   `json:"fact_id"`
+	Entity            string   `json:"entity"`
+	Key               string   `json:"key"`
+	Version           uint32   `json:"version"`
+	SupersededFactIDs []string `json:"superseded_fact_ids"`
+	HorizonClass      string   `json:"horizon_class"`
+	Private           bool     `json:"private,omitempty"`
+}
+
+func storeFact() *Tool {
+	const name = "store_fact"
+	return &Tool{
+		Name: name,
+		Description: "Write one fact: a value under (entity, key). Each write is a new version of that pair and " +
+			"supersedes the previous one, which stays in fact_history. supersedes retires other facts too, across " +
+			"entities; every id must exist and be visible to you, or nothing is written. private facts are visible " +
+			"to the calling agent only. confidence (0-1, default 1) and the horizon class decide ranking in " +
+			"query_facts: a fact past its horizon ranks at half its confidence.",
+		Annotations: Annotations{Title: "Store fact"},
+		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *storeFactArgs) (*Result, error) {
+			for _, p := range []struct{ param, v string }{{"entity", in.Entity}, {"key", in.Key}} {
+				if err := checkName(name, p.param, p.v); err != nil {
+					return nil, err
+				}
+			}
+			if store.IsReserved(in.Entity) {
+				e := InvalidParams(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved for crux")
+				e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
+				return nil, e
+			}
+			if in.Private && c.Identity() == "" {
+				return nil, InvalidParams(name, "private", "needs an authenticated caller; anonymous callers have no private scope")
+			}
+			class := in.HorizonClass
+			if class == "" && in.FreshnessHorizon != "" {
+				class = store.ParseHorizon(in.FreshnessHorizon)
+			}
+			conf := 1.0
+			if in.Confidence != nil {
+				conf = *in.Confidence
+			}
+			var f *store.Fact
+			var retired []string
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				var err error
+				f, retired, err = store.PutFact(tx, store.NewFact{
+					Tenant: c.TenantID(), Owner: c.Identity(), Entity: in.Entity, Key: in.Key,
+					Value: in.Value, SourceReceipt: in.SourceReceipt, Confidence: conf,
+					Private: in.Private, HorizonClass: class, Supersedes: in.Supersedes, Now: env.now(),
+				})
+				return err
+			})
+			var se *store.SupersedeError
+			if errors.As(err, &se) {
+				return nil, InvalidParams(name, "supersedes", se.Error())
+			}
+			if err != nil {
+				return nil, err
+			}
+			if retired == nil {
+				retired = []string{}
+			}
+			return jsonResult(storeFactOut{
+				FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
+				SupersededFactIDs: retired, HorizonClass: f.HorizonClass, Private: f.Private,
+			})
+		}),
+	}
+}
+
+// ---- query_facts ----
+
+type queryFactsArgs struct {
+	Query             string   `json:"query"`
+	Entity            string   `json:"entity"`
+	EntityPrefix      string   `json:"entity_prefix"`
+	Key               string   `json:"key"`
+	TopK              *int     `json:"top_k"`
+	TokenBudget       int      `json:"token_budget"`
+	IncludeSuperseded bool     `json:"include_superseded"`
+	AsOf              string   `json:"as_of"`
+	MinEffective      *float64 `json:"min_effective_confidence"`
+}
+
+// FactRow is a fact as query_facts returns it.
+type FactRow struct {
+	FactID              string  `json:"fact_id"`
+	Entity              string  `json:"entity"`
+	Key                 string  `json:"key"`
+	Value               string  `json:"value"`
+	Confidence          float64 `json:"confidence"`
+	EffectiveConfidence float64 `json:"effective_confidence"`
+	HorizonClass        string  `json:"horizon_class"`
+	Freshness           string  `json:"freshness"`
+	AgeHours            float64 `json:"age_hours"`
+	StoredAt            string  `json:"stored_at"`
+	Version             uint32  `json:"version"`
+	Private             bool    `json:"private,omitempty"`
+	SupersededBy        string  `json:"superseded_by,omitempty"`
+}
+
+type queryFactsOut struct {
+	Rows                   []FactRow `json:"rows"`
+	Count                  int       `json:"count"`
+	FilteredBelowThreshold int       `json:"filtered_below_threshold"`
+	TotalTokens            int       `json:"total_tokens"`
+	TruncatedByTokenBudget bool      `json:"truncated_by_token_budget"`
+}
+
+func queryFacts() *Tool {
+	const name = "query_facts"
+	return &Tool{
+		Name: name,
+		Description: "Find facts, ranked by effective confidence (a fact past its freshness horizon ranks at half " +
+			"its stored confidence; the stored value never changes), newest first among equals. Filter by " +
+			"entity, entity_prefix, key and keywords (query); every parameter is honoured and an unknown one is " +
+			"an error. With no filter it returns the top facts of the whole store. as_of reads the facts valid " +
+			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
+			"sets a floor and filtered_below_threshold tells how many fell under it; token_budget trims rows.",
+		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
+			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
+			"truncated_by_token_budget}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) (*Result, error) {
+			for _, p := range []struct{ param, v string }{{"entity", in.Entity}, {"entity_prefix", in.EntityPrefix}, {"key", in.Key}} {
+				if err := checkName(name, p.param, p.v); err != nil {
+					return nil, err
+				}
+			}
+			now := env.now()
+			q := store.FactQuery{
+				Tenant: c.TenantID(), Agent: c.Identity(),
+				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key,
+				IncludeSuperseded: in.IncludeSuperseded, Limit: 10, Now: now, Policy: env.Decay,
+			}
+			if in.TopK != nil {
+				q.Limit = *in.TopK
+			}
+			if in.MinEffective != nil {
+				q.MinEffective = *in.MinEffective
+			}
+			if strings.TrimSpace(in.Query) != "" {
+				if q.Terms = store.Words(in.Query); len(q.Terms) == 0 {
+					return nil, InvalidParams(name, "query", "needs a word of at least two letters or digits")
+				}
+			}
+			if in.AsOf != "" {
+				t, err := time.Parse(time.RFC3339Nano, in.AsOf)
+				if err != nil {
+					return nil, InvalidParams(name, "as_of", "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z")
+				}
+				q.AsOf = t
+			}
+			var res store.FactResult
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				res, err = store.SearchFacts(tx, q)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			out := queryFactsOut{Rows: []FactRow{}, FilteredBelowThreshold: res.BelowFloor}
+			for _, r := range res.Facts {
+				row := factRow(r, now)
+				cost := rowTokens(row)
+				if in.TokenBudget > 0 && len(out.Rows) > 0 && out.TotalTokens+cost > in.TokenBudget {
+					out.TruncatedByTokenBudget = true
+					break
+				}
+				out.Rows = append(out.Rows, row)
+				out.TotalTokens += cost
+			}
+			out.Count = len(out.Rows)
+			return jsonResult(out)
+		}),
+	}
+}
+
+func factRow(r store.RankedFact, now time.Time) FactRow {
+	return FactRow{
+		FactID: r.ID, Entity: r.Entity, Key: r.Key, Value: r.Value,
+		Confidence: r.Confidence, EffectiveConfidence: r.Effective,
+		HorizonClass: r.HorizonClass, Freshness: r.Freshness,
+		AgeHours: roundHours(now.Sub(r.Anchor())), StoredAt: r.StoredAt.Format(time.RFC3339Nano),
+		Version: r.Version, Private: r.Private, SupersededBy: r.SupersededBy,
+	}
+}
+
+func roundHours(d time.Duration) float64 {
+	if d < 0 {
+		d = 0
+	}
+	return float64(d.Round(36*time.Second)) / float64(time.Hour) // two decimals
+}
+
+// rowTokens is the token estimate of one row as it is sent: its JSON
+// length divided by four, at least 1.
+func rowTokens(v any) int {
+	b, _ := json.Marshal(v)
+	return max(1, len(b)/4)
+}
+
+// ---- delete_fact ----
+
+type deleteFactArgs struct {
+	FactID string `json:"fact_id"`
+}
+
+func deleteFact() *Tool {
+	const name = "delete_fact"
+	return &Tool{
+		Name: name,
+		Description: "Soft-delete a fact: it leaves every query but stays in fact_history, marked deleted. " +
+			"Deleting an already deleted fact changes nothing and says so (deleted: false).",
+		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
+		Output:      "{deleted, fact_id}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *deleteFactArgs) (*Result, error) {
+			var deleted bool
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				f, err := store.GetFact(tx, in.FactID)
+				if err == nil && f.Tenant == c.TenantID() && f.VisibleTo(c.Identity()) && store.IsReserved(f.Entity) {
+					return errReservedFact
+				}
+				_, deleted, err = store.DeleteFact(tx, c.TenantID(), c.Identity(), in.FactID, env.now())
+				return err
+			})
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				return errorResult("fact not found: %s", in.FactID), nil
+			case errors.Is(err, errReservedFact):
+				return nil, InvalidParams(name, "fact_id", "belongs to a reserved entity and cannot be deleted")
+			case err != nil:
+				return nil, err
+			}
+			return jsonResult(map[string]any{"deleted": deleted, "fact_id": in.FactID})
+		}),
+	}
+}
+
+var errReservedFact = errors.New("reserved fact")
+
+// ---- list_entities ----
+
+func listEntities() *Tool {
+	const name = "list_entities"
+	return &Tool{
+		Name:        name,
+		Description: "List the entities holding at least one current fact you can see, sorted, without duplicates. Your private entities appear under their own names.",
+		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{entities: [string]}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+			var names []string
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				names, err = store.ListEntities(tx, c.TenantID(), c.Identity())
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if names == nil {
+				names = []string{}
+			}
+			return jsonResult(map[string]any{"entities": names})
+		}),
+	}
+}
+
+// ---- fact_history ----
+
+type factHistoryArgs struct {
+	Entity string `json:"entity"`
+	Key    string `json:"key"`
+}
+
+type versionRow struct {
+	FactID       string  `json:"fact_id"`
+	Value        string  `json:"value"`
+	Version      uint32  `json:"version"`
+	Supersedes   string  `json:"supersedes,omitempty"`
+	SupersededBy string  `json:"superseded_by,omitempty"`
+	Confidence   float64 `json:"confidence"`
+	StoredAt     string  `json:"stored_at"`
+	Deleted      bool    `json:"deleted"`
+	Private      bool    `json:"private,omitempty"`
+}
+
+func factHistory() *Tool {
+	const name = "fact_history"
+	return &Tool{
+		Name: name,
+		Description: "The full version chain of one (entity, key), oldest first: superseded and deleted " +
+			"versions included. Your private chain for the same pair is included, marked private.",
+		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, private?}]}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
+			for _, p := range []struct{ param, v string }{{"entity", in.Entity}, {"key", in.Key}} {
+				if err := checkName(name, p.param, p.v); err != nil {
+					return nil, err
+				}
+			}
+			var fs []*store.Fact
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				fs, err = store.History(tx, c.TenantID(), c.Identity(), in.Entity, in.Key)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			rows := make([]versionRow, 0, len(fs))
+			for _, f := range fs {
+				rows = append(rows, versionRow{
+					FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
+					SupersededBy: f.SupersededBy, Confidence: f.Confidence,
+					StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,
+				})
+			}
+			return jsonResult(map[string]any{"versions": rows})
+		}),
+	}
+}

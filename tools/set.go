@@ -1,0 +1,278 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// Limits on arguments, checked before a handler runs.
+const (
+	// MaxArgumentBytes caps the JSON arguments of one call.
+	MaxArgumentBytes = 4 << 20
+	// MaxValueBytes caps any single string value in the arguments.
+	MaxValueBytes = 1 << 20
+)
+
+// CommonArguments are accepted by every tool in addition to its own:
+// turn_id (an opaque per-host turn identifier) and contract (an output
+// contract name). Tools that do not use them ignore them.
+var CommonArguments = []string{"turn_id", "contract"}
+
+// Set is a compiled list of tools, ready to run calls. It is immutable and
+// safe for concurrent use.
+type Set struct {
+	tools  []*Tool
+	byName map[string]int
+	schema []*jsonschema.Schema
+}
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// NewSet checks the tools (unique valid names, a description, an object
+// schema) and compiles their schemas.
+func NewSet(ts []*Tool) (*Set, error) {
+	s := &Set{tools: ts, byName: make(map[string]int, len(ts))}
+	for i, t := range ts {
+		if !toolName.MatchString(t.Name) {
+			return nil, fmt.Errorf("tools: invalid tool name %q", t.Name)
+		}
+		if _, dup := s.byName[t.Name]; dup {
+			return nil, fmt.Errorf("tools: duplicate tool %q", t.Name)
+		}
+		if strings.TrimSpace(t.Description) == "" || t.run == nil {
+			return nil, fmt.Errorf("tools: %s: missing description or handler", t.Name)
+		}
+		sch, err := compileSchema(t)
+		if err != nil {
+			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+		}
+		s.byName[t.Name] = i
+		s.schema = append(s.schema, sch)
+	}
+	return s, nil
+}
+
+// compileSchema compiles t's schema, with the common arguments added to the
+// properties it accepts.
+func compileSchema(t *Tool) (*jsonschema.Schema, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(t.schema, &doc); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if doc["type"] != "object" {
+		return nil, errors.New(`schema: type must be "object"`)
+	}
+	props, ok := doc["properties"].(map[string]any)
+	if !ok {
+		return nil, errors.New("schema: properties must be an object")
+	}
+	for _, name := range CommonArguments {
+		if _, ok := props[name]; !ok {
+			props[name] = map[string]any{"type": "string"}
+		}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	url := "crux:///tools/" + t.Name + ".json"
+	if err := c.AddResource(url, bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// Tools returns the tools in order.
+func (s *Set) Tools() []*Tool { return s.tools }
+
+// Lookup returns the tool called name.
+func (s *Set) Lookup(name string) (*Tool, bool) {
+	i, ok := s.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return s.tools[i], true
+}
+
+// Call checks args against the tool's schema and runs it. A malformed
+// argument is an *Error with code CodeInvalidParams naming it; the handler
+// does not run then. name must be a tool of the set.
+func (s *Set) Call(ctx context.Context, env *Env, c Caller, name string, args json.RawMessage) (*Result, error) {
+	i, ok := s.byName[name]
+	if !ok {
+		return nil, &Error{Code: CodeMethodNotFound, Message: "unknown tool: " + name}
+	}
+	t := s.tools[i]
+	args, err := checkArguments(t.Name, s.schema[i], args)
+	if err != nil {
+		return nil, err
+	}
+	return t.run(ctx, env, c, args)
+}
+
+// checkArguments applies the size and encoding limits and the schema. It
+// returns the arguments to decode ("{}" when none were given).
+func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (json.RawMessage, error) {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		args = json.RawMessage("{}")
+	}
+	if len(args) > MaxArgumentBytes {
+		return nil, InvalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
+	}
+	var props map[string]json.RawMessage
+	if err := json.Unmarshal(args, &props); err != nil || props == nil {
+		return nil, InvalidParams(tool, "arguments", "must be a JSON object")
+	}
+	for name, raw := range props {
+		if !utf8.Valid(raw) {
+			return nil, InvalidParams(tool, name, "is not valid UTF-8")
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, InvalidParams(tool, "arguments", "must be a JSON object")
+	}
+	if path, reason := checkStrings(doc, props, ""); path != "" {
+		return nil, InvalidParams(tool, path, reason)
+	}
+	if err := sch.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			param, reason := explain(ve)
+			return nil, InvalidParams(tool, param, reason)
+		}
+		return nil, InvalidParams(tool, "arguments", err.Error())
+	}
+	return args, nil
+}
+
+// checkStrings walks the decoded arguments for oversized strings and for
+// invalid UTF-8 that JSON decoding replaced by U+FFFD (an unpaired
+// surrogate escape). It returns the path of the first bad value.
+func checkStrings(v any, top map[string]json.RawMessage, path string) (string, string) {
+	switch v := v.(type) {
+	case string:
+		if len(v) > MaxValueBytes {
+			return path, fmt.Sprintf("longer than %d bytes", MaxValueBytes)
+		}
+		if strings.ContainsRune(v, utf8.RuneError) {
+			raw := top[strings.SplitN(path, ".", 2)[0]]
+			if !bytes.Contains(raw, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
+				return path, "is not valid UTF-8"
+			}
+		}
+	case map[string]any:
+		for k, x := range v {
+			if p, r := checkStrings(x, top, join(path, k)); p != "" {
+				return p, r
+			}
+		}
+	case []any:
+		for i, x := range v {
+			if p, r := checkStrings(x, top, join(path, strconv.Itoa(i))); p != "" {
+				return p, r
+			}
+		}
+	}
+	return "", ""
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// explain turns a schema validation error into an argument path and a
+// reason a model can act on, such as ("top_k", "must be an integer").
+func explain(ve *jsonschema.ValidationError) (param, reason string) {
+	leaf := ve
+	for len(leaf.Causes) > 0 {
+		leaf = leaf.Causes[0]
+	}
+	param = strings.ReplaceAll(strings.TrimPrefix(leaf.InstanceLocation, "/"), "/", ".")
+	msg := leaf.Message
+	kw := leaf.KeywordLocation[strings.LastIndexByte(leaf.KeywordLocation, '/')+1:]
+	switch kw {
+	case "required":
+		// missing properties: 'a', 'b'
+		return join(param, firstQuoted(msg)), "is required"
+	case "additionalProperties":
+		return join(param, firstQuoted(msg)), "unknown argument"
+	case "type":
+		// expected integer, but got string
+		want := strings.TrimPrefix(strings.SplitN(msg, ",", 2)[0], "expected ")
+		var parts []string
+		for _, t := range strings.Split(want, " or ") {
+			parts = append(parts, describeJSONType(t))
+		}
+		reason = "must be " + strings.Join(parts, " or ")
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+		// must be >= 0 but found -1
+		reason = strings.SplitN(msg, " but found", 2)[0]
+	case "minLength":
+		if strings.HasPrefix(msg, "length must be >= 1,") {
+			reason = "must not be empty"
+		} else {
+			reason = strings.SplitN(msg, ",", 2)[0]
+		}
+	case "maxLength", "minItems", "maxItems":
+		reason = strings.SplitN(msg, ", but", 2)[0]
+	case "format":
+		reason = "must be a valid " + strings.Trim(msg[strings.LastIndexByte(msg, ' ')+1:], "'")
+	default:
+		reason = msg
+	}
+	if param == "" {
+		param = "arguments"
+	}
+	return param, reason
+}
+
+func firstQuoted(s string) string {
+	i := strings.IndexByte(s, '\'')
+	if i < 0 {
+		return s
+	}
+	j := strings.IndexByte(s[i+1:], '\'')
+	if j < 0 {
+		return s[i+1:]
+	}
+	return s[i+1 : i+1+j]
+}
+
+func describeJSONType(t string) string {
+	switch t {
+	case "integer", "object", "array":
+		return "an " + t
+	case "null":
+		return "null"
+	}
+	return "a " + t
+}
+
+func describeGoType(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "an integer in range"
+	case strings.HasPrefix(kind, "float"):
+		return "a number"
+	}
+	return "a valid " + kind
+}

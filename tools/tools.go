@@ -1,0 +1,217 @@
+// Package tools holds every crux tool: its name, description, input schema,
+// annotations, typed arguments and handler, one descriptor per tool, in one
+// file per group of the reference manual (facts.go, identity.go, ...).
+//
+// [All] is the one explicit, ordered list of tools. A [Set] compiles their
+// schemas once and runs a call: it checks the arguments (size, UTF-8, the
+// JSON Schema, unknown names), decodes them into the tool's argument struct
+// and runs the handler with the caller and the server's dependencies
+// ([Env]). Package crux wraps a Set in its Server, adding the capability
+// checks, feature flags and panic recovery; most programs use that.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crux-go/crux/store"
+)
+
+// JSON-RPC error codes used by crux, as the reference manual names them.
+const (
+	CodeParseError       = -32700 // the request is not valid JSON
+	CodeInvalidRequest   = -32600 // the request is not a valid JSON-RPC request
+	CodeMethodNotFound   = -32601 // unknown method or tool, or a tool that is switched off
+	CodeInvalidParams    = -32602 // an argument is missing, malformed or unknown
+	CodeInternalError    = -32603 // a failure inside crux; nothing was written
+	CodeCapabilityDenied = -32030 // refused by a capability check or a guard
+	CodeForbidden        = -32003 // the caller lacks the standing the tool requires
+	CodeConflict         = -32004 // the call conflicts with the stored state
+)
+
+// Error is a protocol-level failure: a JSON-RPC error with a code from the
+// list above, a message, and optional structured data. Tools that ran but
+// failed report it in their [Result] (IsError) instead.
+type Error struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+
+	cause error
+}
+
+// WrapError returns an Error with the given code and message whose Unwrap
+// is cause.
+func WrapError(code int, message string, cause error) *Error {
+	return &Error{Code: code, Message: message, cause: cause}
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("crux: %s (%d)", e.Message, e.Code) }
+
+// Unwrap returns the internal failure behind the error, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// ParamError describes a rejected argument, as the data of a -32602 error.
+type ParamError struct {
+	Param  string `json:"param"`
+	Reason string `json:"reason"`
+	// ErrorCode is a machine-readable refinement, such as RESERVED_ENTITY_PREFIX.
+	ErrorCode string `json:"error_code,omitempty"`
+}
+
+// InvalidParams returns the -32602 error for an argument of tool:
+// "<tool>: <param>: <reason>", with data {param, reason}.
+func InvalidParams(tool, param, reason string) *Error {
+	return &Error{
+		Code:    CodeInvalidParams,
+		Message: tool + ": " + param + ": " + reason,
+		Data:    &ParamError{Param: param, Reason: reason},
+	}
+}
+
+// Anonymous is the name of a caller without an authenticated identity.
+const Anonymous = "anonymous"
+
+// DefaultTenant is the tenant of a caller that names none.
+const DefaultTenant = "default"
+
+// Caller says who is calling a tool. The transport fills it in: the crux
+// command takes the agent from --agent on stdio; an HTTP front end maps a
+// bearer token to an agent.
+//
+// Only an authenticated caller has an identity: every tool treats an
+// unauthenticated caller as anonymous, whatever Agent says. Anonymous
+// callers share the public pool and have no private scope.
+type Caller struct {
+	Agent         string // the agent's name
+	Authenticated bool   // whether the transport vouched for Agent
+	Tenant        string // the caller's tenant; "" means DefaultTenant
+}
+
+// Identity is the caller's authenticated agent name, or "" when anonymous.
+func (c Caller) Identity() string {
+	if c.Authenticated {
+		return c.Agent
+	}
+	return ""
+}
+
+// Name is the caller's identity, or "anonymous".
+func (c Caller) Name() string {
+	if id := c.Identity(); id != "" {
+		return id
+	}
+	return Anonymous
+}
+
+// TenantID is the caller's tenant, DefaultTenant when unset.
+func (c Caller) TenantID() string {
+	if c.Tenant == "" {
+		return DefaultTenant
+	}
+	return c.Tenant
+}
+
+// Content is one item of a result's content: crux returns text items.
+type Content struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Result is a tool's MCP result.
+type Result struct {
+	Content           []Content      `json:"content"`
+	StructuredContent any            `json:"structuredContent,omitempty"`
+	IsError           bool           `json:"isError,omitempty"`
+	Meta              map[string]any `json:"_meta,omitempty"`
+}
+
+// Annotations are the MCP behaviour hints of a tool.
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"readOnlyHint"`
+	DestructiveHint bool   `json:"destructiveHint"`
+	IdempotentHint  bool   `json:"idempotentHint"`
+	OpenWorldHint   bool   `json:"openWorldHint"`
+}
+
+// Env is what handlers need from the server that runs them.
+type Env struct {
+	Store store.Backend
+	Now   func() time.Time
+	Decay store.DecayPolicy
+}
+
+func (e *Env) now() time.Time {
+	if e.Now != nil {
+		return e.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// handler is a tool's implementation after argument checking.
+type handler func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)
+
+// Tool describes one tool. Its fields are fixed at construction.
+type Tool struct {
+	Name        string
+	Description string
+	Annotations Annotations
+	// Output is the tool's output contract in one line, served by
+	// get_bootstrap under the tool-output topic.
+	Output string
+
+	schema []byte
+	run    handler
+}
+
+// InputSchema is the tool's JSON Schema for its arguments.
+func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil), t.schema...) }
+
+// bind adapts a handler taking typed arguments. The arguments have passed
+// schema validation when it runs, so decoding fails only on values JSON
+// Schema cannot express (an integer too large for Go's int, say).
+func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, in *In) (*Result, error)) handler {
+	return func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error) {
+		in := new(In)
+		if err := json.Unmarshal(args, in); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return nil, InvalidParams(name, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
+			}
+			return nil, InvalidParams(name, "arguments", err.Error())
+		}
+		return fn(ctx, env, c, in)
+	}
+}
+
+// All returns every tool crux implements, in catalogue order.
+func All() []*Tool {
+	return []*Tool{
+		storeFact(),
+		queryFacts(),
+		deleteFact(),
+		listEntities(),
+		getBootstrap(),
+		factHistory(),
+		getAgentIdentity(),
+	}
+}
+
+// jsonResult is a result whose text is v as JSON and whose structured
+// content is v.
+func jsonResult(v any) (*Result, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Content: []Content{{Type: "text", Text: string(b)}}, StructuredContent: v}, nil
+}
+
+// errorResult is a tool failure the model can read.
+func errorResult(format string, args ...any) *Result {
+	return &Result{Content: []Content{{Type: "text", Text: fmt.Sprintf(format, args...)}}, IsError: true}
+}
