@@ -72,6 +72,10 @@ var ErrServerClosed = errors.New("crux: server is closed")
 // NewServer returns a server over st. It seeds the bootstrap knowledge that
 // get_bootstrap serves into st, once per crux version.
 func NewServer(st store.Backend, opts *Options) (*Server, error) {
+	return newServer(st, opts, tools.All())
+}
+
+func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, error) {
 	if st == nil {
 		return nil, errors.New("crux: NewServer needs a store")
 	}
@@ -91,7 +95,7 @@ func NewServer(st store.Backend, opts *Options) (*Server, error) {
 	}
 	s.env = &tools.Env{Store: st, Now: now, Decay: s.flags.DecayPolicy()}
 
-	set, err := tools.NewSet(tools.All())
+	set, err := tools.NewSet(all)
 	if err != nil {
 		return nil, err
 	}

@@ -76,8 +76,9 @@ type FactResult struct {
 	Facts []RankedFact
 	// BelowFloor counts facts that matched every filter but fell below
 	// MinEffective. For a query with no entity, key or term filter, ranking
-	// stops at the first fact whose stored confidence is under the floor, so
-	// the count is then a lower bound (at least 1 when any such fact exists).
+	// stops early, so the count is then a lower bound; it is at least 1
+	// whenever the result is not full (fewer than Limit facts) and some
+	// matching fact lies below the floor.
 	BelowFloor int
 }
 

@@ -106,7 +106,8 @@ func storeFact() *Tool {
 				f, retired, err = store.PutFact(tx, store.NewFact{
 					Tenant: c.TenantID(), Owner: c.Identity(), Entity: in.Entity, Key: in.Key,
 					Value: in.Value, SourceReceipt: in.SourceReceipt, Confidence: conf,
-					Private: in.Private, HorizonClass: class, Supersedes: in.Supersedes, Now: env.now(),
+					Private: in.Private, HorizonClass: class, Supersedes: in.Supersedes,
+					Now: env.now(), // read inside the transaction, so a chain's times follow its versions
 				})
 				return err
 			})

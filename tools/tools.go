@@ -168,6 +168,14 @@ type Tool struct {
 	run    handler
 }
 
+// New returns a tool descriptor. schema is the JSON Schema of its
+// arguments (an object schema; NewSet compiles it); run receives arguments
+// that passed it, as JSON.
+func New(name, description string, schema json.RawMessage, ann Annotations,
+	run func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)) *Tool {
+	return &Tool{Name: name, Description: description, Annotations: ann, schema: schema, run: run}
+}
+
 // InputSchema is the tool's JSON Schema for its arguments.
 func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil), t.schema...) }
 

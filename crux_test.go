@@ -1,0 +1,270 @@
+package crux_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/surface"
+	"github.com/crux-go/crux/tools"
+)
+
+var (
+	alice = crux.Caller{Agent: "alice", Authenticated: true}
+	bob   = crux.Caller{Agent: "bob", Authenticated: true}
+	anon  = crux.Caller{}
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func openDB(t testing.TB) *bolt.DB {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func newServer(t testing.TB, opts *crux.Options, extra ...*tools.Tool) (*crux.Server, *bolt.DB) {
+	t.Helper()
+	db := openDB(t)
+	srv, err := crux.NewServerWithTools(db, opts, extra...)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv, db
+}
+
+// call runs a tool that must succeed and returns its structured content as
+// generic JSON.
+func call(t testing.TB, srv *crux.Server, c crux.Caller, name, args string) map[string]any {
+	t.Helper()
+	res, err := srv.CallTool(context.Background(), c, name, json.RawMessage(args))
+	require.NoError(t, err, "%s(%s)", name, args)
+	require.False(t, res.IsError, "%s(%s): %v", name, args, res.Content)
+	return structured(t, res)
+}
+
+func structured(t testing.TB, res *crux.Result) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+// callErr runs a tool that must fail with a protocol error.
+func callErr(t testing.TB, srv *crux.Server, c crux.Caller, name, args string) *crux.Error {
+	t.Helper()
+	res, err := srv.CallTool(context.Background(), c, name, json.RawMessage(args))
+	require.Error(t, err, "%s(%s) = %+v, want an error", name, args, res)
+	var e *crux.Error
+	require.True(t, errors.As(err, &e), "error %T is not a *crux.Error", err)
+	return e
+}
+
+func TestUnknownTool(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	e := callErr(t, srv, anon, "no_such_tool", `{}`)
+	assert.Equal(t, crux.CodeMethodNotFound, e.Code)
+	assert.Equal(t, "unknown tool: no_such_tool", e.Message)
+}
+
+func TestInvalidParams(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	big := strings.Repeat("x", tools.MaxValueBytes+1)
+	tests := []struct {
+		name, tool, args string
+		param, reason    string
+	}{
+		{"wrong type", "query_facts", `{"top_k":"ten"}`, "top_k", "must be an integer"},
+		{"fraction for integer", "query_facts", `{"top_k":1.5}`, "top_k", "must be an integer"},
+		{"below minimum", "query_facts", `{"top_k":0}`, "top_k", "must be >= 1"},
+		{"above maximum", "query_facts", `{"min_effective_confidence":2}`, "min_effective_confidence", "must be <= 1"},
+		{"missing required", "store_fact", `{"entity":"e","key":"k"}`, "value", "is required"},
+		{"unknown argument", "query_facts", `{"entity_prefx":"a"}`, "entity_prefx", "unknown argument"},
+		{"unknown on empty schema", "list_entities", `{"verbose":true}`, "verbose", "unknown argument"},
+		{"enum", "store_fact", `{"entity":"e","key":"k","value":"v","horizon_class":"weekly"}`, "horizon_class", `value must be one of "volatile", "medium", "stable", "none"`},
+		{"empty string", "store_fact", `{"entity":"","key":"k","value":"v"}`, "entity", "must not be empty"},
+		{"array item type", "store_fact", `{"entity":"e","key":"k","value":"v","supersedes":[1]}`, "supersedes.0", "must be a string"},
+		{"bad as_of", "query_facts", `{"as_of":"yesterday"}`, "as_of", "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z"},
+		{"not an object", "query_facts", `[1,2]`, "arguments", "must be a JSON object"},
+		{"not JSON", "query_facts", `{"top_k":`, "arguments", "must be a JSON object"},
+		{"oversized value", "store_fact", `{"entity":"e","key":"k","value":"` + big + `"}`, "value", "longer than 1048576 bytes"},
+		{"lone surrogate", "store_fact", `{"entity":"e","key":"k","value":"a\ud800b"}`, "value", "is not valid UTF-8"},
+		{"control character", "store_fact", `{"entity":"e\u0000x","key":"k","value":"v"}`, "entity", "must not contain control characters"},
+		{"reserved entity", "store_fact", `{"entity":"__bootstrap__::doc:x","key":"k","value":"v"}`, "entity", "entities starting with __ are reserved for crux"},
+		{"anonymous private", "store_fact", `{"entity":"e","key":"k","value":"v","private":true}`, "private", "needs an authenticated caller; anonymous callers have no private scope"},
+		{"query without words", "query_facts", `{"query":"!?"}`, "query", "needs a word of at least two letters or digits"},
+		{"unknown supersedes", "store_fact", `{"entity":"e","key":"k","value":"v","supersedes":["f_00000000000000000000000000000000"]}`, "supersedes", "fact f_00000000000000000000000000000000 does not exist or is not visible to the caller"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := callErr(t, srv, anon, tt.tool, tt.args)
+			assert.Equal(t, crux.CodeInvalidParams, e.Code)
+			assert.Equal(t, tt.tool+": "+tt.param+": "+tt.reason, e.Message)
+			pe, ok := e.Data.(*tools.ParamError)
+			require.True(t, ok, "data is %T", e.Data)
+			assert.Equal(t, tt.param, pe.Param)
+			assert.Equal(t, tt.reason, pe.Reason)
+		})
+	}
+	// Nothing of any rejected call was stored.
+	got := call(t, srv, anon, "list_entities", `{}`)
+	assert.Empty(t, got["entities"])
+}
+
+func TestInvalidUTF8Bytes(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	args := []byte(`{"entity":"e","key":"k","value":"` + "\xff\xfe" + `"}`)
+	_, err := srv.CallTool(context.Background(), anon, "store_fact", args)
+	var e *crux.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "store_fact: value: is not valid UTF-8", e.Message)
+}
+
+func TestCommonArgumentsAccepted(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	got := call(t, srv, alice, "get_agent_identity", `{"turn_id":"t-1","contract":"legacy"}`)
+	assert.Equal(t, "alice", got["agent_name"])
+	e := callErr(t, srv, alice, "get_agent_identity", `{"turn_id":7}`)
+	assert.Equal(t, "get_agent_identity: turn_id: must be a string", e.Message)
+}
+
+func TestNullAndEmptyArguments(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	for _, args := range []string{"", "null", "{}", "  "} {
+		res, err := srv.CallTool(context.Background(), anon, "list_entities", json.RawMessage(args))
+		require.NoError(t, err, "args %q", args)
+		assert.False(t, res.IsError)
+	}
+}
+
+func TestPanicRecovered(t *testing.T) {
+	boom := tools.New("boom", "writes a fact, then panics", json.RawMessage(`{"type":"object","properties":{}}`), tools.Annotations{},
+		func(ctx context.Context, env *tools.Env, c tools.Caller, _ json.RawMessage) (*tools.Result, error) {
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				if _, _, err := store.PutFact(tx, store.NewFact{Tenant: c.TenantID(), Entity: "half", Key: "written", Value: "should not survive", Confidence: 1, Now: env.Now()}); err != nil {
+					return err
+				}
+				panic("handler bug")
+			})
+			return nil, err
+		})
+	srv, _ := newServer(t, nil, boom)
+
+	e := callErr(t, srv, anon, "boom", `{}`)
+	assert.Equal(t, crux.CodeInternalError, e.Code)
+	assert.Contains(t, e.Message, "nothing was stored")
+
+	// The server keeps working and holds nothing from the failed call.
+	got := call(t, srv, anon, "query_facts", `{"query":"survive"}`)
+	assert.Empty(t, got["rows"])
+	got = call(t, srv, anon, "list_entities", `{}`)
+	assert.Empty(t, got["entities"])
+	call(t, srv, anon, "store_fact", `{"entity":"after","key":"k","value":"fine"}`)
+}
+
+func TestClosedServer(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	require.NoError(t, srv.Close())
+	require.NoError(t, srv.Close())
+	_, err := srv.CallTool(context.Background(), anon, "list_entities", nil)
+	assert.ErrorIs(t, err, crux.ErrServerClosed)
+}
+
+func TestCancelledContext(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := srv.CallTool(ctx, anon, "store_fact", json.RawMessage(`{"entity":"e","key":"k","value":"v"}`))
+	var e *crux.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, crux.CodeInternalError, e.Code)
+	assert.ErrorIs(t, err, context.Canceled)
+	got := call(t, srv, anon, "list_entities", `{}`)
+	assert.Empty(t, got["entities"])
+}
+
+func TestListTools(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	list := srv.ListTools(context.Background(), anon)
+	var names []string
+	for _, tl := range list {
+		names = append(names, tl.Name)
+		assert.True(t, strings.HasPrefix(tl.Description, surface.MarkerLocal+" "), "%s: %q", tl.Name, tl.Description)
+		assert.True(t, strings.HasSuffix(tl.Description, surface.SessionHint), tl.Name)
+		var schema map[string]any
+		require.NoError(t, json.Unmarshal(tl.InputSchema, &schema), tl.Name)
+		assert.Equal(t, "object", schema["type"], tl.Name)
+		assert.Equal(t, false, schema["additionalProperties"], tl.Name)
+	}
+	assert.Equal(t, []string{"store_fact", "query_facts", "delete_fact", "list_entities", "get_bootstrap", "fact_history", "get_agent_identity"}, names)
+
+	// The caller's copy is its own.
+	list[0].InputSchema[0] = 'X'
+	list[0].Description = "changed"
+	again := srv.ListTools(context.Background(), anon)
+	assert.Equal(t, byte('{'), again[0].InputSchema[0])
+	assert.NotEqual(t, "changed", again[0].Description)
+}
+
+func TestEveryToolHasATier(t *testing.T) {
+	var names []string
+	for _, tl := range tools.All() {
+		names = append(names, tl.Name)
+	}
+	assert.Empty(t, surface.Missing(names), "tools without an entry in the surface table")
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	const workers, each = 16, 20
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := crux.Caller{Agent: "agent" + string(rune('a'+w)), Authenticated: true}
+			for i := range each {
+				args, _ := json.Marshal(map[string]any{"entity": "shared", "key": "counter", "value": "v", "private": i%2 == 0})
+				if _, err := srv.CallTool(context.Background(), c, "store_fact", args); err != nil {
+					t.Error(err)
+				}
+				if _, err := srv.CallTool(context.Background(), c, "query_facts", json.RawMessage(`{"entity":"shared"}`)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// The shared chain has one version per public write, numbered without gaps.
+	got := call(t, srv, anon, "fact_history", `{"entity":"shared","key":"counter"}`)
+	versions := got["versions"].([]any)
+	require.Len(t, versions, workers*each/2)
+	for i, v := range versions {
+		assert.EqualValues(t, i+1, v.(map[string]any)["version"])
+	}
+}

@@ -1,0 +1,12 @@
+package crux
+
+import (
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/tools"
+)
+
+// NewServerWithTools is NewServer with extra tools, for tests of the call
+// path (a panicking tool, say).
+func NewServerWithTools(st store.Backend, opts *Options, extra ...*tools.Tool) (*Server, error) {
+	return newServer(st, opts, append(tools.All(), extra...))
+}

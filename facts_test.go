@@ -1,0 +1,337 @@
+package crux_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
+)
+
+func rows(t *testing.T, got map[string]any) []map[string]any {
+	t.Helper()
+	raw, ok := got["rows"].([]any)
+	require.True(t, ok, "no rows in %v", got)
+	out := make([]map[string]any, len(raw))
+	for i, r := range raw {
+		out[i] = r.(map[string]any)
+	}
+	return out
+}
+
+func values(t *testing.T, got map[string]any) []string {
+	t.Helper()
+	var out []string
+	for _, r := range rows(t, got) {
+		out = append(out, r["value"].(string))
+	}
+	return out
+}
+
+func newClockServer(t *testing.T) (*crux.Server, *clock) {
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	srv, _ := newServer(t, &crux.Options{Now: clk.Now})
+	return srv, clk
+}
+
+func TestStoreFactVersionChain(t *testing.T) {
+	srv, clk := newClockServer(t)
+	first := call(t, srv, alice, "store_fact", `{"entity":"project:crux","key":"language","value":"Rust"}`)
+	assert.EqualValues(t, 1, first["version"])
+	assert.Empty(t, first["superseded_fact_ids"])
+	assert.Regexp(t, `^f_[0-9a-f]{32}$`, first["fact_id"])
+
+	clk.Advance(time.Minute)
+	second := call(t, srv, alice, "store_fact", `{"entity":"project:crux","key":"language","value":"Go"}`)
+	assert.EqualValues(t, 2, second["version"])
+	assert.Equal(t, []any{first["fact_id"]}, second["superseded_fact_ids"])
+
+	// Only the current version is returned by default.
+	got := call(t, srv, bob, "query_facts", `{"entity":"project:crux"}`)
+	assert.Equal(t, []string{"Go"}, values(t, got))
+
+	// include_superseded exposes the retired one with superseded_by.
+	got = call(t, srv, bob, "query_facts", `{"entity":"project:crux","include_superseded":true}`)
+	rs := rows(t, got)
+	require.Len(t, rs, 2)
+	assert.Equal(t, "Go", rs[0]["value"])
+	assert.Equal(t, "Rust", rs[1]["value"])
+	assert.Equal(t, second["fact_id"], rs[1]["superseded_by"])
+	assert.NotContains(t, rs[0], "superseded_by")
+
+	hist := call(t, srv, bob, "fact_history", `{"entity":"project:crux","key":"language"}`)
+	vs := hist["versions"].([]any)
+	require.Len(t, vs, 2)
+	v1, v2 := vs[0].(map[string]any), vs[1].(map[string]any)
+	assert.Equal(t, "Rust", v1["value"])
+	assert.Equal(t, second["fact_id"], v1["superseded_by"])
+	assert.Equal(t, first["fact_id"], v2["supersedes"])
+	assert.EqualValues(t, 2, v2["version"])
+}
+
+func TestSupersedesAcrossEntities(t *testing.T) {
+	srv, _ := newClockServer(t)
+	old := call(t, srv, alice, "store_fact", `{"entity":"service:api","key":"host","value":"old.example"}`)
+	other := call(t, srv, alice, "store_fact", `{"entity":"service:web","key":"host","value":"web.example"}`)
+	res := call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"service:gateway","key":"host","value":"gw.example","supersedes":[%q]}`, old["fact_id"]))
+	assert.Equal(t, []any{old["fact_id"]}, res["superseded_fact_ids"])
+	got := call(t, srv, alice, "query_facts", `{"query":"example"}`)
+	assert.ElementsMatch(t, []string{"gw.example", "web.example"}, values(t, got))
+
+	// One bad id rejects the whole write: nothing stored, nothing retired.
+	e := callErr(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"service:new","key":"host","value":"new.example","supersedes":[%q,"f_ffffffffffffffffffffffffffffffff"]}`, other["fact_id"]))
+	assert.Equal(t, crux.CodeInvalidParams, e.Code)
+	assert.Contains(t, e.Message, "store_fact: supersedes: fact f_ffffffffffffffffffffffffffffffff")
+	got = call(t, srv, alice, "query_facts", `{"query":"example"}`)
+	assert.ElementsMatch(t, []string{"gw.example", "web.example"}, values(t, got))
+	assert.NotContains(t, call(t, srv, alice, "list_entities", `{}`)["entities"], "service:new")
+}
+
+func TestPrivateFacts(t *testing.T) {
+	srv, _ := newClockServer(t)
+	mine := call(t, srv, alice, "store_fact", `{"entity":"notes","key":"mood","value":"alice secret","private":true}`)
+	assert.Equal(t, true, mine["private"])
+	assert.Equal(t, "notes", mine["entity"])
+	call(t, srv, bob, "store_fact", `{"entity":"notes","key":"mood","value":"bob public"}`)
+
+	// Alice sees both, hers under the logical name.
+	got := call(t, srv, alice, "query_facts", `{"entity":"notes"}`)
+	assert.ElementsMatch(t, []string{"alice secret", "bob public"}, values(t, got))
+	// Bob, anonymous callers and an unauthenticated "alice" never see it.
+	for _, c := range []crux.Caller{bob, anon, {Agent: "alice"}} {
+		for _, args := range []string{`{"entity":"notes"}`, `{"query":"secret"}`, `{}`, `{"entity_prefix":"no"}`, `{"key":"mood"}`, `{"entity_prefix":"__"}`} {
+			got := call(t, srv, c, "query_facts", args)
+			assert.NotContains(t, values(t, got), "alice secret", "caller %+v args %s", c, args)
+		}
+		hist := call(t, srv, c, "fact_history", `{"entity":"notes","key":"mood"}`)
+		assert.Len(t, hist["versions"], 1)
+		res := call(t, srv, c, "store_fact", fmt.Sprintf(`{"entity":"x","key":"y","value":"z","private":%v}`, c.Authenticated))
+		_ = res
+		e := callErr(t, srv, c, "store_fact", fmt.Sprintf(`{"entity":"x","key":"y","value":"z","supersedes":[%q]}`, mine["fact_id"]))
+		assert.Equal(t, crux.CodeInvalidParams, e.Code)
+		del, err := srv.CallTool(t.Context(), c, "delete_fact", []byte(fmt.Sprintf(`{"fact_id":%q}`, mine["fact_id"])))
+		require.NoError(t, err)
+		assert.True(t, del.IsError)
+	}
+	// Alice's private fact is still there.
+	got = call(t, srv, alice, "query_facts", `{"query":"secret"}`)
+	assert.Equal(t, []string{"alice secret"}, values(t, got))
+	// A private entity shows in the owner's list only.
+	call(t, srv, alice, "store_fact", `{"entity":"diary","key":"day1","value":"x","private":true}`)
+	assert.Contains(t, call(t, srv, alice, "list_entities", `{}`)["entities"], "diary")
+	assert.NotContains(t, call(t, srv, bob, "list_entities", `{}`)["entities"], "diary")
+}
+
+func TestTenantsAreSeparate(t *testing.T) {
+	srv, _ := newClockServer(t)
+	acme := crux.Caller{Agent: "alice", Authenticated: true, Tenant: "acme"}
+	call(t, srv, acme, "store_fact", `{"entity":"plan","key":"q1","value":"acme plan"}`)
+	got := call(t, srv, alice, "query_facts", `{"query":"plan"}`)
+	assert.Empty(t, rows(t, got))
+	got = call(t, srv, acme, "query_facts", `{"query":"plan"}`)
+	assert.Equal(t, []string{"acme plan"}, values(t, got))
+}
+
+func TestFreshnessRanking(t *testing.T) {
+	srv, clk := newClockServer(t)
+	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"build","value":"green","confidence":0.9,"horizon_class":"volatile"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"owner","value":"team-a","confidence":0.6,"horizon_class":"stable"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"note","value":"hours","confidence":0.8,"freshness_horizon":"valid for a few hours"}`)
+	got := call(t, srv, alice, "query_facts", `{"entity":"ops"}`)
+	assert.Equal(t, []string{"green", "hours", "team-a"}, values(t, got))
+	rs := rows(t, got)
+	assert.Equal(t, "volatile", rs[1]["horizon_class"], "freshness_horizon maps to a class")
+	assert.Equal(t, "fresh", rs[0]["freshness"])
+
+	// 24 hours exactly is still fresh; past it the volatile facts are stale
+	// and rank at half their stored confidence, which itself is unchanged.
+	clk.Advance(24 * time.Hour)
+	got = call(t, srv, alice, "query_facts", `{"entity":"ops"}`)
+	assert.Equal(t, "fresh", rows(t, got)[0]["freshness"])
+	clk.Advance(time.Second)
+	got = call(t, srv, alice, "query_facts", `{"entity":"ops"}`)
+	assert.Equal(t, []string{"team-a", "green", "hours"}, values(t, got))
+	rs = rows(t, got)
+	assert.Equal(t, "stale", rs[1]["freshness"])
+	assert.InDelta(t, 0.9, rs[1]["confidence"], 1e-9)
+	assert.InDelta(t, 0.45, rs[1]["effective_confidence"], 1e-9)
+	assert.InDelta(t, 24.0, rs[1]["age_hours"], 0.01)
+
+	// The floor drops them and says how many it dropped.
+	got = call(t, srv, alice, "query_facts", `{"entity":"ops","min_effective_confidence":0.5}`)
+	assert.Equal(t, []string{"team-a"}, values(t, got))
+	assert.EqualValues(t, 2, got["filtered_below_threshold"])
+	got = call(t, srv, alice, "query_facts", `{"entity":"nothing-here","min_effective_confidence":0.5}`)
+	assert.EqualValues(t, 0, got["filtered_below_threshold"])
+	// The unfiltered path reports a floor hit too.
+	got = call(t, srv, alice, "query_facts", `{"min_effective_confidence":0.7}`)
+	assert.Empty(t, rows(t, got))
+	assert.GreaterOrEqual(t, got["filtered_below_threshold"], 1.0)
+}
+
+func TestDefaultHorizonByPrefix(t *testing.T) {
+	srv, _ := newClockServer(t)
+	for entity, want := range map[string]string{"execplan:x": "medium", "incident:2026-01-01": "medium", "bench:y": "stable", "user": "none"} {
+		got := call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":%q,"key":"k","value":"v"}`, entity))
+		assert.Equal(t, want, got["horizon_class"], entity)
+	}
+}
+
+func TestAsOf(t *testing.T) {
+	srv, clk := newClockServer(t)
+	t0 := clk.Now()
+	call(t, srv, alice, "store_fact", `{"entity":"office","key":"city","value":"Leeds"}`)
+	clk.Advance(48 * time.Hour)
+	call(t, srv, alice, "store_fact", `{"entity":"office","key":"city","value":"York"}`)
+	at := func(d time.Duration) []string {
+		return values(t, call(t, srv, alice, "query_facts", fmt.Sprintf(`{"entity":"office","as_of":%q}`, t0.Add(d).Format(time.RFC3339))))
+	}
+	assert.Empty(t, at(-time.Hour))
+	assert.Equal(t, []string{"Leeds"}, at(time.Hour))
+	assert.Equal(t, []string{"York"}, at(48*time.Hour), "half-open: the old one ends where the new one starts")
+	assert.Equal(t, []string{"York"}, at(72*time.Hour))
+}
+
+func TestFiltersHonoured(t *testing.T) {
+	srv, _ := newClockServer(t)
+	call(t, srv, alice, "store_fact", `{"entity":"project:a","key":"lang","value":"go"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"project:a","key":"db","value":"bbolt"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"project:b","key":"lang","value":"rust"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"person:ann","key":"lang","value":"english"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"project:ab","key":"lang","value":"zig"}`)
+	tests := []struct{ args, want string }{
+		{`{"entity":"project:a"}`, "bbolt go"},
+		{`{"entity_prefix":"project:"}`, "bbolt go rust zig"},
+		{`{"key":"lang"}`, "english go rust zig"},
+		{`{"entity_prefix":"project:","key":"lang"}`, "go rust zig"},
+		{`{"entity":"project:a","key":"lang"}`, "go"},
+		{`{"entity_prefix":"proj","query":"ru"}`, "rust"},
+		{`{"query":"bbolt rust"}`, "bbolt rust"},
+		{`{"query":"ANN"}`, "english"},
+		{`{"query":"ust"}`, ""},
+		{`{"top_k":2}`, "2"},
+	}
+	for _, tt := range tests {
+		got := values(t, call(t, srv, alice, "query_facts", tt.args))
+		if tt.want == "2" {
+			assert.Len(t, got, 2, tt.args)
+			continue
+		}
+		assert.ElementsMatch(t, strings.Fields(tt.want), got, tt.args)
+	}
+}
+
+func TestTokenBudget(t *testing.T) {
+	srv, _ := newClockServer(t)
+	for i := range 5 {
+		call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"doc","key":"k%d","value":%q}`, i, strings.Repeat("w", 400)))
+	}
+	all := call(t, srv, alice, "query_facts", `{"entity":"doc"}`)
+	require.Len(t, rows(t, all), 5)
+	assert.Equal(t, false, all["truncated_by_token_budget"])
+	perRow := all["total_tokens"].(float64) / 5
+
+	got := call(t, srv, alice, "query_facts", fmt.Sprintf(`{"entity":"doc","token_budget":%d}`, int(perRow*2.5)))
+	assert.Len(t, rows(t, got), 2)
+	assert.Equal(t, true, got["truncated_by_token_budget"])
+	assert.LessOrEqual(t, got["total_tokens"].(float64), perRow*2.5)
+	// The first row is always returned.
+	got = call(t, srv, alice, "query_facts", `{"entity":"doc","token_budget":1}`)
+	assert.Len(t, rows(t, got), 1)
+}
+
+func TestDeleteFact(t *testing.T) {
+	srv, _ := newClockServer(t)
+	f := call(t, srv, alice, "store_fact", `{"entity":"tmp","key":"k","value":"gone soon"}`)
+	del := call(t, srv, alice, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, f["fact_id"]))
+	assert.Equal(t, true, del["deleted"])
+	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{"query":"gone"}`)))
+	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{"entity":"tmp","include_superseded":true}`)))
+	assert.NotContains(t, call(t, srv, alice, "list_entities", `{}`)["entities"], "tmp")
+	hist := call(t, srv, alice, "fact_history", `{"entity":"tmp","key":"k"}`)["versions"].([]any)
+	require.Len(t, hist, 1)
+	assert.Equal(t, true, hist[0].(map[string]any)["deleted"])
+
+	again := call(t, srv, alice, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, f["fact_id"]))
+	assert.Equal(t, false, again["deleted"])
+
+	res, err := srv.CallTool(t.Context(), alice, "delete_fact", []byte(`{"fact_id":"f_nope"}`))
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "fact not found: f_nope", res.Content[0].Text)
+
+	// A new write after a delete starts a fresh current version.
+	n := call(t, srv, alice, "store_fact", `{"entity":"tmp","key":"k","value":"back"}`)
+	assert.EqualValues(t, 2, n["version"])
+	assert.Empty(t, n["superseded_fact_ids"])
+}
+
+func TestListEntities(t *testing.T) {
+	srv, _ := newClockServer(t)
+	assert.Equal(t, []any{}, call(t, srv, alice, "list_entities", `{}`)["entities"])
+	call(t, srv, alice, "store_fact", `{"entity":"zeta","key":"k","value":"1"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"alpha","key":"k","value":"1"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"alpha","key":"k","value":"2"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"alpha","key":"j","value":"1"}`)
+	assert.Equal(t, []any{"alpha", "zeta"}, call(t, srv, alice, "list_entities", `{}`)["entities"])
+}
+
+func TestGetBootstrap(t *testing.T) {
+	srv, _ := newClockServer(t)
+	res, err := srv.CallTool(t.Context(), anon, "get_bootstrap", nil)
+	require.NoError(t, err)
+	text := res.Content[0].Text
+	assert.Contains(t, text, "[__bootstrap__::doc:quickstart] Quickstart = ")
+	assert.Contains(t, text, "[__bootstrap__::tool-output:query_facts] query_facts output schema = {rows:")
+	assert.NotContains(t, text, "_meta")
+
+	for _, topic := range []string{"docs", "patterns", "errors", "tool"} {
+		got := call(t, srv, anon, "get_bootstrap", fmt.Sprintf(`{"topic":%q}`, topic))
+		facts := got["facts"].([]any)
+		require.NotEmpty(t, facts, topic)
+		want := map[string]string{"docs": "doc:", "patterns": "pattern:", "errors": "resolution:", "tool": "tool-output:"}[topic]
+		for _, f := range facts {
+			assert.Contains(t, f.(map[string]any)["entity"], "__bootstrap__::"+want)
+		}
+	}
+	// Every tool's output contract is there.
+	got := call(t, srv, anon, "get_bootstrap", `{"topic":"tool-output"}`)
+	assert.Len(t, got["facts"], len(srv.ListTools(t.Context(), anon)))
+
+	got = call(t, srv, anon, "get_bootstrap", `{"query":"supersedes"}`)
+	assert.NotEmpty(t, got["facts"])
+	small := call(t, srv, anon, "get_bootstrap", `{"token_budget":50}`)
+	assert.Len(t, small["facts"], 1, "token_budget is honoured, keeping the first entry")
+	assert.Equal(t, true, small["truncated"])
+
+	res, err = srv.CallTool(t.Context(), anon, "get_bootstrap", []byte(`{"topic":"nothing"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "no bootstrap knowledge for topic 'nothing'", res.Content[0].Text)
+
+	// Bootstrap knowledge is not in the callers' fact pool.
+	assert.Empty(t, rows(t, call(t, srv, anon, "query_facts", `{"query":"quickstart"}`)))
+	assert.Empty(t, call(t, srv, anon, "list_entities", `{}`)["entities"])
+}
+
+func TestBootstrapSeededOnce(t *testing.T) {
+	db := openDB(t)
+	_, err := crux.NewServer(db, nil)
+	require.NoError(t, err)
+	before := db.Stats()
+	srv, err := crux.NewServer(db, nil)
+	require.NoError(t, err)
+	assert.Equal(t, before.Commits, db.Stats().Commits, "a second start writes nothing")
+	got := call(t, srv, anon, "get_bootstrap", `{"topic":"doc","query":"quickstart"}`)
+	assert.Len(t, got["facts"], 1, "no duplicate versions")
+}
+
+func TestGetAgentIdentity(t *testing.T) {
+	srv, _ := newClockServer(t)
+	assert.Equal(t, "alice", call(t, srv, alice, "get_agent_identity", `{}`)["agent_name"])
+	assert.Equal(t, "anonymous", call(t, srv, anon, "get_agent_identity", `{}`)["agent_name"])
+	assert.Equal(t, "anonymous", call(t, srv, crux.Caller{Agent: "claims-to-be-alice"}, "get_agent_identity", `{}`)["agent_name"])
+}

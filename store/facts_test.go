@@ -1,0 +1,177 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
+)
+
+func openDB(t *testing.T) *bolt.DB {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "facts.db"), &bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestParseHorizon(t *testing.T) {
+	for text, want := range map[string]string{
+		"a few hours":        store.HorizonVolatile,
+		"stable for years":   store.HorizonStable,
+		"frozen":             store.HorizonStable,
+		"the architecture":   store.HorizonStable,
+		"next month":         store.HorizonMedium,
+		"two weeks":          store.HorizonMedium,
+		"1 day":              store.HorizonVolatile,
+		"2 days":             store.HorizonVolatile,
+		"3 days":             store.HorizonMedium,
+		"a day":              store.HorizonMedium,
+		"until the 24h mark": store.HorizonNone,
+		"":                   store.HorizonNone,
+		"HOURLY":             store.HorizonVolatile,
+	} {
+		assert.Equal(t, want, store.ParseHorizon(text), text)
+	}
+}
+
+func TestFreshness(t *testing.T) {
+	p := store.DefaultDecayPolicy
+	now := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		class string
+		age   time.Duration
+		want  string
+	}{
+		{store.HorizonNone, 10000 * time.Hour, store.Fresh},
+		{store.HorizonVolatile, 24 * time.Hour, store.Fresh},
+		{store.HorizonVolatile, 24*time.Hour + time.Nanosecond, store.Stale},
+		{store.HorizonMedium, 35 * 24 * time.Hour, store.Fresh},
+		{store.HorizonMedium, 36 * 24 * time.Hour, store.Stale},
+		{store.HorizonStable, 366 * 24 * time.Hour, store.Stale},
+		{store.HorizonStable, -time.Hour, store.Unknown},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, p.Freshness(tt.class, now.Add(-tt.age), now), "%s %v", tt.class, tt.age)
+	}
+	assert.Equal(t, store.Unknown, p.Freshness(store.HorizonVolatile, time.Time{}, now))
+	assert.Equal(t, 0.4, store.EffectiveConfidence(0.8, store.Stale))
+	assert.Equal(t, 0.8, store.EffectiveConfidence(0.8, store.Unknown))
+}
+
+func TestWords(t *testing.T) {
+	assert.Equal(t, []string{"deploy", "to", "staging", "42", "über"}, store.Words("Deploy to STAGING: deploy #42 a Über"))
+	long := store.Words(string(make([]byte, 0)) + "x" + fmt.Sprint(make([]int, 0)) + "ééééééééééééééééééééééééééééééééééééééééé")
+	require.Len(t, long, 1)
+	assert.LessOrEqual(t, len(long[0]), store.MaxWordBytes)
+}
+
+// TestRankAllMatchesBruteForce checks the early-stopping unfiltered ranking
+// against sorting every fact, over random confidences and ages.
+func TestRankAllMatchesBruteForce(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(1, 2))
+	classes := []string{store.HorizonVolatile, store.HorizonMedium, store.HorizonStable, store.HorizonNone}
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		for i := range 400 {
+			_, _, err := store.PutFact(tx, store.NewFact{
+				Tenant: "t", Entity: fmt.Sprintf("e%d", i%37), Key: fmt.Sprintf("k%d", i%11), Value: fmt.Sprint(i),
+				Confidence: float64(rng.IntN(11)) / 10, HorizonClass: classes[rng.IntN(4)],
+				Now: now.Add(-time.Duration(rng.IntN(800)) * time.Hour),
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, q := range []store.FactQuery{
+		{Limit: 10}, {Limit: 1}, {Limit: 50, IncludeSuperseded: true}, {Limit: 25, MinEffective: 0.45}, {Limit: 400, MinEffective: 0.45}, {Limit: 0},
+	} {
+		q.Tenant, q.Now, q.Policy = "t", now, store.DefaultDecayPolicy
+		var fast, brute store.FactResult
+		require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+			var err error
+			if fast, err = store.SearchFacts(tx, q); err != nil {
+				return err
+			}
+			// The same query through the entity index of every entity.
+			all := q
+			all.Limit = 0
+			for i := range 37 {
+				all.Entity = fmt.Sprintf("e%d", i)
+				r, err := store.SearchFacts(tx, all)
+				if err != nil {
+					return err
+				}
+				brute.Facts = append(brute.Facts, r.Facts...)
+				brute.BelowFloor += r.BelowFloor
+			}
+			return nil
+		}))
+		sort.Slice(brute.Facts, func(i, j int) bool {
+			a, b := brute.Facts[i], brute.Facts[j]
+			if a.Effective != b.Effective {
+				return a.Effective > b.Effective
+			}
+			if !a.StoredAt.Equal(b.StoredAt) {
+				return a.StoredAt.After(b.StoredAt)
+			}
+			return a.ID < b.ID
+		})
+		if q.Limit > 0 && len(brute.Facts) > q.Limit {
+			brute.Facts = brute.Facts[:q.Limit]
+		}
+		ids := func(r store.FactResult) (out []string) {
+			for _, f := range r.Facts {
+				out = append(out, f.ID)
+			}
+			return out
+		}
+		assert.Equal(t, ids(brute), ids(fast), "%+v", q)
+		if q.MinEffective > 0 {
+			if len(fast.Facts) < q.Limit {
+				assert.Positive(t, fast.BelowFloor)
+			}
+			assert.LessOrEqual(t, fast.BelowFloor, brute.BelowFloor)
+		}
+	}
+}
+
+func TestPutFactRollsBackOnBadSupersedes(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	var first *store.Fact
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		var err error
+		first, _, err = store.PutFact(tx, store.NewFact{Tenant: "t", Entity: "e", Key: "k", Value: "v1", Confidence: 1, Now: now})
+		return err
+	}))
+	err := db.Update(ctx, func(tx store.Tx) error {
+		_, _, err := store.PutFact(tx, store.NewFact{Tenant: "t", Entity: "e", Key: "k", Value: "v2", Confidence: 1, Now: now, Supersedes: []string{"f_missing"}})
+		return err
+	})
+	var se *store.SupersedeError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "f_missing", se.ID)
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		f, err := store.GetFact(tx, first.ID)
+		require.NoError(t, err)
+		assert.True(t, f.Current(), "the chain's current fact was not retired")
+		h, err := store.History(tx, "t", "", "e", "k")
+		assert.Len(t, h, 1)
+		return err
+	}))
+}

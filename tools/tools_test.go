@@ -1,0 +1,103 @@
+package tools_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux/surface"
+	"github.com/crux-go/crux/tools"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden schema snapshots in testdata/schemas")
+
+func TestAllCompiles(t *testing.T) {
+	set, err := tools.NewSet(tools.All())
+	require.NoError(t, err)
+	assert.Len(t, set.Tools(), len(tools.All()))
+}
+
+func TestRegistryMetadata(t *testing.T) {
+	var names []string
+	for _, tl := range tools.All() {
+		names = append(names, tl.Name)
+		assert.NotEmpty(t, tl.Output, "%s has no output contract", tl.Name)
+		assert.NotEmpty(t, tl.Annotations.Title, "%s has no title", tl.Name)
+		assert.False(t, tl.Annotations.ReadOnlyHint && tl.Annotations.DestructiveHint, "%s: read-only and destructive", tl.Name)
+		var schema map[string]any
+		require.NoError(t, json.Unmarshal(tl.InputSchema(), &schema), tl.Name)
+		for _, k := range []string{"oneOf", "anyOf", "allOf"} {
+			assert.NotContains(t, schema, k, "%s: top-level %s is not portable across model providers", tl.Name, k)
+		}
+		assert.Equal(t, false, schema["additionalProperties"], "%s must reject unknown arguments", tl.Name)
+		for name, p := range schema["properties"].(map[string]any) {
+			assert.NotEmpty(t, p.(map[string]any)["description"], "%s.%s has no description", tl.Name, name)
+		}
+	}
+	assert.Empty(t, surface.Missing(names), "every tool needs an entry in the surface table")
+
+	// Catalogue order is the reference manual's.
+	var order []int
+	for _, n := range names {
+		for i, s := range surface.Names() {
+			if s == n {
+				order = append(order, i)
+			}
+		}
+	}
+	assert.IsIncreasing(t, order)
+}
+
+func TestNewSetRejects(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object","properties":{}}`)
+	ok := tools.New("ok", "fine", obj, tools.Annotations{}, nil)
+	tests := map[string][]*tools.Tool{
+		"duplicate":        {tools.All()[0], tools.All()[0]},
+		"bad name":         {tools.New("bad name", "d", obj, tools.Annotations{}, nil)},
+		"no description":   {tools.New("x", " ", obj, tools.Annotations{}, nil)},
+		"no handler":       {ok},
+		"not object":       {tools.New("x", "d", json.RawMessage(`{"type":"string"}`), tools.Annotations{}, nil)},
+		"invalid json":     {tools.New("x", "d", json.RawMessage(`{`), tools.Annotations{}, nil)},
+		"no properties":    {tools.New("x", "d", json.RawMessage(`{"type":"object"}`), tools.Annotations{}, nil)},
+		"invalid keywords": {tools.New("x", "d", json.RawMessage(`{"type":"object","properties":{"a":{"type":"nope"}}}`), tools.Annotations{}, nil)},
+	}
+	for name, ts := range tests {
+		_, err := tools.NewSet(ts)
+		assert.Error(t, err, name)
+	}
+}
+
+// TestSchemaSnapshots keeps every tool's advertised schema under review:
+// a change shows up as a diff in testdata/schemas (go test -update rewrites).
+func TestSchemaSnapshots(t *testing.T) {
+	for _, tl := range tools.All() {
+		var v any
+		require.NoError(t, json.Unmarshal(tl.InputSchema(), &v))
+		got, err := json.MarshalIndent(map[string]any{"name": tl.Name, "description": tl.Description, "annotations": tl.Annotations, "inputSchema": v}, "", "  ")
+		require.NoError(t, err)
+		got = append(got, '\n')
+		path := filepath.Join("testdata", "schemas", tl.Name+".json")
+		if *update {
+			require.NoError(t, os.WriteFile(path, got, 0o644))
+			continue
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err, "missing snapshot; run go test ./tools -update")
+		assert.Equal(t, string(want), string(got), "schema of %s changed; run go test ./tools -update and review the diff", tl.Name)
+	}
+}
+
+func TestCallerIdentity(t *testing.T) {
+	assert.Equal(t, "anonymous", tools.Caller{}.Name())
+	assert.Equal(t, "", tools.Caller{Agent: "x"}.Identity())
+	assert.Equal(t, "x", tools.Caller{Agent: "x", Authenticated: true}.Identity())
+	assert.Equal(t, tools.DefaultTenant, tools.Caller{}.TenantID())
+	assert.Equal(t, "t", tools.Caller{Tenant: "t"}.TenantID())
+	assert.True(t, strings.HasPrefix((&tools.Error{Code: -32602, Message: "m"}).Error(), "crux: m"))
+}
