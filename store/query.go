@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"sort"
 	"strings"
@@ -75,47 +76,21 @@ type RankedFact struct {
 type FactResult struct {
 	Facts []RankedFact
 	// BelowFloor counts facts that matched every filter but fell below
-	// MinEffective. For a query with no entity, key or term filter, ranking
-	// stops early, so the count is then a lower bound; it is at least 1
-	// whenever the result is not full (fewer than Limit facts) and some
-	// matching fact lies below the floor.
+	// MinEffective. For keyword and unfiltered queries, ranking stops early,
+	// so the count is then a lower bound; it is at least 1 whenever the
+	// result is not full (fewer than Limit facts) and some matching fact
+	// lies below the floor.
 	BelowFloor int
 }
 
 // SearchFacts returns the facts matching q, best first: by effective
 // confidence, then newest first. Candidates come from an index (the entity
-// chain, the key index or the keyword postings), so the work grows with the
-// number of matching facts, not with the size of the store. A query without
-// any filter walks the confidence index and stops as soon as no later fact
-// can enter the result.
+// chain, the key index, the keyword postings or the confidence index), so
+// the work grows with the number of matching facts, not with the size of
+// the store. Keyword and unfiltered queries visit candidates by stored
+// confidence and stop as soon as no later one can enter the result, so they
+// read few more facts than they return.
 func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
-	if q.Entity == "" && q.EntityPrefix == "" && q.Key == "" && len(q.Terms) == 0 {
-		return rankAll(tx, q)
-	}
-	seen := make(map[string]struct{})
-	var res FactResult
-	consider := func(id []byte) error {
-		if _, ok := seen[string(id)]; ok {
-			return nil
-		}
-		seen[string(id)] = struct{}{}
-		f, err := GetFact(tx, string(id))
-		if err != nil {
-			return err
-		}
-		if r, ok := q.rank(f); ok {
-			if r.Effective < q.MinEffective {
-				res.BelowFloor++
-			} else {
-				res.Facts = append(res.Facts, r)
-			}
-		}
-		return nil
-	}
-	scanIDs := func(bucket string, prefix []byte) error {
-		return tx.Scan(bucket, prefix, false, func(_, v []byte) error { return consider(v) })
-	}
-	var err error
 	switch {
 	case q.Entity != "" || q.EntityPrefix != "":
 		entity, exact := q.Entity, true
@@ -126,6 +101,7 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		if q.Agent != "" {
 			stored = append(stored, PrivateEntity(q.Agent, entity))
 		}
+		var prefixes [][]byte
 		for _, s := range stored {
 			p := indexKey(q.Tenant, s)
 			if exact {
@@ -135,24 +111,67 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 					p = append(p, 0)
 				}
 			}
-			if err = scanIDs(bucketEntity, p); err != nil {
-				return res, err
-			}
+			prefixes = append(prefixes, p)
 		}
+		return rankIDs(tx, q, bucketEntity, prefixes)
 	case q.Key != "":
-		err = scanIDs(bucketKey, append(indexKey(q.Tenant, q.Key), 0))
-	default:
+		return rankIDs(tx, q, bucketKey, [][]byte{append(indexKey(q.Tenant, q.Key), 0)})
+	case len(q.Terms) > 0:
+		// Postings hold the fact's rank key, so candidates are ordered
+		// without reading them; they match the terms by construction.
+		seen := make(map[string]struct{})
+		var keys [][]byte
 		for _, t := range q.Terms {
-			err = tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(k, _ []byte) error {
-				return consider(k[bytes.LastIndexByte(k, 0)+1:])
+			err := tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(k, v []byte) error {
+				id := k[bytes.LastIndexByte(k, 0)+1:]
+				if _, ok := seen[string(id)]; !ok {
+					seen[string(id)] = struct{}{}
+					keys = append(keys, append(v[:16:16], id...))
+				}
+				return nil
 			})
 			if err != nil {
-				break
+				return FactResult{}, err
 			}
 		}
+		sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
+		return rankStream(tx, q, func(visit func([]byte) error) error {
+			for _, k := range keys {
+				if err := visit(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
-	if err != nil {
-		return res, err
+	prefix := indexKey(q.Tenant, "")
+	return rankStream(tx, q, func(visit func([]byte) error) error {
+		return tx.Scan(bucketRank, prefix, false, func(k, _ []byte) error { return visit(k[len(prefix):]) })
+	})
+}
+
+// rankIDs ranks every fact whose id is the value of a key under one of the
+// prefixes of bucket.
+func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, error) {
+	var res FactResult
+	for _, p := range prefixes {
+		err := tx.Scan(bucket, p, false, func(_, v []byte) error {
+			f, err := GetFact(tx, string(v))
+			if err != nil {
+				return err
+			}
+			if r, ok := q.rank(f, true); ok {
+				if r.Effective < q.MinEffective {
+					res.BelowFloor++
+				} else {
+					res.Facts = append(res.Facts, r)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
 	}
 	sortRanked(res.Facts)
 	if q.Limit > 0 && len(res.Facts) > q.Limit {
@@ -161,24 +180,27 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 	return res, nil
 }
 
-// rankAll serves a query without filters from the confidence index. Entries
-// come by stored confidence, highest first; a fact's effective confidence
-// never exceeds its stored one, so once the stored confidence drops below
-// the weakest of a full result, nothing later can enter it.
-func rankAll(tx Tx, q FactQuery) (FactResult, error) {
+// rankStream ranks candidates that each yields as a rank key (^confidence,
+// ^stored_at, fact id) in ascending key order, that is by stored
+// confidence, highest first. A fact's effective confidence never exceeds
+// its stored one, so once an entry cannot beat the weakest of a full
+// result, no later one can either.
+func rankStream(tx Tx, q FactQuery, each func(visit func(key []byte) error) error) (FactResult, error) {
 	var res FactResult
-	prefix := indexKey(q.Tenant, "")
-	err := tx.Scan(bucketRank, prefix, false, func(k, _ []byte) error {
-		conf := math.Float64frombits(^binary.BigEndian.Uint64(k[len(prefix):]))
-		full := q.Limit > 0 && len(res.Facts) >= q.Limit
-		if full && conf < res.Facts[len(res.Facts)-1].Effective {
-			return ErrStop
+	err := each(func(k []byte) error {
+		conf := math.Float64frombits(^binary.BigEndian.Uint64(k))
+		if q.Limit > 0 && len(res.Facts) >= q.Limit {
+			weakest := res.Facts[len(res.Facts)-1]
+			stored := int64(^binary.BigEndian.Uint64(k[8:]))
+			if conf < weakest.Effective || conf == weakest.Effective && stored < weakest.StoredAt.UnixNano() {
+				return ErrStop
+			}
 		}
-		f, err := GetFact(tx, string(k[len(prefix)+16:]))
+		f, err := GetFact(tx, string(k[16:]))
 		if err != nil {
 			return err
 		}
-		r, ok := q.rank(f)
+		r, ok := q.rank(f, false)
 		if !ok {
 			return nil
 		}
@@ -192,11 +214,15 @@ func rankAll(tx Tx, q FactQuery) (FactResult, error) {
 		res.Facts = insertRanked(res.Facts, r, q.Limit)
 		return nil
 	})
+	if errors.Is(err, ErrStop) {
+		err = nil
+	}
 	return res, err
 }
 
-// rank applies q's filters to f and, when it passes, computes its freshness.
-func (q *FactQuery) rank(f *Fact) (RankedFact, bool) {
+// rank applies q's filters to f (the keyword terms only when checkTerms)
+// and, when it passes, computes its freshness.
+func (q *FactQuery) rank(f *Fact, checkTerms bool) (RankedFact, bool) {
 	if f.Tenant != q.Tenant || f.Deleted || !f.VisibleTo(q.Agent) {
 		return RankedFact{}, false
 	}
@@ -216,7 +242,7 @@ func (q *FactQuery) rank(f *Fact) (RankedFact, bool) {
 	if IsReserved(f.Entity) && !IsReserved(q.Entity) && !IsReserved(q.EntityPrefix) {
 		return RankedFact{}, false
 	}
-	if len(q.Terms) > 0 && !matchesTerms(f, q.Terms) {
+	if checkTerms && len(q.Terms) > 0 && !matchesTerms(f, q.Terms) {
 		return RankedFact{}, false
 	}
 	fr := q.Policy.Freshness(f.HorizonClass, f.Anchor(), q.Now)

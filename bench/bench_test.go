@@ -1,0 +1,207 @@
+// Package bench holds crux's end-to-end benchmarks: the cost of a call
+// through crux.Server, durable writes sequentially and from 32 concurrent
+// callers, and fact queries over a large store.
+//
+//	go test -run '^$' -bench . -benchtime 2s ./bench
+//
+// Query benchmarks report p50-µs and p99-µs besides ns/op; write
+// benchmarks report facts/s. Writes use the production setting (fsync on
+// every commit).
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/tools"
+)
+
+var caller = crux.Caller{Agent: "bench", Authenticated: true}
+
+func newServer(b *testing.B, path string, opts *bolt.Options) *crux.Server {
+	b.Helper()
+	db, err := bolt.Open(path, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	srv, err := crux.NewServer(db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv
+}
+
+func mustCall(b *testing.B, srv *crux.Server, name string, args []byte) *crux.Result {
+	res, err := srv.CallTool(context.Background(), caller, name, args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.IsError {
+		b.Fatal(res.Content[0].Text)
+	}
+	return res
+}
+
+// BenchmarkCallToolOverhead is the cost of the call path itself: lookup,
+// argument checks, schema validation, decoding and result shaping around a
+// handler that does no I/O.
+func BenchmarkCallToolOverhead(b *testing.B) {
+	srv := newServer(b, filepath.Join(b.TempDir(), "crux.db"), nil)
+	args := []byte(`{}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		mustCall(b, srv, "get_agent_identity", args)
+	}
+}
+
+func storeArgs(i int) []byte {
+	return fmt.Appendf(nil, `{"entity":"project:%d","key":"k%d","value":"value %d of the durable write benchmark"}`, i%1000, i%7, i)
+}
+
+// BenchmarkStoreFactSequential: one caller, each store_fact durable (fsync)
+// before the next starts.
+func BenchmarkStoreFactSequential(b *testing.B) {
+	srv := newServer(b, filepath.Join(b.TempDir(), "crux.db"), nil)
+	i := 0
+	start := time.Now()
+	for b.Loop() {
+		mustCall(b, srv, "store_fact", storeArgs(i))
+		i++
+	}
+	b.ReportMetric(float64(i)/time.Since(start).Seconds(), "facts/s")
+}
+
+// BenchmarkStoreFact32Concurrent: 32 callers writing at once; each call
+// returns once its fact is durable. The store commits concurrent writes in
+// groups, one fsync per group.
+func BenchmarkStoreFact32Concurrent(b *testing.B) {
+	srv := newServer(b, filepath.Join(b.TempDir(), "crux.db"), nil)
+	var n atomic.Int64
+	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0))) // RunParallel starts parallelism × GOMAXPROCS goroutines
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			mustCall(b, srv, "store_fact", storeArgs(int(n.Add(1))))
+		}
+	})
+	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "facts/s")
+}
+
+// corpus builds (once per size) a store of n facts: 10 per entity, and
+// value words shared by 100 facts each (topicN) so a keyword query has a
+// bounded answer however large the store grows.
+var corpora sync.Map
+
+func corpus(b *testing.B, n int) string {
+	if p, ok := corpora.Load(n); ok {
+		return p.(string)
+	}
+	dir, err := os.MkdirTemp("", "crux-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "crux.db")
+	db, err := bolt.Open(path, &bolt.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	for start := 0; start < n; start += 5000 {
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			for i := start; i < min(n, start+5000); i++ {
+				_, _, err := store.PutFact(tx, store.NewFact{
+					Tenant: tools.DefaultTenant, Entity: fmt.Sprintf("entity:%d", i/10), Key: fmt.Sprintf("k%d", i%10),
+					Value:      fmt.Sprintf("note %d about topic%04d and widget%d", i, i%(n/100), i%5000),
+					Confidence: float64(i%100) / 100, Now: now.Add(-time.Duration(i) * time.Second),
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	corpora.Store(n, path)
+	return path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	corpora.Range(func(_, p any) bool { os.RemoveAll(filepath.Dir(p.(string))); return true })
+	os.Exit(code)
+}
+
+// benchQuery runs query_facts with args(i) and reports latency percentiles.
+func benchQuery(b *testing.B, n int, args func(i int) []byte, wantRows int) {
+	srv := newServer(b, corpus(b, n), &bolt.Options{NoSync: true})
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		res := mustCall(b, srv, "query_facts", args(i))
+		lat = append(lat, time.Since(t0))
+		if i == 0 {
+			var out struct{ Rows []json.RawMessage }
+			if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil || len(out.Rows) != wantRows {
+				b.Fatalf("got %d rows (%v), want %d", len(out.Rows), err, wantRows)
+			}
+		}
+		i++
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+var sizes = []int{10_000, 100_000}
+
+// BenchmarkQueryFactsByEntity: one entity (10 facts) out of n.
+func BenchmarkQueryFactsByEntity(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
+			benchQuery(b, n, func(i int) []byte {
+				return fmt.Appendf(nil, `{"entity":"entity:%d"}`, (i*7919)%(n/10))
+			}, 10)
+		})
+	}
+}
+
+// BenchmarkQueryFactsByKeyword: a keyword shared by 100 facts out of n,
+// top 10 by effective confidence.
+func BenchmarkQueryFactsByKeyword(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
+			benchQuery(b, n, func(i int) []byte {
+				return fmt.Appendf(nil, `{"query":"topic%04d"}`, (i*7919)%(n/100))
+			}, 10)
+		})
+	}
+}
+
+// BenchmarkQueryFactsUnfiltered: the top 10 of the whole store.
+func BenchmarkQueryFactsUnfiltered(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
+			benchQuery(b, n, func(int) []byte { return []byte(`{}`) }, 10)
+		})
+	}
+}
