@@ -14,14 +14,19 @@
 //     otherwise. Update's fn may run more than once (group commit, or a
 //     serialization retry), so it must have no side effects outside the
 //     transaction.
-//   - Values returned by [Tx.Get] and passed to a [Tx.Scan] callback are valid
-//     only until the transaction ends; callers copy what they keep.
+//   - Values returned by [Tx.Get], and keys and values passed to a [Tx.Scan]
+//     callback, are valid only until the transaction ends; callers copy what
+//     they keep.
+//   - Bucket names and keys are non-empty; keys are at most 32 KiB.
+//   - A transaction must not start another one (View or Update inside fn):
+//     a backend may deadlock.
 //   - [Tx.Put] copies its arguments: the caller may reuse them at once.
 //   - Missing keys are reported with [ErrNotFound]; writes in a View with
 //     [ErrReadOnly]; use after Close with [ErrClosed]. Callers test with
 //     errors.Is.
 //   - A cancelled context makes View and Update return the context's error
-//     without running fn or, if fn already runs, at its next store access.
+//     without running fn or, if fn already runs, at its next store access;
+//     Update then commits nothing, even if fn ignores that error.
 //   - A Backend is safe for concurrent use by multiple goroutines.
 //
 // The conformance suite in package storetest checks all of this; every

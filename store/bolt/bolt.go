@@ -1,0 +1,338 @@
+// Package bolt is crux's reference storage backend: a [store.Backend] on a
+// single bbolt (go.etcd.io/bbolt) file.
+//
+// Each store bucket is a top-level bbolt bucket, created by the first Put
+// into it. Reads run in bbolt read-only transactions and may run in parallel
+// with each other and with a writer.
+//
+// # Group commit
+//
+// bbolt allows one writer at a time, and with fsync on (the default) every
+// commit costs at least one disk flush. [DB.Update] therefore commits
+// concurrent callers together: the first caller to find no commit in progress
+// becomes the leader and runs every queued fn (up to 256) in one bbolt
+// read-write transaction, each fn with its own [store.Tx] and its own context,
+// then commits once. Callers arriving meanwhile queue up for the next batch,
+// which is led by the first of them. A caller alone pays no extra latency:
+// there is no batching delay.
+//
+// Semantics are those of a serial execution of the fns in queue order:
+//
+//   - If an fn returns an error after writing, the whole transaction is
+//     rolled back, that fn is run again alone (so the error it returns is the
+//     one it gets in a transaction of its own, and its partial writes are
+//     discarded) and the other fns are run again as a batch. An fn that
+//     returns an error without having written anything does not force a
+//     rollback; it receives its error once the batch has committed. This is
+//     why Update's fn may run more than once (see package store).
+//   - If an fn panics, nothing it wrote is committed and the panic is
+//     re-raised, with the same value, in the goroutine that called Update; the
+//     other fns of the batch are unaffected. The same holds for
+//     runtime.Goexit (as called by testing.T.FailNow).
+//   - Once queued, a call is waited for even if its context is cancelled
+//     meanwhile, so Update never reports failure for a write that committed.
+//     The leader checks each fn's context before running it and skips fns
+//     whose context is done.
+//   - A commit error is returned to every fn of the failed batch.
+//
+// # Durability and locking
+//
+// By default every commit is flushed to disk (fsync) before Update returns;
+// [Options.NoSync] turns this off for tests and benchmarks only. The file is
+// locked with flock(2) while open, so a second [Open] of the same file, by
+// this or another process, fails with [ErrLocked] after
+// [Options.LockTimeout] instead of corrupting it.
+//
+// As with bbolt itself, a commit that has to grow the memory map waits for
+// all read transactions to end: keep Views short, and do not call Update
+// from inside a View's fn, nor Update from inside an Update's fn (either may
+// wait for itself forever).
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/crux-go/crux/store"
+)
+
+// DefaultLockTimeout is how long [Open] waits for the file lock when
+// [Options.LockTimeout] is zero.
+const DefaultLockTimeout = time.Second
+
+// fileMode is the permission of a database file created by Open.
+const fileMode fs.FileMode = 0o600
+
+// ErrLocked reports that the database file is locked by another open DB, in
+// this or another process. [Open] returns an error wrapping it that names the
+// file and how long Open waited; test for it with errors.Is.
+var ErrLocked = errors.New("store/bolt: database file is locked by another process")
+
+// lockedError is the error Open returns when the file lock is not obtained.
+type lockedError struct {
+	path   string
+	waited time.Duration
+}
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("store/bolt: %s is in use by another process (waited %s)", e.path, e.waited)
+}
+
+func (e *lockedError) Unwrap() error { return ErrLocked }
+
+// Options configures [Open]. A nil *Options is the same as a zero Options,
+// and the zero value of every field is the production setting.
+type Options struct {
+	// LockTimeout is how long Open waits for the file lock while another
+	// DB, in this or another process, has the file open. Zero means
+	// DefaultLockTimeout (1s); a negative value means do not wait.
+	LockTimeout time.Duration
+
+	// NoSync skips the fsync of each commit. Zero (false) flushes every
+	// commit to disk before Update returns, which is the only setting that
+	// makes a successful Update durable. NoSync is meant for tests and
+	// benchmarks: after an OS crash or power loss a NoSync database may lose
+	// recent commits or be corrupt.
+	NoSync bool
+
+	// ReadOnly opens the file read-only with a shared lock, so several
+	// read-only DBs may have it open at once (but not together with a
+	// writable one). Update then fails with an error wrapping
+	// store.ErrReadOnly. The file must exist. Zero (false) opens it
+	// read-write, creating it if needed.
+	ReadOnly bool
+}
+
+// DB is a [store.Backend] on a bbolt file. It is safe for concurrent use.
+// Create it with [Open] and release it with [DB.Close].
+type DB struct {
+	bdb      *bbolt.DB
+	path     string
+	readOnly bool
+
+	mu      sync.Mutex
+	closed  bool
+	pending []*call // queued Update calls, in arrival order
+	leading bool    // a goroutine leads the group commit
+
+	inflight  sync.WaitGroup // View and Update calls in progress
+	closeOnce sync.Once
+	closeErr  error
+
+	stats struct {
+		updates, commits, reruns atomic.Uint64
+	}
+}
+
+var _ store.Backend = (*DB)(nil)
+
+// Open opens the bbolt database at path, creating the file (mode 0600) if it
+// does not exist unless opts.ReadOnly is set. The parent directory must
+// exist. opts may be nil for the defaults.
+//
+// If the file is held by another DB, Open waits up to opts.LockTimeout and
+// then returns an error wrapping [ErrLocked].
+func Open(path string, opts *Options) (*DB, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if path == "" {
+		return nil, errors.New("store/bolt: open: empty path")
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("store/bolt: open %s: directory %s does not exist: %w", path, dir, err)
+		}
+		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("store/bolt: open %s: %s is not a directory", path, dir)
+	}
+
+	timeout := opts.LockTimeout
+	switch {
+	case timeout == 0:
+		timeout = DefaultLockTimeout
+	case timeout < 0:
+		// bbolt treats 0 as "wait forever"; the smallest positive timeout
+		// makes it try exactly once.
+		timeout = time.Nanosecond
+	}
+	bopts := &bbolt.Options{
+		Timeout:      timeout,
+		NoSync:       opts.NoSync,
+		ReadOnly:     opts.ReadOnly,
+		FreelistType: bbolt.FreelistMapType,
+	}
+	bdb, err := bbolt.Open(path, fileMode, bopts)
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			waited := opts.LockTimeout
+			if waited == 0 {
+				waited = DefaultLockTimeout
+			} else if waited < 0 {
+				waited = 0
+			}
+			return nil, &lockedError{path: path, waited: waited}
+		}
+		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
+	}
+	return &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly}, nil
+}
+
+// Path returns the path the DB was opened with.
+func (db *DB) Path() string { return db.path }
+
+// acquire registers a View or Update call, failing once Close has begun.
+func (db *DB) acquire() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return fmt.Errorf("store/bolt: %s: %w", db.path, store.ErrClosed)
+	}
+	db.inflight.Add(1)
+	return nil
+}
+
+// View runs fn in a read-only bbolt transaction; see [store.Backend.View].
+// It returns ctx.Err() without running fn if ctx is already done. Values
+// passed out by the Tx point into the memory-mapped file and are valid only
+// until fn returns.
+func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := db.acquire(); err != nil {
+		return err
+	}
+	defer db.inflight.Done()
+
+	btx, err := db.bdb.Begin(false)
+	if err != nil {
+		return fmt.Errorf("store/bolt: begin read transaction: %w", err)
+	}
+	defer func() { _ = btx.Rollback() }()
+
+	t := &tx{ctx: ctx, btx: btx}
+	defer t.end()
+	err = fn(t)
+	if err == nil {
+		err = t.ctxErr
+	}
+	return err
+}
+
+// Update runs fn in a read-write transaction and commits it when fn returns
+// nil; see [store.Backend.Update] and the package documentation for the
+// group commit. fn may run more than once and must have no side effects
+// outside the transaction. Update returns ctx.Err() without running fn if
+// ctx is already done, and the context's error if fn touches the Tx after
+// ctx was cancelled (the transaction is then rolled back, even if fn ignores
+// that error and returns nil).
+//
+// If fn panics, Update panics with the same value in the calling goroutine
+// and nothing fn wrote is committed. When fn ran in a batch with other
+// callers' fns, the re-raised panic's stack trace starts in Update, not in
+// fn. fn must not call Update on the same DB: it would wait for itself.
+//
+// With the default options Update returns only after the commit is on disk.
+func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if db.readOnly {
+		return fmt.Errorf("store/bolt: %s was opened read-only: %w", db.path, store.ErrReadOnly)
+	}
+	c := &call{ctx: ctx, fn: fn, done: make(chan struct{})}
+
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return fmt.Errorf("store/bolt: %s: %w", db.path, store.ErrClosed)
+	}
+	db.inflight.Add(1)
+	defer db.inflight.Done()
+	db.pending = append(db.pending, c)
+	first := !db.leading
+	if first {
+		db.leading = true
+		c.lead = true
+	}
+	db.mu.Unlock()
+
+	if !first {
+		// Either our result, or the leadership of the next batch: the
+		// leader handing over sets c.lead before closing c.done.
+		<-c.done
+	}
+	if c.lead {
+		db.lead(c)
+	}
+	switch {
+	case c.goexit:
+		runtime.Goexit()
+	case c.panicked:
+		panic(c.panicVal)
+	}
+	if c.err == nil {
+		db.stats.updates.Add(1)
+	}
+	return c.err
+}
+
+// Close waits for the View and Update calls in progress, then closes the
+// file and releases its lock. Calls made once Close has begun fail with an
+// error wrapping [store.ErrClosed]. Close is idempotent: later calls wait for
+// the first to finish and return nil. Close must not be called from inside a
+// transaction function, which it would wait for forever.
+func (db *DB) Close() error {
+	first := false
+	db.closeOnce.Do(func() {
+		first = true
+		db.mu.Lock()
+		db.closed = true
+		db.mu.Unlock()
+		db.inflight.Wait()
+		if err := db.bdb.Close(); err != nil {
+			db.closeErr = fmt.Errorf("store/bolt: close %s: %w", db.path, err)
+		}
+	})
+	if first {
+		return db.closeErr
+	}
+	return nil
+}
+
+// Stats are cumulative counters of a DB since [Open]. They show how well
+// group commit coalesces writes: Updates/Commits is the average batch size.
+type Stats struct {
+	// Updates is the number of Update calls that returned nil.
+	Updates uint64
+	// Commits is the number of bbolt read-write transactions committed, each
+	// costing one round of fsync unless Options.NoSync is set.
+	Commits uint64
+	// Reruns is the number of fn executions that were rolled back because
+	// another fn of their batch failed or panicked, and so were run again.
+	Reruns uint64
+}
+
+// Stats returns the DB's counters. It may be called at any time, also after
+// Close.
+func (db *DB) Stats() Stats {
+	return Stats{
+		Updates: db.stats.updates.Load(),
+		Commits: db.stats.commits.Load(),
+		Reruns:  db.stats.reruns.Load(),
+	}
+}

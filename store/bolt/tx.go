@@ -1,0 +1,308 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/crux-go/crux/store"
+)
+
+// errTxDone reports use of a store.Tx after the function it was passed to
+// returned. Such a Tx may share its bbolt transaction with other callers'
+// functions, so it must not touch it.
+var errTxDone = errors.New("store/bolt: transaction used after its function returned")
+
+// scanCheckEvery is how many keys Scan visits between context checks.
+const scanCheckEvery = 256
+
+// emptyValue is returned for an empty stored value. Its capacity is zero, so
+// a caller appending to it cannot write into shared memory.
+var emptyValue = []byte{}
+
+// tx implements store.Tx on a bbolt transaction. In a group commit, several
+// tx values (one per Update fn, each with its fn's context) share one
+// read-write bbolt transaction, one after the other.
+type tx struct {
+	ctx    context.Context
+	btx    *bbolt.Tx
+	w      *writeState // shared state of the read-write transaction; nil in a View
+	rcache bucketCache // bucket cache of a View
+
+	writes int   // write operations attempted through this tx
+	ctxErr error // the context's error, once seen: every later call fails with it
+	done   bool  // fn has returned
+}
+
+// writeState is shared by the tx values of one read-write bbolt transaction.
+type writeState struct {
+	gen     uint64 // incremented by every write; a running Scan then repositions
+	buckets bucketCache
+}
+
+// bucketCache remembers a few open buckets of a transaction, so repeated
+// calls on the same buckets do not look them up again.
+type bucketCache struct {
+	names [4]string
+	bs    [4]*bbolt.Bucket
+	next  int
+}
+
+func (c *bucketCache) get(name string) *bbolt.Bucket {
+	for i, n := range c.names {
+		if n == name && c.bs[i] != nil {
+			return c.bs[i]
+		}
+	}
+	return nil
+}
+
+func (c *bucketCache) put(name string, b *bbolt.Bucket) {
+	c.names[c.next], c.bs[c.next] = name, b
+	c.next = (c.next + 1) % len(c.names)
+}
+
+// end marks the tx as finished: later calls fail.
+func (t *tx) end() { t.done = true }
+
+// check fails if the tx is finished or its context is done.
+func (t *tx) check() error {
+	if t.done {
+		return errTxDone
+	}
+	if t.ctxErr != nil {
+		return t.ctxErr
+	}
+	if err := t.ctx.Err(); err != nil {
+		t.ctxErr = err
+		return err
+	}
+	return nil
+}
+
+func (t *tx) cache() *bucketCache {
+	if t.w != nil {
+		return &t.w.buckets
+	}
+	return &t.rcache
+}
+
+// bucket returns the named bucket, or nil if it does not exist.
+func (t *tx) bucket(name string) *bbolt.Bucket {
+	c := t.cache()
+	if b := c.get(name); b != nil {
+		return b
+	}
+	b := t.btx.Bucket([]byte(name))
+	if b != nil {
+		c.put(name, b)
+	}
+	return b
+}
+
+// writableBucket returns the named bucket, creating it if needed.
+func (t *tx) writableBucket(name string) (*bbolt.Bucket, error) {
+	c := t.cache()
+	if b := c.get(name); b != nil {
+		return b, nil
+	}
+	b, err := t.btx.CreateBucketIfNotExists([]byte(name))
+	if err != nil {
+		return nil, fmt.Errorf("store/bolt: create bucket %q: %w", name, err)
+	}
+	c.put(name, b)
+	return b, nil
+}
+
+// Get returns the value stored under key in bucket, or store.ErrNotFound.
+// The value points into the transaction's memory and is valid only until
+// the transaction ends; the caller must not modify it.
+func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if bucket == "" || len(key) == 0 {
+		return nil, store.ErrEmptyKey
+	}
+	b := t.bucket(bucket)
+	if b == nil {
+		return nil, store.ErrNotFound
+	}
+	// bbolt's Bucket.Get cannot tell an empty value from a missing key.
+	k, v := b.Cursor().Seek(key)
+	if k == nil || !bytes.Equal(k, key) {
+		return nil, store.ErrNotFound
+	}
+	if v == nil {
+		v = emptyValue
+	}
+	return v, nil
+}
+
+// Put stores a copy of value under a copy of key in bucket, creating the
+// bucket if needed.
+func (t *tx) Put(bucket string, key, value []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if t.w == nil {
+		return fmt.Errorf("store/bolt: put in bucket %q: %w", bucket, store.ErrReadOnly)
+	}
+	if bucket == "" || len(key) == 0 {
+		return store.ErrEmptyKey
+	}
+	t.writes++
+	t.w.gen++
+	b, err := t.writableBucket(bucket)
+	if err != nil {
+		return err
+	}
+	// bbolt keeps the slices until the commit; the caller may reuse them.
+	buf := make([]byte, len(key)+len(value))
+	n := copy(buf, key)
+	copy(buf[n:], value)
+	if err := b.Put(buf[:n:n], buf[n:]); err != nil {
+		return fmt.Errorf("store/bolt: put in bucket %q: %w", bucket, err)
+	}
+	return nil
+}
+
+// Delete removes key from bucket. A missing key or bucket is not an error.
+func (t *tx) Delete(bucket string, key []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if t.w == nil {
+		return fmt.Errorf("store/bolt: delete in bucket %q: %w", bucket, store.ErrReadOnly)
+	}
+	if bucket == "" || len(key) == 0 {
+		return store.ErrEmptyKey
+	}
+	b := t.bucket(bucket)
+	if b == nil {
+		return nil
+	}
+	t.writes++
+	t.w.gen++
+	if err := b.Delete(key); err != nil {
+		return fmt.Errorf("store/bolt: delete in bucket %q: %w", bucket, err)
+	}
+	return nil
+}
+
+// gen is the write generation of the transaction; it changes on every
+// write.
+func (t *tx) gen() uint64 {
+	if t.w == nil {
+		return 0
+	}
+	return t.w.gen
+}
+
+// Scan calls fn for each key of bucket starting with prefix, in ascending
+// or, if reverse, descending order. Keys and values point into the
+// transaction's memory and are valid only until the transaction ends; fn
+// must not modify them. fn may write to the transaction, also to the bucket
+// being scanned: the scan then continues after (before, if reverse) the last
+// key visited, and sees the keys written there.
+func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value []byte) error) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if bucket == "" {
+		return store.ErrEmptyKey
+	}
+	b := t.bucket(bucket)
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	var k, v []byte
+	switch {
+	case !reverse && len(prefix) == 0:
+		k, v = c.First()
+	case !reverse:
+		k, v = c.Seek(prefix)
+	default:
+		k, v = seekLast(c, prefix)
+	}
+	for n := 1; k != nil && bytes.HasPrefix(k, prefix); n++ {
+		if n%scanCheckEvery == 0 {
+			if err := t.check(); err != nil {
+				return err
+			}
+		}
+		if v == nil {
+			v = emptyValue
+		}
+		gen := t.gen()
+		if err := fn(k, v); err != nil {
+			if errors.Is(err, store.ErrStop) {
+				return nil
+			}
+			return err
+		}
+		if t.gen() != gen {
+			// A write may have moved the cursor's node: seek again from
+			// the key just visited. The slice k itself stays valid.
+			k, v = reposition(c, k, reverse)
+			continue
+		}
+		if reverse {
+			k, v = c.Prev()
+		} else {
+			k, v = c.Next()
+		}
+	}
+	return nil
+}
+
+// seekLast positions c on the last key having prefix, or on the key before
+// where it would be, and returns it. An empty prefix means the last key.
+func seekLast(c *bbolt.Cursor, prefix []byte) ([]byte, []byte) {
+	end := prefixEnd(prefix)
+	if end == nil {
+		return c.Last()
+	}
+	if k, _ := c.Seek(end); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
+}
+
+// reposition moves c to the key after (before, if reverse) last, which may
+// have been deleted, and returns it.
+func reposition(c *bbolt.Cursor, last []byte, reverse bool) ([]byte, []byte) {
+	last = bytes.Clone(last)
+	k, v := c.Seek(last)
+	if !reverse {
+		if k != nil && bytes.Equal(k, last) {
+			return c.Next()
+		}
+		return k, v
+	}
+	if k == nil {
+		return c.Last() // every key is < last
+	}
+	return c.Prev()
+}
+
+// prefixEnd returns the smallest key greater than every key having prefix,
+// or nil if there is none (prefix is empty or all 0xff bytes).
+func prefixEnd(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end := bytes.Clone(prefix[:i+1])
+			end[i]++
+			return end
+		}
+	}
+	return nil
+}
+
+// Writable reports whether the transaction may write: true in Update, false
+// in View.
+func (t *tx) Writable() bool { return t.w != nil }
