@@ -1,0 +1,44 @@
+// Command crux serves crux's agent-memory tools to MCP clients over stdio
+// and runs single tool calls from the shell.
+//
+// Usage:
+//
+//	crux serve [--data DIR] [--agent NAME]
+//	crux tools [--data DIR] [--agent NAME] [--json]
+//	crux call  [--data DIR] [--agent NAME] TOOL [JSON|-]
+//	crux help
+//
+// serve speaks MCP on standard input and output until the client closes
+// standard input or the process gets SIGINT or SIGTERM; logs go to standard
+// error. tools prints the tool catalogue. call runs one tool with the JSON
+// arguments given (default {}; - reads them from standard input) and prints
+// the MCP result object; a protocol-level error is printed as
+// {"error":{"code","message","data"}} and exits with status 1. A usage
+// error exits with status 2.
+//
+// The data lives in DIR/crux.db, where DIR is --data, else $CRUX_DATA_DIR,
+// else $XDG_DATA_HOME/crux, else ~/.local/share/crux. One process at a time
+// may open it. The caller is --agent, else $CRUX_AGENT: a named agent is
+// authenticated (the process was started for it); without one, calls are
+// anonymous. Feature flags are read from the environment: see
+// `go doc github.com/crux-go/crux Flags`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, a second one kills the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}

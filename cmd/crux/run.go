@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// Exit statuses of the command.
+const (
+	exitOK      = 0 // success, including a tool result with isError
+	exitFailure = 1 // a failure: a protocol-level error of a call, a store that cannot be opened, ...
+	exitUsage   = 2 // a malformed command line
+)
+
+// usage is the text of crux help.
+const usage = `crux serves agent memory as MCP tools.
+
+Usage:
+
+  crux serve [--data DIR] [--agent NAME]
+        Serve MCP over standard input and output until the client closes
+        standard input, or on SIGINT or SIGTERM. Logs go to standard error.
+
+  crux tools [--data DIR] [--agent NAME] [--json]
+        List the tools: name and first line of description, or with --json
+        the tools/list array.
+
+  crux call [--data DIR] [--agent NAME] TOOL [JSON|-]
+        Run one tool call with the JSON arguments (default {}; - reads them
+        from standard input) and print the MCP result object. A
+        protocol-level error prints {"error":{"code","message","data"}} and
+        exits with status 1; a tool result with isError exits with status 0.
+
+  crux help
+        Print this text.
+
+Flags:
+
+  --data DIR    the data directory; the store is DIR/crux.db
+  --agent NAME  the agent calling; named means authenticated, else anonymous
+
+Environment:
+
+  CRUX_DATA_DIR   the data directory when --data is not given
+  XDG_DATA_HOME   without either, the data directory is $XDG_DATA_HOME/crux,
+                  else ~/.local/share/crux (created with mode 0700)
+  CRUX_AGENT      the agent when --agent is not given
+  feature flags:  see ` + "`go doc github.com/crux-go/crux Flags`" + `
+
+Exit status: 0 on success, 1 on an error, 2 on a usage error.
+`
+
+// usageError is a malformed command line: run prints it with a hint and
+// exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// run runs the command with args (without the program name) and returns its
+// exit status. Everything it reads and writes goes through its arguments,
+// so tests run it in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 {
+			err = usagef("help takes no arguments")
+			break
+		}
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "serve":
+		err = serveCmd(ctx, rest, stdin, stdout, getenv, logger)
+	case "tools":
+		err = toolsCmd(ctx, rest, stdout, getenv, logger)
+	case "call":
+		err = callCmd(ctx, rest, stdin, stdout, getenv, logger)
+	default:
+		err = usagef("unknown command %q", cmd)
+	}
+	return report(err, stdout, stderr)
+}
+
+// report prints err, if any, and returns the exit status it calls for.
+func report(err error, stdout, stderr io.Writer) int {
+	var ue *usageError
+	var ee *reportedError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "crux: %s\nRun 'crux help' for usage.\n", ue.msg)
+		return exitUsage
+	case errors.As(err, &ee):
+		// The command already reported the failure on standard output.
+		return exitFailure
+	default:
+		fmt.Fprintf(stderr, "crux: %v\n", err)
+		return exitFailure
+	}
+}
+
+// reportedError asks run for status 1 without printing anything more: the
+// command has already reported the failure.
+type reportedError struct{}
+
+func (*reportedError) Error() string { return "exit status 1" }
+
+// commonFlags are the flags every command that opens the store takes.
+type commonFlags struct {
+	data  string
+	agent string
+}
+
+// newFlagSet returns a flag set for the command called name with the common
+// flags registered in cf. It prints nothing: parseArgs returns its errors.
+func newFlagSet(name string, cf *commonFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("crux "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cf.data, "data", "", "the data `directory`; the store is DIR/crux.db")
+	fs.StringVar(&cf.agent, "agent", "", "the agent `name` calling; named means authenticated")
+	return fs
+}
+
+// parseArgs parses args with fs, allowing flags after positional arguments
+// (crux call TOOL --data DIR), and returns the positional arguments. After
+// "--" every argument is positional. A flag error is a usage error, except
+// -h, which returns flag.ErrHelp (run then prints the usage text).
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{msg: strings.TrimSpace(err.Error())}
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

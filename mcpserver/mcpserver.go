@@ -1,0 +1,326 @@
+// Package mcpserver serves a [crux.Server] to MCP clients through the
+// official MCP Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// [New] returns an *mcp.Server whose tools are the crux tools a caller may
+// see, in crux's catalogue order. The adapter adds nothing of its own to a
+// call: crux checks the arguments, runs the tool and shapes the result, and
+// the SDK carries it.
+//
+//	db, err := bolt.Open(filepath.Join(dir, "crux.db"), nil)
+//	...
+//	srv, err := crux.NewServer(db, nil)
+//	...
+//	err = mcpserver.ServeStdio(ctx, srv, crux.Caller{Agent: "planner", Authenticated: true})
+//
+// # How calls map to MCP
+//
+// Each tool is registered with the SDK's low-level [mcp.Server.AddTool], so
+// the SDK neither validates the arguments nor touches the result: the input
+// schema, annotations and _meta of [crux.Server.ListTools] are served
+// unchanged, and tools/call hands the raw arguments to
+// [crux.Server.CallTool].
+//
+// The two error channels of crux keep their meaning on the wire:
+//
+//   - A [crux.Result] becomes the tools/call result: its text content,
+//     structuredContent, isError and _meta.
+//   - A [*crux.Error] becomes a JSON-RPC error response with the same code,
+//     message and data. A bad argument is therefore error -32602 whose
+//     message names the argument and whose data is {"param", "reason"}, as
+//     crux documents, rather than an isError result.
+//
+// A tools/call for a name the SDK has no tool for is also handed to crux,
+// which answers it (-32601 for an unknown tool), where the SDK on its own
+// would answer -32602. An error of code -32601 reaches the client with its
+// code and message but without data: the SDK's JSON-RPC layer would
+// otherwise replace it with its own "method not found" error, and the way
+// around that cannot carry data (crux attaches none to -32601).
+//
+// # Callers
+//
+// The server returned by New serves every session as the one caller it was
+// built for. That suits stdio, where the process is started for one agent.
+// A transport with per-request identities (Streamable HTTP with bearer
+// tokens) builds one server per caller, for example from the getServer
+// function of mcp.NewStreamableHTTPHandler.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crux-go/crux"
+)
+
+// DefaultName is the implementation name a server reports when
+// [Options.Name] is empty.
+const DefaultName = "crux"
+
+// modulePath is the path of the crux module, used to find its version in the
+// build information.
+const modulePath = "github.com/crux-go/crux"
+
+// Options configures [New]. A nil *Options means all defaults.
+type Options struct {
+	// Name is the implementation name reported to clients in the initialize
+	// handshake. Empty means DefaultName.
+	Name string
+	// Version is the implementation version reported to clients. Empty
+	// means the version of the crux module in the binary's build
+	// information, or "(devel)" when there is none.
+	Version string
+	// Instructions are optional instructions for connected clients.
+	Instructions string
+	// Logger receives the SDK's reports of session activity and the
+	// adapter's own. Nil discards them. It must not write to the stream a
+	// stdio transport uses for the protocol.
+	Logger *slog.Logger
+}
+
+// adapter holds what the handlers of one *mcp.Server share.
+type adapter struct {
+	srv    *crux.Server
+	caller crux.Caller
+	logger *slog.Logger
+	// order maps the name of each registered tool to its position in the
+	// crux catalogue. It is fixed once New returns.
+	order map[string]int
+}
+
+// New returns an MCP server that serves the tools of srv to caller: every
+// tool of srv.ListTools(ctx, caller), in that order, each call running
+// srv.CallTool on behalf of caller. See the package documentation for how
+// results and errors are mapped.
+//
+// The tool set is fixed when New returns; the server does not announce list
+// changes. New panics if a tool's input schema is not a JSON object schema,
+// which crux's own tests rule out.
+func New(srv *crux.Server, caller crux.Caller, opts *Options) *mcp.Server {
+	if srv == nil {
+		panic("mcpserver: New needs a crux server")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.Version == "" {
+		o.Version = moduleVersion()
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
+		Instructions: o.Instructions,
+		Logger:       logger,
+		// Only tools, and a fixed set of them. A non-nil Capabilities also
+		// drops the SDK's default "logging" capability, which crux does not
+		// use.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
+	})
+
+	a := &adapter{srv: srv, caller: caller, logger: logger, order: map[string]int{}}
+	for i, t := range srv.ListTools(context.Background(), caller) {
+		a.order[t.Name] = i
+		s.AddTool(sdkTool(t), a.callTool(t.Name))
+	}
+	s.AddReceivingMiddleware(a.middleware)
+	return s
+}
+
+// Serve runs an MCP server for srv and caller (see [New]) over t until the
+// client disconnects or ctx is done. It returns nil when the client closes
+// the connection and ctx.Err() when ctx ends the session, after in-flight
+// calls have finished.
+func Serve(ctx context.Context, srv *crux.Server, caller crux.Caller, t mcp.Transport, opts *Options) error {
+	return New(srv, caller, opts).Run(ctx, t)
+}
+
+// ServeStdio serves srv to caller over standard input and output (see
+// [Serve]), as an MCP client expects from a server it starts as a
+// subprocess. Nothing else may write to standard output meanwhile.
+func ServeStdio(ctx context.Context, srv *crux.Server, caller crux.Caller) error {
+	return Serve(ctx, srv, caller, &mcp.StdioTransport{}, nil)
+}
+
+// sdkTool converts a crux tool to the SDK's description of it. The input
+// schema is passed through as raw JSON.
+func sdkTool(t crux.Tool) *mcp.Tool {
+	destructive, openWorld := t.Annotations.DestructiveHint, t.Annotations.OpenWorldHint
+	return &mcp.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		InputSchema: t.InputSchema,
+		Annotations: &mcp.ToolAnnotations{
+			Title:           t.Annotations.Title,
+			ReadOnlyHint:    t.Annotations.ReadOnlyHint,
+			DestructiveHint: &destructive,
+			IdempotentHint:  t.Annotations.IdempotentHint,
+			OpenWorldHint:   &openWorld,
+		},
+		Meta: mcp.Meta(t.Meta),
+	}
+}
+
+// callTool returns the SDK handler of the tool called name.
+func (a *adapter) callTool(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return a.call(ctx, name, req.Params.Arguments)
+	}
+}
+
+// call runs one tool call through crux and converts the outcome. An error
+// it returns is the JSON-RPC error of the response (see wireError).
+func (a *adapter) call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	res, err := a.srv.CallTool(ctx, a.caller, name, args)
+	if err != nil {
+		return nil, a.wireError(name, err)
+	}
+	return sdkResult(res), nil
+}
+
+// sdkResult converts a crux result to the SDK's.
+func sdkResult(res *crux.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{Content: []mcp.Content{}}
+	if res == nil {
+		return out
+	}
+	for _, c := range res.Content {
+		// crux results carry text items only.
+		out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+	}
+	out.StructuredContent = res.StructuredContent
+	out.IsError = res.IsError
+	out.Meta = mcp.Meta(res.Meta)
+	return out
+}
+
+// wireError converts an error of CallTool to the error the handler returns,
+// which the SDK sends as the JSON-RPC error of the response: a *crux.Error
+// keeps its code, message and data.
+//
+// The SDK sends a *jsonrpc.Error returned by a tool handler unchanged (see
+// toWireError in its internal/jsonrpc2/messages.go), with one exception:
+// the jsonrpc2 connection's processResult treats any error that matches
+// jsonrpc2.ErrMethodNotFound, which *jsonrpc.Error's Is method does for
+// every error of code -32601, as "this method is not handled" and replaces
+// the message with `method not found: "tools/call"`. For code -32601 the
+// error is therefore wrapped in a [methodNotFound], which keeps the code and
+// crux's message (though not data, which crux does not attach to -32601).
+func (a *adapter) wireError(name string, err error) error {
+	var ce *crux.Error
+	if !errors.As(err, &ce) {
+		// CallTool documents only *crux.Error; keep the promise of a
+		// JSON-RPC error with a meaningful code for anything else.
+		a.logger.Error("crux: tool call failed", "tool", name, "err", err)
+		return &jsonrpc.Error{Code: crux.CodeInternalError, Message: name + ": " + err.Error()}
+	}
+	we := &jsonrpc.Error{Code: int64(ce.Code), Message: ce.Message}
+	if ce.Data != nil {
+		data, merr := json.Marshal(ce.Data)
+		if merr != nil {
+			a.logger.Error("crux: error data not encodable; sent without it", "tool", name, "code", ce.Code, "err", merr)
+		} else {
+			we.Data = data
+		}
+	}
+	if we.Code == jsonrpc.CodeMethodNotFound {
+		return &methodNotFound{we}
+	}
+	return we
+}
+
+// methodNotFound carries a -32601 error of crux past the SDK's rewriting of
+// method-not-found errors (see wireError). errors.Is finds no sentinel in
+// it, so the connection does not take it for an unhandled method; errors.As
+// finds the *jsonrpc.Error, so the response keeps its code; and its Error
+// text, crux's message, becomes the message of the response.
+type methodNotFound struct{ we *jsonrpc.Error }
+
+func (e *methodNotFound) Error() string { return e.we.Message }
+
+// Is reports false for every target, so that the error matches no sentinel
+// of the SDK.
+func (e *methodNotFound) Is(error) bool { return false }
+
+// As sets a **jsonrpc.Error target to the error to send.
+func (e *methodNotFound) As(target any) bool {
+	p, ok := target.(**jsonrpc.Error)
+	if ok {
+		*p = e.we
+	}
+	return ok
+}
+
+// middleware adjusts two SDK behaviours around the handlers: tools/list
+// keeps crux's catalogue order (the SDK sorts by name), and a tools/call for
+// a name the SDK has no tool for goes to crux, which decides how to refuse
+// it (-32601 for an unknown tool; the SDK would answer -32602).
+func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			if r.Params != nil {
+				if _, ok := a.order[r.Params.Name]; !ok {
+					return a.call(ctx, r.Params.Name, r.Params.Arguments)
+				}
+			}
+		case *mcp.ListToolsRequest:
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				// Within a page; crux's catalogue fits in one page of the
+				// SDK's default size, so the whole list is in order.
+				slices.SortStableFunc(lr.Tools, func(x, y *mcp.Tool) int {
+					return a.position(x.Name) - a.position(y.Name)
+				})
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// position is the catalogue index of a registered tool; other names sort
+// last.
+func (a *adapter) position(name string) int {
+	if i, ok := a.order[name]; ok {
+		return i
+	}
+	return len(a.order)
+}
+
+// moduleVersion is the version of the crux module in the build information.
+func moduleVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	if bi.Main.Path == modulePath {
+		if bi.Main.Version != "" {
+			return bi.Main.Version
+		}
+		return "(devel)"
+	}
+	for _, m := range bi.Deps {
+		if m.Path == modulePath {
+			if m.Replace != nil && m.Replace.Version != "" {
+				return m.Replace.Version
+			}
+			if m.Version != "" {
+				return m.Version
+			}
+		}
+	}
+	return "(devel)"
+}
