@@ -89,6 +89,10 @@ func TestSupersedesAcrossEntities(t *testing.T) {
 	got = call(t, srv, alice, "query_facts", `{"query":"example"}`)
 	assert.ElementsMatch(t, []string{"gw.example", "web.example"}, values(t, got))
 	assert.NotContains(t, call(t, srv, alice, "list_entities", `{}`)["entities"], "service:new")
+
+	// A retired fact cannot be retired again: its history stays as it was.
+	e = callErr(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"service:x","key":"host","value":"x","supersedes":[%q]}`, old["fact_id"]))
+	assert.Equal(t, fmt.Sprintf("store_fact: supersedes: fact %s is already superseded by %s", old["fact_id"], res["fact_id"]), e.Message)
 }
 
 func TestPrivateFacts(t *testing.T) {

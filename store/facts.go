@@ -126,18 +126,24 @@ type NewFact struct {
 }
 
 // SupersedeError reports a supersedes id that does not exist, is deleted,
-// or is not visible to the writer.
-type SupersedeError struct{ ID string }
+// is not visible to the writer, or was already superseded (by SupersededBy).
+type SupersedeError struct {
+	ID           string
+	SupersededBy string
+}
 
 func (e *SupersedeError) Error() string {
+	if e.SupersededBy != "" {
+		return fmt.Sprintf("fact %s is already superseded by %s", e.ID, e.SupersededBy)
+	}
 	return fmt.Sprintf("fact %s does not exist or is not visible to the caller", e.ID)
 }
 
 // PutFact writes a new version of (entity, key): its version is one more
 // than the chain's highest, it supersedes the chain's current fact, and it
 // retires every fact in n.Supersedes (each must exist, be live and be
-// visible to n.Owner, else PutFact returns a *SupersedeError and the caller
-// must roll back). It returns the new fact and the ids it superseded.
+// visible to n.Owner and not yet superseded, else PutFact returns a
+// *SupersedeError and the caller must roll back). It returns the new fact and the ids it superseded.
 func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	f := &Fact{
 		ID: n.ID, Tenant: n.Tenant, Entity: n.Entity, Key: n.Key, Value: n.Value,
@@ -189,6 +195,9 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		if err != nil || old.Tenant != n.Tenant || old.Deleted || !old.VisibleTo(n.Owner) {
 			return nil, nil, &SupersedeError{ID: id}
 		}
+		if old.SupersededBy != "" {
+			return nil, nil, &SupersedeError{ID: id, SupersededBy: old.SupersededBy}
+		}
 		f.Retires = append(f.Retires, id)
 		retired = append(retired, id)
 	}
@@ -220,9 +229,8 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	return f, retired, nil
 }
 
-// retire marks old as superseded by id at t.
+// retire marks the current fact old as superseded by id at t.
 func retire(tx Tx, old *Fact, id string, t time.Time) error {
-	wasCurrent := old.Current()
 	old.SupersededBy = id
 	if old.ValidTo == nil {
 		old.ValidTo = &t
@@ -230,10 +238,7 @@ func retire(tx Tx, old *Fact, id string, t time.Time) error {
 	if err := writeFact(tx, old); err != nil {
 		return err
 	}
-	if wasCurrent {
-		return addActive(tx, old.Tenant, old.StoredEntity(), -1)
-	}
-	return nil
+	return addActive(tx, old.Tenant, old.StoredEntity(), -1)
 }
 
 // DeleteFact soft-deletes the fact id as seen by agent in tenant: it stays

@@ -171,17 +171,11 @@ func getBootstrap() *Tool {
 			if topic := normalizeTopic(in.Topic); topic != "" {
 				q.EntityPrefix += topic + ":"
 			}
-			if strings.TrimSpace(in.Query) != "" {
-				if q.Terms = store.Words(in.Query); len(q.Terms) == 0 {
-					return nil, InvalidParams(name, "query", "needs a word of at least two letters or digits")
-				}
+			var err error
+			if q.Terms, err = queryTerms(name, in.Query); err != nil {
+				return nil, err
 			}
-			var res store.FactResult
-			err := env.Store.View(ctx, func(tx store.Tx) error {
-				var err error
-				res, err = store.SearchFacts(tx, q)
-				return err
-			})
+			res, err := search(ctx, env.Store, q)
 			if err != nil {
 				return nil, err
 			}

@@ -41,6 +41,40 @@ func checkName(tool, param, s string) error {
 	return nil
 }
 
+// checkNames applies checkName to (param, value) pairs.
+func checkNames(tool string, pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := checkName(tool, pairs[i], pairs[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queryTerms splits a keyword query into index words; a query with text but
+// no usable word is an error naming the query argument.
+func queryTerms(tool, query string) ([]string, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, nil
+	}
+	terms := store.Words(query)
+	if len(terms) == 0 {
+		return nil, InvalidParams(tool, "query", "needs a word of at least two letters or digits")
+	}
+	return terms, nil
+}
+
+// search runs q in a read transaction.
+func search(ctx context.Context, st store.Backend, q store.FactQuery) (store.FactResult, error) {
+	var res store.FactResult
+	err := st.View(ctx, func(tx store.Tx) error {
+		var err error
+		res, err = store.SearchFacts(tx, q)
+		return err
+	})
+	return res, err
+}
+
 // ---- store_fact ----
 
 type storeFactArgs struct {
@@ -78,10 +112,8 @@ func storeFact() *Tool {
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *storeFactArgs) (*Result, error) {
-			for _, p := range []struct{ param, v string }{{"entity", in.Entity}, {"key", in.Key}} {
-				if err := checkName(name, p.param, p.v); err != nil {
-					return nil, err
-				}
+			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
+				return nil, err
 			}
 			if store.IsReserved(in.Entity) {
 				e := InvalidParams(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved for crux")
@@ -184,10 +216,8 @@ func queryFacts() *Tool {
 			"truncated_by_token_budget}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) (*Result, error) {
-			for _, p := range []struct{ param, v string }{{"entity", in.Entity}, {"entity_prefix", in.EntityPrefix}, {"key", in.Key}} {
-				if err := checkName(name, p.param, p.v); err != nil {
-					return nil, err
-				}
+			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
+				return nil, err
 			}
 			now := env.now()
 			q := store.FactQuery{
@@ -201,10 +231,9 @@ func queryFacts() *Tool {
 			if in.MinEffective != nil {
 				q.MinEffective = *in.MinEffective
 			}
-			if strings.TrimSpace(in.Query) != "" {
-				if q.Terms = store.Words(in.Query); len(q.Terms) == 0 {
-					return nil, InvalidParams(name, "query", "needs a word of at least two letters or digits")
-				}
+			var err error
+			if q.Terms, err = queryTerms(name, in.Query); err != nil {
+				return nil, err
 			}
 			if in.AsOf != "" {
 				t, err := time.Parse(time.RFC3339Nano, in.AsOf)
@@ -213,12 +242,7 @@ func queryFacts() *Tool {
 				}
 				q.AsOf = t
 			}
-			var res store.FactResult
-			err := env.Store.View(ctx, func(tx store.Tx) error {
-				var err error
-				res, err = store.SearchFacts(tx, q)
-				return err
-			})
+			res, err := search(ctx, env.Store, q)
 			if err != nil {
 				return nil, err
 			}
@@ -360,10 +384,8 @@ func factHistory() *Tool {
 		Output:      "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, private?}]}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
-			for _, p := range []struct{ param, v string }{{"entity", in.Entity}, {"key", in.Key}} {
-				if err := checkName(name, p.param, p.v); err != nil {
-					return nil, err
-				}
+			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
+				return nil, err
 			}
 			var fs []*store.Fact
 			err := env.Store.View(ctx, func(tx store.Tx) error {
