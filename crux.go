@@ -153,18 +153,63 @@ func (s *Server) CallTool(ctx context.Context, c Caller, name string, args json.
 			res, err = nil, &Error{Code: CodeInternalError, Message: name + ": internal error; nothing was stored"}
 		}
 	}()
+	if refusal, err := s.checkRevocation(ctx, c, name); err != nil || refusal != nil {
+		return refusal, s.internal(ctx, name, err)
+	}
 	res, err = s.set.Call(ctx, s.env, c, name, args)
 	if err == nil {
 		return res, nil
 	}
+	return nil, s.internal(ctx, name, err)
+}
+
+// internal returns err as the *Error CallTool reports: unchanged when it is
+// one already, else a -32603 wrapping it. A nil err gives nil.
+func (s *Server) internal(ctx context.Context, name string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var e *Error
 	if errors.As(err, &e) {
-		return nil, e
+		return e
 	}
 	if ctx.Err() == nil {
 		s.logger.Error("crux: tool failed", "tool", name, "err", err)
 	}
-	return nil, tools.WrapError(CodeInternalError, name+": "+err.Error(), err)
+	return tools.WrapError(CodeInternalError, name+": "+err.Error(), err)
+}
+
+// revocationAllowlist are the read-only tools a revoked passport may still
+// call.
+var revocationAllowlist = map[string]bool{"get_passport": true, "get_agent_identity": true}
+
+// checkRevocation enforces passport revocation (Flags.PassportRevocation):
+// a caller whose passport record is revoked may call only the allowlist;
+// any other call gets an isError result saying why. It fails open: a caller
+// without a passport record is not refused.
+func (s *Server) checkRevocation(ctx context.Context, c Caller, name string) (*Result, error) {
+	id := c.Identity()
+	if !s.flags.PassportRevocation || id == "" || revocationAllowlist[name] {
+		return nil, nil
+	}
+	var p *store.Passport
+	err := s.env.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		p, err = store.GetPassport(tx, c.TenantID(), id)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) || err == nil && !p.Revoked() {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("passport %s was revoked at %s", id, p.RevokedAt.UTC().Format(time.RFC3339))
+	if p.RevokeReason != "" {
+		msg += " (" + p.RevokeReason + ")"
+	}
+	msg += "; a revoked passport may call only get_passport and get_agent_identity. Call get_passport for details."
+	return &Result{Content: []Content{{Type: "text", Text: msg}}, IsError: true}, nil
 }
 
 // Close marks the server closed: later calls fail. It does not close the

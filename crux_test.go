@@ -268,3 +268,26 @@ func TestConcurrentCalls(t *testing.T) {
 		assert.EqualValues(t, i+1, v.(map[string]any)["version"])
 	}
 }
+
+func TestRevokedPassport(t *testing.T) {
+	on := crux.DefaultFlags()
+	on.PassportRevocation = true
+	srv, db := newServer(t, &crux.Options{Flags: &on})
+	revokedAt := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		return store.PutPassport(tx, &store.Passport{PrincipalID: "alice", Tenant: tools.DefaultTenant, Tier: store.TierBasic, RevokedAt: &revokedAt, RevokeReason: "key leaked"})
+	}))
+
+	res, err := srv.CallTool(context.Background(), alice, "store_fact", json.RawMessage(`{"entity":"e","key":"k","value":"v"}`))
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "passport alice was revoked at 2026-02-01T00:00:00Z (key leaked); a revoked passport may call only get_passport and get_agent_identity. Call get_passport for details.", res.Content[0].Text)
+	assert.Equal(t, "alice", call(t, srv, alice, "get_agent_identity", `{}`)["agent_name"], "the allowlist still runs")
+	assert.Empty(t, call(t, srv, bob, "list_entities", `{}`)["entities"], "the refused write left nothing")
+	call(t, srv, bob, "store_fact", `{"entity":"e","key":"k","value":"v"}`) // other callers are unaffected
+
+	// With enforcement off (the default), the same passport is not refused.
+	srv2, err := crux.NewServer(db, nil)
+	require.NoError(t, err)
+	call(t, srv2, alice, "store_fact", `{"entity":"e2","key":"k","value":"v"}`)
+}

@@ -175,3 +175,26 @@ func TestPutFactRollsBackOnBadSupersedes(t *testing.T) {
 		return err
 	}))
 }
+
+func TestPassports(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		return store.PutPassport(tx, &store.Passport{PrincipalID: "alice", Tenant: "t", Tier: store.TierBasic, IssuedAt: now})
+	}))
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		p, err := store.GetPassport(tx, "t", "alice")
+		require.NoError(t, err)
+		assert.Equal(t, store.TierBasic, p.Tier)
+		assert.False(t, p.Revoked())
+		_, err = store.GetPassport(tx, "other", "alice")
+		assert.ErrorIs(t, err, store.ErrNotFound)
+		return nil
+	}))
+	for n, want := range map[uint64]string{0: "unverified", 9: "unverified", 10: "basic", 100: "established", 499: "established", 500: "trusted", 2000: "elite"} {
+		assert.Equal(t, want, store.TierFor(n), n)
+	}
+	assert.Equal(t, 3, store.TierRank(store.TierTrusted))
+	assert.Equal(t, -1, store.TierRank("gold"))
+}
