@@ -160,3 +160,51 @@ func CoreFloor() []string {
 func InCoreFloor(name string) bool {
 	return slices.Contains(coreFloor[:], name)
 }
+
+// The tool surface modes of CORECRUXD_TOOL_SURFACE.
+const (
+	ModeFull    = "full"    // every tool
+	ModeMinimal = "minimal" // the core floor only
+	ModeDynamic = "dynamic" // the core floor, then the tools the caller's intent favours
+)
+
+// Shape narrows a tool list (names, in catalogue order) for a surface mode.
+// Full, and any unknown mode, returns names unchanged. Minimal returns the
+// core-floor tools present in names, in floor order. Dynamic returns those
+// and then up to DynamicTopN other tools of names whose affinity the intent
+// biases, strongest first (ties in catalogue order); with no intent, only
+// the floor. Shaping only narrows what is listed: a tool shaped out can still
+// be called by name.
+func Shape(mode string, names []string, intent Intent) []string {
+	if mode != ModeMinimal && mode != ModeDynamic {
+		return names
+	}
+	present := make(map[string]bool, len(names))
+	for _, n := range names {
+		present[n] = true
+	}
+	var out []string
+	for _, n := range coreFloor {
+		if present[n] {
+			out = append(out, n)
+		}
+	}
+	if mode == ModeMinimal {
+		return out
+	}
+	type scored struct {
+		name  string
+		score int
+	}
+	var cands []scored
+	for _, n := range names {
+		if s := intent.Bias(AffinityOf(n)); s > 0 && !InCoreFloor(n) {
+			cands = append(cands, scored{n, s})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b scored) int { return b.score - a.score })
+	for i := 0; i < len(cands) && i < DynamicTopN; i++ {
+		out = append(out, cands[i].name)
+	}
+	return out
+}

@@ -489,3 +489,28 @@ func TestAccessorsReturnCopies(t *testing.T) {
 	assert.Equal(t, "cuecrux_session", surface.CoreFloor()[0])
 	assert.Equal(t, surface.HostedGated, surface.TierOf("issue_passport", false))
 }
+
+func TestShape(t *testing.T) {
+	names := surface.Names()
+	assert.Equal(t, names, surface.Shape(surface.ModeFull, names, ""))
+	assert.Equal(t, names, surface.Shape("weird", names, surface.IntentAuditReview))
+
+	minimal := surface.Shape(surface.ModeMinimal, names, surface.IntentAuditReview)
+	assert.Equal(t, surface.CoreFloor(), minimal, "all 70 tools hold the whole floor")
+	assert.Equal(t, []string{"store_fact", "query_facts", "get_agent_identity"},
+		surface.Shape(surface.ModeMinimal, []string{"get_agent_identity", "delete_fact", "query_facts", "store_fact"}, ""), "floor order, present tools only")
+
+	assert.Equal(t, surface.CoreFloor(), surface.Shape(surface.ModeDynamic, names, ""), "no intent: the floor only")
+	dyn := surface.Shape(surface.ModeDynamic, names, surface.IntentAuditReview)
+	require.Len(t, dyn, len(surface.CoreFloor())+surface.DynamicTopN)
+	extra := dyn[len(surface.CoreFloor()):]
+	for _, n := range extra {
+		assert.False(t, surface.InCoreFloor(n), n)
+		assert.Positive(t, surface.IntentAuditReview.Bias(surface.AffinityOf(n)), n)
+	}
+	// Audit tools (bias 30) come before proof tools (20).
+	assert.Equal(t, surface.AffinityAudit, surface.AffinityOf(extra[0]))
+	assert.Equal(t, []string{"store_fact", "query_facts", "get_agent_identity", "delete_fact", "list_entities"},
+		surface.Shape(surface.ModeDynamic, []string{"store_fact", "query_facts", "delete_fact", "get_agent_identity", "list_entities"}, surface.IntentSessionReview),
+		"floor first; then memory tools (bias 20) in catalogue order")
+}
