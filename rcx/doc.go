@@ -1,0 +1,85 @@
+// Package rcx implements RCX capability tokens (spec rcx-ct/1.0) and the
+// router that decides, per call, whether a token authorises a capability:
+// the token model, its deterministic CBOR encoding, BLAKE3 token hash and
+// Ed25519 signature, the free-local token every installation mints for
+// itself, and the reference decision algorithm with its reason codes,
+// X-Crux-Mode stamps and refusal receipts.
+//
+// The package knows nothing of MCP or storage. It reads the tier table of
+// package surface to know which tools are local.
+//
+// # Tokens
+//
+// A [Token] names its issuer, subject and tenant, its tier and receipt
+// class, and lists backends, each with the capabilities it permits there
+// (egress classes, required attestations, credit cost), plus credits,
+// fallbacks and revocation pointers. [Token.Encode] writes RFC 8949 §4.2.1
+// core deterministic CBOR (map keys sorted bytewise by their encoding,
+// which is length first; shortest heads; no indefinite lengths, floats or
+// tags), the rules of the reference's hand-written encoder. Optional
+// values are CBOR null; team_scope and enterprise_scope are left out when
+// absent. The encoding reproduces the reference's golden vector byte for
+// byte (see the package tests).
+//
+// The token hash ([Token.Hash]) is BLAKE3-256 of [Token.SigningBytes], the
+// encoding with signature.sig zeroed; the signature is Ed25519 over those
+// 32 bytes. [Sign] signs with any [Signer] (the method set of package
+// receipts' signer, so one key serves both); [Token.Verify] verifies
+// strictly (canonical S, no small-order key or R).
+//
+// [Decode] is strict: one CBOR map of exactly the token's fields, no
+// duplicate keys, indefinite lengths or tags, known enumeration values
+// only, and the input must be the deterministic encoding of what it
+// decodes to, so a token has exactly one accepted encoding. Unknown fields
+// are rejected rather than skipped: they would not be covered by a
+// re-encoded hash, and spec rcx-ct/1.0 has none. Decode never panics
+// (FuzzDecodeToken).
+//
+// [Token.ValidateBasic] reports the reference's structural issue codes.
+//
+// # The free-local token
+//
+// [MintFreeLocal] builds and signs the token a local installation runs
+// under: tier free, one backend "local", every local tool's capability
+// ([LocalCapabilities]), no credits, every fallback refuse. It never
+// carries sync_pull, sync_push, or issue_passport unless agent passports
+// are enabled, and it has no hosted backend, so hosted-gated tools are
+// both missing from the token and unroutable.
+//
+// # Routing
+//
+// [Router] is what the crux server consults: [Router.Decide] for a
+// [Call] (capability, preferred backend, egress classes, attestations,
+// estimated cost) returns a [Decision]: authorised or not, the [Mode], a
+// reason code, an X-Crux-Mode [Stamp], and for refusals an unsigned
+// [RefusalReceipt] that the server signs and persists. [FilterAllowed]
+// applies a router to tools/list; [UpgradeHintFor] gives the upgrade hint
+// of the five metered service scopes.
+//
+// [NewRouter] returns the reference router, [TokenRouter]. It verifies the
+// token's signature once against the trusted issuer key and precomputes
+// the token hash and a capability index, so an authorised Decide is a few
+// map lookups with no allocation. A token that fails verification does not
+// make NewRouter fail; the router refuses everything with
+// denied:token_invalid ([TokenRouter.Err] says why), so a misconfigured
+// embedder fails closed rather than running without a router.
+//
+// # Deliberate differences from the reference
+//
+//   - Every backend, local included, relies on the signature verified at
+//     construction; the reference skips the check for the local backend.
+//     A token that fails verification is refused even when expired with
+//     an on_expiry of degrade_to_local.
+//   - An expired token with on_expiry degrade_to_local authorises only
+//     capabilities the token lists on some backend; the reference
+//     authorises any capability in that case.
+//   - Backend reachability comes from [RouterOptions].Reachable rather
+//     than from each call.
+//   - [Sign] checks the signer's output against its public key.
+//   - Upgrade hints use vendor-neutral wording.
+//
+// As in the reference, on_expiry queue refuses: only on_backend_unreachable
+// and on_credits_exhausted honour queue. token_not_yet_valid (issued_at in
+// the future) comes from the newer of the reference versions read; the
+// router treats it as denied:token_invalid.
+package rcx

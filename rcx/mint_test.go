@@ -1,0 +1,211 @@
+package rcx
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux/surface"
+)
+
+// capabilitiesOf returns the capability strings of the token's backends.
+func capabilitiesOf(tok *Token) []string {
+	var caps []string
+	for _, b := range tok.Backends {
+		for _, p := range b.PermittedCapabilities {
+			caps = append(caps, p.Capability)
+		}
+	}
+	return caps
+}
+
+func TestLocalCapabilities(t *testing.T) {
+	hosted := []string{"crux-mcp.issue_passport", "crux-mcp.sync_pull", "crux-mcp.sync_push"}
+	tests := []struct {
+		name                         string
+		agentPassports, mintRequests bool
+		has, hasNot                  []string
+	}{
+		{"defaults", false, false,
+			[]string{"crux-mcp.store_fact", "corecrux.query.local", "crux-mcp.cuecrux_session", "crux-mcp.sync_status", FederationReadCapability},
+			append([]string{"crux-mcp.request_passport_mint", "crux-mcp.query"}, hosted...)},
+		{"agent passports", true, false,
+			[]string{"crux-mcp.issue_passport"},
+			[]string{"crux-mcp.sync_pull", "crux-mcp.sync_push", "crux-mcp.request_passport_mint"}},
+		{"mint requests", false, true,
+			[]string{"crux-mcp.request_passport_mint"},
+			hosted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			caps := LocalCapabilities(tt.agentPassports, tt.mintRequests)
+			for _, c := range tt.has {
+				assert.Contains(t, caps, c)
+			}
+			for _, c := range tt.hasNot {
+				assert.NotContains(t, caps, c)
+			}
+			// Every local tool of the table is covered, once.
+			for _, name := range surface.Names() {
+				if name == "request_passport_mint" && !tt.mintRequests {
+					continue
+				}
+				if surface.IsLocal(name, tt.agentPassports) {
+					assert.Contains(t, caps, surface.Capability(name), name)
+				}
+			}
+			assert.Equal(t, len(caps), len(dedupe(caps)), "no duplicates")
+			assert.Equal(t, FederationReadCapability, caps[len(caps)-1])
+		})
+	}
+}
+
+func TestMintFreeLocal(t *testing.T) {
+	s := newSigner(9)
+	issued := time.Unix(1_800_000_000, 500)
+	tok, err := MintFreeLocal(s, FreeLocalOptions{DaemonInstanceID: "node-7", IssuedAt: issued})
+	require.NoError(t, err)
+
+	fpr := s.KeyID()
+	assert.Equal(t, SpecVersion, tok.SpecVersion)
+	assert.Equal(t, "rcxct_free_"+fpr[2:18]+"_local", tok.TokenID)
+	assert.Equal(t, uint64(1_800_000_000), tok.IssuedAt)
+	assert.Equal(t, tok.IssuedAt+366*24*3600, tok.ExpiresAt)
+	assert.Equal(t, tok.ExpiresAt-3600, tok.RefreshHintAt)
+	assert.Equal(t, Issuer{PassportKID: fpr, IssuerOrg: "local"}, tok.Issuer)
+	assert.Equal(t, Subject{PassportFpr: fpr, DaemonInstanceID: new("node-7")}, tok.Subject)
+	assert.Equal(t, TenantScope{TenantID: "local", DisplayName: new("Local")}, tok.TenantScope)
+	assert.Nil(t, tok.TeamScope)
+	assert.Nil(t, tok.EnterpriseScope)
+	assert.Equal(t, TierFree, tok.Tier)
+	assert.Equal(t, ReceiptVerified, tok.ReceiptClass)
+	require.Len(t, tok.Backends, 1)
+	b := tok.Backends[0]
+	assert.Equal(t, LocalBackendID, b.BackendID)
+	assert.Equal(t, fpr, b.TrustRootKID)
+	assert.Nil(t, b.EndpointURL)
+	for _, p := range b.PermittedCapabilities {
+		assert.Equal(t, []EgressClass{EgressNone}, p.DataEgressClasses, p.Capability)
+		assert.Equal(t, []string{}, p.RequiredAttestations)
+		assert.Nil(t, p.CreditCost)
+	}
+	assert.Equal(t, LocalCapabilities(false, false), capabilitiesOf(tok))
+	assert.Equal(t, Credits{Refill: Refill{Period: RefillNone}, Overdraft: OverdraftForbid}, tok.Credits)
+	assert.Equal(t, Fallback{OnBackendUnreachable: FallbackRefuse, OnCreditsExhausted: FallbackRefuse, OnExpiry: FallbackRefuse}, tok.Fallback)
+	assert.Equal(t, Revocation{}, tok.Revocation)
+	assert.Equal(t, Signature{Alg: SignatureAlg, KID: fpr, Sig: tok.Signature.Sig}, tok.Signature)
+
+	require.NoError(t, tok.Verify(s.Public()))
+	assert.Empty(t, tok.ValidateBasic(issued))
+	assert.Empty(t, tok.ValidateBasic(issued.Add(365*24*time.Hour)))
+
+	caps := capabilitiesOf(tok)
+	for _, hosted := range []string{"crux-mcp.issue_passport", "crux-mcp.sync_pull", "crux-mcp.sync_push"} {
+		assert.NotContains(t, caps, hosted)
+	}
+	for _, name := range surface.Names() {
+		if surface.IsLocal(name, false) && name != "request_passport_mint" {
+			assert.Contains(t, caps, surface.Capability(name), name)
+		}
+	}
+}
+
+func TestMintFreeLocalOptions(t *testing.T) {
+	s := newSigner(9)
+	t.Run("agent passports", func(t *testing.T) {
+		tok, err := MintFreeLocal(s, FreeLocalOptions{AgentPassports: true, PassportMintRequests: true})
+		require.NoError(t, err)
+		caps := capabilitiesOf(tok)
+		assert.Contains(t, caps, "crux-mcp.issue_passport")
+		assert.Contains(t, caps, "crux-mcp.request_passport_mint")
+		assert.NotContains(t, caps, "crux-mcp.sync_pull")
+		assert.NotContains(t, caps, "crux-mcp.sync_push")
+	})
+	t.Run("explicit capabilities, tenant, ttl", func(t *testing.T) {
+		tok, err := MintFreeLocal(s, FreeLocalOptions{
+			Tenant:       "acme",
+			Capabilities: []string{"a", "b", "a"},
+			TTL:          90 * time.Minute,
+			IssuedAt:     time.Unix(1000, 0),
+		})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a", "b"}, capabilitiesOf(tok))
+		assert.True(t, slices.Equal([]string{"a", "b"}, capabilitiesOf(tok)))
+		assert.Equal(t, "acme", tok.TenantScope.TenantID)
+		assert.Equal(t, "rcxct_free_"+s.KeyID()[2:18]+"_acme", tok.TokenID)
+		assert.Equal(t, uint64(1000+5400), tok.ExpiresAt)
+		assert.Equal(t, uint64(1000+1800), tok.RefreshHintAt)
+		assert.Nil(t, tok.Subject.DaemonInstanceID)
+	})
+	t.Run("short ttl", func(t *testing.T) {
+		tok, err := MintFreeLocal(s, FreeLocalOptions{TTL: time.Second, IssuedAt: time.Unix(10, 0)})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(0), tok.RefreshHintAt, "saturating")
+		assert.Empty(t, tok.ValidateBasic(time.Unix(10, 0)))
+	})
+	t.Run("now by default", func(t *testing.T) {
+		before := time.Now().Unix()
+		tok, err := MintFreeLocal(s, FreeLocalOptions{})
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, int64(tok.IssuedAt), before)
+		assert.LessOrEqual(t, int64(tok.IssuedAt), time.Now().Unix())
+	})
+	errs := []struct {
+		name string
+		s    Signer
+		opts FreeLocalOptions
+	}{
+		{"nil signer", nil, FreeLocalOptions{}},
+		{"empty key id", &testSigner{priv: s.priv}, FreeLocalOptions{}},
+		{"negative ttl", s, FreeLocalOptions{TTL: -time.Hour}},
+		{"sub-second ttl", s, FreeLocalOptions{TTL: time.Millisecond}},
+		{"before 1970", s, FreeLocalOptions{IssuedAt: time.Unix(-1, 0)}},
+		{"signer failure", brokenSigner{testSigner: s, err: errSignerDown}, FreeLocalOptions{}},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			tok, err := MintFreeLocal(tt.s, tt.opts)
+			require.Error(t, err)
+			assert.Nil(t, tok)
+		})
+	}
+}
+
+// TestMintFreeLocalMatchesReference mints the reference's free fixture
+// through MintFreeLocal: apart from the signature, the token (and so its
+// hash) is the golden one.
+func TestMintFreeLocalMatchesReference(t *testing.T) {
+	s := newSigner(5)
+	s.kid = fixtureFpr
+	tok, err := MintFreeLocal(s, FreeLocalOptions{
+		Tenant:           "default",
+		DaemonInstanceID: fixtureDaemon,
+		IssuedAt:         time.Unix(fixtureIssued, 0),
+		TTL:              (fixtureExpires - fixtureIssued) * time.Second,
+		Capabilities:     []string{"corecrux.query.local"},
+	})
+	require.NoError(t, err)
+	h, err := tok.HashHex()
+	require.NoError(t, err)
+	assert.Equal(t, goldenTokenHash, h)
+
+	want := fixture()
+	want.Signature.Sig = tok.Signature.Sig
+	assert.Equal(t, want, tok)
+}
+
+func TestShortFingerprint(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"p_0123456789abcdef0123456789abcdef", "0123456789abcdef"},
+		{"p_p_0123456789abcdefXYZ", "0123456789abcdef"},
+		{"abc", "abc"},
+		{"p_", ""},
+		{"p_ééééééééééééééééééé", "éééééééééééééééé"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, shortFingerprint(tt.in), tt.in)
+	}
+}
