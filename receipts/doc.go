@@ -1,0 +1,115 @@
+// Package receipts mints, stores and verifies crux's signed receipts.
+//
+// Every receipt crux mints (forget, refusal, session plan, memory use,
+// reverify, consolidation, decision, ...) is signed with Ed25519, chained to
+// the previous receipt of its tenant, written in the same store transaction
+// as the change it attests, and verifiable offline with nothing but the
+// public keyring.
+//
+// # Wire model
+//
+// A receipt is two byte strings, following the reference's CROWN v1 wire
+// model ("bytes-first"):
+//
+//   - The body: a CBOR map whose keys appear in this order: schema
+//     ("crux.receipt.body.v1"), kind, receipt_id, tenant_id, seq, prev_hash,
+//     created_at, actor, payload. seq is the 1-based position in the
+//     tenant's chain; prev_hash is the 32-byte BLAKE3 of the previous
+//     receipt's body bytes (32 zero bytes for seq 1); created_at is RFC 3339
+//     in UTC with nine fractional digits. payload is the kind-specific value
+//     the caller passed, encoded with RFC 8949 core deterministic encoding
+//     (maps and struct fields sorted, shortest forms), so equal payloads
+//     always encode alike; the body's own keys keep the declared order. The
+//     body is encoded once: the stored bytes are the bytes that were hashed
+//     and signed, and verifiers never re-encode them.
+//   - The signature record: a CBOR map with the reference's ReceiptSigV1
+//     fields: schema ("crux.receipt.sig.v1"), receipt_id, alg ("ed25519"),
+//     key_id, signed_at (RFC 3339), signature (64 bytes, Ed25519 over the raw
+//     body bytes) and signed_payload_hash (32 bytes, BLAKE3 of the body).
+//
+// The stored payload hash (BLAKE3 of the body, kept next to it) plays the
+// part of the reference's event-header hash.
+//
+// # Keys
+//
+// A [Signer] signs; [Ed25519Signer] is the default implementation, and an
+// embedder may implement Signer over an HSM or a KMS. A key id is the
+// key's [Fingerprint]: "p_" and the lowercase hex of the first 16 bytes of
+// BLAKE3 of the public key (the reference's passport fingerprint).
+// [LoadOrCreateKey] keeps the seed in <dir>/signing.key (lowercase hex and a
+// newline, mode 0600), created once, atomically, and never replaced. A
+// [Keyring] holds public keys only; its JSON form is the reference's
+// keyring v1: {"v":1,"keys":[{"keyId":"…","pubKeyBase64":"…"}]}.
+//
+// # Storage layout
+//
+// [Append] writes, in the caller's [store.Tx], so that the receipt commits
+// or rolls back with the change it attests:
+//
+//   - bucket "receipts": receipt id → CBOR record {tenant_id, kind, seq,
+//     body, payload_hash, sig}; body and sig are the exact wire bytes.
+//   - bucket "receipts.chain": tenant, NUL, seq (8 bytes big-endian) →
+//     receipt id. A tenant's keys sort in chain order.
+//   - bucket "receipts.head": tenant, NUL → seq (8 bytes big-endian) and the
+//     BLAKE3 of that receipt's body (32 bytes): the tenant's chain head.
+//
+// Tenants may be empty but must not contain a NUL byte (keys would become
+// ambiguous). Append reads the head and writes the next receipt in one
+// transaction, so concurrent appends to one tenant serialize in the store
+// and the chain has no gaps. Append has no side effects outside the
+// transaction, as [store.Backend.Update] requires; it signs inside the
+// transaction, so a slow remote signer lengthens every write transaction.
+//
+// # Verification
+//
+// [Verify] follows the reference's verify_receipt_v1 (§1.3 of the internals
+// notes) and reports one [Code]:
+//
+//  1. BLAKE3 of the body is compared with the stored payload hash
+//     (integrity.payload_hash_matches).
+//  2. The body must be one well-formed CBOR item
+//     (integrity.canonical_bytes_parse_ok); key order is not checked.
+//  3. The signature record must be present ([SigMissing]) and decode
+//     ([SigParseError]); then, in order: alg is "ed25519"
+//     ([SigAlgUnsupported]); its receipt_id is the receipt's
+//     ([SigReceiptIDMismatch]); signed_payload_hash is 32 bytes and equals
+//     the stored payload hash ([SigPayloadHashMismatch]); a keyring is given
+//     ([KeyringMissing]); it holds key_id ([KeyNotFound]); the key is a valid
+//     public key ([PubkeyInvalid]); the signature is 64 bytes and verifies
+//     strictly over the body bytes ([SigInvalid]).
+//  4. A body hash mismatch wins over every other code, but the signature
+//     checks still run, so signature_valid tells storage corruption (a
+//     valid signature) from forgery. Otherwise a CBOR parse error wins over
+//     the signature codes, and the first failing signature check gives the
+//     code.
+//  5. Only when all of that passes, the body's header must be a
+//     crux.receipt.body.v1 header whose receipt_id, tenant_id, kind and seq
+//     equal the receipt's ([BodyHeaderMismatch]). This check is crux's
+//     addition: the receipt's id, tenant, kind and seq are stored (and
+//     exported) next to the body unsigned, and without it a receipt could be
+//     relabelled, or a signature over some other message passed off as a
+//     receipt, and still verify.
+//
+// Strictness: Go's [ed25519.Verify] rejects signatures whose S is not
+// canonical (S ≥ ℓ) and, because it compares the encoding of the recomputed
+// R with the signature's bytes, non-canonical R encodings; it accepts
+// small-order public keys and R points and non-canonical public-key
+// encodings. Verify adds what Rust's verify_strict checks on top: the public
+// key must be a canonical encoding of a curve point that is not of small
+// order (else [PubkeyInvalid]; the reference reports a small-order key as
+// SIG_INVALID), and R must not be of small order (else [SigInvalid]). With
+// the identity as public key, for example, Go's Verify accepts the
+// signature R = identity, S = 0 for every message; Verify does not.
+//
+// Chains: [VerifyChain] checks that receipts of one tenant, in the order
+// given, have consecutive seqs and that each prev_hash is the BLAKE3 of the
+// previous body (and zero for seq 1), and reports a *[ChainError] otherwise;
+// [VerifyStoredChain] does the same for a tenant's stored chain and checks
+// its head, so a dropped, reordered or altered receipt is detected. An
+// attacker able to rewrite the store can still cut the tail of a chain and
+// its head together; anchoring head hashes elsewhere (an exported audit
+// bundle, say) closes that gap.
+//
+// [Export] and [Exported.Receipt] move a receipt through JSON, so it can be
+// verified from a file offline.
+package receipts
