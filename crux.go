@@ -2,15 +2,20 @@ package crux
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
 
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/surface"
 	"github.com/crux-go/crux/tools"
@@ -50,6 +55,18 @@ type Options struct {
 	// Logger receives reports of recovered panics and internal errors. Nil
 	// discards them.
 	Logger *slog.Logger
+	// Signer signs every receipt the server mints (refusals, session
+	// plans, ...). Nil means a fresh Ed25519 key held in memory for the
+	// server's lifetime, whose public half Server.Keyring returns; to keep
+	// receipts verifiable across restarts pass a persistent key, such as
+	// receipts.LoadOrCreateKey(dataDir).
+	Signer receipts.Signer
+	// Router enforces capability tokens: tools/list shows only what it
+	// authorises, and calls it refuses fail with -32030 before the tool
+	// runs. Nil means no enforcement (fail-open), the documented default
+	// for embedders; Server.Enforcing reports it. The crux command always
+	// sets one (a free-local token under the data directory's key).
+	Router rcx.Router
 }
 
 // Server serves the crux tools over a store. It is safe for concurrent use
@@ -61,7 +78,9 @@ type Server struct {
 	env       *tools.Env
 	flags     Flags
 	logger    *slog.Logger
-	catalogue []Tool
+	catalogue []Tool         // every tool, decorated, in catalogue order
+	byName    map[string]int // index into catalogue
+	tokenMeta map[string]any // the router's token annotations; nil without a router
 
 	closed atomic.Bool
 }
@@ -93,24 +112,46 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	if now == nil {
 		now = time.Now
 	}
-	s.env = &tools.Env{Store: st, Now: now, Decay: s.flags.DecayPolicy()}
+	signer := opts.Signer
+	if signer == nil {
+		_, priv, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			return nil, err
+		}
+		signer = receipts.NewEd25519Signer(priv)
+	}
 
 	set, err := tools.NewSet(all)
 	if err != nil {
 		return nil, err
 	}
 	s.set = set
-	for _, t := range set.Tools() {
-		lt := Tool{
+	s.byName = make(map[string]int)
+	var names []string
+	for i, t := range set.Tools() {
+		s.catalogue = append(s.catalogue, Tool{
 			Name:        t.Name,
 			Description: surface.Decorate(t.Name, t.Description, s.flags.AgentPassports),
 			InputSchema: t.InputSchema(),
 			Annotations: t.Annotations,
+		})
+		s.byName[t.Name] = i
+		names = append(names, t.Name)
+	}
+	if opts.Router != nil {
+		info := opts.Router.Info()
+		s.tokenMeta = map[string]any{
+			"filtered_by":   "rcx-capability-token",
+			"token_ref":     map[string]string{"token_id": info.TokenID, "token_hash": info.TokenHash},
+			"receipt_class": info.ReceiptClass,
+			"tier":          info.Tier,
 		}
-		if up, ok := surface.UpgradeFor(t.Name, s.flags.AgentPassports); ok {
-			lt.Meta = map[string]any{"crux": map[string]any{"upgrade": up}}
-		}
-		s.catalogue = append(s.catalogue, lt)
+	}
+	s.env = &tools.Env{
+		Store: st, Now: now, Decay: s.flags.DecayPolicy(),
+		Signer: signer, Router: opts.Router, Intents: new(tools.IntentBook),
+		Tools: names, AgentPassports: s.flags.AgentPassports,
+		Enabled: func(flag string) bool { on, _ := s.flags.Enabled(flag); return on },
 	}
 	if err := tools.SeedBootstrap(context.Background(), st, now().UTC(), set.Tools()); err != nil {
 		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
@@ -121,20 +162,71 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 // Flags returns the flags the server runs with.
 func (s *Server) Flags() Flags { return s.flags }
 
-// ListTools returns the tools c may see, in catalogue order, each
-// description marked with its tier. The slices are the caller's own.
+// Enforcing reports whether calls are checked against a capability token
+// (Options.Router is set). Without a router every call is allowed.
+func (s *Server) Enforcing() bool { return s.env.Router != nil }
+
+// Keyring returns the public keyring that verifies the receipts this server
+// signs.
+func (s *Server) Keyring() *receipts.Keyring { return receipts.NewKeyring(s.env.Signer.Public()) }
+
+// ListTools returns the tools c sees, in catalogue order: with a router,
+// only those its token authorises, annotated with the token
+// (_meta.crux.{filtered_by, token_ref, receipt_class, tier} and
+// x-crux-token-ref, x-crux-receipt-class, x-crux-tier in the input schema);
+// then narrowed by the tool surface (Flags.ToolSurface; dynamic follows the
+// intent c declared with cuecrux_session). Each description starts with its
+// tier marker; hosted tools carry _meta.crux.upgrade. Tools left out can
+// still be called. The result is the caller's own to modify.
 func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
-	out := make([]Tool, len(s.catalogue))
-	for i, t := range s.catalogue {
+	names := s.env.Tools
+	if s.env.Router != nil {
+		names = rcx.FilterAllowed(ctx, s.env.Router, names, s.flags.AgentPassports)
+	}
+	intent, _ := s.env.Intents.Intent(c, s.env.Now())
+	names = surface.Shape(string(s.flags.ToolSurface), names, intent)
+
+	out := make([]Tool, 0, len(names))
+	for _, name := range names {
+		t := s.catalogue[s.byName[name]]
 		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
-		out[i] = t
+		meta := map[string]any{}
+		if up, ok := surface.UpgradeFor(name, s.flags.AgentPassports); ok {
+			meta["upgrade"] = up
+		}
+		if s.tokenMeta != nil {
+			maps.Copy(meta, s.tokenMeta)
+			t.InputSchema = annotateSchema(t.InputSchema, s.tokenMeta)
+		}
+		if len(meta) > 0 {
+			t.Meta = map[string]any{"crux": meta}
+		}
+		out = append(out, t)
 	}
 	return out
+}
+
+// annotateSchema adds the token's x-crux-* keys to a tool's input schema.
+func annotateSchema(schema json.RawMessage, tokenMeta map[string]any) json.RawMessage {
+	var m map[string]any
+	if err := json.Unmarshal(schema, &m); err != nil {
+		return schema // schemas are validated objects; cannot happen
+	}
+	m["x-crux-token-ref"] = tokenMeta["token_ref"]
+	m["x-crux-receipt-class"] = tokenMeta["receipt_class"]
+	m["x-crux-tier"] = tokenMeta["tier"]
+	b, err := json.Marshal(m)
+	if err != nil {
+		return schema
+	}
+	return b
 }
 
 // CallTool runs the tool called name with args (a JSON object; nil means
 // no arguments) on behalf of c.
 //
+// A caller whose names are invalid (see Caller.Validate) is refused with
+// -32600.
 // A protocol-level failure is returned as an *Error: -32601 for an unknown
 // tool, -32602 naming the argument for bad input, -32603 for an internal
 // failure (a panicking handler included: the server keeps running and the
@@ -147,6 +239,9 @@ func (s *Server) CallTool(ctx context.Context, c Caller, name string, args json.
 	if _, ok := s.set.Lookup(name); !ok {
 		return nil, &Error{Code: CodeMethodNotFound, Message: "unknown tool: " + name}
 	}
+	if err := c.Validate(); err != nil {
+		return nil, tools.WrapError(CodeInvalidRequest, err.Error(), err)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			s.logger.Error("crux: tool panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
@@ -155,6 +250,11 @@ func (s *Server) CallTool(ctx context.Context, c Caller, name string, args json.
 	}()
 	if refusal, err := s.checkRevocation(ctx, c, name); err != nil || refusal != nil {
 		return refusal, s.internal(ctx, name, err)
+	}
+	if s.env.Router != nil {
+		if d := s.env.Router.Decide(ctx, rcx.ToolCall(name, s.flags.AgentPassports)); !d.Authorised {
+			return nil, s.refuse(ctx, c, name, d)
+		}
 	}
 	res, err = s.set.Call(ctx, s.env, c, name, args)
 	if err == nil {
@@ -177,6 +277,42 @@ func (s *Server) internal(ctx context.Context, name string, err error) error {
 		s.logger.Error("crux: tool failed", "tool", name, "err", err)
 	}
 	return tools.WrapError(CodeInternalError, name+": "+err.Error(), err)
+}
+
+// refuse records a capability refusal as a signed receipt and returns the
+// -32030 error carrying it: the data object of the reference (reason_code,
+// mode, token_id, token_hash, stamp, refusal_receipt, upgrade_hint), whose
+// refusal_receipt also has the receipt_id, key_id and signature that crux
+// verify checks. Should the receipt fail to persist, the call is refused all
+// the same and data.receipt_error says why.
+func (s *Server) refuse(ctx context.Context, c Caller, name string, d rcx.Decision) error {
+	capability := surface.Capability(name)
+	refusal := map[string]any{}
+	if b, err := json.Marshal(d.RefusalReceipt); err == nil {
+		_ = json.Unmarshal(b, &refusal)
+	}
+	data := map[string]any{
+		"reason_code": d.ReasonCode, "mode": d.Mode, "token_id": d.TokenID, "token_hash": d.TokenHash,
+		"stamp": d.Stamp, "refusal_receipt": refusal, "upgrade_hint": rcx.UpgradeHintFor(capability),
+	}
+	var r *receipts.Receipt
+	err := s.env.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		r, err = receipts.Append(tx, s.env.Signer, c.TenantID(), "refusal", c.Name(), d.RefusalReceipt, s.env.Now())
+		return err
+	})
+	if err == nil {
+		sig, serr := r.SigRecord()
+		err = serr
+		refusal["receipt_id"] = r.ID
+		refusal["key_id"] = sig.KeyID
+		refusal["signature"] = hex.EncodeToString(sig.Signature)
+	}
+	if err != nil {
+		s.logger.Error("crux: recording a refusal receipt", "tool", name, "err", err)
+		data["receipt_error"] = err.Error()
+	}
+	return &Error{Code: CodeCapabilityDenied, Message: "RCX capability denied: " + d.ReasonCode, Data: data}
 }
 
 // revocationAllowlist are the read-only tools a revoked passport may still

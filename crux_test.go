@@ -214,14 +214,17 @@ func TestListTools(t *testing.T) {
 	var names []string
 	for _, tl := range list {
 		names = append(names, tl.Name)
-		assert.True(t, strings.HasPrefix(tl.Description, surface.MarkerLocal+" "), "%s: %q", tl.Name, tl.Description)
-		assert.True(t, strings.HasSuffix(tl.Description, surface.SessionHint), tl.Name)
+		assert.True(t, strings.HasPrefix(tl.Description, surface.Marker(tl.Name, false)+" "), "%s: %q", tl.Name, tl.Description)
+		_, hosted := surface.UpgradeFor(tl.Name, false)
+		assert.Equal(t, hosted, tl.Meta["crux"] != nil, "%s: _meta.crux.upgrade on hosted tools only", tl.Name)
+		assert.Equal(t, tl.Name != surface.SessionTool, strings.HasSuffix(tl.Description, surface.SessionHint), tl.Name)
 		var schema map[string]any
 		require.NoError(t, json.Unmarshal(tl.InputSchema, &schema), tl.Name)
 		assert.Equal(t, "object", schema["type"], tl.Name)
 		assert.Equal(t, false, schema["additionalProperties"], tl.Name)
 	}
-	assert.Equal(t, []string{"store_fact", "query_facts", "delete_fact", "list_entities", "get_bootstrap", "fact_history", "get_agent_identity"}, names)
+	assert.Equal(t, []string{"cuecrux_session", "autonomy_contract", "store_fact", "query_facts", "delete_fact", "list_entities",
+		"get_bootstrap", "fact_history", "get_agent_identity", "resolve_principal", "issue_passport", "sync_pull", "sync_push"}, names)
 
 	// The caller's copy is its own.
 	list[0].InputSchema[0] = 'X'
@@ -229,6 +232,7 @@ func TestListTools(t *testing.T) {
 	again := srv.ListTools(context.Background(), anon)
 	assert.Equal(t, byte('{'), again[0].InputSchema[0])
 	assert.NotEqual(t, "changed", again[0].Description)
+	assert.False(t, srv.Enforcing())
 }
 
 func TestEveryToolHasATier(t *testing.T) {
@@ -290,4 +294,12 @@ func TestRevokedPassport(t *testing.T) {
 	srv2, err := crux.NewServer(db, nil)
 	require.NoError(t, err)
 	call(t, srv2, alice, "store_fact", `{"entity":"e2","key":"k","value":"v"}`)
+}
+
+func TestInvalidCaller(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	for _, c := range []crux.Caller{{Agent: "a::b", Authenticated: true}, {Agent: "a\x00"}, {Tenant: "t\x00x"}} {
+		e := callErr(t, srv, c, "list_entities", `{}`)
+		assert.Equal(t, crux.CodeInvalidRequest, e.Code, "%+v", c)
+	}
 }

@@ -26,7 +26,10 @@ func FuzzCallTool(f *testing.F) {
 		f.Add(s)
 	}
 	srv, _ := newServer(f, nil)
-	names := []string{"store_fact", "query_facts", "delete_fact", "list_entities", "get_bootstrap", "fact_history", "get_agent_identity"}
+	var names []string
+	for _, tl := range srv.ListTools(context.Background(), alice) {
+		names = append(names, tl.Name)
+	}
 	f.Fuzz(func(t *testing.T, args string) {
 		for _, name := range names {
 			res, err := srv.CallTool(context.Background(), alice, name, json.RawMessage(args))

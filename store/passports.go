@@ -86,3 +86,55 @@ func PutPassport(tx Tx, p *Passport) error {
 	}
 	return tx.Put(bucketPassports, indexKey(p.Tenant, p.PrincipalID), b)
 }
+
+const bucketSessions = "sessions.bindings" // tenant, session id → JSON SessionBinding; tenant, NUL, passport → last plan hash
+
+// SessionBinding ties a session opened with cuecrux_session to the passport
+// that opened it.
+type SessionBinding struct {
+	SessionID  string    `json:"session_id"`
+	Tenant     string    `json:"tenant_id"`
+	PassportID string    `json:"passport_id"`
+	PlanHash   []byte    `json:"plan_hash"`
+	OpenedAt   time.Time `json:"opened_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// PutSessionBinding records b, and b.PlanHash as its passport's latest plan.
+func PutSessionBinding(tx Tx, b *SessionBinding) error {
+	v, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	if err := tx.Put(bucketSessions, indexKey(b.Tenant, b.SessionID), v); err != nil {
+		return err
+	}
+	return tx.Put(bucketSessions, indexKey(b.Tenant, "", b.PassportID), b.PlanHash)
+}
+
+// GetSessionBinding reads the binding of session id in tenant, or returns
+// ErrNotFound.
+func GetSessionBinding(tx Tx, tenant, id string) (*SessionBinding, error) {
+	if id == "" {
+		return nil, ErrNotFound
+	}
+	v, err := tx.Get(bucketSessions, indexKey(tenant, id))
+	if err != nil {
+		return nil, err
+	}
+	b := new(SessionBinding)
+	if err := json.Unmarshal(v, b); err != nil {
+		return nil, fmt.Errorf("store: session %s: %w", id, err)
+	}
+	return b, nil
+}
+
+// LastPlanHash is the plan hash of the latest session passport opened in
+// tenant, or nil.
+func LastPlanHash(tx Tx, tenant, passport string) ([]byte, error) {
+	v, err := tx.Get(bucketSessions, indexKey(tenant, "", passport))
+	if err == ErrNotFound {
+		return nil, nil
+	}
+	return append([]byte(nil), v...), err
+}

@@ -15,8 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
 
@@ -91,6 +95,19 @@ type Caller struct {
 	Tenant        string // the caller's tenant; "" means DefaultTenant
 }
 
+// Validate checks the names a transport put in c: an agent name must not
+// contain "::" (it is part of private entity names) or control characters,
+// and a tenant must not contain control characters.
+func (c Caller) Validate() error {
+	switch {
+	case strings.Contains(c.Agent, "::") || strings.IndexFunc(c.Agent, unicode.IsControl) >= 0:
+		return fmt.Errorf("crux: invalid caller agent name %q: it must not contain \"::\" or control characters", c.Agent)
+	case strings.IndexFunc(c.Tenant, unicode.IsControl) >= 0:
+		return fmt.Errorf("crux: invalid caller tenant %q: it must not contain control characters", c.Tenant)
+	}
+	return nil
+}
+
 // Identity is the caller's authenticated agent name, or "" when anonymous.
 func (c Caller) Identity() string {
 	if c.Authenticated {
@@ -138,11 +155,23 @@ type Annotations struct {
 	OpenWorldHint   bool   `json:"openWorldHint"`
 }
 
-// Env is what handlers need from the server that runs them.
+// Env is what handlers need from the server that runs them. It is fixed
+// when the server is created.
 type Env struct {
-	Store store.Backend
-	Now   func() time.Time
-	Decay store.DecayPolicy
+	Store  store.Backend
+	Now    func() time.Time
+	Decay  store.DecayPolicy
+	Signer receipts.Signer // signs every receipt
+	Router rcx.Router      // nil: no capability enforcement
+	// Intents holds the intent each caller declared with cuecrux_session.
+	Intents *IntentBook
+	// Tools names the tools the server serves, in catalogue order.
+	Tools []string
+	// AgentPassports is Flags.AgentPassports (issue_passport is local).
+	AgentPassports bool
+	// Enabled reports a boolean flag by its environment name
+	// (CORECRUXD_FEATURE_...).
+	Enabled func(flag string) bool
 }
 
 func (e *Env) now() time.Time {
@@ -199,6 +228,8 @@ func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, 
 // All returns every tool crux implements, in catalogue order.
 func All() []*Tool {
 	return []*Tool{
+		cuecruxSession(),
+		autonomyContract(),
 		storeFact(),
 		queryFacts(),
 		deleteFact(),
@@ -206,6 +237,10 @@ func All() []*Tool {
 		getBootstrap(),
 		factHistory(),
 		getAgentIdentity(),
+		resolvePrincipal(),
+		issuePassport(),
+		syncPull(),
+		syncPush(),
 	}
 }
 

@@ -1,0 +1,373 @@
+package tools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"lukechampine.com/blake3"
+
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/surface"
+)
+
+// HexBytes is a byte string that JSON shows as lowercase hex (and CBOR as a
+// byte string).
+type HexBytes []byte
+
+// MarshalJSON writes the bytes as a hex string, or null when nil.
+func (h HexBytes) MarshalJSON() ([]byte, error) {
+	if h == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(hex.EncodeToString(h))
+}
+
+// capabilityOf is what the server's router says about one tool: its
+// decision, or an unenforced allow when there is no router.
+func capabilityOf(ctx context.Context, env *Env, name string) CapabilityNode {
+	n := CapabilityNode{Tool: name, Capability: surface.Capability(name), Tier: surface.TierOf(name, env.AgentPassports).String(),
+		Affinity: string(surface.AffinityOf(name)), Allowed: true, Mode: "unenforced", BackendID: rcx.LocalBackendID}
+	if env.Router == nil {
+		return n
+	}
+	d := env.Router.Decide(ctx, rcx.ToolCall(name, env.AgentPassports))
+	n.Allowed, n.Mode, n.BackendID, n.ReasonCode = d.Authorised, string(d.Mode), d.BackendID, d.ReasonCode
+	return n
+}
+
+// CapabilityNode is one tool in a session plan's capability graph.
+type CapabilityNode struct {
+	Tool       string `json:"tool" cbor:"tool"`
+	Capability string `json:"capability" cbor:"capability"`
+	Tier       string `json:"tier" cbor:"tier"`
+	Affinity   string `json:"affinity" cbor:"affinity"`
+	Allowed    bool   `json:"allowed" cbor:"allowed"`
+	Mode       string `json:"mode" cbor:"mode"` // the router's mode; "unenforced" without a router
+	BackendID  string `json:"backend_id" cbor:"backend_id"`
+	ReasonCode string `json:"reason_code,omitempty" cbor:"reason_code,omitempty"`
+}
+
+// PlanReceipt binds a session plan: hash is BLAKE3 of the plan's RFC 8949
+// core deterministic CBOR with hash zeroed and signature and signer_kid
+// null; signature is Ed25519 over the 32-byte hash by signer_kid.
+type PlanReceipt struct {
+	Mode        string     `json:"mode" cbor:"mode"`
+	Hash        HexBytes   `json:"hash" cbor:"hash"`
+	Signature   HexBytes   `json:"signature" cbor:"signature"`
+	SignerKID   *string    `json:"signer_kid" cbor:"signer_kid"`
+	ParentChain []HexBytes `json:"parent_chain,omitempty" cbor:"parent_chain,omitempty"`
+	// ReceiptID is the stored receipt (kind session_plan) that records the
+	// plan's hash; `crux verify receipt` checks it. Not part of the hash.
+	ReceiptID string `json:"receipt_id" cbor:"-"`
+}
+
+// SessionPlan is what cuecrux_session returns.
+type SessionPlan struct {
+	PlanID          string           `json:"plan_id" cbor:"plan_id"`
+	SessionID       string           `json:"session_id" cbor:"session_id"`
+	Passport        string           `json:"passport" cbor:"passport"`
+	TenantID        string           `json:"tenant_id" cbor:"tenant_id"`
+	Intent          string           `json:"intent" cbor:"intent"`
+	Channels        map[string]any   `json:"channels" cbor:"channels"`
+	CapabilityGraph []CapabilityNode `json:"capability_graph" cbor:"capability_graph"`
+	Excluded        []CapabilityNode `json:"excluded" cbor:"excluded"`
+	Budget          map[string]any   `json:"budget" cbor:"budget"`
+	Notes           []string         `json:"notes" cbor:"notes"`
+	Receipt         PlanReceipt      `json:"receipt" cbor:"receipt"`
+	MintedAt        string           `json:"minted_at" cbor:"minted_at"`
+	SessionTTLs     int64            `json:"session_ttl_s" cbor:"session_ttl_s"`
+}
+
+var detCBOR = must(cbor.CoreDetEncOptions().EncMode())
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// PlanHash is the hash that binds p (see PlanReceipt).
+func PlanHash(p SessionPlan) ([32]byte, error) {
+	p.Receipt.Hash = make(HexBytes, 32)
+	p.Receipt.Signature, p.Receipt.SignerKID = nil, nil
+	b, err := detCBOR.Marshal(p)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return blake3.Sum256(b), nil
+}
+
+type sessionArgs struct {
+	Intent string `json:"intent"`
+	Hints  struct {
+		PreferBulk      bool `json:"prefer_bulk"`
+		MaxCapabilities *int `json:"max_capabilities"`
+		WantParentChain bool `json:"want_parent_chain"`
+		HideExclusions  bool `json:"hide_exclusions"`
+	} `json:"hints"`
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+func cuecruxSession() *Tool {
+	const name = surface.SessionTool
+	return &Tool{
+		Name: name,
+		Description: "Open a session and get a signed capability plan: which tools you may call here, in which mode " +
+			"and tier, and which you may not and why (unless hints.hide_exclusions). Call it first. The plan's " +
+			"receipt hash covers the whole plan and is signed with the server's Ed25519 key; receipt_id names the " +
+			"stored receipt that `crux verify receipt` checks. intent is recorded for you for an hour: one of " +
+			"audit_review, document_ingest, session_review, compliance_export or knowledge_query orders the " +
+			"capability graph and, under the dynamic tool surface, the tools listed.",
+		Annotations: Annotations{Title: "Open session"},
+		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
+			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
+			"signature, signer_kid, parent_chain?, receipt_id}, minted_at, session_ttl_s}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionArgs) (*Result, error) {
+			now := env.now()
+			intent, known := surface.ParseIntent(in.Intent)
+			env.Intents.Record(c, intent, now)
+
+			p := SessionPlan{
+				PlanID: "plan_" + randomHex(16), SessionID: randomHex(16), Passport: c.Name(), TenantID: c.TenantID(),
+				Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
+				CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
+				MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
+			}
+			if in.Intent != "" && !known {
+				p.Notes = append(p.Notes, "intent recorded as free text: it shapes nothing (see the description for the five that do)")
+			}
+			if in.Hints.PreferBulk {
+				p.Notes = append(p.Notes, "prefer_bulk: crux serves no bulk channel; every call goes over mcp")
+			}
+			budget := map[string]any{"tier": "unenforced", "receipt_class": "", "token_id": ""}
+			if env.Router != nil {
+				info := env.Router.Info()
+				budget = map[string]any{"tier": info.Tier, "receipt_class": info.ReceiptClass, "token_id": info.TokenID}
+			}
+			p.Budget = budget
+			for _, t := range env.Tools {
+				if n := capabilityOf(ctx, env, t); n.Allowed {
+					p.CapabilityGraph = append(p.CapabilityGraph, n)
+				} else if !in.Hints.HideExclusions {
+					p.Excluded = append(p.Excluded, n)
+				}
+			}
+			slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
+				return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
+			})
+			if m := in.Hints.MaxCapabilities; m != nil && *m < len(p.CapabilityGraph) {
+				p.CapabilityGraph = p.CapabilityGraph[:*m]
+			}
+			p.Receipt.Mode = "local"
+
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				q := p
+				if in.Hints.WantParentChain {
+					parent, err := store.LastPlanHash(tx, c.TenantID(), c.Name())
+					if err != nil {
+						return err
+					}
+					q.Receipt.ParentChain = []HexBytes{}
+					if parent != nil {
+						q.Receipt.ParentChain = append(q.Receipt.ParentChain, parent)
+					}
+				}
+				hash, err := PlanHash(q)
+				if err != nil {
+					return err
+				}
+				sig, err := env.Signer.Sign(hash[:])
+				if err != nil {
+					return err
+				}
+				kid := env.Signer.KeyID()
+				q.Receipt.Hash, q.Receipt.Signature, q.Receipt.SignerKID = hash[:], sig, &kid
+				r, err := receipts.Append(tx, env.Signer, c.TenantID(), "session_plan", c.Name(), map[string]any{
+					"plan_id": q.PlanID, "session_id": q.SessionID, "plan_hash": hash[:], "intent": q.Intent,
+				}, now)
+				if err != nil {
+					return err
+				}
+				q.Receipt.ReceiptID = r.ID
+				err = store.PutSessionBinding(tx, &store.SessionBinding{
+					SessionID: q.SessionID, Tenant: c.TenantID(), PassportID: c.Name(), PlanHash: hash[:],
+					OpenedAt: now, ExpiresAt: now.Add(surface.IntentTTL),
+				})
+				p = q
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(p)
+		}),
+	}
+}
+
+// ---- autonomy_contract ----
+
+type autonomyArgs struct {
+	TokenBudget int `json:"token_budget"`
+}
+
+// AutonomyRow is one tool of the autonomy matrix.
+type AutonomyRow struct {
+	Name        string `json:"name"`
+	Allowed     bool   `json:"allowed"`
+	Scope       string `json:"scope"`
+	BackendID   string `json:"backend_id"`
+	Mode        string `json:"mode"`
+	CostCredits uint64 `json:"cost_credits"`
+	WhyDenied   string `json:"why_denied,omitempty"`
+}
+
+const flagAutonomyContract = "CORECRUXD_FEATURE_AUTONOMY_CONTRACT"
+
+func autonomyContract() *Tool {
+	const name = "autonomy_contract"
+	return &Tool{
+		Name: name,
+		Description: "Your per-tool autonomy matrix against the server's capability token: for each tool, whether " +
+			"you may call it, its capability (scope), backend, mode and credit cost, and why not when denied. " +
+			"Metadata only; it reads no memories. Without a router every tool shows allowed in mode unenforced. " +
+			"Off unless " + flagAutonomyContract + " is on (then feature_enabled is false and the list empty).",
+		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
+			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *autonomyArgs) (*Result, error) {
+			out := map[string]any{"feature_enabled": env.Enabled(flagAutonomyContract), "passport_id": c.Name(),
+				"tier": "unenforced", "token_id": nil, "token_hash": nil}
+			if env.Router != nil {
+				info := env.Router.Info()
+				out["tier"], out["token_id"], out["token_hash"] = info.Tier, info.TokenID, info.TokenHash
+			}
+			rows := []AutonomyRow{}
+			allowed, denied, total, tokens, truncated := 0, 0, 0, 0, false
+			if out["feature_enabled"] == true {
+				total = len(env.Tools)
+				for _, t := range env.Tools {
+					n := capabilityOf(ctx, env, t)
+					row := AutonomyRow{Name: t, Allowed: n.Allowed, Scope: n.Capability, BackendID: n.BackendID, Mode: n.Mode, WhyDenied: n.ReasonCode}
+					if n.Allowed {
+						allowed++
+					} else {
+						denied++
+					}
+					cost := rowTokens(row)
+					if truncated || in.TokenBudget > 0 && len(rows) > 0 && tokens+cost > in.TokenBudget {
+						truncated = true
+						continue
+					}
+					rows = append(rows, row)
+					tokens += cost
+				}
+			}
+			out["capabilities"] = rows
+			out["summary"] = map[string]any{"total_tools": total, "returned": len(rows), "allowed": allowed,
+				"denied": denied, "truncated_by_token_budget": truncated}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- resolve_principal ----
+
+type resolveArgs struct {
+	SessionID  string `json:"session_id"`
+	PassportID string `json:"passport_id"`
+}
+
+// Principal is who resolve_principal found.
+type Principal struct {
+	PassportID    string   `json:"passport_id"`
+	Category      string   `json:"category"`
+	Tier          string   `json:"tier"`
+	TierRank      int      `json:"tier_rank"`
+	Capabilities  []string `json:"capabilities"`
+	TenantID      string   `json:"tenant_id"`
+	AgentWorkGate string   `json:"agent_work_gate"`
+	ResolvedVia   string   `json:"resolved_via"`
+	HasRecord     bool     `json:"has_passport_record"`
+	Revoked       bool     `json:"revoked"`
+}
+
+func resolvePrincipal() *Tool {
+	const name = "resolve_principal"
+	return &Tool{
+		Name: name,
+		Description: "Resolve a principal: the passport bound to session_id (from cuecrux_session), else passport_id, " +
+			"else your own identity; with none of the three, -32602. Returns its tier and rank, category, the " +
+			"capabilities the server's token grants, and whether a passport record exists (an agent without one " +
+			"resolves as unverified under its own name). Tenant-scoped.",
+		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
+			"resolved_via, has_passport_record, revoked}, resolved_param}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *resolveArgs) (*Result, error) {
+			tenant := c.TenantID()
+			var p Principal
+			var param string
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				switch {
+				case in.SessionID != "":
+					b, err := store.GetSessionBinding(tx, tenant, in.SessionID)
+					if err != nil {
+						return err
+					}
+					p.PassportID, p.ResolvedVia, param = b.PassportID, "session", "session_id"
+				case in.PassportID != "":
+					p.PassportID, p.ResolvedVia, param = in.PassportID, "passport", "passport_id"
+				case c.Identity() != "":
+					p.PassportID, p.ResolvedVia, param = c.Identity(), "identity_link:"+c.Identity(), "caller"
+				default:
+					return InvalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
+				}
+				p.TenantID, p.Tier, p.Category, p.AgentWorkGate = tenant, store.TierUnverified, "personal", "open"
+				rec, err := store.GetPassport(tx, tenant, p.PassportID)
+				switch {
+				case err == nil:
+					p.HasRecord, p.Tier, p.Revoked = true, rec.Tier, rec.Revoked()
+					if rec.Category != "" {
+						p.Category = rec.Category
+					}
+				case !errors.Is(err, store.ErrNotFound):
+					return err
+				}
+				return nil
+			})
+			var e *Error
+			switch {
+			case errors.As(err, &e):
+				return nil, e
+			case errors.Is(err, store.ErrNotFound):
+				return errorResult("no session %s in tenant %s", in.SessionID, tenant), nil
+			case err != nil:
+				return nil, err
+			}
+			p.TierRank = store.TierRank(p.Tier)
+			p.Capabilities = []string{}
+			for _, t := range env.Tools {
+				if n := capabilityOf(ctx, env, t); n.Allowed && !slices.Contains(p.Capabilities, n.Capability) {
+					p.Capabilities = append(p.Capabilities, n.Capability)
+				}
+			}
+			return jsonResult(map[string]any{"principal": p, "resolved_param": param})
+		}),
+	}
+}

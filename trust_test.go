@@ -1,0 +1,296 @@
+package crux_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/surface"
+	"github.com/crux-go/crux/tools"
+)
+
+func newSigner(t testing.TB) *receipts.Ed25519Signer {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	return receipts.NewEd25519Signer(priv)
+}
+
+// newEnforcingServer serves under a free-local token minted by the server's
+// own key, as the crux command does, optionally altering the token first
+// (after signing, so a change is tampering).
+func newEnforcingServer(t *testing.T, flags *crux.Flags, issuedAt time.Time, alter func(*rcx.Token)) (*crux.Server, *receipts.Ed25519Signer, *rcx.Token, store.Backend) {
+	t.Helper()
+	signer := newSigner(t)
+	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Tenant: tools.DefaultTenant, IssuedAt: issuedAt})
+	require.NoError(t, err)
+	if alter != nil {
+		alter(tok)
+	}
+	router, err := rcx.NewRouter(tok, signer.Public(), nil)
+	require.NoError(t, err)
+	srv, db := newServer(t, &crux.Options{Signer: signer, Router: router, Flags: flags})
+	return srv, signer, tok, db
+}
+
+func names(list []crux.Tool) []string {
+	var out []string
+	for _, tl := range list {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+func TestFreeLocalTokenFiltersHostedTools(t *testing.T) {
+	srv, signer, tok, db := newEnforcingServer(t, nil, time.Now(), nil)
+	require.True(t, srv.Enforcing())
+	list := srv.ListTools(context.Background(), alice)
+	got := names(list)
+	for _, hosted := range []string{"issue_passport", "sync_pull", "sync_push"} {
+		assert.NotContains(t, got, hosted)
+	}
+	assert.Contains(t, got, "store_fact")
+	hash, err := tok.HashHex()
+	require.NoError(t, err)
+	for _, tl := range list {
+		meta := tl.Meta["crux"].(map[string]any)
+		assert.Equal(t, "rcx-capability-token", meta["filtered_by"], tl.Name)
+		assert.Equal(t, map[string]string{"token_id": tok.TokenID, "token_hash": hash}, meta["token_ref"], tl.Name)
+		assert.Equal(t, "free", meta["tier"])
+		assert.Equal(t, "verified", meta["receipt_class"])
+		var schema map[string]any
+		require.NoError(t, json.Unmarshal(tl.InputSchema, &schema))
+		assert.Equal(t, map[string]any{"token_id": tok.TokenID, "token_hash": hash}, schema["x-crux-token-ref"], tl.Name)
+		assert.Equal(t, "free", schema["x-crux-tier"])
+	}
+
+	// Calling a hosted tool anyway is refused before it runs, with a signed,
+	// stored refusal receipt that verifies offline with the public keyring.
+	e := callErr(t, srv, alice, "sync_pull", `{}`)
+	assert.Equal(t, crux.CodeCapabilityDenied, e.Code)
+	assert.Equal(t, "RCX capability denied: denied:capability_not_permitted", e.Message)
+	data := e.Data.(map[string]any)
+	assert.Equal(t, "denied:capability_not_permitted", data["reason_code"])
+	assert.EqualValues(t, "refused", data["mode"])
+	assert.Equal(t, tok.TokenID, data["token_id"])
+	assert.Nil(t, data["upgrade_hint"])
+	refusal := data["refusal_receipt"].(map[string]any)
+	assert.Equal(t, "rcx.capability_token.call_refused.v1", refusal["event_type"])
+	assert.Equal(t, "crux-mcp.sync_pull", refusal["capability"])
+	assert.Equal(t, signer.KeyID(), refusal["key_id"])
+	r := getReceipt(t, db, refusal["receipt_id"].(string))
+	sig, err := r.SigRecord()
+	require.NoError(t, err)
+	assert.Equal(t, hex.EncodeToString(sig.Signature), refusal["signature"])
+	report := receipts.Verify(r, srv.Keyring(), time.Now())
+	assert.Equal(t, receipts.OK, report.ErrorCode, report.ErrorMessage)
+	assert.Equal(t, "refusal", report.Kind)
+
+	// Local tools run.
+	call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"v"}`)
+}
+
+func TestRefusedTokens(t *testing.T) {
+	other := newSigner(t)
+	tests := []struct {
+		name   string
+		at     time.Time
+		alter  func(*rcx.Token)
+		reason string
+	}{
+		{"expired", time.Now().Add(-400 * 24 * time.Hour), nil, rcx.ReasonTokenExpired},
+		{"signed by another key", time.Now(), func(tk *rcx.Token) {
+			tk.Issuer.PassportKID, tk.Signature.KID = other.KeyID(), other.KeyID()
+			require.NoError(t, rcx.Sign(tk, other))
+		}, rcx.ReasonTokenInvalid},
+		{"tampered", time.Now(), func(tk *rcx.Token) {
+			tk.Backends[0].PermittedCapabilities = append(tk.Backends[0].PermittedCapabilities,
+				rcx.PermittedCapability{Capability: "crux-mcp.sync_pull", DataEgressClasses: []rcx.EgressClass{rcx.EgressNone}, RequiredAttestations: []string{}})
+		}, rcx.ReasonTokenInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _, _, _ := newEnforcingServer(t, nil, tt.at, tt.alter)
+			for _, tool := range []string{"store_fact", "sync_pull"} {
+				e := callErr(t, srv, alice, tool, `{"entity":"e","key":"k","value":"v"}`)
+				assert.Equal(t, crux.CodeCapabilityDenied, e.Code)
+				assert.Equal(t, "RCX capability denied: "+tt.reason, e.Message)
+			}
+			assert.Empty(t, srv.ListTools(context.Background(), alice), "a refused token lists nothing")
+		})
+	}
+}
+
+func TestCuecruxSession(t *testing.T) {
+	srv, signer, _, db := newEnforcingServer(t, nil, time.Now(), nil)
+	res, err := srv.CallTool(context.Background(), alice, "cuecrux_session", json.RawMessage(`{"intent":"audit_review"}`))
+	require.NoError(t, err)
+	plan := res.StructuredContent.(tools.SessionPlan)
+	assert.Equal(t, "alice", plan.Passport)
+	assert.Equal(t, "audit_review", plan.Intent)
+	assert.Regexp(t, `^[0-9a-f]{32}$`, plan.SessionID)
+
+	// The hash covers the plan and the signature verifies with the key.
+	hash, err := tools.PlanHash(plan)
+	require.NoError(t, err)
+	assert.Equal(t, hash[:], []byte(plan.Receipt.Hash))
+	assert.True(t, ed25519.Verify(signer.Public(), hash[:], plan.Receipt.Signature))
+	assert.Equal(t, signer.KeyID(), *plan.Receipt.SignerKID)
+	altered := plan
+	altered.Intent = "something else"
+	h2, _ := tools.PlanHash(altered)
+	assert.NotEqual(t, hash, h2)
+
+	// The capability graph is ordered by the intent; hosted tools are excluded.
+	require.NotEmpty(t, plan.CapabilityGraph)
+	for _, n := range plan.CapabilityGraph {
+		assert.True(t, n.Allowed)
+	}
+	var excluded []string
+	for _, n := range plan.Excluded {
+		excluded = append(excluded, n.Tool)
+		assert.Equal(t, rcx.ReasonCapabilityNotPermitted, n.ReasonCode)
+	}
+	assert.ElementsMatch(t, []string{"issue_passport", "sync_pull", "sync_push"}, excluded)
+
+	hidden := call(t, srv, alice, "cuecrux_session", `{"hints":{"hide_exclusions":true,"max_capabilities":2,"want_parent_chain":true}}`)
+	assert.Empty(t, hidden["excluded"])
+	assert.Len(t, hidden["capability_graph"], 2)
+	chain := hidden["receipt"].(map[string]any)["parent_chain"].([]any)
+	assert.Equal(t, []any{hex.EncodeToString(hash[:])}, chain, "the parent is alice's previous plan")
+
+	// The stored session_plan receipt verifies offline.
+	r := getReceipt(t, db, plan.Receipt.ReceiptID)
+	assert.Equal(t, receipts.OK, receipts.Verify(r, srv.Keyring(), time.Now()).ErrorCode)
+
+	// resolve_principal finds the session's passport.
+	got := call(t, srv, bob, "resolve_principal", fmt.Sprintf(`{"session_id":%q}`, plan.SessionID))
+	p := got["principal"].(map[string]any)
+	assert.Equal(t, "alice", p["passport_id"])
+	assert.Equal(t, "session", p["resolved_via"])
+	assert.NotContains(t, p["capabilities"], "crux-mcp.sync_pull")
+	assert.Contains(t, p["capabilities"], "crux-mcp.store_fact")
+}
+
+func getReceipt(t *testing.T, db store.Backend, id string) *receipts.Receipt {
+	t.Helper()
+	var r *receipts.Receipt
+	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
+		var err error
+		r, err = receipts.Get(tx, id)
+		return err
+	}))
+	return r
+}
+
+func TestDynamicSurface(t *testing.T) {
+	flags := crux.DefaultFlags()
+	flags.ToolSurface = crux.SurfaceDynamic
+	srv, _ := newServer(t, &crux.Options{Flags: &flags})
+	floor := names(srv.ListTools(context.Background(), alice))
+	for _, n := range floor {
+		assert.True(t, surface.InCoreFloor(n), n)
+	}
+	assert.NotContains(t, floor, "delete_fact")
+	call(t, srv, alice, "cuecrux_session", `{"intent":"session_review"}`)
+	shaped := names(srv.ListTools(context.Background(), alice))
+	assert.Contains(t, shaped, "delete_fact", "memory tools join under session_review")
+	assert.NotContains(t, names(srv.ListTools(context.Background(), bob)), "delete_fact", "intents are per caller")
+	// Shaped-out tools remain callable.
+	res, err := srv.CallTool(context.Background(), bob, "delete_fact", json.RawMessage(`{"fact_id":"f_0"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "fact not found: f_0", res.Content[0].Text)
+
+	flags.ToolSurface = crux.SurfaceMinimal
+	srv2, _ := newServer(t, &crux.Options{Flags: &flags})
+	assert.Equal(t, []string{"cuecrux_session", "store_fact", "query_facts", "get_bootstrap", "get_agent_identity"}, names(srv2.ListTools(context.Background(), alice)))
+}
+
+func TestAutonomyContract(t *testing.T) {
+	srv, _, _, _ := newEnforcingServer(t, nil, time.Now(), nil)
+	off := call(t, srv, alice, "autonomy_contract", `{}`)
+	assert.Equal(t, false, off["feature_enabled"])
+	assert.Empty(t, off["capabilities"])
+
+	flags := crux.DefaultFlags()
+	flags.AutonomyContract = true
+	srv, _, tok, _ := newEnforcingServer(t, &flags, time.Now(), nil)
+	on := call(t, srv, alice, "autonomy_contract", `{}`)
+	assert.Equal(t, true, on["feature_enabled"])
+	assert.Equal(t, tok.TokenID, on["token_id"])
+	rows := on["capabilities"].([]any)
+	all := names(srv.ListTools(context.Background(), anon))
+	assert.Greater(t, len(rows), len(all), "the matrix also lists what is denied")
+	denied := 0
+	for _, r := range rows {
+		row := r.(map[string]any)
+		if row["allowed"] == false {
+			denied++
+			assert.Equal(t, rcx.ReasonCapabilityNotPermitted, row["why_denied"])
+		}
+	}
+	assert.Equal(t, 3, denied)
+	summary := on["summary"].(map[string]any)
+	assert.EqualValues(t, 3, summary["denied"])
+	assert.EqualValues(t, len(rows), summary["returned"])
+
+	small := call(t, srv, alice, "autonomy_contract", `{"token_budget":30}`)
+	assert.Less(t, len(small["capabilities"].([]any)), len(rows))
+	assert.Equal(t, true, small["summary"].(map[string]any)["truncated_by_token_budget"])
+}
+
+func TestResolvePrincipal(t *testing.T) {
+	srv, db := newServer(t, nil)
+	got := call(t, srv, alice, "resolve_principal", `{}`)
+	p := got["principal"].(map[string]any)
+	assert.Equal(t, "alice", p["passport_id"])
+	assert.Equal(t, "unverified", p["tier"])
+	assert.Equal(t, false, p["has_passport_record"])
+	assert.Equal(t, "caller", got["resolved_param"])
+
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		return store.PutPassport(tx, &store.Passport{PrincipalID: "carol", Tenant: tools.DefaultTenant, Tier: store.TierTrusted, Category: "work"})
+	}))
+	got = call(t, srv, anon, "resolve_principal", `{"passport_id":"carol"}`)
+	p = got["principal"].(map[string]any)
+	assert.Equal(t, "trusted", p["tier"])
+	assert.EqualValues(t, 3, p["tier_rank"])
+	assert.Equal(t, "work", p["category"])
+	assert.True(t, slices.Contains(p["capabilities"].([]any), any("crux-mcp.store_fact")))
+
+	e := callErr(t, srv, anon, "resolve_principal", `{}`)
+	assert.Equal(t, "resolve_principal: passport_id: is required when the caller has no identity and no session_id is given", e.Message)
+	res, err := srv.CallTool(context.Background(), anon, "resolve_principal", json.RawMessage(`{"session_id":"nope"}`))
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+}
+
+func TestHostedToolsWithoutRouter(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	res, err := srv.CallTool(context.Background(), alice, "sync_pull", nil)
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "sync not configured: CORECRUXD_SYNC_REMOTE_URL is not set", res.Content[0].Text)
+
+	first := call(t, srv, alice, "issue_passport", `{"sponsor_id":"root"}`)
+	assert.Equal(t, true, first["created"])
+	assert.Equal(t, "unverified", first["reputation_tier"])
+	again := call(t, srv, alice, "issue_passport", `{}`)
+	assert.Equal(t, false, again["created"])
+	assert.Equal(t, "root", again["sponsor_id"])
+	res, err = srv.CallTool(context.Background(), anon, "issue_passport", nil)
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+}
