@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -89,7 +90,8 @@ func TestServeSubprocess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stderr syncBuffer
-	cs, cmd := startServe(t, ctx, t.TempDir(), &stderr)
+	dir := t.TempDir()
+	cs, cmd := startServe(t, ctx, dir, &stderr)
 
 	assert.Equal(t, "crux", cs.InitializeResult().ServerInfo.Name)
 
@@ -101,8 +103,11 @@ func TestServeSubprocess(t *testing.T) {
 		assert.True(t, strings.HasPrefix(tool.Description, "[local]"), tool.Name)
 	}
 	require.NotEmpty(t, names)
-	assert.Equal(t, "store_fact", names[0])
+	assert.Equal(t, "cuecrux_session", names[0])
 	assert.Contains(t, names, "query_facts")
+	for _, hosted := range []string{"issue_passport", "sync_pull", "sync_push"} {
+		assert.NotContains(t, names, hosted, "the free-local token does not list hosted tools")
+	}
 
 	stored, err := cs.CallTool(ctx, &mcp.CallToolParams{
 		Name:      "store_fact",
@@ -142,12 +147,61 @@ func TestServeSubprocess(t *testing.T) {
 	require.True(t, errors.As(err, &we), "want a JSON-RPC error, got %v", err)
 	assert.Equal(t, int64(crux.CodeMethodNotFound), we.Code)
 
+	// A hosted tool is refused with -32030 and a signed refusal receipt.
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "sync_pull"})
+	require.True(t, errors.As(err, &we), "want a JSON-RPC error, got %v", err)
+	assert.Equal(t, int64(crux.CodeCapabilityDenied), we.Code)
+	assert.Equal(t, "RCX capability denied: denied:capability_not_permitted", we.Message)
+	var data struct {
+		RefusalReceipt struct {
+			ReceiptID string `json:"receipt_id"`
+		} `json:"refusal_receipt"`
+	}
+	require.NoError(t, json.Unmarshal(we.Data, &data))
+	require.NotEmpty(t, data.RefusalReceipt.ReceiptID)
+
 	// Closing the session closes the server's stdin; it must exit 0 on
 	// its own (not on the SIGTERM the transport sends after 10s).
 	require.NoError(t, cs.Close(), "stderr: %s", stderr.String())
 	assert.Equal(t, 0, cmd.ProcessState.ExitCode())
 	assert.Contains(t, stderr.String(), "client closed the connection")
 	assert.NotContains(t, stderr.String(), "stopping on signal")
+
+	// The refusal receipt verifies offline, from the store and from an
+	// exported file checked with only the exported public keyring.
+	verify := exec.CommandContext(ctx, cruxBinary(t), "verify", "receipt", "--data", dir, data.RefusalReceipt.ReceiptID)
+	verify.Env = subprocessEnv()
+	out, err := verify.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), `"error_code": "OK"`)
+
+	r := runCrux(t, nil, "", "export", "receipt", "--data", dir, data.RefusalReceipt.ReceiptID)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	exported := filepath.Join(t.TempDir(), "receipt.json")
+	require.NoError(t, os.WriteFile(exported, []byte(r.stdout), 0o600))
+	k := runCrux(t, nil, "", "keys", "export", "--data", dir)
+	require.Equal(t, exitOK, k.code, k.stderr)
+	keyring := filepath.Join(t.TempDir(), "keyring.json")
+	require.NoError(t, os.WriteFile(keyring, []byte(k.stdout), 0o600))
+	v := runCrux(t, nil, "", "verify", "receipt", "--data", t.TempDir(), "--keyring", keyring, "--file", exported)
+	assert.Equal(t, exitOK, v.code, v.stderr)
+
+	// One flipped body byte is caught, with its code.
+	var e map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &e))
+	body := []byte(e["body_cbor_hex"].(string))
+	last := len(body) - 1
+	if body[last] == '0' { // change the last hex digit: still hex, another byte
+		body[last] = '1'
+	} else {
+		body[last] = '0'
+	}
+	e["body_cbor_hex"] = string(body)
+	tampered, _ := json.Marshal(e)
+	require.NoError(t, os.WriteFile(exported, tampered, 0o600))
+	v = runCrux(t, nil, "", "verify", "receipt", "--data", t.TempDir(), "--keyring", keyring, "--file", exported)
+	assert.Equal(t, exitFailure, v.code)
+	assert.Contains(t, v.stderr, "BODY_HASH_MISMATCH")
 }
 
 func TestCallWhileServing(t *testing.T) {

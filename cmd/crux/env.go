@@ -11,7 +11,10 @@ import (
 	"strings"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/tools"
 )
 
 // dbFile is the name of the store in the data directory.
@@ -111,10 +114,38 @@ func (s *setup) open(logger *slog.Logger) (srv *crux.Server, close func() error,
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the database: %w", err)
 	}
+	signer, router, err := s.trust()
+	if err != nil {
+		return nil, nil, errors.Join(err, db.Close())
+	}
 	flags := s.flags
-	srv, err = crux.NewServer(db, &crux.Options{Flags: &flags, Logger: logger})
+	srv, err = crux.NewServer(db, &crux.Options{Flags: &flags, Logger: logger, Signer: signer, Router: router})
 	if err != nil {
 		return nil, nil, errors.Join(err, db.Close())
 	}
 	return srv, func() error { return errors.Join(srv.Close(), db.Close()) }, nil
+}
+
+// trust loads the data directory's signing key (created once, mode 0600)
+// and mints the free-local capability token under it, which the server
+// enforces: as the shipped daemon does, hosted-gated tools are absent from
+// tools/list and refused when called.
+func (s *setup) trust() (*receipts.Ed25519Signer, rcx.Router, error) {
+	signer, err := receipts.LoadOrCreateKey(s.dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the signing key: %w", err)
+	}
+	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{
+		Tenant:               tools.DefaultTenant,
+		AgentPassports:       s.flags.AgentPassports,
+		PassportMintRequests: s.flags.PassportMintRequests,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("minting the free-local token: %w", err)
+	}
+	router, err := rcx.NewRouter(tok, signer.Public(), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the router: %w", err)
+	}
+	return signer, router, nil
 }

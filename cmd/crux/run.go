@@ -25,6 +25,9 @@ Usage:
   crux serve [--data DIR] [--agent NAME]
         Serve MCP over standard input and output until the client closes
         standard input, or on SIGINT or SIGTERM. Logs go to standard error.
+        Calls are checked against a free-local capability token signed with
+        the data directory's key (DIR/signing.key): hosted-tier tools are
+        not listed and are refused with -32030 and a signed refusal receipt.
 
   crux tools [--data DIR] [--agent NAME] [--json]
         List the tools: name and first line of description, or with --json
@@ -35,6 +38,20 @@ Usage:
         from standard input) and print the MCP result object. A
         protocol-level error prints {"error":{"code","message","data"}} and
         exits with status 1; a tool result with isError exits with status 0.
+
+  crux keys export [--data DIR]
+        Print the public keyring (JSON) that verifies this data directory's
+        receipts. It holds public keys only.
+
+  crux export receipt [--data DIR] ID
+        Print a stored receipt as JSON, for crux verify receipt --file.
+
+  crux verify receipt [--data DIR] [--keyring FILE] ID
+  crux verify receipt [--data DIR] [--keyring FILE] --file FILE
+        Verify a receipt offline: its body hash, signature and key. The
+        keyring is FILE, else the data directory's own key. Prints the
+        verification report; exits 0 when the code is OK, else 1 and prints
+        the code on standard error.
 
   crux help
         Print this text.
@@ -90,6 +107,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = toolsCmd(ctx, rest, stdout, getenv, logger)
 	case "call":
 		err = callCmd(ctx, rest, stdin, stdout, getenv, logger)
+	case "keys":
+		err = keysCmd(rest, stdout, getenv)
+	case "export":
+		err = exportCmd(ctx, rest, stdout, getenv)
+	case "verify":
+		err = verifyCmd(ctx, rest, stdout, stderr, getenv)
 	default:
 		err = usagef("unknown command %q", cmd)
 	}

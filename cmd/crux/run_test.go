@@ -182,6 +182,33 @@ func TestFactsPersistAcrossCalls(t *testing.T) {
 	assert.Equal(t, stored.StructuredContent["fact_id"], row["fact_id"])
 }
 
+func TestVerifyReceiptErrors(t *testing.T) {
+	dir := t.TempDir()
+	r := runCrux(t, nil, "", "verify", "receipt", "--data", dir, "r_missing")
+	assert.Equal(t, exitFailure, r.code)
+	assert.Contains(t, r.stderr, "no store")
+	r = runCrux(t, nil, "", "call", "--data", dir, "get_agent_identity")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runCrux(t, nil, "", "verify", "receipt", "--data", dir, "r_missing")
+	assert.Equal(t, exitFailure, r.code)
+	assert.Contains(t, r.stderr, "no receipt r_missing")
+	r = runCrux(t, nil, "", "verify", "receipt", "--data", t.TempDir(), "--file", filepath.Join(dir, "nope.json"))
+	assert.Equal(t, exitFailure, r.code)
+}
+
+func TestKeysExportIsStable(t *testing.T) {
+	dir := t.TempDir()
+	a := runCrux(t, nil, "", "keys", "export", "--data", dir)
+	b := runCrux(t, nil, "", "keys", "export", "--data", dir)
+	require.Equal(t, exitOK, a.code, a.stderr)
+	assert.Equal(t, a.stdout, b.stdout, "the key is created once and kept")
+	assert.Contains(t, a.stdout, `"pubKeyBase64"`)
+	assert.NotContains(t, a.stdout, "seed")
+	info, err := os.Stat(filepath.Join(dir, "signing.key"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
+
 func TestUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -198,6 +225,12 @@ func TestUsageErrors(t *testing.T) {
 		{"serve arguments", []string{"serve", "--data", dir, "extra"}, "extra"},
 		{"tools arguments", []string{"tools", "--data", dir, "extra"}, "extra"},
 		{"help arguments", []string{"help", "me"}, "help"},
+		{"keys without export", []string{"keys"}, `"export"`},
+		{"keys export arguments", []string{"keys", "export", "--data", dir, "x"}, "x"},
+		{"verify without receipt", []string{"verify", "r_1"}, `"receipt"`},
+		{"verify no id", []string{"verify", "receipt", "--data", dir}, "one receipt id"},
+		{"verify id and file", []string{"verify", "receipt", "--data", dir, "--file", "f", "r_1"}, "one receipt id"},
+		{"export no id", []string{"export", "receipt", "--data", dir}, "one receipt id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCrux(t, nil, "", tc.args...)
@@ -234,7 +267,7 @@ func TestToolsJSON(t *testing.T) {
 	var list []crux.Tool
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
 	require.NotEmpty(t, list)
-	assert.Equal(t, "store_fact", list[0].Name)
+	assert.Equal(t, "cuecrux_session", list[0].Name)
 	names := map[string]bool{}
 	for _, tool := range list {
 		names[tool.Name] = true
@@ -387,7 +420,7 @@ func TestServeInProcess(t *testing.T) {
 	tools, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	require.NotEmpty(t, tools.Tools)
-	assert.Equal(t, "store_fact", tools.Tools[0].Name)
+	assert.Equal(t, "cuecrux_session", tools.Tools[0].Name)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_agent_identity"})
 	require.NoError(t, err)

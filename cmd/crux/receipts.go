@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
+)
+
+// subcommand checks that args start with the word want (keys export,
+// export receipt, verify receipt) and returns the rest.
+func subcommand(cmd, want string, args []string) ([]string, error) {
+	if len(args) == 0 || args[0] != want {
+		return nil, usagef("%s takes the subcommand %q", cmd, want)
+	}
+	return args[1:], nil
+}
+
+// keysCmd is crux keys export: the public keyring of the data directory.
+func keysCmd(args []string, stdout io.Writer, getenv func(string) string) error {
+	args, err := subcommand("keys", "export", args)
+	if err != nil {
+		return err
+	}
+	var cf commonFlags
+	fs := newFlagSet("keys export", &cf)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("keys export takes no arguments, got %q", pos[0])
+	}
+	s, err := resolve(fs, &cf, getenv)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("creating the data directory: %w", err)
+	}
+	signer, err := receipts.LoadOrCreateKey(s.dir)
+	if err != nil {
+		return fmt.Errorf("loading the signing key: %w", err)
+	}
+	return writeJSON(stdout, receipts.NewKeyring(signer.Public()))
+}
+
+// readReceipt reads receipt id from the data directory's store, read-only.
+func readReceipt(ctx context.Context, dir, id string) (*receipts.Receipt, error) {
+	path := filepath.Join(dir, dbFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("no store at %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
+	if errors.Is(err, bolt.ErrLocked) {
+		return nil, &lockedError{path: path, err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the database: %w", err)
+	}
+	defer db.Close()
+	var r *receipts.Receipt
+	err = db.View(ctx, func(tx store.Tx) error {
+		var err error
+		r, err = receipts.Get(tx, id)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no receipt %s in %s", id, path)
+	}
+	return r, err
+}
+
+// exportCmd is crux export receipt ID: a stored receipt as JSON.
+func exportCmd(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+	args, err := subcommand("export", "receipt", args)
+	if err != nil {
+		return err
+	}
+	var cf commonFlags
+	fs := newFlagSet("export receipt", &cf)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("export receipt takes one receipt id")
+	}
+	s, err := resolve(fs, &cf, getenv)
+	if err != nil {
+		return err
+	}
+	r, err := readReceipt(ctx, s.dir, pos[0])
+	if err != nil {
+		return err
+	}
+	return writeJSON(stdout, receipts.Export(r))
+}
+
+// verifyCmd is crux verify receipt: offline verification with only the
+// public keyring. Status 0 when the report's code is OK; else 1, with the
+// code on stderr.
+func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	args, err := subcommand("verify", "receipt", args)
+	if err != nil {
+		return err
+	}
+	var cf commonFlags
+	fs := newFlagSet("verify receipt", &cf)
+	file := fs.String("file", "", "an exported receipt `file` (crux export receipt)")
+	keyringFile := fs.String("keyring", "", "the keyring `file` (crux keys export); default: the data directory's key")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if (*file == "") == (len(pos) != 1) || len(pos) > 1 {
+		return usagef("verify receipt takes one receipt id, or --file FILE")
+	}
+	s, err := resolve(fs, &cf, getenv)
+	if err != nil {
+		return err
+	}
+
+	var r *receipts.Receipt
+	if *file != "" {
+		r, err = readExported(*file)
+	} else {
+		r, err = readReceipt(ctx, s.dir, pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	kr, err := loadKeyring(*keyringFile, s.dir)
+	if err != nil {
+		return err
+	}
+	report := receipts.Verify(r, kr, time.Now())
+	if err := writeJSON(stdout, report); err != nil {
+		return err
+	}
+	if !report.OK() {
+		fmt.Fprintf(stderr, "crux: receipt %s: %s: %s\n", r.ID, report.ErrorCode, report.ErrorMessage)
+		return &reportedError{}
+	}
+	return nil
+}
+
+func readExported(path string) (*receipts.Receipt, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var e receipts.Exported
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("%s is not an exported receipt: %w", path, err)
+	}
+	return e.Receipt()
+}
+
+// loadKeyring reads the keyring file, or, without one, derives the keyring
+// from the data directory's existing key (it never creates one: verifying
+// with a fresh key would prove nothing).
+func loadKeyring(path, dir string) (*receipts.Keyring, error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return receipts.ParseKeyring(b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, receipts.KeyFileName)); err != nil {
+		return nil, fmt.Errorf("no keyring: give --keyring FILE, or a --data directory holding %s: %w", receipts.KeyFileName, err)
+	}
+	signer, err := receipts.LoadOrCreateKey(dir)
+	if err != nil {
+		return nil, err
+	}
+	return receipts.NewKeyring(signer.Public()), nil
+}
+
