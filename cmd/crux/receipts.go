@@ -185,4 +185,3 @@ func loadKeyring(path, dir string) (*receipts.Keyring, error) {
 	}
 	return receipts.NewKeyring(signer.Public()), nil
 }
-
