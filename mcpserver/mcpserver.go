@@ -14,11 +14,10 @@
 //
 // # How calls map to MCP
 //
-// Each tool is registered with the SDK's low-level [mcp.Server.AddTool], so
-// the SDK neither validates the arguments nor touches the result: the input
-// schema, annotations and _meta of [crux.Server.ListTools] are served
-// unchanged, and tools/call hands the raw arguments to
-// [crux.Server.CallTool].
+// tools/list and tools/call are answered from crux directly, so the SDK
+// neither validates the arguments nor touches the result: the input schema,
+// annotations and _meta of [crux.Server.ListTools] are served unchanged, and
+// tools/call hands the raw arguments to [crux.Server.CallTool].
 //
 // The two error channels of crux keep their meaning on the wire:
 //
@@ -29,8 +28,7 @@
 //     message names the argument and whose data is {"param", "reason"}, as
 //     crux documents, rather than an isError result.
 //
-// A tools/call for a name the SDK has no tool for is also handed to crux,
-// which answers it (-32601 for an unknown tool), where the SDK on its own
+// An unknown tool is answered by crux with -32601, where the SDK on its own
 // would answer -32602. An error of code -32601 reaches the client with its
 // code and message but without data: the SDK's JSON-RPC layer would
 // otherwise replace it with its own "method not found" error, and the way
@@ -51,7 +49,6 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -89,19 +86,15 @@ type adapter struct {
 	srv    *crux.Server
 	caller crux.Caller
 	logger *slog.Logger
-	// order maps the name of each registered tool to its position in the
-	// crux catalogue. It is fixed once New returns.
-	order map[string]int
 }
 
-// New returns an MCP server that serves the tools of srv to caller: every
-// tool of srv.ListTools(ctx, caller), in that order, each call running
-// srv.CallTool on behalf of caller. See the package documentation for how
-// results and errors are mapped.
-//
-// The tool set is fixed when New returns; the server does not announce list
-// changes. New panics if a tool's input schema is not a JSON object schema,
-// which crux's own tests rule out.
+// New returns an MCP server that serves the tools of srv to caller:
+// tools/list answers srv.ListTools(ctx, caller) at each request (so a
+// capability token's filtering and the dynamic tool surface apply as they
+// change), and tools/call runs srv.CallTool on behalf of caller for any
+// name, listed or not. See the package documentation for how results and
+// errors are mapped. The server does not announce list changes; a client
+// sees a changed list when it lists again.
 func New(srv *crux.Server, caller crux.Caller, opts *Options) *mcp.Server {
 	if srv == nil {
 		panic("mcpserver: New needs a crux server")
@@ -124,17 +117,11 @@ func New(srv *crux.Server, caller crux.Caller, opts *Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: o.Instructions,
 		Logger:       logger,
-		// Only tools, and a fixed set of them. A non-nil Capabilities also
-		// drops the SDK's default "logging" capability, which crux does not
-		// use.
+		// Only tools. A non-nil Capabilities also drops the SDK's default
+		// "logging" capability, which crux does not use.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
-
-	a := &adapter{srv: srv, caller: caller, logger: logger, order: map[string]int{}}
-	for i, t := range srv.ListTools(context.Background(), caller) {
-		a.order[t.Name] = i
-		s.AddTool(sdkTool(t), a.callTool(t.Name))
-	}
+	a := &adapter{srv: srv, caller: caller, logger: logger}
 	s.AddReceivingMiddleware(a.middleware)
 	return s
 }
@@ -170,13 +157,6 @@ func sdkTool(t crux.Tool) *mcp.Tool {
 			OpenWorldHint:   &openWorld,
 		},
 		Meta: mcp.Meta(t.Meta),
-	}
-}
-
-// callTool returns the SDK handler of the tool called name.
-func (a *adapter) callTool(name string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return a.call(ctx, name, req.Params.Arguments)
 	}
 }
 
@@ -263,41 +243,30 @@ func (e *methodNotFound) As(target any) bool {
 	return ok
 }
 
-// middleware adjusts two SDK behaviours around the handlers: tools/list
-// keeps crux's catalogue order (the SDK sorts by name), and a tools/call for
-// a name the SDK has no tool for goes to crux, which decides how to refuse
-// it (-32601 for an unknown tool; the SDK would answer -32602).
+// middleware answers tools/list and tools/call from crux rather than from
+// the SDK's tool registry, which stays empty: the list is crux's, in its
+// catalogue order and as of the request, and every call, to any name, goes
+// to crux, which decides how to refuse it (-32601 for an unknown tool,
+// where the SDK would answer -32602; -32030 for a tool the token denies).
+// The list is one page: crux's catalogue is far below the SDK's page size.
 func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
-			if r.Params != nil {
-				if _, ok := a.order[r.Params.Name]; !ok {
-					return a.call(ctx, r.Params.Name, r.Params.Arguments)
-				}
+			if r.Params == nil {
+				return nil, &jsonrpc.Error{Code: crux.CodeInvalidParams, Message: `tools/call requires a "name" parameter`}
 			}
+			return a.call(ctx, r.Params.Name, r.Params.Arguments)
 		case *mcp.ListToolsRequest:
-			res, err := next(ctx, method, req)
-			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				// Within a page; crux's catalogue fits in one page of the
-				// SDK's default size, so the whole list is in order.
-				slices.SortStableFunc(lr.Tools, func(x, y *mcp.Tool) int {
-					return a.position(x.Name) - a.position(y.Name)
-				})
+			list := a.srv.ListTools(ctx, a.caller)
+			res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(list))}
+			for _, t := range list {
+				res.Tools = append(res.Tools, sdkTool(t))
 			}
-			return res, err
+			return res, nil
 		}
 		return next(ctx, method, req)
 	}
-}
-
-// position is the catalogue index of a registered tool; other names sort
-// last.
-func (a *adapter) position(name string) int {
-	if i, ok := a.order[name]; ok {
-		return i
-	}
-	return len(a.order)
 }
 
 // moduleVersion is the version of the crux module in the build information.

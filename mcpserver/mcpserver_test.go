@@ -17,17 +17,20 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/mcpserver"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/surface"
 )
 
 var tester = crux.Caller{Agent: "tester", Authenticated: true}
 
 // newCrux returns a crux server over a fresh bbolt store.
-func newCrux(t *testing.T) *crux.Server {
+func newCrux(t *testing.T) *crux.Server { return newCruxWith(t, nil) }
+
+func newCruxWith(t *testing.T, opts *crux.Options) *crux.Server {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, db.Close()) })
-	srv, err := crux.NewServer(db, nil)
+	srv, err := crux.NewServer(db, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, srv.Close()) })
 	return srv
@@ -97,7 +100,7 @@ func TestListTools(t *testing.T) {
 	for i, w := range want {
 		g := got.Tools[i]
 		assert.Equal(t, w.Description, g.Description, w.Name)
-		assert.True(t, strings.HasPrefix(g.Description, "[local]"), "%s: %q", g.Name, g.Description)
+		assert.True(t, strings.HasPrefix(g.Description, surface.Marker(g.Name, false)+" "), "%s: %q", g.Name, g.Description)
 
 		schema, err := json.Marshal(g.InputSchema)
 		require.NoError(t, err)
@@ -300,4 +303,31 @@ func TestServeEndsWithContext(t *testing.T) {
 	case <-cctx.Done():
 		t.Fatal("Serve did not return after its context ended")
 	}
+}
+
+// TestListFollowsTheServer: tools/list is crux's list as of each request,
+// so the dynamic surface follows the intent declared with cuecrux_session,
+// and tools shaped out of the list can still be called.
+func TestListFollowsTheServer(t *testing.T) {
+	flags := crux.DefaultFlags()
+	flags.ToolSurface = crux.SurfaceDynamic
+	srv := newCruxWith(t, &crux.Options{Flags: &flags})
+	cs := connect(t, srv, tester)
+	ctx := context.Background()
+	listed := func() []string {
+		res, err := cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		var names []string
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		return names
+	}
+	assert.NotContains(t, listed(), "delete_fact")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_fact", Arguments: map[string]any{"fact_id": "f_0"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError, "an unlisted tool runs: its not-found result comes back")
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "cuecrux_session", Arguments: map[string]any{"intent": "session_review"}})
+	require.NoError(t, err)
+	assert.Contains(t, listed(), "delete_fact")
 }
