@@ -11,6 +11,7 @@ package bench
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,6 +24,8 @@ import (
 	"time"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
 	"github.com/crux-go/crux/tools"
@@ -57,13 +60,39 @@ func mustCall(b *testing.B, srv *crux.Server, name string, args []byte) *crux.Re
 
 // BenchmarkCallToolOverhead is the cost of the call path itself: lookup,
 // argument checks, schema validation, decoding and result shaping around a
-// handler that does no I/O.
+// handler that does no I/O; with router=free-local also the capability
+// decision under the token the crux command enforces.
 func BenchmarkCallToolOverhead(b *testing.B) {
-	srv := newServer(b, filepath.Join(b.TempDir(), "crux.db"), nil)
-	args := []byte(`{}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		mustCall(b, srv, "get_agent_identity", args)
+	for _, enforce := range []bool{false, true} {
+		b.Run(fmt.Sprintf("router=%v", map[bool]string{false: "none", true: "free-local"}[enforce]), func(b *testing.B) {
+			db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			opts := &crux.Options{}
+			if enforce {
+				_, priv, _ := ed25519.GenerateKey(nil)
+				signer := receipts.NewEd25519Signer(priv)
+				tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if opts.Router, err = rcx.NewRouter(tok, signer.Public(), nil); err != nil {
+					b.Fatal(err)
+				}
+				opts.Signer = signer
+			}
+			srv, err := crux.NewServer(db, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			args := []byte(`{}`)
+			b.ReportAllocs()
+			for b.Loop() {
+				mustCall(b, srv, "get_agent_identity", args)
+			}
+		})
 	}
 }
 
