@@ -291,7 +291,7 @@ func TestGetBootstrap(t *testing.T) {
 	text := res.Content[0].Text
 	assert.Contains(t, text, "[__bootstrap__::doc:quickstart] Quickstart = ")
 	assert.Contains(t, text, "[__bootstrap__::tool-output:query_facts] query_facts output schema = {rows:")
-	assert.NotContains(t, text, "_meta")
+	assert.NotContains(t, text, "[__bootstrap__::_meta]", "the sentinel is not served")
 
 	for _, topic := range []string{"docs", "patterns", "errors", "tool"} {
 		got := call(t, srv, anon, "get_bootstrap", fmt.Sprintf(`{"topic":%q}`, topic))
