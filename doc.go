@@ -16,8 +16,10 @@
 // # Tools
 //
 // The tools follow the contracts of the reference manual's chapter 12: the
-// facts tools (store_fact, query_facts, delete_fact, list_entities,
-// get_bootstrap, fact_history) and get_agent_identity. Each description is
+// session handshake (cuecrux_session), autonomy_contract, the facts tools
+// (store_fact, query_facts, delete_fact, list_entities, get_bootstrap,
+// fact_history), get_agent_identity and resolve_principal, issue_passport,
+// and the hosted-tier sync_pull and sync_push. Each description is
 // prefixed with its tier marker ([local] or [hosted], package surface) and
 // ends with a hint to open a session first. Where the reference silently
 // drops a parameter, crux honours it (query_facts' entity_prefix and key,
@@ -34,6 +36,29 @@
 // do what was asked returns a [Result] with IsError set, whose text says why.
 // A panicking tool becomes -32603; the server keeps running, and since every
 // tool writes in one store transaction, nothing of the call is stored.
+//
+// # Trust
+//
+// Every receipt the server mints (a capability refusal, a session plan) is
+// signed by [Options.Signer] (package receipts: Ed25519 over a CBOR body,
+// BLAKE3-hashed, chained per tenant), stored in the same transaction as the
+// change it attests, and verifiable offline with [Server.Keyring].
+//
+// With [Options.Router] (package rcx: a capability token and the reference
+// router), tools/list shows only what the token grants, annotated with the
+// token, and a call it does not grant fails with -32030 "RCX capability
+// denied: <reason_code>" before the tool runs; the error data carries the
+// signed refusal receipt. Without a router every call is allowed: the
+// fail-open default of the reference, reported by [Server.Enforcing]. The
+// crux command always enforces a free-local token signed with the key of
+// its data directory. With Flags.PassportRevocation, a caller whose passport
+// record is revoked may call only get_passport and get_agent_identity.
+//
+// # Tool surface
+//
+// Flags.ToolSurface narrows tools/list: minimal lists the core floor,
+// dynamic the floor and the tools the intent the caller declared with
+// cuecrux_session favours. A tool left out can still be called.
 //
 // # Limits
 //
