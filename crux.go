@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,7 +80,7 @@ type Server struct {
 	logger    *slog.Logger
 	catalogue []Tool         // every tool, decorated, in catalogue order
 	byName    map[string]int // index into catalogue
-	tokenMeta map[string]any // the router's token annotations; nil without a router
+	token     *rcx.Info      // the router's token; nil without a router
 
 	closed atomic.Bool
 }
@@ -140,12 +140,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	}
 	if opts.Router != nil {
 		info := opts.Router.Info()
-		s.tokenMeta = map[string]any{
-			"filtered_by":   "rcx-capability-token",
-			"token_ref":     map[string]string{"token_id": info.TokenID, "token_hash": info.TokenHash},
-			"receipt_class": info.ReceiptClass,
-			"tier":          info.Tier,
-		}
+		s.token = &info
 	}
 	s.env = &tools.Env{
 		Store: st, Now: now, Decay: s.flags.DecayPolicy(),
@@ -194,9 +189,13 @@ func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
 		if up, ok := surface.UpgradeFor(name, s.flags.AgentPassports); ok {
 			meta["upgrade"] = up
 		}
-		if s.tokenMeta != nil {
-			maps.Copy(meta, s.tokenMeta)
-			t.InputSchema = annotateSchema(t.InputSchema, s.tokenMeta)
+		if s.token != nil {
+			ref := map[string]string{"token_id": s.token.TokenID, "token_hash": s.token.TokenHash}
+			meta["filtered_by"] = "rcx-capability-token"
+			meta["token_ref"] = ref
+			meta["receipt_class"] = s.token.ReceiptClass
+			meta["tier"] = s.token.Tier
+			t.InputSchema = annotateSchema(t.InputSchema, ref, s.token)
 		}
 		if len(meta) > 0 {
 			t.Meta = map[string]any{"crux": meta}
@@ -207,14 +206,14 @@ func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
 }
 
 // annotateSchema adds the token's x-crux-* keys to a tool's input schema.
-func annotateSchema(schema json.RawMessage, tokenMeta map[string]any) json.RawMessage {
+func annotateSchema(schema json.RawMessage, ref map[string]string, token *rcx.Info) json.RawMessage {
 	var m map[string]any
 	if err := json.Unmarshal(schema, &m); err != nil {
 		return schema // schemas are validated objects; cannot happen
 	}
-	m["x-crux-token-ref"] = tokenMeta["token_ref"]
-	m["x-crux-receipt-class"] = tokenMeta["receipt_class"]
-	m["x-crux-tier"] = tokenMeta["tier"]
+	m["x-crux-token-ref"] = ref
+	m["x-crux-receipt-class"] = token.ReceiptClass
+	m["x-crux-tier"] = token.Tier
 	b, err := json.Marshal(m)
 	if err != nil {
 		return schema
@@ -344,7 +343,13 @@ func (s *Server) checkRevocation(ctx context.Context, c Caller, name string) (*R
 	if p.RevokeReason != "" {
 		msg += " (" + p.RevokeReason + ")"
 	}
-	msg += "; a revoked passport may call only get_passport and get_agent_identity. Call get_passport for details."
+	var allowed []string
+	for _, t := range s.env.Tools {
+		if revocationAllowlist[t] {
+			allowed = append(allowed, t)
+		}
+	}
+	msg += "; a revoked passport may call only " + strings.Join(allowed, " and ")
 	return &Result{Content: []Content{{Type: "text", Text: msg}}, IsError: true}, nil
 }
 

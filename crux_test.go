@@ -285,7 +285,7 @@ func TestRevokedPassport(t *testing.T) {
 	res, err := srv.CallTool(context.Background(), alice, "store_fact", json.RawMessage(`{"entity":"e","key":"k","value":"v"}`))
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
-	assert.Equal(t, "passport alice was revoked at 2026-02-01T00:00:00Z (key leaked); a revoked passport may call only get_passport and get_agent_identity. Call get_passport for details.", res.Content[0].Text)
+	assert.Equal(t, "passport alice was revoked at 2026-02-01T00:00:00Z (key leaked); a revoked passport may call only get_agent_identity", res.Content[0].Text)
 	assert.Equal(t, "alice", call(t, srv, alice, "get_agent_identity", `{}`)["agent_name"], "the allowlist still runs")
 	assert.Empty(t, call(t, srv, bob, "list_entities", `{}`)["entities"], "the refused write left nothing")
 	call(t, srv, bob, "store_fact", `{"entity":"e","key":"k","value":"v"}`) // other callers are unaffected
@@ -298,8 +298,18 @@ func TestRevokedPassport(t *testing.T) {
 
 func TestInvalidCaller(t *testing.T) {
 	srv, _ := newServer(t, nil)
-	for _, c := range []crux.Caller{{Agent: "a::b", Authenticated: true}, {Agent: "a\x00"}, {Tenant: "t\x00x"}} {
+	for _, c := range []crux.Caller{{Agent: "a::b", Authenticated: true}, {Agent: "bob:", Authenticated: true},
+		{Agent: "anonymous", Authenticated: true}, {Agent: "a\x00"}, {Tenant: "t\x00x"}} {
 		e := callErr(t, srv, c, "list_entities", `{}`)
 		assert.Equal(t, crux.CodeInvalidRequest, e.Code, "%+v", c)
 	}
+}
+
+func TestIntegralNumbersAccepted(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"v","confidence":1.0}`)
+	got := call(t, srv, alice, "query_facts", `{"top_k":1.0e0,"token_budget":5.00}`)
+	assert.EqualValues(t, 1, got["count"])
+	e := callErr(t, srv, alice, "query_facts", `{"top_k":2.5}`)
+	assert.Equal(t, "query_facts: top_k: must be an integer", e.Message)
 }

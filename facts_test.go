@@ -92,7 +92,13 @@ func TestSupersedesAcrossEntities(t *testing.T) {
 
 	// A retired fact cannot be retired again: its history stays as it was.
 	e = callErr(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"service:x","key":"host","value":"x","supersedes":[%q]}`, old["fact_id"]))
-	assert.Equal(t, fmt.Sprintf("store_fact: supersedes: fact %s is already superseded by %s", old["fact_id"], res["fact_id"]), e.Message)
+	assert.Equal(t, fmt.Sprintf("store_fact: supersedes: fact %s is already superseded", old["fact_id"]), e.Message)
+
+	// A private write cannot retire a shared fact.
+	e = callErr(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"mine","key":"k","value":"x","private":true,"supersedes":[%q]}`, other["fact_id"]))
+	assert.Equal(t, fmt.Sprintf("store_fact: supersedes: fact %s is shared; a private fact cannot retire it", other["fact_id"]), e.Message)
+	got = call(t, srv, bob, "query_facts", `{"query":"example"}`)
+	assert.ElementsMatch(t, []string{"gw.example", "web.example"}, values(t, got))
 }
 
 func TestPrivateFacts(t *testing.T) {
@@ -128,6 +134,18 @@ func TestPrivateFacts(t *testing.T) {
 	call(t, srv, alice, "store_fact", `{"entity":"diary","key":"day1","value":"x","private":true}`)
 	assert.Contains(t, call(t, srv, alice, "list_entities", `{}`)["entities"], "diary")
 	assert.NotContains(t, call(t, srv, bob, "list_entities", `{}`)["entities"], "diary")
+}
+
+// A confidence of -0 must rank as 0, not ahead of everything (the rank
+// index orders by the float's bits).
+func TestNegativeZeroConfidence(t *testing.T) {
+	srv, _ := newClockServer(t)
+	call(t, srv, alice, "store_fact", `{"entity":"a","key":"k","value":"strong deploy","confidence":0.9}`)
+	call(t, srv, alice, "store_fact", `{"entity":"b","key":"k","value":"noise deploy","confidence":-0}`)
+	call(t, srv, alice, "store_fact", `{"entity":"c","key":"k","value":"noise deploy","confidence":-0}`)
+	assert.Equal(t, []string{"strong deploy"}, values(t, call(t, srv, alice, "query_facts", `{"min_effective_confidence":0.5}`)))
+	assert.Equal(t, []string{"strong deploy"}, values(t, call(t, srv, alice, "query_facts", `{"query":"deploy","min_effective_confidence":0.5}`)))
+	assert.Equal(t, []string{"strong deploy"}, values(t, call(t, srv, alice, "query_facts", `{"top_k":1}`)))
 }
 
 func TestTenantsAreSeparate(t *testing.T) {
@@ -338,4 +356,40 @@ func TestGetAgentIdentity(t *testing.T) {
 	assert.Equal(t, "alice", call(t, srv, alice, "get_agent_identity", `{}`)["agent_name"])
 	assert.Equal(t, "anonymous", call(t, srv, anon, "get_agent_identity", `{}`)["agent_name"])
 	assert.Equal(t, "anonymous", call(t, srv, crux.Caller{Agent: "claims-to-be-alice"}, "get_agent_identity", `{}`)["agent_name"])
+}
+
+// A private chain belongs to one owner and the shared chain to everyone:
+// writes in one never supersede facts of another.
+func TestChainsKeepTheirScope(t *testing.T) {
+	srv, _ := newClockServer(t)
+	call(t, srv, bob, "store_fact", `{"entity":"plan","key":"k","value":"shared"}`)
+	mine := call(t, srv, alice, "store_fact", `{"entity":"plan","key":"k","value":"alice only","private":true}`)
+	assert.EqualValues(t, 1, mine["version"])
+	assert.Empty(t, mine["superseded_fact_ids"])
+	got := call(t, srv, bob, "query_facts", `{"entity":"plan"}`)
+	assert.Equal(t, []string{"shared"}, values(t, got))
+}
+
+func TestAuditEnvelope(t *testing.T) {
+	srv, _ := newClockServer(t)
+	call(t, srv, alice, "store_fact", `{"entity":"proj","key":"k","value":"v","source_receipt":"r_src"}`)
+	got := call(t, srv, alice, "query_facts", `{"entity":"proj"}`)
+	assert.NotContains(t, got, "envelope", "off by default")
+
+	flags := crux.DefaultFlags()
+	flags.AuditEnvelope = true
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	srv, _ = newServer(t, &crux.Options{Flags: &flags, Now: clk.Now})
+	f := call(t, srv, alice, "store_fact", `{"entity":"proj","key":"k","value":"v","source_receipt":"r_src"}`)
+	clk.Advance(48 * time.Hour)
+	res, err := srv.CallTool(t.Context(), alice, "query_facts", []byte(`{"entity":"proj"}`))
+	require.NoError(t, err)
+	env := structured(t, res)["envelope"].(map[string]any)
+	assert.Equal(t, []any{"r_src"}, env["receipts_used"])
+	used := env["memories_used"].([]any)
+	require.Len(t, used, 1)
+	assert.Equal(t, f["fact_id"], used[0].(map[string]any)["fact_id"])
+	assert.EqualValues(t, 2, used[0].(map[string]any)["age_days"])
+	assert.Equal(t, "crux-mcp.query_facts", env["autonomy_consumed"].(map[string]any)["capability"])
+	assert.NotNil(t, res.Meta["envelope"], "mirrored at _meta")
 }

@@ -294,3 +294,29 @@ func TestHostedToolsWithoutRouter(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 }
+
+func TestListToolsResultIsTheCallersOwn(t *testing.T) {
+	srv, _, tok, _ := newEnforcingServer(t, nil, time.Now(), nil)
+	list := srv.ListTools(context.Background(), alice)
+	list[0].Meta["crux"].(map[string]any)["token_ref"].(map[string]string)["token_id"] = "changed"
+	again := srv.ListTools(context.Background(), alice)
+	assert.Equal(t, tok.TokenID, again[0].Meta["crux"].(map[string]any)["token_ref"].(map[string]string)["token_id"])
+}
+
+func TestFailedSessionRecordsNoIntent(t *testing.T) {
+	flags := crux.DefaultFlags()
+	flags.ToolSurface = crux.SurfaceDynamic
+	srv, _ := newServer(t, &crux.Options{Flags: &flags})
+	before := names(srv.ListTools(context.Background(), alice))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := srv.CallTool(ctx, alice, "cuecrux_session", json.RawMessage(`{"intent":"session_review"}`))
+	require.Error(t, err)
+	assert.Equal(t, before, names(srv.ListTools(context.Background(), alice)))
+}
+
+func TestResolvePrincipalBadNames(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	e := callErr(t, srv, alice, "resolve_principal", `{"session_id":"\u0000alice"}`)
+	assert.Equal(t, "resolve_principal: session_id: must not contain control characters", e.Message)
+}

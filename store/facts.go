@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -20,8 +21,8 @@ const (
 	bucketFacts  = "facts"        // fact id → JSON Fact
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity, version → fact id
-	bucketWords  = "facts.words"  // tenant, word, fact id → rank key prefix (live facts only)
-	bucketRank   = "facts.rank"   // tenant, ^confidence, ^stored_at, fact id → empty (live facts only)
+	bucketWords  = "facts.words"  // tenant, word, fact id → rank key prefix (facts not deleted, superseded ones included)
+	bucketRank   = "facts.rank"   // tenant, ^confidence, ^stored_at, fact id → empty (facts not deleted)
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
 )
 
@@ -125,16 +126,26 @@ type NewFact struct {
 	ID            string // "" means NewFactID()
 }
 
+// ErrInvalidFact reports a NewFact that breaks a rule of the store (a
+// confidence outside [0, 1], a private fact without an owner).
+var ErrInvalidFact = errors.New("store: invalid fact")
+
 // SupersedeError reports a supersedes id that does not exist, is deleted,
-// is not visible to the writer, or was already superseded (by SupersededBy).
+// is not visible to the writer, was already superseded (by SupersededBy),
+// or is shared while the new fact is private (a private write cannot retire
+// what everyone sees).
 type SupersedeError struct {
 	ID           string
 	SupersededBy string
+	Shared       bool
 }
 
 func (e *SupersedeError) Error() string {
-	if e.SupersededBy != "" {
-		return fmt.Sprintf("fact %s is already superseded by %s", e.ID, e.SupersededBy)
+	switch {
+	case e.SupersededBy != "":
+		return fmt.Sprintf("fact %s is already superseded", e.ID)
+	case e.Shared:
+		return fmt.Sprintf("fact %s is shared; a private fact cannot retire it", e.ID)
 	}
 	return fmt.Sprintf("fact %s does not exist or is not visible to the caller", e.ID)
 }
@@ -142,9 +153,19 @@ func (e *SupersedeError) Error() string {
 // PutFact writes a new version of (entity, key): its version is one more
 // than the chain's highest, it supersedes the chain's current fact, and it
 // retires every fact in n.Supersedes (each must exist, be live and be
-// visible to n.Owner and not yet superseded, else PutFact returns a
-// *SupersedeError and the caller must roll back). It returns the new fact and the ids it superseded.
+// visible to n.Owner, not yet superseded, and private only if the new fact
+// is, else PutFact returns a *SupersedeError and the caller must roll back).
+// A confidence outside [0, 1] is an ErrInvalidFact. It returns the new fact and the ids it superseded.
 func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
+	if !(n.Confidence >= 0 && n.Confidence <= 1) { // NaN fails both
+		return nil, nil, fmt.Errorf("%w: confidence %v is not in [0, 1]", ErrInvalidFact, n.Confidence)
+	}
+	if n.Confidence == 0 {
+		n.Confidence = 0 // +0: -0 would sort first in the rank index
+	}
+	if n.Private && n.Owner == "" {
+		return nil, nil, fmt.Errorf("%w: a private fact needs an owner", ErrInvalidFact)
+	}
 	f := &Fact{
 		ID: n.ID, Tenant: n.Tenant, Entity: n.Entity, Key: n.Key, Value: n.Value,
 		SourceReceipt: n.SourceReceipt, Confidence: n.Confidence, StoredAt: n.Now.UTC(),
@@ -169,7 +190,9 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		if err != nil {
 			return err
 		}
-		if old.Current() {
+		// A chain holds one scope: the shared pool, or one owner's private
+		// facts. Anything else under the same stored name is not ours.
+		if old.Current() && old.Private == f.Private && (!f.Private || old.Owner == f.Owner) {
 			current = old
 			return ErrStop
 		}
@@ -197,6 +220,9 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		}
 		if old.SupersededBy != "" {
 			return nil, nil, &SupersedeError{ID: id, SupersededBy: old.SupersededBy}
+		}
+		if n.Private && !old.Private {
+			return nil, nil, &SupersedeError{ID: id, Shared: true}
 		}
 		f.Retires = append(f.Retires, id)
 		retired = append(retired, id)

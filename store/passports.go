@@ -87,7 +87,10 @@ func PutPassport(tx Tx, p *Passport) error {
 	return tx.Put(bucketPassports, indexKey(p.Tenant, p.PrincipalID), b)
 }
 
-const bucketSessions = "sessions.bindings" // tenant, session id → JSON SessionBinding; tenant, NUL, passport → last plan hash
+const (
+	bucketSessions  = "sessions.bindings" // tenant, session id → JSON SessionBinding
+	bucketLastPlans = "sessions.lastplan" // tenant, passport id → the hash of its latest plan
+)
 
 // SessionBinding ties a session opened with cuecrux_session to the passport
 // that opened it.
@@ -109,7 +112,7 @@ func PutSessionBinding(tx Tx, b *SessionBinding) error {
 	if err := tx.Put(bucketSessions, indexKey(b.Tenant, b.SessionID), v); err != nil {
 		return err
 	}
-	return tx.Put(bucketSessions, indexKey(b.Tenant, "", b.PassportID), b.PlanHash)
+	return tx.Put(bucketLastPlans, indexKey(b.Tenant, b.PassportID), b.PlanHash)
 }
 
 // GetSessionBinding reads the binding of session id in tenant, or returns
@@ -132,7 +135,7 @@ func GetSessionBinding(tx Tx, tenant, id string) (*SessionBinding, error) {
 // LastPlanHash is the plan hash of the latest session passport opened in
 // tenant, or nil.
 func LastPlanHash(tx Tx, tenant, passport string) ([]byte, error) {
-	v, err := tx.Get(bucketSessions, indexKey(tenant, "", passport))
+	v, err := tx.Get(bucketLastPlans, indexKey(tenant, passport))
 	if err == ErrNotFound {
 		return nil, nil
 	}

@@ -198,6 +198,7 @@ type queryFactsOut struct {
 	FilteredBelowThreshold int       `json:"filtered_below_threshold"`
 	TotalTokens            int       `json:"total_tokens"`
 	TruncatedByTokenBudget bool      `json:"truncated_by_token_budget"`
+	Envelope               *Envelope `json:"envelope,omitempty"`
 }
 
 func queryFacts() *Tool {
@@ -209,11 +210,12 @@ func queryFacts() *Tool {
 			"entity, entity_prefix, key and keywords (query); every parameter is honoured and an unknown one is " +
 			"an error. With no filter it returns the top facts of the whole store. as_of reads the facts valid " +
 			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
-			"sets a floor and filtered_below_threshold tells how many fell under it; token_budget trims rows.",
+			"sets a floor and filtered_below_threshold tells how many fell under it; token_budget trims rows. " +
+			"With " + flagAuditEnvelope + " on, the result also carries the audit envelope (what it drew on).",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
-			"truncated_by_token_budget}",
+			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
@@ -258,7 +260,15 @@ func queryFacts() *Tool {
 				out.TotalTokens += cost
 			}
 			out.Count = len(out.Rows)
-			return jsonResult(out)
+			if !env.Enabled(flagAuditEnvelope) {
+				return jsonResult(out)
+			}
+			out.Envelope = readEnvelope(name, res.Facts[:out.Count], now)
+			result, err := jsonResult(out)
+			if err == nil {
+				result.Meta = map[string]any{"envelope": out.Envelope}
+			}
+			return result, err
 		}),
 	}
 }
@@ -298,7 +308,9 @@ func deleteFact() *Tool {
 	return &Tool{
 		Name: name,
 		Description: "Soft-delete a fact: it leaves every query but stays in fact_history, marked deleted. " +
-			"Deleting an already deleted fact changes nothing and says so (deleted: false).",
+			"Deleting the current version does not bring back the one it superseded: the (entity, key) has no " +
+			"current value until the next store_fact. Deleting an already deleted fact changes nothing and says " +
+			"so (deleted: false).",
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
 		schema:      schemaFor(name),

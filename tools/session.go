@@ -140,7 +140,6 @@ func cuecruxSession() *Tool {
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionArgs) (*Result, error) {
 			now := env.now()
 			intent, known := surface.ParseIntent(in.Intent)
-			env.Intents.Record(c, intent, now)
 
 			p := SessionPlan{
 				PlanID: "plan_" + randomHex(16), SessionID: randomHex(16), Passport: c.Name(), TenantID: c.TenantID(),
@@ -214,6 +213,7 @@ func cuecruxSession() *Tool {
 			if err != nil {
 				return nil, err
 			}
+			env.Intents.Record(c, intent, now) // only once the plan is stored: a failed call changes nothing
 			return jsonResult(p)
 		}),
 	}
@@ -245,7 +245,7 @@ func autonomyContract() *Tool {
 		Description: "Your per-tool autonomy matrix against the server's capability token: for each tool, whether " +
 			"you may call it, its capability (scope), backend, mode and credit cost, and why not when denied. " +
 			"Metadata only; it reads no memories. Without a router every tool shows allowed in mode unenforced. " +
-			"Off unless " + flagAutonomyContract + " is on (then feature_enabled is false and the list empty).",
+			"Needs " + flagAutonomyContract + " on; while it is off the tool answers feature_enabled false and an empty list.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
@@ -293,6 +293,8 @@ type resolveArgs struct {
 	PassportID string `json:"passport_id"`
 }
 
+var errSessionExpired = errors.New("session expired")
+
 // Principal is who resolve_principal found.
 type Principal struct {
 	PassportID    string   `json:"passport_id"`
@@ -320,7 +322,10 @@ func resolvePrincipal() *Tool {
 			"resolved_via, has_passport_record, revoked}, resolved_param}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *resolveArgs) (*Result, error) {
-			tenant := c.TenantID()
+			if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
+				return nil, err
+			}
+			tenant, now := c.TenantID(), env.now()
 			var p Principal
 			var param string
 			err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -329,6 +334,9 @@ func resolvePrincipal() *Tool {
 					b, err := store.GetSessionBinding(tx, tenant, in.SessionID)
 					if err != nil {
 						return err
+					}
+					if now.After(b.ExpiresAt) {
+						return errSessionExpired
 					}
 					p.PassportID, p.ResolvedVia, param = b.PassportID, "session", "session_id"
 				case in.PassportID != "":
@@ -357,6 +365,8 @@ func resolvePrincipal() *Tool {
 				return nil, e
 			case errors.Is(err, store.ErrNotFound):
 				return errorResult("no session %s in tenant %s", in.SessionID, tenant), nil
+			case errors.Is(err, errSessionExpired):
+				return errorResult("session %s has expired", in.SessionID), nil
 			case err != nil:
 				return nil, err
 			}

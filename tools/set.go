@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -144,11 +145,19 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var doc any
-	if err := dec.Decode(&doc); err != nil {
+	var err error
+	if err = dec.Decode(&doc); err != nil {
 		return nil, InvalidParams(tool, "arguments", "must be a JSON object")
 	}
 	if path, reason := checkStrings(doc, props, ""); path != "" {
 		return nil, InvalidParams(tool, path, reason)
+	}
+	if integral(doc) {
+		// JSON Schema counts 5.0 as an integer; Go's decoder does not. Say
+		// 5.0 as 5 so that what the schema accepts decodes.
+		if args, err = json.Marshal(doc); err != nil {
+			return nil, InvalidParams(tool, "arguments", err.Error())
+		}
 	}
 	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
@@ -190,6 +199,44 @@ func checkStrings(v any, top map[string]json.RawMessage, path string) (string, s
 		}
 	}
 	return "", ""
+}
+
+// integral rewrites, in place, every number in v written with a fraction or
+// an exponent whose value is a whole number of at most 2^53 (5.0, 1e3) as
+// that integer. It reports whether it rewrote any.
+func integral(v any) bool {
+	changed := false
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if n, ok := wholeNumber(x); ok {
+				v[k], changed = n, true
+			} else if integral(x) {
+				changed = true
+			}
+		}
+	case []any:
+		for i, x := range v {
+			if n, ok := wholeNumber(x); ok {
+				v[i], changed = n, true
+			} else if integral(x) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+func wholeNumber(x any) (json.Number, bool) {
+	n, ok := x.(json.Number)
+	if !ok || !strings.ContainsAny(string(n), ".eE") {
+		return "", false
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return "", false
+	}
+	return json.Number(strconv.FormatInt(int64(f), 10)), true
 }
 
 func join(path, name string) string {

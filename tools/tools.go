@@ -95,13 +95,17 @@ type Caller struct {
 	Tenant        string // the caller's tenant; "" means DefaultTenant
 }
 
-// Validate checks the names a transport put in c: an agent name must not
-// contain "::" (it is part of private entity names) or control characters,
-// and a tenant must not contain control characters.
+// Validate checks the names a transport put in c. An agent name is part of
+// the stored name of its private entities, so it must not contain "::" or
+// end with ":" (either would let two agents' names run together), nor
+// control characters; an authenticated agent must not be called
+// "anonymous". A tenant must not contain control characters.
 func (c Caller) Validate() error {
 	switch {
-	case strings.Contains(c.Agent, "::") || strings.IndexFunc(c.Agent, unicode.IsControl) >= 0:
-		return fmt.Errorf("crux: invalid caller agent name %q: it must not contain \"::\" or control characters", c.Agent)
+	case strings.Contains(c.Agent, "::") || strings.HasSuffix(c.Agent, ":") || strings.IndexFunc(c.Agent, unicode.IsControl) >= 0:
+		return fmt.Errorf(`crux: invalid caller agent name %q: it must not contain "::", end with ":" or contain control characters`, c.Agent)
+	case c.Authenticated && c.Agent == Anonymous:
+		return fmt.Errorf("crux: invalid caller: an authenticated agent cannot be called %q", Anonymous)
 	case strings.IndexFunc(c.Tenant, unicode.IsControl) >= 0:
 		return fmt.Errorf("crux: invalid caller tenant %q: it must not contain control characters", c.Tenant)
 	}
