@@ -146,7 +146,8 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 		Store: st, Now: now, Decay: s.flags.DecayPolicy(),
 		Signer: signer, Router: opts.Router, Intents: new(tools.IntentBook),
 		Tools: names, AgentPassports: s.flags.AgentPassports,
-		Enabled: func(flag string) bool { on, _ := s.flags.Enabled(flag); return on },
+		Enabled:              func(flag string) bool { on, _ := s.flags.Enabled(flag); return on },
+		ForgetRecoveryWindow: time.Duration(s.flags.ForgetRecoveryWindowDays) * 24 * time.Hour,
 	}
 	if err := tools.SeedBootstrap(context.Background(), st, now().UTC(), set.Tools()); err != nil {
 		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)

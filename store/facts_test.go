@@ -198,3 +198,37 @@ func TestPassports(t *testing.T) {
 	assert.Equal(t, 3, store.TierRank(store.TierTrusted))
 	assert.Equal(t, -1, store.TierRank("gold"))
 }
+
+func TestPins(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		require.NoError(t, store.SetPin(tx, "t", "alice", "f_1", true))
+		require.NoError(t, store.SetPin(tx, "t", "alice", "f_2", true))
+		require.NoError(t, store.SetPin(tx, "t", "alice", "f_2", false))
+		return store.SetPin(tx, "t", "bob", "f_3", true)
+	}))
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		for _, c := range []struct {
+			agent, id string
+			want      bool
+		}{{"alice", "f_1", true}, {"alice", "f_2", false}, {"bob", "f_1", false}, {"bob", "f_3", true}, {"", "f_1", false}} {
+			got, err := store.IsPinned(tx, "t", c.agent, c.id)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got, "%s %s", c.agent, c.id)
+		}
+		any1, err := store.PinnedByAnyone(tx, "t", "f_1")
+		require.NoError(t, err)
+		assert.True(t, any1)
+		any2, err := store.PinnedByAnyone(tx, "t", "f_2")
+		require.NoError(t, err)
+		assert.False(t, any2)
+		other, err := store.PinnedByAnyone(tx, "u", "f_1")
+		require.NoError(t, err)
+		assert.False(t, other, "pins are per tenant")
+		var ids []string
+		require.NoError(t, store.Pinned(tx, "t", "alice", func(id string) error { ids = append(ids, id); return nil }))
+		assert.Equal(t, []string{"f_1"}, ids)
+		return nil
+	}))
+}

@@ -116,6 +116,11 @@ func (s *Set) Call(ctx context.Context, env *Env, c Caller, name string, args js
 		return nil, &Error{Code: CodeMethodNotFound, Message: "unknown tool: " + name}
 	}
 	t := s.tools[i]
+	if t.gate != nil {
+		if res, err := t.gate(env); res != nil || err != nil {
+			return res, err
+		}
+	}
 	args, err := checkArguments(t.Name, s.schema[i], args)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -22,6 +23,7 @@ import (
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/surface"
 )
 
 // JSON-RPC error codes used by crux, as the reference manual names them.
@@ -176,6 +178,9 @@ type Env struct {
 	// Enabled reports a boolean flag by its environment name
 	// (CORECRUXD_FEATURE_...).
 	Enabled func(flag string) bool
+	// ForgetRecoveryWindow is how long a forget can be restored before its
+	// values are purged (CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS).
+	ForgetRecoveryWindow time.Duration
 }
 
 func (e *Env) now() time.Time {
@@ -199,6 +204,10 @@ type Tool struct {
 
 	schema []byte
 	run    handler
+	// gate, when set, decides before the arguments are checked whether the
+	// tool may run under the server's flags: a non-nil result or error is
+	// the answer (the seed's per-tool behaviour when its flag is off).
+	gate func(env *Env) (*Result, error)
 }
 
 // New returns a tool descriptor. schema is the JSON Schema of its
@@ -229,22 +238,46 @@ func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, 
 	}
 }
 
-// All returns every tool crux implements, in catalogue order.
+// All returns every tool crux implements, in the catalogue order of the
+// reference manual (surface.Names).
 func All() []*Tool {
-	return []*Tool{
-		cuecruxSession(),
-		autonomyContract(),
-		storeFact(),
-		queryFacts(),
-		deleteFact(),
-		listEntities(),
-		getBootstrap(),
-		factHistory(),
-		getAgentIdentity(),
-		resolvePrincipal(),
-		issuePassport(),
-		syncPull(),
-		syncPush(),
+	all := slices.Concat(
+		[]*Tool{
+			cuecruxSession(),
+			autonomyContract(),
+			storeFact(),
+			queryFacts(),
+			deleteFact(),
+			listEntities(),
+			getBootstrap(),
+			factHistory(),
+			getAgentIdentity(),
+			resolvePrincipal(),
+			issuePassport(),
+			syncPull(),
+			syncPush(),
+		},
+		memoryUseTools(),     // memory_use.go
+		forgetTools(),        // forget.go
+		memoryPanelTools(),   // memory.go
+		freshnessTools(),     // freshness.go
+		consolidationTools(), // consolidation.go
+	)
+	order := make(map[string]int)
+	for i, n := range surface.Names() {
+		order[n] = i
+	}
+	slices.SortStableFunc(all, func(a, b *Tool) int { return order[a.Name] - order[b.Name] })
+	return all
+}
+
+// flagGate is a gate that answers with err while flag is off.
+func flagGate(flag string, err *Error) func(env *Env) (*Result, error) {
+	return func(env *Env) (*Result, error) {
+		if env.Enabled(flag) {
+			return nil, nil
+		}
+		return nil, err
 	}
 }
 
