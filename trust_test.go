@@ -206,6 +206,7 @@ func TestDynamicSurface(t *testing.T) {
 	assert.NotContains(t, floor, "delete_fact")
 	call(t, srv, alice, "cuecrux_session", `{"intent":"session_review"}`)
 	shaped := names(srv.ListTools(context.Background(), alice))
+	assert.Subset(t, shaped, floor)
 	assert.Contains(t, shaped, "delete_fact", "memory tools join under session_review")
 	assert.NotContains(t, names(srv.ListTools(context.Background(), bob)), "delete_fact", "intents are per caller")
 	// Shaped-out tools remain callable.
@@ -215,7 +216,13 @@ func TestDynamicSurface(t *testing.T) {
 
 	flags.ToolSurface = crux.SurfaceMinimal
 	srv2, _ := newServer(t, &crux.Options{Flags: &flags})
-	assert.Equal(t, []string{"cuecrux_session", "store_fact", "query_facts", "get_bootstrap", "get_agent_identity"}, names(srv2.ListTools(context.Background(), alice)))
+	minimal := names(srv2.ListTools(context.Background(), alice))
+	for _, n := range minimal {
+		assert.True(t, surface.InCoreFloor(n), n)
+	}
+	assert.Subset(t, minimal, []string{"cuecrux_session", "store_fact", "query_facts", "get_bootstrap", "get_agent_identity"})
+	call(t, srv2, alice, "cuecrux_session", `{"intent":"session_review"}`)
+	assert.Equal(t, minimal, names(srv2.ListTools(context.Background(), alice)), "minimal ignores intents")
 }
 
 func TestAutonomyContract(t *testing.T) {

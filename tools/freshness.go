@@ -1,4 +1,524 @@
 package tools
 
-// freshnessTools returns memory_freshness, memory_sweep_candidates, memory_set_horizon and memory_reverify (seed §12.11).
-func freshnessTools() []*Tool { return nil }
+import (
+	"context"
+	"encoding/hex"
+	"sort"
+	"strconv"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+// Freshness and decay (seed §12.11): memory_freshness,
+// memory_sweep_candidates, memory_set_horizon and memory_reverify.
+//
+// A fact's freshness follows the server's decay policy (Env.Decay: 24 hours,
+// 35 days and 365 days for the volatile, medium and stable classes unless
+// CORECRUXD_DECAY_* say otherwise; class none never goes stale), counted
+// from its reverification time, else its storage time. A fact stored without
+// a class gets the default of its entity's prefix (store.DefaultHorizon).
+//
+// Decisions where the seed is silent:
+//   - CORECRUXD_FEATURE_FRESHNESS off fails all four tools with -32030
+//     (CAPABILITY_DENIED), data {feature_flag, enabled: false, reason_code:
+//     "feature_disabled"}, before the arguments are checked.
+//   - The two reads examine a bounded candidate set, never the whole store:
+//     the facts of entity and/or key through their indexes, else the
+//     tenant's live facts through the confidence index (most confident
+//     first), at most FreshnessMaxExamined facts in either case. examined
+//     and complete in the result say how far they got.
+//   - memory_set_horizon and memory_reverify change the current version of
+//     a fact only (a superseded one is a -32004 conflict naming the current
+//     version), in place: value, confidence and storage time, and so the
+//     fact's place in the confidence index, do not change.
+//   - The Reverify receipt is a signed, chained receipt of kind "reverify"
+//     (payload [ReverifyPayload]) found by its receipt_id; no fact is
+//     written under __reverify_receipts__:: as the reference does.
+
+const flagFreshness = "CORECRUXD_FEATURE_FRESHNESS"
+
+// Limits and defaults of the freshness tools.
+const (
+	// FreshnessMaxExamined caps the facts memory_freshness and
+	// memory_sweep_candidates read in one call.
+	FreshnessMaxExamined = 5000
+	// FreshnessTopK is memory_freshness's default number of rows.
+	FreshnessTopK = 20
+	// FreshnessTokenBudget is memory_freshness's default token budget.
+	FreshnessTokenBudget = 500
+	// SweepTopK is memory_sweep_candidates's default number of rows.
+	SweepTopK = 50
+	// SweepTokenBudget is memory_sweep_candidates's default token budget.
+	SweepTokenBudget = 500
+	// freshnessMinRowTokens is the least a row costs against a token budget.
+	freshnessMinRowTokens = 8
+)
+
+// freshnessOff is the sentence every freshness description ends with.
+const freshnessOff = " Switched off by " + flagFreshness + "=0 (or false, off, no; on by default): every call then fails with -32030 (CAPABILITY_DENIED)."
+
+// ReceiptKindReverify is the kind of the receipt memory_reverify mints.
+const ReceiptKindReverify = "reverify"
+
+// ReverifyPayload is the payload of a reverify receipt: which fact was
+// confirmed, the BLAKE3 (hex) of the value confirmed, by whom and when
+// (RFC 3339). Decode it with receipts.Receipt.Payload.
+type ReverifyPayload struct {
+	FactID       string `cbor:"fact_id" json:"fact_id"`
+	Entity       string `cbor:"entity" json:"entity"`
+	Key          string `cbor:"key" json:"key"`
+	ValueHash    string `cbor:"value_hash" json:"value_hash"`
+	ReverifiedBy string `cbor:"reverified_by" json:"reverified_by"`
+	ReverifiedAt string `cbor:"reverified_at" json:"reverified_at"`
+}
+
+// ValueHash is the BLAKE3 of value in lowercase hex, as reverify receipts
+// carry it.
+func ValueHash(value string) string {
+	sum := blake3.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])
+}
+
+// FreshnessRow is one fact of memory_freshness.
+type FreshnessRow struct {
+	FactID       string  `json:"fact_id"`
+	Entity       string  `json:"entity"`
+	Key          string  `json:"key"`
+	HorizonClass string  `json:"horizon_class"`
+	Freshness    string  `json:"freshness"`
+	AgeHours     float64 `json:"age_hours"`
+	StoredAt     string  `json:"stored_at"`
+	ReverifiedAt string  `json:"reverified_at,omitempty"`
+	Pinned       bool    `json:"pinned,omitempty"` // pinned by the caller
+	Private      bool    `json:"private,omitempty"`
+}
+
+// SweepRow is one candidate of memory_sweep_candidates.
+type SweepRow struct {
+	FactID       string  `json:"fact_id"`
+	Entity       string  `json:"entity"`
+	Key          string  `json:"key"`
+	Reason       string  `json:"reason"` // stale, superseded or stale+superseded
+	Freshness    string  `json:"freshness"`
+	HorizonClass string  `json:"horizon_class"`
+	AgeHours     float64 `json:"age_hours"`
+	SupersededBy string  `json:"superseded_by,omitempty"`
+	StoredAt     string  `json:"stored_at"`
+}
+
+// DecayPolicyView is the decay policy as the freshness tools report it.
+type DecayPolicyView struct {
+	VolatileStaleHours float64 `json:"volatile_stale_hours"`
+	MediumStaleDays    float64 `json:"medium_stale_days"`
+	StableStaleDays    float64 `json:"stable_stale_days"`
+}
+
+func decayPolicyView(p store.DecayPolicy) DecayPolicyView {
+	const day = 24 * time.Hour
+	return DecayPolicyView{
+		VolatileStaleHours: p.VolatileStale.Hours(),
+		MediumStaleDays:    float64(p.MediumStale) / float64(day),
+		StableStaleDays:    float64(p.StableStale) / float64(day),
+	}
+}
+
+func freshnessTools() []*Tool {
+	return []*Tool{memoryFreshness(), memorySweepCandidates(), memorySetHorizon(), memoryReverify()}
+}
+
+// freshnessRowCost is what a row costs against a freshness tool's token budget.
+func freshnessRowCost(row any) int { return max(rowTokens(row), freshnessMinRowTokens) }
+
+// decayedFact is a fact with its freshness at one instant.
+type decayedFact struct {
+	fact      *store.Fact
+	freshness string
+	age       time.Duration
+	score     float64 // higher is staler; see stalest
+}
+
+func decayOf(p store.DecayPolicy, f *store.Fact, now time.Time) decayedFact {
+	d := decayedFact{fact: f, freshness: p.Freshness(f.HorizonClass, f.Anchor(), now), age: now.Sub(f.Anchor())}
+	limit, ok := p.Horizon(f.HorizonClass)
+	switch {
+	case !ok:
+		d.score = -2 // never stale
+	case d.freshness == store.Unknown:
+		d.score = -1
+	case limit <= 0:
+		d.score = float64(d.age) // a zero horizon: stale at once, the oldest first
+	default:
+		d.score = float64(d.age) / float64(limit) // above 1 when stale
+	}
+	return d
+}
+
+// stalest orders facts stalest first: by the fraction of its horizon a
+// fact's age has used (stale facts, above 1, first), then facts of unknown
+// freshness, then class none; the oldest first among equals, then by id.
+func stalest(a, b decayedFact) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.age != b.age {
+		return a.age > b.age
+	}
+	return a.fact.ID < b.fact.ID
+}
+
+// keepTop inserts d into the sorted slice ds, keeping at most limit entries.
+func keepTop(ds []decayedFact, d decayedFact, limit int, less func(a, b decayedFact) bool) []decayedFact {
+	i := sort.Search(len(ds), func(i int) bool { return less(d, ds[i]) })
+	if i >= limit {
+		return ds
+	}
+	if len(ds) < limit {
+		ds = append(ds, decayedFact{})
+	}
+	copy(ds[i+1:], ds[i:])
+	ds[i] = d
+	return ds
+}
+
+// ---- memory_freshness ----
+
+type memoryFreshnessArgs struct {
+	Entity      string `json:"entity"`
+	Key         string `json:"key"`
+	TopK        *int   `json:"top_k"`
+	TokenBudget *int   `json:"token_budget"`
+}
+
+type memoryFreshnessOut struct {
+	Rows                   []FreshnessRow  `json:"rows"`
+	Policy                 DecayPolicyView `json:"policy"`
+	Now                    string          `json:"now"`
+	Examined               int             `json:"examined"`
+	Complete               bool            `json:"complete"`
+	TotalTokens            int             `json:"total_tokens"`
+	TruncatedByTokenBudget bool            `json:"truncated_by_token_budget"`
+	Envelope               *Envelope       `json:"envelope,omitempty"`
+}
+
+func memoryFreshness() *Tool {
+	const name = "memory_freshness"
+	return &Tool{
+		Name: name,
+		Description: "The decay state of the current facts you can see, stalest first: for each, its horizon class, " +
+			"freshness (fresh, stale, or unknown when its clock lies in the future), age in hours since it was " +
+			"stored or last reverified, and whether you pinned it. Stale means older than its class's horizon " +
+			"(policy: volatile, medium and stable, from CORECRUXD_DECAY_*; class none never goes stale). Filter " +
+			"by entity and/or key; without them it examines your tenant's live facts most confident first. At most " +
+			strconv.Itoa(FreshnessMaxExamined) + " facts are examined per call: examined counts them and complete " +
+			"is false when it stopped early (narrow with entity or key). top_k defaults to " + strconv.Itoa(FreshnessTopK) +
+			" (at most 500); token_budget (default " + strconv.Itoa(FreshnessTokenBudget) + ") caps the rows, each " +
+			"costing its JSON bytes / 4 and at least 8, the first row always kept. Read-only; reserved entities " +
+			"(starting with __) are never shown. With " + flagAuditEnvelope + " on, the result also carries the " +
+			"audit envelope (the facts reported, as memories_used)." + freshnessOff,
+		Annotations: Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
+			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
+			"total_tokens, truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, " +
+			"predicted_effects, links}}",
+		schema: schemaFor(name),
+		gate:   memFlagGate(CodeCapabilityDenied, name, flagFreshness),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryFreshnessArgs) (*Result, error) {
+			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
+				return nil, err
+			}
+			if store.IsReserved(in.Entity) {
+				return nil, memReservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not reported")
+			}
+			topK, budget := FreshnessTopK, FreshnessTokenBudget
+			if in.TopK != nil {
+				topK = *in.TopK
+			}
+			if in.TokenBudget != nil {
+				budget = *in.TokenBudget
+			}
+			now := env.now()
+			out := memoryFreshnessOut{Policy: decayPolicyView(env.Decay), Now: now.Format(time.RFC3339Nano)}
+			var used []store.RankedFact
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var top []decayedFact
+				stats, err := store.ScanFacts(tx, store.FactScan{
+					Tenant: c.TenantID(), Agent: c.Identity(), Entity: in.Entity, Key: in.Key,
+					MaxExamined: FreshnessMaxExamined,
+				}, func(f *store.Fact) error {
+					top = keepTop(top, decayOf(env.Decay, f, now), topK, stalest)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				out.Examined, out.Complete = stats.Examined, stats.Complete
+				out.Rows, out.TotalTokens, out.TruncatedByTokenBudget, used = []FreshnessRow{}, 0, false, nil
+				for _, d := range top {
+					f := d.fact
+					pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), f.ID)
+					if err != nil {
+						return err
+					}
+					row := FreshnessRow{
+						FactID: f.ID, Entity: f.Entity, Key: f.Key, HorizonClass: f.HorizonClass,
+						Freshness: d.freshness, AgeHours: roundHours(d.age),
+						StoredAt: f.StoredAt.Format(time.RFC3339Nano), Pinned: pinned, Private: f.Private,
+					}
+					if f.ReverifiedAt != nil {
+						row.ReverifiedAt = f.ReverifiedAt.Format(time.RFC3339Nano)
+					}
+					cost := freshnessRowCost(row)
+					if len(out.Rows) > 0 && out.TotalTokens+cost > budget {
+						out.TruncatedByTokenBudget = true
+						break
+					}
+					out.Rows = append(out.Rows, row)
+					out.TotalTokens += cost
+					used = append(used, store.RankedFact{Fact: f, Freshness: d.freshness,
+						Effective: store.EffectiveConfidence(f.Confidence, d.freshness)})
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if !env.Enabled(flagAuditEnvelope) {
+				return jsonResult(out)
+			}
+			out.Envelope = readEnvelope(name, used, now)
+			result, err := jsonResult(out)
+			if err == nil {
+				result.Meta = map[string]any{"envelope": out.Envelope}
+			}
+			return result, err
+		}),
+	}
+}
+
+// ---- memory_sweep_candidates ----
+
+type sweepArgs struct {
+	TopK        *int `json:"top_k"`
+	TokenBudget *int `json:"token_budget"`
+}
+
+type sweepOut struct {
+	Rows                   []SweepRow `json:"rows"`
+	DryRun                 bool       `json:"dry_run"`
+	Now                    string     `json:"now"`
+	Examined               int        `json:"examined"`
+	Complete               bool       `json:"complete"`
+	TotalTokens            int        `json:"total_tokens"`
+	TruncatedByTokenBudget bool       `json:"truncated_by_token_budget"`
+}
+
+// sweepReason is why a fact is a sweep candidate, "" when it is not one.
+func sweepReason(d decayedFact) string {
+	stale, superseded := d.freshness == store.Stale, d.fact.SupersededBy != ""
+	switch {
+	case stale && superseded:
+		return "stale+superseded"
+	case superseded:
+		return "superseded"
+	case stale:
+		return "stale"
+	}
+	return ""
+}
+
+// sweepFirst orders sweep candidates: stale and superseded first, then
+// superseded, then stale; the oldest first within each, then by id.
+func sweepFirst(a, b decayedFact) bool {
+	ra, rb := sweepRank[sweepReason(a)], sweepRank[sweepReason(b)]
+	if ra != rb {
+		return ra < rb
+	}
+	if a.age != b.age {
+		return a.age > b.age
+	}
+	return a.fact.ID < b.fact.ID
+}
+
+var sweepRank = map[string]int{"stale+superseded": 0, "superseded": 1, "stale": 2}
+
+func memorySweepCandidates() *Tool {
+	const name = "memory_sweep_candidates"
+	return &Tool{
+		Name: name,
+		Description: "A janitor's list, changing nothing (dry_run is always true): facts you can see that are stale " +
+			"(past their horizon class, see memory_freshness) or superseded by a later version, with reason stale, " +
+			"superseded or stale+superseded; stale+superseded first, then superseded, then stale, the oldest first. " +
+			"Facts you pinned are never candidates, and reserved entities (starting with __) are never listed. It " +
+			"examines your tenant's live facts most confident first, at most " + strconv.Itoa(FreshnessMaxExamined) +
+			" per call: examined counts them and complete is false when it stopped early. top_k defaults to " +
+			strconv.Itoa(SweepTopK) + " (at most 500); token_budget (default " + strconv.Itoa(SweepTokenBudget) +
+			") caps the rows, each costing its JSON bytes / 4 and at least 8, the first row always kept." + freshnessOff,
+		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
+			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
+		schema: schemaFor(name),
+		gate:   memFlagGate(CodeCapabilityDenied, name, flagFreshness),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sweepArgs) (*Result, error) {
+			topK, budget := SweepTopK, SweepTokenBudget
+			if in.TopK != nil {
+				topK = *in.TopK
+			}
+			if in.TokenBudget != nil {
+				budget = *in.TokenBudget
+			}
+			now := env.now()
+			out := sweepOut{DryRun: true, Now: now.Format(time.RFC3339Nano)}
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var top []decayedFact
+				stats, err := store.ScanFacts(tx, store.FactScan{
+					Tenant: c.TenantID(), Agent: c.Identity(), IncludeSuperseded: true, MaxExamined: FreshnessMaxExamined,
+				}, func(f *store.Fact) error {
+					d := decayOf(env.Decay, f, now)
+					if sweepReason(d) == "" {
+						return nil
+					}
+					pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), f.ID)
+					if err != nil || pinned {
+						return err
+					}
+					top = keepTop(top, d, topK, sweepFirst)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				out.Examined, out.Complete = stats.Examined, stats.Complete
+				out.Rows, out.TotalTokens, out.TruncatedByTokenBudget = []SweepRow{}, 0, false
+				for _, d := range top {
+					f := d.fact
+					row := SweepRow{
+						FactID: f.ID, Entity: f.Entity, Key: f.Key, Reason: sweepReason(d), Freshness: d.freshness,
+						HorizonClass: f.HorizonClass, AgeHours: roundHours(d.age), SupersededBy: f.SupersededBy,
+						StoredAt: f.StoredAt.Format(time.RFC3339Nano),
+					}
+					cost := freshnessRowCost(row)
+					if len(out.Rows) > 0 && out.TotalTokens+cost > budget {
+						out.TruncatedByTokenBudget = true
+						break
+					}
+					out.Rows = append(out.Rows, row)
+					out.TotalTokens += cost
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- memory_set_horizon ----
+
+type setHorizonArgs struct {
+	FactID       string `json:"fact_id"`
+	HorizonClass string `json:"horizon_class"`
+}
+
+func memorySetHorizon() *Tool {
+	const name = "memory_set_horizon"
+	return &Tool{
+		Name: name,
+		Description: "Re-classify how quickly a fact goes stale: volatile, medium, stable or none (never stale). The " +
+			"fact's current version changes in place; its value, confidence and storage time stay, and its " +
+			"freshness and query_facts ranking follow the new class at once. Needs an authenticated caller " +
+			"(anonymous: an isError result). A superseded version is a -32004 conflict naming the current one; a " +
+			"deleted fact or one you cannot see is an isError result; reserved entities (starting with __) are " +
+			"refused with -32602." + freshnessOff,
+		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
+		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
+		schema:      schemaFor(name),
+		gate:        memFlagGate(CodeCapabilityDenied, name, flagFreshness),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *setHorizonArgs) (*Result, error) {
+			if res := memNeedIdentity(name, c); res != nil {
+				return res, nil
+			}
+			var previous string
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				f, err := memCurrentFact(tx, c, in.FactID)
+				if err != nil {
+					return err
+				}
+				previous = f.HorizonClass
+				return store.SetHorizon(tx, f, in.HorizonClass)
+			})
+			if err != nil {
+				return memFactFailure(name, in.FactID, err)
+			}
+			return jsonResult(map[string]any{"fact_id": in.FactID, "horizon_class": in.HorizonClass,
+				"previous_horizon_class": previous, "ok": true})
+		}),
+	}
+}
+
+// ---- memory_reverify ----
+
+type reverifyArgs struct {
+	FactID string `json:"fact_id"`
+}
+
+type reverifyOut struct {
+	FactID       string `json:"fact_id"`
+	ReceiptID    string `json:"receipt_id"`
+	ReceiptClass string `json:"receipt_class"`
+	ReverifiedAt string `json:"reverified_at"`
+}
+
+func memoryReverify() *Tool {
+	const name = "memory_reverify"
+	return &Tool{
+		Name: name,
+		Description: "Confirm that a fact still holds: its decay clock restarts now (reverified_at), so a stale fact " +
+			"is fresh again and ranks at its full confidence in query_facts, without rewriting its value, " +
+			"confidence or version. Each call mints a Reverify receipt (kind reverify: fact_id, entity, key, the " +
+			"BLAKE3 of the value, who and when), signed with the server's Ed25519 key and chained to the tenant's " +
+			"receipts; `crux verify receipt` checks it offline. Needs an authenticated caller (anonymous: an " +
+			"isError result). A superseded version is a -32004 conflict naming the current one; a deleted fact or " +
+			"one you cannot see is an isError result; reserved entities (starting with __) are refused with " +
+			"-32602." + freshnessOff,
+		Annotations: Annotations{Title: "Reverify memory"},
+		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
+		schema:      schemaFor(name),
+		gate:        memFlagGate(CodeCapabilityDenied, name, flagFreshness),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reverifyArgs) (*Result, error) {
+			if res := memNeedIdentity(name, c); res != nil {
+				return res, nil
+			}
+			var out reverifyOut
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				f, err := memCurrentFact(tx, c, in.FactID)
+				if err != nil {
+					return err
+				}
+				now := env.now()
+				if err := store.Reverify(tx, f, now); err != nil {
+					return err
+				}
+				at := now.Format(time.RFC3339Nano)
+				r, err := receipts.Append(tx, env.Signer, c.TenantID(), ReceiptKindReverify, c.Name(), ReverifyPayload{
+					FactID: f.ID, Entity: f.Entity, Key: f.Key, ValueHash: ValueHash(f.Value),
+					ReverifiedBy: c.Name(), ReverifiedAt: at,
+				}, now)
+				if err != nil {
+					return err
+				}
+				out = reverifyOut{FactID: f.ID, ReceiptID: r.ID, ReceiptClass: "Reverify", ReverifiedAt: at}
+				return nil
+			})
+			if err != nil {
+				return memFactFailure(name, in.FactID, err)
+			}
+			return jsonResult(out)
+		}),
+	}
+}

@@ -1,4 +1,504 @@
 package tools
 
-// memoryPanelTools returns memory_view, memory_edit, memory_pin and memory_history (seed §12.10).
-func memoryPanelTools() []*Tool { return nil }
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crux-go/crux/store"
+)
+
+// The memory panel (seed §12.10): memory_view, memory_edit, memory_pin and
+// memory_history, a consumer's window on the facts it may see.
+//
+// Decisions where the seed is silent:
+//   - CORECRUXD_FEATURE_MEMORY_PANEL off (=0, false, off or no) fails every
+//     panel tool with -32601 "<tool> is disabled (...)" and data
+//     {feature_flag, enabled: false}, as memory_forget does when its flag is
+//     off, before the arguments are checked.
+//   - The panel never shows or touches a reserved entity (one starting with
+//     "__"): naming one is a -32602 with error_code RESERVED_ENTITY_PREFIX.
+//   - memory_edit, memory_pin (and the freshness writes) need an
+//     authenticated caller; an anonymous one gets an isError result saying
+//     so, as the reference does for callers without a passport.
+//   - A fact that does not exist, belongs to another tenant or is another
+//     agent's private fact is "not found" (an isError result): the panel
+//     does not reveal that it exists.
+//   - memory_edit edits the current version only: editing a superseded or
+//     deleted fact is a -32004 conflict naming the current version. The
+//     editor's own pin moves to the new version; other agents' pins stay
+//     where they are (on the old version).
+//   - memory_history takes fact_id or {entity, key}, not both.
+
+const flagMemoryPanel = "CORECRUXD_FEATURE_MEMORY_PANEL"
+
+// Limits of memory_view.
+const (
+	// MemoryViewTopK is memory_view's default number of facts.
+	MemoryViewTopK = 20
+	// MemoryViewMaxTopK is the largest top_k memory_view accepts.
+	MemoryViewMaxTopK = 500
+	// MemoryViewTokenBudget is memory_view's default token budget.
+	MemoryViewTokenBudget = 2000
+)
+
+// panelOff is the sentence every panel description ends with.
+const panelOff = " Switched off by " + flagMemoryPanel + "=0 (or false, off, no; on by default): every call then fails with -32601."
+
+// memFlagGate is the -32601 or -32030 a tool answers while its flag is off.
+func memFlagGate(code int, tool, flag string) func(env *Env) (*Result, error) {
+	data := map[string]any{"feature_flag": flag, "enabled": false}
+	if code == CodeCapabilityDenied {
+		data["reason_code"] = "feature_disabled"
+	}
+	return flagGate(flag, &Error{Code: code, Message: tool + " is disabled (" + flag + "=0)", Data: data})
+}
+
+// PanelFact is a fact as the memory panel shows it. Pinned says whether the
+// caller pinned it; other agents' pins never show.
+type PanelFact struct {
+	ID            string  `json:"id"`
+	Entity        string  `json:"entity"`
+	Key           string  `json:"key"`
+	Value         string  `json:"value"`
+	Version       uint32  `json:"version"`
+	StoredAt      string  `json:"stored_at"`
+	Confidence    float64 `json:"confidence"`
+	Pinned        bool    `json:"pinned"`
+	SourceReceipt string  `json:"source_receipt"`
+	Private       bool    `json:"private,omitempty"`
+}
+
+func panelFact(f *store.Fact, pinned bool) PanelFact {
+	return PanelFact{
+		ID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, Version: f.Version,
+		StoredAt: f.StoredAt.Format(time.RFC3339Nano), Confidence: f.Confidence, Pinned: pinned,
+		SourceReceipt: f.SourceReceipt, Private: f.Private,
+	}
+}
+
+// Errors the panel's transactions return to their handler, which turns
+// them into results.
+var (
+	errMemNotFound = errors.New("fact not found")
+	errMemDeleted  = errors.New("fact deleted")
+)
+
+// memNotCurrentError says a fact was superseded: Current is the version that
+// stands now (it may be deleted).
+type memNotCurrentError struct {
+	Current *store.Fact
+}
+
+func (e *memNotCurrentError) Error() string { return "fact superseded by " + e.Current.ID }
+
+// memNeedIdentity is the isError result for an anonymous caller of a tool that
+// writes on its behalf, or nil when c has an identity.
+func memNeedIdentity(tool string, c Caller) *Result {
+	if c.Identity() != "" {
+		return nil
+	}
+	return errorResult("%s needs an authenticated caller; anonymous callers cannot change memories", tool)
+}
+
+// memReservedEntity is the -32602 for a reserved entity named through param.
+func memReservedEntity(tool, param, reason string) *Error {
+	e := InvalidParams(tool, param, reason)
+	e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
+	return e
+}
+
+// memVisibleFact reads fact id as c sees it: errMemNotFound when it does not
+// exist in c's tenant or is another agent's private fact, errReservedFact
+// when its entity is reserved.
+func memVisibleFact(tx store.Tx, c Caller, id string) (*store.Fact, error) {
+	f, err := store.GetFact(tx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, errMemNotFound
+	case err != nil:
+		return nil, err
+	case f.Tenant != c.TenantID() || !f.VisibleTo(c.Identity()):
+		return nil, errMemNotFound
+	case store.IsReserved(f.Entity):
+		return nil, errReservedFact
+	}
+	return f, nil
+}
+
+// memCurrentFact is memVisibleFact for a fact that must be current: a deleted
+// one is errMemDeleted, a superseded one a *memNotCurrentError.
+func memCurrentFact(tx store.Tx, c Caller, id string) (*store.Fact, error) {
+	f, err := memVisibleFact(tx, c, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case f.Deleted:
+		return nil, errMemDeleted
+	case f.SupersededBy != "":
+		cur, err := store.Successor(tx, f)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &memNotCurrentError{Current: cur}
+	}
+	return f, nil
+}
+
+// memFactFailure turns the errors of memVisibleFact and memCurrentFact into what
+// tool answers; other errors pass through.
+func memFactFailure(tool, id string, err error) (*Result, error) {
+	var nc *memNotCurrentError
+	switch {
+	case errors.Is(err, errMemNotFound):
+		return errorResult("fact not found: %s", id), nil
+	case errors.Is(err, errReservedFact):
+		return nil, memReservedEntity(tool, "fact_id", "belongs to a reserved entity (starting with "+store.ReservedPrefix+"), which the memory tools do not touch")
+	case errors.Is(err, errMemDeleted):
+		return errorResult("%s: fact %s is deleted", tool, id), nil
+	case errors.As(err, &nc):
+		msg := fmt.Sprintf("%s: fact %s is not the current version; the current version is %s", tool, id, nc.Current.ID)
+		if nc.Current.Deleted {
+			msg = fmt.Sprintf("%s: fact %s is not the current version; its latest version %s is deleted", tool, id, nc.Current.ID)
+		}
+		return nil, &Error{Code: CodeConflict, Message: msg, Data: map[string]any{
+			"fact_id": id, "current_fact_id": nc.Current.ID, "current_deleted": nc.Current.Deleted,
+		}}
+	}
+	return nil, err
+}
+
+func memoryPanelTools() []*Tool {
+	return []*Tool{memoryView(), memoryEdit(), memoryPin(), memoryHistory()}
+}
+
+// ---- memory_view ----
+
+type memoryViewArgs struct {
+	Entity      string `json:"entity"`
+	Key         string `json:"key"`
+	TopK        *int   `json:"top_k"`
+	TokenBudget *int   `json:"token_budget"`
+}
+
+type memoryViewOut struct {
+	Facts                  []PanelFact `json:"facts"`
+	TotalTokens            int         `json:"total_tokens"`
+	Returned               int         `json:"returned"`
+	TruncatedByTokenBudget bool        `json:"truncated_by_token_budget"`
+}
+
+func memoryView() *Tool {
+	const name = "memory_view"
+	return &Tool{
+		Name: name,
+		Description: "Read your memories as a panel: the current facts you can see (the shared pool and your own " +
+			"private facts), ranked as query_facts ranks them, optionally for one entity and/or key. Each fact says " +
+			"whether you pinned it. Reserved entities (starting with __) are never shown. top_k (default " +
+			strconv.Itoa(MemoryViewTopK) + ", at most " + strconv.Itoa(MemoryViewMaxTopK) + ") caps the facts; " +
+			"token_budget (default " + strconv.Itoa(MemoryViewTokenBudget) + " when omitted) caps their estimated " +
+			"tokens (JSON bytes / 4), always keeping the first fact. The text is a readable list; structuredContent " +
+			"has the rows." + panelOff,
+		Annotations: Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
+			"total_tokens, returned, truncated_by_token_budget}",
+		schema: schemaFor(name),
+		gate:   memFlagGate(CodeMethodNotFound, name, flagMemoryPanel),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryViewArgs) (*Result, error) {
+			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
+				return nil, err
+			}
+			if store.IsReserved(in.Entity) {
+				return nil, memReservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not shown in the memory panel")
+			}
+			topK, budget := MemoryViewTopK, MemoryViewTokenBudget
+			if in.TopK != nil {
+				topK = *in.TopK
+			}
+			if in.TokenBudget != nil {
+				budget = *in.TokenBudget
+			}
+			out := memoryViewOut{Facts: []PanelFact{}}
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				out = memoryViewOut{Facts: []PanelFact{}}
+				res, err := store.SearchFacts(tx, store.FactQuery{
+					Tenant: c.TenantID(), Agent: c.Identity(), Entity: in.Entity, Key: in.Key,
+					Limit: topK, Now: env.now(), Policy: env.Decay,
+				})
+				if err != nil {
+					return err
+				}
+				for _, r := range res.Facts {
+					if store.IsReserved(r.Entity) {
+						continue // SearchFacts leaves them out already; never show one regardless
+					}
+					pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), r.ID)
+					if err != nil {
+						return err
+					}
+					row := panelFact(r.Fact, pinned)
+					cost := rowTokens(row)
+					if len(out.Facts) > 0 && out.TotalTokens+cost > budget {
+						out.TruncatedByTokenBudget = true
+						break
+					}
+					out.Facts = append(out.Facts, row)
+					out.TotalTokens += cost
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			out.Returned = len(out.Facts)
+			return &Result{Content: []Content{{Type: "text", Text: viewNarrative(out)}}, StructuredContent: out}, nil
+		}),
+	}
+}
+
+// viewNarrative is memory_view's text: one line per fact.
+func viewNarrative(out memoryViewOut) string {
+	var b strings.Builder
+	switch len(out.Facts) {
+	case 0:
+		b.WriteString("No memories to show.")
+	case 1:
+		b.WriteString("1 memory:")
+	default:
+		fmt.Fprintf(&b, "%d memories:", len(out.Facts))
+	}
+	for _, f := range out.Facts {
+		fmt.Fprintf(&b, "\n- %s / %s: %s (version %d, confidence %s, stored %s", f.Entity, f.Key, f.Value,
+			f.Version, strconv.FormatFloat(f.Confidence, 'g', -1, 64), f.StoredAt)
+		if f.Pinned {
+			b.WriteString(", pinned")
+		}
+		if f.Private {
+			b.WriteString(", private")
+		}
+		fmt.Fprintf(&b, ") [%s]", f.ID)
+	}
+	if out.TruncatedByTokenBudget {
+		fmt.Fprintf(&b, "\nMore facts matched; the token budget stopped the list at %d tokens.", out.TotalTokens)
+	}
+	return b.String()
+}
+
+// ---- memory_edit ----
+
+type memoryEditArgs struct {
+	FactID   string `json:"fact_id"`
+	NewValue string `json:"new_value"`
+	Reason   string `json:"reason"`
+}
+
+type memoryEditOut struct {
+	OldFactID string    `json:"old_fact_id"`
+	NewFact   PanelFact `json:"new_fact"`
+	Reason    string    `json:"reason"`
+}
+
+// EditSourceReceipt is the source_receipt memory_edit gives the new version:
+// "memory_edit:<reason>", or "memory_edit" without a reason.
+func EditSourceReceipt(reason string) string {
+	if reason == "" {
+		return "memory_edit"
+	}
+	return "memory_edit:" + reason
+}
+
+func memoryEdit() *Tool {
+	const name = "memory_edit"
+	return &Tool{
+		Name: name,
+		Description: "Correct a memory: writes new_value as a new version of the fact's (entity, key) that supersedes " +
+			"it; the old version stays in memory_history. The new version keeps the fact's confidence, horizon " +
+			"class and scope (an edit of your private fact stays private to you) and records reason in its " +
+			"source_receipt as memory_edit:<reason>; your pin, if any, moves to it. Needs an authenticated caller " +
+			"(anonymous: an isError result). Only the current version can be edited: a superseded or deleted one " +
+			"is a -32004 conflict naming the current version. Reserved entities (starting with __) are refused " +
+			"with -32602; a fact you cannot see is not found." + panelOff,
+		Annotations: Annotations{Title: "Edit memory"},
+		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
+		schema:      schemaFor(name),
+		gate:        memFlagGate(CodeMethodNotFound, name, flagMemoryPanel),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryEditArgs) (*Result, error) {
+			if res := memNeedIdentity(name, c); res != nil {
+				return res, nil
+			}
+			var out memoryEditOut
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				old, err := memCurrentFact(tx, c, in.FactID)
+				if err != nil {
+					return err
+				}
+				nf, _, err := store.PutFact(tx, store.NewFact{
+					Tenant: c.TenantID(), Owner: c.Identity(), Entity: old.Entity, Key: old.Key, Value: in.NewValue,
+					SourceReceipt: EditSourceReceipt(in.Reason), Confidence: old.Confidence, Private: old.Private,
+					HorizonClass: old.HorizonClass, Now: env.now(),
+				})
+				if err != nil {
+					return err
+				}
+				pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), old.ID)
+				if err != nil {
+					return err
+				}
+				if pinned { // the pin moves to the new version
+					if err := store.SetPin(tx, c.TenantID(), c.Identity(), old.ID, false); err != nil {
+						return err
+					}
+					if err := store.SetPin(tx, c.TenantID(), c.Identity(), nf.ID, true); err != nil {
+						return err
+					}
+				}
+				out = memoryEditOut{OldFactID: old.ID, NewFact: panelFact(nf, pinned), Reason: in.Reason}
+				return nil
+			})
+			if err != nil {
+				return memFactFailure(name, in.FactID, err)
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- memory_pin ----
+
+type memoryPinArgs struct {
+	FactID string `json:"fact_id"`
+	Pinned *bool  `json:"pinned"`
+}
+
+func memoryPin() *Tool {
+	const name = "memory_pin"
+	return &Tool{
+		Name: name,
+		Description: "Pin (pinned true, the default) or unpin a fact for yourself. Pins are per agent: no other agent " +
+			"sees yours or is affected by them. A fact you pinned is never a memory_sweep_candidates candidate for " +
+			"you, and memory_view and memory_freshness mark it. Any fact you can see may be pinned except a deleted " +
+			"one; unpinning always works. Pinning twice is harmless. Needs an authenticated caller (anonymous: an " +
+			"isError result); reserved entities (starting with __) are refused with -32602." + panelOff,
+		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
+		Output:      "{fact_id, pinned}",
+		schema:      schemaFor(name),
+		gate:        memFlagGate(CodeMethodNotFound, name, flagMemoryPanel),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryPinArgs) (*Result, error) {
+			if res := memNeedIdentity(name, c); res != nil {
+				return res, nil
+			}
+			pinned := in.Pinned == nil || *in.Pinned
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				f, err := memVisibleFact(tx, c, in.FactID)
+				if err != nil {
+					return err
+				}
+				if pinned && f.Deleted {
+					return errMemDeleted
+				}
+				return store.SetPin(tx, c.TenantID(), c.Identity(), f.ID, pinned)
+			})
+			if err != nil {
+				return memFactFailure(name, in.FactID, err)
+			}
+			return jsonResult(map[string]any{"fact_id": in.FactID, "pinned": pinned})
+		}),
+	}
+}
+
+// ---- memory_history ----
+
+type memoryHistoryArgs struct {
+	Entity string `json:"entity"`
+	Key    string `json:"key"`
+	FactID string `json:"fact_id"`
+}
+
+// MemoryVersion is one version in memory_history.
+type MemoryVersion struct {
+	ID            string  `json:"id"`
+	Value         string  `json:"value"`
+	Version       uint32  `json:"version"`
+	StoredAt      string  `json:"stored_at"`
+	Supersedes    *string `json:"supersedes"` // null for a chain's first version
+	SupersededBy  string  `json:"superseded_by,omitempty"`
+	Deleted       bool    `json:"deleted"`
+	SourceReceipt string  `json:"source_receipt"`
+	Private       bool    `json:"private,omitempty"`
+}
+
+func memoryHistory() *Tool {
+	const name = "memory_history"
+	return &Tool{
+		Name: name,
+		Description: "Every version of a memory, oldest first, superseded and deleted ones included. Give either " +
+			"fact_id (the version chain that fact belongs to) or entity and key together (the shared chain and " +
+			"your private chain of that pair, private versions marked); neither, both, or only one of entity and " +
+			"key is a -32602. Reserved entities (starting with __) are refused with -32602: operators use " +
+			"fact_history for those. A fact_id you cannot see is not found." + panelOff,
+		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, private?}]}",
+		schema:      schemaFor(name),
+		gate:        memFlagGate(CodeMethodNotFound, name, flagMemoryPanel),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryHistoryArgs) (*Result, error) {
+			byPair := in.Entity != "" || in.Key != ""
+			switch {
+			case in.FactID != "" && byPair:
+				return nil, InvalidParams(name, "fact_id", "give either fact_id or entity and key, not both")
+			case in.FactID == "" && !byPair:
+				return nil, InvalidParams(name, "fact_id", "give either fact_id or entity and key")
+			case byPair && in.Entity == "":
+				return nil, InvalidParams(name, "entity", "is required with key")
+			case byPair && in.Key == "":
+				return nil, InvalidParams(name, "key", "is required with entity")
+			}
+			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
+				return nil, err
+			}
+			if store.IsReserved(in.Entity) {
+				return nil, memReservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved; use fact_history")
+			}
+			var fs []*store.Fact
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				entity, key := in.Entity, in.Key
+				var of *store.Fact
+				if in.FactID != "" {
+					f, err := memVisibleFact(tx, c, in.FactID)
+					if err != nil {
+						return err
+					}
+					entity, key, of = f.Entity, f.Key, f
+				}
+				all, err := store.History(tx, c.TenantID(), c.Identity(), entity, key)
+				if err != nil {
+					return err
+				}
+				fs = fs[:0]
+				for _, f := range all {
+					if of == nil || f.Private == of.Private { // fact_id: its own chain only
+						fs = append(fs, f)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return memFactFailure(name, in.FactID, err)
+			}
+			versions := make([]MemoryVersion, 0, len(fs))
+			for _, f := range fs {
+				v := MemoryVersion{
+					ID: f.ID, Value: f.Value, Version: f.Version, StoredAt: f.StoredAt.Format(time.RFC3339Nano),
+					SupersededBy: f.SupersededBy, Deleted: f.Deleted, SourceReceipt: f.SourceReceipt, Private: f.Private,
+				}
+				if f.Supersedes != "" {
+					v.Supersedes = &f.Supersedes
+				}
+				versions = append(versions, v)
+			}
+			return jsonResult(map[string]any{"versions": versions})
+		}),
+	}
+}
