@@ -393,3 +393,18 @@ func TestAuditEnvelope(t *testing.T) {
 	assert.Equal(t, "crux-mcp.query_facts", env["autonomy_consumed"].(map[string]any)["capability"])
 	assert.NotNil(t, res.Meta["envelope"], "mirrored at _meta")
 }
+
+// Pinned facts survive decay: for the agent who pinned it, a stale fact
+// ranks at its stored confidence; for everyone else it is demoted.
+func TestPinnedFactsSurviveDecay(t *testing.T) {
+	srv, clk := newClockServer(t)
+	f := call(t, srv, alice, "store_fact", `{"entity":"ops","key":"a","value":"pinned","confidence":0.8,"horizon_class":"volatile"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"b","value":"steady","confidence":0.6}`)
+	call(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, f["fact_id"]))
+	clk.Advance(48 * time.Hour)
+	assert.Equal(t, []string{"pinned", "steady"}, values(t, call(t, srv, alice, "query_facts", `{"entity":"ops"}`)))
+	assert.Equal(t, []string{"steady", "pinned"}, values(t, call(t, srv, bob, "query_facts", `{"entity":"ops"}`)))
+	r := rows(t, call(t, srv, alice, "query_facts", `{"entity":"ops"}`))[0]
+	assert.Equal(t, "stale", r["freshness"], "the fact is still reported stale")
+	assert.InDelta(t, 0.8, r["effective_confidence"], 1e-9)
+}

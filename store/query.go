@@ -69,7 +69,11 @@ type FactQuery struct {
 type RankedFact struct {
 	*Fact
 	Freshness string
-	Effective float64 // EffectiveConfidence(Confidence, Freshness)
+	// Effective is EffectiveConfidence(Confidence, Freshness), except for a
+	// fact the querying agent pinned: pinned facts survive decay, so they
+	// rank at their stored confidence even when stale.
+	Effective float64
+	Pinned    bool // pinned by the querying agent
 }
 
 // FactResult is the outcome of [SearchFacts].
@@ -160,7 +164,11 @@ func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, 
 			if err != nil {
 				return err
 			}
-			if r, ok := q.rank(f, true); ok {
+			r, ok, err := q.rank(tx, f, true)
+			if err != nil {
+				return err
+			}
+			if ok {
 				if r.Effective < q.MinEffective {
 					res.BelowFloor++
 				} else {
@@ -200,7 +208,10 @@ func rankStream(tx Tx, q FactQuery, each func(visit func(key []byte) error) erro
 		if err != nil {
 			return err
 		}
-		r, ok := q.rank(f, false)
+		r, ok, err := q.rank(tx, f, false)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			return nil
 		}
@@ -222,31 +233,41 @@ func rankStream(tx Tx, q FactQuery, each func(visit func(key []byte) error) erro
 
 // rank applies q's filters to f (the keyword terms only when checkTerms)
 // and, when it passes, computes its freshness.
-func (q *FactQuery) rank(f *Fact, checkTerms bool) (RankedFact, bool) {
+func (q *FactQuery) rank(tx Tx, f *Fact, checkTerms bool) (RankedFact, bool, error) {
 	if f.Tenant != q.Tenant || f.Deleted || !f.VisibleTo(q.Agent) {
-		return RankedFact{}, false
+		return RankedFact{}, false, nil
 	}
 	if !q.AsOf.IsZero() {
 		if !f.ValidAt(q.AsOf) {
-			return RankedFact{}, false
+			return RankedFact{}, false, nil
 		}
 	} else if !q.IncludeSuperseded && f.SupersededBy != "" {
-		return RankedFact{}, false
+		return RankedFact{}, false, nil
 	}
 	switch {
 	case q.Entity != "" && f.Entity != q.Entity,
 		q.EntityPrefix != "" && !strings.HasPrefix(f.Entity, q.EntityPrefix),
 		q.Key != "" && f.Key != q.Key:
-		return RankedFact{}, false
+		return RankedFact{}, false, nil
 	}
 	if IsReserved(f.Entity) && !IsReserved(q.Entity) && !IsReserved(q.EntityPrefix) {
-		return RankedFact{}, false
+		return RankedFact{}, false, nil
 	}
 	if checkTerms && len(q.Terms) > 0 && !matchesTerms(f, q.Terms) {
-		return RankedFact{}, false
+		return RankedFact{}, false, nil
 	}
-	fr := q.Policy.Freshness(f.HorizonClass, f.Anchor(), q.Now)
-	return RankedFact{Fact: f, Freshness: fr, Effective: EffectiveConfidence(f.Confidence, fr)}, true
+	r := RankedFact{Fact: f, Freshness: q.Policy.Freshness(f.HorizonClass, f.Anchor(), q.Now)}
+	r.Effective = EffectiveConfidence(f.Confidence, r.Freshness)
+	if r.Freshness == Stale && q.Agent != "" {
+		var err error
+		if r.Pinned, err = IsPinned(tx, q.Tenant, q.Agent, f.ID); err != nil {
+			return RankedFact{}, false, err
+		}
+		if r.Pinned {
+			r.Effective = f.Confidence
+		}
+	}
+	return r, true, nil
 }
 
 func matchesTerms(f *Fact, terms []string) bool {
