@@ -51,15 +51,8 @@ var DefaultDecayPolicy = DecayPolicy{
 // a fact is stale when its age exceeds the class's threshold (an age exactly
 // equal to it is still fresh).
 func (p DecayPolicy) Freshness(class string, anchor, now time.Time) string {
-	var limit time.Duration
-	switch class {
-	case HorizonVolatile:
-		limit = p.VolatileStale
-	case HorizonMedium:
-		limit = p.MediumStale
-	case HorizonStable:
-		limit = p.StableStale
-	default:
+	limit, ok := p.Horizon(class)
+	if !ok {
 		return Fresh
 	}
 	if anchor.IsZero() || anchor.After(now) {
@@ -69,6 +62,20 @@ func (p DecayPolicy) Freshness(class string, anchor, now time.Time) string {
 		return Stale
 	}
 	return Fresh
+}
+
+// Horizon is the age past which a fact of class goes stale under p, and
+// false for class none (or an unknown class), which never does.
+func (p DecayPolicy) Horizon(class string) (time.Duration, bool) {
+	switch class {
+	case HorizonVolatile:
+		return p.VolatileStale, true
+	case HorizonMedium:
+		return p.MediumStale, true
+	case HorizonStable:
+		return p.StableStale, true
+	}
+	return 0, false
 }
 
 // EffectiveConfidence is the confidence used for ranking: half the stored

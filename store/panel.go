@@ -158,16 +158,3 @@ func Reverify(tx Tx, f *Fact, at time.Time) error {
 	return writeFact(tx, f)
 }
 
-// Horizon is the age past which a fact of class goes stale under p, and
-// false for class none (or an unknown class), which never does.
-func (p DecayPolicy) Horizon(class string) (time.Duration, bool) {
-	switch class {
-	case HorizonVolatile:
-		return p.VolatileStale, true
-	case HorizonMedium:
-		return p.MediumStale, true
-	case HorizonStable:
-		return p.StableStale, true
-	}
-	return 0, false
-}
