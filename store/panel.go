@@ -157,4 +157,3 @@ func Reverify(tx Tx, f *Fact, at time.Time) error {
 	f.ReverifiedAt = &at
 	return writeFact(tx, f)
 }
-
