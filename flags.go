@@ -106,6 +106,8 @@ type Flags struct {
 	AuditEnvelope bool
 
 	// MemoryAck gates memory_acknowledge_use (CORECRUXD_FEATURE_MEMORY_ACK).
+	// When off, the tool succeeds with feature_enabled false and records
+	// nothing.
 	MemoryAck bool
 
 	// C2PAOutput gates output_attest (CORECRUXD_FEATURE_C2PA_OUTPUT).
@@ -142,7 +144,8 @@ type Flags struct {
 	ForgetRecoveryWindowDays int
 
 	// MemoryPanel gates memory_view, memory_edit, memory_pin and
-	// memory_history (CORECRUXD_FEATURE_MEMORY_PANEL).
+	// memory_history (CORECRUXD_FEATURE_MEMORY_PANEL). When off, they
+	// answer -32601.
 	MemoryPanel bool
 
 	// Freshness gates memory_freshness, memory_sweep_candidates,
@@ -163,7 +166,8 @@ type Flags struct {
 	DecayStableDays int
 
 	// Consolidation gates memory_contradictions and memory_consolidate
-	// (CORECRUXD_FEATURE_CONSOLIDATION).
+	// (CORECRUXD_FEATURE_CONSOLIDATION). When off, both answer
+	// CAPABILITY_DENIED.
 	Consolidation bool
 
 	// Artefacts gates artefact_put, artefact_get and artefact_list

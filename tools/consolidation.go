@@ -1,4 +1,371 @@
 package tools
 
-// consolidationTools returns memory_contradictions and memory_consolidate (seed §12.12).
-func consolidationTools() []*Tool { return nil }
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+// Contradiction surfacing and safe consolidation (seed §12.12).
+//
+// memory_contradictions compares the current facts a caller can see (the
+// shared pool and its own private facts) that share a logical (entity,
+// key), and reports those whose values fall in opposite polarity classes
+// (store.Polarity). A write supersedes the current fact of its scope, so a
+// scope holds one current fact per (entity, key) and such pairs meet where
+// scopes meet: the shared fact and the caller's own private fact. A chain
+// holding two current facts (a fact brought back outside store_fact) is
+// found as well. Superseded versions are history, not contradictions: the
+// seed compares active, non-superseded facts only, and memory_consolidate
+// could not take a superseded fact as a target anyway. The scan is bounded
+// (store.Contradictions): without a filter it examines only the entities
+// where the caller holds private facts, and it reads at most
+// store.DefaultContradictionScan facts per call.
+//
+// memory_consolidate is the explicit resolution: one store transaction
+// writes the canonical fact (superseding the targets, whose history
+// stays), records the consolidation id and mints a signed "consolidation"
+// receipt. Both tools answer -32030 while CORECRUXD_FEATURE_CONSOLIDATION
+// is off, as the freshness tools do and as the reference does.
+
+const flagConsolidation = "CORECRUXD_FEATURE_CONSOLIDATION"
+
+// consolidationOff is the gate of both tools: -32030 while the flag is off
+// (a fresh error each time, so no caller shares its data).
+func consolidationOff(tool string) func(env *Env) (*Result, error) {
+	return func(env *Env) (*Result, error) {
+		if env.Enabled(flagConsolidation) {
+			return nil, nil
+		}
+		return nil, &Error{
+			Code: CodeCapabilityDenied,
+			Message: tool + " is disabled: " + flagConsolidation + " is off (it is on by default; " +
+				"unset it or set it to 1 to enable)",
+			Data: map[string]any{"feature_flag": flagConsolidation, "enabled": false},
+		}
+	}
+}
+
+// requirePassport refuses an anonymous caller with -32030: the tool needs
+// an authenticated passport (an authenticated agent's passport id is its
+// name).
+func requirePassport(tool string, c Caller) error {
+	if c.Identity() != "" {
+		return nil
+	}
+	return &Error{
+		Code:    CodeCapabilityDenied,
+		Message: tool + " requires an authenticated passport; anonymous calls are refused",
+		Data:    map[string]any{"reason": "requires_passport", "tool": tool},
+	}
+}
+
+func consolidationTools() []*Tool {
+	return []*Tool{memoryContradictions(), memoryConsolidate()}
+}
+
+// reservedEntity is the -32602 for an entity argument under a reserved prefix.
+func reservedEntity(tool, param string) *Error {
+	e := InvalidParams(tool, param, "entities starting with "+store.ReservedPrefix+" are reserved for crux")
+	e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
+	return e
+}
+
+// ---- memory_contradictions ----
+
+type contradictionsArgs struct {
+	Limit        *int   `json:"limit"`
+	TokenBudget  *int   `json:"token_budget"`
+	Entity       string `json:"entity"`
+	EntityPrefix string `json:"entity_prefix"`
+	Key          string `json:"key"`
+}
+
+// ContradictionRow is one candidate of memory_contradictions: current
+// facts of one (entity, key) with opposite polarity. FactIDs, Values and
+// Scopes are parallel, oldest fact first; polarity_a is the class of the
+// oldest.
+type ContradictionRow struct {
+	Entity    string   `json:"entity"`
+	Key       string   `json:"key"`
+	Reason    string   `json:"reason"`
+	PolarityA string   `json:"polarity_a"`
+	PolarityB string   `json:"polarity_b"`
+	FactIDs   []string `json:"fact_ids"`
+	Values    []string `json:"values"`
+	// Scopes says, per fact, whether it is "shared" or "private" (yours).
+	Scopes []string `json:"scopes"`
+}
+
+// ReasonOppositePolarity is the reason of every contradiction candidate.
+const ReasonOppositePolarity = "opposite_polarity_same_entity_key"
+
+type contradictionsOut struct {
+	Candidates             []ContradictionRow `json:"candidates"`
+	Count                  int                `json:"count"`
+	Limit                  int                `json:"limit"`
+	DryRun                 bool               `json:"dry_run"`
+	Mode                   string             `json:"mode"`
+	EntitiesExamined       int                `json:"entities_examined"`
+	FactsRead              int                `json:"facts_read"`
+	ScanTruncated          bool               `json:"scan_truncated"`
+	LimitReached           bool               `json:"limit_reached"`
+	TotalTokens            int                `json:"total_tokens"`
+	TruncatedByTokenBudget bool               `json:"truncated_by_token_budget"`
+	Notes                  []string           `json:"notes"`
+}
+
+func memoryContradictions() *Tool {
+	const name = "memory_contradictions"
+	return &Tool{
+		Name: name,
+		Description: "Read-only: find current facts you can see that share an (entity, key) but carry opposite " +
+			"polarity (true/yes/on/enabled/active/complete/passed/approved/present against " +
+			"false/no/off/disabled/inactive/blocked/failed/rejected/absent, the whole value compared). Because a " +
+			"write supersedes the current fact of its scope, such pairs are usually your private fact against the " +
+			"shared one; superseded versions are history and never compared. It detects only and never resolves " +
+			"(use memory_consolidate). Which entities it examines: entity, entity_prefix or key when given; " +
+			"otherwise the entities where you hold private facts (anonymous callers: none). It reads at most " +
+			fmt.Sprint(store.DefaultContradictionScan) + " facts per call (scan_truncated says it stopped early); " +
+			"limit (default 50) caps candidates and token_budget (default 500) trims them, the first always kept. " +
+			"Other agents' private facts are never read. Needs " + flagConsolidation + " (on by default; =0 " +
+			"disables, and the tool then answers -32030).",
+		Annotations: Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{candidates: [{entity, key, reason, polarity_a, polarity_b, fact_ids: [string], values: [string], " +
+			"scopes: [shared|private]}], count, limit, dry_run: true, mode, entities_examined, facts_read, " +
+			"scan_truncated, limit_reached, total_tokens, truncated_by_token_budget, notes}",
+		schema: schemaFor(name),
+		gate:   consolidationOff(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *contradictionsArgs) (*Result, error) {
+			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
+				return nil, err
+			}
+			switch {
+			case in.Entity != "" && in.EntityPrefix != "":
+				return nil, InvalidParams(name, "entity_prefix", "cannot be combined with entity")
+			case store.IsReserved(in.Entity):
+				return nil, reservedEntity(name, "entity")
+			case store.IsReserved(in.EntityPrefix):
+				return nil, reservedEntity(name, "entity_prefix")
+			}
+			limit, budget := 50, 500
+			if in.Limit != nil {
+				limit = *in.Limit
+			}
+			if in.TokenBudget != nil {
+				budget = *in.TokenBudget
+			}
+			q := store.ContradictionQuery{
+				Tenant: c.TenantID(), Agent: c.Identity(),
+				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key, Limit: limit,
+			}
+			out := contradictionsOut{Candidates: []ContradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
+			switch {
+			case in.Entity != "":
+				out.Mode = "entity"
+			case in.EntityPrefix != "":
+				out.Mode = "entity_prefix"
+			case in.Key != "":
+				out.Mode = "key"
+			default:
+				out.Mode = "own_private_entities"
+				if c.Identity() == "" {
+					out.Notes = append(out.Notes, "anonymous callers have no private facts to compare; "+
+						"name entity, entity_prefix or key to examine shared facts")
+				}
+			}
+			var res store.ContradictionResult
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				res, err = store.Contradictions(tx, q)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			out.EntitiesExamined, out.FactsRead = res.Entities, res.FactsRead
+			out.ScanTruncated, out.LimitReached = res.Truncated, res.LimitReached
+			if res.Truncated {
+				out.Notes = append(out.Notes, fmt.Sprintf("stopped after reading %d facts: the first %d entities "+
+					"in byte order were compared, the rest were not; narrow with entity, entity_prefix or key",
+					res.FactsRead, res.Entities))
+			}
+			for _, cand := range res.Candidates {
+				row := ContradictionRow{
+					Entity: cand.Entity, Key: cand.Key, Reason: ReasonOppositePolarity,
+					PolarityA: cand.PolarityA, PolarityB: cand.PolarityB,
+				}
+				for _, f := range cand.Facts {
+					scope := "shared"
+					if f.Private {
+						scope = "private"
+					}
+					row.FactIDs = append(row.FactIDs, f.ID)
+					row.Values = append(row.Values, f.Value)
+					row.Scopes = append(row.Scopes, scope)
+				}
+				cost := rowTokens(row)
+				if len(out.Candidates) > 0 && out.TotalTokens+cost > budget {
+					out.TruncatedByTokenBudget = true
+					break
+				}
+				out.Candidates = append(out.Candidates, row)
+				out.TotalTokens += cost
+			}
+			out.Count = len(out.Candidates)
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- memory_consolidate ----
+
+type consolidateArgs struct {
+	Entity                   string   `json:"entity"`
+	Key                      string   `json:"key"`
+	CanonicalValue           string   `json:"canonical_value"`
+	TargetFactIDs            []string `json:"target_fact_ids"`
+	ProtectedFactIDs         []string `json:"protected_fact_ids"`
+	Confidence               *float64 `json:"confidence"`
+	ProtectedConfidenceFloor *float64 `json:"protected_confidence_floor"`
+	ConsolidationID          *string  `json:"consolidation_id"`
+	HorizonClass             string   `json:"horizon_class"`
+}
+
+// ConsolidationReceipt is the payload of a "consolidation" receipt, and
+// the receipt memory_consolidate returns (with ReceiptID, which is not
+// part of the payload).
+type ConsolidationReceipt struct {
+	ConsolidationID string `json:"consolidation_id" cbor:"consolidation_id"`
+	Entity          string `json:"entity" cbor:"entity"`
+	Key             string `json:"key" cbor:"key"`
+	CanonicalFactID string `json:"canonical_fact_id" cbor:"canonical_fact_id"`
+	// CanonicalHash is "blake3:" and the hex BLAKE3 of the canonical value.
+	CanonicalHash     string   `json:"canonical_hash" cbor:"canonical_hash"`
+	SupersededFactIDs []string `json:"superseded_fact_ids" cbor:"superseded_fact_ids"`
+	SourceFactIDs     []string `json:"source_fact_ids" cbor:"source_fact_ids"`
+	// ReceiptID names the signed receipt; `crux verify receipt` checks it.
+	ReceiptID string `json:"receipt_id" cbor:"-"`
+}
+
+// ReceiptKindConsolidation is the kind of the receipt memory_consolidate mints.
+const ReceiptKindConsolidation = "consolidation"
+
+func memoryConsolidate() *Tool {
+	const name = "memory_consolidate"
+	return &Tool{
+		Name: name,
+		Description: "Explicit write: collapse target_fact_ids, live shared facts of one (entity, key) you can see, " +
+			"into one canonical fact with canonical_value. The canonical fact is the next version of the pair " +
+			"(source_receipt consolidation:<consolidation_id>) and supersedes every target; history is preserved " +
+			"(fact_history shows the targets superseded by it). The pair's current shared fact must be among the " +
+			"targets. Refused with -32030 and data {reason, fact_id}: a target listed in protected_fact_ids " +
+			"(protected), pinned by you (pinned), with a source receipt (receipt_linked), private (private), or " +
+			"with confidence at or above protected_confidence_floor, default 0.99 (high_confidence). A target that " +
+			"does not exist, is not visible, deleted, superseded or outside (entity, key) is a -32602. One " +
+			"transaction writes the fact and a signed consolidation receipt; a consolidation_id already used is a " +
+			"-32004. Requires an authenticated passport (anonymous: -32030). Needs " + flagConsolidation +
+			" (on by default; =0 disables, and the tool then answers -32030).",
+		Annotations: Annotations{Title: "Consolidate memory", DestructiveHint: true},
+		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +
+			"superseded_fact_ids: [string], source_fact_ids: [string], receipt_id}}",
+		schema: schemaFor(name),
+		gate:   consolidationOff(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *consolidateArgs) (*Result, error) {
+			if err := requirePassport(name, c); err != nil {
+				return nil, err
+			}
+			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
+				return nil, err
+			}
+			if store.IsReserved(in.Entity) {
+				return nil, reservedEntity(name, "entity")
+			}
+			id := "mcp-" + newUUID()
+			if in.ConsolidationID != nil {
+				id = strings.TrimSpace(*in.ConsolidationID)
+				if id == "" {
+					return nil, InvalidParams(name, "consolidation_id", "must not be blank; omit it for an automatic id")
+				}
+				if err := checkName(name, "consolidation_id", id); err != nil {
+					return nil, err
+				}
+			}
+			req := store.ConsolidateRequest{
+				Tenant: c.TenantID(), Agent: c.Identity(), ID: id,
+				Entity: in.Entity, Key: in.Key, Value: in.CanonicalValue,
+				Targets: in.TargetFactIDs, Protected: in.ProtectedFactIDs,
+				Confidence: 1.0, Floor: 0.99, HorizonClass: in.HorizonClass,
+			}
+			if in.Confidence != nil {
+				req.Confidence = *in.Confidence
+			}
+			if in.ProtectedConfidenceFloor != nil {
+				req.Floor = *in.ProtectedConfidenceFloor
+			}
+			var out ConsolidationReceipt
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				r := req
+				r.Now = env.now() // inside the transaction, so the chain's times follow its versions
+				cons, err := store.Consolidate(tx, r)
+				if err != nil {
+					return err
+				}
+				p := ConsolidationReceipt{
+					ConsolidationID: cons.ID, Entity: r.Entity, Key: r.Key,
+					CanonicalFactID: cons.Canonical.ID, CanonicalHash: cons.CanonicalHash,
+					SupersededFactIDs: cons.Superseded, SourceFactIDs: cons.Sources,
+				}
+				rec, err := receipts.Append(tx, env.Signer, c.TenantID(), ReceiptKindConsolidation, c.Name(), p, r.Now)
+				if err != nil {
+					return err
+				}
+				p.ReceiptID = rec.ID
+				out = p
+				return nil
+			})
+			if err != nil {
+				return nil, consolidateError(name, err)
+			}
+			return jsonResult(map[string]any{"status": "consolidated", "receipt": out})
+		}),
+	}
+}
+
+// consolidateError maps the store's refusals to the tool's errors: a guard
+// is -32030 with data {reason, fact_id}, a bad target -32602 naming
+// target_fact_ids, a reused id -32004.
+func consolidateError(tool string, err error) error {
+	var ge *store.GuardError
+	var te *store.TargetError
+	var ce *store.ConsolidationExistsError
+	switch {
+	case errors.As(err, &ge):
+		data := map[string]any{"reason": ge.Reason, "fact_id": ge.FactID}
+		if ge.Reason == store.GuardHighConfidence {
+			data["confidence"], data["floor"] = ge.Confidence, ge.Floor
+		}
+		return &Error{Code: CodeCapabilityDenied, Message: tool + ": " + ge.Error(), Data: data}
+	case errors.As(err, &te):
+		e := InvalidParams(tool, "target_fact_ids", te.Error())
+		e.Data.(*ParamError).ErrorCode = "TARGET_" + strings.ToUpper(te.Reason)
+		return e
+	case errors.As(err, &ce):
+		return &Error{Code: CodeConflict, Message: tool + ": consolidation_id: " + ce.Error(),
+			Data: map[string]any{"consolidation_id": ce.ID, "canonical_fact_id": ce.CanonicalFactID}}
+	}
+	return err
+}
+
+// newUUID returns a random (version 4) UUID in its text form.
+func newUUID() string {
+	h := randomHex(16)
+	b := []byte(h)
+	b[12] = '4'                                                    // version
+	b[16] = "89ab"[strings.IndexByte("0123456789abcdef", b[16])&3] // variant
+	return fmt.Sprintf("%s-%s-%s-%s-%s", b[0:8], b[8:12], b[12:16], b[16:20], b[20:32])
+}

@@ -22,7 +22,8 @@ type Envelope struct {
 	Links            map[string]string `json:"links"`
 }
 
-// MemoryUsed is a fact an answer drew on. Reserved entities are never listed.
+// MemoryUsed is a fact an answer drew on. Reserved entities, private facts
+// included (they are stored under __agent::), are never listed.
 type MemoryUsed struct {
 	FactID    string  `json:"fact_id"`
 	Topic     string  `json:"topic"`
@@ -45,7 +46,7 @@ func readEnvelope(tool string, facts []store.RankedFact, now time.Time) *Envelop
 		AutonomyConsumed: map[string]any{"capability": surface.Capability(tool), "cost_credits": 0, "scope": surface.Capability(tool)},
 	}
 	for _, f := range facts {
-		if store.IsReserved(f.Entity) {
+		if store.IsReserved(f.Entity) || f.Private {
 			continue
 		}
 		age := max(0, now.Sub(f.Anchor()).Hours())

@@ -1,4 +1,252 @@
 package tools
 
-// memoryUseTools returns memory_acknowledge_use (seed §12.7).
-func memoryUseTools() []*Tool { return nil }
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+// Acknowledged memory use (seed §12.7).
+//
+// memory_acknowledge_use records, in a signed "memory_use" receipt, which
+// facts a turn drew on. Each listed id is resolved in the caller's tenant
+// and counted once, by the first rule that applies:
+//
+//   - filtered: the id itself, or the stored entity of its fact, starts
+//     with a reserved prefix (__agent::, __ops::, __bootstrap__:: and every
+//     other __ entity crux keeps). Another agent's private fact is stored
+//     under __agent::<owner>::, so it lands here too, indistinguishable
+//     from crux's own entities: nothing tells the caller whose it is.
+//   - not_found: no fact with that id in the caller's tenant (another
+//     tenant's facts do not exist for it).
+//   - not_visible: the fact was soft-deleted: it left every query (only
+//     fact_history shows it), so it is not recorded as used.
+//   - redacted: the caller's own private fact. Receipts are tenant-wide
+//     records, so the receipt leaves it out (it counts it in redacted_count
+//     instead); the caller's memories_used lists it by fact_id with an empty
+//     topic and redacted true, and the audit envelope never lists it.
+//   - otherwise the fact (current or superseded) is recorded: an entry
+//     {fact_id, entity} in the receipt and a row in memories_used.
+//
+// Duplicate ids count once. The resolution and the receipt happen in one
+// store transaction. retrieved_chunk_ids belong to the paid tier: crux
+// serves the local tier, so they are accepted, counted in
+// retrieved_chunk_ids_ignored and not recorded.
+
+const flagMemoryAck = "CORECRUXD_FEATURE_MEMORY_ACK"
+
+// ReceiptKindMemoryUse is the kind of the receipt memory_acknowledge_use mints.
+const ReceiptKindMemoryUse = "memory_use"
+
+// Intents memory_acknowledge_use documents. Any other value is recorded as given.
+var memoryUseIntents = []string{"answer", "decision", "tool_call", "implicit"}
+
+func memoryUseTools() []*Tool { return []*Tool{memoryAcknowledgeUse()} }
+
+type ackArgs struct {
+	TurnID            string   `json:"turn_id"`
+	FactIDs           []string `json:"fact_ids"`
+	Intent            *string  `json:"intent"`
+	RetrievedChunkIDs []string `json:"retrieved_chunk_ids"`
+	Confidence        *float64 `json:"confidence"`
+	Note              *string  `json:"note"`
+}
+
+// MemoryUseReceipt is the payload of a "memory_use" receipt, with the
+// fields of the reference's MemoryUse body (its schema, kind, receipt_id
+// and tenant_id are in the receipt's own header) and RedactedCount, crux's
+// addition.
+type MemoryUseReceipt struct {
+	TurnID        string           `json:"turn_id" cbor:"turn_id"`
+	ActorPassport string           `json:"actor_passport" cbor:"actor_passport"`
+	Intent        string           `json:"intent" cbor:"intent"`
+	CreatedAt     string           `json:"created_at" cbor:"created_at"` // RFC 3339, UTC
+	Entries       []MemoryUseEntry `json:"entries" cbor:"entries"`
+	// RetrievedChunkIDs is always empty: chunk ids are a paid-tier feature.
+	RetrievedChunkIDs []string `json:"retrieved_chunk_ids" cbor:"retrieved_chunk_ids"`
+	Confidence        *float64 `json:"confidence,omitempty" cbor:"confidence,omitempty"`
+	Note              string   `json:"note,omitempty" cbor:"note,omitempty"`
+	// RedactedCount is the number of the actor's own private facts used but
+	// left out of Entries.
+	RedactedCount int `json:"redacted_count" cbor:"redacted_count"`
+}
+
+// MemoryUseEntry is one fact a memory_use receipt records.
+type MemoryUseEntry struct {
+	FactID string `json:"fact_id" cbor:"fact_id"`
+	Entity string `json:"entity" cbor:"entity"`
+}
+
+// AckedMemory is one row of memory_acknowledge_use's memories_used.
+type AckedMemory struct {
+	FactID string `json:"fact_id"`
+	// Topic is the fact's entity; empty for a redacted (own private) fact.
+	Topic string `json:"topic"`
+	// AgeDays is the time since the fact was stored or last reverified, in
+	// days (two decimals).
+	AgeDays  float64 `json:"age_days"`
+	Redacted bool    `json:"redacted,omitempty"`
+}
+
+type ackOut struct {
+	TurnID                   string        `json:"turn_id"`
+	Intent                   string        `json:"intent"`
+	FeatureEnabled           bool          `json:"feature_enabled"`
+	ReceiptRef               string        `json:"receipt_ref"`
+	MemoriesUsed             []AckedMemory `json:"memories_used"`
+	FilteredCount            int           `json:"filtered_count"`
+	RedactedCount            int           `json:"redacted_count"`
+	NotFoundCount            int           `json:"not_found_count"`
+	NotVisibleCount          int           `json:"not_visible_count"`
+	RetrievedChunkIDsIgnored int           `json:"retrieved_chunk_ids_ignored"`
+	Notes                    []string      `json:"notes"`
+	Envelope                 *Envelope     `json:"envelope,omitempty"`
+}
+
+// memoryAckOff is the answer while CORECRUXD_FEATURE_MEMORY_ACK is off: a
+// success that says feature_enabled false and records nothing. It runs
+// before the arguments are read, so it cannot echo turn_id.
+func memoryAckOff(env *Env) (*Result, error) {
+	if env.Enabled(flagMemoryAck) {
+		return nil, nil
+	}
+	return jsonResult(map[string]any{
+		"feature_enabled": false, "feature_flag": flagMemoryAck, "tool": "memory_acknowledge_use",
+		"receipt_ref": nil, "memories_used": []AckedMemory{},
+		"filtered_count": 0, "redacted_count": 0, "not_found_count": 0, "not_visible_count": 0,
+		"note": "nothing was recorded: " + flagMemoryAck + " is off (off by default; set it to 1 to enable)",
+	})
+}
+
+func memoryAcknowledgeUse() *Tool {
+	const name = "memory_acknowledge_use"
+	return &Tool{
+		Name: name,
+		Description: "Declare which stored facts (fact_ids) you consulted for the current turn (turn_id), so a host " +
+			"can show \"I used this\". Records them in a signed memory_use receipt (receipt_ref names it; `crux " +
+			"verify receipt` checks it) and returns memories_used. Each id counts once, by the first rule: " +
+			"filtered (the id or its fact's entity is under a reserved prefix such as __agent::, __ops::, " +
+			"__bootstrap__::, which includes other agents' private facts), not_found (no such fact in your tenant), " +
+			"not_visible (soft-deleted), redacted (your own private fact: listed without its topic and left out " +
+			"of the receipt), else recorded. intent defaults to answer; documented values are answer, decision, " +
+			"tool_call and implicit, and any other is recorded as given. retrieved_chunk_ids are paid tier only: " +
+			"accepted, counted as ignored, not recorded. Requires an authenticated passport (anonymous: -32030). " +
+			"Needs " + flagMemoryAck + " (off by default): while off it answers feature_enabled false and records " +
+			"nothing. With " + flagAuditEnvelope + " on, the result carries the audit envelope.",
+		Annotations: Annotations{Title: "Acknowledge memory use"},
+		Output: "{turn_id, intent, feature_enabled, receipt_ref, memories_used: [{fact_id, topic, age_days, redacted?}], " +
+			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +
+			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}; flag off: " +
+			"{feature_enabled: false, feature_flag, tool, receipt_ref: null, memories_used: [], counts 0, note}",
+		schema: schemaFor(name),
+		gate:   memoryAckOff,
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *ackArgs) (*Result, error) {
+			if err := requirePassport(name, c); err != nil {
+				return nil, err
+			}
+			if err := checkName(name, "turn_id", in.TurnID); err != nil {
+				return nil, err
+			}
+			out := ackOut{TurnID: in.TurnID, Intent: "answer", FeatureEnabled: true, Notes: []string{}}
+			if in.Intent != nil {
+				out.Intent = *in.Intent
+				if !slices.Contains(memoryUseIntents, out.Intent) {
+					out.Notes = append(out.Notes, fmt.Sprintf("intent %q recorded as given; the documented "+
+						"intents are answer, decision, tool_call and implicit", out.Intent))
+				}
+			}
+			if n := len(in.RetrievedChunkIDs); n > 0 {
+				out.RetrievedChunkIDsIgnored = n
+				out.Notes = append(out.Notes, fmt.Sprintf("retrieved_chunk_ids are a paid-tier feature: %d "+
+					"accepted and ignored on this tier, not recorded in the receipt", n))
+			}
+			var ids []string
+			for _, id := range in.FactIDs {
+				if !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+			tenant, me := c.TenantID(), c.Identity()
+			var shared []store.RankedFact // recorded facts, for the envelope
+			var now time.Time
+			base := out
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				now = env.now()
+				o := base // a retried transaction starts again from here
+				o.MemoriesUsed = []AckedMemory{}
+				shared = nil
+				body := MemoryUseReceipt{
+					TurnID: in.TurnID, ActorPassport: me, Intent: o.Intent,
+					CreatedAt: now.Format(time.RFC3339Nano), Entries: []MemoryUseEntry{},
+					RetrievedChunkIDs: []string{}, Confidence: in.Confidence,
+				}
+				if in.Note != nil {
+					body.Note = *in.Note
+				}
+				for _, id := range ids {
+					if store.IsReserved(id) {
+						o.FilteredCount++
+						continue
+					}
+					f, err := store.GetFact(tx, id)
+					switch {
+					case errors.Is(err, store.ErrNotFound) || err == nil && f.Tenant != tenant:
+						o.NotFoundCount++
+						continue
+					case err != nil:
+						return err
+					}
+					switch {
+					case !f.VisibleTo(me) || store.IsReserved(f.Entity):
+						// Another agent's private fact (stored under __agent::) or crux's own.
+						o.FilteredCount++
+					case f.Deleted:
+						o.NotVisibleCount++
+					case f.Private: // visible, so the caller's own
+						o.RedactedCount++
+						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, AgeDays: ageDays(f, now), Redacted: true})
+					default:
+						body.Entries = append(body.Entries, MemoryUseEntry{FactID: f.ID, Entity: f.Entity})
+						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
+						fr := env.Decay.Freshness(f.HorizonClass, f.Anchor(), now)
+						shared = append(shared, store.RankedFact{Fact: f, Freshness: fr, Effective: store.EffectiveConfidence(f.Confidence, fr)})
+					}
+				}
+				body.RedactedCount = o.RedactedCount
+				rec, err := receipts.Append(tx, env.Signer, tenant, ReceiptKindMemoryUse, c.Name(), body, now)
+				if err != nil {
+					return err
+				}
+				o.ReceiptRef = rec.ID
+				out = o
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if !env.Enabled(flagAuditEnvelope) {
+				return jsonResult(out)
+			}
+			e := readEnvelope(name, shared, now)
+			e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "receipt_emit"})
+			e.Links["verify"] = "crux verify receipt " + out.ReceiptRef
+			out.Envelope = e
+			result, err := jsonResult(out)
+			if err == nil {
+				result.Meta = map[string]any{"envelope": e}
+			}
+			return result, err
+		}),
+	}
+}
+
+// ageDays is the age of f's decay anchor at now, in days, two decimals.
+func ageDays(f *store.Fact, now time.Time) float64 {
+	return math.Round(max(0, now.Sub(f.Anchor()).Hours())/24*100) / 100
+}
