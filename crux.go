@@ -152,6 +152,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	if err := tools.SeedBootstrap(context.Background(), st, now().UTC(), set.Tools()); err != nil {
 		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
 	}
+	s.purgeOnOpen()
 	return s, nil
 }
 

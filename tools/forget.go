@@ -1,4 +1,604 @@
 package tools
 
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+// Scoped forget (seed §12.9): memory_forget and memory_forget_dry_run, and
+// the operator side, RestoreForget and PurgeForgets.
+//
+// Decisions where the seed is silent:
+//
+//   - A scope selects facts, not chains: current, superseded and deleted
+//     versions alike. Forgetting only current facts would leave the values
+//     readable in fact_history.
+//   - Only facts the caller can see are touched, never reserved entities
+//     (starting with "__", which covers every reserved prefix of the
+//     reference), never another agent's private facts; facts pinned by any
+//     agent of the tenant survive unless include_pinned.
+//   - token_budget counts facts: the first N in scope, oldest first (by
+//     stored_at, then fact id), as the seed says it "caps the number of
+//     facts the resolver touches". The dry run applies the same cap, so it
+//     previews exactly what a forget would do.
+//   - A tenant other than the caller's, as the top-level tenant_id or as a
+//     tenant_id scope, is refused with -32003 FORBIDDEN: the argument is
+//     well-formed, the caller lacks standing in that tenant (the reference
+//     answers cross-tenant requests with -32003 as well).
+//   - A forget that matches nothing still mints its receipt: the request is
+//     on record.
+//   - Anonymous callers may forget the shared pool, as they may delete_fact;
+//     the receipt names them "anonymous".
+//   - Restore and purge are operator functions of the Go API and the crux
+//     command, not tools: their receipts name the actor "operator".
+
+// flagScopedForget gates memory_forget (dialect B: on unless set to
+// something other than 1 or true).
+const flagScopedForget = "CORECRUXD_FEATURE_SCOPED_FORGET"
+
+// Receipt kinds of the forget lifecycle.
+const (
+	KindForget         = "forget"          // memory_forget
+	KindForgetRestore  = "forget_restore"  // RestoreForget
+	KindPermanentPurge = "permanent_purge" // PurgeForgets
+)
+
+// OperatorActor is the actor of the receipts minted by the operator
+// functions (RestoreForget, PurgeForgets), which have no caller.
+const OperatorActor = "operator"
+
+// Recovery window bounds: the seed's default and minimum
+// (CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7, minimum 1).
+const (
+	DefaultForgetRecoveryWindow = 7 * 24 * time.Hour
+	MinForgetRecoveryWindow     = 24 * time.Hour
+)
+
+// forgetWindow is the server's recovery window: Env.ForgetRecoveryWindow,
+// DefaultForgetRecoveryWindow when unset, at least MinForgetRecoveryWindow.
+func forgetWindow(env *Env) time.Duration {
+	w := env.ForgetRecoveryWindow
+	if w <= 0 {
+		return DefaultForgetRecoveryWindow
+	}
+	return max(w, MinForgetRecoveryWindow)
+}
+
+// ForgetReceipt is the payload of a forget receipt (kind "forget"): the
+// reference's forget_v1 fields, plus what else shaped the selection.
+type ForgetReceipt struct {
+	Schema               string            `cbor:"schema" json:"schema"` // ForgetReceiptSchema
+	TenantID             string            `cbor:"tenant_id" json:"tenant_id"`
+	PassportID           string            `cbor:"passport_id" json:"passport_id"` // the initiating passport
+	Reason               string            `cbor:"reason" json:"reason"`
+	Scope                store.ForgetScope `cbor:"scope" json:"scope"`
+	IncludePinned        bool              `cbor:"include_pinned" json:"include_pinned"`
+	TokenBudget          int               `cbor:"token_budget,omitempty" json:"token_budget,omitempty"`
+	TokenBudgetCapped    bool              `cbor:"token_budget_capped" json:"token_budget_capped"`
+	FactsAffected        []ForgottenFactID `cbor:"facts_affected" json:"facts_affected"`
+	InitiatedAt          string            `cbor:"initiated_at" json:"initiated_at"`                       // RFC 3339
+	RecoveryWindowEndsAt string            `cbor:"recovery_window_ends_at" json:"recovery_window_ends_at"` // RFC 3339
+}
+
+// ForgetReceiptSchema names the layout of [ForgetReceipt].
+const ForgetReceiptSchema = "crux.receipt.forget.v1"
+
+// ForgottenFactID names one forgotten fact in a forget receipt, with the
+// BLAKE3 hash (hex) of its value before the forget, never the value.
+type ForgottenFactID struct {
+	FactID                string `cbor:"fact_id" json:"fact_id"`
+	PreForgetValueHashHex string `cbor:"pre_forget_value_hash_hex" json:"pre_forget_value_hash_hex"`
+	Entity                string `cbor:"entity" json:"entity"` // logical entity
+	Key                   string `cbor:"key" json:"key"`
+}
+
+// ForgetRestoreReceipt is the payload of a restore receipt (kind
+// "forget_restore").
+type ForgetRestoreReceipt struct {
+	SourceForgetReceiptID string               `cbor:"source_forget_receipt_id" json:"source_forget_receipt_id"`
+	RestoredFactIDs       []string             `cbor:"restored_fact_ids" json:"restored_fact_ids"`
+	Adjusted              []store.RestoredFact `cbor:"adjusted,omitempty" json:"adjusted,omitempty"` // facts whose chain moved on meanwhile
+	RestoredAt            string               `cbor:"restored_at" json:"restored_at"`
+}
+
+// PermanentPurgeReceipt is the payload of a purge receipt (kind
+// "permanent_purge").
+type PermanentPurgeReceipt struct {
+	SourceForgetReceiptID string   `cbor:"source_forget_receipt_id" json:"source_forget_receipt_id"`
+	PurgedFactIDs         []string `cbor:"purged_fact_ids" json:"purged_fact_ids"`
+	PurgedAt              string   `cbor:"purged_at" json:"purged_at"`
+}
+
+// ---- scope ----
+
+// parseForgetScope checks a scope object as the memory_forget schema does,
+// giving the same -32602 messages, then its value by type. The dry run's
+// schema declares scope as a bare object, so this is its only check.
+func parseForgetScope(tool string, raw json.RawMessage, c Caller) (store.ForgetScope, error) {
+	var s store.ForgetScope
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return s, InvalidParams(tool, "scope", "must be an object")
+	}
+	for _, name := range []string{"type", "value"} {
+		if _, ok := fields[name]; !ok {
+			return s, InvalidParams(tool, "scope."+name, "is required")
+		}
+	}
+	if json.Unmarshal(fields["type"], &s.Type) != nil || string(fields["type"]) == "null" {
+		return s, InvalidParams(tool, "scope.type", "must be a string")
+	}
+	if !slices.Contains(store.ScopeTypes, s.Type) {
+		return s, InvalidParams(tool, "scope.type", `value must be one of "`+strings.Join(store.ScopeTypes, `", "`)+`"`)
+	}
+	if json.Unmarshal(fields["value"], &s.Value) != nil || string(fields["value"]) == "null" {
+		return s, InvalidParams(tool, "scope.value", "must be a string")
+	}
+	if s.Value == "" {
+		return s, InvalidParams(tool, "scope.value", "must not be empty")
+	}
+	extra := make([]string, 0, len(fields))
+	for name := range fields {
+		if name != "type" && name != "value" {
+			extra = append(extra, name)
+		}
+	}
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		return s, InvalidParams(tool, "scope."+extra[0], "unknown argument")
+	}
+	switch s.Type {
+	case store.ScopeEntityPrefix, store.ScopeKeyGlob, store.ScopePassportID:
+		if err := checkName(tool, "scope.value", s.Value); err != nil {
+			return s, err
+		}
+	case store.ScopeTenantID:
+		if s.Value != c.TenantID() {
+			return s, forgetForbidden(tool, "scope.value", fmt.Sprintf("tenant %q is not your tenant %q; a forget stays within the caller's tenant", s.Value, c.TenantID()))
+		}
+	}
+	if _, err := store.ParseScope(s, c.TenantID()); err != nil {
+		switch s.Type {
+		case store.ScopeKeyGlob:
+			return s, InvalidParams(tool, "scope.value", "must be a valid glob pattern (path.Match syntax: *, ?, [class], \\ escapes)")
+		case store.ScopeBeforeTimestamp:
+			return s, InvalidParams(tool, "scope.value", "must be a valid date-time")
+		}
+		return s, InvalidParams(tool, "scope", err.Error())
+	}
+	return s, nil
+}
+
+// forgetForbidden is the -32003 error for an argument the caller has no standing
+// for, with data {param, reason}.
+func forgetForbidden(tool, param, reason string) *Error {
+	return &Error{
+		Code:    CodeForbidden,
+		Message: tool + ": " + param + ": " + reason,
+		Data:    &ParamError{Param: param, Reason: reason},
+	}
+}
+
+// ---- memory_forget ----
+
+type forgetArgs struct {
+	Scope         json.RawMessage `json:"scope"`
+	Reason        string          `json:"reason"`
+	TenantID      string          `json:"tenant_id"`
+	TokenBudget   int             `json:"token_budget"`
+	IncludePinned bool            `json:"include_pinned"`
+}
+
+type forgetOut struct {
+	ForgetReceiptID       string            `json:"forget_receipt_id"`
+	FactsAffected         int               `json:"facts_affected"`
+	RecoveryWindowSeconds int64             `json:"recovery_window_seconds"`
+	RecoveryWindowEndsAt  string            `json:"recovery_window_ends_at"`
+	ReceiptBodyCBORHex    string            `json:"receipt_body_cbor_hex"`
+	ReceiptBodyHashHex    string            `json:"receipt_body_hash_hex"`
+	Scope                 store.ForgetScope `json:"scope"`
+	PassportID            string            `json:"passport_id"`
+	TenantID              string            `json:"tenant_id"`
+	TokenBudgetCapped     bool              `json:"token_budget_capped"`
+	PinnedSkipped         int               `json:"pinned_skipped"`
+}
+
+// forgetGate answers -32601 while CORECRUXD_FEATURE_SCOPED_FORGET is off,
+// with data {feature_flag, enabled: false}, as the reference does.
+func forgetGate(env *Env) (*Result, error) {
+	if env.Enabled(flagScopedForget) {
+		return nil, nil
+	}
+	return nil, &Error{
+		Code:    CodeMethodNotFound,
+		Message: "memory_forget is disabled (set " + flagScopedForget + "=1 to enable)",
+		Data:    map[string]any{"feature_flag": flagScopedForget, "enabled": false},
+	}
+}
+
+const forgetScopeHelp = "scope is {type, value}: entity_prefix (entities starting with value), key_glob (keys matching a " +
+	"path.Match pattern: * and ? do not match /), passport_id (facts written by that passport; anonymous for " +
+	"anonymous writers), before_timestamp (facts stored before an RFC 3339 date-time) or tenant_id (your own " +
+	"tenant: every fact you can see). "
+
+const forgetSelectionHelp = "Current, superseded and deleted versions all count; entities starting with __, other " +
+	"agents' private facts and facts pinned by any agent (unless include_pinned) are never touched. " +
+	"token_budget caps the number of facts, oldest first, and token_budget_capped says whether it cut the set. "
+
+func memoryForget() *Tool {
+	const name = "memory_forget"
+	return &Tool{
+		Name: name,
+		Description: "Forget every fact in a scope. The facts leave query_facts, fact_history, list_entities and " +
+			"every other read at once; an operator can restore them until the recovery window ends " +
+			"(CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7, minimum 1), after which their values are purged " +
+			"from the store for good. " + forgetScopeHelp + forgetSelectionHelp + "reason is required and recorded. " +
+			"The result is a signed forget receipt naming your passport and, per fact, the BLAKE3 hash of its value. " +
+			"Preview with memory_forget_dry_run. On by default: " + flagScopedForget + " unset or empty, 1, or true " +
+			"(any case) keeps it on; any other value (0, yes, on, ...) turns it off, and the call then fails with -32601.",
+		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
+		Output: "{forget_receipt_id, facts_affected, recovery_window_seconds, recovery_window_ends_at, " +
+			"receipt_body_cbor_hex, receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
+			"token_budget_capped, pinned_skipped}",
+		schema: schemaFor(name),
+		gate:   forgetGate,
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetArgs) (*Result, error) {
+			scope, err := parseForgetScope(name, in.Scope, c)
+			if err != nil {
+				return nil, err
+			}
+			tenant := c.TenantID()
+			if in.TenantID != "" && in.TenantID != tenant {
+				return nil, forgetForbidden(name, "tenant_id", fmt.Sprintf("tenant %q is not your tenant %q; a forget is attributed to the caller's tenant", in.TenantID, tenant))
+			}
+			if strings.TrimSpace(in.Reason) == "" {
+				return nil, InvalidParams(name, "reason", "must not be blank")
+			}
+			now := env.now()
+			window := forgetWindow(env)
+			ends := now.Add(window)
+			q := store.ForgetQuery{Tenant: tenant, Agent: c.Identity(), Scope: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget}
+			var out forgetOut
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				sel, err := store.SelectForget(tx, q)
+				if err != nil {
+					return err
+				}
+				payload := ForgetReceipt{
+					Schema: ForgetReceiptSchema, TenantID: tenant, PassportID: c.Name(), Reason: in.Reason,
+					Scope: scope, IncludePinned: in.IncludePinned, TokenBudget: in.TokenBudget,
+					TokenBudgetCapped: sel.Capped, FactsAffected: make([]ForgottenFactID, 0, len(sel.Facts)),
+					InitiatedAt: now.Format(time.RFC3339Nano), RecoveryWindowEndsAt: ends.Format(time.RFC3339Nano),
+				}
+				for _, f := range sel.Facts {
+					payload.FactsAffected = append(payload.FactsAffected, ForgottenFactID{
+						FactID: f.ID, PreForgetValueHashHex: store.ValueHash(f.Value), Entity: f.Entity, Key: f.Key,
+					})
+				}
+				r, err := receipts.Append(tx, env.Signer, tenant, KindForget, c.Name(), payload, now)
+				if err != nil {
+					return err
+				}
+				err = store.Forget(tx, &store.ForgetRecord{
+					ID: r.ID, Tenant: tenant, Passport: c.Name(), Reason: in.Reason, Scope: scope,
+					IncludePinned: in.IncludePinned, InitiatedAt: now, WindowEndsAt: ends,
+				}, sel.Facts)
+				if err != nil {
+					return err
+				}
+				out = forgetOut{
+					ForgetReceiptID: r.ID, FactsAffected: len(sel.Facts),
+					RecoveryWindowSeconds: int64(window / time.Second), RecoveryWindowEndsAt: ends.Format(time.RFC3339Nano),
+					ReceiptBodyCBORHex: hex.EncodeToString(r.Body), ReceiptBodyHashHex: hex.EncodeToString(r.PayloadHash),
+					Scope: scope, PassportID: c.Name(), TenantID: tenant,
+					TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped,
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- memory_forget_dry_run ----
+
+type forgetDryRunArgs struct {
+	Scope         json.RawMessage `json:"scope"`
+	TokenBudget   int             `json:"token_budget"`
+	IncludePinned bool            `json:"include_pinned"`
+}
+
+type forgetDryRunFact struct {
+	FactID   string `json:"fact_id"`
+	Entity   string `json:"entity"`
+	Key      string `json:"key"`
+	Version  uint32 `json:"version"`
+	StoredAt string `json:"stored_at"`
+	Tokens   int    `json:"tokens"`
+	Private  bool   `json:"private,omitempty"`
+}
+
+type forgetDryRunOut struct {
+	Scope             store.ForgetScope  `json:"scope"`
+	Count             int                `json:"count"`
+	Facts             []forgetDryRunFact `json:"facts_that_would_be_affected"`
+	DryRun            bool               `json:"dry_run"`
+	TokenBudgetCapped bool               `json:"token_budget_capped"`
+	PinnedSkipped     int                `json:"pinned_skipped"`
+}
+
+func memoryForgetDryRun() *Tool {
+	const name = "memory_forget_dry_run"
+	return &Tool{
+		Name: name,
+		Description: "Preview memory_forget without changing anything: the facts that the same scope, token_budget " +
+			"and include_pinned would forget, oldest first. " + forgetScopeHelp + forgetSelectionHelp +
+			"Always available: it does not depend on " + flagScopedForget + ".",
+		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
+			"tokens, private?}], dry_run: true, token_budget_capped, pinned_skipped}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetDryRunArgs) (*Result, error) {
+			scope, err := parseForgetScope(name, in.Scope, c)
+			if err != nil {
+				return nil, err
+			}
+			var sel *store.ForgetSelection
+			err = env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				sel, err = store.SelectForget(tx, store.ForgetQuery{
+					Tenant: c.TenantID(), Agent: c.Identity(), Scope: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget,
+				})
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			out := forgetDryRunOut{
+				Scope: scope, Count: len(sel.Facts), Facts: make([]forgetDryRunFact, 0, len(sel.Facts)), DryRun: true,
+				TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped,
+			}
+			for _, f := range sel.Facts {
+				out.Facts = append(out.Facts, forgetDryRunFact{
+					FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
+					StoredAt: f.StoredAt.Format(time.RFC3339Nano), Tokens: f.Tokens, Private: f.Private,
+				})
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
 // forgetTools returns memory_forget and memory_forget_dry_run (seed §12.9).
-func forgetTools() []*Tool { return nil }
+func forgetTools() []*Tool { return []*Tool{memoryForget(), memoryForgetDryRun()} }
+
+// ---- operator functions ----
+
+// RestoreReport is what [RestoreForget] did.
+type RestoreReport struct {
+	ForgetReceiptID  string   `json:"forget_receipt_id"`
+	RestoreReceiptID string   `json:"restore_receipt_id"`
+	TenantID         string   `json:"tenant_id"`
+	RestoredFactIDs  []string `json:"restored_fact_ids"`
+	// Adjusted lists the restored facts that did not come back exactly as
+	// they were, because their chain gained a current version meanwhile.
+	Adjusted             []store.RestoredFact `json:"adjusted"`
+	RestoredAt           string               `json:"restored_at"`
+	RecoveryWindowEndsAt string               `json:"recovery_window_ends_at"`
+}
+
+// RestoreForget restores the forget whose receipt is receiptID: every fact
+// it forgot comes back exactly as it was (store.RestoreForget says what
+// happens when its chain moved on meanwhile), and a signed receipt of kind
+// "forget_restore", naming the forget and the facts, is minted in the same
+// transaction. It works only within the recovery window and only once:
+// errors wrap store.ErrRecoveryWindowClosed, store.ErrForgetRestored,
+// store.ErrForgetPurged, or store.ErrNotFound for an unknown id.
+func RestoreForget(ctx context.Context, env *Env, receiptID string) (*RestoreReport, error) {
+	now := env.now()
+	var rep *RestoreReport
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		rep = nil
+		var restoreID string
+		rec, restored, err := store.RestoreForget(tx, receiptID, now, func(rec *store.ForgetRecord, restored []store.RestoredFact) (string, error) {
+			payload := ForgetRestoreReceipt{
+				SourceForgetReceiptID: rec.ID, RestoredFactIDs: make([]string, 0, len(restored)),
+				RestoredAt: now.Format(time.RFC3339Nano),
+			}
+			for _, r := range restored {
+				payload.RestoredFactIDs = append(payload.RestoredFactIDs, r.ID)
+				if r.SupersededBy != "" || r.Retired != "" {
+					payload.Adjusted = append(payload.Adjusted, r)
+				}
+			}
+			r, err := receipts.Append(tx, env.Signer, rec.Tenant, KindForgetRestore, OperatorActor, payload, now)
+			if err != nil {
+				return "", err
+			}
+			restoreID = r.ID
+			return r.ID, nil
+		})
+		if err != nil {
+			return err
+		}
+		rep = &RestoreReport{
+			ForgetReceiptID: rec.ID, RestoreReceiptID: restoreID, TenantID: rec.Tenant,
+			RestoredFactIDs: make([]string, 0, len(restored)), Adjusted: []store.RestoredFact{},
+			RestoredAt: now.Format(time.RFC3339Nano), RecoveryWindowEndsAt: rec.WindowEndsAt.Format(time.RFC3339Nano),
+		}
+		for _, r := range restored {
+			rep.RestoredFactIDs = append(rep.RestoredFactIDs, r.ID)
+			if r.SupersededBy != "" || r.Retired != "" {
+				rep.Adjusted = append(rep.Adjusted, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("crux: restore forget %s: %w", receiptID, err)
+	}
+	return rep, nil
+}
+
+// PurgeReport is what [PurgeForgets] did.
+type PurgeReport struct {
+	PurgedAt string         `json:"purged_at"`
+	Purged   []PurgedForget `json:"purged"`
+	// Compacted reports that the store rewrote its storage without the
+	// freed space that held the purged values (store.Compacter).
+	Compacted bool `json:"compacted"`
+	// CompactionUnsupported reports a store that cannot compact: the purged
+	// values are unreachable but their bytes may remain in freed space.
+	CompactionUnsupported bool `json:"compaction_unsupported,omitempty"`
+}
+
+// PurgedForget is one forget whose values were purged.
+type PurgedForget struct {
+	ForgetReceiptID       string   `json:"forget_receipt_id"`
+	PurgeReceiptID        string   `json:"purge_receipt_id"`
+	TenantID              string   `json:"tenant_id"`
+	PurgedFactIDs         []string `json:"purged_fact_ids"`
+	RecoveryWindowEndedAt string   `json:"recovery_window_ended_at"`
+}
+
+// PurgeForgets purges every forget whose recovery window has ended and that
+// was not restored: each in a transaction of its own, in which the saved
+// values of its facts are removed (store.PurgeForget) and a signed receipt
+// of kind "permanent_purge" {source_forget_receipt_id, purged_fact_ids,
+// purged_at} is minted. Then, if a purge is waiting for it (also one of an
+// earlier call that failed to compact), the store is compacted when it
+// implements store.Compacter, so that the values' bytes are gone from the
+// medium too. On error the report holds what was done before it.
+func PurgeForgets(ctx context.Context, env *Env) (*PurgeReport, error) {
+	now := env.now()
+	rep := &PurgeReport{PurgedAt: now.Format(time.RFC3339Nano), Purged: []PurgedForget{}}
+	var due []string
+	if err := env.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		due, err = store.DueForgets(tx, now)
+		return err
+	}); err != nil {
+		return rep, fmt.Errorf("crux: purge: %w", err)
+	}
+	for _, id := range due {
+		var pf *PurgedForget
+		err := env.Store.Update(ctx, func(tx store.Tx) error {
+			pf = nil
+			var purgeID string
+			var ids []string
+			rec, err := store.PurgeForget(tx, id, now, func(rec *store.ForgetRecord, purged []string) (string, error) {
+				r, err := receipts.Append(tx, env.Signer, rec.Tenant, KindPermanentPurge, OperatorActor, PermanentPurgeReceipt{
+					SourceForgetReceiptID: rec.ID, PurgedFactIDs: purged, PurgedAt: now.Format(time.RFC3339Nano),
+				}, now)
+				if err != nil {
+					return "", err
+				}
+				purgeID, ids = r.ID, purged
+				return r.ID, nil
+			})
+			if errors.Is(err, store.ErrForgetPurged) || errors.Is(err, store.ErrForgetRestored) {
+				return nil // a concurrent purge or restore got there first
+			}
+			if err != nil {
+				return err
+			}
+			pf = &PurgedForget{
+				ForgetReceiptID: rec.ID, PurgeReceiptID: purgeID, TenantID: rec.Tenant, PurgedFactIDs: ids,
+				RecoveryWindowEndedAt: rec.WindowEndsAt.Format(time.RFC3339Nano),
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, fmt.Errorf("crux: purge forget %s: %w", id, err)
+		}
+		if pf != nil {
+			rep.Purged = append(rep.Purged, *pf)
+		}
+	}
+
+	var mark string
+	if err := env.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		mark, err = store.NeedsCompaction(tx)
+		return err
+	}); err != nil {
+		return rep, fmt.Errorf("crux: purge: %w", err)
+	}
+	if mark == "" {
+		return rep, nil
+	}
+	if c, ok := env.Store.(store.Compacter); ok {
+		if err := c.Compact(ctx); err != nil {
+			return rep, fmt.Errorf("crux: purge: compacting the store: %w", err)
+		}
+		rep.Compacted = true
+	} else {
+		rep.CompactionUnsupported = true
+	}
+	if err := env.Store.Update(ctx, func(tx store.Tx) error { return store.CompactionDone(tx, mark) }); err != nil {
+		return rep, fmt.Errorf("crux: purge: %w", err)
+	}
+	return rep, nil
+}
+
+// ForgetInfo is the state of one forget, as [ForgetStatus] reports it.
+type ForgetInfo struct {
+	ForgetReceiptID      string            `json:"forget_receipt_id"`
+	TenantID             string            `json:"tenant_id"`
+	PassportID           string            `json:"passport_id"`
+	Reason               string            `json:"reason"`
+	Scope                store.ForgetScope `json:"scope"`
+	State                string            `json:"state"` // forgotten, restored or purged
+	FactIDs              []string          `json:"fact_ids"`
+	InitiatedAt          string            `json:"initiated_at"`
+	RecoveryWindowEndsAt string            `json:"recovery_window_ends_at"`
+	RestoredAt           string            `json:"restored_at,omitempty"`
+	RestoreReceiptID     string            `json:"restore_receipt_id,omitempty"`
+	PurgedAt             string            `json:"purged_at,omitempty"`
+	PurgeReceiptID       string            `json:"purge_receipt_id,omitempty"`
+}
+
+// ForgetStatus reads the state of the forget whose receipt is receiptID.
+// An unknown id is an error wrapping store.ErrNotFound.
+func ForgetStatus(ctx context.Context, env *Env, receiptID string) (*ForgetInfo, error) {
+	var info *ForgetInfo
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		rec, err := store.GetForget(tx, receiptID)
+		if err != nil {
+			return err
+		}
+		info = &ForgetInfo{
+			ForgetReceiptID: rec.ID, TenantID: rec.Tenant, PassportID: rec.Passport, Reason: rec.Reason,
+			Scope: rec.Scope, State: rec.State, FactIDs: make([]string, 0, rec.FactCount),
+			InitiatedAt:          rec.InitiatedAt.Format(time.RFC3339Nano),
+			RecoveryWindowEndsAt: rec.WindowEndsAt.Format(time.RFC3339Nano),
+			RestoreReceiptID:     rec.RestoreReceipt, PurgeReceiptID: rec.PurgeReceipt,
+		}
+		if rec.RestoredAt != nil {
+			info.RestoredAt = rec.RestoredAt.Format(time.RFC3339Nano)
+		}
+		if rec.PurgedAt != nil {
+			info.PurgedAt = rec.PurgedAt.Format(time.RFC3339Nano)
+		}
+		return store.ForgottenFacts(tx, receiptID, func(ff *store.ForgottenFact) error {
+			info.FactIDs = append(info.FactIDs, ff.ID)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("crux: forget %s: %w", receiptID, err)
+	}
+	return info, nil
+}

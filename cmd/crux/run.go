@@ -53,6 +53,20 @@ Usage:
         verification report; exits 0 when the code is OK, else 1 and prints
         the code on standard error.
 
+  crux forget restore [--data DIR] RECEIPT_ID
+        Put back the facts that the memory_forget with this receipt forgot,
+        exactly as they were, while its recovery window lasts
+        (CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7 days), and only
+        once. Mints a signed forget_restore receipt and prints the restore
+        report as JSON.
+
+  crux purge [--data DIR]
+        Remove for good the values of every forget whose recovery window
+        has ended, minting a signed permanent_purge receipt per forget, then
+        compact the database file so that the values' bytes are gone from
+        it. Prints the purge report as JSON. Every command that opens the
+        store purges what is due as well.
+
   crux help
         Print this text.
 
@@ -113,6 +127,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = exportCmd(ctx, rest, stdout, getenv)
 	case "verify":
 		err = verifyCmd(ctx, rest, stdout, stderr, getenv)
+	case "forget":
+		err = forgetCmd(ctx, rest, stdout, getenv, logger)
+	case "purge":
+		err = purgeCmd(ctx, rest, stdout, getenv, logger)
 	default:
 		err = usagef("unknown command %q", cmd)
 	}
