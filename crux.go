@@ -89,7 +89,9 @@ type Server struct {
 var ErrServerClosed = errors.New("crux: server is closed")
 
 // NewServer returns a server over st. It seeds the bootstrap knowledge that
-// get_bootstrap serves into st, once per crux version.
+// get_bootstrap serves into st, once per crux version, and purges the
+// forgets whose recovery window has ended (see Server.Purge; a failure is
+// logged, not returned).
 func NewServer(st store.Backend, opts *Options) (*Server, error) {
 	return newServer(st, opts, tools.All())
 }

@@ -16,10 +16,13 @@
 // # Tools
 //
 // The tools follow the contracts of the reference manual's chapter 12: the
-// session handshake (cuecrux_session), autonomy_contract, the facts tools
+// session handshake (cuecrux_session) and autonomy_contract; facts
 // (store_fact, query_facts, delete_fact, list_entities, get_bootstrap,
-// fact_history), get_agent_identity and resolve_principal, issue_passport,
-// and the hosted-tier sync_pull and sync_push. Each description is
+// fact_history); acknowledged memory use; scoped forget and its dry run; the
+// memory panel (memory_view, memory_edit, memory_pin, memory_history);
+// freshness and decay; contradictions and consolidation; identity
+// (get_agent_identity, resolve_principal, issue_passport); and the
+// hosted-tier sync_pull and sync_push. Each description is
 // prefixed with its tier marker ([local] or [hosted], package surface) and
 // ends with a hint to open a session first. Where the reference silently
 // drops a parameter, crux honours it (query_facts' entity_prefix and key,
@@ -53,6 +56,14 @@
 // crux command always enforces a free-local token signed with the key of
 // its data directory. With Flags.PassportRevocation, a caller whose passport
 // record is revoked may call only get_passport and get_agent_identity.
+//
+// # Forgetting
+//
+// memory_forget soft-deletes a scope of facts and mints a signed Forget
+// receipt holding the BLAKE3 hash of each value. Until the recovery window
+// (Flags.ForgetRecoveryWindowDays) ends, an operator can bring them back with
+// [Server.RestoreForget]; after it, [Server.Purge] (also run by NewServer)
+// removes the values physically and compacts the store.
 //
 // # Tool surface
 //
