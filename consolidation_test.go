@@ -35,14 +35,7 @@ func consFact(t *testing.T, srv *crux.Server, c crux.Caller, args string) string
 
 // consCandidates returns the candidates of a memory_contradictions result.
 func consCandidates(t *testing.T, got map[string]any) []map[string]any {
-	t.Helper()
-	raw, ok := got["candidates"].([]any)
-	require.True(t, ok, "no candidates in %v", got)
-	out := make([]map[string]any, len(raw))
-	for i, r := range raw {
-		out[i] = r.(map[string]any)
-	}
-	return out
+	return objects(t, got, "candidates")
 }
 
 // consReceiptCount is the number of receipts in the default tenant's chain.

@@ -12,16 +12,19 @@ import (
 	"github.com/crux-go/crux"
 )
 
-func rows(t *testing.T, got map[string]any) []map[string]any {
+// objects returns the array of objects under field of a tool's result.
+func objects(t *testing.T, got map[string]any, field string) []map[string]any {
 	t.Helper()
-	raw, ok := got["rows"].([]any)
-	require.True(t, ok, "no rows in %v", got)
+	raw, ok := got[field].([]any)
+	require.True(t, ok, "no %s in %v", field, got)
 	out := make([]map[string]any, len(raw))
 	for i, r := range raw {
 		out[i] = r.(map[string]any)
 	}
 	return out
 }
+
+func rows(t *testing.T, got map[string]any) []map[string]any { return objects(t, got, "rows") }
 
 func values(t *testing.T, got map[string]any) []string {
 	t.Helper()

@@ -49,11 +49,9 @@ func forgetPut(t *testing.T, srv *crux.Server, c crux.Caller, entity, key, value
 // forgetAffected returns the fact ids of a dry run, in order.
 func forgetAffected(t *testing.T, got map[string]any) []string {
 	t.Helper()
-	raw, ok := got["facts_that_would_be_affected"].([]any)
-	require.True(t, ok, "no facts_that_would_be_affected in %v", got)
 	var ids []string
-	for _, r := range raw {
-		ids = append(ids, r.(map[string]any)["fact_id"].(string))
+	for _, r := range objects(t, got, "facts_that_would_be_affected") {
+		ids = append(ids, r["fact_id"].(string))
 	}
 	return ids
 }

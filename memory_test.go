@@ -65,16 +65,7 @@ func panelReserved(t *testing.T, e *crux.Error, param string) {
 	assert.Equal(t, "RESERVED_ENTITY_PREFIX", pe.ErrorCode)
 }
 
-func panelFacts(t *testing.T, got map[string]any) []map[string]any {
-	t.Helper()
-	raw, ok := got["facts"].([]any)
-	require.True(t, ok, "no facts in %v", got)
-	out := make([]map[string]any, len(raw))
-	for i, r := range raw {
-		out[i] = r.(map[string]any)
-	}
-	return out
-}
+func panelFacts(t *testing.T, got map[string]any) []map[string]any { return objects(t, got, "facts") }
 
 func panelValues(t *testing.T, got map[string]any) []string {
 	t.Helper()
