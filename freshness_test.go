@@ -394,3 +394,22 @@ func TestFreshnessFlagOff(t *testing.T) {
 	assert.False(t, off.Freshness)
 	assert.True(t, crux.DefaultFlags().Freshness)
 }
+
+// Other agents' private facts are neither read nor counted: the examined
+// figure tells alice nothing about what bob keeps.
+func TestScansDoNotCountOthersPrivateFacts(t *testing.T) {
+	srv, _ := newClockServer(t)
+	call(t, srv, alice, "store_fact", `{"entity":"me","key":"note","value":"shared"}`)
+	before := map[string]any{}
+	for _, args := range []string{`{"key":"diagnosis"}`, `{}`} {
+		before[args] = call(t, srv, alice, "memory_freshness", args)["examined"]
+		require.NotNil(t, before[args])
+	}
+	for i := range 3 {
+		call(t, srv, bob, "store_fact", fmt.Sprintf(`{"entity":"b%d","key":"diagnosis","value":"secret","private":true}`, i))
+	}
+	for _, args := range []string{`{"key":"diagnosis"}`, `{}`} {
+		assert.Equal(t, before[args], call(t, srv, alice, "memory_freshness", args)["examined"], args)
+	}
+	assert.Equal(t, before[`{}`], call(t, srv, alice, "memory_sweep_candidates", `{}`)["examined"])
+}

@@ -256,20 +256,11 @@ func contradictionEntities(tx Tx, q ContradictionQuery, budget int) (out []strin
 	case q.Key != "":
 		p := append(indexKey(q.Tenant, q.Key), 0)
 		err = tx.Scan(bucketKey, p, false, func(k, _ []byte) error {
-			// The rest is the stored entity, NUL, and a 4-byte version
-			// (which may hold NUL bytes itself).
-			rest := k[len(p):]
-			if len(rest) < 5 {
-				return nil
-			}
-			stored := string(rest[:len(rest)-5])
-			switch {
-			case own != "" && strings.HasPrefix(stored, own):
-				return add(stored[len(own):])
-			case IsReserved(stored):
+			stored, ok := keyIndexEntity(k, p, q.Agent)
+			if !ok {
 				return nil // crux's own, or another agent's private entity
 			}
-			return add(stored)
+			return add(strings.TrimPrefix(stored, own))
 		})
 	case own != "":
 		err = activeNames(own, own)

@@ -22,7 +22,7 @@ const (
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity, version → fact id
 	bucketWords  = "facts.words"  // tenant, word, fact id → rank key prefix (facts not deleted, superseded ones included)
-	bucketRank   = "facts.rank"   // tenant, ^confidence, ^stored_at, fact id → empty (facts not deleted)
+	bucketRank   = "facts.rank"   // tenant, scope, ^confidence, ^stored_at, fact id → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
 )
 
@@ -353,7 +353,46 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 			return err
 		}
 	}
-	return put(bucketRank, append(indexKey(f.Tenant, ""), rank...), nil)
+	return put(bucketRank, append(rankPrefix(f.Tenant, rankScope(f)), rank...), nil)
+}
+
+// rankScope is the rank-index partition of f: "" for the shared pool, the
+// owner for a private fact. Partitions keep one agent's private facts out
+// of every other agent's reads.
+func rankScope(f *Fact) string {
+	if f.Private {
+		return f.Owner
+	}
+	return ""
+}
+
+// rankPrefix is the rank-index prefix of a partition.
+func rankPrefix(tenant, scope string) []byte { return indexKey(tenant, scope, "") }
+
+// rankPrefixes are the partitions agent reads in tenant: the shared pool,
+// and its own private facts when it has an identity.
+func rankPrefixes(tenant, agent string) [][]byte {
+	p := [][]byte{rankPrefix(tenant, "")}
+	if agent != "" {
+		p = append(p, rankPrefix(tenant, agent))
+	}
+	return p
+}
+
+// keyIndexEntity returns the stored entity of a key-index key k found under
+// prefix ("tenant\x00key\x00"), and whether agent may see it: shared
+// entities that are not reserved, and agent's own private ones. Callers use
+// it to skip other agents' private facts without reading them.
+func keyIndexEntity(k, prefix []byte, agent string) (string, bool) {
+	rest := k[len(prefix):]
+	if len(rest) < 5 { // stored entity, NUL, 4-byte version
+		return "", false
+	}
+	stored := string(rest[:len(rest)-5])
+	if !IsReserved(stored) {
+		return stored, true
+	}
+	return stored, agent != "" && strings.HasPrefix(stored, PrivateEntity(agent, ""))
 }
 
 // rankKey orders facts by confidence, highest first, then newest first:

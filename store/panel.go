@@ -38,8 +38,9 @@ type ScanStats struct {
 // Candidates come from an index, never from the whole store: the entity's
 // version chains (the shared chain and the agent's private one) when
 // s.Entity is set, the key index when only s.Key is, and otherwise the
-// confidence index of the tenant's live facts, which visits them by stored
-// confidence, highest first, then newest first. ScanFacts reads at most
+// confidence index of the tenant's live facts: the shared pool's, then the
+// agent's own private ones, each by stored confidence, highest first, then
+// newest first. Other agents' private facts are never read or counted. ScanFacts reads at most
 // s.MaxExamined facts and reports whether it read every candidate; fn
 // returning [ErrStop] ends the scan early without error (Complete is then
 // false).
@@ -94,12 +95,17 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 		prefixes = [][]byte{append(indexKey(s.Tenant, s.Key), 0)}
 	default:
 		bucket = bucketRank
-		prefixes = [][]byte{indexKey(s.Tenant, "")}
+		prefixes = rankPrefixes(s.Tenant, s.Agent)
 	}
 	for _, p := range prefixes {
 		err := tx.Scan(bucket, p, false, func(k, v []byte) error {
-			if bucket == bucketRank {
+			switch bucket {
+			case bucketRank:
 				return visit(k[len(p)+16:]) // ^confidence, ^stored_at, id
+			case bucketKey:
+				if _, ok := keyIndexEntity(k, p, s.Agent); !ok {
+					return nil // another agent's private fact, or crux's own: not read, not counted
+				}
 			}
 			return visit(v)
 		})

@@ -58,11 +58,12 @@ func TestScanFactsFilters(t *testing.T) {
 		return err
 	}))
 
-	// Every path: rank index (by stored confidence), entity chains, key index.
+	// Every path: rank index (the shared partition, then the agent's own,
+	// each by stored confidence), entity chains, key index.
 	ids, st := panelScan(t, db, store.FactScan{Tenant: "t", Agent: "alice"})
-	assert.Equal(t, []string{mine.ID, cur.ID}, ids)
+	assert.Equal(t, []string{cur.ID, mine.ID}, ids)
 	assert.True(t, st.Complete)
-	assert.Equal(t, 5, st.Examined, "the rank index holds the live facts of the tenant, superseded and reserved ones included")
+	assert.Equal(t, 4, st.Examined, "the shared live facts (superseded and reserved ones included) and alice's own; never bob's private fact")
 
 	ids, _ = panelScan(t, db, store.FactScan{Tenant: "t", Agent: "alice", Entity: "proj"})
 	assert.ElementsMatch(t, []string{cur.ID, mine.ID}, ids)

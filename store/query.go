@@ -148,18 +148,30 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 			return nil
 		})
 	}
-	prefix := indexKey(q.Tenant, "")
+	// The shared pool's partition, then the caller's own: each in rank
+	// order, so each stops early on its own.
 	return rankStream(tx, q, func(visit func([]byte) error) error {
-		return tx.Scan(bucketRank, prefix, false, func(k, _ []byte) error { return visit(k[len(prefix):]) })
+		for _, p := range rankPrefixes(q.Tenant, q.Agent) {
+			if err := tx.Scan(bucketRank, p, false, func(k, _ []byte) error { return visit(k[len(p):]) }); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
 // rankIDs ranks every fact whose id is the value of a key under one of the
-// prefixes of bucket.
+// prefixes of bucket. In the key index, entries of entities the caller may
+// not see are skipped unread.
 func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, error) {
 	var res FactResult
 	for _, p := range prefixes {
-		err := tx.Scan(bucket, p, false, func(_, v []byte) error {
+		err := tx.Scan(bucket, p, false, func(k, v []byte) error {
+			if bucket == bucketKey {
+				if _, ok := keyIndexEntity(k, p, q.Agent); !ok {
+					return nil
+				}
+			}
 			f, err := GetFact(tx, string(v))
 			if err != nil {
 				return err
