@@ -303,13 +303,15 @@ func TestMemoryConsolidateGuards(t *testing.T) {
 		assert.Equal(t, []string{"v"}, values(t, got), key)
 	}
 
-	// Another agent's pin is invisible to alice and does not protect the fact.
+	// Another agent's pin protects the fact too (as it does from forget),
+	// without saying whose it is.
 	require.NoError(t, db.Update(t.Context(), func(tx store.Tx) error {
 		return store.SetPin(tx, tools.DefaultTenant, "bob", low, true)
 	}))
 	clk.Advance(time.Minute)
-	got := call(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"g","key":"k","canonical_value":"x","target_fact_ids":[%q]}`, low))
-	assert.Equal(t, "consolidated", got["status"])
+	e = callErr(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"g","key":"k","canonical_value":"x","target_fact_ids":[%q]}`, low))
+	assert.Equal(t, "pinned", e.Data.(map[string]any)["reason"])
+	assert.NotContains(t, e.Message, "bob")
 }
 
 func TestMemoryConsolidateTargets(t *testing.T) {
@@ -409,4 +411,17 @@ func TestContradictionAfterConsolidation(t *testing.T) {
 	assert.Empty(t, consCandidates(t, call(t, srv, alice, "memory_contradictions", `{}`)))
 	got := call(t, srv, bob, "query_facts", `{"entity":"feature"}`)
 	assert.Equal(t, []string{"disabled"}, values(t, got))
+}
+
+// A fact crux itself marked (a canonical fact, an edit) is not
+// receipt-linked: it can be consolidated again.
+func TestConsolidateAgain(t *testing.T) {
+	srv, clk, _ := consServer(t, nil)
+	first := consFact(t, srv, bob, `{"entity":"svc","key":"mode","value":"a","confidence":0.5}`)
+	got := call(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"svc","key":"mode","canonical_value":"b","confidence":0.5,"target_fact_ids":[%q]}`, first))
+	canonical := got["receipt"].(map[string]any)["canonical_fact_id"].(string)
+	clk.Advance(time.Minute)
+	got = call(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"svc","key":"mode","canonical_value":"c","confidence":0.5,"target_fact_ids":[%q]}`, canonical))
+	assert.Equal(t, "consolidated", got["status"])
+	assert.Equal(t, []string{"c"}, values(t, call(t, srv, bob, "query_facts", `{"entity":"svc"}`)))
 }

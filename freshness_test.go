@@ -346,6 +346,14 @@ func TestMemoryReverify(t *testing.T) {
 	// The decay clock runs again from the reverification.
 	clk.Advance(25 * time.Hour)
 	assert.Equal(t, "stale", rows(t, call(t, srv, alice, "memory_freshness", `{"entity":"ops","key":"build"}`))[0]["freshness"])
+
+	// A private fact's receipt names only the fact id: receipts are
+	// readable across the tenant.
+	secret := call(t, srv, alice, "store_fact", `{"entity":"me","key":"diagnosis","value":"true","private":true}`)["fact_id"].(string)
+	got = call(t, srv, alice, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, secret))
+	var redacted tools.ReverifyPayload
+	require.NoError(t, getReceipt(t, db, got["receipt_id"].(string)).Payload(&redacted))
+	assert.Equal(t, tools.ReverifyPayload{FactID: secret, Redacted: true, ReverifiedBy: "alice", ReverifiedAt: redacted.ReverifiedAt}, redacted)
 }
 
 func TestMemoryReverifyErrors(t *testing.T) {

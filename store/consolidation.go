@@ -302,7 +302,7 @@ func (e *GuardError) Error() string {
 	case GuardProtected:
 		return fmt.Sprintf("target %s is protected: it is listed in protected_fact_ids", e.FactID)
 	case GuardPinned:
-		return fmt.Sprintf("target %s is pinned by you", e.FactID)
+		return fmt.Sprintf("target %s is pinned", e.FactID)
 	case GuardReceiptLinked:
 		return fmt.Sprintf("target %s is receipt-linked: it has a source receipt", e.FactID)
 	case GuardPrivate:
@@ -513,14 +513,14 @@ func guard(tx Tx, r ConsolidateRequest, f *Fact) error {
 	if slices.Contains(r.Protected, f.ID) {
 		return &GuardError{FactID: f.ID, Reason: GuardProtected}
 	}
-	pinned, err := IsPinned(tx, r.Tenant, r.Agent, f.ID)
+	pinned, err := PinnedByAnyone(tx, r.Tenant, f.ID) // a pin protects for every agent, as in forget
 	if err != nil {
 		return err
 	}
 	switch {
 	case pinned:
 		return &GuardError{FactID: f.ID, Reason: GuardPinned}
-	case f.SourceReceipt != "":
+	case receiptLinked(f.SourceReceipt):
 		return &GuardError{FactID: f.ID, Reason: GuardReceiptLinked}
 	case f.Private:
 		return &GuardError{FactID: f.ID, Reason: GuardPrivate}
@@ -528,6 +528,13 @@ func guard(tx Tx, r ConsolidateRequest, f *Fact) error {
 		return &GuardError{FactID: f.ID, Reason: GuardHighConfidence, Confidence: f.Confidence, Floor: r.Floor}
 	}
 	return nil
+}
+
+// receiptLinked reports whether a source receipt links a fact to evidence
+// outside the memory: the marks crux itself leaves on consolidated and
+// edited facts do not, so such facts can be consolidated again.
+func receiptLinked(source string) bool {
+	return source != "" && !strings.HasPrefix(source, SourceReceiptPrefix) && !strings.HasPrefix(source, "memory_edit")
 }
 
 // ConsolidationCanonical returns the canonical fact id of consolidation id

@@ -276,7 +276,7 @@ func TestConsolidateRefusals(t *testing.T) {
 		if err := store.SetPin(tx, "t", "alice", pinned.ID, true); err != nil {
 			return err
 		}
-		if err := store.SetPin(tx, "t", "bob", live.ID, true); err != nil { // bob's pin is not alice's
+		if err := store.SetPin(tx, "t", "bob", other.ID, true); err != nil { // any agent's pin protects
 			return err
 		}
 		_, _, err := store.DeleteFact(tx, "t", "bob", deleted.ID, time.Now())
@@ -294,6 +294,7 @@ func TestConsolidateRefusals(t *testing.T) {
 		{"mine", mine.ID, store.GuardPrivate, nil, 0},
 		{"high", high.ID, store.GuardHighConfidence, nil, 0},
 		{"k", live.ID, store.GuardHighConfidence, nil, 0.5},
+		{"other", other.ID, store.GuardPinned, nil, 0},
 	}
 	for _, g := range guards {
 		_, err := consolidate(db, store.ConsolidateRequest{Agent: "alice", ID: "g", Entity: "e", Key: g.key, Value: "x",

@@ -264,7 +264,7 @@ func memoryConsolidate() *Tool {
 			"(source_receipt consolidation:<consolidation_id>) and supersedes every target; history is preserved " +
 			"(fact_history shows the targets superseded by it). The pair's current shared fact must be among the " +
 			"targets. Refused with -32030 and data {reason, fact_id}: a target listed in protected_fact_ids " +
-			"(protected), pinned by you (pinned), with a source receipt (receipt_linked), private (private), or " +
+			"(protected), pinned by any agent (pinned), with a source receipt (receipt_linked), private (private), or " +
 			"with confidence at or above protected_confidence_floor, default 0.99 (high_confidence). A target that " +
 			"does not exist, is not visible, deleted, superseded or outside (entity, key) is a -32602. One " +
 			"transaction writes the fact and a signed consolidation receipt; a consolidation_id already used is a " +

@@ -2,12 +2,9 @@ package tools
 
 import (
 	"context"
-	"encoding/hex"
 	"sort"
 	"strconv"
 	"time"
-
-	"lukechampine.com/blake3"
 
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
@@ -68,19 +65,16 @@ const ReceiptKindReverify = "reverify"
 // confirmed, the BLAKE3 (hex) of the value confirmed, by whom and when
 // (RFC 3339). Decode it with receipts.Receipt.Payload.
 type ReverifyPayload struct {
-	FactID       string `cbor:"fact_id" json:"fact_id"`
+	FactID string `cbor:"fact_id" json:"fact_id"`
+	// Entity, Key and ValueHash (BLAKE3 hex of the value) are empty and
+	// Redacted is true for a private fact: receipts are readable across the
+	// tenant, and a hash of a short value is as good as the value.
 	Entity       string `cbor:"entity" json:"entity"`
 	Key          string `cbor:"key" json:"key"`
 	ValueHash    string `cbor:"value_hash" json:"value_hash"`
+	Redacted     bool   `cbor:"redacted" json:"redacted"`
 	ReverifiedBy string `cbor:"reverified_by" json:"reverified_by"`
 	ReverifiedAt string `cbor:"reverified_at" json:"reverified_at"`
-}
-
-// ValueHash is the BLAKE3 of value in lowercase hex, as reverify receipts
-// carry it.
-func ValueHash(value string) string {
-	sum := blake3.Sum256([]byte(value))
-	return hex.EncodeToString(sum[:])
 }
 
 // FreshnessRow is one fact of memory_freshness.
@@ -505,10 +499,11 @@ func memoryReverify() *Tool {
 					return err
 				}
 				at := now.Format(time.RFC3339Nano)
-				r, err := receipts.Append(tx, env.Signer, c.TenantID(), ReceiptKindReverify, c.Name(), ReverifyPayload{
-					FactID: f.ID, Entity: f.Entity, Key: f.Key, ValueHash: ValueHash(f.Value),
-					ReverifiedBy: c.Name(), ReverifiedAt: at,
-				}, now)
+				payload := ReverifyPayload{FactID: f.ID, ReverifiedBy: c.Name(), ReverifiedAt: at, Redacted: f.Private}
+				if !f.Private {
+					payload.Entity, payload.Key, payload.ValueHash = f.Entity, f.Key, store.ValueHash(f.Value)
+				}
+				r, err := receipts.Append(tx, env.Signer, c.TenantID(), ReceiptKindReverify, c.Name(), payload, now)
 				if err != nil {
 					return err
 				}

@@ -50,11 +50,13 @@ const panelOff = " Switched off by " + flagMemoryPanel + "=0 (or false, off, no;
 
 // memFlagGate is the -32601 or -32030 a tool answers while its flag is off.
 func memFlagGate(code int, tool, flag string) func(env *Env) (*Result, error) {
-	data := map[string]any{"feature_flag": flag, "enabled": false}
-	if code == CodeCapabilityDenied {
-		data["reason_code"] = "feature_disabled"
-	}
-	return flagGate(flag, &Error{Code: code, Message: tool + " is disabled (" + flag + "=0)", Data: data})
+	return flagGate(flag, func() *Error {
+		data := map[string]any{"feature_flag": flag, "enabled": false}
+		if code == CodeCapabilityDenied {
+			data["reason_code"] = "feature_disabled"
+		}
+		return &Error{Code: code, Message: tool + " is disabled (" + flag + "=0)", Data: data}
+	})
 }
 
 // PanelFact is a fact as the memory panel shows it. Pinned says whether the

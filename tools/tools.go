@@ -271,13 +271,14 @@ func All() []*Tool {
 	return all
 }
 
-// flagGate is a gate that answers with err while flag is off.
-func flagGate(flag string, err *Error) func(env *Env) (*Result, error) {
+// flagGate is a gate that answers with the error mk builds (a new one each
+// call: callers may keep or change it) while flag is off.
+func flagGate(flag string, mk func() *Error) func(env *Env) (*Result, error) {
 	return func(env *Env) (*Result, error) {
 		if env.Enabled(flag) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, mk()
 	}
 }
 
