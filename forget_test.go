@@ -332,9 +332,12 @@ func TestForgetPinnedSurvive(t *testing.T) {
 	assert.EqualValues(t, 1, got["pinned_skipped"])
 	assert.Equal(t, []string{"dark"}, values(t, call(t, srv, bob, "query_facts", `{"entity":"prefs"}`)))
 
+	// include_pinned overrides only the caller's own pins.
 	dry := call(t, srv, bob, "memory_forget_dry_run", `{"scope":{"type":"entity_prefix","value":"prefs"},"include_pinned":true}`)
+	assert.Empty(t, forgetAffected(t, dry), "alice's pin still protects against bob")
+	dry = call(t, srv, alice, "memory_forget_dry_run", `{"scope":{"type":"entity_prefix","value":"prefs"},"include_pinned":true}`)
 	assert.Equal(t, []string{pinned}, forgetAffected(t, dry))
-	got = call(t, srv, bob, "memory_forget", `{"scope":{"type":"entity_prefix","value":"prefs"},"reason":"r","include_pinned":true}`)
+	got = call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"prefs"},"reason":"r","include_pinned":true}`)
 	assert.EqualValues(t, 1, got["facts_affected"])
 	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{"entity":"prefs"}`)))
 	assert.Empty(t, panelFacts(t, call(t, srv, alice, "memory_view", `{}`)))

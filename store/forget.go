@@ -214,15 +214,21 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 			if f.Tenant != q.Tenant || IsForgotten(f) || !f.VisibleTo(q.Agent) || IsReserved(f.Entity) || !match(f) {
 				return nil
 			}
-			if !q.IncludePinned {
-				pinned, err := PinnedByAnyone(tx, q.Tenant, f.ID)
-				if err != nil {
-					return err
+			// A pin protects a fact from every agent's forget;
+			// include_pinned overrides only the caller's own pins.
+			pinned, err := PinnedByAnyone(tx, q.Tenant, f.ID)
+			if err == nil && pinned && q.IncludePinned && q.Agent != "" {
+				var own bool
+				if own, err = IsPinned(tx, q.Tenant, q.Agent, f.ID); err == nil && own {
+					pinned, err = pinnedByOthers(tx, q.Tenant, q.Agent, f.ID)
 				}
-				if pinned {
-					sel.PinnedSkipped++
-					return nil
-				}
+			}
+			if err != nil {
+				return err
+			}
+			if pinned {
+				sel.PinnedSkipped++
+				return nil
 			}
 			sel.Facts = append(sel.Facts, f)
 			return nil
@@ -604,8 +610,9 @@ func DueForgets(tx Tx, now time.Time) ([]string, error) {
 // its entry (id, entity, key, value hash), marked purged; pins on it are
 // removed, since it can never come back. receipt is called in tx with the
 // purged fact ids to mint the purge receipt, recorded with the forget, now
-// in state purged. The purge also marks the store as needing compaction
-// (see [NeedsCompaction]); the mark is the purge receipt id.
+// in state purged. When it removed any value, the purge also marks the store
+// as needing compaction (see [NeedsCompaction]); the mark is the purge
+// receipt id.
 func PurgeForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetRecord, purged []string) (string, error)) (*ForgetRecord, error) {
 	rec, err := GetForget(tx, id)
 	if err != nil {
@@ -645,10 +652,26 @@ func PurgeForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetRecord
 	if err := writeForget(tx, rec); err != nil {
 		return nil, err
 	}
-	if err := tx.Put(bucketForgetsState, keyCompactPending, []byte(rec.PurgeReceipt)); err != nil {
-		return nil, err
+	if len(purged) > 0 { // values were removed: their bytes must leave the file
+		if err := tx.Put(bucketForgetsState, keyCompactPending, []byte(rec.PurgeReceipt)); err != nil {
+			return nil, err
+		}
 	}
 	return rec, nil
+}
+
+// pinnedByOthers reports whether an agent other than agent pinned fact id.
+func pinnedByOthers(tx Tx, tenant, agent, id string) (bool, error) {
+	p := append(indexKey(tenant, id), 0)
+	found := false
+	err := tx.Scan(bucketPinsByFact, p, false, func(k, _ []byte) error {
+		if string(k[len(p):]) != agent {
+			found = true
+			return ErrStop
+		}
+		return nil
+	})
+	return found, err
 }
 
 // unpinAll removes every agent's pin on fact id.

@@ -157,7 +157,17 @@ func TestSelectForget(t *testing.T) {
 	assert.Equal(t, []string{a2.ID, priv.ID}, factIDs(s.Facts))
 	assert.Equal(t, 1, s.PinnedSkipped)
 	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
-	assert.Len(t, s.Facts, 3)
+	assert.Len(t, s.Facts, 2, "include_pinned does not override bob's pin for alice")
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		return store.SetPin(tx, "t", "alice", a1.ID, true)
+	}))
+	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
+	assert.Len(t, s.Facts, 2, "alice's own pin alone would yield, but bob's still holds")
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		return store.SetPin(tx, "t", "bob", a1.ID, false)
+	}))
+	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
+	assert.Len(t, s.Facts, 3, "only alice's own pin: include_pinned overrides it")
 	assert.NotContains(t, factIDs(s.Facts), other.ID)
 }
 
@@ -306,13 +316,14 @@ func TestPurgeForget(t *testing.T) {
 		return errors.Join(err, err2)
 	}))
 
-	// The mark is cleared only by the compaction that saw it.
+	// A purge that removed no value (r_0 matched nothing) leaves the mark
+	// as it was; the mark is cleared only by the compaction that saw it.
 	_, err = forgetPurge(db, "r_0", forgetT0.Add(48*time.Hour))
 	require.NoError(t, err)
-	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error { return store.CompactionDone(tx, "r_purge_r_1") }))
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error { return store.CompactionDone(tx, "r_purge_r_0") }))
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		mark, err := store.NeedsCompaction(tx)
-		assert.Equal(t, "r_purge_r_0", mark)
+		assert.Equal(t, "r_purge_r_1", mark)
 		if err == nil {
 			err = store.CompactionDone(tx, mark)
 		}

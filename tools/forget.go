@@ -230,8 +230,9 @@ const forgetScopeHelp = "scope is {type, value}: entity_prefix (entities startin
 	"anonymous writers), before_timestamp (facts stored before an RFC 3339 date-time) or tenant_id (your own " +
 	"tenant: every fact you can see). "
 
-const forgetSelectionHelp = "Current, superseded and deleted versions all count; entities starting with __, other " +
-	"agents' private facts and facts pinned by any agent (unless include_pinned) are never touched. " +
+const forgetSelectionHelp = "Current, superseded and deleted versions all count; entities starting with __ and other " +
+	"agents' private facts are never touched; a fact any agent pinned survives (include_pinned overrides your own " +
+	"pins only), and pinned_skipped counts such facts. " +
 	"token_budget caps the number of facts, oldest first, and token_budget_capped says whether it cut the set. "
 
 func memoryForget() *Tool {
@@ -240,8 +241,9 @@ func memoryForget() *Tool {
 		Name: name,
 		Description: "Forget every fact in a scope. The facts leave query_facts, fact_history, list_entities and " +
 			"every other read at once; an operator can restore them until the recovery window ends " +
-			"(CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7, minimum 1), after which their values are purged " +
-			"from the store for good. " + forgetScopeHelp + forgetSelectionHelp + "reason is required and recorded. " +
+			"(CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7, minimum 1); after it, the next purge (run when the " +
+			"server starts, or by the operator: crux purge) removes their values from the store for good. The " +
+			"receipt keeps each value's BLAKE3 hash, which can confirm a guessed value. " + forgetScopeHelp + forgetSelectionHelp + "reason is required and recorded. " +
 			"The result is a signed forget receipt naming your passport and, per fact, the BLAKE3 hash of its value. " +
 			"Preview with memory_forget_dry_run. On by default: " + flagScopedForget + " unset or empty, 1, or true " +
 			"(any case) keeps it on; any other value (0, yes, on, ...) turns it off, and the call then fails with -32601.",

@@ -121,6 +121,12 @@ type DB struct {
 	path     string
 	readOnly bool
 
+	lock *os.File // the lock file, held while the DB is open; nil where unsupported
+
+	// gate is held shared by every View and Update for its whole duration,
+	// and exclusively by Compact and Close while they switch or close files.
+	gate sync.RWMutex
+
 	mu      sync.Mutex
 	closed  bool
 	pending []*call // queued Update calls, in arrival order
@@ -169,6 +175,28 @@ func Open(path string, opts *Options) (*DB, error) {
 		// makes it try exactly once.
 		timeout = time.Nanosecond
 	}
+	// The lock file (path.lock) is never renamed, unlike the database file,
+	// which Compact replaces: a process waiting for it never ends up holding
+	// a file that is no longer the database.
+	lock, err := lockFile(path+".lock", !opts.ReadOnly, timeout)
+	if errors.Is(err, errLockTimeout) {
+		waited := opts.LockTimeout
+		if waited == 0 {
+			waited = DefaultLockTimeout
+		} else if waited < 0 {
+			waited = 0
+		}
+		return nil, &lockedError{path: path, waited: waited}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store/bolt: open %s: lock: %w", path, err)
+	}
+	if !opts.ReadOnly {
+		if err := removeCompactCopies(path); err != nil {
+			unlockFile(lock)
+			return nil, fmt.Errorf("store/bolt: open %s: removing an interrupted compaction's copy: %w", path, err)
+		}
+	}
 	bopts := &bbolt.Options{
 		Timeout:      timeout,
 		NoSync:       opts.NoSync,
@@ -177,6 +205,7 @@ func Open(path string, opts *Options) (*DB, error) {
 	}
 	bdb, err := bbolt.Open(path, fileMode, bopts)
 	if err != nil {
+		unlockFile(lock)
 		if errors.Is(err, berrors.ErrTimeout) {
 			waited := opts.LockTimeout
 			if waited == 0 {
@@ -188,7 +217,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
-	return &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly}, nil
+	return &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly, lock: lock}, nil
 }
 
 // Path returns the path the DB was opened with.
@@ -217,6 +246,8 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	defer db.inflight.Done()
+	db.gate.RLock()
+	defer db.gate.RUnlock()
 
 	btx, err := db.bdb.Begin(false)
 	if err != nil {
@@ -256,6 +287,8 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	c := &call{ctx: ctx, fn: fn, done: make(chan struct{})}
 
+	db.gate.RLock()
+	defer db.gate.RUnlock()
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -304,9 +337,12 @@ func (db *DB) Close() error {
 		db.closed = true
 		db.mu.Unlock()
 		db.inflight.Wait()
+		db.gate.Lock() // a Compact in progress finishes first
+		defer db.gate.Unlock()
 		if err := db.bdb.Close(); err != nil {
 			db.closeErr = fmt.Errorf("store/bolt: close %s: %w", db.path, err)
 		}
+		unlockFile(db.lock)
 	})
 	if first {
 		return db.closeErr

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -26,129 +26,63 @@ const compactTxBytes = 64 << 20
 // as purged facts) are gone from the file. It implements [store.Compacter].
 //
 // Steps: the live data is copied into a new file next to the database
-// (mode 0600, locked like the database itself), which is flushed to disk
-// (fsync), renamed over the database file, and the directory is flushed; the
-// DB then continues on the new file and closes the old one. The new file is
-// locked before it takes the database's name, so another process never
-// finds the database unlocked. Should any step before the rename fail, the
-// new file is removed and the database is left as it was.
+// (mode 0600), which is flushed to disk (fsync) and renamed over the
+// database file; the directory is flushed; the DB continues on the new file
+// and closes the old one. Should any step before the rename fail, the new
+// file is removed and the database is left as it was; a copy left behind by
+// a crash is removed by the next Open. Other processes wait on the DB's lock
+// file, which is never renamed, so none can open the old file meanwhile.
 //
-// Compact first takes the lead of the group commit, queueing ahead of the
-// Update calls waiting for the batch in progress, if any; it runs the calls
-// that were queued before it, then waits for the Views in progress to end.
-// From then until it returns, every View and Update call waits, as does
-// Close: none fails, and none sees the files being switched. Compact returns
-// ctx.Err() if ctx ends before it has the lead; the copy itself is not
-// interrupted by ctx. Compact fails on a read-only DB (an error wrapping
-// store.ErrReadOnly) and after Close (store.ErrClosed). It must not be
-// called from inside a transaction function, which it would wait for
-// forever.
+// Compact waits for the View and Update calls in progress to end, and every
+// call made meanwhile waits for Compact: none fails, and none sees the files
+// being switched. Compacts run one at a time. Compact fails on a read-only
+// DB (an error wrapping store.ErrReadOnly) and after Close
+// (store.ErrClosed); it returns ctx.Err() if ctx ends while it waits for the
+// calls in progress (the copy itself is not interrupted). It must not be called
+// from inside a transaction function, which it would wait for forever.
 func (db *DB) Compact(ctx context.Context) error {
 	if db.readOnly {
 		return fmt.Errorf("store/bolt: compact %s: opened read-only: %w", db.path, store.ErrReadOnly)
 	}
-	if err := db.takeLead(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// db.mu is held and Compact leads: no batch runs. Update calls that
-	// queued meanwhile are in the inflight count and wait for a leader, so
-	// run them now; later ones wait for db.mu before they can register.
-	queued := db.pending
-	db.pending = nil
-	db.runQueued(queued)
-	defer func() {
-		db.leading = false // the queue is empty: the next Update leads
-		db.mu.Unlock()
-	}()
-	if db.closed {
+	locked := make(chan struct{})
+	go func() { db.gate.Lock(); close(locked) }()
+	select {
+	case <-locked:
+	case <-ctx.Done():
+		go func() { <-locked; db.gate.Unlock() }() // give the gate back once it comes
+		return ctx.Err()
+	}
+	defer db.gate.Unlock()
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
 		return fmt.Errorf("store/bolt: compact %s: %w", db.path, store.ErrClosed)
 	}
-	// What remains in flight are Views, which do not take db.mu again, and
-	// Update calls about to return: waiting for them cannot deadlock.
-	db.inflight.Wait()
 	return db.compactLocked()
 }
 
-// takeLead makes the caller the leader of the group commit and returns
-// with db.mu held. With no batch in progress it takes the lead at once;
-// otherwise it queues a barrier at the head of the queue, which the
-// running leader hands the lead to when its batch is done (a barrier is
-// never run as part of a batch: leaders take their batch when they start,
-// and the barrier is queued only after that).
-func (db *DB) takeLead(ctx context.Context) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		db.mu.Lock()
-		if db.closed {
-			db.mu.Unlock()
-			return fmt.Errorf("store/bolt: compact %s: %w", db.path, store.ErrClosed)
-		}
-		if !db.leading {
-			db.leading = true
-			return nil
-		}
-		if len(db.pending) > 0 && db.pending[0].lead {
-			// A leader has been named but has not taken its batch yet,
-			// which the barrier would then be part of: let it start.
-			db.mu.Unlock()
-			time.Sleep(20 * time.Microsecond)
-			continue
-		}
-		barrier := &call{ctx: ctx, done: make(chan struct{})}
-		db.pending = append([]*call{barrier}, db.pending...)
-		db.mu.Unlock()
-
-		select {
-		case <-barrier.done:
-		case <-ctx.Done():
-		}
-		db.mu.Lock()
-		i := slices.Index(db.pending, barrier)
-		if i >= 0 {
-			db.pending = slices.Delete(db.pending, i, i+1)
-		}
-		if barrier.lead {
-			if ctx.Err() == nil {
-				return nil
-			}
-			db.mu.Unlock()
-			db.handoff() // we were handed the lead and no longer want it
-			return ctx.Err()
-		}
-		db.mu.Unlock()
-		return ctx.Err()
+// removeCompactCopies removes the copies a Compact interrupted by a crash
+// left next to the database at path. The caller holds the lock file.
+func removeCompactCopies(path string) error {
+	leftovers, err := filepath.Glob(path + ".compact-*")
+	if err != nil {
+		return err
 	}
-}
-
-// runQueued runs queued Update calls in batches as a leader would, on a
-// goroutine of their own so that a runtime.Goexit in one of them cannot end
-// the caller's goroutine (see DB.lead). Their callers get their results.
-func (db *DB) runQueued(calls []*call) {
-	for len(calls) > 0 {
-		batch := calls[:min(len(calls), maxBatch)]
-		calls = calls[len(batch):]
-		for len(batch) > 0 {
-			ended := make(chan struct{})
-			go func() {
-				defer close(ended)
-				db.execute(batch, false)
-			}()
-			<-ended
-			unfinished := batch[:0]
-			for _, c := range batch {
-				if !c.finished {
-					unfinished = append(unfinished, c)
-				}
-			}
-			batch = unfinished
+	var errs []error
+	for _, f := range leftovers {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
 		}
 	}
+	return errors.Join(errs...)
 }
 
-// compactLocked does the work of Compact; db.mu is held and nothing else
-// uses db.bdb.
+// compactLocked does the work of Compact; db.gate is held exclusively, so
+// nothing else uses db.bdb.
 func (db *DB) compactLocked() (err error) {
 	src := db.bdb
 	dir := filepath.Dir(db.path)
