@@ -38,10 +38,12 @@
 // # Durability and locking
 //
 // By default every commit is flushed to disk (fsync) before Update returns;
-// [Options.NoSync] turns this off for tests and benchmarks only. The file is
-// locked with flock(2) while open, so a second [Open] of the same file, by
-// this or another process, fails with [ErrLocked] after
-// [Options.LockTimeout] instead of corrupting it.
+// [Options.NoSync] turns this off for tests and benchmarks only. While a DB
+// is open, a lock file beside it (path + ".lock", never renamed) and the
+// database file itself are locked with flock(2), so a second [Open] of the
+// same file, by this or another process, fails with [ErrLocked] after
+// [Options.LockTimeout] instead of corrupting it; [DB.Compact] replaces the
+// database file without ever letting another process open the old one.
 //
 // As with bbolt itself, a commit that has to grow the memory map waits for
 // all read transactions to end: keep Views short, and do not call Update
