@@ -223,15 +223,15 @@ func contradictionEntities(tx Tx, q ContradictionQuery, budget int) (out []strin
 		own = PrivateEntity(q.Agent, "")
 	}
 	seen := make(map[string]struct{})
+	visited := 0
 	add := func(name string) error {
+		// Every index entry visited counts against the budget, skipped or
+		// not, so no walk is longer than it says.
+		if visited++; visited > budget {
+			return errScanFull
+		}
 		if IsReserved(name) {
 			return nil
-		}
-		if _, ok := seen[name]; ok {
-			return nil
-		}
-		if len(seen) >= budget {
-			return errScanFull
 		}
 		seen[name] = struct{}{}
 		return nil
