@@ -262,6 +262,9 @@ func All() []*Tool {
 		memoryPanelTools(),   // memory.go
 		freshnessTools(),     // freshness.go
 		consolidationTools(), // consolidation.go
+		sessionTools(),       // sessions.go
+		hardeningTools(),     // hardening.go
+		constraintTools(),    // constraints.go
 	)
 	order := make(map[string]int)
 	for i, n := range surface.Names() {
