@@ -211,8 +211,9 @@ func queryFacts() *Tool {
 			"an error. With no filter it returns the top facts of the whole store. as_of reads the facts valid " +
 			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
 			"sets a floor and filtered_below_threshold tells how many fell under it; token_budget trims rows. " +
-			"With " + flagAuditEnvelope + " on, the result also carries the audit envelope (what it drew on).",
-		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true},
+			"With " + flagAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
+			"A keyword query that finds nothing is recorded, for the tenant, as a gap that get_gaps lists.",
+		Annotations: Annotations{Title: "Query facts"}, // not read-only: an empty keyword query records a gap
 		Output: "{rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
@@ -260,6 +261,12 @@ func queryFacts() *Tool {
 				out.TotalTokens += cost
 			}
 			out.Count = len(out.Rows)
+			if in.Query != "" && out.Count == 0 {
+				// A gap observation for get_gaps (hardening.go). Recording it
+				// must never fail the query: on error the result is returned
+				// all the same and the gap is simply not recorded.
+				_ = recordGap(ctx, env, c, in)
+			}
 			if !env.Enabled(flagAuditEnvelope) {
 				return jsonResult(out)
 			}
