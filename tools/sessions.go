@@ -1,4 +1,637 @@
 package tools
 
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/crux-go/crux/store"
+)
+
+// Sessions (seed §12.14) are an agent's working memory: one JSON object per
+// session id. They are per agent: an authenticated caller's session id is
+// stored as __agent_session::<agent>::<id> and only that agent sees it; an
+// anonymous caller's is stored under the raw id, in a space every anonymous
+// caller of the tenant shares and no authenticated agent sees. Tenants are
+// separate. Session ids starting with __agent_session:: are refused, so an
+// anonymous caller can never name an agent's session.
+//
+// Expiry: ttl_seconds (0 = never, at most [MaxSessionTTL]) sets a deadline
+// on each save. A session past it is gone for every tool; it is deleted
+// when a tool comes across it (get, list, delete) and every save or
+// checkpoint reclaims up to [sessionReclaimBatch] expired sessions of its
+// tenant in the same transaction.
+//
+// Archive status is kept by saves and checkpoints: only unarchive_session
+// brings a session back to the default listing. Session tools mint no
+// receipts: the reference's receipt classes do not include them.
+
+// Limits of the session tools.
+const (
+	// MaxSessionStateBytes caps a session's state as compact JSON.
+	MaxSessionStateBytes = 1 << 20
+	// MaxSessionTTL is the longest ttl_seconds accepted.
+	MaxSessionTTL = 365 * 24 * time.Hour
+	// MaxListedSessions is the most ids list_sessions returns; it reports
+	// truncated when more match.
+	MaxListedSessions = 1000
+	// CheckpointSchema names the state session_checkpoint stores.
+	CheckpointSchema = "crux.session_checkpoint.v1"
+)
+
+// sessionReclaimBatch is how many expired sessions one write reclaims.
+const sessionReclaimBatch = 64
+
+// checkSessionID rejects a session id checkName refuses or one in the
+// reserved agent namespace.
+func checkSessionID(tool, id string) error {
+	if err := checkName(tool, "session_id", id); err != nil {
+		return err
+	}
+	if strings.HasPrefix(id, store.AgentSessionPrefix) {
+		return InvalidParams(tool, "session_id", "ids starting with "+store.AgentSessionPrefix+" are reserved for crux")
+	}
+	return nil
+}
+
+// sessionTokens estimates the tokens of a JSON text: bytes / 4, at least 1.
+func sessionTokens(b []byte) int { return max(1, len(b)/4) }
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// checkTTL enforces MaxSessionTTL. (The schema does not carry it as a
+// maximum: its message would print the bound as 3.1536e+07.)
+func checkTTL(tool string, ttl int64) error {
+	if ttl > int64(MaxSessionTTL/time.Second) {
+		return InvalidParams(tool, "ttl_seconds", fmt.Sprintf("must be <= %d (365 days)", int64(MaxSessionTTL/time.Second)))
+	}
+	return nil
+}
+
+// expiry turns ttl_seconds into a deadline (nil: never).
+func expiry(now time.Time, ttl int64) *time.Time {
+	if ttl <= 0 {
+		return nil
+	}
+	t := now.Add(time.Duration(ttl) * time.Second)
+	return &t
+}
+
+// writeSession stores state as owner's session id, keeping its archive
+// status, and reclaims expired sessions of the tenant, in one transaction.
+func writeSession(ctx context.Context, env *Env, c Caller, id string, state []byte, ttl int64) (*store.Session, error) {
+	now := env.now()
+	base := store.Session{
+		ID: id, Tenant: c.TenantID(), Owner: c.Identity(), State: state,
+		WrittenBy: c.Identity(), UpdatedAt: now, ExpiresAt: expiry(now, ttl),
+	}
+	var s *store.Session
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		q := base // fn may run again: start from the same record each time
+		if _, err := store.ReclaimExpiredSessions(tx, q.Tenant, now, sessionReclaimBatch); err != nil {
+			return err
+		}
+		old, err := store.GetSession(tx, q.Tenant, q.Owner, id, now)
+		switch {
+		case err == nil:
+			q.Archived, q.ArchivedAt, q.ArchiveReason = old.Archived, old.ArchivedAt, old.ArchiveReason
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		if err := store.PutSession(tx, &q); err != nil {
+			return err
+		}
+		s = &q
+		return nil
+	})
+	return s, err
+}
+
+type sessionWriteOut struct {
+	SessionID   string `json:"session_id"`
+	UpdatedAt   string `json:"updated_at"`
+	ExpiresAt   string `json:"expires_at,omitempty"`
+	TotalTokens *int   `json:"total_tokens,omitempty"`
+	// Trimmed says what session_checkpoint cut to fit its budget.
+	Trimmed map[string]int `json:"trimmed,omitempty"`
+}
+
+func writeOut(s *store.Session) sessionWriteOut {
+	out := sessionWriteOut{SessionID: s.ID, UpdatedAt: stamp(s.UpdatedAt)}
+	if s.ExpiresAt != nil {
+		out.ExpiresAt = stamp(*s.ExpiresAt)
+	}
+	return out
+}
+
+// sessionNotFound is get/archive/unarchive's answer for a session that does
+// not exist, or no longer does.
+func sessionNotFound(id string) *Result { return errorResult("session not found: %s", id) }
+
 // sessionTools returns the session tools (seed §12.14).
-func sessionTools() []*Tool { return nil }
+func sessionTools() []*Tool {
+	return []*Tool{
+		getSession(),
+		saveSession(),
+		sessionCheckpoint(),
+		listSessions(),
+		deleteSession(),
+		archiveSession(),
+		unarchiveSession(),
+	}
+}
+
+// ---- get_session ----
+
+type sessionIDArgs struct {
+	SessionID string `json:"session_id"`
+}
+
+// SessionOut is a session as get_session returns it.
+type SessionOut struct {
+	SessionID     string          `json:"session_id"`
+	State         json.RawMessage `json:"state"`
+	UpdatedAt     string          `json:"updated_at"`
+	TotalTokens   int             `json:"total_tokens"`
+	Archived      bool            `json:"archived"`
+	ArchivedAt    string          `json:"archived_at,omitempty"`
+	ArchiveReason string          `json:"archive_reason,omitempty"`
+	ExpiresAt     string          `json:"expires_at,omitempty"`
+	WrittenBy     string          `json:"written_by,omitempty"`
+}
+
+func getSession() *Tool {
+	const name = "get_session"
+	return &Tool{
+		Name: name,
+		Description: "Read one of your sessions: its state exactly as saved, when it was last written, and its size " +
+			"in tokens (state JSON bytes / 4). Sessions are per agent: you see only your own (anonymous callers " +
+			"share one space of their own). Archived sessions are readable in full. A session that does not " +
+			"exist or has expired gives an error result, session not found.",
+		Annotations: Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
+			"written_by?}; a missing or expired session: isError, session not found",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
+			if err := checkSessionID(name, in.SessionID); err != nil {
+				return nil, err
+			}
+			tenant, owner, now := c.TenantID(), c.Identity(), env.now()
+			var s *store.Session
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				s, err = store.GetSession(tx, tenant, owner, in.SessionID, now)
+				return err
+			})
+			if errors.Is(err, store.ErrSessionExpired) {
+				err = env.Store.Update(ctx, func(tx store.Tx) error {
+					_, err := store.ReclaimSession(tx, tenant, owner, in.SessionID, now)
+					return err
+				})
+				if err == nil {
+					return sessionNotFound(in.SessionID), nil
+				}
+			}
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				return sessionNotFound(in.SessionID), nil
+			case err != nil:
+				return nil, err
+			}
+			out := SessionOut{
+				SessionID: s.ID, State: s.State, UpdatedAt: stamp(s.UpdatedAt), TotalTokens: sessionTokens(s.State),
+				Archived: s.Archived, ArchiveReason: s.ArchiveReason, WrittenBy: s.WrittenBy,
+			}
+			if s.ArchivedAt != nil {
+				out.ArchivedAt = stamp(*s.ArchivedAt)
+			}
+			if s.ExpiresAt != nil {
+				out.ExpiresAt = stamp(*s.ExpiresAt)
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- save_session ----
+
+type saveSessionArgs struct {
+	SessionID  string          `json:"session_id"`
+	State      json.RawMessage `json:"state"`
+	TTLSeconds int64           `json:"ttl_seconds"`
+}
+
+func saveSession() *Tool {
+	const name = "save_session"
+	return &Tool{
+		Name: name,
+		Description: "Save one of your sessions: state (any JSON object, up to 1 MiB) replaces the previous state and " +
+			"is kept verbatim (whitespace aside). By convention state.title is a short human name and " +
+			"state.summary one paragraph, both optional plain strings; every other key is yours. Sessions are " +
+			"per agent: no other agent can read or list yours. The writer's identity is stamped automatically " +
+			"(none for anonymous callers). ttl_seconds (0 = never, the default; at most 365 days) sets when the " +
+			"session expires, anew on each save. Saving keeps an archived session archived.",
+		Annotations: Annotations{Title: "Save session", IdempotentHint: true},
+		Output:      "{session_id, updated_at, expires_at?}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *saveSessionArgs) (*Result, error) {
+			if err := checkSessionID(name, in.SessionID); err != nil {
+				return nil, err
+			}
+			if err := checkTTL(name, in.TTLSeconds); err != nil {
+				return nil, err
+			}
+			var state bytes.Buffer
+			if err := json.Compact(&state, in.State); err != nil {
+				return nil, InvalidParams(name, "state", "must be a JSON object")
+			}
+			if state.Len() > MaxSessionStateBytes {
+				return nil, InvalidParams(name, "state", fmt.Sprintf("larger than %d bytes as compact JSON", MaxSessionStateBytes))
+			}
+			s, err := writeSession(ctx, env, c, in.SessionID, state.Bytes(), in.TTLSeconds)
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(writeOut(s))
+		}),
+	}
+}
+
+// ---- session_checkpoint ----
+
+type checkpointArgs struct {
+	SessionID        string            `json:"session_id"`
+	TokenBudget      int               `json:"token_budget"`
+	Objective        string            `json:"objective"`
+	CurrentMilestone string            `json:"current_milestone"`
+	Decisions        []json.RawMessage `json:"decisions"`
+	OpenQuestions    []json.RawMessage `json:"open_questions"`
+	FilesTouched     []string          `json:"files_touched"`
+	CommandsRun      []string          `json:"commands_run"`
+	TestStatus       json.RawMessage   `json:"test_status"`
+	NextAction       string            `json:"next_action"`
+	TTLSeconds       int64             `json:"ttl_seconds"`
+}
+
+// Checkpoint is the state session_checkpoint stores (schema
+// crux.session_checkpoint.v1). Fields not given are left out. Trimmed
+// maps each field cut to fit the token budget to what was cut: entries
+// dropped from a list (oldest first), bytes cut from the end of a text, 1
+// for a dropped test_status.
+type Checkpoint struct {
+	Schema           string            `json:"schema"`
+	Objective        string            `json:"objective,omitempty"`
+	CurrentMilestone string            `json:"current_milestone,omitempty"`
+	Decisions        []json.RawMessage `json:"decisions,omitempty"`
+	OpenQuestions    []json.RawMessage `json:"open_questions,omitempty"`
+	FilesTouched     []string          `json:"files_touched,omitempty"`
+	CommandsRun      []string          `json:"commands_run,omitempty"`
+	TestStatus       json.RawMessage   `json:"test_status,omitempty"`
+	NextAction       string            `json:"next_action,omitempty"`
+	Trimmed          map[string]int    `json:"trimmed,omitempty"`
+}
+
+// encodeJSON is json.Marshal without HTML escaping and without the
+// trailing newline.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// fit trims cp until its JSON takes at most budget tokens (bytes / 4):
+// list entries from the front, commands_run first, then files_touched,
+// open_questions and decisions; then test_status; then the longest of
+// objective, current_milestone and next_action, cut at a rune boundary.
+// It returns the JSON, or the tokens the smallest checkpoint needs when
+// even that does not fit.
+func (cp *Checkpoint) fit(budget int) ([]byte, int, error) {
+	b, err := encodeJSON(cp)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit := budget*4 + 3 // the most bytes whose estimate is within budget
+	note := func(field string, n int) error {
+		if cp.Trimmed == nil {
+			cp.Trimmed = map[string]int{}
+		}
+		cp.Trimmed[field] += n
+		b, err = encodeJSON(cp)
+		return err
+	}
+	lists := []struct {
+		field string
+		n     func() int
+		size  func(i int) int
+		drop  func(k int)
+	}{
+		{"commands_run", func() int { return len(cp.CommandsRun) }, func(i int) int { return jsonLen(cp.CommandsRun[i]) },
+			func(k int) { cp.CommandsRun = cp.CommandsRun[k:] }},
+		{"files_touched", func() int { return len(cp.FilesTouched) }, func(i int) int { return jsonLen(cp.FilesTouched[i]) },
+			func(k int) { cp.FilesTouched = cp.FilesTouched[k:] }},
+		{"open_questions", func() int { return len(cp.OpenQuestions) }, func(i int) int { return len(cp.OpenQuestions[i]) },
+			func(k int) { cp.OpenQuestions = cp.OpenQuestions[k:] }},
+		{"decisions", func() int { return len(cp.Decisions) }, func(i int) int { return len(cp.Decisions[i]) },
+			func(k int) { cp.Decisions = cp.Decisions[k:] }},
+	}
+	for _, l := range lists {
+		for len(b) > limit && l.n() > 0 {
+			excess, k, cut := len(b)-limit, 0, 0
+			for k < l.n() && cut < excess {
+				cut += l.size(k) + 1
+				k++
+			}
+			l.drop(k)
+			if err := note(l.field, k); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	if len(b) > limit && cp.TestStatus != nil {
+		cp.TestStatus = nil
+		if err := note("test_status", 1); err != nil {
+			return nil, 0, err
+		}
+	}
+	texts := []struct {
+		field string
+		s     *string
+	}{{"objective", &cp.Objective}, {"current_milestone", &cp.CurrentMilestone}, {"next_action", &cp.NextAction}}
+	for len(b) > limit {
+		longest := -1
+		for i, t := range texts {
+			if *t.s != "" && (longest < 0 || len(*t.s) > len(*texts[longest].s)) {
+				longest = i
+			}
+		}
+		if longest < 0 {
+			return nil, sessionTokens(b), nil
+		}
+		s := *texts[longest].s
+		n := max(0, len(s)-(len(b)-limit))
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		*texts[longest].s = s[:n]
+		if err := note(texts[longest].field, len(s)-n); err != nil {
+			return nil, 0, err
+		}
+	}
+	return b, 0, nil
+}
+
+func jsonLen(s string) int {
+	b, _ := encodeJSON(s)
+	return len(b)
+}
+
+func sessionCheckpoint() *Tool {
+	const name = "session_checkpoint"
+	return &Tool{
+		Name: name,
+		Description: "Checkpoint one of your sessions compactly: stores a " + CheckpointSchema + " state built from the " +
+			"typed fields (objective, current_milestone, decisions, open_questions, files_touched, commands_run, " +
+			"test_status, next_action), replacing the session's state; get_session reads it back. token_budget is " +
+			"required and must be greater than 0: the stored state is trimmed to fit it (JSON bytes / 4) by cutting " +
+			"list entries oldest first (commands_run, then files_touched, open_questions, decisions), then " +
+			"dropping test_status, then shortening the longest texts; state.trimmed and the result's trimmed say " +
+			"what was cut. A budget too small even for an empty checkpoint is an error naming token_budget. " +
+			"Sessions are per agent; ttl_seconds as for save_session.",
+		Annotations: Annotations{Title: "Session checkpoint", IdempotentHint: true},
+		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkpointArgs) (*Result, error) {
+			if err := checkSessionID(name, in.SessionID); err != nil {
+				return nil, err
+			}
+			if err := checkTTL(name, in.TTLSeconds); err != nil {
+				return nil, err
+			}
+			if in.TokenBudget <= 0 { // the schema says so too; keep the rule where the value is used
+				return nil, InvalidParams(name, "token_budget", "must be greater than 0")
+			}
+			cp := Checkpoint{
+				Schema: CheckpointSchema, Objective: in.Objective, CurrentMilestone: in.CurrentMilestone,
+				FilesTouched: in.FilesTouched, CommandsRun: in.CommandsRun, NextAction: in.NextAction,
+			}
+			for _, src := range []struct {
+				from []json.RawMessage
+				to   *[]json.RawMessage
+			}{{in.Decisions, &cp.Decisions}, {in.OpenQuestions, &cp.OpenQuestions}} {
+				for _, raw := range src.from {
+					var b bytes.Buffer
+					if err := json.Compact(&b, raw); err != nil {
+						return nil, err
+					}
+					*src.to = append(*src.to, b.Bytes())
+				}
+			}
+			if in.TestStatus != nil {
+				var b bytes.Buffer
+				if err := json.Compact(&b, in.TestStatus); err != nil {
+					return nil, err
+				}
+				cp.TestStatus = b.Bytes()
+			}
+			state, need, err := cp.fit(in.TokenBudget)
+			switch {
+			case err != nil:
+				return nil, err
+			case state == nil:
+				return nil, InvalidParams(name, "token_budget", fmt.Sprintf("too small: a checkpoint needs at least %d tokens", need))
+			case len(state) > MaxSessionStateBytes:
+				return nil, InvalidParams(name, "token_budget", fmt.Sprintf("lets the checkpoint exceed %d bytes; lower it", MaxSessionStateBytes))
+			}
+			s, err := writeSession(ctx, env, c, in.SessionID, state, in.TTLSeconds)
+			if err != nil {
+				return nil, err
+			}
+			out := writeOut(s)
+			tokens := sessionTokens(state)
+			out.TotalTokens, out.Trimmed = &tokens, cp.Trimmed
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- list_sessions ----
+
+type listSessionsArgs struct {
+	IncludeArchived bool   `json:"include_archived"`
+	Prefix          string `json:"prefix"`
+}
+
+func listSessions() *Tool {
+	const name = "list_sessions"
+	return &Tool{
+		Name: name,
+		Description: fmt.Sprintf("List the ids of your sessions, sorted (byte order), at most %d; truncated says "+
+			"when more matched (narrow them with prefix). Archived sessions are left out unless include_archived; "+
+			"expired ones never appear. prefix keeps the ids starting with it (a crux addition: the reference had "+
+			"no filter). Sessions are per agent: another agent's never appear.", MaxListedSessions),
+		Annotations: Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{sessions: [string], count, truncated}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listSessionsArgs) (*Result, error) {
+			if err := checkNames(name, "prefix", in.Prefix); err != nil {
+				return nil, err
+			}
+			q := store.SessionQuery{
+				Tenant: c.TenantID(), Owner: c.Identity(), Prefix: in.Prefix,
+				IncludeArchived: in.IncludeArchived, Limit: MaxListedSessions, Now: env.now(),
+			}
+			var res store.SessionList
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				res, err = store.ListSessions(tx, q)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if len(res.Expired) > 0 {
+				err = env.Store.Update(ctx, func(tx store.Tx) error {
+					for _, id := range res.Expired {
+						if _, err := store.ReclaimSession(tx, q.Tenant, q.Owner, id, q.Now); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+			}
+			ids := res.IDs
+			if ids == nil {
+				ids = []string{}
+			}
+			return jsonResult(map[string]any{"sessions": ids, "count": len(ids), "truncated": res.Truncated})
+		}),
+	}
+}
+
+// ---- delete_session ----
+
+func deleteSession() *Tool {
+	const name = "delete_session"
+	return &Tool{
+		Name: name,
+		Description: "Delete one of your sessions for good, state and all; it cannot be restored. Prefer " +
+			"archive_session, which is reversible. Deleting a session that does not exist (or has expired) " +
+			"changes nothing and says so with deleted false.",
+		Annotations: Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
+		Output:      "{deleted, session_id}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
+			if err := checkSessionID(name, in.SessionID); err != nil {
+				return nil, err
+			}
+			var deleted bool
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				var err error
+				deleted, err = store.DeleteSession(tx, c.TenantID(), c.Identity(), in.SessionID, env.now())
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(map[string]any{"deleted": deleted, "session_id": in.SessionID})
+		}),
+	}
+}
+
+// ---- archive_session, unarchive_session ----
+
+type archiveArgs struct {
+	SessionID string `json:"session_id"`
+	Reason    string `json:"reason"`
+}
+
+// setArchived archives (with reason) or unarchives owner's session in one
+// transaction and returns it as stored, with whether it was archived
+// before. A missing or expired session is store.ErrNotFound.
+func setArchived(ctx context.Context, env *Env, c Caller, id string, archived bool, reason string) (*store.Session, bool, error) {
+	var s *store.Session
+	var was bool
+	now := env.now()
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		cur, err := store.GetSession(tx, c.TenantID(), c.Identity(), id, now)
+		if err != nil {
+			return err
+		}
+		was = cur.Archived
+		cur.Archived, cur.ArchivedAt, cur.ArchiveReason = archived, nil, ""
+		if archived {
+			cur.ArchivedAt, cur.ArchiveReason = &now, reason
+		}
+		s = cur
+		return store.PutSession(tx, cur)
+	})
+	return s, was, err
+}
+
+func archiveSession() *Tool {
+	const name = "archive_session"
+	return &Tool{
+		Name: name,
+		Description: "Archive one of your sessions: reversible (unarchive_session), its state kept in full and still " +
+			"readable with get_session, but hidden from list_sessions unless include_archived. reason is stored " +
+			"with it. A session that does not exist or has expired gives an error result, session not found.",
+		Annotations: Annotations{Title: "Archive session", IdempotentHint: true},
+		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *archiveArgs) (*Result, error) {
+			if err := checkSessionID(name, in.SessionID); err != nil {
+				return nil, err
+			}
+			s, was, err := setArchived(ctx, env, c, in.SessionID, true, in.Reason)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				return sessionNotFound(in.SessionID), nil
+			case err != nil:
+				return nil, err
+			}
+			out := map[string]any{"session_id": s.ID, "archived": true, "archived_at": stamp(*s.ArchivedAt), "was_archived": was}
+			if s.ArchiveReason != "" {
+				out["reason"] = s.ArchiveReason
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+func unarchiveSession() *Tool {
+	const name = "unarchive_session"
+	return &Tool{
+		Name: name,
+		Description: "Bring one of your archived sessions back to the default list_sessions view; its state is " +
+			"unchanged. Unarchiving a session that is not archived changes nothing (was_archived false). A session " +
+			"that does not exist or has expired gives an error result, session not found.",
+		Annotations: Annotations{Title: "Unarchive session", IdempotentHint: true},
+		Output:      "{session_id, archived: false, was_archived}; missing: isError, session not found",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
+			if err := checkSessionID(name, in.SessionID); err != nil {
+				return nil, err
+			}
+			s, was, err := setArchived(ctx, env, c, in.SessionID, false, "")
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				return sessionNotFound(in.SessionID), nil
+			case err != nil:
+				return nil, err
+			}
+			return jsonResult(map[string]any{"session_id": s.ID, "archived": false, "was_archived": was})
+		}),
+	}
+}
