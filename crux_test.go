@@ -320,3 +320,13 @@ func TestIntegralNumbersAccepted(t *testing.T) {
 	e := callErr(t, srv, alice, "query_facts", `{"top_k":2.5}`)
 	assert.Equal(t, "query_facts: top_k: must be an integer", e.Message)
 }
+
+func TestLimitsPrintAsWholeNumbers(t *testing.T) {
+	ttl := tools.New("ttl", "takes a large limit", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":31536000}}}`),
+		tools.Annotations{}, func(context.Context, *tools.Env, tools.Caller, json.RawMessage) (*tools.Result, error) {
+			return &tools.Result{Content: []tools.Content{{Type: "text", Text: "ok"}}}, nil
+		})
+	srv, _ := newServer(t, nil, ttl)
+	e := callErr(t, srv, alice, "ttl", `{"n":31536001}`)
+	assert.Equal(t, "ttl: n: must be <= 31536000", e.Message)
+}

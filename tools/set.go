@@ -276,8 +276,13 @@ func explain(ve *jsonschema.ValidationError) (param, reason string) {
 		}
 		reason = "must be " + strings.Join(parts, " or ")
 	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-		// must be >= 0 but found -1
+		// must be >= 0 but found -1; the limit may print as 3.1536e+07
 		reason = strings.SplitN(msg, " but found", 2)[0]
+		if i := strings.LastIndexByte(reason, ' '); i >= 0 {
+			if f, err := strconv.ParseFloat(reason[i+1:], 64); err == nil {
+				reason = reason[:i+1] + strconv.FormatFloat(f, 'f', -1, 64)
+			}
+		}
 	case "minLength":
 		if strings.HasPrefix(msg, "length must be >= 1,") {
 			reason = "must not be empty"
