@@ -1,4 +1,1005 @@
 package tools
 
+// Constraints, config audit and action enrichment (seed §12.22).
+//
+// Decisions where the seed is silent:
+//
+//   - Constraints belong to the caller's tenant: every agent of the tenant
+//     declares into, reads and is checked against the same list; no other
+//     tenant sees it. A tenant holds at most store.MaxConstraints active
+//     constraints (declare_constraint then fails with -32004), so a check is
+//     bounded; get_constraints lists at most MaxListedConstraints.
+//   - Keyword matching: an assertion's content words are its index words
+//     (store.Words) minus the stop words below. Its match score is the
+//     fraction of them found among the action's words; a word is found when
+//     it is equal to an action word or, both being at least four bytes long,
+//     one is a prefix of the other ("deploy" finds "deployment"). A
+//     constraint matches at a score of at least MatchThreshold. The action's
+//     words come from action_description, tool_name, the keys and values of
+//     tool_parameters and, when tool_name is given, the deterministic
+//     enrichment (narrative, operations and consequences).
+//   - shell_pattern constraints never match by keywords: their assertion is
+//     a Go regular expression (RE2: matching is linear in the input, so no
+//     pattern can take super-linear time) matched against the string
+//     tool_parameters.command (a string, or an array of strings joined by
+//     spaces) when tool_name is bash, sh or shell in any case. A match
+//     scores 1.
+//   - tenant_id, where accepted, must be the caller's own tenant or
+//     omitted: any other value is -32602 naming tenant_id (it is an
+//     argument that cannot be honoured, not a question of standing).
+//   - audit_config writes a fact under __ops::config-audit, key
+//     sha256:<hash>, visible to the whole tenant, and mints a signed
+//     config_audit receipt in the same transaction; the fact's
+//     source_receipt names it.
+//   - enrich_action reads no state except the tenant's relationship
+//     constraints, writes nothing and mints no stored receipt: its
+//     enrichment_receipt is the BLAKE3 hash of the canonical proposal, so
+//     the same input against the same constraints gives byte-identical
+//     output.
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+// Limits and thresholds of the constraint tools.
+const (
+	// MaxShellPatternBytes caps a shell_pattern assertion.
+	MaxShellPatternBytes = 1024
+	// MaxListedConstraints caps the constraints get_constraints returns.
+	MaxListedConstraints = 200
+	// MatchThreshold is the lowest keyword match score that counts as a
+	// match in check_constraints and enrich_action.
+	MatchThreshold = 0.5
+	// MaxEnrichedItems caps affected_principals and affected_resources.
+	MaxEnrichedItems = 100
+)
+
+// ConfigAuditEntity is the entity audit_config writes under.
+const ConfigAuditEntity = "__ops::config-audit"
+
+// EnrichedActionSchema names the shape of an EnrichedActionProposal.
+const EnrichedActionSchema = "crux.enriched_action_proposal.v1"
+
+// shellTools are the tool names (lowercased) whose command parameter
+// shell_pattern constraints are matched against.
+var shellTools = []string{"bash", "sh", "shell"}
+
+// stopWords are left out of an assertion's content words: they carry the
+// rule's modality ("never", "must not"), not what it is about.
+var stopWords = map[string]bool{
+	"a": true, "an": true, "the": true, "to": true, "of": true, "in": true, "on": true, "for": true, "and": true,
+	"or": true, "is": true, "are": true, "be": true, "by": true, "with": true, "at": true, "as": true, "it": true,
+	"this": true, "that": true, "from": true, "into": true, "any": true, "all": true, "never": true, "not": true,
+	"no": true, "do": true, "don": true, "must": true, "should": true, "shall": true, "always": true, "only": true,
+	"without": true, "may": true, "can": true, "cannot": true, "we": true, "you": true,
+}
+
+// ConstraintMatch is one constraint an action matched.
+type ConstraintMatch struct {
+	ConstraintID string  `json:"constraint_id"`
+	Assertion    string  `json:"assertion"`
+	Severity     string  `json:"severity"`
+	MatchScore   float64 `json:"match_score"`
+}
+
+// ---- matching ----
+
+// actionWords is the word set of an action, with a sorted copy for prefix
+// lookups.
+type actionWords struct {
+	set    map[string]bool
+	sorted []string
+}
+
+func newActionWords(texts ...string) *actionWords {
+	a := &actionWords{set: make(map[string]bool)}
+	for _, t := range texts {
+		for _, w := range store.Words(t) {
+			a.set[w] = true
+		}
+	}
+	for w := range a.set {
+		a.sorted = append(a.sorted, w)
+	}
+	sort.Strings(a.sorted)
+	return a
+}
+
+// has reports whether w is found among the action's words (see the
+// package notes above for the prefix rule).
+func (a *actionWords) has(w string) bool {
+	if a.set[w] {
+		return true
+	}
+	if len(w) < 4 {
+		return false
+	}
+	if i := sort.SearchStrings(a.sorted, w); i < len(a.sorted) && strings.HasPrefix(a.sorted[i], w) {
+		return true
+	}
+	for n := 4; n < len(w); n++ {
+		if a.set[w[:n]] {
+			return true
+		}
+	}
+	return false
+}
+
+func contentWords(s string) []string {
+	var out []string
+	for _, w := range store.Words(s) {
+		if !stopWords[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// keywordScore is the fraction of the assertion's content words the action
+// holds, rounded to four decimals.
+func keywordScore(assertion string, a *actionWords) float64 {
+	ws := contentWords(assertion)
+	if len(ws) == 0 {
+		return 0
+	}
+	found := 0
+	for _, w := range ws {
+		if a.has(w) {
+			found++
+		}
+	}
+	return math.Round(float64(found)/float64(len(ws))*10000) / 10000
+}
+
+func isShellTool(name string) bool { return slices.Contains(shellTools, strings.ToLower(name)) }
+
+// shellCommand is tool_parameters.command of a shell tool call: a string,
+// or an array of strings joined by spaces ("" otherwise).
+func shellCommand(toolName string, params any) string {
+	m, ok := params.(map[string]any)
+	if !ok || !isShellTool(toolName) {
+		return ""
+	}
+	switch v := m["command"].(type) {
+	case string:
+		return v
+	case []any:
+		parts := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
+}
+
+// matchConstraints returns the constraints of cs the action matches, most
+// severe first, then by score, then in cs's order.
+func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, params any) []ConstraintMatch {
+	command := shellCommand(toolName, params)
+	out := []ConstraintMatch{}
+	for _, c := range cs {
+		score := 0.0
+		if c.Type == store.ConstraintShellPattern {
+			if command == "" {
+				continue
+			}
+			re, err := regexp.Compile(c.Assertion) // checked at declaration
+			if err != nil || !re.MatchString(command) {
+				continue
+			}
+			score = 1
+		} else if score = keywordScore(c.Assertion, a); score < MatchThreshold {
+			continue
+		}
+		out = append(out, ConstraintMatch{ConstraintID: c.ID, Assertion: c.Assertion, Severity: c.Severity, MatchScore: score})
+	}
+	slices.SortStableFunc(out, func(x, y ConstraintMatch) int {
+		if d := store.SeverityRank(x.Severity) - store.SeverityRank(y.Severity); d != 0 {
+			return d
+		}
+		switch {
+		case x.MatchScore > y.MatchScore:
+			return -1
+		case x.MatchScore < y.MatchScore:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// activeConstraints reads the tenant's active constraints.
+func activeConstraints(tx store.Tx, tenant string) ([]*store.Constraint, error) {
+	var cs []*store.Constraint
+	_, err := store.Constraints(tx, store.ConstraintQuery{Tenant: tenant}, func(c *store.Constraint) error {
+		cs = append(cs, c)
+		return nil
+	})
+	return cs, err
+}
+
+// checkTenantArg accepts a tenant_id argument only when it is the caller's.
+func checkTenantArg(tool string, c Caller, tenant string) error {
+	if tenant != "" && tenant != c.TenantID() {
+		return InvalidParams(tool, "tenant_id", "must be your own tenant or omitted")
+	}
+	return nil
+}
+
+// decodeParams decodes tool_parameters keeping numbers exact; absent is {}.
+func decodeParams(tool string, raw json.RawMessage) (any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, InvalidParams(tool, "tool_parameters", "must be an object")
+	}
+	return v, nil
+}
+
+// flatten lists the keys and scalar values of v, keys in sorted order.
+func flatten(v any, out []string) []string {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = flatten(v[k], append(out, k))
+		}
+	case []any:
+		for _, x := range v {
+			out = flatten(x, out)
+		}
+	case string:
+		out = append(out, v)
+	case json.Number:
+		out = append(out, string(v))
+	case bool:
+		out = append(out, strconv.FormatBool(v))
+	}
+	return out
+}
+
+// ---- declare_constraint ----
+
+type declareConstraintArgs struct {
+	ConstraintType string `json:"constraint_type"`
+	Assertion      string `json:"assertion"`
+	Severity       string `json:"severity"`
+}
+
+func declareConstraint() *Tool {
+	const name = "declare_constraint"
+	return &Tool{
+		Name: name,
+		Description: "Declare a constraint for your tenant: a rule that check_constraints matches proposed actions " +
+			"against. boundary, relationship, policy and context_flag assertions are natural language, matched by " +
+			"keywords; a shell_pattern assertion is a Go (RE2, linear-time) regular expression of at most 1024 bytes, " +
+			"compiled now (an invalid one is -32602 naming assertion) and matched against tool_parameters.command of " +
+			"bash, sh and shell calls. severity (default medium): critical matches block, high matches warn. The " +
+			"constraint starts active, applies to every agent of the tenant, and a signed constraint receipt records " +
+			"it. At most 1000 active constraints per tenant (then -32004). Always on: no feature flag.",
+		Annotations: Annotations{Title: "Declare constraint"},
+		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *declareConstraintArgs) (*Result, error) {
+			if in.Severity == "" {
+				in.Severity = store.SeverityMedium
+			}
+			if in.ConstraintType == store.ConstraintShellPattern {
+				if len(in.Assertion) > MaxShellPatternBytes {
+					return nil, InvalidParams(name, "assertion", fmt.Sprintf("a shell_pattern is at most %d bytes", MaxShellPatternBytes))
+				}
+				if _, err := regexp.Compile(in.Assertion); err != nil {
+					return nil, InvalidParams(name, "assertion", "is not a valid Go regular expression: "+err.Error())
+				}
+			}
+			now, id := env.now(), store.NewConstraintID()
+			var out *store.Constraint
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				k := &store.Constraint{
+					ID: id, Tenant: c.TenantID(), Type: in.ConstraintType, Assertion: in.Assertion,
+					Severity: in.Severity, DeclaredBy: c.Name(), CreatedAt: now,
+				}
+				k.Hash = store.ConstraintHash(k.Tenant, k.Type, k.Assertion, k.Severity)
+				r, err := receipts.Append(tx, env.Signer, k.Tenant, "constraint", c.Name(), map[string]any{
+					"constraint_id": k.ID, "constraint_hash": k.Hash, "constraint_type": k.Type,
+					"assertion": k.Assertion, "severity": k.Severity, "status": store.ConstraintActive,
+				}, now)
+				if err != nil {
+					return err
+				}
+				k.ReceiptID = r.ID
+				if err := store.PutConstraint(tx, k); err != nil {
+					return err
+				}
+				out = k
+				return nil
+			})
+			if errors.Is(err, store.ErrConstraintLimit) {
+				return nil, &Error{Code: CodeConflict, Message: fmt.Sprintf("%s: your tenant already holds %d active constraints", name, store.MaxConstraints)}
+			}
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(map[string]any{
+				"constraint_id": out.ID, "constraint_hash": out.Hash, "constraint_type": out.Type,
+				"assertion": out.Assertion, "severity": out.Severity, "status": out.Status,
+				"created_at": out.CreatedAt.Format(time.RFC3339Nano), "receipt_id": out.ReceiptID,
+			})
+		}),
+	}
+}
+
+// ---- get_constraints ----
+
+type getConstraintsArgs struct {
+	ConstraintType string `json:"constraint_type"`
+	Status         string `json:"status"`
+}
+
+// ConstraintRow is a constraint as get_constraints lists it.
+type ConstraintRow struct {
+	ConstraintID   string `json:"constraint_id"`
+	ConstraintType string `json:"constraint_type"`
+	Assertion      string `json:"assertion"`
+	Severity       string `json:"severity"`
+	Status         string `json:"status"`
+	CreatedAt      string `json:"created_at"`
+}
+
+func getConstraints() *Tool {
+	const name = "get_constraints"
+	return &Tool{
+		Name: name,
+		Description: "List your tenant's constraints, most severe first (critical, high, medium, low), oldest first " +
+			"within a severity; at most 200, truncated saying whether more exist. status defaults to active. " +
+			"constraint_type filters by boundary, relationship, policy or context_flag: shell_pattern is not in the " +
+			"filter enum (as in the reference), so shell-pattern constraints cannot be filtered for; they are listed " +
+			"when no type is given. Always on: no feature flag.",
+		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getConstraintsArgs) (*Result, error) {
+			rows := []ConstraintRow{}
+			var truncated bool
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				rows = rows[:0]
+				var err error
+				truncated, err = store.Constraints(tx, store.ConstraintQuery{
+					Tenant: c.TenantID(), Status: in.Status, Type: in.ConstraintType, Limit: MaxListedConstraints,
+				}, func(k *store.Constraint) error {
+					rows = append(rows, ConstraintRow{
+						ConstraintID: k.ID, ConstraintType: k.Type, Assertion: k.Assertion, Severity: k.Severity,
+						Status: k.Status, CreatedAt: k.CreatedAt.Format(time.RFC3339Nano),
+					})
+					return nil
+				})
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(map[string]any{"constraints": rows, "count": len(rows), "truncated": truncated})
+		}),
+	}
+}
+
+// ---- check_constraints ----
+
+type checkConstraintsArgs struct {
+	ActionDescription string          `json:"action_description"`
+	ToolName          string          `json:"tool_name"`
+	ToolParameters    json.RawMessage `json:"tool_parameters"`
+	TenantID          string          `json:"tenant_id"`
+}
+
+func checkConstraints() *Tool {
+	const name = "check_constraints"
+	return &Tool{
+		Name: name,
+		Description: "Check a proposed action against your tenant's active constraints. Keyword matching: a " +
+			"constraint's match_score is the fraction of its assertion's content words (stop words such as never, " +
+			"must, not, the left out) found among the action's words (action_description, tool_name, the keys and " +
+			"values of tool_parameters); a word also counts when one of the two is a prefix of the other and both " +
+			"have four or more letters. A score of 0.5 or more matches. When tool_name is given the action is first " +
+			"enriched deterministically, as enrich_action does, and the enrichment's words count too. shell_pattern " +
+			"constraints are matched as Go (RE2, linear-time) regular expressions against tool_parameters.command " +
+			"when tool_name is bash, sh or shell (any case), scoring 1. verdict: block if a critical constraint " +
+			"matches, else warn if a high one does, else pass. Every argument is optional: {} passes. tenant_id must " +
+			"be your own tenant or omitted (-32602 otherwise). Read-only; always on: no feature flag.",
+		Annotations: Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
+			"constraints_checked, enrichment_receipt?{hash, alg}}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConstraintsArgs) (*Result, error) {
+			if err := checkTenantArg(name, c, in.TenantID); err != nil {
+				return nil, err
+			}
+			params, err := decodeParams(name, in.ToolParameters)
+			if err != nil {
+				return nil, err
+			}
+			var cs []*store.Constraint
+			if err := env.Store.View(ctx, func(tx store.Tx) error {
+				cs, err = activeConstraints(tx, c.TenantID())
+				return err
+			}); err != nil {
+				return nil, err
+			}
+			texts := append([]string{in.ActionDescription, in.ToolName}, flatten(params, nil)...)
+			out := map[string]any{}
+			if in.ToolName != "" {
+				p, err := enrich(c.TenantID(), in.ToolName, params, in.ActionDescription, cs)
+				if err != nil {
+					return nil, err
+				}
+				texts = append(texts, p.Narrative, strings.Join(p.StateDiff.Operations, " "), strings.Join(p.Consequences, " "))
+				out["enrichment_receipt"] = p.EnrichmentReceipt
+			}
+			matched := matchConstraints(cs, newActionWords(texts...), in.ToolName, params)
+			verdict := "pass"
+			for _, m := range matched {
+				if m.Severity == store.SeverityCritical {
+					verdict = "block"
+					break
+				}
+				if m.Severity == store.SeverityHigh {
+					verdict = "warn"
+				}
+			}
+			out["verdict"], out["matched_constraints"], out["constraints_checked"] = verdict, matched, len(cs)
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- audit_config ----
+
+type auditConfigArgs struct {
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+	Auditor string `json:"auditor"`
+	Note    string `json:"note"`
+}
+
+// configAudit is the value of a config-audit fact.
+type configAudit struct {
+	Path      string `json:"path"`
+	SHA256    string `json:"sha256"`
+	Auditor   string `json:"auditor"`
+	Note      string `json:"note,omitempty"`
+	AuditedAt string `json:"audited_at"`
+}
+
+func auditConfig() *Tool {
+	const name = "audit_config"
+	return &Tool{
+		Name: name,
+		Description: "Record that a configuration file (settings.json, .mcp.json, CLAUDE.md, ...) was audited, " +
+			"identified by the SHA-256 of its bytes (exactly 64 lowercase hex digits, else -32602). Idempotent on " +
+			"sha256: re-auditing the same hash writes a new version of the same record, updating path, auditor, note " +
+			"and timestamp. Records live under " + ConfigAuditEntity + " keyed sha256:<hash>, shared by your tenant, " +
+			"and each audit mints a signed config_audit receipt. check_config_audit reads them. Always on: no feature flag.",
+		Annotations: Annotations{Title: "Audit config", IdempotentHint: true},
+		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *auditConfigArgs) (*Result, error) {
+			if err := checkNames(name, "path", in.Path, "auditor", in.Auditor); err != nil {
+				return nil, err
+			}
+			now := env.now()
+			rec := configAudit{Path: in.Path, SHA256: in.SHA256, Auditor: in.Auditor, Note: in.Note, AuditedAt: now.Format(time.RFC3339Nano)}
+			value, err := json.Marshal(rec)
+			if err != nil {
+				return nil, err
+			}
+			var f *store.Fact
+			var receiptID string
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				r, err := receipts.Append(tx, env.Signer, c.TenantID(), "config_audit", c.Name(), map[string]any{
+					"sha256": in.SHA256, "path": in.Path, "auditor": in.Auditor, "note": in.Note,
+				}, now)
+				if err != nil {
+					return err
+				}
+				f, _, err = store.PutFact(tx, store.NewFact{
+					Tenant: c.TenantID(), Owner: c.Identity(), Entity: ConfigAuditEntity, Key: "sha256:" + in.SHA256,
+					Value: string(value), SourceReceipt: r.ID, Confidence: 1, HorizonClass: store.HorizonNone, Now: now,
+				})
+				receiptID = r.ID
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(map[string]any{
+				"sha256": in.SHA256, "path": in.Path, "auditor": in.Auditor, "audited_at": rec.AuditedAt,
+				"fact_id": f.ID, "version": f.Version, "receipt_id": receiptID,
+			})
+		}),
+	}
+}
+
+// ---- check_config_audit ----
+
+type configPath struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+type checkConfigAuditArgs struct {
+	Paths []configPath `json:"paths"`
+}
+
+// AuditedConfig is a file check_config_audit found audited.
+type AuditedConfig struct {
+	Path        string `json:"path"`
+	SHA256      string `json:"sha256"`
+	AuditedAt   string `json:"audited_at"`
+	Auditor     string `json:"auditor"`
+	AuditedPath string `json:"audited_path"`
+}
+
+func checkConfigAudit() *Tool {
+	const name = "check_config_audit"
+	return &Tool{
+		Name: name,
+		Description: "Check whether configuration files were audited: for each {path, sha256} (both required, at " +
+			"most 256 items; sha256 exactly 64 lowercase hex digits), whether audit_config recorded that hash in your " +
+			"tenant. The hash decides, not the path: audited_path is the path recorded at the latest audit. Results " +
+			"keep the order given; content summarises them. Read-only; always on: no feature flag.",
+		Annotations: Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConfigAuditArgs) (*Result, error) {
+			for i, p := range in.Paths {
+				if err := checkName(name, "paths."+strconv.Itoa(i)+".path", p.Path); err != nil {
+					return nil, err
+				}
+			}
+			audited, unaudited := []AuditedConfig{}, []configPath{}
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				audited, unaudited = audited[:0], unaudited[:0]
+				for _, p := range in.Paths {
+					fs, err := store.History(tx, c.TenantID(), "", ConfigAuditEntity, "sha256:"+p.SHA256)
+					if err != nil {
+						return err
+					}
+					var rec *configAudit
+					for i := len(fs) - 1; i >= 0 && rec == nil; i-- {
+						if fs[i].Current() {
+							r := new(configAudit)
+							if json.Unmarshal([]byte(fs[i].Value), r) == nil {
+								rec = r
+							}
+						}
+					}
+					if rec == nil {
+						unaudited = append(unaudited, p)
+						continue
+					}
+					audited = append(audited, AuditedConfig{Path: p.Path, SHA256: p.SHA256, AuditedAt: rec.AuditedAt,
+						Auditor: rec.Auditor, AuditedPath: rec.Path})
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			summary := fmt.Sprintf("%d of %d config files audited", len(audited), len(in.Paths))
+			if len(unaudited) > 0 {
+				names := make([]string, len(unaudited))
+				for i, u := range unaudited {
+					names[i] = u.Path
+				}
+				summary += "; unaudited: " + strings.Join(names, ", ")
+			}
+			return jsonResult(map[string]any{"content": summary, "unaudited": unaudited, "audited": audited})
+		}),
+	}
+}
+
+// ---- enrich_action ----
+
+type enrichActionArgs struct {
+	ToolName          string          `json:"tool_name"`
+	TenantID          string          `json:"tenant_id"`
+	ToolParameters    json.RawMessage `json:"tool_parameters"`
+	ActionDescription string          `json:"action_description"`
+}
+
+// ToolCall is the call an EnrichedActionProposal describes.
+type ToolCall struct {
+	ToolName       string `json:"tool_name"`
+	ToolParameters any    `json:"tool_parameters"`
+}
+
+// AffectedResource is a resource an action touches: kind is file, url or
+// entity.
+type AffectedResource struct {
+	Kind  string `json:"kind"`
+	Value string `json:"value"`
+}
+
+// StateDiff is what an action is expected to change.
+type StateDiff struct {
+	// Operations are the kinds of change, sorted: delete, execute, network,
+	// read, write, or unknown.
+	Operations       []string `json:"operations"`
+	ResourcesTouched int      `json:"resources_touched"`
+	Reversible       bool     `json:"reversible"`
+}
+
+// ConsequenceMetadata classifies an action's risk.
+type ConsequenceMetadata struct {
+	RiskLevel      string `json:"risk_level"` // low, medium, high or critical
+	Destructive    bool   `json:"destructive"`
+	Reversible     bool   `json:"reversible"`
+	ExternalEgress bool   `json:"external_egress"`
+	ExecutesCode   bool   `json:"executes_code"`
+	Privileged     bool   `json:"privileged"`
+	RequiresReview bool   `json:"requires_review"` // risk high or critical
+}
+
+// EnrichmentReceipt binds a proposal: Hash is the BLAKE3 hex of the
+// proposal's canonical JSON (keys sorted, no insignificant space) without
+// its enrichment_receipt.
+type EnrichmentReceipt struct {
+	Hash string `json:"hash"`
+	Alg  string `json:"alg"`
+}
+
+// EnrichedActionProposal is enrich_action's deterministic description of a
+// proposed tool call.
+type EnrichedActionProposal struct {
+	Schema              string              `json:"schema"`
+	TenantID            string              `json:"tenant_id"`
+	EnrichmentMode      string              `json:"enrichment_mode"`
+	ToolCall            ToolCall            `json:"tool_call"`
+	Narrative           string              `json:"narrative"`
+	AffectedPrincipals  []string            `json:"affected_principals"`
+	AffectedResources   []AffectedResource  `json:"affected_resources"`
+	StateDiff           StateDiff           `json:"state_diff"`
+	Consequences        []string            `json:"consequences"`
+	RelationshipHits    []ConstraintMatch   `json:"relationship_hits"`
+	ConsequenceMetadata ConsequenceMetadata `json:"consequence_metadata"`
+	EnrichmentReceipt   EnrichmentReceipt   `json:"enrichment_receipt"`
+}
+
+var email = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$`)
+
+// verbOps maps a verb (a tool-name word or a shell command) to the kind of
+// operation it implies. It is never written after initialisation.
+var verbOps = func() map[string]string {
+	m := map[string]string{}
+	for op, words := range map[string][]string{
+		"delete":  {"delete", "remove", "rm", "rmdir", "drop", "truncate", "purge", "destroy", "forget", "unlink", "erase", "wipe", "shred", "kill", "revoke"},
+		"write":   {"write", "edit", "create", "update", "put", "store", "set", "save", "insert", "mkdir", "mv", "cp", "move", "copy", "patch", "push", "commit", "append", "upsert", "declare", "record", "tee", "touch", "chmod", "chown", "install", "deploy", "merge", "apply", "archive", "accept"},
+		"read":    {"read", "get", "list", "query", "search", "cat", "ls", "view", "find", "grep", "show", "head", "tail", "check", "history", "diff", "status", "resolve"},
+		"network": {"curl", "wget", "ssh", "scp", "rsync", "fetch", "http", "request", "send", "upload", "download", "nc", "sync"},
+	} {
+		for _, w := range words {
+			m[w] = op
+		}
+	}
+	return m
+}()
+
+var (
+	principalKeys = []string{"agent", "target_agent", "passport_id", "principal", "principal_id", "user", "owner",
+		"assignee", "author", "actor", "email", "to", "recipient", "recipients", "by_passport", "reviewer"}
+	fileKeys   = []string{"path", "file", "file_path", "filepath", "filename", "dir", "directory", "cwd", "target", "source", "destination", "notebook_path"}
+	entityKeys = []string{"entity", "entity_id", "entity_prefix", "fact_id", "session_id", "artefact_id", "constraint_id", "handoff_id", "decision_id"}
+)
+
+// enrichment collects what enrich finds while walking the parameters.
+type enrichment struct {
+	principals map[string]bool
+	resources  map[AffectedResource]bool
+}
+
+func (e *enrichment) token(s string) {
+	switch {
+	case strings.Contains(s, "://"):
+		if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
+			e.resources[AffectedResource{Kind: "url", Value: s}] = true
+		}
+	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, "~/"):
+		e.resources[AffectedResource{Kind: "file", Value: s}] = true
+	case email.MatchString(s):
+		e.principals[s] = true
+	}
+}
+
+func (e *enrichment) walk(key string, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			e.walk(k, x)
+		}
+	case []any:
+		for _, x := range v {
+			e.walk(key, x)
+		}
+	case string:
+		k := strings.ToLower(key)
+		switch {
+		case slices.Contains(principalKeys, k) && v != "":
+			e.principals[v] = true
+		case slices.Contains(fileKeys, k) && v != "" && !strings.Contains(v, "://"):
+			e.resources[AffectedResource{Kind: "file", Value: v}] = true
+		case slices.Contains(entityKeys, k) && v != "":
+			e.resources[AffectedResource{Kind: "entity", Value: v}] = true
+		default:
+			if len(v) <= 4096 {
+				for _, t := range strings.Fields(v) {
+					e.token(strings.Trim(t, `"'(),;`))
+				}
+			}
+		}
+	}
+}
+
+var shellSplit = regexp.MustCompile(`&&|\|\||[;|\n]`)
+
+// enrich builds the proposal for a tool call. It depends only on its
+// arguments, so it is deterministic.
+func enrich(tenant, toolName string, params any, description string, cs []*store.Constraint) (*EnrichedActionProposal, error) {
+	e := &enrichment{principals: map[string]bool{}, resources: map[AffectedResource]bool{}}
+	e.walk("", params)
+	ops := map[string]bool{}
+	for _, w := range store.Words(toolName) {
+		if op, ok := verbOps[w]; ok {
+			ops[op] = true
+		}
+	}
+	meta := ConsequenceMetadata{}
+	command, forced := "", false
+	if isShellTool(toolName) {
+		command = shellCommand(toolName, params)
+		ops["execute"], meta.ExecutesCode = true, true
+		for _, seg := range shellSplit.Split(command, -1) {
+			f := strings.Fields(seg)
+			for len(f) > 0 && (f[0] == "sudo" || strings.Contains(f[0], "=")) {
+				if f[0] == "sudo" {
+					meta.Privileged = true
+				}
+				f = f[1:]
+			}
+			if len(f) == 0 {
+				continue
+			}
+			verb := f[0][strings.LastIndexByte(f[0], '/')+1:]
+			if op, ok := verbOps[verb]; ok {
+				ops[op] = true
+			}
+			if verb == "git" && len(f) > 1 {
+				if op, ok := verbOps[f[1]]; ok {
+					ops[op] = true
+				}
+			}
+			if verbOps[verb] == "delete" {
+				for _, a := range f[1:] {
+					if a == "-rf" || a == "-fr" || a == "--force" || a == "-f" || a == "--recursive" || a == "-r" || a == "-R" {
+						forced = true // a forced or recursive delete is critical
+					}
+				}
+			}
+		}
+	}
+	var resources []AffectedResource
+	for r := range e.resources {
+		if r.Kind == "url" {
+			ops["network"] = true
+		}
+		resources = append(resources, r)
+	}
+	slices.SortFunc(resources, func(a, b AffectedResource) int {
+		if a.Kind != b.Kind {
+			return strings.Compare(a.Kind, b.Kind)
+		}
+		return strings.Compare(a.Value, b.Value)
+	})
+	principals := make([]string, 0, len(e.principals))
+	for p := range e.principals {
+		principals = append(principals, p)
+	}
+	sort.Strings(principals)
+	if len(resources) > MaxEnrichedItems {
+		resources = resources[:MaxEnrichedItems]
+	}
+	if len(principals) > MaxEnrichedItems {
+		principals = principals[:MaxEnrichedItems]
+	}
+	if len(ops) == 0 {
+		ops["unknown"] = true
+	}
+	operations := make([]string, 0, len(ops))
+	for op := range ops {
+		operations = append(operations, op)
+	}
+	sort.Strings(operations)
+
+	meta.Destructive, meta.ExternalEgress = ops["delete"], ops["network"]
+	meta.Reversible = !meta.Destructive
+	switch {
+	case meta.Destructive && (forced || meta.Privileged):
+		meta.RiskLevel = "critical"
+	case meta.Destructive || meta.Privileged:
+		meta.RiskLevel = "high"
+	case ops["write"] || ops["network"] || ops["execute"]:
+		meta.RiskLevel = "medium"
+	default:
+		meta.RiskLevel = "low"
+	}
+	meta.RequiresReview = meta.RiskLevel == "high" || meta.RiskLevel == "critical"
+
+	var consequences []string
+	if meta.Destructive {
+		consequences = append(consequences, "deletes or removes data; this may not be reversible")
+	}
+	if meta.Privileged {
+		consequences = append(consequences, "runs with elevated privileges (sudo)")
+	}
+	if meta.ExecutesCode {
+		consequences = append(consequences, "executes a shell command")
+	}
+	if ops["write"] {
+		consequences = append(consequences, "changes stored state")
+	}
+	if meta.ExternalEgress {
+		consequences = append(consequences, "sends or fetches data over the network")
+	}
+	if ops["read"] && len(ops) == 1 {
+		consequences = append(consequences, "reads only; no state change expected")
+	}
+
+	var b strings.Builder
+	if d := strings.TrimSpace(description); d != "" {
+		b.WriteString(strings.TrimRight(d, ".") + ". ")
+	}
+	fmt.Fprintf(&b, "Call %s", toolName)
+	if command != "" {
+		c := command
+		if len(c) > 200 {
+			c = c[:200] + "…"
+		}
+		fmt.Fprintf(&b, " running %q", c)
+	}
+	fmt.Fprintf(&b, "; operations: %s; risk %s", strings.Join(operations, ", "), meta.RiskLevel)
+	if len(resources) > 0 {
+		fmt.Fprintf(&b, "; affects %d resource(s)", len(resources))
+	}
+	if len(principals) > 0 {
+		fmt.Fprintf(&b, " and %d principal(s)", len(principals))
+	}
+	b.WriteString(".")
+
+	p := &EnrichedActionProposal{
+		Schema: EnrichedActionSchema, TenantID: tenant, EnrichmentMode: "local",
+		ToolCall: ToolCall{ToolName: toolName, ToolParameters: params}, Narrative: b.String(),
+		AffectedPrincipals: principals, AffectedResources: resources,
+		StateDiff:    StateDiff{Operations: operations, ResourcesTouched: len(resources), Reversible: meta.Reversible},
+		Consequences: consequences, ConsequenceMetadata: meta,
+	}
+	if p.AffectedResources == nil {
+		p.AffectedResources = []AffectedResource{}
+	}
+	if p.Consequences == nil {
+		p.Consequences = []string{}
+	}
+	var rel []*store.Constraint
+	for _, c := range cs {
+		if c.Type == store.ConstraintRelationship {
+			rel = append(rel, c)
+		}
+	}
+	words := newActionWords(append([]string{description, toolName, p.Narrative}, flatten(params, nil)...)...)
+	p.RelationshipHits = matchConstraints(rel, words, toolName, params)
+	if len(p.RelationshipHits) > 0 {
+		p.Consequences = append(p.Consequences, fmt.Sprintf("touches %d declared relationship(s)", len(p.RelationshipHits)))
+	}
+	h, err := proposalHash(p)
+	if err != nil {
+		return nil, err
+	}
+	p.EnrichmentReceipt = EnrichmentReceipt{Hash: h, Alg: "blake3"}
+	return p, nil
+}
+
+// proposalHash is the BLAKE3 hex of p's canonical JSON without its
+// enrichment_receipt: encoding/json sorts map keys, so re-encoding the
+// decoded object sorts every key.
+func proposalHash(p *EnrichedActionProposal) (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return "", err
+	}
+	delete(m, "enrichment_receipt")
+	if b, err = json.Marshal(m); err != nil {
+		return "", err
+	}
+	h := blake3.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
+}
+
+func enrichAction() *Tool {
+	const name = "enrich_action"
+	return &Tool{
+		Name: name,
+		Description: "Describe a proposed tool call before it runs, locally and deterministically (enrichment_mode " +
+			"local): a narrative, the principals (agents, passports, emails) and resources (file paths, URLs, entities) " +
+			"found in tool_parameters (at most 100 each), the operations it implies (delete, write, read, execute, " +
+			"network) as state_diff, its consequences and risk level, and the relationship constraints of your tenant " +
+			"it matches (relationship_hits, scored as check_constraints does). enrichment_receipt.hash is the BLAKE3 of " +
+			"the canonical proposal: the same input against the same constraints gives byte-identical output. It " +
+			"writes nothing and stores no receipt. tenant_id must be your own tenant or omitted (-32602 otherwise). " +
+			"Always on: no feature flag.",
+		Annotations: Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +
+			"[string], affected_resources: [{kind, value}], state_diff{operations, resources_touched, reversible}, " +
+			"consequences: [string], relationship_hits: [{constraint_id, assertion, severity, match_score}], " +
+			"consequence_metadata{risk_level, destructive, reversible, external_egress, executes_code, privileged, " +
+			"requires_review}, enrichment_receipt{hash, alg}}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *enrichActionArgs) (*Result, error) {
+			if err := checkTenantArg(name, c, in.TenantID); err != nil {
+				return nil, err
+			}
+			params, err := decodeParams(name, in.ToolParameters)
+			if err != nil {
+				return nil, err
+			}
+			var cs []*store.Constraint
+			if err := env.Store.View(ctx, func(tx store.Tx) error {
+				cs, err = activeConstraints(tx, c.TenantID())
+				return err
+			}); err != nil {
+				return nil, err
+			}
+			p, err := enrich(c.TenantID(), in.ToolName, params, in.ActionDescription, cs)
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(p)
+		}),
+	}
+}
+
 // constraintTools returns the constraint, config-audit and action-enrichment tools (seed §12.22).
-func constraintTools() []*Tool { return nil }
+func constraintTools() []*Tool {
+	return []*Tool{declareConstraint(), getConstraints(), checkConstraints(), auditConfig(), checkConfigAudit(), enrichAction()}
+}
