@@ -265,6 +265,8 @@ func All() []*Tool {
 		sessionTools(),       // sessions.go
 		hardeningTools(),     // hardening.go
 		constraintTools(),    // constraints.go
+		artefactTools(),      // artefacts.go
+		handoffTools(),       // handoff.go
 	)
 	order := make(map[string]int)
 	for i, n := range surface.Names() {
