@@ -20,9 +20,10 @@
 // (store_fact, query_facts, delete_fact, list_entities, get_bootstrap,
 // fact_history); acknowledged memory use; scoped forget and its dry run; the
 // memory panel (memory_view, memory_edit, memory_pin, memory_history);
-// freshness and decay; contradictions and consolidation; identity
-// (get_agent_identity, resolve_principal, issue_passport); and the
-// hosted-tier sync_pull and sync_push. Each description is
+// freshness and decay; contradictions and consolidation; sessions;
+// hardening and get_gaps; identity (get_agent_identity, resolve_principal,
+// issue_passport); decisions; constraints, config audit and action
+// enrichment; and the hosted-tier sync_pull and sync_push. Each description is
 // prefixed with its tier marker ([local] or [hosted], package surface) and
 // ends with a hint to open a session first. Where the reference silently
 // drops a parameter, crux honours it (query_facts' entity_prefix and key,
