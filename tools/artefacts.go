@@ -1,4 +1,461 @@
 package tools
 
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/surface"
+)
+
+// Artefacts (seed §12.13): deferred output parking.
+//
+// Decisions where the seed is silent or loose:
+//   - Ownership is per passport. The stored record is keyed by (tenant,
+//     owner, id) and the id is the BLAKE3 content hash, so two passports
+//     that park identical bytes get the same id and each holds its own copy
+//     (own metadata, own deadline). A repeated put by the same passport
+//     refreshes mime_type, tool_origin and the deadline and keeps
+//     created_at (created false in the result).
+//   - artefact_put needs an authenticated passport; an anonymous caller
+//     gets -32003 (FORBIDDEN) saying to connect as a named agent.
+//   - Size: at most MaxArtefactBytes (3,000,000) decoded bytes, i.e.
+//     4,000,000 base64 characters, which fits under MaxArgumentBytes with
+//     room for the other arguments. Larger content, empty content and
+//     invalid base64 are -32602 naming content_bytes_base64.
+//   - token_budget is optional on all three (the schema is the contract,
+//     not the prose that calls it mandatory) and never ignored: on put it
+//     is an admission gate (-32602 when the content's tokens exceed it,
+//     nothing stored); on get, content over the budget is withheld and
+//     the result says truncated true with the metadata and content_tokens;
+//     on list it drops the rows past the budget. A token is 4 base64
+//     characters, rounded up.
+//   - artefact_get of an id the caller does not hold but another passport
+//     of the tenant does is -32030 with data {artefact_id, reason:
+//     "cross_passport"}; an id nobody holds (or that expired) is an isError
+//     result "not found".
+//   - Client mime types may not start with the reserved prefix "__";
+//     artefact_list also filters such entries, which only crux itself
+//     can write through package store.
+//   - Expired artefacts are reclaimed by the reader that meets them and by
+//     a sweep of at most artefactSweepLimit expired artefacts on each put.
+const (
+	flagArtefacts = "CORECRUXD_FEATURE_ARTEFACTS"
+
+	// MaxArtefactBytes caps the decoded content of one artefact: 768 KiB,
+	// whose base64 is exactly MaxValueBytes.
+	MaxArtefactBytes = MaxValueBytes / 4 * 3
+	// DefaultArtefactTTL is how long an artefact lives unless ttl_seconds says otherwise.
+	DefaultArtefactTTL = 7 * 24 * time.Hour
+	// MaxArtefactTTL is the longest ttl_seconds accepted (0, never, aside).
+	MaxArtefactTTL = 90 * 24 * time.Hour
+	// MaxArtefactList caps artefact_list's top_k.
+	MaxArtefactList = 100
+
+	artefactSweepLimit   = 64
+	defaultArtefactList  = 20
+	maxArtefactLabelSize = 255
+)
+
+// ArtefactInfo is an artefact's metadata as the tools return it.
+type ArtefactInfo struct {
+	ArtefactID string  `json:"artefact_id"`
+	MimeType   string  `json:"mime_type"`
+	ToolOrigin string  `json:"tool_origin"`
+	SizeBytes  int     `json:"size_bytes"`
+	CreatedAt  string  `json:"created_at"`
+	ExpiresAt  *string `json:"expires_at"` // null: never expires
+}
+
+func artefactInfo(a *store.Artefact) ArtefactInfo {
+	info := ArtefactInfo{ArtefactID: a.ID, MimeType: a.MimeType, ToolOrigin: a.ToolOrigin, SizeBytes: a.SizeBytes,
+		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339Nano)}
+	if a.ExpiresAt != nil {
+		s := a.ExpiresAt.UTC().Format(time.RFC3339Nano)
+		info.ExpiresAt = &s
+	}
+	return info
+}
+
+// base64Tokens is the token cost of n base64 characters.
+func base64Tokens(n int) int { return (n + 3) / 4 }
+
+// artefactsOff answers for a tool while CORECRUXD_FEATURE_ARTEFACTS is off:
+// a success that says feature_enabled false; nothing is read or written.
+func artefactsOff(tool string) func(env *Env) (*Result, error) {
+	return func(env *Env) (*Result, error) {
+		if env.Enabled(flagArtefacts) {
+			return nil, nil
+		}
+		return jsonResult(map[string]any{
+			"feature_enabled": false, "feature_flag": flagArtefacts, "tool": tool,
+			"note": "nothing was done: " + flagArtefacts + " is off (off by default; set it to 1 to enable)",
+		})
+	}
+}
+
+func checkLabel(tool, param, s string) error {
+	if len(s) > maxArtefactLabelSize {
+		return InvalidParams(tool, param, fmt.Sprintf("longer than %d bytes", maxArtefactLabelSize))
+	}
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return InvalidParams(tool, param, "contains control characters")
+	}
+	return nil
+}
+
 // artefactTools returns artefact_put, artefact_get and artefact_list (seed §12.13).
-func artefactTools() []*Tool { return nil }
+func artefactTools() []*Tool {
+	return []*Tool{artefactPut(), artefactGet(), artefactList()}
+}
+
+// ---- artefact_put ----
+
+type artefactPutArgs struct {
+	Content     string `json:"content_bytes_base64"`
+	MimeType    string `json:"mime_type"`
+	ToolOrigin  string `json:"tool_origin"`
+	TTLSeconds  *int64 `json:"ttl_seconds"`
+	TokenBudget *int   `json:"token_budget"`
+}
+
+// ArtefactPutResult is what artefact_put returns.
+type ArtefactPutResult struct {
+	ArtefactInfo
+	// Created is false when the caller already held these bytes and the put
+	// refreshed their metadata and deadline.
+	Created bool `json:"created"`
+}
+
+func artefactPut() *Tool {
+	const name = "artefact_put"
+	return &Tool{
+		Name: name,
+		Description: "Park content (base64) for later, content addressed: the id is art_<BLAKE3 hex of the bytes>, so " +
+			"identical bytes always get the same id. Needs an authenticated passport (anonymous callers get -32003: " +
+			"connect as a named agent). Artefacts are per passport: another agent cannot read or list yours, and " +
+			"parking bytes another agent also parked gives you your own copy under the same id; putting bytes you " +
+			"already hold refreshes mime_type, tool_origin and the deadline (created false). Up to 786432 decoded " +
+			"bytes (768 KiB, 1048576 base64 characters); larger content or invalid base64 is -32602. ttl_seconds: default 7 days, maximum 90 days, 0 never " +
+			"expires; expired artefacts are never returned and are reclaimed. token_budget, when given, refuses " +
+			"content over that many tokens (4 base64 characters each) with -32602. Needs " + flagArtefacts +
+			" (off by default): while off it answers feature_enabled false and stores nothing.",
+		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
+		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}",
+		schema:      schemaFor(name),
+		gate:        artefactsOff(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactPutArgs) (*Result, error) {
+			owner := c.Identity()
+			if owner == "" {
+				return nil, &Error{Code: CodeForbidden, Message: name + ": needs an authenticated passport; " +
+					"anonymous callers cannot park artefacts (connect as a named agent: --agent on stdio, a bearer token on HTTP)"}
+			}
+			if len(in.Content) > base64.StdEncoding.EncodedLen(MaxArtefactBytes) {
+				return nil, InvalidParams(name, "content_bytes_base64", fmt.Sprintf(
+					"content is larger than the limit of %d decoded bytes (%d base64 characters)",
+					MaxArtefactBytes, base64.StdEncoding.EncodedLen(MaxArtefactBytes)))
+			}
+			content, err := base64.StdEncoding.Strict().DecodeString(in.Content)
+			if err != nil {
+				return nil, InvalidParams(name, "content_bytes_base64", "not valid standard base64: "+err.Error())
+			}
+			if len(content) == 0 {
+				return nil, InvalidParams(name, "content_bytes_base64", "must not be empty")
+			}
+			if len(content) > MaxArtefactBytes {
+				return nil, InvalidParams(name, "content_bytes_base64", fmt.Sprintf(
+					"content is %d bytes; the limit is %d decoded bytes", len(content), MaxArtefactBytes))
+			}
+			if err := checkLabel(name, "mime_type", in.MimeType); err != nil {
+				return nil, err
+			}
+			if store.IsReserved(in.MimeType) {
+				return nil, &Error{Code: CodeInvalidParams, Message: name + ": mime_type: starts with the reserved prefix " + store.ReservedPrefix,
+					Data: &ParamError{Param: "mime_type", Reason: "starts with the reserved prefix " + store.ReservedPrefix, ErrorCode: "RESERVED_PREFIX"}}
+			}
+			if err := checkLabel(name, "tool_origin", in.ToolOrigin); err != nil {
+				return nil, err
+			}
+			ttl := DefaultArtefactTTL
+			if in.TTLSeconds != nil {
+				if *in.TTLSeconds < 0 || *in.TTLSeconds > int64(MaxArtefactTTL/time.Second) {
+					return nil, InvalidParams(name, "ttl_seconds", fmt.Sprintf("must be 0 (never) to %d (90 days)", int64(MaxArtefactTTL/time.Second)))
+				}
+				ttl = time.Duration(*in.TTLSeconds) * time.Second
+			}
+			if in.TokenBudget != nil {
+				if *in.TokenBudget < 1 {
+					return nil, InvalidParams(name, "token_budget", "must be at least 1")
+				}
+				if tokens := base64Tokens(len(in.Content)); tokens > *in.TokenBudget {
+					return nil, InvalidParams(name, "token_budget", fmt.Sprintf(
+						"the content is %d tokens, over the budget of %d; nothing was stored", tokens, *in.TokenBudget))
+				}
+			}
+			now := env.now()
+			var out ArtefactPutResult
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				if _, err := store.SweepArtefacts(tx, now, artefactSweepLimit); err != nil {
+					return err
+				}
+				a, created, err := store.PutArtefact(tx, c.TenantID(), owner, in.MimeType, in.ToolOrigin, content, ttl, now)
+				if err != nil {
+					return err
+				}
+				out = ArtefactPutResult{ArtefactInfo: artefactInfo(a), Created: created}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- artefact_get ----
+
+type artefactGetArgs struct {
+	ArtefactID  string `json:"artefact_id"`
+	TokenBudget *int   `json:"token_budget"`
+}
+
+// ArtefactGetResult is what artefact_get returns.
+type ArtefactGetResult struct {
+	ArtefactInfo
+	// ContentBase64 is the content, omitted when truncated.
+	ContentBase64 *string `json:"content_base64,omitempty"`
+	// ContentTokens is the content's cost in tokens (4 base64 characters each).
+	ContentTokens int `json:"content_tokens"`
+	// Truncated says the content exceeded token_budget and was withheld.
+	Truncated bool `json:"truncated"`
+}
+
+func artefactGet() *Tool {
+	const name = "artefact_get"
+	return &Tool{
+		Name: name,
+		Description: "Read back an artefact you parked with artefact_put, by artefact_id, with its content as base64. " +
+			"An artefact another passport holds and you do not is refused with -32030 (CAPABILITY_DENIED), data " +
+			"{artefact_id, reason: \"cross_passport\"}, so operators can audit the attempt; an id nobody holds, or " +
+			"that expired (expired artefacts are reclaimed), is an error result saying not found. token_budget, when " +
+			"given, caps the content (4 base64 characters a token): over it, the result has the metadata, " +
+			"content_tokens and truncated true and no content_base64. Needs " + flagArtefacts +
+			" (off by default): while off it answers feature_enabled false.",
+		Annotations: Annotations{Title: "Read artefact", IdempotentHint: true}, // not read-only: reclaims an expired artefact
+		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
+			"content_tokens, truncated}",
+		schema: schemaFor(name),
+		gate:   artefactsOff(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactGetArgs) (*Result, error) {
+			if in.TokenBudget != nil && *in.TokenBudget < 1 {
+				return nil, InvalidParams(name, "token_budget", "must be at least 1")
+			}
+			now, tenant, owner := env.now(), c.TenantID(), c.Identity()
+			var (
+				a       *store.Artefact
+				content []byte
+				holders []string
+				expired bool
+			)
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				a, content, holders, expired = nil, nil, nil, false
+				var err error
+				if owner != "" {
+					a, content, err = store.GetArtefact(tx, tenant, owner, in.ArtefactID, now)
+				} else {
+					err = store.ErrNotFound
+				}
+				switch {
+				case errors.Is(err, store.ErrArtefactExpired):
+					expired = true
+				case errors.Is(err, store.ErrNotFound):
+					a = nil
+				case err != nil:
+					return err
+				default:
+					return nil
+				}
+				holders, err = store.ArtefactHolders(tx, tenant, in.ArtefactID, now)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if expired {
+				err := env.Store.Update(ctx, func(tx store.Tx) error {
+					cur, _, err := store.GetArtefact(tx, tenant, owner, in.ArtefactID, now)
+					if errors.Is(err, store.ErrArtefactExpired) {
+						return store.DeleteArtefact(tx, cur)
+					}
+					if errors.Is(err, store.ErrNotFound) {
+						return nil
+					}
+					return err // nil: refreshed meanwhile; stays
+				})
+				if err != nil {
+					return nil, err
+				}
+			}
+			if a == nil || expired {
+				if len(holders) > 0 {
+					return nil, &Error{Code: CodeCapabilityDenied,
+						Message: name + ": artefact " + in.ArtefactID + " belongs to another passport",
+						Data:    map[string]any{"artefact_id": in.ArtefactID, "reason": "cross_passport"}}
+				}
+				return errorResult("%s: artefact %s not found (never parked, expired, or not in your tenant)", name, in.ArtefactID), nil
+			}
+			enc := base64.StdEncoding.EncodeToString(content)
+			out := ArtefactGetResult{ArtefactInfo: artefactInfo(a), ContentTokens: base64Tokens(len(enc))}
+			if in.TokenBudget != nil && out.ContentTokens > *in.TokenBudget {
+				out.Truncated = true
+			} else {
+				out.ContentBase64 = &enc
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- artefact_list ----
+
+type artefactListArgs struct {
+	TopK        *int   `json:"top_k"`
+	Scope       string `json:"scope"`
+	TokenBudget *int   `json:"token_budget"`
+}
+
+// ArtefactListResult is what artefact_list returns.
+type ArtefactListResult struct {
+	Artefacts []ArtefactInfo `json:"artefacts"`
+	Count     int            `json:"count"`
+	// Truncated says token_budget dropped rows.
+	Truncated bool      `json:"truncated"`
+	Envelope  *Envelope `json:"envelope,omitempty"`
+}
+
+// artefactEnvelope is the audit envelope of an artefact_list call: the
+// listed artefacts are its memories_used (fact_id holds the artefact id,
+// topic its mime type) and artefact_read its predicted effects.
+func artefactEnvelope(tool string, arts []ArtefactInfo, created []time.Time, now time.Time) *Envelope {
+	e := &Envelope{
+		ReceiptsUsed: []string{}, MemoriesUsed: []MemoryUsed{}, PredictedEffects: []Effect{}, Links: map[string]string{},
+		AutonomyConsumed: map[string]any{"capability": surface.Capability(tool), "cost_credits": 0, "scope": surface.Capability(tool)},
+	}
+	for i, a := range arts {
+		age := max(0, now.Sub(created[i]).Hours())
+		e.MemoriesUsed = append(e.MemoriesUsed, MemoryUsed{FactID: a.ArtefactID, Topic: a.MimeType,
+			AgeHours: math.Round(age*100) / 100, AgeDays: math.Round(age/24*100) / 100, Freshness: "live"})
+		e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "artefact_read", Entity: a.ArtefactID})
+	}
+	return e
+}
+
+func artefactList() *Tool {
+	const name = "artefact_list"
+	return &Tool{
+		Name: name,
+		Description: "List the artefacts you (your passport) parked, newest first: metadata only, never content, and " +
+			"never another passport's. top_k: default 20, maximum 100. scope keeps those whose mime_type or " +
+			"tool_origin contains it. token_budget, when given, drops rows past it (truncated true). Expired " +
+			"artefacts are not listed and are reclaimed. Anonymous callers have no passport and get an empty list. " +
+			"With " + flagAuditEnvelope + " on, the result carries the audit envelope with the listed artefact ids " +
+			"in memories_used. Needs " + flagArtefacts + " (off by default): while off it answers feature_enabled false.",
+		Annotations: Annotations{Title: "List artefacts", IdempotentHint: true}, // not read-only: reclaims expired artefacts
+		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
+			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
+		schema: schemaFor(name),
+		gate:   artefactsOff(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactListArgs) (*Result, error) {
+			topK := defaultArtefactList
+			if in.TopK != nil {
+				if *in.TopK < 1 || *in.TopK > MaxArtefactList {
+					return nil, InvalidParams(name, "top_k", fmt.Sprintf("must be 1 to %d", MaxArtefactList))
+				}
+				topK = *in.TopK
+			}
+			if in.TokenBudget != nil && *in.TokenBudget < 1 {
+				return nil, InvalidParams(name, "token_budget", "must be at least 1")
+			}
+			if err := checkLabel(name, "scope", in.Scope); err != nil {
+				return nil, err
+			}
+			now, tenant, owner := env.now(), c.TenantID(), c.Identity()
+			var (
+				found   []*store.Artefact
+				expired []*store.Artefact
+			)
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				found = nil
+				var err error
+				expired, err = store.ListArtefacts(tx, tenant, owner, now, func(a *store.Artefact) error {
+					if store.IsReserved(a.MimeType) {
+						return nil
+					}
+					if in.Scope != "" && !strings.Contains(a.MimeType, in.Scope) && !strings.Contains(a.ToolOrigin, in.Scope) {
+						return nil
+					}
+					found = append(found, a)
+					if len(found) >= topK {
+						return store.ErrStop
+					}
+					return nil
+				})
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if len(expired) > 0 {
+				err := env.Store.Update(ctx, func(tx store.Tx) error {
+					for _, x := range expired {
+						cur, _, err := store.GetArtefact(tx, x.Tenant, x.Owner, x.ID, now)
+						if errors.Is(err, store.ErrArtefactExpired) {
+							if err := store.DeleteArtefact(tx, cur); err != nil {
+								return err
+							}
+						} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+			}
+			out := ArtefactListResult{Artefacts: []ArtefactInfo{}}
+			var created []time.Time
+			used := 0
+			for _, a := range found {
+				info := artefactInfo(a)
+				if in.TokenBudget != nil {
+					cost := rowTokens(info)
+					if used+cost > *in.TokenBudget {
+						out.Truncated = true
+						break
+					}
+					used += cost
+				}
+				out.Artefacts = append(out.Artefacts, info)
+				created = append(created, a.CreatedAt)
+			}
+			out.Count = len(out.Artefacts)
+			if !env.Enabled(flagAuditEnvelope) {
+				return jsonResult(out)
+			}
+			out.Envelope = artefactEnvelope(name, out.Artefacts, created, now)
+			result, err := jsonResult(out)
+			if err == nil {
+				result.Meta = map[string]any{"envelope": out.Envelope}
+			}
+			return result, err
+		}),
+	}
+}
