@@ -1,4 +1,540 @@
 package tools
 
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"lukechampine.com/blake3"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+// Handoffs (seed §12.20) pass one agent's working session to another.
+//
+// create_handoff builds a package: a JSON object {schema, handoff_id,
+// tenant_id, from_agent, target_agent, created_at, session {session_id,
+// state}, facts [{entity, key, value, confidence}], message, task_record,
+// key_id, content_hash, signature}. Its canonical content
+// ([HandoffCanonical]) is the package without content_hash and signature,
+// re-encoded with every object's keys sorted, no insignificant whitespace
+// and no HTML escaping; content_hash is the hex BLAKE3-256 of it, and
+// signature the hex Ed25519 signature by the server's receipt key
+// (env.Signer, key_id naming it) of HandoffSigningPrefix + content_hash.
+// The prefix keeps handoff signatures apart from receipt signatures made
+// with the same key. The package is recorded in the store (content hash,
+// target, creator) with a "handoff" receipt, in one transaction.
+//
+// Relevant facts (include_facts): the current shared facts of the tenant
+// that the session state cites by fact id (a string value f_<32 hex>), then
+// those whose entity name equals the session id or occurs, as a whole
+// string, among the string values or object keys of the state (compared
+// case-insensitively; entities in name order, best ranked first), at most
+// [MaxHandoffFacts] in all. Private and reserved facts (decisions included)
+// are never carried.
+//
+// accept_handoff takes package_json verbatim. It recomputes the canonical
+// content and its hash, compares it with content_hash in constant time,
+// checks key_id and the signature against the server's public key, and
+// checks that the package is one this store recorded with that hash. Any
+// failure is a -32602 naming package, with the reason, and loads nothing.
+// A package for another tenant or one already accepted is refused the same
+// way; a caller other than the set target_agent gets -32030. On success,
+// in one transaction with a "handoff_accept" receipt: the session state is
+// saved as the acceptor's session of the same id (replacing any), each
+// fact is verified present (a current shared fact with the same entity,
+// key and value) or, when the (entity, key) has no current shared fact,
+// written anew as a shared fact owned by the acceptor; a fact whose shared
+// value changed since the handoff is left alone (the newer value wins) and
+// counted in facts_stale. facts_loaded counts facts verified present plus
+// facts written. A package is accepted at most once.
+
+// Handoff limits and names.
+const (
+	// HandoffSchema names the package format.
+	HandoffSchema = "crux.handoff.v1"
+	// HandoffSigningPrefix is prepended to the hex content hash before
+	// signing.
+	HandoffSigningPrefix = "crux.handoff.v1:"
+	// MaxHandoffFacts caps the relevant facts a package carries.
+	MaxHandoffFacts = 100
+	// MaxHandoffPackageBytes caps the package accept_handoff parses.
+	MaxHandoffPackageBytes = 4 << 20
+	// maxHandoffListItems caps each list of task_record.
+	maxHandoffListItems = 100
+)
+
+// HandoffFact is a fact carried in a handoff package.
+type HandoffFact struct {
+	Entity     string  `json:"entity"`
+	Key        string  `json:"key"`
+	Value      string  `json:"value"`
+	Confidence float64 `json:"confidence"`
+}
+
+// HandoffSession is the session carried in a handoff package.
+type HandoffSession struct {
+	SessionID string          `json:"session_id"`
+	State     json.RawMessage `json:"state"`
+}
+
+// TaskRecord is the structured statement of intent of a handoff.
+type TaskRecord struct {
+	Requester          string   `json:"requester,omitempty"`
+	DesiredOutcome     string   `json:"desired_outcome,omitempty"`
+	Sources            []string `json:"sources,omitempty"`
+	AcceptanceCriteria []string `json:"acceptance_criteria,omitempty"`
+	Boundaries         []string `json:"boundaries,omitempty"`
+	BlockerRule        string   `json:"blocker_rule,omitempty"`
+}
+
+// HandoffPackage is the package create_handoff returns as package_json.
+type HandoffPackage struct {
+	Schema      string         `json:"schema"`
+	HandoffID   string         `json:"handoff_id"`
+	TenantID    string         `json:"tenant_id"`
+	FromAgent   string         `json:"from_agent"`
+	TargetAgent string         `json:"target_agent"`
+	CreatedAt   string         `json:"created_at"`
+	Session     HandoffSession `json:"session"`
+	Facts       []HandoffFact  `json:"facts"`
+	Message     string         `json:"message"`
+	TaskRecord  *TaskRecord    `json:"task_record"`
+	KeyID       string         `json:"key_id"`
+	ContentHash string         `json:"content_hash"`
+	Signature   string         `json:"signature"`
+}
+
+// HandoffCanonical returns the canonical content of a package given as
+// JSON: the object without content_hash and signature, encoded with sorted
+// keys, no whitespace and no HTML escaping (numbers kept as written).
+func HandoffCanonical(pkg []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(pkg))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the package")
+	}
+	if m == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	delete(m, "content_hash")
+	delete(m, "signature")
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// HandoffContentHash is the hex BLAKE3-256 of canonical.
+func HandoffContentHash(canonical []byte) string {
+	sum := blake3.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
 // handoffTools returns create_handoff and accept_handoff (seed §12.20).
-func handoffTools() []*Tool { return nil }
+func handoffTools() []*Tool { return []*Tool{createHandoff(), acceptHandoff()} }
+
+// ---- create_handoff ----
+
+type createHandoffArgs struct {
+	SessionID    string      `json:"session_id"`
+	IncludeFacts bool        `json:"include_facts"`
+	TargetAgent  string      `json:"target_agent"`
+	Message      string      `json:"message"`
+	TaskRecord   *TaskRecord `json:"task_record"`
+}
+
+type createHandoffOut struct {
+	PackageJSON       string `json:"package_json"`
+	ContentHash       string `json:"content_hash"`
+	Signature         string `json:"signature"`
+	RelevantFactCount int    `json:"relevant_fact_count"`
+	HandoffID         string `json:"handoff_id"`
+	ReceiptID         string `json:"receipt_id"`
+}
+
+func checkTaskRecord(tool string, tr *TaskRecord) error {
+	if tr == nil {
+		return nil
+	}
+	if err := checkNames(tool, "task_record.requester", tr.Requester); err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"task_record.sources", tr.Sources}, {"task_record.acceptance_criteria", tr.AcceptanceCriteria}, {"task_record.boundaries", tr.Boundaries}} {
+		if len(l.list) > maxHandoffListItems {
+			return InvalidParams(tool, l.name, fmt.Sprintf("at most %d items", maxHandoffListItems))
+		}
+	}
+	return nil
+}
+
+// stateMentions returns the lower-cased strings of a JSON state: its string
+// values and object keys.
+func stateMentions(state []byte) map[string]bool {
+	var v any
+	if json.Unmarshal(state, &v) != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			out[strings.ToLower(x)] = true
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for k, e := range x {
+				out[strings.ToLower(k)] = true
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// factIDPattern matches a fact id as the state may cite it.
+var factIDPattern = regexp.MustCompile(`^f_[0-9a-f]{32}$`)
+
+// relevantFacts returns the current shared facts the session refers to
+// (see the package comment), at most MaxHandoffFacts, without duplicates.
+func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte) ([]HandoffFact, error) {
+	out := []HandoffFact{}
+	seen := map[string]bool{}
+	add := func(f *store.Fact) {
+		if len(out) >= MaxHandoffFacts || seen[f.ID] || f.Tenant != tenant || f.Private ||
+			!f.Current() || store.IsReserved(f.Entity) {
+			return
+		}
+		seen[f.ID] = true
+		out = append(out, HandoffFact{Entity: f.Entity, Key: f.Key, Value: f.Value, Confidence: f.Confidence})
+	}
+	mentions := stateMentions(state)
+	// Facts the state cites by id, in id order.
+	var ids []string
+	for m := range mentions {
+		if factIDPattern.MatchString(m) {
+			ids = append(ids, m)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		f, err := store.GetFact(tx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		add(f)
+	}
+	// Facts of the entities the state names, or of the session id.
+	mentions[strings.ToLower(sessionID)] = true
+	entities, err := store.ListEntities(tx, tenant, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entities {
+		if len(out) >= MaxHandoffFacts {
+			break
+		}
+		if store.IsReserved(e) || !mentions[strings.ToLower(e)] {
+			continue
+		}
+		res, err := store.SearchFacts(tx, store.FactQuery{Tenant: tenant, Entity: e, Limit: MaxHandoffFacts, Now: env.now()})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range res.Facts {
+			add(r.Fact)
+		}
+	}
+	return out, nil
+}
+
+func createHandoff() *Tool {
+	const name = "create_handoff"
+	return &Tool{
+		Name: name,
+		Description: "Package one of your sessions for another agent: the session state, optionally the relevant " +
+			"shared facts (include_facts: current non-private facts the state cites by fact id, or whose entity " +
+			"name is the session id or appears as a whole string value or key in the state; at most 100), a target agent, a message and a task record. The package is signed with " +
+			"the server's Ed25519 key over the BLAKE3 hash of its canonical content and recorded, so it can be " +
+			"accepted once with accept_handoff, also after a restart. Pass package_json to accept_handoff " +
+			"exactly as returned. A missing or expired session gives an error result, session not found.",
+		Annotations: Annotations{Title: "Create handoff"},
+		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *createHandoffArgs) (*Result, error) {
+			if err := checkSessionID(name, in.SessionID); err != nil {
+				return nil, err
+			}
+			if err := checkNames(name, "target_agent", in.TargetAgent); err != nil {
+				return nil, err
+			}
+			if err := checkTaskRecord(name, in.TaskRecord); err != nil {
+				return nil, err
+			}
+			if env.Signer == nil {
+				return nil, WrapError(CodeInternalError, "create_handoff: no signing key", nil)
+			}
+			tenant, owner, now := c.TenantID(), c.Identity(), env.now()
+			var out createHandoffOut
+			missing := false
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				missing = false
+				s, err := store.GetSession(tx, tenant, owner, in.SessionID, now)
+				if errors.Is(err, store.ErrNotFound) {
+					missing = true
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				facts := []HandoffFact{}
+				if in.IncludeFacts {
+					if facts, err = relevantFacts(tx, env, tenant, s.ID, s.State); err != nil {
+						return err
+					}
+				}
+				pkg := HandoffPackage{
+					Schema: HandoffSchema, HandoffID: "ho_" + strings.TrimPrefix(store.NewFactID(), "f_"),
+					TenantID: tenant, FromAgent: owner, TargetAgent: in.TargetAgent, CreatedAt: stamp(now),
+					Session: HandoffSession{SessionID: s.ID, State: s.State}, Facts: facts,
+					Message: in.Message, TaskRecord: in.TaskRecord, KeyID: env.Signer.KeyID(),
+				}
+				raw, err := marshalNoEscape(pkg)
+				if err != nil {
+					return err
+				}
+				canon, err := HandoffCanonical(raw)
+				if err != nil {
+					return err
+				}
+				pkg.ContentHash = HandoffContentHash(canon)
+				sig, err := env.Signer.Sign([]byte(HandoffSigningPrefix + pkg.ContentHash))
+				if err != nil {
+					return err
+				}
+				pkg.Signature = hex.EncodeToString(sig)
+				raw, err = marshalNoEscape(pkg)
+				if err != nil {
+					return err
+				}
+				rec := &store.Handoff{ID: pkg.HandoffID, Tenant: tenant, From: owner, Target: in.TargetAgent,
+					ContentHash: pkg.ContentHash, CreatedAt: now}
+				if err := store.PutHandoff(tx, rec); err != nil {
+					return err
+				}
+				payload := map[string]any{"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash,
+					"session_id": s.ID, "target_agent": in.TargetAgent, "fact_count": len(facts)}
+				r, err := receipts.Append(tx, env.Signer, tenant, "handoff", c.Name(), payload, now)
+				if err != nil {
+					return err
+				}
+				out = createHandoffOut{PackageJSON: string(raw), ContentHash: pkg.ContentHash, Signature: pkg.Signature,
+					RelevantFactCount: len(facts), HandoffID: pkg.HandoffID, ReceiptID: r.ID}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if missing {
+				return sessionNotFound(in.SessionID), nil
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// ---- accept_handoff ----
+
+type acceptHandoffArgs struct {
+	Package string `json:"package"`
+}
+
+type acceptHandoffOut struct {
+	HandoffID     string      `json:"handoff_id"`
+	SessionID     string      `json:"session_id"`
+	SessionLoaded bool        `json:"session_loaded"`
+	FactsLoaded   int         `json:"facts_loaded"`
+	FactsWritten  int         `json:"facts_written"`
+	FactsStale    int         `json:"facts_stale"`
+	Verified      bool        `json:"verified"`
+	FromAgent     string      `json:"from_agent,omitempty"`
+	Message       string      `json:"message,omitempty"`
+	TaskRecord    *TaskRecord `json:"task_record,omitempty"`
+	ReceiptID     string      `json:"receipt_id"`
+}
+
+// verifyHandoff parses and checks a package against the server's key. The
+// error is a -32602 naming package.
+func verifyHandoff(tool string, env *Env, raw string) (*HandoffPackage, error) {
+	refuse := func(reason string) error { return InvalidParams(tool, "package", reason) }
+	if raw == "" {
+		return nil, refuse("required: the package_json string create_handoff returned")
+	}
+	if len(raw) > MaxHandoffPackageBytes {
+		return nil, refuse(fmt.Sprintf("longer than %d bytes", MaxHandoffPackageBytes))
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	pkg := new(HandoffPackage)
+	if err := dec.Decode(pkg); err != nil {
+		return nil, refuse("not a handoff package: " + err.Error())
+	}
+	if pkg.Schema != HandoffSchema {
+		return nil, refuse(fmt.Sprintf("schema is %q, want %q", pkg.Schema, HandoffSchema))
+	}
+	canon, err := HandoffCanonical([]byte(raw))
+	if err != nil {
+		return nil, refuse("not a handoff package: " + err.Error())
+	}
+	want := HandoffContentHash(canon)
+	if subtle.ConstantTimeCompare([]byte(want), []byte(pkg.ContentHash)) != 1 {
+		return nil, refuse("content hash mismatch: the package was altered")
+	}
+	if env.Signer == nil {
+		return nil, WrapError(CodeInternalError, tool+": no signing key", nil)
+	}
+	if pkg.KeyID != env.Signer.KeyID() {
+		return nil, refuse(fmt.Sprintf("signed by key %q, not this server's key", pkg.KeyID))
+	}
+	sig, err := hex.DecodeString(pkg.Signature)
+	if err != nil || len(sig) != ed25519.SignatureSize ||
+		!ed25519.Verify(env.Signer.Public(), []byte(HandoffSigningPrefix+pkg.ContentHash), sig) {
+		return nil, refuse("signature verification failed")
+	}
+	return pkg, nil
+}
+
+func acceptHandoff() *Tool {
+	const name = "accept_handoff"
+	return &Tool{
+		Name: name,
+		Description: "Accept a handoff package: pass package_json exactly as create_handoff returned it. The package's " +
+			"BLAKE3 content hash and its Ed25519 signature by this server's key are checked; a package altered in " +
+			"any byte, signed by another key, for another tenant, not created here or already accepted is refused " +
+			"(-32602 naming package, with the reason) and loads nothing. When the package names a target_agent, " +
+			"only that agent may accept it (others: -32030). On success the session is saved as your session of " +
+			"the same id (replacing any) and each carried fact is verified present or, when its entity and key " +
+			"have no current shared fact, written anew as a shared fact; a fact whose shared value changed since " +
+			"is left alone and counted in facts_stale. A package is accepted once.",
+		Annotations: Annotations{Title: "Accept handoff"},
+		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
+			"from_agent?, message?, task_record?, receipt_id}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *acceptHandoffArgs) (*Result, error) {
+			pkg, err := verifyHandoff(name, env, in.Package)
+			if err != nil {
+				return nil, err
+			}
+			tenant, me, now := c.TenantID(), c.Identity(), env.now()
+			if pkg.TenantID != tenant {
+				return nil, InvalidParams(name, "package", "the package belongs to another tenant")
+			}
+			if pkg.TargetAgent != "" && pkg.TargetAgent != me {
+				return nil, &Error{Code: CodeCapabilityDenied,
+					Message: name + ": only " + pkg.TargetAgent + " may accept this handoff",
+					Data:    map[string]any{"handoff_id": pkg.HandoffID, "reason": "not_target_agent"}}
+			}
+			if err := checkSessionID(name, pkg.Session.SessionID); err != nil || pkg.Session.SessionID == "" {
+				return nil, InvalidParams(name, "package", "bad session id")
+			}
+			var out acceptHandoffOut
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				out = acceptHandoffOut{HandoffID: pkg.HandoffID, SessionID: pkg.Session.SessionID, Verified: true,
+					FromAgent: pkg.FromAgent, Message: pkg.Message, TaskRecord: pkg.TaskRecord}
+				rec, err := store.GetHandoff(tx, tenant, pkg.HandoffID)
+				if errors.Is(err, store.ErrNotFound) {
+					return InvalidParams(name, "package", "no such handoff was created here")
+				}
+				if err != nil {
+					return err
+				}
+				if subtle.ConstantTimeCompare([]byte(rec.ContentHash), []byte(pkg.ContentHash)) != 1 {
+					return InvalidParams(name, "package", "content hash does not match the recorded handoff")
+				}
+				if rec.Accepted {
+					return InvalidParams(name, "package", "handoff already accepted")
+				}
+				sess := &store.Session{ID: pkg.Session.SessionID, Tenant: tenant, Owner: me,
+					State: pkg.Session.State, WrittenBy: me, UpdatedAt: now}
+				if err := store.PutSession(tx, sess); err != nil {
+					return err
+				}
+				out.SessionLoaded = true
+				for _, f := range pkg.Facts {
+					if store.IsReserved(f.Entity) {
+						continue
+					}
+					res, err := store.SearchFacts(tx, store.FactQuery{Tenant: tenant, Entity: f.Entity, Key: f.Key, Limit: 1, Now: now})
+					if err != nil {
+						return err
+					}
+					switch {
+					case len(res.Facts) > 0 && res.Facts[0].Value == f.Value:
+						out.FactsLoaded++
+					case len(res.Facts) > 0:
+						out.FactsStale++
+					default:
+						if _, _, err := store.PutFact(tx, store.NewFact{Tenant: tenant, Owner: me, Entity: f.Entity,
+							Key: f.Key, Value: f.Value, Confidence: f.Confidence, Now: now}); err != nil {
+							return err
+						}
+						out.FactsLoaded++
+						out.FactsWritten++
+					}
+				}
+				rec.Accepted, rec.AcceptedBy, rec.AcceptedAt = true, me, &now
+				if err := store.PutHandoff(tx, rec); err != nil {
+					return err
+				}
+				r, err := receipts.Append(tx, env.Signer, tenant, "handoff_accept", c.Name(), map[string]any{
+					"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash, "session_id": pkg.Session.SessionID,
+					"facts_loaded": out.FactsLoaded, "facts_written": out.FactsWritten}, now)
+				if err != nil {
+					return err
+				}
+				out.ReceiptID = r.ID
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(out)
+		}),
+	}
+}
