@@ -243,7 +243,8 @@ func artefactGet() *Tool {
 		Name: name,
 		Description: "Read back an artefact you parked with artefact_put, by artefact_id, with its content as base64. " +
 			"An artefact another passport holds and you do not is refused with -32030 (CAPABILITY_DENIED), data " +
-			"{artefact_id, reason: \"cross_passport\"}, so operators can audit the attempt; an id nobody holds, or " +
+			"{artefact_id, reason: \"cross_passport\"}, so operators can audit the attempt (the refusal tells you that some " +
+			"passport of your tenant holds those bytes; anonymous callers always get not found); an id nobody holds, or " +
 			"that expired (expired artefacts are reclaimed), is an error result saying not found. token_budget, when " +
 			"given, caps the content (4 base64 characters a token): over it, the result has the metadata, " +
 			"content_tokens and truncated true and no content_base64. Needs " + flagArtefacts +
@@ -275,12 +276,16 @@ func artefactGet() *Tool {
 				switch {
 				case errors.Is(err, store.ErrArtefactExpired):
 					expired = true
+					return nil // your own copy expired: not found, whoever else holds the bytes
 				case errors.Is(err, store.ErrNotFound):
 					a = nil
 				case err != nil:
 					return err
 				default:
 					return nil
+				}
+				if owner == "" {
+					return nil // an anonymous caller learns nothing of who holds what
 				}
 				holders, err = store.ArtefactHolders(tx, tenant, in.ArtefactID, now)
 				return err

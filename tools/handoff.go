@@ -445,8 +445,8 @@ func acceptHandoff() *Tool {
 	return &Tool{
 		Name: name,
 		Description: "Accept a handoff package: pass package_json exactly as create_handoff returned it. The package's " +
-			"BLAKE3 content hash and its Ed25519 signature by this server's key are checked; a package altered in " +
-			"any byte, signed by another key, for another tenant, not created here or already accepted is refused " +
+			"BLAKE3 content hash (over its canonical JSON: key order and whitespace do not count) and its Ed25519 " +
+			"signature by this server's key are checked; a package whose content was altered, signed by another key, for another tenant, not created here or already accepted is refused " +
 			"(-32602 naming package, with the reason) and loads nothing. When the package names a target_agent, " +
 			"only that agent may accept it (others: -32030). On success the session is saved as your session of " +
 			"the same id (replacing any) and each carried fact is verified present or, when its entity and key " +

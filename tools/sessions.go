@@ -173,7 +173,7 @@ func getSession() *Tool {
 			"in tokens (state JSON bytes / 4). Sessions are per agent: you see only your own (anonymous callers " +
 			"share one space of their own). Archived sessions are readable in full. A session that does not " +
 			"exist or has expired gives an error result, session not found.",
-		Annotations: Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: Annotations{Title: "Get session", IdempotentHint: true},
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
 			"written_by?}; a missing or expired session: isError, session not found",
 		schema: schemaFor(name),
@@ -478,7 +478,7 @@ func listSessions() *Tool {
 			"when more matched (narrow them with prefix). Archived sessions are left out unless include_archived; "+
 			"expired ones never appear. prefix keeps the ids starting with it (a crux addition: the reference had "+
 			"no filter). Sessions are per agent: another agent's never appear.", MaxListedSessions),
-		Annotations: Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: Annotations{Title: "List sessions", IdempotentHint: true},
 		Output:      "{sessions: [string], count, truncated}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listSessionsArgs) (*Result, error) {
