@@ -229,6 +229,25 @@ func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, p
 }
 
 // activeConstraints reads the tenant's active constraints.
+// actionInputs checks the tenant argument of an action tool, decodes its
+// tool_parameters and reads the tenant's active constraints.
+func actionInputs(ctx context.Context, env *Env, c Caller, tool, tenant string, raw json.RawMessage) (any, []*store.Constraint, error) {
+	if err := checkTenantArg(tool, c, tenant); err != nil {
+		return nil, nil, err
+	}
+	params, err := decodeParams(tool, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cs []*store.Constraint
+	err = env.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		cs, err = activeConstraints(tx, c.TenantID())
+		return err
+	})
+	return params, cs, err
+}
+
 func activeConstraints(tx store.Tx, tenant string) ([]*store.Constraint, error) {
 	var cs []*store.Constraint
 	_, err := store.Constraints(tx, store.ConstraintQuery{Tenant: tenant}, func(c *store.Constraint) error {
@@ -439,18 +458,8 @@ func checkConstraints() *Tool {
 			"constraints_checked, enrichment_receipt?{hash, alg}}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConstraintsArgs) (*Result, error) {
-			if err := checkTenantArg(name, c, in.TenantID); err != nil {
-				return nil, err
-			}
-			params, err := decodeParams(name, in.ToolParameters)
+			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {
-				return nil, err
-			}
-			var cs []*store.Constraint
-			if err := env.Store.View(ctx, func(tx store.Tx) error {
-				cs, err = activeConstraints(tx, c.TenantID())
-				return err
-			}); err != nil {
 				return nil, err
 			}
 			texts := append([]string{in.ActionDescription, in.ToolName}, flatten(params, nil)...)
@@ -976,18 +985,8 @@ func enrichAction() *Tool {
 			"requires_review}, enrichment_receipt{hash, alg}}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *enrichActionArgs) (*Result, error) {
-			if err := checkTenantArg(name, c, in.TenantID); err != nil {
-				return nil, err
-			}
-			params, err := decodeParams(name, in.ToolParameters)
+			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {
-				return nil, err
-			}
-			var cs []*store.Constraint
-			if err := env.Store.View(ctx, func(tx store.Tx) error {
-				cs, err = activeConstraints(tx, c.TenantID())
-				return err
-			}); err != nil {
 				return nil, err
 			}
 			p, err := enrich(c.TenantID(), in.ToolName, params, in.ActionDescription, cs)
