@@ -185,20 +185,21 @@ func getBootstrap() *Tool {
 			})
 			facts := []bootstrapFact{}
 			var lines []string
-			total, truncated := 0, false
+			b := budget{Limit: in.TokenBudget}
 			for _, r := range res.Facts {
 				if r.Entity == bootstrapSentinel.entity {
 					continue
 				}
 				line := "[" + r.Entity + "] " + r.Key + " = " + r.Value
-				cost := store.EstimateTokens(line)
-				if len(facts) == maxBootstrapEntries || in.TokenBudget > 0 && len(facts) > 0 && total+cost > in.TokenBudget {
-					truncated = true
+				if len(facts) == maxBootstrapEntries {
+					b.Exceeded = true
+					break
+				}
+				if !b.take(store.EstimateTokens(line)) {
 					break
 				}
 				facts = append(facts, bootstrapFact{r.Entity, r.Key, r.Value})
 				lines = append(lines, line)
-				total += cost
 			}
 			text := strings.Join(lines, "\n")
 			if len(facts) == 0 {
@@ -209,7 +210,7 @@ func getBootstrap() *Tool {
 			}
 			return &Result{
 				Content:           []Content{{Type: "text", Text: text}},
-				StructuredContent: map[string]any{"facts": facts, "total_tokens": total, "truncated": truncated},
+				StructuredContent: map[string]any{"facts": facts, "total_tokens": b.Used, "truncated": b.Exceeded},
 			}, nil
 		}),
 	}

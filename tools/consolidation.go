@@ -152,12 +152,12 @@ func memoryContradictions() *Tool {
 			case store.IsReserved(in.EntityPrefix):
 				return nil, reservedEntity(name, "entity_prefix")
 			}
-			limit, budget := 50, 500
+			limit, tokenLimit := 50, 500
 			if in.Limit != nil {
 				limit = *in.Limit
 			}
 			if in.TokenBudget != nil {
-				budget = *in.TokenBudget
+				tokenLimit = *in.TokenBudget
 			}
 			q := store.ContradictionQuery{
 				Tenant: c.TenantID(), Agent: c.Identity(),
@@ -194,6 +194,7 @@ func memoryContradictions() *Tool {
 					"in byte order were compared, the rest were not; narrow with entity, entity_prefix or key",
 					res.FactsRead, res.Entities))
 			}
+			b := budget{Limit: tokenLimit}
 			for _, cand := range res.Candidates {
 				row := ContradictionRow{
 					Entity: cand.Entity, Key: cand.Key, Reason: ReasonOppositePolarity,
@@ -208,14 +209,12 @@ func memoryContradictions() *Tool {
 					row.Values = append(row.Values, f.Value)
 					row.Scopes = append(row.Scopes, scope)
 				}
-				cost := rowTokens(row)
-				if len(out.Candidates) > 0 && out.TotalTokens+cost > budget {
-					out.TruncatedByTokenBudget = true
+				if !b.take(rowTokens(row)) {
 					break
 				}
 				out.Candidates = append(out.Candidates, row)
-				out.TotalTokens += cost
 			}
+			out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
 			out.Count = len(out.Candidates)
 			return jsonResult(out)
 		}),

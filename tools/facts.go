@@ -250,16 +250,15 @@ func queryFacts() *Tool {
 				return nil, err
 			}
 			out := queryFactsOut{Rows: []FactRow{}, FilteredBelowThreshold: res.BelowFloor}
+			b := budget{Limit: in.TokenBudget}
 			for _, r := range res.Facts {
 				row := factRow(r, now)
-				cost := rowTokens(row)
-				if in.TokenBudget > 0 && len(out.Rows) > 0 && out.TotalTokens+cost > in.TokenBudget {
-					out.TruncatedByTokenBudget = true
+				if !b.take(rowTokens(row)) {
 					break
 				}
 				out.Rows = append(out.Rows, row)
-				out.TotalTokens += cost
 			}
+			out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
 			out.Count = len(out.Rows)
 			if in.Query != "" && out.Count == 0 {
 				// A gap observation for get_gaps (hardening.go). Recording it
@@ -295,6 +294,27 @@ func roundHours(d time.Duration) float64 {
 		d = 0
 	}
 	return float64(d.Round(36*time.Second)) / float64(time.Hour) // two decimals
+}
+
+// budget admits rows under a token budget: the first row always, then each
+// row whose cost still fits. Once one does not fit, no later row is admitted
+// and Exceeded is set. A Limit of 0 or less means no budget.
+type budget struct {
+	Limit    int
+	Used     int // tokens of the admitted rows
+	Exceeded bool
+	rows     int
+}
+
+// take reports whether a row of cost tokens is admitted, counting it if so.
+func (b *budget) take(cost int) bool {
+	if b.Exceeded || b.Limit > 0 && b.rows > 0 && b.Used+cost > b.Limit {
+		b.Exceeded = true
+		return false
+	}
+	b.rows++
+	b.Used += cost
+	return true
 }
 
 // rowTokens is the token estimate of one row as it is sent: its JSON

@@ -227,12 +227,12 @@ func memoryFreshness() *Tool {
 			if store.IsReserved(in.Entity) {
 				return nil, memReservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not reported")
 			}
-			topK, budget := FreshnessTopK, FreshnessTokenBudget
+			topK, limit := FreshnessTopK, FreshnessTokenBudget
 			if in.TopK != nil {
 				topK = *in.TopK
 			}
 			if in.TokenBudget != nil {
-				budget = *in.TokenBudget
+				limit = *in.TokenBudget
 			}
 			now := env.now()
 			out := memoryFreshnessOut{Policy: decayPolicyView(env.Decay), Now: now.Format(time.RFC3339Nano)}
@@ -250,7 +250,8 @@ func memoryFreshness() *Tool {
 					return err
 				}
 				out.Examined, out.Complete = stats.Examined, stats.Complete
-				out.Rows, out.TotalTokens, out.TruncatedByTokenBudget, used = []FreshnessRow{}, 0, false, nil
+				out.Rows, used = []FreshnessRow{}, nil
+				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
 					pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), f.ID)
@@ -265,16 +266,14 @@ func memoryFreshness() *Tool {
 					if f.ReverifiedAt != nil {
 						row.ReverifiedAt = f.ReverifiedAt.Format(time.RFC3339Nano)
 					}
-					cost := freshnessRowCost(row)
-					if len(out.Rows) > 0 && out.TotalTokens+cost > budget {
-						out.TruncatedByTokenBudget = true
+					if !b.take(freshnessRowCost(row)) {
 						break
 					}
 					out.Rows = append(out.Rows, row)
-					out.TotalTokens += cost
 					used = append(used, store.RankedFact{Fact: f, Freshness: d.freshness,
 						Effective: store.EffectiveConfidence(f.Confidence, d.freshness)})
 				}
+				out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
 				return nil
 			})
 			if err != nil {
@@ -357,12 +356,12 @@ func memorySweepCandidates() *Tool {
 		schema: schemaFor(name),
 		gate:   memFlagGate(CodeCapabilityDenied, name, flagFreshness),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sweepArgs) (*Result, error) {
-			topK, budget := SweepTopK, SweepTokenBudget
+			topK, limit := SweepTopK, SweepTokenBudget
 			if in.TopK != nil {
 				topK = *in.TopK
 			}
 			if in.TokenBudget != nil {
-				budget = *in.TokenBudget
+				limit = *in.TokenBudget
 			}
 			now := env.now()
 			out := sweepOut{DryRun: true, Now: now.Format(time.RFC3339Nano)}
@@ -386,7 +385,8 @@ func memorySweepCandidates() *Tool {
 					return err
 				}
 				out.Examined, out.Complete = stats.Examined, stats.Complete
-				out.Rows, out.TotalTokens, out.TruncatedByTokenBudget = []SweepRow{}, 0, false
+				out.Rows = []SweepRow{}
+				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
 					row := SweepRow{
@@ -394,14 +394,12 @@ func memorySweepCandidates() *Tool {
 						HorizonClass: f.HorizonClass, AgeHours: roundHours(d.age), SupersededBy: f.SupersededBy,
 						StoredAt: f.StoredAt.Format(time.RFC3339Nano),
 					}
-					cost := freshnessRowCost(row)
-					if len(out.Rows) > 0 && out.TotalTokens+cost > budget {
-						out.TruncatedByTokenBudget = true
+					if !b.take(freshnessRowCost(row)) {
 						break
 					}
 					out.Rows = append(out.Rows, row)
-					out.TotalTokens += cost
 				}
+				out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
 				return nil
 			})
 			if err != nil {

@@ -216,12 +216,12 @@ func memoryView() *Tool {
 			if store.IsReserved(in.Entity) {
 				return nil, memReservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not shown in the memory panel")
 			}
-			topK, budget := MemoryViewTopK, MemoryViewTokenBudget
+			topK, limit := MemoryViewTopK, MemoryViewTokenBudget
 			if in.TopK != nil {
 				topK = *in.TopK
 			}
 			if in.TokenBudget != nil {
-				budget = *in.TokenBudget
+				limit = *in.TokenBudget
 			}
 			out := memoryViewOut{Facts: []PanelFact{}}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -233,6 +233,7 @@ func memoryView() *Tool {
 				if err != nil {
 					return err
 				}
+				b := budget{Limit: limit}
 				for _, r := range res.Facts {
 					if store.IsReserved(r.Entity) {
 						continue // SearchFacts leaves them out already; never show one regardless
@@ -242,14 +243,12 @@ func memoryView() *Tool {
 						return err
 					}
 					row := panelFact(r.Fact, pinned)
-					cost := rowTokens(row)
-					if len(out.Facts) > 0 && out.TotalTokens+cost > budget {
-						out.TruncatedByTokenBudget = true
+					if !b.take(rowTokens(row)) {
 						break
 					}
 					out.Facts = append(out.Facts, row)
-					out.TotalTokens += cost
 				}
+				out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
 				return nil
 			})
 			if err != nil {

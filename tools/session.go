@@ -258,7 +258,8 @@ func autonomyContract() *Tool {
 				out["tier"], out["token_id"], out["token_hash"] = info.Tier, info.TokenID, info.TokenHash
 			}
 			rows := []AutonomyRow{}
-			allowed, denied, total, tokens, truncated := 0, 0, 0, 0, false
+			allowed, denied, total := 0, 0, 0
+			b := budget{Limit: in.TokenBudget}
 			if out["feature_enabled"] == true {
 				total = len(env.Tools)
 				for _, t := range env.Tools {
@@ -269,18 +270,14 @@ func autonomyContract() *Tool {
 					} else {
 						denied++
 					}
-					cost := rowTokens(row)
-					if truncated || in.TokenBudget > 0 && len(rows) > 0 && tokens+cost > in.TokenBudget {
-						truncated = true
-						continue
+					if b.take(rowTokens(row)) {
+						rows = append(rows, row)
 					}
-					rows = append(rows, row)
-					tokens += cost
 				}
 			}
 			out["capabilities"] = rows
 			out["summary"] = map[string]any{"total_tools": total, "returned": len(rows), "allowed": allowed,
-				"denied": denied, "truncated_by_token_budget": truncated}
+				"denied": denied, "truncated_by_token_budget": b.Exceeded}
 			return jsonResult(out)
 		}),
 	}
