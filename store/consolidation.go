@@ -139,10 +139,7 @@ func Contradictions(tx Tx, q ContradictionQuery) (ContradictionResult, error) {
 			break
 		}
 		byKey := make(map[string][]*Fact)
-		stored := []string{entity}
-		if q.Agent != "" {
-			stored = append(stored, PrivateEntity(q.Agent, entity))
-		}
+		stored := storedNames(entity, q.Agent)
 		for _, s := range stored {
 			prefix := indexKey(q.Tenant, s, q.Key)
 			if q.Key == "" {

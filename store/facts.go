@@ -41,6 +41,16 @@ func IsReserved(entity string) bool { return strings.HasPrefix(entity, ReservedP
 // PrivateEntity is the stored name of owner's private entity.
 func PrivateEntity(owner, entity string) string { return PrivatePrefix + owner + "::" + entity }
 
+// storedNames are the stored names under which agent may find facts of the
+// logical entity: the shared one, and agent's private one when it has an
+// identity.
+func storedNames(entity, agent string) []string {
+	if agent == "" {
+		return []string{entity}
+	}
+	return []string{entity, PrivateEntity(agent, entity)}
+}
+
 // Fact is one stored version of a value under (entity, key).
 //
 // A private fact is stored under [PrivateEntity](Owner, Entity) and is
@@ -449,11 +459,7 @@ func containsString(list []string, s string) bool {
 // superseded versions included.
 func History(tx Tx, tenant, agent, entity, key string) ([]*Fact, error) {
 	var out []*Fact
-	chains := []string{entity}
-	if agent != "" {
-		chains = append(chains, PrivateEntity(agent, entity))
-	}
-	for _, stored := range chains {
+	for _, stored := range storedNames(entity, agent) {
 		err := tx.Scan(bucketEntity, indexKey(tenant, stored, key, ""), false, func(_, v []byte) error {
 			f, err := GetFact(tx, string(v))
 			if err != nil {

@@ -79,10 +79,7 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 	switch {
 	case s.Entity != "":
 		bucket = bucketEntity
-		stored := []string{s.Entity}
-		if s.Agent != "" {
-			stored = append(stored, PrivateEntity(s.Agent, s.Entity))
-		}
+		stored := storedNames(s.Entity, s.Agent)
 		for _, e := range stored {
 			p := indexKey(s.Tenant, e, s.Key) // "t\x00entity\x00" matches exactly this entity
 			if s.Key != "" {

@@ -101,10 +101,7 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		if entity == "" {
 			entity, exact = q.EntityPrefix, false
 		}
-		stored := []string{entity}
-		if q.Agent != "" {
-			stored = append(stored, PrivateEntity(q.Agent, entity))
-		}
+		stored := storedNames(entity, q.Agent)
 		var prefixes [][]byte
 		for _, s := range stored {
 			p := indexKey(q.Tenant, s)
