@@ -29,14 +29,7 @@ const maxStdinArgs = 64 << 20
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string, logger *slog.Logger) (err error) {
 	var cf commonFlags
 	fs := newFlagSet("serve", &cf)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("serve takes no arguments, got %q", pos[0])
-	}
-	s, err := resolve(fs, &cf, getenv)
+	s, err := resolveNoArgs("serve", fs, &cf, args, getenv)
 	if err != nil {
 		return err
 	}
@@ -77,14 +70,7 @@ func toolsCmd(ctx context.Context, args []string, stdout io.Writer, getenv func(
 	var cf commonFlags
 	fs := newFlagSet("tools", &cf)
 	asJSON := fs.Bool("json", false, "print the tools/list array as JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("tools takes no arguments, got %q", pos[0])
-	}
-	s, err := resolve(fs, &cf, getenv)
+	s, err := resolveNoArgs("tools", fs, &cf, args, getenv)
 	if err != nil {
 		return err
 	}

@@ -87,6 +87,19 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, getenv func(string) string) (*se
 	}, nil
 }
 
+// resolveNoArgs parses the flags of a command that takes no positional
+// arguments and resolves them (see resolve).
+func resolveNoArgs(name string, fs *flag.FlagSet, cf *commonFlags, args []string, getenv func(string) string) (*setup, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, usagef("%s takes no arguments, got %q", name, pos[0])
+	}
+	return resolve(fs, cf, getenv)
+}
+
 // lockedError reports that another process holds the store.
 type lockedError struct {
 	path string

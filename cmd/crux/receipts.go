@@ -32,14 +32,7 @@ func keysCmd(args []string, stdout io.Writer, getenv func(string) string) error 
 	}
 	var cf commonFlags
 	fs := newFlagSet("keys export", &cf)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("keys export takes no arguments, got %q", pos[0])
-	}
-	s, err := resolve(fs, &cf, getenv)
+	s, err := resolveNoArgs("keys export", fs, &cf, args, getenv)
 	if err != nil {
 		return err
 	}
