@@ -29,25 +29,17 @@ func TestPolarity(t *testing.T) {
 	}
 }
 
-// put writes a fact in its own transaction and returns it.
+// put is putFact with the defaults of these tests: confidence 0.5 (below
+// the consolidation floor) and the current time.
 func put(t *testing.T, db *bolt.DB, n store.NewFact) *store.Fact {
 	t.Helper()
-	if n.Tenant == "" {
-		n.Tenant = "t"
-	}
 	if n.Confidence == 0 {
 		n.Confidence = 0.5
 	}
 	if n.Now.IsZero() {
 		n.Now = time.Now()
 	}
-	var f *store.Fact
-	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		var err error
-		f, _, err = store.PutFact(tx, n)
-		return err
-	}))
-	return f
+	return putFact(t, db, n)
 }
 
 func getFact(t *testing.T, db *bolt.DB, id string) *store.Fact {

@@ -24,6 +24,25 @@ func openDB(t *testing.T) *bolt.DB {
 	return db
 }
 
+// putFact writes a fact in its own transaction and returns it; an empty
+// tenant is "t" and a zero confidence is 1.
+func putFact(t *testing.T, db store.Backend, n store.NewFact) *store.Fact {
+	t.Helper()
+	if n.Tenant == "" {
+		n.Tenant = "t"
+	}
+	if n.Confidence == 0 {
+		n.Confidence = 1
+	}
+	var f *store.Fact
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		var err error
+		f, _, err = store.PutFact(tx, n)
+		return err
+	}))
+	return f
+}
+
 func TestParseHorizon(t *testing.T) {
 	for text, want := range map[string]string{
 		"a few hours":        store.HorizonVolatile,

@@ -14,24 +14,6 @@ import (
 
 var forgetT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// putFact writes a fact in its own transaction.
-func forgetPut(t *testing.T, db store.Backend, n store.NewFact) *store.Fact {
-	t.Helper()
-	if n.Tenant == "" {
-		n.Tenant = "t"
-	}
-	if n.Confidence == 0 {
-		n.Confidence = 1
-	}
-	var f *store.Fact
-	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		var err error
-		f, _, err = store.PutFact(tx, n)
-		return err
-	}))
-	return f
-}
-
 // forget selects q and forgets the selection under id, returning it.
 func forgetSel(t *testing.T, db store.Backend, id string, q store.ForgetQuery, now time.Time, window time.Duration) *store.ForgetSelection {
 	t.Helper()
@@ -120,12 +102,12 @@ func TestParseScope(t *testing.T) {
 
 func TestSelectForget(t *testing.T) {
 	db := openDB(t)
-	a1 := forgetPut(t, db, store.NewFact{Owner: "alice", Entity: "proj:a", Key: "k", Value: "1", Now: forgetT0})
-	a2 := forgetPut(t, db, store.NewFact{Owner: "bob", Entity: "proj:a", Key: "k", Value: "2", Now: forgetT0.Add(time.Minute)})
-	priv := forgetPut(t, db, store.NewFact{Owner: "alice", Entity: "proj:p", Key: "k", Value: "p", Private: true, Now: forgetT0.Add(2 * time.Minute)})
-	other := forgetPut(t, db, store.NewFact{Owner: "bob", Entity: "proj:b", Key: "k", Value: "b", Private: true, Now: forgetT0})
-	forgetPut(t, db, store.NewFact{Entity: "__ops::x", Key: "k", Value: "r", Now: forgetT0})
-	forgetPut(t, db, store.NewFact{Tenant: "u", Owner: "alice", Entity: "proj:a", Key: "k", Value: "u", Now: forgetT0})
+	a1 := putFact(t, db, store.NewFact{Owner: "alice", Entity: "proj:a", Key: "k", Value: "1", Now: forgetT0})
+	a2 := putFact(t, db, store.NewFact{Owner: "bob", Entity: "proj:a", Key: "k", Value: "2", Now: forgetT0.Add(time.Minute)})
+	priv := putFact(t, db, store.NewFact{Owner: "alice", Entity: "proj:p", Key: "k", Value: "p", Private: true, Now: forgetT0.Add(2 * time.Minute)})
+	other := putFact(t, db, store.NewFact{Owner: "bob", Entity: "proj:b", Key: "k", Value: "b", Private: true, Now: forgetT0})
+	putFact(t, db, store.NewFact{Entity: "__ops::x", Key: "k", Value: "r", Now: forgetT0})
+	putFact(t, db, store.NewFact{Tenant: "u", Owner: "alice", Entity: "proj:a", Key: "k", Value: "u", Now: forgetT0})
 
 	sel := func(q store.ForgetQuery) *store.ForgetSelection {
 		t.Helper()
@@ -173,8 +155,8 @@ func TestSelectForget(t *testing.T) {
 
 func TestForgetTombstones(t *testing.T) {
 	db := openDB(t)
-	v1 := forgetPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
-	v2 := forgetPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Second)})
+	v1 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
+	v2 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Second)})
 	q := store.ForgetQuery{Tenant: "t", Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
 	forgetSel(t, db, "r_1", q, forgetT0.Add(time.Minute), 24*time.Hour)
 
@@ -208,15 +190,15 @@ func TestForgetTombstones(t *testing.T) {
 	}))
 	assert.Empty(t, forgetCurrent(t, db, "e"))
 	// A new version gets the next number: forgotten ones keep theirs.
-	v3 := forgetPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "three", Now: forgetT0.Add(time.Hour)})
+	v3 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "three", Now: forgetT0.Add(time.Hour)})
 	assert.EqualValues(t, 3, v3.Version)
 	assert.Empty(t, v3.Supersedes)
 }
 
 func TestRestoreForget(t *testing.T) {
 	db := openDB(t)
-	forgetPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
-	forgetPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Second)})
+	putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
+	putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Second)})
 	q := store.ForgetQuery{Tenant: "t", Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
 	forgetSel(t, db, "r_1", q, forgetT0, 24*time.Hour)
 
@@ -239,10 +221,10 @@ func TestRestoreForget(t *testing.T) {
 // it, and the chain has one current fact throughout.
 func TestRestoreChainMovedOn(t *testing.T) {
 	db := openDB(t)
-	v1 := forgetPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
+	v1 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
 	q := store.ForgetQuery{Tenant: "t", Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
 	forgetSel(t, db, "r_1", q, forgetT0, 24*time.Hour)
-	v2 := forgetPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Minute)})
+	v2 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Minute)})
 	forgetSel(t, db, "r_2", q, forgetT0.Add(time.Minute), 24*time.Hour)
 
 	restored, err := forgetRestore(db, "r_1", forgetT0.Add(time.Hour))
@@ -265,7 +247,7 @@ func TestRestoreChainMovedOn(t *testing.T) {
 
 func TestPurgeForget(t *testing.T) {
 	db := openDB(t)
-	f := forgetPut(t, db, store.NewFact{Owner: "alice", Entity: "e", Key: "k", Value: "secret", Now: forgetT0})
+	f := putFact(t, db, store.NewFact{Owner: "alice", Entity: "e", Key: "k", Value: "secret", Now: forgetT0})
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		return store.SetPin(tx, "t", "alice", f.ID, true)
 	}))

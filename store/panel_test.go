@@ -12,24 +12,6 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// panelPut writes a fact in its own transaction and returns it.
-func panelPut(t *testing.T, db store.Backend, n store.NewFact) *store.Fact {
-	t.Helper()
-	if n.Tenant == "" {
-		n.Tenant = "t"
-	}
-	if n.Confidence == 0 {
-		n.Confidence = 1
-	}
-	var f *store.Fact
-	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		var err error
-		f, _, err = store.PutFact(tx, n)
-		return err
-	}))
-	return f
-}
-
 // panelScan runs ScanFacts and returns the ids it visited, in order.
 func panelScan(t *testing.T, db store.Backend, s store.FactScan) ([]string, store.ScanStats) {
 	t.Helper()
@@ -46,13 +28,13 @@ func panelScan(t *testing.T, db store.Backend, s store.FactScan) ([]string, stor
 func TestScanFactsFilters(t *testing.T) {
 	db := openDB(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	old := panelPut(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Rust", Confidence: 0.5, Now: now})
-	cur := panelPut(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Go", Confidence: 0.9, Now: now.Add(time.Minute)})
-	mine := panelPut(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Zig", Private: true, Owner: "alice", Now: now})
-	other := panelPut(t, db, store.NewFact{Entity: "proj", Key: "owner", Value: "bob", Private: true, Owner: "bob", Now: now})
-	panelPut(t, db, store.NewFact{Entity: "__ops::x", Key: "lang", Value: "reserved", Now: now})
-	panelPut(t, db, store.NewFact{Tenant: "u", Entity: "proj", Key: "lang", Value: "other tenant", Now: now})
-	gone := panelPut(t, db, store.NewFact{Entity: "misc", Key: "k", Value: "deleted", Now: now})
+	old := putFact(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Rust", Confidence: 0.5, Now: now})
+	cur := putFact(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Go", Confidence: 0.9, Now: now.Add(time.Minute)})
+	mine := putFact(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Zig", Private: true, Owner: "alice", Now: now})
+	other := putFact(t, db, store.NewFact{Entity: "proj", Key: "owner", Value: "bob", Private: true, Owner: "bob", Now: now})
+	putFact(t, db, store.NewFact{Entity: "__ops::x", Key: "lang", Value: "reserved", Now: now})
+	putFact(t, db, store.NewFact{Tenant: "u", Entity: "proj", Key: "lang", Value: "other tenant", Now: now})
+	gone := putFact(t, db, store.NewFact{Entity: "misc", Key: "k", Value: "deleted", Now: now})
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		_, _, err := store.DeleteFact(tx, "t", "", gone.ID, now)
 		return err
@@ -82,7 +64,7 @@ func TestScanFactsBounded(t *testing.T) {
 	db := openDB(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 10 {
-		panelPut(t, db, store.NewFact{Entity: "e", Key: fmt.Sprint("k", i), Value: "v", Confidence: float64(i+1) / 10, Now: now})
+		putFact(t, db, store.NewFact{Entity: "e", Key: fmt.Sprint("k", i), Value: "v", Confidence: float64(i+1) / 10, Now: now})
 	}
 	ids, st := panelScan(t, db, store.FactScan{Tenant: "t", MaxExamined: 4})
 	assert.Len(t, ids, 4)
@@ -115,9 +97,9 @@ func TestScanFactsBounded(t *testing.T) {
 func TestSuccessor(t *testing.T) {
 	db := openDB(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	v1 := panelPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "1", Now: now})
-	panelPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "2", Now: now})
-	v3 := panelPut(t, db, store.NewFact{Entity: "e", Key: "k", Value: "3", Now: now})
+	v1 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "1", Now: now})
+	putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "2", Now: now})
+	v3 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "3", Now: now})
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
 		f, err := store.GetFact(tx, v1.ID)
 		require.NoError(t, err)
@@ -136,8 +118,8 @@ func TestSetHorizonAndReverifyInPlace(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := store.DefaultDecayPolicy
-	f := panelPut(t, db, store.NewFact{Entity: "ops", Key: "build", Value: "green", Confidence: 0.9, HorizonClass: store.HorizonVolatile, Now: now})
-	panelPut(t, db, store.NewFact{Entity: "ops", Key: "owner", Value: "team", Confidence: 0.6, Now: now})
+	f := putFact(t, db, store.NewFact{Entity: "ops", Key: "build", Value: "green", Confidence: 0.9, HorizonClass: store.HorizonVolatile, Now: now})
+	putFact(t, db, store.NewFact{Entity: "ops", Key: "owner", Value: "team", Confidence: 0.6, Now: now})
 	later := now.Add(48 * time.Hour)
 	query := func() []string {
 		var vals []string
