@@ -68,13 +68,6 @@ func consolidationTools() []*Tool {
 	return []*Tool{memoryContradictions(), memoryConsolidate()}
 }
 
-// reservedEntity is the -32602 for an entity argument under a reserved prefix.
-func reservedEntity(tool, param string) *Error {
-	e := InvalidParams(tool, param, "entities starting with "+store.ReservedPrefix+" are reserved for crux")
-	e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
-	return e
-}
-
 // ---- memory_contradictions ----
 
 type contradictionsArgs struct {
@@ -148,9 +141,9 @@ func memoryContradictions() *Tool {
 			case in.Entity != "" && in.EntityPrefix != "":
 				return nil, InvalidParams(name, "entity_prefix", "cannot be combined with entity")
 			case store.IsReserved(in.Entity):
-				return nil, reservedEntity(name, "entity")
+				return nil, reservedEntity(name, "entity", reservedForCrux)
 			case store.IsReserved(in.EntityPrefix):
-				return nil, reservedEntity(name, "entity_prefix")
+				return nil, reservedEntity(name, "entity_prefix", reservedForCrux)
 			}
 			limit, tokenLimit := 50, 500
 			if in.Limit != nil {
@@ -282,7 +275,7 @@ func memoryConsolidate() *Tool {
 				return nil, err
 			}
 			if store.IsReserved(in.Entity) {
-				return nil, reservedEntity(name, "entity")
+				return nil, reservedEntity(name, "entity", reservedForCrux)
 			}
 			id := "mcp-" + newUUID()
 			if in.ConsolidationID != nil {

@@ -75,6 +75,17 @@ func search(ctx context.Context, st store.Backend, q store.FactQuery) (store.Fac
 	return res, err
 }
 
+// reservedEntity is the -32602 for an argument naming a reserved entity,
+// with error_code RESERVED_ENTITY_PREFIX.
+func reservedEntity(tool, param, reason string) *Error {
+	e := InvalidParams(tool, param, reason)
+	e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
+	return e
+}
+
+// reservedForCrux is the reason of reservedEntity for a write.
+const reservedForCrux = "entities starting with " + store.ReservedPrefix + " are reserved for crux"
+
 // ---- store_fact ----
 
 type storeFactArgs struct {
@@ -116,9 +127,7 @@ func storeFact() *Tool {
 				return nil, err
 			}
 			if store.IsReserved(in.Entity) {
-				e := InvalidParams(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved for crux")
-				e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
-				return nil, e
+				return nil, reservedEntity(name, "entity", reservedForCrux)
 			}
 			if in.Private && c.Identity() == "" {
 				return nil, InvalidParams(name, "private", "needs an authenticated caller; anonymous callers have no private scope")

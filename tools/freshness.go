@@ -225,7 +225,7 @@ func memoryFreshness() *Tool {
 				return nil, err
 			}
 			if store.IsReserved(in.Entity) {
-				return nil, memReservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not reported")
+				return nil, reservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not reported")
 			}
 			topK, limit := FreshnessTopK, FreshnessTokenBudget
 			if in.TopK != nil {

@@ -106,13 +106,6 @@ func memNeedIdentity(tool string, c Caller) *Result {
 	return errorResult("%s needs an authenticated caller; anonymous callers cannot change memories", tool)
 }
 
-// memReservedEntity is the -32602 for a reserved entity named through param.
-func memReservedEntity(tool, param, reason string) *Error {
-	e := InvalidParams(tool, param, reason)
-	e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
-	return e
-}
-
 // memVisibleFact reads fact id as c sees it: errMemNotFound when it does not
 // exist in c's tenant or is another agent's private fact, errReservedFact
 // when its entity is reserved.
@@ -158,7 +151,7 @@ func memFactFailure(tool, id string, err error) (*Result, error) {
 	case errors.Is(err, errMemNotFound):
 		return errorResult("fact not found: %s", id), nil
 	case errors.Is(err, errReservedFact):
-		return nil, memReservedEntity(tool, "fact_id", "belongs to a reserved entity (starting with "+store.ReservedPrefix+"), which the memory tools do not touch")
+		return nil, reservedEntity(tool, "fact_id", "belongs to a reserved entity (starting with "+store.ReservedPrefix+"), which the memory tools do not touch")
 	case errors.Is(err, errMemDeleted):
 		return errorResult("%s: fact %s is deleted", tool, id), nil
 	case errors.As(err, &nc):
@@ -214,7 +207,7 @@ func memoryView() *Tool {
 				return nil, err
 			}
 			if store.IsReserved(in.Entity) {
-				return nil, memReservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not shown in the memory panel")
+				return nil, reservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not shown in the memory panel")
 			}
 			topK, limit := MemoryViewTopK, MemoryViewTokenBudget
 			if in.TopK != nil {
@@ -460,7 +453,7 @@ func memoryHistory() *Tool {
 				return nil, err
 			}
 			if store.IsReserved(in.Entity) {
-				return nil, memReservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved; use fact_history")
+				return nil, reservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved; use fact_history")
 			}
 			var fs []*store.Fact
 			err := env.Store.View(ctx, func(tx store.Tx) error {
