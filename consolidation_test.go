@@ -186,8 +186,8 @@ func TestConsolidationFlagOff(t *testing.T) {
 			return ""
 		}
 	}
-	assert.False(t, crux.FlagsFromEnv(getenv("0")).Consolidation)
-	assert.True(t, crux.FlagsFromEnv(getenv("")).Consolidation)
+	assert.False(t, flagsFrom(getenv("0")).Consolidation)
+	assert.True(t, flagsFrom(getenv("")).Consolidation)
 }
 
 func TestMemoryConsolidate(t *testing.T) {

@@ -3,14 +3,10 @@ package crux
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -76,8 +72,6 @@ type Server struct {
 	// fixed at creation
 	set       *tools.Set
 	env       *tools.Env
-	flags     Flags
-	logger    *slog.Logger
 	catalogue []Tool         // every tool, decorated, in catalogue order
 	byName    map[string]int // index into catalogue
 	token     *rcx.Info      // the router's token; nil without a router
@@ -87,6 +81,9 @@ type Server struct {
 
 // ErrServerClosed is the cause of the error CallTool returns after Close.
 var ErrServerClosed = errors.New("crux: server is closed")
+
+// DefaultTenant is the tenant of a caller that names none.
+const DefaultTenant = tools.DefaultTenant
 
 // NewServer returns a server over st. It seeds the bootstrap knowledge that
 // get_bootstrap serves into st, once per crux version, and purges the
@@ -103,16 +100,9 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{flags: DefaultFlags(), logger: opts.Logger}
+	flags := DefaultFlags()
 	if opts.Flags != nil {
-		s.flags = *opts.Flags
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
+		flags = *opts.Flags
 	}
 	signer := opts.Signer
 	if signer == nil {
@@ -122,36 +112,26 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 		}
 		signer = receipts.NewEd25519Signer(priv)
 	}
-
 	set, err := tools.NewSet(all)
 	if err != nil {
 		return nil, err
 	}
-	s.set = set
-	s.byName = make(map[string]int)
-	var names []string
+	s := &Server{set: set, byName: make(map[string]int)}
+	s.env = tools.NewEnv(set, st, flags, opts.Now, signer, opts.Router, opts.Logger)
 	for i, t := range set.Tools() {
 		s.catalogue = append(s.catalogue, Tool{
 			Name:        t.Name,
-			Description: surface.Decorate(t.Name, t.Description, s.flags.AgentPassports),
+			Description: s.env.Surface.Decorate(t.Name, t.Description),
 			InputSchema: t.InputSchema(),
 			Annotations: t.Annotations,
 		})
 		s.byName[t.Name] = i
-		names = append(names, t.Name)
 	}
 	if opts.Router != nil {
 		info := opts.Router.Info()
 		s.token = &info
 	}
-	s.env = &tools.Env{
-		Store: st, Now: now, Decay: s.flags.DecayPolicy(),
-		Signer: signer, Router: opts.Router, Intents: new(tools.IntentBook),
-		Tools: names, AgentPassports: s.flags.AgentPassports,
-		Enabled:              func(flag string) bool { on, _ := s.flags.Enabled(flag); return on },
-		ForgetRecoveryWindow: time.Duration(s.flags.ForgetRecoveryWindowDays) * 24 * time.Hour,
-	}
-	if err := tools.SeedBootstrap(context.Background(), st, now().UTC(), set.Tools()); err != nil {
+	if err := tools.SeedBootstrap(context.Background(), st, s.env.Now().UTC(), set.Tools()); err != nil {
 		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
 	}
 	s.purgeOnOpen()
@@ -159,7 +139,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 }
 
 // Flags returns the flags the server runs with.
-func (s *Server) Flags() Flags { return s.flags }
+func (s *Server) Flags() Flags { return s.env.Flags }
 
 // Enforcing reports whether calls are checked against a capability token
 // (Options.Router is set). Without a router every call is allowed.
@@ -168,6 +148,16 @@ func (s *Server) Enforcing() bool { return s.env.Router != nil }
 // Keyring returns the public keyring that verifies the receipts this server
 // signs.
 func (s *Server) Keyring() *receipts.Keyring { return receipts.NewKeyring(s.env.Signer.Public()) }
+
+// FreeLocalCapabilities returns the capability strings of a free-local
+// token for a server running with f: the capability of every local tool
+// (issue_passport's only when agent passports are on,
+// request_passport_mint's only when mint requests are), then
+// rcx.FederationReadCapability. Pass them to rcx.MintFreeLocal.
+func FreeLocalCapabilities(f Flags) []string {
+	caps := surface.Resolve(f.AgentPassports).LocalCapabilities(f.PassportMintRequests)
+	return append(caps, rcx.FederationReadCapability)
+}
 
 // ListTools returns the tools c sees, in catalogue order: with a router,
 // only those its token authorises, annotated with the token
@@ -178,19 +168,13 @@ func (s *Server) Keyring() *receipts.Keyring { return receipts.NewKeyring(s.env.
 // tier marker; hosted tools carry _meta.crux.upgrade. Tools left out can
 // still be called. The result is the caller's own to modify.
 func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
-	names := s.env.Tools
-	if s.env.Router != nil {
-		names = rcx.FilterAllowed(ctx, s.env.Router, names, s.flags.AgentPassports)
-	}
-	intent, _ := s.env.Intents.Intent(c, s.env.Now())
-	names = surface.Shape(string(s.flags.ToolSurface), names, intent)
-
+	names := s.env.Listed(ctx, c)
 	out := make([]Tool, 0, len(names))
 	for _, name := range names {
 		t := s.catalogue[s.byName[name]]
 		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
 		meta := map[string]any{}
-		if up, ok := surface.UpgradeFor(name, s.flags.AgentPassports); ok {
+		if up, ok := s.env.Surface.Upgrade(name); ok {
 			meta["upgrade"] = up
 		}
 		if s.token != nil {
@@ -231,130 +215,16 @@ func annotateSchema(schema json.RawMessage, ref map[string]string, token *rcx.In
 // A caller whose names are invalid (see Caller.Validate) is refused with
 // -32600.
 // A protocol-level failure is returned as an *Error: -32601 for an unknown
-// tool, -32602 naming the argument for bad input, -32603 for an internal
+// tool, -32602 naming the argument for bad input, -32030 when the router
+// refuses the call (with a signed refusal receipt), -32603 for an internal
 // failure (a panicking handler included: the server keeps running and the
 // store keeps nothing of the call). A tool that ran but failed returns a
 // Result with IsError set and a nil error.
-func (s *Server) CallTool(ctx context.Context, c Caller, name string, args json.RawMessage) (res *Result, err error) {
+func (s *Server) CallTool(ctx context.Context, c Caller, name string, args json.RawMessage) (*Result, error) {
 	if s.closed.Load() {
 		return nil, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
 	}
-	if _, ok := s.set.Lookup(name); !ok {
-		return nil, &Error{Code: CodeMethodNotFound, Message: "unknown tool: " + name}
-	}
-	if err := c.Validate(); err != nil {
-		return nil, tools.WrapError(CodeInvalidRequest, err.Error(), err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			s.logger.Error("crux: tool panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
-			res, err = nil, &Error{Code: CodeInternalError, Message: name + ": internal error; nothing was stored"}
-		}
-	}()
-	if refusal, err := s.checkRevocation(ctx, c, name); err != nil || refusal != nil {
-		return refusal, s.internal(ctx, name, err)
-	}
-	if s.env.Router != nil {
-		if d := s.env.Router.Decide(ctx, rcx.ToolCall(name, s.flags.AgentPassports)); !d.Authorised {
-			return nil, s.refuse(ctx, c, name, d)
-		}
-	}
-	res, err = s.set.Call(ctx, s.env, c, name, args)
-	if err == nil {
-		return res, nil
-	}
-	return nil, s.internal(ctx, name, err)
-}
-
-// internal returns err as the *Error CallTool reports: unchanged when it is
-// one already, else a -32603 wrapping it. A nil err gives nil.
-func (s *Server) internal(ctx context.Context, name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	if ctx.Err() == nil {
-		s.logger.Error("crux: tool failed", "tool", name, "err", err)
-	}
-	return tools.WrapError(CodeInternalError, name+": "+err.Error(), err)
-}
-
-// refuse records a capability refusal as a signed receipt and returns the
-// -32030 error carrying it: the data object of the reference (reason_code,
-// mode, token_id, token_hash, stamp, refusal_receipt, upgrade_hint), whose
-// refusal_receipt also has the receipt_id, key_id and signature that crux
-// verify checks. Should the receipt fail to persist, the call is refused all
-// the same and data.receipt_error says why.
-func (s *Server) refuse(ctx context.Context, c Caller, name string, d rcx.Decision) error {
-	capability := surface.Capability(name)
-	refusal := map[string]any{}
-	if b, err := json.Marshal(d.RefusalReceipt); err == nil {
-		_ = json.Unmarshal(b, &refusal)
-	}
-	data := map[string]any{
-		"reason_code": d.ReasonCode, "mode": d.Mode, "token_id": d.TokenID, "token_hash": d.TokenHash,
-		"stamp": d.Stamp, "refusal_receipt": refusal, "upgrade_hint": rcx.UpgradeHintFor(capability),
-	}
-	var r *receipts.Receipt
-	err := s.env.Store.Update(ctx, func(tx store.Tx) error {
-		var err error
-		r, err = receipts.Append(tx, s.env.Signer, c.TenantID(), "refusal", c.Name(), d.RefusalReceipt, s.env.Now())
-		return err
-	})
-	if err == nil {
-		sig, serr := r.SigRecord()
-		err = serr
-		refusal["receipt_id"] = r.ID
-		refusal["key_id"] = sig.KeyID
-		refusal["signature"] = hex.EncodeToString(sig.Signature)
-	}
-	if err != nil {
-		s.logger.Error("crux: recording a refusal receipt", "tool", name, "err", err)
-		data["receipt_error"] = err.Error()
-	}
-	return &Error{Code: CodeCapabilityDenied, Message: "RCX capability denied: " + d.ReasonCode, Data: data}
-}
-
-// revocationAllowlist are the read-only tools a revoked passport may still
-// call.
-var revocationAllowlist = map[string]bool{"get_passport": true, "get_agent_identity": true}
-
-// checkRevocation enforces passport revocation (Flags.PassportRevocation):
-// a caller whose passport record is revoked may call only the allowlist;
-// any other call gets an isError result saying why. It fails open: a caller
-// without a passport record is not refused.
-func (s *Server) checkRevocation(ctx context.Context, c Caller, name string) (*Result, error) {
-	id := c.Identity()
-	if !s.flags.PassportRevocation || id == "" || revocationAllowlist[name] {
-		return nil, nil
-	}
-	var p *store.Passport
-	err := s.env.Store.View(ctx, func(tx store.Tx) error {
-		var err error
-		p, err = store.GetPassport(tx, c.TenantID(), id)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) || err == nil && !p.Revoked() {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	msg := fmt.Sprintf("passport %s was revoked at %s", id, p.RevokedAt.UTC().Format(time.RFC3339))
-	if p.RevokeReason != "" {
-		msg += " (" + p.RevokeReason + ")"
-	}
-	var allowed []string
-	for _, t := range s.env.Tools {
-		if revocationAllowlist[t] {
-			allowed = append(allowed, t)
-		}
-	}
-	msg += "; a revoked passport may call only " + strings.Join(allowed, " and ")
-	return &Result{Content: []Content{{Type: "text", Text: msg}}, IsError: true}, nil
+	return s.set.Call(ctx, s.env, c, name, args)
 }
 
 // Close marks the server closed: later calls fail. It does not close the

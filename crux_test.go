@@ -214,8 +214,8 @@ func TestListTools(t *testing.T) {
 	var names []string
 	for _, tl := range list {
 		names = append(names, tl.Name)
-		assert.True(t, strings.HasPrefix(tl.Description, surface.Marker(tl.Name, false)+" "), "%s: %q", tl.Name, tl.Description)
-		_, hosted := surface.UpgradeFor(tl.Name, false)
+		assert.True(t, strings.HasPrefix(tl.Description, surface.Resolve(false).Marker(tl.Name)+" "), "%s: %q", tl.Name, tl.Description)
+		_, hosted := surface.Resolve(false).Upgrade(tl.Name)
 		assert.Equal(t, hosted, tl.Meta["crux"] != nil, "%s: _meta.crux.upgrade on hosted tools only", tl.Name)
 		assert.Equal(t, tl.Name != surface.SessionTool, strings.HasSuffix(tl.Description, surface.SessionHint), tl.Name)
 		var schema map[string]any

@@ -92,13 +92,13 @@ func (s *Server) purgeOnOpen() {
 	defer cancel()
 	rep, err := s.Purge(ctx)
 	if err != nil {
-		s.logger.Error("crux: purging forgotten facts on open", "err", err)
+		s.env.Logger.Error("crux: purging forgotten facts on open", "err", err)
 	}
 	if rep != nil && len(rep.Purged) > 0 {
 		ids := make([]string, len(rep.Purged))
 		for i, p := range rep.Purged {
 			ids[i] = p.ForgetReceiptID
 		}
-		s.logger.Info("crux: purged forgotten facts past their recovery window", "forgets", ids, "compacted", rep.Compacted)
+		s.env.Logger.Info("crux: purged forgotten facts past their recovery window", "forgets", ids, "compacted", rep.Compacted)
 	}
 }

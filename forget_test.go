@@ -376,7 +376,7 @@ func forgetSortedValues(t *testing.T, got map[string]any) []string {
 
 func TestForgetFlagOff(t *testing.T) {
 	for _, v := range []string{"0", "yes", "on", "false"} {
-		flags := crux.FlagsFromEnv(func(k string) string {
+		flags := flagsFrom(func(k string) string {
 			if k == "CORECRUXD_FEATURE_SCOPED_FORGET" {
 				return v
 			}
@@ -396,7 +396,7 @@ func TestForgetFlagOff(t *testing.T) {
 		assert.Equal(t, []string{"v"}, values(t, call(t, srv, alice, "query_facts", `{}`)))
 	}
 	for _, v := range []string{"", "1", "true", "TRUE"} {
-		flags := crux.FlagsFromEnv(func(k string) string {
+		flags := flagsFrom(func(k string) string {
 			if k == "CORECRUXD_FEATURE_SCOPED_FORGET" {
 				return v
 			}
@@ -556,7 +556,7 @@ func TestForgetRestoreAfterWindow(t *testing.T) {
 }
 
 func TestForgetRestoreWindowSetting(t *testing.T) {
-	flags := crux.FlagsFromEnv(func(k string) string {
+	flags := flagsFrom(func(k string) string {
 		if k == "CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS" {
 			return "0" // below the minimum: 1 day
 		}

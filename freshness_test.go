@@ -101,7 +101,7 @@ func TestMemoryFreshnessUnknownAndReverified(t *testing.T) {
 }
 
 func TestMemoryFreshnessPolicyFromFlags(t *testing.T) {
-	flags := crux.FlagsFromEnv(func(k string) string {
+	flags := flagsFrom(func(k string) string {
 		return map[string]string{"CORECRUXD_DECAY_VOLATILE_HOURS": "2", "CORECRUXD_DECAY_MEDIUM_DAYS": "7", "CORECRUXD_DECAY_STABLE_DAYS": "30"}[k]
 	})
 	srv, clk, _ := newPanelServer(t, &flags)
@@ -393,7 +393,7 @@ func TestFreshnessFlagOff(t *testing.T) {
 		assert.Equal(t, name+" is disabled (CORECRUXD_FEATURE_FRESHNESS=0)", e.Message)
 		assert.Equal(t, map[string]any{"feature_flag": "CORECRUXD_FEATURE_FRESHNESS", "enabled": false, "reason_code": "feature_disabled"}, e.Data)
 	}
-	off := crux.FlagsFromEnv(func(k string) string {
+	off := flagsFrom(func(k string) string {
 		if k == "CORECRUXD_FEATURE_FRESHNESS" {
 			return "off"
 		}

@@ -391,7 +391,7 @@ func TestMemoryPanelFlagOff(t *testing.T) {
 		assert.Equal(t, map[string]any{"feature_flag": "CORECRUXD_FEATURE_MEMORY_PANEL", "enabled": false}, e.Data)
 	}
 	// The environment dialect: =0 turns it off, the default is on.
-	off := crux.FlagsFromEnv(func(k string) string {
+	off := flagsFrom(func(k string) string {
 		if k == "CORECRUXD_FEATURE_MEMORY_PANEL" {
 			return "0"
 		}

@@ -76,7 +76,7 @@ func TestMemoryAcknowledgeUseFlagOff(t *testing.T) {
 		}
 		return ""
 	}
-	assert.True(t, crux.FlagsFromEnv(getenv).MemoryAck, "dialect D: any value but 0/false/off/no turns it on")
+	assert.True(t, flagsFrom(getenv).MemoryAck, "dialect D: any value but 0/false/off/no turns it on")
 }
 
 func TestMemoryAcknowledgeUseNeedsPassport(t *testing.T) {

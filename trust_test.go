@@ -34,7 +34,7 @@ func newSigner(t testing.TB) *receipts.Ed25519Signer {
 func newEnforcingServer(t *testing.T, flags *crux.Flags, issuedAt time.Time, alter func(*rcx.Token)) (*crux.Server, *receipts.Ed25519Signer, *rcx.Token, store.Backend) {
 	t.Helper()
 	signer := newSigner(t)
-	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Tenant: tools.DefaultTenant, IssuedAt: issuedAt})
+	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Tenant: crux.DefaultTenant, IssuedAt: issuedAt, Capabilities: crux.FreeLocalCapabilities(crux.DefaultFlags())})
 	require.NoError(t, err)
 	if alter != nil {
 		alter(tok)

@@ -74,7 +74,7 @@ func BenchmarkCallToolOverhead(b *testing.B) {
 			if enforce {
 				_, priv, _ := ed25519.GenerateKey(nil)
 				signer := receipts.NewEd25519Signer(priv)
-				tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{})
+				tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Capabilities: crux.FreeLocalCapabilities(crux.DefaultFlags())})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -100,7 +100,7 @@ func TestListTools(t *testing.T) {
 	for i, w := range want {
 		g := got.Tools[i]
 		assert.Equal(t, w.Description, g.Description, w.Name)
-		assert.True(t, strings.HasPrefix(g.Description, surface.Marker(g.Name, false)+" "), "%s: %q", g.Name, g.Description)
+		assert.True(t, strings.HasPrefix(g.Description, surface.Resolve(false).Marker(g.Name)+" "), "%s: %q", g.Name, g.Description)
 
 		schema, err := json.Marshal(g.InputSchema)
 		require.NoError(t, err)

@@ -14,7 +14,7 @@ import (
 // call that exercises egress, attestation and credit checks.
 func BenchmarkDecide(b *testing.B) {
 	s := newSigner(1)
-	tok, err := MintFreeLocal(s, FreeLocalOptions{IssuedAt: time.Unix(fixtureIssued, 0)})
+	tok, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps, IssuedAt: time.Unix(fixtureIssued, 0)})
 	require.NoError(b, err)
 	r, err := NewRouter(tok, s.Public(), nil)
 	require.NoError(b, err)
@@ -33,9 +33,9 @@ func BenchmarkDecide(b *testing.B) {
 			}
 		})
 	}
-	run("allowed", r, ToolCall("store_fact", false), true)
+	run("allowed", r, call("store_fact"), true)
 	run("allowed-no-egress", r, Call{Capability: "crux-mcp.memory_view"}, true)
-	run("denied", r, ToolCall("sync_pull", false), false)
+	run("denied", r, call("sync_pull"), false)
 	run("allowed-hosted", hr, retrieveCall(1), true)
 }
 
@@ -43,7 +43,7 @@ func BenchmarkDecide(b *testing.B) {
 // with the signature zeroed, BLAKE3, Ed25519 verification.
 func BenchmarkVerifyToken(b *testing.B) {
 	s := newSigner(1)
-	tok, err := MintFreeLocal(s, FreeLocalOptions{})
+	tok, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps})
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -59,7 +59,7 @@ func BenchmarkMintFreeLocal(b *testing.B) {
 	s := newSigner(1)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := MintFreeLocal(s, FreeLocalOptions{}); err != nil {
+		if _, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func BenchmarkMintFreeLocal(b *testing.B) {
 // BenchmarkNewRouter measures router construction for a free-local token.
 func BenchmarkNewRouter(b *testing.B) {
 	s := newSigner(1)
-	tok, err := MintFreeLocal(s, FreeLocalOptions{})
+	tok, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps})
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -81,7 +81,7 @@ func BenchmarkNewRouter(b *testing.B) {
 // BenchmarkDecode measures strict decoding of a free-local token.
 func BenchmarkDecode(b *testing.B) {
 	s := newSigner(1)
-	tok, err := MintFreeLocal(s, FreeLocalOptions{})
+	tok, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps})
 	require.NoError(b, err)
 	enc, err := tok.Encode()
 	require.NoError(b, err)

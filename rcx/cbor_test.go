@@ -67,7 +67,7 @@ func assertSameHash(t *testing.T, a, b *Token) {
 
 func TestEncodeDeterministic(t *testing.T) {
 	s := newSigner(7)
-	tok, err := MintFreeLocal(s, FreeLocalOptions{IssuedAt: time.Unix(fixtureIssued, 0), DaemonInstanceID: "node-1"})
+	tok, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps, IssuedAt: time.Unix(fixtureIssued, 0), DaemonInstanceID: "node-1"})
 	require.NoError(t, err)
 	team := hostedToken(s, FallbackQueue, FallbackDegradeToLocal, FallbackRefuse, new(uint64(60)), new(uint64(9)))
 	team.Tier = TierTeam

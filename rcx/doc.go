@@ -5,8 +5,8 @@
 // itself, and the reference decision algorithm with its reason codes,
 // X-Crux-Mode stamps and refusal receipts.
 //
-// The package knows nothing of MCP or storage. It reads the tier table of
-// package surface to know which tools are local.
+// The package knows nothing of MCP, storage or tools: callers hand it
+// capability strings, both to mint a token and to decide a call.
 //
 // # Tokens
 //
@@ -40,11 +40,11 @@
 // # The free-local token
 //
 // [MintFreeLocal] builds and signs the token a local installation runs
-// under: tier free, one backend "local", every local tool's capability
-// ([LocalCapabilities]), no credits, every fallback refuse. It never
-// carries sync_pull, sync_push, or issue_passport unless agent passports
-// are enabled, and it has no hosted backend, so hosted-gated tools are
-// both missing from the token and unroutable.
+// under: tier free, one backend "local", the capabilities the caller
+// names (crux names those of its local tools), no credits, every fallback
+// refuse. It has no hosted backend, so a hosted-gated tool, whose
+// capability the caller leaves out, is both missing from the token and
+// unroutable.
 //
 // # Routing
 //
@@ -52,9 +52,9 @@
 // [Call] (capability, preferred backend, egress classes, attestations,
 // estimated cost) returns a [Decision]: authorised or not, the [Mode], a
 // reason code, an X-Crux-Mode [Stamp], and for refusals an unsigned
-// [RefusalReceipt] that the server signs and persists. [FilterAllowed]
-// applies a router to tools/list; [UpgradeHintFor] gives the upgrade hint
-// of the five metered service scopes.
+// [RefusalReceipt] that the server signs and persists. [ToolCall] builds
+// the Call an MCP tool makes; [UpgradeHintFor] gives the upgrade hint of
+// the five metered service scopes.
 //
 // [NewRouter] returns the reference router, [TokenRouter]. It verifies the
 // token's signature once against the trusted issuer key and precomputes

@@ -27,7 +27,11 @@ func Example() {
 	k := key{ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))}
 
 	// Mint the free-local token and route calls with it.
-	tok, err := rcx.MintFreeLocal(k, rcx.FreeLocalOptions{DaemonInstanceID: "node-1"})
+	// The token grants the capabilities of the tools served locally.
+	tok, err := rcx.MintFreeLocal(k, rcx.FreeLocalOptions{
+		DaemonInstanceID: "node-1",
+		Capabilities:     []string{"crux-mcp.store_fact", "corecrux.query.local"},
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -37,8 +41,16 @@ func Example() {
 	}
 
 	ctx := context.Background()
-	for _, tool := range []string{"store_fact", "query_scan", "sync_pull"} {
-		d := r.Decide(ctx, rcx.ToolCall(tool, false))
+	for _, c := range []struct {
+		tool, capability string
+		hosted           bool
+	}{
+		{"store_fact", "crux-mcp.store_fact", false},
+		{"query_scan", "corecrux.query.local", false},
+		{"sync_pull", "crux-mcp.sync_pull", true},
+	} {
+		tool := c.tool
+		d := r.Decide(ctx, rcx.ToolCall(c.capability, c.hosted))
 		why := ""
 		if !d.Authorised {
 			why = " " + d.ReasonCode
@@ -60,7 +72,7 @@ func ExampleNewRouter_otherKey() {
 	r, err := rcx.NewRouter(tok, issuer.Public(), nil)
 	fmt.Println(err)
 	fmt.Println(r.Err())
-	fmt.Println(r.Decide(context.Background(), rcx.ToolCall("store_fact", false)).ReasonCode)
+	fmt.Println(r.Decide(context.Background(), rcx.ToolCall("crux-mcp.store_fact", false)).ReasonCode)
 	// Output:
 	// <nil>
 	// rcx: signature does not verify

@@ -17,7 +17,7 @@ func FuzzDecodeToken(f *testing.F) {
 	f.Add(golden)
 
 	s := newSigner(1)
-	free, err := MintFreeLocal(s, FreeLocalOptions{IssuedAt: time.Unix(fixtureIssued, 0), DaemonInstanceID: "n"})
+	free, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps, IssuedAt: time.Unix(fixtureIssued, 0), DaemonInstanceID: "n"})
 	require.NoError(f, err)
 	b, err := free.Encode()
 	require.NoError(f, err)

@@ -148,3 +148,19 @@ func retrieveCall(cost uint64) Call {
 		EstimatedCost:    cost,
 	}
 }
+
+// testCaps is a free-local capability list of the shape crux mints: local
+// tools' capabilities, the one shared by the retrieval tools, and
+// federation read. The hosted-gated tools are absent.
+var testCaps = []string{
+	"crux-mcp.cuecrux_session", "corecrux.query.local", "crux-mcp.store_fact", "crux-mcp.query_facts",
+	"crux-mcp.memory_view", "crux-mcp.sync_status", FederationReadCapability,
+}
+
+// call returns the Call crux makes for the named tool: capability
+// crux-mcp.<name>, the hosted backend preferred for the hosted-gated
+// sync_pull, sync_push and issue_passport.
+func call(name string) Call {
+	hosted := name == "sync_pull" || name == "sync_push" || name == "issue_passport"
+	return ToolCall("crux-mcp."+name, hosted)
+}

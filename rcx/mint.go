@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/crux-go/crux/surface"
 )
 
 // Free-local token parameters.
@@ -41,15 +39,10 @@ type FreeLocalOptions struct {
 	// TTL is the lifetime: expires_at = issued_at + TTL (whole seconds).
 	// [DefaultFreeLocalTTL] when zero; at least one second otherwise.
 	TTL time.Duration
-	// AgentPassports says whether agent passports are enabled, which makes
-	// issue_passport a local tool whose capability the token carries.
-	AgentPassports bool
-	// PassportMintRequests says whether the request_passport_mint tool is
-	// enabled; its capability is carried only then.
-	PassportMintRequests bool
-	// Capabilities, when non-nil, replaces the capability list (duplicates
-	// are dropped, order kept). Nil means
-	// LocalCapabilities(AgentPassports, PassportMintRequests).
+	// Capabilities lists the capability strings the token grants, in order,
+	// duplicates dropped. rcx knows no tools: the caller names the
+	// capabilities of the tools it serves locally (crux.FreeLocalCapabilities
+	// lists crux's, [FederationReadCapability] included). Nil grants nothing.
 	Capabilities []string
 }
 
@@ -71,9 +64,7 @@ type FreeLocalOptions struct {
 //   - refresh_hint_at = expires_at - 3600 (saturating);
 //   - signed by s (see [Sign]).
 //
-// The token carries no hosted-only capability: issue_passport only when
-// agent passports are enabled, and never sync_pull or sync_push. It has no
-// hosted backend either, so even a hosted capability added through
+// The token has no hosted backend, so even a hosted capability listed in
 // opts.Capabilities is only ever routed to the local backend.
 func MintFreeLocal(s Signer, opts FreeLocalOptions) (*Token, error) {
 	if s == nil {
@@ -101,12 +92,7 @@ func MintFreeLocal(s Signer, opts FreeLocalOptions) (*Token, error) {
 	if ttl < time.Second {
 		return nil, fmt.Errorf("rcx: mint free-local token: TTL %v is less than a second", ttl)
 	}
-	caps := opts.Capabilities
-	if caps == nil {
-		caps = LocalCapabilities(opts.AgentPassports, opts.PassportMintRequests)
-	} else {
-		caps = dedupe(caps)
-	}
+	caps := dedupe(opts.Capabilities)
 
 	issuedAt := uint64(issued.Unix())
 	expiresAt := issuedAt + uint64(ttl/time.Second)
@@ -175,39 +161,6 @@ func shortFingerprint(fpr string) string {
 		n++
 	}
 	return fpr
-}
-
-// LocalCapabilities returns the capability strings of the free-local
-// token: the capability ([surface.Capability]) of every local-tier tool of
-// the tier table ([surface.Names], [surface.IsLocal]), de-duplicated in
-// catalogue order, followed by [FederationReadCapability].
-//
-// agentPassports makes issue_passport local, so its capability is included
-// only then. request_passport_mint's capability is included only when
-// mintRequests is set, because the tool does not exist otherwise. sync_pull
-// and sync_push are hosted-gated and never included. query, query_scan and
-// query_expand share one capability, which appears once.
-func LocalCapabilities(agentPassports, mintRequests bool) []string {
-	names := surface.Names()
-	caps := make([]string, 0, len(names)+1)
-	seen := make(map[string]bool, len(names)+1)
-	for _, name := range names {
-		if name == "request_passport_mint" && !mintRequests {
-			continue
-		}
-		if !surface.IsLocal(name, agentPassports) {
-			continue
-		}
-		c := surface.Capability(name)
-		if !seen[c] {
-			seen[c] = true
-			caps = append(caps, c)
-		}
-	}
-	if !seen[FederationReadCapability] {
-		caps = append(caps, FederationReadCapability)
-	}
-	return caps
 }
 
 // dedupe returns s without repeated elements, first occurrences in order,

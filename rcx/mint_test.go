@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/crux-go/crux/surface"
 )
 
 // capabilitiesOf returns the capability strings of the token's backends.
@@ -22,51 +20,10 @@ func capabilitiesOf(tok *Token) []string {
 	return caps
 }
 
-func TestLocalCapabilities(t *testing.T) {
-	hosted := []string{"crux-mcp.issue_passport", "crux-mcp.sync_pull", "crux-mcp.sync_push"}
-	tests := []struct {
-		name                         string
-		agentPassports, mintRequests bool
-		has, hasNot                  []string
-	}{
-		{"defaults", false, false,
-			[]string{"crux-mcp.store_fact", "corecrux.query.local", "crux-mcp.cuecrux_session", "crux-mcp.sync_status", FederationReadCapability},
-			append([]string{"crux-mcp.request_passport_mint", "crux-mcp.query"}, hosted...)},
-		{"agent passports", true, false,
-			[]string{"crux-mcp.issue_passport"},
-			[]string{"crux-mcp.sync_pull", "crux-mcp.sync_push", "crux-mcp.request_passport_mint"}},
-		{"mint requests", false, true,
-			[]string{"crux-mcp.request_passport_mint"},
-			hosted},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			caps := LocalCapabilities(tt.agentPassports, tt.mintRequests)
-			for _, c := range tt.has {
-				assert.Contains(t, caps, c)
-			}
-			for _, c := range tt.hasNot {
-				assert.NotContains(t, caps, c)
-			}
-			// Every local tool of the table is covered, once.
-			for _, name := range surface.Names() {
-				if name == "request_passport_mint" && !tt.mintRequests {
-					continue
-				}
-				if surface.IsLocal(name, tt.agentPassports) {
-					assert.Contains(t, caps, surface.Capability(name), name)
-				}
-			}
-			assert.Equal(t, len(caps), len(dedupe(caps)), "no duplicates")
-			assert.Equal(t, FederationReadCapability, caps[len(caps)-1])
-		})
-	}
-}
-
 func TestMintFreeLocal(t *testing.T) {
 	s := newSigner(9)
 	issued := time.Unix(1_800_000_000, 500)
-	tok, err := MintFreeLocal(s, FreeLocalOptions{DaemonInstanceID: "node-7", IssuedAt: issued})
+	tok, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps, DaemonInstanceID: "node-7", IssuedAt: issued})
 	require.NoError(t, err)
 
 	fpr := s.KeyID()
@@ -92,7 +49,7 @@ func TestMintFreeLocal(t *testing.T) {
 		assert.Equal(t, []string{}, p.RequiredAttestations)
 		assert.Nil(t, p.CreditCost)
 	}
-	assert.Equal(t, LocalCapabilities(false, false), capabilitiesOf(tok))
+	assert.Equal(t, testCaps, capabilitiesOf(tok))
 	assert.Equal(t, Credits{Refill: Refill{Period: RefillNone}, Overdraft: OverdraftForbid}, tok.Credits)
 	assert.Equal(t, Fallback{OnBackendUnreachable: FallbackRefuse, OnCreditsExhausted: FallbackRefuse, OnExpiry: FallbackRefuse}, tok.Fallback)
 	assert.Equal(t, Revocation{}, tok.Revocation)
@@ -106,24 +63,10 @@ func TestMintFreeLocal(t *testing.T) {
 	for _, hosted := range []string{"crux-mcp.issue_passport", "crux-mcp.sync_pull", "crux-mcp.sync_push"} {
 		assert.NotContains(t, caps, hosted)
 	}
-	for _, name := range surface.Names() {
-		if surface.IsLocal(name, false) && name != "request_passport_mint" {
-			assert.Contains(t, caps, surface.Capability(name), name)
-		}
-	}
 }
 
 func TestMintFreeLocalOptions(t *testing.T) {
 	s := newSigner(9)
-	t.Run("agent passports", func(t *testing.T) {
-		tok, err := MintFreeLocal(s, FreeLocalOptions{AgentPassports: true, PassportMintRequests: true})
-		require.NoError(t, err)
-		caps := capabilitiesOf(tok)
-		assert.Contains(t, caps, "crux-mcp.issue_passport")
-		assert.Contains(t, caps, "crux-mcp.request_passport_mint")
-		assert.NotContains(t, caps, "crux-mcp.sync_pull")
-		assert.NotContains(t, caps, "crux-mcp.sync_push")
-	})
 	t.Run("explicit capabilities, tenant, ttl", func(t *testing.T) {
 		tok, err := MintFreeLocal(s, FreeLocalOptions{
 			Tenant:       "acme",
@@ -141,14 +84,19 @@ func TestMintFreeLocalOptions(t *testing.T) {
 		assert.Nil(t, tok.Subject.DaemonInstanceID)
 	})
 	t.Run("short ttl", func(t *testing.T) {
-		tok, err := MintFreeLocal(s, FreeLocalOptions{TTL: time.Second, IssuedAt: time.Unix(10, 0)})
+		tok, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps, TTL: time.Second, IssuedAt: time.Unix(10, 0)})
 		require.NoError(t, err)
 		assert.Equal(t, uint64(0), tok.RefreshHintAt, "saturating")
 		assert.Empty(t, tok.ValidateBasic(time.Unix(10, 0)))
 	})
+	t.Run("no capabilities grants nothing", func(t *testing.T) {
+		tok, err := MintFreeLocal(s, FreeLocalOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, capabilitiesOf(tok))
+	})
 	t.Run("now by default", func(t *testing.T) {
 		before := time.Now().Unix()
-		tok, err := MintFreeLocal(s, FreeLocalOptions{})
+		tok, err := MintFreeLocal(s, FreeLocalOptions{Capabilities: testCaps})
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, int64(tok.IssuedAt), before)
 		assert.LessOrEqual(t, int64(tok.IssuedAt), time.Now().Unix())
@@ -158,12 +106,12 @@ func TestMintFreeLocalOptions(t *testing.T) {
 		s    Signer
 		opts FreeLocalOptions
 	}{
-		{"nil signer", nil, FreeLocalOptions{}},
-		{"empty key id", &testSigner{priv: s.priv}, FreeLocalOptions{}},
-		{"negative ttl", s, FreeLocalOptions{TTL: -time.Hour}},
-		{"sub-second ttl", s, FreeLocalOptions{TTL: time.Millisecond}},
-		{"before 1970", s, FreeLocalOptions{IssuedAt: time.Unix(-1, 0)}},
-		{"signer failure", brokenSigner{testSigner: s, err: errSignerDown}, FreeLocalOptions{}},
+		{"nil signer", nil, FreeLocalOptions{Capabilities: testCaps}},
+		{"empty key id", &testSigner{priv: s.priv}, FreeLocalOptions{Capabilities: testCaps}},
+		{"negative ttl", s, FreeLocalOptions{Capabilities: testCaps, TTL: -time.Hour}},
+		{"sub-second ttl", s, FreeLocalOptions{Capabilities: testCaps, TTL: time.Millisecond}},
+		{"before 1970", s, FreeLocalOptions{Capabilities: testCaps, IssuedAt: time.Unix(-1, 0)}},
+		{"signer failure", brokenSigner{testSigner: s, err: errSignerDown}, FreeLocalOptions{Capabilities: testCaps}},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/crux-go/crux/surface"
 )
 
 // Mode is how a call is served, the value of the X-Crux-Mode stamp.
@@ -72,7 +70,7 @@ const RefusalEventType = "rcx.capability_token.call_refused.v1"
 
 // Call is one capability check.
 type Call struct {
-	// Capability is the capability string; see [surface.Capability].
+	// Capability is the capability string, such as crux-mcp.store_fact.
 	Capability string
 	// PreferredBackend is the backend the call wants; "" means
 	// [LocalBackendID].
@@ -517,35 +515,18 @@ func (r *TokenRouter) stamp(m Mode, reason string, ttl *uint64) Stamp {
 	}
 }
 
-// ToolCall returns the [Call] the reference's MCP layer makes for the named
-// tool: its capability ([surface.Capability]), egress class "none", no
-// attestations, no cost, and the local backend, except that a hosted-gated
-// tool ([surface.TierOf]) prefers [HostedBackendID]. Under a free-local
-// token both routes refuse a hosted-gated tool with
-// [ReasonCapabilityNotPermitted]; the preferred backend shows in the
-// refusal receipt.
-func ToolCall(name string, agentPassports bool) Call {
-	c := Call{
-		Capability:    surface.Capability(name),
-		EgressClasses: []string{string(EgressNone)},
-	}
-	if !surface.IsLocal(name, agentPassports) {
+// ToolCall returns the [Call] an MCP server makes for a tool whose
+// capability string is capability: egress class "none", no attestations,
+// no cost, and the local backend, except that a hosted-gated tool prefers
+// [HostedBackendID]. Under a free-local token both routes refuse a
+// capability the token does not grant with [ReasonCapabilityNotPermitted];
+// the preferred backend shows in the refusal receipt.
+func ToolCall(capability string, hosted bool) Call {
+	c := Call{Capability: capability, EgressClasses: []string{string(EgressNone)}}
+	if hosted {
 		c.PreferredBackend = HostedBackendID
 	}
 	return c
-}
-
-// FilterAllowed returns, in order, the names of the tools whose
-// [ToolCall] r authorises (in any mode): what tools/list shows under a
-// router.
-func FilterAllowed(ctx context.Context, r Router, names []string, agentPassports bool) []string {
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if r.Decide(ctx, ToolCall(n, agentPassports)).Authorised {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // MarshalJSON writes the decision with the reference's wire shape:

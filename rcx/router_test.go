@@ -3,13 +3,12 @@ package rcx
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/crux-go/crux/surface"
 )
 
 // freeRouter mints a free-local token with s at fixtureIssued and returns
@@ -27,14 +26,14 @@ func freeRouter(t *testing.T, s *testSigner, now int64, opts FreeLocalOptions) (
 
 func TestDecideFreeLocal(t *testing.T) {
 	s := newSigner(1)
-	r, tok := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{})
+	r, tok := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{Capabilities: testCaps})
 	hash, err := tok.HashHex()
 	require.NoError(t, err)
 	ctx := context.Background()
 
 	t.Run("local tool authorised", func(t *testing.T) {
-		for _, name := range []string{"store_fact", "query", "query_expand", "cuecrux_session", "sync_status"} {
-			d := r.Decide(ctx, Call{Capability: surface.Capability(name)})
+		for _, name := range []string{"crux-mcp.store_fact", "corecrux.query.local", "crux-mcp.cuecrux_session", "crux-mcp.sync_status"} {
+			d := r.Decide(ctx, Call{Capability: name})
 			assert.Equal(t, Decision{
 				Authorised: true,
 				Mode:       ModeLocal,
@@ -48,7 +47,7 @@ func TestDecideFreeLocal(t *testing.T) {
 
 	t.Run("hosted tool refused with receipt", func(t *testing.T) {
 		for _, name := range []string{"sync_pull", "sync_push", "issue_passport"} {
-			d := r.Decide(ctx, Call{Capability: surface.Capability(name)})
+			d := r.Decide(ctx, Call{Capability: "crux-mcp." + name})
 			assert.False(t, d.Authorised)
 			assert.Equal(t, ModeRefused, d.Mode)
 			assert.Equal(t, ReasonCapabilityNotPermitted, d.ReasonCode)
@@ -69,12 +68,12 @@ func TestDecideFreeLocal(t *testing.T) {
 	})
 
 	t.Run("hosted tool via ToolCall prefers the hosted backend", func(t *testing.T) {
-		d := r.Decide(ctx, ToolCall("sync_pull", false))
+		d := r.Decide(ctx, call("sync_pull"))
 		assert.Equal(t, ReasonCapabilityNotPermitted, d.ReasonCode)
 		assert.Equal(t, HostedBackendID, d.BackendID)
 		assert.Equal(t, HostedBackendID, d.RefusalReceipt.BackendID)
 		assert.Equal(t, []string{"none"}, d.RefusalReceipt.DataEgressClasses)
-		assert.True(t, r.Decide(ctx, ToolCall("store_fact", false)).Authorised)
+		assert.True(t, r.Decide(ctx, call("store_fact")).Authorised)
 	})
 
 	t.Run("text egress refused", func(t *testing.T) {
@@ -96,9 +95,10 @@ func TestDecideFreeLocal(t *testing.T) {
 
 func TestDecideAgentPassports(t *testing.T) {
 	s := newSigner(1)
-	r, _ := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{AgentPassports: true})
-	assert.True(t, r.Decide(context.Background(), ToolCall("issue_passport", true)).Authorised)
-	assert.False(t, r.Decide(context.Background(), ToolCall("sync_push", true)).Authorised)
+	caps := append(slices.Clone(testCaps), "crux-mcp.issue_passport")
+	r, _ := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{Capabilities: caps})
+	assert.True(t, r.Decide(context.Background(), ToolCall("crux-mcp.issue_passport", false)).Authorised)
+	assert.False(t, r.Decide(context.Background(), ToolCall("crux-mcp.sync_push", true)).Authorised)
 }
 
 func TestDecideTokenValidity(t *testing.T) {
@@ -377,27 +377,6 @@ func TestNewRouter(t *testing.T) {
 	assert.Equal(t, ReasonTokenInvalid, d.ReasonCode)
 }
 
-func TestFilterAllowed(t *testing.T) {
-	s := newSigner(1)
-	names := surface.Names()
-	for _, passports := range []bool{false, true} {
-		r, _ := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{AgentPassports: passports})
-		got := FilterAllowed(context.Background(), r, names, passports)
-		var want []string
-		for _, n := range names {
-			if surface.IsLocal(n, passports) && n != "request_passport_mint" {
-				want = append(want, n)
-			}
-		}
-		assert.Equal(t, want, got, "agent passports %v", passports)
-		assert.NotContains(t, got, "sync_pull")
-		assert.NotContains(t, got, "sync_push")
-		assert.Equal(t, passports, contains(got, "issue_passport"))
-	}
-	r, _ := freeRouter(t, s, fixtureIssued+int64(DefaultFreeLocalTTL/time.Second), FreeLocalOptions{})
-	assert.Empty(t, FilterAllowed(context.Background(), r, names, false), "expired token lists nothing")
-}
-
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
@@ -409,10 +388,10 @@ func contains(s []string, v string) bool {
 
 func TestDecisionJSON(t *testing.T) {
 	s := newSigner(1)
-	r, tok := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{})
+	r, tok := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{Capabilities: testCaps})
 	hash, _ := tok.HashHex()
 
-	d := r.Decide(context.Background(), ToolCall("sync_pull", false))
+	d := r.Decide(context.Background(), call("sync_pull"))
 	b, err := json.Marshal(d)
 	require.NoError(t, err)
 	var got map[string]any
@@ -436,7 +415,7 @@ func TestDecisionJSON(t *testing.T) {
 		},
 	}, got)
 
-	ok := r.Decide(context.Background(), ToolCall("store_fact", false))
+	ok := r.Decide(context.Background(), call("store_fact"))
 	b, err = json.Marshal(ok)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &got))
@@ -474,7 +453,7 @@ func TestUpgradeHintFor(t *testing.T) {
 
 func TestDecideConcurrent(t *testing.T) {
 	s := newSigner(1)
-	r, _ := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{})
+	r, _ := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{Capabilities: testCaps})
 	done := make(chan bool)
 	for i := range 8 {
 		go func() {
@@ -484,7 +463,7 @@ func TestDecideConcurrent(t *testing.T) {
 				if (i+j)%2 == 0 {
 					name = "sync_pull"
 				}
-				d := r.Decide(context.Background(), ToolCall(name, false))
+				d := r.Decide(context.Background(), call(name))
 				ok = ok && d.Authorised == (name == "store_fact")
 			}
 			done <- ok

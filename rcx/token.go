@@ -32,8 +32,8 @@ const (
 	// decisions routed to one have mode [ModeCustomerHosted].
 	CustomerBackendPrefix = "customer:"
 
-	// FederationReadCapability is appended to every free-local token's
-	// capability list by [LocalCapabilities].
+	// FederationReadCapability is the federation read capability, which
+	// every free-local token crux mints grants.
 	FederationReadCapability = "federation.read"
 
 	// HostedRetrieveCapability is the hosted retrieval capability.

@@ -22,8 +22,8 @@ const SessionHint = "Tip: call `cuecrux_session` first. It opens a session and r
 
 // Marker returns the tier marker of the named tool: [MarkerHosted] for a
 // [HostedGated] tool, [MarkerLocal] otherwise (including unknown names).
-func Marker(name string, agentPassports bool) string {
-	if TierOf(name, agentPassports) == HostedGated {
+func (t Table) Marker(name string) string {
+	if t.Tier(name) == HostedGated {
 		return MarkerHosted
 	}
 	return MarkerLocal
@@ -39,8 +39,8 @@ func Marker(name string, agentPassports bool) string {
 // description never contradicts the tool's tier. A description that already
 // ends with the hint does not get it twice. Decorate is therefore
 // idempotent: decorating a decorated description returns it unchanged.
-func Decorate(name, description string, agentPassports bool) string {
-	marker := Marker(name, agentPassports)
+func (t Table) Decorate(name, description string) string {
+	marker := t.Marker(name)
 	other := MarkerLocal
 	if marker == MarkerLocal {
 		other = MarkerHosted
@@ -95,10 +95,10 @@ type Upgrade struct {
 	Docs string `json:"docs"`
 }
 
-// UpgradeFor returns the _meta.crux.upgrade object of the named tool, and
+// Upgrade returns the _meta.crux.upgrade object of the named tool, and
 // false (with a zero Upgrade) when the tool is [Local] and gets none.
-func UpgradeFor(name string, agentPassports bool) (Upgrade, bool) {
-	if TierOf(name, agentPassports) != HostedGated {
+func (t Table) Upgrade(name string) (Upgrade, bool) {
+	if t.Tier(name) != HostedGated {
 		return Upgrade{}, false
 	}
 	return Upgrade{PlatformAvailable: true, Requires: UpgradeRequires, Docs: UpgradeDocs}, true

@@ -7,20 +7,20 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-func ExampleDecorate() {
-	d := surface.Decorate("sync_pull", "Pull facts from the sync remote.", false)
+func ExampleTable_Decorate() {
+	d := surface.Resolve(false).Decorate("sync_pull", "Pull facts from the sync remote.")
 	fmt.Println(d == "[hosted] Pull facts from the sync remote.\n\n"+surface.SessionHint)
-	fmt.Println(surface.Decorate("cuecrux_session", "Open a session.", false))
+	fmt.Println(surface.Resolve(false).Decorate("cuecrux_session", "Open a session."))
 	// Output:
 	// true
 	// [local] Open a session.
 }
 
-func ExampleTierOf() {
-	fmt.Println(surface.TierOf("issue_passport", false))
-	fmt.Println(surface.TierOf("issue_passport", true))
-	fmt.Println(surface.TierOf("sync_push", true))
-	fmt.Println(surface.TierOf("a_tool_not_in_the_table", false))
+func ExampleTable_Tier() {
+	fmt.Println(surface.Resolve(false).Tier("issue_passport"))
+	fmt.Println(surface.Resolve(true).Tier("issue_passport"))
+	fmt.Println(surface.Resolve(true).Tier("sync_push"))
+	fmt.Println(surface.Resolve(false).Tier("a_tool_not_in_the_table"))
 	// Output:
 	// hosted
 	// local
@@ -28,8 +28,8 @@ func ExampleTierOf() {
 	// local
 }
 
-func ExampleUpgradeFor() {
-	u, ok := surface.UpgradeFor("sync_push", false)
+func ExampleTable_Upgrade() {
+	u, ok := surface.Resolve(false).Upgrade("sync_push")
 	b, _ := json.Marshal(u)
 	fmt.Println(ok, string(b))
 	// Output:

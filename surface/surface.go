@@ -17,7 +17,7 @@ const (
 
 	// HostedGated tools need a hosted platform. They stay in the static
 	// catalogue, marked [MarkerHosted] and carrying the [Upgrade] object
-	// that [UpgradeFor] builds, but the free-local capability token never
+	// that [Table.Upgrade] builds, but the free-local capability token never
 	// grants their capability, so a server that enforces that token filters
 	// them out of tools/list and refuses calls to them (JSON-RPC -32030).
 	// To call one, the server must be configured with a capability router
@@ -203,18 +203,51 @@ func Missing(names []string) []string {
 	return missing
 }
 
-// TierOf returns the tier of the named tool. agentPassports says whether
-// agent passports are enabled, which makes issue_passport [Local]. A name
-// with no table entry is [Local], as seed chapter 14 specifies.
-func TierOf(name string, agentPassports bool) Tier {
+// Table is the tier table resolved for one server: with agent passports
+// enabled or not, which moves issue_passport between the tiers. A server
+// resolves it once, when it is created; the zero value is the table with
+// agent passports disabled. A Table is a small value, safe to copy and to
+// use concurrently.
+type Table struct {
+	agentPassports bool
+}
+
+// Resolve returns the tier table with agent passports enabled or not.
+func Resolve(agentPassports bool) Table { return Table{agentPassports: agentPassports} }
+
+// AgentPassports reports whether the table was resolved with agent
+// passports enabled.
+func (t Table) AgentPassports() bool { return t.agentPassports }
+
+// Tier returns the tier of the named tool. A name with no table entry is
+// [Local]: a new tool never becomes hosted by accident.
+func (t Table) Tier(name string) Tier {
 	e, ok := Lookup(name)
 	if !ok {
 		return Local
 	}
-	return e.TierWith(agentPassports)
+	return e.TierWith(t.agentPassports)
 }
 
-// IsLocal reports whether the named tool is [Local]; see [TierOf].
-func IsLocal(name string, agentPassports bool) bool {
-	return TierOf(name, agentPassports) == Local
+// IsLocal reports whether the named tool is [Local]; see [Table.Tier].
+func (t Table) IsLocal(name string) bool { return t.Tier(name) == Local }
+
+// LocalCapabilities returns the capability strings a token must grant for
+// every local tool of the table to be callable: the [Capability] of each,
+// de-duplicated, in catalogue order. request_passport_mint's is included
+// only when mintRequests is set, because that tool exists only then.
+// Hosted-gated tools are never included.
+func (t Table) LocalCapabilities(mintRequests bool) []string {
+	caps := make([]string, 0, len(table))
+	seen := make(map[string]bool, len(table))
+	for _, e := range table {
+		if e.Name == "request_passport_mint" && !mintRequests || !t.IsLocal(e.Name) {
+			continue
+		}
+		if c := Capability(e.Name); !seen[c] {
+			seen[c] = true
+			caps = append(caps, c)
+		}
+	}
+	return caps
 }

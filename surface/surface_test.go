@@ -133,7 +133,7 @@ func TestTableMatchesSeed(t *testing.T) {
 
 func TestSeedSurfaceColumn(t *testing.T) {
 	for _, row := range seedTools {
-		assert.Equal(t, row.marker, surface.Marker(row.name, false), "Marker(%q, false)", row.name)
+		assert.Equal(t, row.marker, surface.Resolve(false).Marker(row.name), "Marker(%q, false)", row.name)
 	}
 }
 
@@ -141,7 +141,7 @@ func TestExactlyThreeHosted(t *testing.T) {
 	hosted := func(agentPassports bool) []string {
 		var out []string
 		for _, n := range surface.Names() {
-			if !surface.IsLocal(n, agentPassports) {
+			if !surface.Resolve(agentPassports).IsLocal(n) {
 				out = append(out, n)
 			}
 		}
@@ -163,7 +163,7 @@ func TestExactlyThreeHosted(t *testing.T) {
 	assert.Equal(t, []string{"issue_passport"}, promoted)
 }
 
-func TestTierOf(t *testing.T) {
+func TestTableTier(t *testing.T) {
 	tests := []struct {
 		name           string
 		agentPassports bool
@@ -187,9 +187,9 @@ func TestTierOf(t *testing.T) {
 		{"SYNC_PULL", false, surface.Local},
 	}
 	for _, tt := range tests {
-		got := surface.TierOf(tt.name, tt.agentPassports)
+		got := surface.Resolve(tt.agentPassports).Tier(tt.name)
 		assert.Equal(t, tt.want, got, "TierOf(%q, %v)", tt.name, tt.agentPassports)
-		assert.Equal(t, tt.want == surface.Local, surface.IsLocal(tt.name, tt.agentPassports),
+		assert.Equal(t, tt.want == surface.Local, surface.Resolve(tt.agentPassports).IsLocal(tt.name),
 			"IsLocal(%q, %v)", tt.name, tt.agentPassports)
 	}
 }
@@ -199,8 +199,8 @@ func TestUnknownNames(t *testing.T) {
 		assert.False(t, surface.Known(name), "Known(%q)", name)
 		_, ok := surface.Lookup(name)
 		assert.False(t, ok, "Lookup(%q)", name)
-		assert.Equal(t, surface.MarkerLocal, surface.Marker(name, false), "Marker(%q)", name)
-		_, ok = surface.UpgradeFor(name, false)
+		assert.Equal(t, surface.MarkerLocal, surface.Resolve(false).Marker(name), "Marker(%q)", name)
+		_, ok = surface.Resolve(false).Upgrade(name)
 		assert.False(t, ok, "UpgradeFor(%q)", name)
 		assert.Equal(t, surface.AffinityNone, surface.AffinityOf(name), "AffinityOf(%q)", name)
 	}
@@ -227,7 +227,7 @@ func TestMarker(t *testing.T) {
 		{"unknown_tool", false, "[local]"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, surface.Marker(tt.name, tt.agentPassports),
+		assert.Equal(t, tt.want, surface.Resolve(tt.agentPassports).Marker(tt.name),
 			"Marker(%q, %v)", tt.name, tt.agentPassports)
 	}
 }
@@ -258,9 +258,9 @@ func TestDecorate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.label, func(t *testing.T) {
-			got := surface.Decorate(tt.name, tt.desc, tt.agentPassports)
+			got := surface.Resolve(tt.agentPassports).Decorate(tt.name, tt.desc)
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, got, surface.Decorate(tt.name, got, tt.agentPassports), "not idempotent")
+			assert.Equal(t, got, surface.Resolve(tt.agentPassports).Decorate(tt.name, got), "not idempotent")
 		})
 	}
 }
@@ -268,10 +268,10 @@ func TestDecorate(t *testing.T) {
 func TestDecorateIdempotentForEveryTool(t *testing.T) {
 	for _, name := range surface.Names() {
 		for _, agentPassports := range []bool{false, true} {
-			once := surface.Decorate(name, "Does things.", agentPassports)
-			twice := surface.Decorate(name, once, agentPassports)
+			once := surface.Resolve(agentPassports).Decorate(name, "Does things.")
+			twice := surface.Resolve(agentPassports).Decorate(name, once)
 			require.Equal(t, once, twice, "Decorate(%q, %v) twice", name, agentPassports)
-			assert.True(t, strings.HasPrefix(once, surface.Marker(name, agentPassports)+" "), "marker of %q", name)
+			assert.True(t, strings.HasPrefix(once, surface.Resolve(agentPassports).Marker(name)+" "), "marker of %q", name)
 			assert.Equal(t, name != "cuecrux_session", strings.HasSuffix(once, "\n\n"+surface.SessionHint),
 				"hint of %q", name)
 			assert.Equal(t, 1, strings.Count(once, "[local]")+strings.Count(once, "[hosted]"), "markers in %q", once)
@@ -285,7 +285,7 @@ func TestSessionHint(t *testing.T) {
 	assert.Equal(t, "cuecrux_session", surface.SessionTool)
 }
 
-func TestUpgradeFor(t *testing.T) {
+func TestTableUpgrade(t *testing.T) {
 	hosted := surface.Upgrade{
 		PlatformAvailable: true,
 		Requires:          "rcx_capability_token",
@@ -306,15 +306,15 @@ func TestUpgradeFor(t *testing.T) {
 		{"cuecrux_session", true, surface.Upgrade{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := surface.UpgradeFor(tt.name, tt.agentPassports)
+		got, ok := surface.Resolve(tt.agentPassports).Upgrade(tt.name)
 		assert.Equal(t, tt.wantOK, ok, "UpgradeFor(%q, %v)", tt.name, tt.agentPassports)
 		assert.Equal(t, tt.want, got, "UpgradeFor(%q, %v)", tt.name, tt.agentPassports)
 	}
 
 	// Only hosted tools get one.
 	for _, name := range surface.Names() {
-		_, ok := surface.UpgradeFor(name, false)
-		assert.Equal(t, !surface.IsLocal(name, false), ok, "UpgradeFor(%q, false)", name)
+		_, ok := surface.Resolve(false).Upgrade(name)
+		assert.Equal(t, !surface.Resolve(false).IsLocal(name), ok, "UpgradeFor(%q, false)", name)
 	}
 
 	b, err := json.Marshal(hosted)
@@ -351,7 +351,7 @@ func TestCoreFloor(t *testing.T) {
 	assert.Equal(t, want, floor)
 	for _, name := range floor {
 		assert.True(t, surface.Known(name), "floor tool %q has no entry", name)
-		assert.True(t, surface.IsLocal(name, false), "floor tool %q is not local", name)
+		assert.True(t, surface.Resolve(false).IsLocal(name), "floor tool %q is not local", name)
 	}
 	for _, name := range surface.Names() {
 		assert.Equal(t, slices.Contains(want, name), surface.InCoreFloor(name), "InCoreFloor(%q)", name)
@@ -487,7 +487,7 @@ func TestAccessorsReturnCopies(t *testing.T) {
 	assert.Equal(t, "cuecrux_session", surface.Names()[0])
 	assert.Equal(t, "cuecrux_session", surface.Entries()[0].Name)
 	assert.Equal(t, "cuecrux_session", surface.CoreFloor()[0])
-	assert.Equal(t, surface.HostedGated, surface.TierOf("issue_passport", false))
+	assert.Equal(t, surface.HostedGated, surface.Resolve(false).Tier("issue_passport"))
 }
 
 func TestShape(t *testing.T) {
@@ -513,4 +513,45 @@ func TestShape(t *testing.T) {
 	assert.Equal(t, []string{"store_fact", "query_facts", "get_agent_identity", "delete_fact", "list_entities"},
 		surface.Shape(surface.ModeDynamic, []string{"store_fact", "query_facts", "delete_fact", "get_agent_identity", "list_entities"}, surface.IntentSessionReview),
 		"floor first; then memory tools (bias 20) in catalogue order")
+}
+
+func TestLocalCapabilities(t *testing.T) {
+	hosted := []string{"crux-mcp.issue_passport", "crux-mcp.sync_pull", "crux-mcp.sync_push"}
+	tests := []struct {
+		name                         string
+		agentPassports, mintRequests bool
+		has, hasNot                  []string
+	}{
+		{"defaults", false, false,
+			[]string{"crux-mcp.store_fact", "corecrux.query.local", "crux-mcp.cuecrux_session", "crux-mcp.sync_status"},
+			append([]string{"crux-mcp.request_passport_mint", "crux-mcp.query"}, hosted...)},
+		{"agent passports", true, false,
+			[]string{"crux-mcp.issue_passport"},
+			[]string{"crux-mcp.sync_pull", "crux-mcp.sync_push", "crux-mcp.request_passport_mint"}},
+		{"mint requests", false, true,
+			[]string{"crux-mcp.request_passport_mint"},
+			hosted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := surface.Resolve(tt.agentPassports)
+			caps := tab.LocalCapabilities(tt.mintRequests)
+			for _, c := range tt.has {
+				assert.Contains(t, caps, c)
+			}
+			for _, c := range tt.hasNot {
+				assert.NotContains(t, caps, c)
+			}
+			// Every local tool of the table is covered, once.
+			for _, name := range surface.Names() {
+				if name == "request_passport_mint" && !tt.mintRequests {
+					continue
+				}
+				if tab.IsLocal(name) {
+					assert.Contains(t, caps, surface.Capability(name), name)
+				}
+			}
+			assert.Equal(t, len(caps), len(slices.Compact(slices.Sorted(slices.Values(caps)))), "no duplicates")
+		})
+	}
 }

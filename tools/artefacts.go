@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/crux-go/crux/feature"
 	"math"
 	"strings"
 	"time"
@@ -46,7 +47,6 @@ import (
 //   - Expired artefacts are reclaimed by the reader that meets them and by
 //     a sweep of at most artefactSweepLimit expired artefacts on each put.
 const (
-	flagArtefacts = "CORECRUXD_FEATURE_ARTEFACTS"
 
 	// MaxArtefactBytes caps the decoded content of one artefact: 768 KiB,
 	// whose base64 is exactly MaxValueBytes.
@@ -90,12 +90,12 @@ func base64Tokens(n int) int { return (n + 3) / 4 }
 // a success that says feature_enabled false; nothing is read or written.
 func artefactsOff(tool string) func(env *Env) (*Result, error) {
 	return func(env *Env) (*Result, error) {
-		if env.Enabled(flagArtefacts) {
+		if env.Flags.Artefacts {
 			return nil, nil
 		}
 		return jsonResult(map[string]any{
-			"feature_enabled": false, "feature_flag": flagArtefacts, "tool": tool,
-			"note": "nothing was done: " + flagArtefacts + " is off (off by default; set it to 1 to enable)",
+			"feature_enabled": false, "feature_flag": feature.EnvArtefacts, "tool": tool,
+			"note": "nothing was done: " + feature.EnvArtefacts + " is off (off by default; set it to 1 to enable)",
 		})
 	}
 }
@@ -144,7 +144,7 @@ func artefactPut() *Tool {
 			"already hold refreshes mime_type, tool_origin and the deadline (created false). Up to 786432 decoded " +
 			"bytes (768 KiB, 1048576 base64 characters); larger content or invalid base64 is -32602. ttl_seconds: default 7 days, maximum 90 days, 0 never " +
 			"expires; expired artefacts are never returned and are reclaimed. token_budget, when given, refuses " +
-			"content over that many tokens (4 base64 characters each) with -32602. Needs " + flagArtefacts +
+			"content over that many tokens (4 base64 characters each) with -32602. Needs " + feature.EnvArtefacts +
 			" (off by default): while off it answers feature_enabled false and stores nothing.",
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}",
@@ -247,7 +247,7 @@ func artefactGet() *Tool {
 			"passport of your tenant holds those bytes; anonymous callers always get not found); an id nobody holds, or " +
 			"that expired (expired artefacts are reclaimed), is an error result saying not found. token_budget, when " +
 			"given, caps the content (4 base64 characters a token): over it, the result has the metadata, " +
-			"content_tokens and truncated true and no content_base64. Needs " + flagArtefacts +
+			"content_tokens and truncated true and no content_base64. Needs " + feature.EnvArtefacts +
 			" (off by default): while off it answers feature_enabled false.",
 		Annotations: Annotations{Title: "Read artefact", IdempotentHint: true}, // not read-only: reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
@@ -370,8 +370,8 @@ func artefactList() *Tool {
 			"never another passport's. top_k: default 20, maximum 100. scope keeps those whose mime_type or " +
 			"tool_origin contains it. token_budget, when given, drops rows past it (truncated true). Expired " +
 			"artefacts are not listed and are reclaimed. Anonymous callers have no passport and get an empty list. " +
-			"With " + flagAuditEnvelope + " on, the result carries the audit envelope with the listed artefact ids " +
-			"in memories_used. Needs " + flagArtefacts + " (off by default): while off it answers feature_enabled false.",
+			"With " + feature.EnvAuditEnvelope + " on, the result carries the audit envelope with the listed artefact ids " +
+			"in memories_used. Needs " + feature.EnvArtefacts + " (off by default): while off it answers feature_enabled false.",
 		Annotations: Annotations{Title: "List artefacts", IdempotentHint: true}, // not read-only: reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
@@ -452,7 +452,7 @@ func artefactList() *Tool {
 				created = append(created, a.CreatedAt)
 			}
 			out.Count = len(out.Artefacts)
-			if !env.Enabled(flagAuditEnvelope) {
+			if !env.Flags.AuditEnvelope {
 				return jsonResult(out)
 			}
 			out.Envelope = artefactEnvelope(name, out.Artefacts, created, now)

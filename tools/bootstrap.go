@@ -167,7 +167,7 @@ func getBootstrap() *Tool {
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, _ Caller, in *getBootstrapArgs) (*Result, error) {
-			q := store.FactQuery{Tenant: BootstrapTenant, EntityPrefix: store.BootstrapPrefix, Now: env.now(), Policy: env.Decay}
+			q := store.FactQuery{Tenant: BootstrapTenant, EntityPrefix: store.BootstrapPrefix, Now: env.now(), Policy: env.decay()}
 			if topic := normalizeTopic(in.Topic); topic != "" {
 				q.EntityPrefix += topic + ":"
 			}

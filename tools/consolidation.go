@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crux-go/crux/feature"
 	"strings"
 
 	"github.com/crux-go/crux/receipts"
@@ -32,20 +33,18 @@ import (
 // receipt. Both tools answer -32030 while CORECRUXD_FEATURE_CONSOLIDATION
 // is off, as the freshness tools do and as the reference does.
 
-const flagConsolidation = "CORECRUXD_FEATURE_CONSOLIDATION"
-
 // consolidationOff is the gate of both tools: -32030 while the flag is off
 // (a fresh error each time, so no caller shares its data).
 func consolidationOff(tool string) func(env *Env) (*Result, error) {
 	return func(env *Env) (*Result, error) {
-		if env.Enabled(flagConsolidation) {
+		if env.Flags.Consolidation {
 			return nil, nil
 		}
 		return nil, &Error{
 			Code: CodeCapabilityDenied,
-			Message: tool + " is disabled: " + flagConsolidation + " is off (it is on by default; " +
+			Message: tool + " is disabled: " + feature.EnvConsolidation + " is off (it is on by default; " +
 				"unset it or set it to 1 to enable)",
-			Data: map[string]any{"feature_flag": flagConsolidation, "enabled": false},
+			Data: map[string]any{"feature_flag": feature.EnvConsolidation, "enabled": false},
 		}
 	}
 }
@@ -125,7 +124,7 @@ func memoryContradictions() *Tool {
 			"otherwise the entities where you hold private facts (anonymous callers: none). It reads at most " +
 			fmt.Sprint(store.DefaultContradictionScan) + " facts per call (scan_truncated says it stopped early); " +
 			"limit (default 50) caps candidates and token_budget (default 500) trims them, the first always kept. " +
-			"Other agents' private facts are never read. Needs " + flagConsolidation + " (on by default; =0 " +
+			"Other agents' private facts are never read. Needs " + feature.EnvConsolidation + " (on by default; =0 " +
 			"disables, and the tool then answers -32030).",
 		Annotations: Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{candidates: [{entity, key, reason, polarity_a, polarity_b, fact_ids: [string], values: [string], " +
@@ -260,7 +259,7 @@ func memoryConsolidate() *Tool {
 			"with confidence at or above protected_confidence_floor, default 0.99 (high_confidence). A target that " +
 			"does not exist, is not visible, deleted, superseded or outside (entity, key) is a -32602. One " +
 			"transaction writes the fact and a signed consolidation receipt; a consolidation_id already used is a " +
-			"-32004. Requires an authenticated passport (anonymous: -32030). Needs " + flagConsolidation +
+			"-32004. Requires an authenticated passport (anonymous: -32030). Needs " + feature.EnvConsolidation +
 			" (on by default; =0 disables, and the tool then answers -32030).",
 		Annotations: Annotations{Title: "Consolidate memory", DestructiveHint: true},
 		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +

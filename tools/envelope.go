@@ -8,8 +8,6 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-const flagAuditEnvelope = "CORECRUXD_FEATURE_AUDIT_ENVELOPE"
-
 // Envelope is the audit envelope a tool adds to its result when
 // CORECRUXD_FEATURE_AUDIT_ENVELOPE is on: what the answer drew on and what
 // the call does. It sits at structuredContent.envelope and, mirrored, at

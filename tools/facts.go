@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crux-go/crux/feature"
 	"strings"
 	"time"
 	"unicode"
@@ -220,7 +221,7 @@ func queryFacts() *Tool {
 			"an error. With no filter it returns the top facts of the whole store. as_of reads the facts valid " +
 			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
 			"sets a floor and filtered_below_threshold tells how many fell under it; token_budget trims rows. " +
-			"With " + flagAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
+			"With " + feature.EnvAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
 			"A keyword query that finds nothing is recorded, for the tenant, as a gap that get_gaps lists.",
 		Annotations: Annotations{Title: "Query facts"}, // not read-only: an empty keyword query records a gap
 		Output: "{rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
@@ -235,7 +236,7 @@ func queryFacts() *Tool {
 			q := store.FactQuery{
 				Tenant: c.TenantID(), Agent: c.Identity(),
 				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key,
-				IncludeSuperseded: in.IncludeSuperseded, Limit: 10, Now: now, Policy: env.Decay,
+				IncludeSuperseded: in.IncludeSuperseded, Limit: 10, Now: now, Policy: env.decay(),
 			}
 			if in.TopK != nil {
 				q.Limit = *in.TopK
@@ -275,7 +276,7 @@ func queryFacts() *Tool {
 				// all the same and the gap is simply not recorded.
 				_ = recordGap(ctx, env, c, in)
 			}
-			if !env.Enabled(flagAuditEnvelope) {
+			if !env.Flags.AuditEnvelope {
 				return jsonResult(out)
 			}
 			out.Envelope = readEnvelope(name, res.Facts[:out.Count], now)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crux-go/crux/feature"
 	"slices"
 	"strings"
 	"time"
@@ -41,10 +42,6 @@ import (
 //   - Restore and purge are operator functions of the Go API and the crux
 //     command, not tools: their receipts name the actor "operator".
 
-// flagScopedForget gates memory_forget (dialect B: on unless set to
-// something other than 1 or true).
-const flagScopedForget = "CORECRUXD_FEATURE_SCOPED_FORGET"
-
 // Receipt kinds of the forget lifecycle.
 const (
 	KindForget         = "forget"          // memory_forget
@@ -56,21 +53,11 @@ const (
 // functions (RestoreForget, PurgeForgets), which have no caller.
 const OperatorActor = "operator"
 
-// Recovery window bounds: the seed's default and minimum
-// (CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7, minimum 1).
-const (
-	DefaultForgetRecoveryWindow = 7 * 24 * time.Hour
-	MinForgetRecoveryWindow     = 24 * time.Hour
-)
-
-// forgetWindow is the server's recovery window: Env.ForgetRecoveryWindow,
-// DefaultForgetRecoveryWindow when unset, at least MinForgetRecoveryWindow.
+// forgetWindow is the server's recovery window:
+// Flags.ForgetRecoveryWindowDays, at least one day (a zero Flags value
+// means one day too).
 func forgetWindow(env *Env) time.Duration {
-	w := env.ForgetRecoveryWindow
-	if w <= 0 {
-		return DefaultForgetRecoveryWindow
-	}
-	return max(w, MinForgetRecoveryWindow)
+	return time.Duration(max(env.Flags.ForgetRecoveryWindowDays, 1)) * 24 * time.Hour
 }
 
 // ForgetReceipt is the payload of a forget receipt (kind "forget"): the
@@ -215,13 +202,13 @@ type forgetOut struct {
 // forgetGate answers -32601 while CORECRUXD_FEATURE_SCOPED_FORGET is off,
 // with data {feature_flag, enabled: false}, as the reference does.
 func forgetGate(env *Env) (*Result, error) {
-	if env.Enabled(flagScopedForget) {
+	if env.Flags.ScopedForget {
 		return nil, nil
 	}
 	return nil, &Error{
 		Code:    CodeMethodNotFound,
-		Message: "memory_forget is disabled (set " + flagScopedForget + "=1 to enable)",
-		Data:    map[string]any{"feature_flag": flagScopedForget, "enabled": false},
+		Message: "memory_forget is disabled (set " + feature.EnvScopedForget + "=1 to enable)",
+		Data:    map[string]any{"feature_flag": feature.EnvScopedForget, "enabled": false},
 	}
 }
 
@@ -245,7 +232,7 @@ func memoryForget() *Tool {
 			"server starts, or by the operator: crux purge) removes their values from the store for good. The " +
 			"receipt keeps each value's BLAKE3 hash, which can confirm a guessed value. " + forgetScopeHelp + forgetSelectionHelp + "reason is required and recorded. " +
 			"The result is a signed forget receipt naming your passport and, per fact, the BLAKE3 hash of its value. " +
-			"Preview with memory_forget_dry_run. On by default: " + flagScopedForget + " unset or empty, 1, or true " +
+			"Preview with memory_forget_dry_run. On by default: " + feature.EnvScopedForget + " unset or empty, 1, or true " +
 			"(any case) keeps it on; any other value (0, yes, on, ...) turns it off, and the call then fails with -32601.",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, recovery_window_seconds, recovery_window_ends_at, " +
@@ -347,7 +334,7 @@ func memoryForgetDryRun() *Tool {
 		Name: name,
 		Description: "Preview memory_forget without changing anything: the facts that the same scope, token_budget " +
 			"and include_pinned would forget, oldest first. " + forgetScopeHelp + forgetSelectionHelp +
-			"Always available: it does not depend on " + flagScopedForget + ".",
+			"Always available: it does not depend on " + feature.EnvScopedForget + ".",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], dry_run: true, token_budget_capped, pinned_skipped}",

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"github.com/crux-go/crux/feature"
 	"sort"
 	"strconv"
 	"time"
@@ -36,8 +37,6 @@ import (
 //     (payload [ReverifyPayload]) found by its receipt_id; no fact is
 //     written under __reverify_receipts__:: as the reference does.
 
-const flagFreshness = "CORECRUXD_FEATURE_FRESHNESS"
-
 // Limits and defaults of the freshness tools.
 const (
 	// FreshnessMaxExamined caps the facts memory_freshness and
@@ -55,8 +54,10 @@ const (
 	freshnessMinRowTokens = 8
 )
 
+func freshnessOn(f *feature.Flags) bool { return f.Freshness }
+
 // freshnessOff is the sentence every freshness description ends with.
-const freshnessOff = " Switched off by " + flagFreshness + "=0 (or false, off, no; on by default): every call then fails with -32030 (CAPABILITY_DENIED)."
+const freshnessOff = " Switched off by " + feature.EnvFreshness + "=0 (or false, off, no; on by default): every call then fails with -32030 (CAPABILITY_DENIED)."
 
 // ReceiptKindReverify is the kind of the receipt memory_reverify mints.
 const ReceiptKindReverify = "reverify"
@@ -211,7 +212,7 @@ func memoryFreshness() *Tool {
 			"is false when it stopped early (narrow with entity or key). top_k defaults to " + strconv.Itoa(FreshnessTopK) +
 			" (at most 500); token_budget (default " + strconv.Itoa(FreshnessTokenBudget) + ") caps the rows, each " +
 			"costing its JSON bytes / 4 and at least 8, the first row always kept. Read-only; reserved entities " +
-			"(starting with __) are never shown. With " + flagAuditEnvelope + " on, the result also carries the " +
+			"(starting with __) are never shown. With " + feature.EnvAuditEnvelope + " on, the result also carries the " +
 			"audit envelope (the facts reported, as memories_used)." + freshnessOff,
 		Annotations: Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
@@ -219,7 +220,7 @@ func memoryFreshness() *Tool {
 			"total_tokens, truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, " +
 			"predicted_effects, links}}",
 		schema: schemaFor(name),
-		gate:   memFlagGate(CodeCapabilityDenied, name, flagFreshness),
+		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryFreshnessArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -235,7 +236,7 @@ func memoryFreshness() *Tool {
 				limit = *in.TokenBudget
 			}
 			now := env.now()
-			out := memoryFreshnessOut{Policy: decayPolicyView(env.Decay), Now: now.Format(time.RFC3339Nano)}
+			out := memoryFreshnessOut{Policy: decayPolicyView(env.decay()), Now: now.Format(time.RFC3339Nano)}
 			var used []store.RankedFact
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
@@ -243,7 +244,7 @@ func memoryFreshness() *Tool {
 					Tenant: c.TenantID(), Agent: c.Identity(), Entity: in.Entity, Key: in.Key,
 					MaxExamined: FreshnessMaxExamined,
 				}, func(f *store.Fact) error {
-					top = keepTop(top, decayOf(env.Decay, f, now), topK, stalest)
+					top = keepTop(top, decayOf(env.decay(), f, now), topK, stalest)
 					return nil
 				})
 				if err != nil {
@@ -279,7 +280,7 @@ func memoryFreshness() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			if !env.Enabled(flagAuditEnvelope) {
+			if !env.Flags.AuditEnvelope {
 				return jsonResult(out)
 			}
 			out.Envelope = readEnvelope(name, used, now)
@@ -354,7 +355,7 @@ func memorySweepCandidates() *Tool {
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
 		schema: schemaFor(name),
-		gate:   memFlagGate(CodeCapabilityDenied, name, flagFreshness),
+		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sweepArgs) (*Result, error) {
 			topK, limit := SweepTopK, SweepTokenBudget
 			if in.TopK != nil {
@@ -370,7 +371,7 @@ func memorySweepCandidates() *Tool {
 				stats, err := store.ScanFacts(tx, store.FactScan{
 					Tenant: c.TenantID(), Agent: c.Identity(), IncludeSuperseded: true, MaxExamined: FreshnessMaxExamined,
 				}, func(f *store.Fact) error {
-					d := decayOf(env.Decay, f, now)
+					d := decayOf(env.decay(), f, now)
 					if sweepReason(d) == "" {
 						return nil
 					}
@@ -430,7 +431,7 @@ func memorySetHorizon() *Tool {
 		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
 		schema:      schemaFor(name),
-		gate:        memFlagGate(CodeCapabilityDenied, name, flagFreshness),
+		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *setHorizonArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
 				return res, nil
@@ -481,7 +482,7 @@ func memoryReverify() *Tool {
 		Annotations: Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
 		schema:      schemaFor(name),
-		gate:        memFlagGate(CodeCapabilityDenied, name, flagFreshness),
+		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reverifyArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
 				return res, nil

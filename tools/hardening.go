@@ -38,6 +38,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/crux-go/crux/feature"
 	"net"
 	"net/url"
 	"regexp"
@@ -213,8 +214,6 @@ func execplanGate() *Tool {
 
 // ---- auth_posture_audit ----
 
-const flagPassportRevocation = "CRUX_PASSPORT_REVOCATION"
-
 // AuthPosture is what auth_posture_audit reports.
 type AuthPosture struct {
 	Schema                     string     `json:"schema"`
@@ -255,8 +254,8 @@ func authPostureAudit() *Tool {
 			p := AuthPosture{
 				Schema: "crux.auth_posture_audit.v1", CheckedAt: env.now().Format(time.RFC3339Nano),
 				MCPAgent: c.Name(), Authenticated: c.Identity() != "", Tenant: c.TenantID(),
-				RCXRouterConfigured: env.Router != nil, AgentPassportsEnabled: env.AgentPassports,
-				PassportRevocationEnforced: env.Enabled(flagPassportRevocation),
+				RCXRouterConfigured: env.Router != nil, AgentPassportsEnabled: env.Flags.AgentPassports,
+				PassportRevocationEnforced: env.Flags.PassportRevocation,
 				Notes: []string{
 					"crux has no daemon: the manual's daemon_loopback_configured does not apply",
 					"crux does not know its data directory (the embedder owns the store; the crux command keeps it under --data), so data_dir_configured is not reported",
@@ -282,7 +281,7 @@ func authPostureAudit() *Tool {
 			}
 			if !p.PassportRevocationEnforced {
 				p.RecommendedChecks = append(p.RecommendedChecks,
-					"turn on "+flagPassportRevocation+" so revoked passports are refused")
+					"turn on "+feature.EnvPassportRevocation+" so revoked passports are refused")
 			}
 			return jsonResult(p)
 		}),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crux-go/crux/feature"
 	"strconv"
 	"strings"
 	"time"
@@ -33,8 +34,6 @@ import (
 //     where they are (on the old version).
 //   - memory_history takes fact_id or {entity, key}, not both.
 
-const flagMemoryPanel = "CORECRUXD_FEATURE_MEMORY_PANEL"
-
 // Limits of memory_view.
 const (
 	// MemoryViewTopK is memory_view's default number of facts.
@@ -46,11 +45,13 @@ const (
 )
 
 // panelOff is the sentence every panel description ends with.
-const panelOff = " Switched off by " + flagMemoryPanel + "=0 (or false, off, no; on by default): every call then fails with -32601."
+const panelOff = " Switched off by " + feature.EnvMemoryPanel + "=0 (or false, off, no; on by default): every call then fails with -32601."
+
+func panelOn(f *feature.Flags) bool { return f.MemoryPanel }
 
 // memFlagGate is the -32601 or -32030 a tool answers while its flag is off.
-func memFlagGate(code int, tool, flag string) func(env *Env) (*Result, error) {
-	return flagGate(flag, func() *Error {
+func memFlagGate(code int, tool, flag string, on func(*feature.Flags) bool) func(env *Env) (*Result, error) {
+	return flagGate(on, func() *Error {
 		data := map[string]any{"feature_flag": flag, "enabled": false}
 		if code == CodeCapabilityDenied {
 			data["reason_code"] = "feature_disabled"
@@ -201,7 +202,7 @@ func memoryView() *Tool {
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
 		schema: schemaFor(name),
-		gate:   memFlagGate(CodeMethodNotFound, name, flagMemoryPanel),
+		gate:   memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryViewArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -221,7 +222,7 @@ func memoryView() *Tool {
 				out = memoryViewOut{Facts: []PanelFact{}}
 				res, err := store.SearchFacts(tx, store.FactQuery{
 					Tenant: c.TenantID(), Agent: c.Identity(), Entity: in.Entity, Key: in.Key,
-					Limit: topK, Now: env.now(), Policy: env.Decay,
+					Limit: topK, Now: env.now(), Policy: env.decay(),
 				})
 				if err != nil {
 					return err
@@ -318,7 +319,7 @@ func memoryEdit() *Tool {
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		schema:      schemaFor(name),
-		gate:        memFlagGate(CodeMethodNotFound, name, flagMemoryPanel),
+		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryEditArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
 				return res, nil
@@ -379,7 +380,7 @@ func memoryPin() *Tool {
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
 		schema:      schemaFor(name),
-		gate:        memFlagGate(CodeMethodNotFound, name, flagMemoryPanel),
+		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryPinArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
 				return res, nil
@@ -436,7 +437,7 @@ func memoryHistory() *Tool {
 		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, private?}]}",
 		schema:      schemaFor(name),
-		gate:        memFlagGate(CodeMethodNotFound, name, flagMemoryPanel),
+		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryHistoryArgs) (*Result, error) {
 			byPair := in.Entity != "" || in.Key != ""
 			switch {

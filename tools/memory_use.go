@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crux-go/crux/feature"
 	"math"
 	"slices"
 	"time"
@@ -38,8 +39,6 @@ import (
 // store transaction. retrieved_chunk_ids belong to the paid tier: crux
 // serves the local tier, so they are accepted, counted in
 // retrieved_chunk_ids_ignored and not recorded.
-
-const flagMemoryAck = "CORECRUXD_FEATURE_MEMORY_ACK"
 
 // ReceiptKindMemoryUse is the kind of the receipt memory_acknowledge_use mints.
 const ReceiptKindMemoryUse = "memory_use"
@@ -113,14 +112,14 @@ type ackOut struct {
 // success that says feature_enabled false and records nothing. It runs
 // before the arguments are read, so it cannot echo turn_id.
 func memoryAckOff(env *Env) (*Result, error) {
-	if env.Enabled(flagMemoryAck) {
+	if env.Flags.MemoryAck {
 		return nil, nil
 	}
 	return jsonResult(map[string]any{
-		"feature_enabled": false, "feature_flag": flagMemoryAck, "tool": "memory_acknowledge_use",
+		"feature_enabled": false, "feature_flag": feature.EnvMemoryAck, "tool": "memory_acknowledge_use",
 		"receipt_ref": nil, "memories_used": []AckedMemory{},
 		"filtered_count": 0, "redacted_count": 0, "not_found_count": 0, "not_visible_count": 0,
-		"note": "nothing was recorded: " + flagMemoryAck + " is off (off by default; set it to 1 to enable)",
+		"note": "nothing was recorded: " + feature.EnvMemoryAck + " is off (off by default; set it to 1 to enable)",
 	})
 }
 
@@ -137,8 +136,8 @@ func memoryAcknowledgeUse() *Tool {
 			"of the receipt), else recorded. intent defaults to answer; documented values are answer, decision, " +
 			"tool_call and implicit, and any other is recorded as given. retrieved_chunk_ids are paid tier only: " +
 			"accepted, counted as ignored, not recorded. Requires an authenticated passport (anonymous: -32030). " +
-			"Needs " + flagMemoryAck + " (off by default): while off it answers feature_enabled false and records " +
-			"nothing. With " + flagAuditEnvelope + " on, the result carries the audit envelope.",
+			"Needs " + feature.EnvMemoryAck + " (off by default): while off it answers feature_enabled false and records " +
+			"nothing. With " + feature.EnvAuditEnvelope + " on, the result carries the audit envelope.",
 		Annotations: Annotations{Title: "Acknowledge memory use"},
 		Output: "{turn_id, intent, feature_enabled, receipt_ref, memories_used: [{fact_id, topic, age_days, redacted?}], " +
 			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +
@@ -214,7 +213,7 @@ func memoryAcknowledgeUse() *Tool {
 					default:
 						body.Entries = append(body.Entries, MemoryUseEntry{FactID: f.ID, Entity: f.Entity})
 						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
-						fr := env.Decay.Freshness(f.HorizonClass, f.Anchor(), now)
+						fr := env.decay().Freshness(f.HorizonClass, f.Anchor(), now)
 						shared = append(shared, store.RankedFact{Fact: f, Freshness: fr, Effective: store.EffectiveConfidence(f.Confidence, fr)})
 					}
 				}
@@ -230,7 +229,7 @@ func memoryAcknowledgeUse() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			if !env.Enabled(flagAuditEnvelope) {
+			if !env.Flags.AuditEnvelope {
 				return jsonResult(out)
 			}
 			e := readEnvelope(name, shared, now)

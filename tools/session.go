@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/crux-go/crux/feature"
 	"slices"
 	"time"
 
@@ -33,12 +34,12 @@ func (h HexBytes) MarshalJSON() ([]byte, error) {
 // capabilityOf is what the server's router says about one tool: its
 // decision, or an unenforced allow when there is no router.
 func capabilityOf(ctx context.Context, env *Env, name string) CapabilityNode {
-	n := CapabilityNode{Tool: name, Capability: surface.Capability(name), Tier: surface.TierOf(name, env.AgentPassports).String(),
+	n := CapabilityNode{Tool: name, Capability: surface.Capability(name), Tier: env.Surface.Tier(name).String(),
 		Affinity: string(surface.AffinityOf(name)), Allowed: true, Mode: "unenforced", BackendID: rcx.LocalBackendID}
 	if env.Router == nil {
 		return n
 	}
-	d := env.Router.Decide(ctx, rcx.ToolCall(name, env.AgentPassports))
+	d := env.Router.Decide(ctx, env.capabilityCall(name))
 	n.Allowed, n.Mode, n.BackendID, n.ReasonCode = d.Authorised, string(d.Mode), d.BackendID, d.ReasonCode
 	return n
 }
@@ -236,8 +237,6 @@ type AutonomyRow struct {
 	WhyDenied   string `json:"why_denied,omitempty"`
 }
 
-const flagAutonomyContract = "CORECRUXD_FEATURE_AUTONOMY_CONTRACT"
-
 func autonomyContract() *Tool {
 	const name = "autonomy_contract"
 	return &Tool{
@@ -245,13 +244,13 @@ func autonomyContract() *Tool {
 		Description: "Your per-tool autonomy matrix against the server's capability token: for each tool, whether " +
 			"you may call it, its capability (scope), backend, mode and credit cost, and why not when denied. " +
 			"Metadata only; it reads no memories. Without a router every tool shows allowed in mode unenforced. " +
-			"Needs " + flagAutonomyContract + " on; while it is off the tool answers feature_enabled false and an empty list.",
+			"Needs " + feature.EnvAutonomyContract + " on; while it is off the tool answers feature_enabled false and an empty list.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *autonomyArgs) (*Result, error) {
-			out := map[string]any{"feature_enabled": env.Enabled(flagAutonomyContract), "passport_id": c.Name(),
+			out := map[string]any{"feature_enabled": env.Flags.AutonomyContract, "passport_id": c.Name(),
 				"tier": "unenforced", "token_id": nil, "token_hash": nil}
 			if env.Router != nil {
 				info := env.Router.Info()

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,27 +104,6 @@ func (s *Set) Lookup(name string) (*Tool, bool) {
 		return nil, false
 	}
 	return s.tools[i], true
-}
-
-// Call checks args against the tool's schema and runs it. A malformed
-// argument is an *Error with code CodeInvalidParams naming it; the handler
-// does not run then. name must be a tool of the set.
-func (s *Set) Call(ctx context.Context, env *Env, c Caller, name string, args json.RawMessage) (*Result, error) {
-	i, ok := s.byName[name]
-	if !ok {
-		return nil, &Error{Code: CodeMethodNotFound, Message: "unknown tool: " + name}
-	}
-	t := s.tools[i]
-	if t.gate != nil {
-		if res, err := t.gate(env); res != nil || err != nil {
-			return res, err
-		}
-	}
-	args, err := checkArguments(t.Name, s.schema[i], args)
-	if err != nil {
-		return nil, err
-	}
-	return t.run(ctx, env, c, args)
 }
 
 // checkArguments applies the size and encoding limits and the schema. It

@@ -3,9 +3,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"github.com/crux-go/crux/feature"
 )
-
-const flagSyncRemote = "CORECRUXD_SYNC_REMOTE_URL"
 
 // syncTool is sync_pull or sync_push. crux has no client for a hosted sync
 // platform: unconfigured, the tools say so as the reference does; configured,
@@ -19,10 +18,10 @@ func syncTool(name, what string) *Tool {
 		Output:      "isError result: sync not configured, or not available in crux",
 		schema:      schemaFor(name),
 		run: bind(name, func(_ context.Context, env *Env, _ Caller, _ *json.RawMessage) (*Result, error) {
-			if !env.Enabled(flagSyncRemote) {
-				return errorResult("sync not configured: %s is not set", flagSyncRemote), nil
+			if env.Flags.SyncRemoteURL == "" {
+				return errorResult("sync not configured: %s is not set", feature.EnvSyncRemoteURL), nil
 			}
-			return errorResult("sync not available: crux has no sync client and does not contact %s", flagSyncRemote), nil
+			return errorResult("sync not available: crux has no sync client and does not contact %s", feature.EnvSyncRemoteURL), nil
 		}),
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crux-go/crux/feature"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -162,32 +164,61 @@ type Annotations struct {
 }
 
 // Env is what handlers need from the server that runs them. It is fixed
-// when the server is created.
+// when the server is created; build it with [NewEnv].
 type Env struct {
 	Store  store.Backend
 	Now    func() time.Time
-	Decay  store.DecayPolicy
 	Signer receipts.Signer // signs every receipt
 	Router rcx.Router      // nil: no capability enforcement
+	// Flags are the server's feature flags, read once at creation.
+	Flags feature.Flags
+	// Surface is the tier table resolved under Flags.
+	Surface surface.Table
 	// Intents holds the intent each caller declared with cuecrux_session.
 	Intents *IntentBook
 	// Tools names the tools the server serves, in catalogue order.
 	Tools []string
-	// AgentPassports is Flags.AgentPassports (issue_passport is local).
-	AgentPassports bool
-	// Enabled reports a boolean flag by its environment name
-	// (CORECRUXD_FEATURE_...).
-	Enabled func(flag string) bool
-	// ForgetRecoveryWindow is how long a forget can be restored before its
-	// values are purged (CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS).
-	ForgetRecoveryWindow time.Duration
+	// Logger receives reports of recovered panics and internal errors.
+	Logger *slog.Logger
 }
 
-func (e *Env) now() time.Time {
-	if e.Now != nil {
-		return e.Now().UTC()
+// NewEnv returns the Env of a server serving set over st: now is the clock,
+// signer signs receipts, router (nil for none) enforces capability tokens,
+// logger (nil to discard) receives internal errors.
+func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Time, signer receipts.Signer,
+	router rcx.Router, logger *slog.Logger) *Env {
+	if now == nil {
+		now = time.Now
 	}
-	return time.Now().UTC()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	names := make([]string, len(set.tools))
+	for i, t := range set.tools {
+		names[i] = t.Name
+	}
+	return &Env{
+		Store: st, Now: now, Signer: signer, Router: router, Flags: flags,
+		Surface: surface.Resolve(flags.AgentPassports), Intents: new(IntentBook), Tools: names, Logger: logger,
+	}
+}
+
+func (e *Env) now() time.Time { return e.Now().UTC() }
+
+// decay is the staleness policy of the decay settings.
+func (e *Env) decay() store.DecayPolicy {
+	return store.DecayPolicy{
+		VolatileStale: time.Duration(e.Flags.DecayVolatileHours) * time.Hour,
+		MediumStale:   time.Duration(e.Flags.DecayMediumDays) * 24 * time.Hour,
+		StableStale:   time.Duration(e.Flags.DecayStableDays) * 24 * time.Hour,
+	}
+}
+
+// capabilityCall is the capability check a call to the named tool makes:
+// the tool's capability string, preferring the hosted backend when the
+// tool is hosted-gated.
+func (e *Env) capabilityCall(name string) rcx.Call {
+	return rcx.ToolCall(surface.Capability(name), !e.Surface.IsLocal(name))
 }
 
 // handler is a tool's implementation after argument checking.
@@ -277,10 +308,10 @@ func All() []*Tool {
 }
 
 // flagGate is a gate that answers with the error mk builds (a new one each
-// call: callers may keep or change it) while flag is off.
-func flagGate(flag string, mk func() *Error) func(env *Env) (*Result, error) {
+// call: callers may keep or change it) while on reports the flag off.
+func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*Result, error) {
 	return func(env *Env) (*Result, error) {
-		if env.Enabled(flag) {
+		if on(&env.Flags) {
 			return nil, nil
 		}
 		return nil, mk()

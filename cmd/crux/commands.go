@@ -26,10 +26,10 @@ const maxStdinArgs = 64 << 20
 // serveCmd is crux serve: MCP over stdin and stdout until the client closes
 // stdin (a clean exit) or ctx is cancelled by a signal (also clean, after
 // in-flight calls have finished). The store is closed before it returns.
-func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string, logger *slog.Logger) (err error) {
+func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, osenv *environment, logger *slog.Logger) (err error) {
 	var cf commonFlags
 	fs := newFlagSet("serve", &cf)
-	s, err := resolveNoArgs("serve", fs, &cf, args, getenv)
+	s, err := resolveNoArgs("serve", fs, &cf, args, osenv)
 	if err != nil {
 		return err
 	}
@@ -66,11 +66,11 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 // toolsCmd is crux tools: the catalogue as the caller sees it.
-func toolsCmd(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string, logger *slog.Logger) error {
+func toolsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
 	var cf commonFlags
 	fs := newFlagSet("tools", &cf)
 	asJSON := fs.Bool("json", false, "print the tools/list array as JSON")
-	s, err := resolveNoArgs("tools", fs, &cf, args, getenv)
+	s, err := resolveNoArgs("tools", fs, &cf, args, osenv)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func toolsCmd(ctx context.Context, args []string, stdout io.Writer, getenv func(
 // callCmd is crux call: one tool call. The result object goes to stdout
 // (status 0, also when isError is set); a protocol-level error goes to
 // stdout as {"error": {...}} with status 1.
-func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string, logger *slog.Logger) error {
+func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
 	var cf commonFlags
 	fs := newFlagSet("call", &cf)
 	pos, err := parseArgs(fs, args)
@@ -130,7 +130,7 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		}
 	}
 
-	s, err := resolve(fs, &cf, getenv)
+	s, err := resolve(fs, &cf, osenv)
 	if err != nil {
 		return err
 	}

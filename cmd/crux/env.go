@@ -14,11 +14,38 @@ import (
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store/bolt"
-	"github.com/crux-go/crux/tools"
 )
 
 // dbFile is the name of the store in the data directory.
 const dbFile = "crux.db"
+
+// environment is the process environment as the command reads it: its
+// variables, and the feature flags read from them once.
+type environment struct {
+	vars     map[string]string
+	flags    crux.Flags
+	warnings []crux.FlagWarning // what looked like a mistake in the flags
+}
+
+// commandVariables are the CRUX_* variables the command reads itself.
+var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT"}
+
+// newEnvironment reads environ, NAME=value entries as os.Environ returns
+// them; the first entry of a name wins, as with os.Getenv.
+func newEnvironment(environ []string) *environment {
+	e := &environment{vars: make(map[string]string, len(environ))}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, dup := e.vars[k]; !dup {
+			e.vars[k] = v
+		}
+	}
+	e.flags, e.warnings = crux.FlagsFromEnv(environ, commandVariables...)
+	return e
+}
+
+// getenv returns the value of the variable k, or "" when it is unset.
+func (e *environment) getenv(k string) string { return e.vars[k] }
 
 // dataDir returns the data directory: flagDir when the --data flag was
 // given, else $CRUX_DATA_DIR, else $XDG_DATA_HOME/crux (an XDG_DATA_HOME
@@ -73,23 +100,23 @@ type setup struct {
 
 // resolve applies the common flags of fs (registered into cf) and the
 // environment.
-func resolve(fs *flag.FlagSet, cf *commonFlags, getenv func(string) string) (*setup, error) {
+func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	dir, err := dataDir(cf.data, set["data"], getenv)
+	dir, err := dataDir(cf.data, set["data"], osenv.getenv)
 	if err != nil {
 		return nil, err
 	}
 	return &setup{
 		dir:    dir,
-		caller: callerFor(cf.agent, set["agent"], getenv),
-		flags:  crux.FlagsFromEnv(getenv),
+		caller: callerFor(cf.agent, set["agent"], osenv.getenv),
+		flags:  osenv.flags,
 	}, nil
 }
 
 // resolveNoArgs parses the flags of a command that takes no positional
 // arguments and resolves them (see resolve).
-func resolveNoArgs(name string, fs *flag.FlagSet, cf *commonFlags, args []string, getenv func(string) string) (*setup, error) {
+func resolveNoArgs(name string, fs *flag.FlagSet, cf *commonFlags, args []string, osenv *environment) (*setup, error) {
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return nil, err
@@ -97,7 +124,7 @@ func resolveNoArgs(name string, fs *flag.FlagSet, cf *commonFlags, args []string
 	if len(pos) > 0 {
 		return nil, usagef("%s takes no arguments, got %q", name, pos[0])
 	}
-	return resolve(fs, cf, getenv)
+	return resolve(fs, cf, osenv)
 }
 
 // lockedError reports that another process holds the store.
@@ -149,9 +176,8 @@ func (s *setup) trust() (*receipts.Ed25519Signer, rcx.Router, error) {
 		return nil, nil, fmt.Errorf("loading the signing key: %w", err)
 	}
 	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{
-		Tenant:               tools.DefaultTenant,
-		AgentPassports:       s.flags.AgentPassports,
-		PassportMintRequests: s.flags.PassportMintRequests,
+		Tenant:       crux.DefaultTenant,
+		Capabilities: crux.FreeLocalCapabilities(s.flags),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("minting the free-local token: %w", err)

@@ -23,7 +23,7 @@ import (
 // --agent is refused rather than ignored.
 
 // operatorFlags parses the flags of an operator command: --data only.
-func operatorFlags(name string, args []string, getenv func(string) string) (*setup, []string, error) {
+func operatorFlags(name string, args []string, osenv *environment) (*setup, []string, error) {
 	var cf commonFlags
 	fset := newFlagSet(name, &cf)
 	pos, err := parseArgs(fset, args)
@@ -35,7 +35,7 @@ func operatorFlags(name string, args []string, getenv func(string) string) (*set
 	if agent {
 		return nil, nil, usagef("%s acts as the operator, not as an agent: --agent does not apply", name)
 	}
-	s, err := resolve(fset, &cf, getenv)
+	s, err := resolve(fset, &cf, osenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,12 +57,12 @@ func existingStore(dir string) (string, error) {
 
 // forgetCmd is crux forget restore RECEIPT_ID: puts back what a forget
 // forgot, within its recovery window, and prints the restore report.
-func forgetCmd(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string, logger *slog.Logger) error {
+func forgetCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
 	args, err := subcommand("forget", "restore", args)
 	if err != nil {
 		return err
 	}
-	s, pos, err := operatorFlags("forget restore", args, getenv)
+	s, pos, err := operatorFlags("forget restore", args, osenv)
 	if err != nil {
 		return err
 	}
@@ -91,8 +91,8 @@ func forgetCmd(ctx context.Context, args []string, stdout io.Writer, getenv func
 // purges (crux.NewServer does, as every command that opens the store), so
 // the report also lists the forgets that were due when the command started
 // and that the opening purged.
-func purgeCmd(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string, logger *slog.Logger) (err error) {
-	s, pos, err := operatorFlags("purge", args, getenv)
+func purgeCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) (err error) {
+	s, pos, err := operatorFlags("purge", args, osenv)
 	if err != nil {
 		return err
 	}

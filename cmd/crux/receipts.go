@@ -25,14 +25,14 @@ func subcommand(cmd, want string, args []string) ([]string, error) {
 }
 
 // keysCmd is crux keys export: the public keyring of the data directory.
-func keysCmd(args []string, stdout io.Writer, getenv func(string) string) error {
+func keysCmd(args []string, stdout io.Writer, osenv *environment) error {
 	args, err := subcommand("keys", "export", args)
 	if err != nil {
 		return err
 	}
 	var cf commonFlags
 	fs := newFlagSet("keys export", &cf)
-	s, err := resolveNoArgs("keys export", fs, &cf, args, getenv)
+	s, err := resolveNoArgs("keys export", fs, &cf, args, osenv)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func readReceipt(ctx context.Context, dir, id string) (*receipts.Receipt, error)
 }
 
 // exportCmd is crux export receipt ID: a stored receipt as JSON.
-func exportCmd(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+func exportCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment) error {
 	args, err := subcommand("export", "receipt", args)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func exportCmd(ctx context.Context, args []string, stdout io.Writer, getenv func
 	if len(pos) != 1 {
 		return usagef("export receipt takes one receipt id")
 	}
-	s, err := resolve(fs, &cf, getenv)
+	s, err := resolve(fs, &cf, osenv)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func exportCmd(ctx context.Context, args []string, stdout io.Writer, getenv func
 // verifyCmd is crux verify receipt: offline verification with only the
 // public keyring. Status 0 when the report's code is OK; else 1, with the
 // code on stderr.
-func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment) error {
 	args, err := subcommand("verify", "receipt", args)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if (*file == "") == (len(pos) != 1) || len(pos) > 1 {
 		return usagef("verify receipt takes one receipt id, or --file FILE")
 	}
-	s, err := resolve(fs, &cf, getenv)
+	s, err := resolve(fs, &cf, osenv)
 	if err != nil {
 		return err
 	}

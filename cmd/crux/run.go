@@ -100,12 +100,16 @@ func usagef(format string, args ...any) error {
 // run runs the command with args (without the program name) and returns its
 // exit status. Everything it reads and writes goes through its arguments,
 // so tests run it in-process.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	osenv := newEnvironment(environ)
+	for _, w := range osenv.warnings {
+		logger.Warn("crux: environment: " + w.String())
+	}
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "help", "-h", "-help", "--help":
@@ -116,21 +120,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	case "serve":
-		err = serveCmd(ctx, rest, stdin, stdout, getenv, logger)
+		err = serveCmd(ctx, rest, stdin, stdout, osenv, logger)
 	case "tools":
-		err = toolsCmd(ctx, rest, stdout, getenv, logger)
+		err = toolsCmd(ctx, rest, stdout, osenv, logger)
 	case "call":
-		err = callCmd(ctx, rest, stdin, stdout, getenv, logger)
+		err = callCmd(ctx, rest, stdin, stdout, osenv, logger)
 	case "keys":
-		err = keysCmd(rest, stdout, getenv)
+		err = keysCmd(rest, stdout, osenv)
 	case "export":
-		err = exportCmd(ctx, rest, stdout, getenv)
+		err = exportCmd(ctx, rest, stdout, osenv)
 	case "verify":
-		err = verifyCmd(ctx, rest, stdout, stderr, getenv)
+		err = verifyCmd(ctx, rest, stdout, stderr, osenv)
 	case "forget":
-		err = forgetCmd(ctx, rest, stdout, getenv, logger)
+		err = forgetCmd(ctx, rest, stdout, osenv, logger)
 	case "purge":
-		err = purgeCmd(ctx, rest, stdout, getenv, logger)
+		err = purgeCmd(ctx, rest, stdout, osenv, logger)
 	default:
 		err = usagef("unknown command %q", cmd)
 	}
@@ -154,7 +158,8 @@ func report(err error, stdout, stderr io.Writer) int {
 		// The command already reported the failure on standard output.
 		return exitFailure
 	default:
-		fmt.Fprintf(stderr, "crux: %v\n", err)
+		// Errors of the crux packages already start with "crux: ".
+		fmt.Fprintf(stderr, "crux: %s\n", strings.TrimPrefix(err.Error(), "crux: "))
 		return exitFailure
 	}
 }

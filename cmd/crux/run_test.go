@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,6 +27,15 @@ import (
 type env map[string]string
 
 func (e env) getenv(k string) string { return e[k] }
+
+// list returns the environment as NAME=value entries.
+func (e env) list() []string {
+	var out []string
+	for k, v := range e {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader in different
 // goroutines.
@@ -58,7 +68,7 @@ func runCrux(t *testing.T, e env, stdin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, strings.NewReader(stdin), &stdout, &stderr, e.getenv)
+	code := run(ctx, args, strings.NewReader(stdin), &stdout, &stderr, e.list())
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
@@ -400,7 +410,7 @@ func serveInProcess(t *testing.T, ctx context.Context, stderr io.Writer, args ..
 	stdoutR, stdoutW := io.Pipe()
 	codes := make(chan int, 1)
 	go func() {
-		code := run(ctx, append([]string{"serve"}, args...), stdinR, stdoutW, stderr, env{}.getenv)
+		code := run(ctx, append([]string{"serve"}, args...), stdinR, stdoutW, stderr, env{}.list())
 		stdoutW.Close()
 		codes <- code
 	}()
@@ -469,4 +479,30 @@ func TestServeStopsOnCancel(t *testing.T) {
 	db, err := bolt.Open(filepath.Join(dir, "crux.db"), &bolt.Options{LockTimeout: -1})
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
+}
+
+func TestEnvironmentWarnings(t *testing.T) {
+	dir := t.TempDir()
+	r := runCrux(t, env{
+		"CORECRUXD_TOOL_SURFACE":     "minmal",
+		"CORECRUXD_FEATURE_FRESHNES": "0",
+		"CRUX_AGENT":                 "planner", // read by the command: no warning
+		"CRUX_DATA_DIR":              dir,
+	}, "", "tools")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `CORECRUXD_TOOL_SURFACE=\"minmal\": not full, minimal or dynamic; read as full`)
+	assert.Contains(t, r.stderr, "did you mean CORECRUXD_FEATURE_FRESHNESS?")
+	assert.NotContains(t, r.stderr, "CRUX_AGENT")
+	assert.NotContains(t, r.stderr, "CRUX_DATA_DIR")
+	assert.Equal(t, 2, strings.Count(r.stderr, "level=WARN"), r.stderr)
+}
+
+func TestErrorPrefixOnce(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := report(fmt.Errorf("opening: %w", crux.ErrServerClosed), &stdout, &stderr)
+	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, "crux: opening: crux: server is closed\n", stderr.String())
+	stderr.Reset()
+	report(crux.ErrServerClosed, &stdout, &stderr)
+	assert.Equal(t, "crux: server is closed\n", stderr.String())
 }

@@ -38,7 +38,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	token, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Tenant: "default"})
+	token, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Tenant: crux.DefaultTenant, Capabilities: crux.FreeLocalCapabilities(crux.DefaultFlags())})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package crux
+package feature
 
 import (
 	"bytes"
@@ -15,13 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// env returns a getenv over the given pairs; every other variable is unset.
-func env(pairs ...string) func(string) string {
-	m := map[string]string{}
+// env returns an environment (NAME=value entries) of the given pairs.
+func env(pairs ...string) []string {
+	var environ []string
 	for i := 0; i+1 < len(pairs); i += 2 {
-		m[pairs[i]] = pairs[i+1]
+		environ = append(environ, pairs[i]+"="+pairs[i+1])
 	}
-	return func(k string) string { return m[k] }
+	return environ
+}
+
+// read returns the flags FromEnv reads from the pairs, ignoring warnings.
+func read(pairs ...string) Flags {
+	f, _ := FromEnv(env(pairs...))
+	return f
 }
 
 func TestDialectSwitchRules(t *testing.T) {
@@ -91,7 +97,7 @@ func TestDialectString(t *testing.T) {
 	assert.Equal(t, "Dialect(75)", Dialect('K').String())
 }
 
-func TestFlagsFromEnvRules(t *testing.T) {
+func TestFromEnvRules(t *testing.T) {
 	field := func(name string) func(Flags) any {
 		return func(f Flags) any { return reflect.ValueOf(f).FieldByName(name).Interface() }
 	}
@@ -194,7 +200,7 @@ func TestFlagsFromEnvRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.env, func(t *testing.T) {
 			for value, want := range tt.cases {
-				got := tt.get(FlagsFromEnv(env(tt.env, value)))
+				got := tt.get(read(tt.env, value))
 				assert.Equal(t, want, got, "%s=%q", tt.env, value)
 			}
 		})
@@ -210,14 +216,16 @@ func TestParseSurface(t *testing.T) {
 	}
 }
 
-func TestDefaultFlagsEqualEmptyEnvironment(t *testing.T) {
-	assert.Equal(t, DefaultFlags(), FlagsFromEnv(func(string) string { return "" }))
-	assert.True(t, DefaultFlags() == FlagsFromEnv(env()))
+func TestDefaultsEqualEmptyEnvironment(t *testing.T) {
+	f, warnings := FromEnv(nil)
+	assert.Equal(t, Defaults(), f)
+	assert.Empty(t, warnings)
+	assert.True(t, Defaults() == read("CORECRUXD_FEATURE_FRESHNESS", ""))
 }
 
-func TestDefaultFlagsMatchDialects(t *testing.T) {
-	def := DefaultFlags()
-	for _, fi := range FlagTable() {
+func TestDefaultsMatchDialects(t *testing.T) {
+	def := Defaults()
+	for _, fi := range Table() {
 		if !fi.Switch {
 			continue
 		}
@@ -227,18 +235,62 @@ func TestDefaultFlagsMatchDialects(t *testing.T) {
 	}
 }
 
-func TestFlagsFromEnvNilUsesOSGetenv(t *testing.T) {
-	t.Setenv("CORECRUXD_FEATURE_REUSE_CHECK", "no")
-	t.Setenv("CORECRUXD_FEATURE_SCOPED_FORGET", "yes")
-	t.Setenv("CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS", "3")
-	f := FlagsFromEnv(nil)
-	assert.True(t, f.ReuseCheck)
-	assert.False(t, f.ScopedForget)
+func TestFromEnvFirstEntryWins(t *testing.T) {
+	f, _ := FromEnv([]string{"CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS=3", "CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS=9"})
 	assert.Equal(t, 3, f.ForgetRecoveryWindowDays)
 }
 
+func TestFromEnvWarnings(t *testing.T) {
+	tests := []struct {
+		name, env, value string
+		want             string // the warning's String; "" means none
+	}{
+		{"typo in the surface", "CORECRUXD_TOOL_SURFACE", "minmal",
+			`CORECRUXD_TOOL_SURFACE="minmal": not full, minimal or dynamic; read as full`},
+		{"surface spelled right", "CORECRUXD_TOOL_SURFACE", " Minimal ", ""},
+		{"surface full", "CORECRUXD_TOOL_SURFACE", "full", ""},
+		{"yes on a strict flag", "CORECRUXD_FEATURE_SCOPED_FORGET", "yes",
+			`CORECRUXD_FEATURE_SCOPED_FORGET="yes": read as off (on only if exactly 1 or true (any case))`},
+		{"0 on a strict flag", "CORECRUXD_FEATURE_SCOPED_FORGET", "0", ""},
+		{"no on a short deny-list", "CORECRUXD_FEATURE_REUSE_CHECK", "no",
+			`CORECRUXD_FEATURE_REUSE_CHECK="no": read as on (on unless trim+lower is 0, false or off (no: on))`},
+		{"not a switch word", "CORECRUXD_FEATURE_ARTEFACTS", "banana",
+			`CORECRUXD_FEATURE_ARTEFACTS="banana": not a switch value; read as on (on unless trim+lower is 0, false, off or no)`},
+		{"True on a yes-list", "CORECRUXD_AGENT_PASSPORTS", "True",
+			`CORECRUXD_AGENT_PASSPORTS="True": read as off (on only if trimmed is 1, true, TRUE, yes or YES)`},
+		{"on as on", "CORECRUXD_FEATURE_MEMORY_PANEL", "on", ""},
+		{"integer", "CORECRUXD_DECAY_MEDIUM_DAYS", "12", ""},
+		{"not an integer", "CORECRUXD_DECAY_MEDIUM_DAYS", "12d",
+			`CORECRUXD_DECAY_MEDIUM_DAYS="12d": not an integer; read as 35`},
+		{"below the minimum", "CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS", "0",
+			`CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS="0": below the minimum of 1; read as 1`},
+		{"too large", "CORECRUXD_DECAY_STABLE_DAYS", "999999999999",
+			`CORECRUXD_DECAY_STABLE_DAYS="999999999999": too large; read as 365`},
+		{"strings are never wrong", "CORECRUXD_AUDIT_EXPORT_DIR", "banana", ""},
+		{"a secret's value is not shown", "CORECRUXD_SYNC_API_KEY", "hunter2", ""},
+		{"unknown name near a flag", "CORECRUXD_FEATURE_FRESHNES", "0",
+			`CORECRUXD_FEATURE_FRESHNES="0": not a crux setting; did you mean CORECRUXD_FEATURE_FRESHNESS?`},
+		{"unknown name", "CRUX_NOTHING_LIKE_IT", "1", `CRUX_NOTHING_LIKE_IT="1": not a crux setting`},
+		{"another prefix is not ours", "HOME", "/root", ""},
+		{"a name the caller reads", "CRUX_AGENT", "planner", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, warnings := FromEnv(env(tt.env, tt.value), "CRUX_AGENT")
+			if tt.want == "" {
+				assert.Empty(t, warnings)
+				return
+			}
+			require.Len(t, warnings, 1)
+			assert.Equal(t, tt.want, warnings[0].String())
+		})
+	}
+	w := Warning{Name: "CORECRUXD_SYNC_API_KEY", Value: "hunter2", Problem: "x"}
+	assert.NotContains(t, w.String(), "hunter2")
+}
+
 // nonDefault returns a raw value that moves the flag away from its default.
-func nonDefault(fi FlagInfo) string {
+func nonDefault(fi Info) string {
 	switch {
 	case fi.Dialect == DialectInteger:
 		return "2"
@@ -254,10 +306,10 @@ func nonDefault(fi FlagInfo) string {
 }
 
 func TestEveryFlagIsRead(t *testing.T) {
-	def := DefaultFlags()
+	def := Defaults()
 	defV := reflect.ValueOf(def)
-	for _, fi := range FlagTable() {
-		got := FlagsFromEnv(env(fi.Env, nonDefault(fi)))
+	for _, fi := range Table() {
+		got := read(fi.Env, nonDefault(fi))
 		gotV := reflect.ValueOf(got)
 		var changed []string
 		for i := 0; i < defV.NumField(); i++ {
@@ -274,8 +326,8 @@ func TestEveryFlagIsRead(t *testing.T) {
 	}
 }
 
-func TestFlagTableCoversEveryField(t *testing.T) {
-	table := FlagTable()
+func TestTableCoversEveryField(t *testing.T) {
+	table := Table()
 	typ := reflect.TypeFor[Flags]()
 	byField := map[string]int{}
 	byEnv := map[string]int{}
@@ -295,16 +347,16 @@ func TestFlagTableCoversEveryField(t *testing.T) {
 	}
 	assert.Equal(t, typ.NumField(), len(table))
 
-	names := FlagNames()
+	names := Names()
 	require.Len(t, names, len(table))
 	for i := range table {
 		assert.Equal(t, table[i].Env, names[i])
 	}
 }
 
-// TestFlagTableCoversSeed pins the variables the seed (chapters 12 and 14)
+// TestTableCoversSeed pins the variables the seed (chapters 12 and 14)
 // and the reference catalogue name, so none is dropped from the table.
-func TestFlagTableCoversSeed(t *testing.T) {
+func TestTableCoversSeed(t *testing.T) {
 	want := []string{
 		// Seed chapters 12 and 14.
 		"CORECRUXD_AGENT_PASSPORTS",
@@ -343,13 +395,13 @@ func TestFlagTableCoversSeed(t *testing.T) {
 		"CORECRUXD_DECAY_VOLATILE_HOURS",
 		"CORECRUXD_TOOL_SURFACE",
 	}
-	got := FlagNames()
+	got := Names()
 	sort.Strings(got)
 	sort.Strings(want)
 	assert.Equal(t, want, got)
 }
 
-func TestFlagTableDefaults(t *testing.T) {
+func TestTableDefaults(t *testing.T) {
 	want := map[string]string{
 		"CORECRUXD_FEATURE_SCOPED_FORGET":       "on",
 		"CORECRUXD_FEATURE_MEMORY_PANEL":        "on",
@@ -377,7 +429,7 @@ func TestFlagTableDefaults(t *testing.T) {
 		"CORECRUXD_FEATURE_AUTONOMY_CONTRACT": DialectShortDenyList,
 		"CORECRUXD_TOOL_SURFACE":              DialectEnum,
 	}
-	for _, fi := range FlagTable() {
+	for _, fi := range Table() {
 		if w, ok := want[fi.Env]; ok {
 			assert.Equal(t, w, fi.Default, fi.Env)
 		}
@@ -386,7 +438,7 @@ func TestFlagTableDefaults(t *testing.T) {
 		}
 	}
 	// A set secret shows as redacted in the table, never as its value.
-	f := FlagsFromEnv(env("CORECRUXD_SYNC_API_KEY", "hunter2"))
+	f := read("CORECRUXD_SYNC_API_KEY", "hunter2")
 	for i := range flagSpecs {
 		if flagSpecs[i].env == "CORECRUXD_SYNC_API_KEY" {
 			assert.Equal(t, "[REDACTED]", flagSpecs[i].text(&f))
@@ -395,11 +447,11 @@ func TestFlagTableDefaults(t *testing.T) {
 }
 
 func TestEnabled(t *testing.T) {
-	f := FlagsFromEnv(env(
+	f := read(
 		"CORECRUXD_FEATURE_ARTEFACTS", "yes",
 		"CORECRUXD_FEATURE_SCOPED_FORGET", "on",
 		"CORECRUXD_SYNC_REMOTE_URL", "https://x",
-	))
+	)
 	tests := []struct {
 		env       string
 		on, known bool
@@ -442,13 +494,13 @@ func renderFlagRow(env, field, dialect, rule, def string) string {
 }
 
 // TestFlagsDocTable checks that the table in the Flags doc comment is
-// exactly FlagTable, so the documentation stays true of the code.
+// exactly Table, so the documentation stays true of the code.
 func TestFlagsDocTable(t *testing.T) {
 	src, err := os.ReadFile("flags.go")
 	require.NoError(t, err)
 
 	want := []string{fmt.Sprintf("%-40s %-24s %-53s %s", "Variable", "Field", "Dialect and rule", "Default")}
-	for _, fi := range FlagTable() {
+	for _, fi := range Table() {
 		want = append(want, renderFlagRow(fi.Env, fi.Field, fi.Dialect.String(), fi.Rule, fi.Default))
 	}
 	var got []string
@@ -465,12 +517,12 @@ func TestFlagsDocTable(t *testing.T) {
 
 func TestSecretsAreRedacted(t *testing.T) {
 	values := []string{"sync-key-AAAA1111", "c2pa-key-BBBB2222", "handoff-CCCC3333"}
-	f := FlagsFromEnv(env(
+	f := read(
 		"CORECRUXD_SYNC_API_KEY", values[0],
 		"CORECRUXD_C2PA_SIGNING_KEY_B64", values[1],
 		"CRUX_MCP_HANDOFF_SECRET", values[2],
 		"CORECRUXD_SYNC_REMOTE_URL", "https://sync.example",
-	))
+	)
 	assert.Equal(t, values[0], f.SyncAPIKey.Reveal())
 	assert.Equal(t, values[1], f.C2PASigningKeyB64.Reveal())
 	assert.Equal(t, values[2], f.HandoffSecret.Reveal())
@@ -510,5 +562,5 @@ func TestSecretsAreRedacted(t *testing.T) {
 	assert.False(t, unset.IsSet())
 	assert.Equal(t, "", fmt.Sprint(unset))
 	assert.Equal(t, `""`, fmt.Sprintf("%#v", unset))
-	assert.Contains(t, fmt.Sprintf("%+v", DefaultFlags()), "SyncAPIKey: ")
+	assert.Contains(t, fmt.Sprintf("%+v", Defaults()), "SyncAPIKey: ")
 }
