@@ -1,5 +1,9 @@
 package crux_test
-import ("github.com/crux-go/crux"; "github.com/crux-go/crux/feature")
+
+import (
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/feature"
+)
 
 // flagsFrom reads the flags from getenv through crux.FlagsFromEnv.
 func flagsFrom(getenv func(string) string) crux.Flags {

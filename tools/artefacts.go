@@ -110,11 +110,6 @@ func checkLabel(tool, param, s string) error {
 	return nil
 }
 
-// artefactTools returns artefact_put, artefact_get and artefact_list (seed §12.13).
-func artefactTools() []*Tool {
-	return []*Tool{artefactPut(), artefactGet(), artefactList()}
-}
-
 // ---- artefact_put ----
 
 type artefactPutArgs struct {

@@ -63,10 +63,6 @@ func requirePassport(tool string, c Caller) error {
 	}
 }
 
-func consolidationTools() []*Tool {
-	return []*Tool{memoryContradictions(), memoryConsolidate()}
-}
-
 // ---- memory_contradictions ----
 
 type contradictionsArgs struct {

@@ -997,8 +997,3 @@ func enrichAction() *Tool {
 		}),
 	}
 }
-
-// constraintTools returns the constraint, config-audit and action-enrichment tools (seed §12.22).
-func constraintTools() []*Tool {
-	return []*Tool{declareConstraint(), getConstraints(), checkConstraints(), auditConfig(), checkConfigAudit(), enrichAction()}
-}

@@ -370,9 +370,6 @@ func memoryForgetDryRun() *Tool {
 	}
 }
 
-// forgetTools returns memory_forget and memory_forget_dry_run (seed §12.9).
-func forgetTools() []*Tool { return []*Tool{memoryForget(), memoryForgetDryRun()} }
-
 // ---- operator functions ----
 
 // RestoreReport is what [RestoreForget] did.

@@ -121,10 +121,6 @@ func decayPolicyView(p store.DecayPolicy) DecayPolicyView {
 	}
 }
 
-func freshnessTools() []*Tool {
-	return []*Tool{memoryFreshness(), memorySweepCandidates(), memorySetHorizon(), memoryReverify()}
-}
-
 // freshnessRowCost is what a row costs against a freshness tool's token budget.
 func freshnessRowCost(row any) int { return max(rowTokens(row), freshnessMinRowTokens) }
 

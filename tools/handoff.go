@@ -147,9 +147,6 @@ func HandoffContentHash(canonical []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// handoffTools returns create_handoff and accept_handoff (seed §12.20).
-func handoffTools() []*Tool { return []*Tool{createHandoff(), acceptHandoff()} }
-
 // ---- create_handoff ----
 
 type createHandoffArgs struct {

@@ -52,20 +52,6 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-// hardeningTools returns route_access_matrix, execplan_gate,
-// auth_posture_audit, egress_policy_check (§12.15), get_gaps (§12.16) and
-// record_decision (§12.21).
-func hardeningTools() []*Tool {
-	return []*Tool{
-		routeAccessMatrix(),
-		execplanGate(),
-		authPostureAudit(),
-		egressPolicyCheck(),
-		getGaps(),
-		recordDecision(),
-	}
-}
-
 // ---- route_access_matrix ----
 
 // RouteAccess is one route of a crux transport and what it requires.

@@ -167,10 +167,6 @@ func memFactFailure(tool, id string, err error) (*Result, error) {
 	return nil, err
 }
 
-func memoryPanelTools() []*Tool {
-	return []*Tool{memoryView(), memoryEdit(), memoryPin(), memoryHistory()}
-}
-
 // ---- memory_view ----
 
 type memoryViewArgs struct {

@@ -46,8 +46,6 @@ const ReceiptKindMemoryUse = "memory_use"
 // Intents memory_acknowledge_use documents. Any other value is recorded as given.
 var memoryUseIntents = []string{"answer", "decision", "tool_call", "implicit"}
 
-func memoryUseTools() []*Tool { return []*Tool{memoryAcknowledgeUse()} }
-
 type ackArgs struct {
 	TurnID            string   `json:"turn_id"`
 	FactIDs           []string `json:"fact_ids"`

@@ -133,19 +133,6 @@ func writeOut(s *store.Session) sessionWriteOut {
 // not exist, or no longer does.
 func sessionNotFound(id string) *Result { return errorResult("session not found: %s", id) }
 
-// sessionTools returns the session tools (seed §12.14).
-func sessionTools() []*Tool {
-	return []*Tool{
-		getSession(),
-		saveSession(),
-		sessionCheckpoint(),
-		listSessions(),
-		deleteSession(),
-		archiveSession(),
-		unarchiveSession(),
-	}
-}
-
 // ---- get_session ----
 
 type sessionIDArgs struct {

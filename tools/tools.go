@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"github.com/crux-go/crux/feature"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -269,42 +268,30 @@ func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, 
 	}
 }
 
-// All returns every tool crux implements, in the catalogue order of the
-// reference manual (surface.Names).
+// All returns every tool crux implements, in catalogue order: the order
+// tools/list shows them in, cuecrux_session first. It is the one list of
+// tools; a test checks that it follows the tier table's order.
 func All() []*Tool {
-	all := slices.Concat(
-		[]*Tool{
-			cuecruxSession(),
-			autonomyContract(),
-			storeFact(),
-			queryFacts(),
-			deleteFact(),
-			listEntities(),
-			getBootstrap(),
-			factHistory(),
-			getAgentIdentity(),
-			resolvePrincipal(),
-			issuePassport(),
-			syncPull(),
-			syncPush(),
-		},
-		memoryUseTools(),     // memory_use.go
-		forgetTools(),        // forget.go
-		memoryPanelTools(),   // memory.go
-		freshnessTools(),     // freshness.go
-		consolidationTools(), // consolidation.go
-		sessionTools(),       // sessions.go
-		hardeningTools(),     // hardening.go
-		constraintTools(),    // constraints.go
-		artefactTools(),      // artefacts.go
-		handoffTools(),       // handoff.go
-	)
-	order := make(map[string]int)
-	for i, n := range surface.Names() {
-		order[n] = i
+	return []*Tool{
+		cuecruxSession(), autonomyContract(), // handshake.go
+		storeFact(), queryFacts(), deleteFact(), listEntities(), getBootstrap(), factHistory(), // facts.go, bootstrap.go
+		memoryAcknowledgeUse(),               // memory_use.go
+		memoryForget(), memoryForgetDryRun(), // forget.go
+		memoryView(), memoryEdit(), memoryPin(), memoryHistory(), // memory.go
+		memoryFreshness(), memorySweepCandidates(), // freshness.go
+		memoryContradictions(), memoryConsolidate(), // consolidation.go
+		memorySetHorizon(), memoryReverify(), // freshness.go
+		artefactPut(), artefactGet(), artefactList(), // artefacts.go
+		getSession(), saveSession(), sessionCheckpoint(), listSessions(), deleteSession(), archiveSession(), unarchiveSession(), // sessions.go
+		routeAccessMatrix(), execplanGate(), authPostureAudit(), egressPolicyCheck(), // posture.go, egress.go
+		getGaps(),                              // gaps.go
+		getAgentIdentity(), resolvePrincipal(), // identity.go
+		createHandoff(), acceptHandoff(), // handoff.go
+		recordDecision(),                                                                                             // decisions.go
+		declareConstraint(), getConstraints(), checkConstraints(), auditConfig(), checkConfigAudit(), enrichAction(), // constraints.go
+		issuePassport(),        // passport.go
+		syncPull(), syncPush(), // sync.go
 	}
-	slices.SortStableFunc(all, func(a, b *Tool) int { return order[a.Name] - order[b.Name] })
-	return all
 }
 
 // flagGate is a gate that answers with the error mk builds (a new one each
