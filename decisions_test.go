@@ -12,7 +12,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
-	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/store"
 )
 
 func TestRecordDecision(t *testing.T) {
@@ -75,7 +75,7 @@ func TestRecordDecisionAppendOnly(t *testing.T) {
 	canonical := `{"action":"ship","alternatives":[],"confidence":1,"context_refs":[],"rationale":"ready","session_id":"_default"}`
 	sum := blake3.Sum256([]byte(canonical))
 	assert.Equal(t, hex.EncodeToString(sum[:]), a["decision_hash"])
-	h, err := tools.DecisionHash(tools.DecisionContent{Action: "ship", Rationale: "ready", Confidence: 1, SessionID: "_default"})
+	h, err := store.DecisionHash(store.DecisionContent{Action: "ship", Rationale: "ready", Confidence: 1, SessionID: "_default"})
 	require.NoError(t, err)
 	assert.Equal(t, a["decision_hash"], h)
 }

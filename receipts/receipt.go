@@ -15,6 +15,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"lukechampine.com/blake3"
 
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
 )
 
@@ -130,24 +131,17 @@ type record struct {
 // duplicate map keys and matches field names case-sensitively, so a body
 // cannot say two things about one field.
 var (
-	wireEnc    = must(cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.EncMode())
-	payloadEnc = must(func() cbor.EncOptions {
+	wireEnc    = codec.Must(cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.EncMode())
+	payloadEnc = codec.Must(func() cbor.EncOptions {
 		o := cbor.CoreDetEncOptions()
 		o.Time = cbor.TimeRFC3339Nano
 		return o
 	}().EncMode())
-	wireDec = must(cbor.DecOptions{
+	wireDec = codec.Must(cbor.DecOptions{
 		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
 		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
 	}.DecMode())
 )
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 // Header decodes the receipt's body header and checks its shape: schema
 // crux.receipt.body.v1, non-empty receipt_id and kind, seq ≥ 1, a 32-byte

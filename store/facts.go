@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/crux-go/crux/internal/codec"
 )
 
 // Buckets holding facts and their indexes. Every index key starts with the
@@ -108,12 +110,16 @@ func (f *Fact) ValidAt(t time.Time) bool {
 }
 
 // NewFactID returns a fresh fact id: "f_" and 32 hex digits.
-func NewFactID() string {
+func NewFactID() string { return NewID("f_") }
+
+// NewID returns prefix followed by 32 random hex digits (128 bits from
+// crypto/rand).
+func NewID(prefix string) string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	return "f_" + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
 
 // EstimateTokens is the token estimate crux uses for a text: its length in
@@ -329,16 +335,9 @@ func GetFact(tx Tx, id string) (*Fact, error) {
 // with nanoseconds): three times faster to decode than JSON, and queries
 // decode every candidate.
 var (
-	factEnc = must(cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.EncMode())
-	factDec = must(cbor.DecOptions{}.DecMode())
+	factEnc = codec.Must(cbor.EncOptions{Time: cbor.TimeRFC3339Nano}.EncMode())
+	factDec = codec.Must(cbor.DecOptions{}.DecMode())
 )
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 func writeFact(tx Tx, f *Fact) error {
 	b, err := factEnc.Marshal(f)

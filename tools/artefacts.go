@@ -5,12 +5,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/crux-go/crux/feature"
 	"math"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/surface"
 )

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/crux-go/crux/feature"
 	"strings"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -350,7 +350,7 @@ func consolidateError(tool string, err error) error {
 
 // newUUID returns a random (version 4) UUID in its text form.
 func newUUID() string {
-	h := randomHex(16)
+	h := store.NewID("")
 	b := []byte(h)
 	b[12] = '4'                                                    // version
 	b[16] = "89ab"[strings.IndexByte("0123456789abcdef", b[16])&3] // variant

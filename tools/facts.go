@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/crux-go/crux/feature"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/store"
 )
 

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/crux-go/crux/feature"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )

@@ -2,11 +2,11 @@ package tools
 
 import (
 	"context"
-	"github.com/crux-go/crux/feature"
 	"sort"
 	"strconv"
 	"time"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )

@@ -15,6 +15,7 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -322,7 +323,7 @@ func createHandoff() *Tool {
 					Session: HandoffSession{SessionID: s.ID, State: s.State}, Facts: facts,
 					Message: in.Message, TaskRecord: in.TaskRecord, KeyID: env.Signer.KeyID(),
 				}
-				raw, err := marshalNoEscape(pkg)
+				raw, err := codec.MarshalNoEscape(pkg)
 				if err != nil {
 					return err
 				}
@@ -336,7 +337,7 @@ func createHandoff() *Tool {
 					return err
 				}
 				pkg.Signature = hex.EncodeToString(sig)
-				raw, err = marshalNoEscape(pkg)
+				raw, err = codec.MarshalNoEscape(pkg)
 				if err != nil {
 					return err
 				}
@@ -364,16 +365,6 @@ func createHandoff() *Tool {
 			return jsonResult(out)
 		}),
 	}
-}
-
-func marshalNoEscape(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ---- accept_handoff ----

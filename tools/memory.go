@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/crux-go/crux/feature"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/store"
 )
 

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
 )
 
@@ -283,18 +284,6 @@ type Checkpoint struct {
 	Trimmed          map[string]int    `json:"trimmed,omitempty"`
 }
 
-// encodeJSON is json.Marshal without HTML escaping and without the
-// trailing newline.
-func encodeJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
 // fit trims cp until its JSON takes at most budget tokens (bytes / 4):
 // list entries from the front, commands_run first, then files_touched,
 // open_questions and decisions; then test_status; then the longest of
@@ -302,7 +291,7 @@ func encodeJSON(v any) ([]byte, error) {
 // It returns the JSON, or the tokens the smallest checkpoint needs when
 // even that does not fit.
 func (cp *Checkpoint) fit(budget int) ([]byte, int, error) {
-	b, err := encodeJSON(cp)
+	b, err := codec.MarshalNoEscape(cp)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -312,7 +301,7 @@ func (cp *Checkpoint) fit(budget int) ([]byte, int, error) {
 			cp.Trimmed = map[string]int{}
 		}
 		cp.Trimmed[field] += n
-		b, err = encodeJSON(cp)
+		b, err = codec.MarshalNoEscape(cp)
 		return err
 	}
 	lists := []struct {
@@ -377,7 +366,7 @@ func (cp *Checkpoint) fit(budget int) ([]byte, int, error) {
 }
 
 func jsonLen(s string) int {
-	b, _ := encodeJSON(s)
+	b, _ := codec.MarshalNoEscape(s)
 	return len(b)
 }
 

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+
 	"github.com/crux-go/crux/feature"
 )
 

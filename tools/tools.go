@@ -15,12 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/crux-go/crux/feature"
 	"log/slog"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"

@@ -2,13 +2,14 @@ package tools
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/crux-go/crux/feature"
 	"slices"
 	"time"
+
+	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/internal/codec"
 
 	"github.com/fxamacker/cbor/v2"
 	"lukechampine.com/blake3"
@@ -87,14 +88,7 @@ type SessionPlan struct {
 	SessionTTLs     int64            `json:"session_ttl_s" cbor:"session_ttl_s"`
 }
 
-var detCBOR = must(cbor.CoreDetEncOptions().EncMode())
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
+var detCBOR = codec.Must(cbor.CoreDetEncOptions().EncMode())
 
 // PlanHash is the hash that binds p (see PlanReceipt).
 func PlanHash(p SessionPlan) ([32]byte, error) {
@@ -117,12 +111,6 @@ type sessionArgs struct {
 	} `json:"hints"`
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // never fails on supported platforms
-	return hex.EncodeToString(b)
-}
-
 func cuecruxSession() *Tool {
 	const name = surface.SessionTool
 	return &Tool{
@@ -143,7 +131,7 @@ func cuecruxSession() *Tool {
 			intent, known := surface.ParseIntent(in.Intent)
 
 			p := SessionPlan{
-				PlanID: "plan_" + randomHex(16), SessionID: randomHex(16), Passport: c.Name(), TenantID: c.TenantID(),
+				PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
 				Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
 				CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
 				MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),

@@ -1,0 +1,100 @@
+package tools
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+// Decisions: record_decision.
+//
+// Decisions are shared facts, visible tenant-wide to every agent, never
+// private: a decision log is a team record. Each has its own key, so one
+// never supersedes another, and clients cannot write, edit or delete
+// reserved entities, so the log is append-only.
+
+type recordDecisionArgs struct {
+	Action       string   `json:"action"`
+	Rationale    string   `json:"rationale"`
+	Alternatives []string `json:"alternatives"`
+	Confidence   *float64 `json:"confidence"`
+	SessionID    string   `json:"session_id"`
+	ContextRefs  []string `json:"context_refs"`
+}
+
+func recordDecision() *Tool {
+	const name = "record_decision"
+	return &Tool{
+		Name: name,
+		Description: "Record a decision: action, rationale, alternatives, confidence (0-1, default 1) and context " +
+			"references, under session_id (default _default). Append-only: each decision is a new fact under entity " +
+			"__decisions__::<session_id> with its own key (its decision_id), so none supersedes another, and clients " +
+			"cannot edit or delete it. decision_hash is the BLAKE3 (hex) of the canonical JSON of {action, " +
+			"alternatives, confidence, context_refs, rationale, session_id}; a signed receipt (kind decision) is " +
+			"minted with it. Decisions are visible to every agent of the tenant: read them with query_facts " +
+			"entity_prefix __decisions__::.",
+		Annotations: Annotations{Title: "Record decision"},
+		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *recordDecisionArgs) (*Result, error) {
+			if strings.TrimSpace(in.Action) == "" {
+				return nil, InvalidParams(name, "action", "must not be empty")
+			}
+			if strings.TrimSpace(in.Rationale) == "" {
+				return nil, InvalidParams(name, "rationale", "must not be empty")
+			}
+			session := in.SessionID
+			if session == "" {
+				session = "_default"
+			}
+			entity := store.DecisionsPrefix + session
+			if err := checkNames(name, "session_id", entity); err != nil {
+				return nil, err
+			}
+			content := store.DecisionContent{Action: in.Action, Alternatives: in.Alternatives, Confidence: 1,
+				ContextRefs: in.ContextRefs, Rationale: in.Rationale, SessionID: session}
+			if in.Confidence != nil {
+				content.Confidence = *in.Confidence
+			}
+			if content.Alternatives == nil {
+				content.Alternatives = []string{}
+			}
+			if content.ContextRefs == nil {
+				content.ContextRefs = []string{}
+			}
+			hash, err := store.DecisionHash(content)
+			if err != nil {
+				return nil, err
+			}
+			now := env.now()
+			rec := store.DecisionRecord{
+				DecisionID: store.NewDecisionID(), DecisionHash: hash, FactID: store.NewFactID(), Entity: entity,
+				Action: content.Action, Rationale: content.Rationale, Alternatives: content.Alternatives,
+				Confidence: content.Confidence, ContextRefs: content.ContextRefs, SessionID: session,
+				RecordedBy: c.Name(), RecordedAt: now.Format(time.RFC3339Nano),
+			}
+			var receiptID string
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				r, err := receipts.Append(tx, env.Signer, c.TenantID(), "decision", c.Name(), rec, now)
+				if err != nil {
+					return err
+				}
+				if err := store.PutDecision(tx, c.TenantID(), c.Identity(), rec, r.ID, now); err != nil {
+					return err
+				}
+				receiptID = r.ID
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(map[string]any{
+				"decision_id": rec.DecisionID, "decision_hash": hash, "entity": entity, "action": rec.Action,
+				"fact_id": rec.FactID, "receipt_id": receiptID,
+			})
+		}),
+	}
+}

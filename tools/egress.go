@@ -1,0 +1,123 @@
+package tools
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// egress_policy_check.
+//
+// It parses with net/url: the host is what a client would connect to
+// (userinfo is not the host), "localhost" matches exactly, loopback IPs
+// are 127.0.0.0/8 and ::1 (IPv4-mapped included); 0.0.0.0, other IPv6
+// addresses and numeric forms net.ParseIP does not read (2130706433,
+// 127.1) are not loopback. A target that is not a URL at all is -32602; a
+// URL that breaks the policy is allowed: false with reasons.
+
+type egressArgs struct {
+	Target            string `json:"target"`
+	Purpose           string `json:"purpose"`
+	AllowLoopbackHTTP *bool  `json:"allow_loopback_http"`
+	AllowPlainHTTP    bool   `json:"allow_plain_http"`
+}
+
+// EgressDecision is what egress_policy_check reports.
+type EgressDecision struct {
+	Schema  string   `json:"schema"`
+	Target  string   `json:"target"`
+	Purpose string   `json:"purpose"`
+	Allowed bool     `json:"allowed"`
+	Scheme  string   `json:"scheme"`
+	Host    string   `json:"host"`
+	Reasons []string `json:"reasons"`
+}
+
+// CheckEgress applies the egress policy to target: https is allowed; plain
+// http only to a loopback host (when allowLoopbackHTTP) or when
+// allowPlainHTTP; any other scheme, and a URL without a host, is refused.
+// An error means target is not a URL.
+func CheckEgress(target string, allowLoopbackHTTP, allowPlainHTTP bool) (EgressDecision, error) {
+	d := EgressDecision{Schema: "crux.egress_policy_check.v1", Target: target, Reasons: []string{}}
+	u, err := url.Parse(target)
+	if err != nil {
+		return d, err
+	}
+	d.Scheme = strings.ToLower(u.Scheme)
+	d.Host = strings.ToLower(u.Hostname())
+	if u.User != nil {
+		d.Reasons = append(d.Reasons, "the URL carries userinfo; the host connected to is "+quoteHost(d.Host)+", not the userinfo")
+	}
+	loopback := isLoopbackHost(d.Host)
+	switch {
+	case d.Scheme == "":
+		d.Reasons = append(d.Reasons, "no scheme: give an absolute https:// URL")
+	case d.Scheme != "https" && d.Scheme != "http":
+		d.Reasons = append(d.Reasons, "scheme "+d.Scheme+" is not allowed: only https, and http to loopback")
+	case d.Host == "":
+		d.Reasons = append(d.Reasons, "the URL has no host")
+	case d.Scheme == "https":
+		d.Allowed = true
+		d.Reasons = append(d.Reasons, "https is allowed")
+	case allowPlainHTTP:
+		d.Allowed = true
+		d.Reasons = append(d.Reasons, "plain http allowed by allow_plain_http")
+	case loopback && allowLoopbackHTTP:
+		d.Allowed = true
+		d.Reasons = append(d.Reasons, "plain http to loopback host "+d.Host+" is allowed")
+	case loopback:
+		d.Reasons = append(d.Reasons, "plain http to loopback refused: allow_loopback_http is false")
+	default:
+		d.Reasons = append(d.Reasons, "plain http is allowed only to loopback (localhost, 127.0.0.0/8, ::1) or with allow_plain_http; "+
+			quoteHost(d.Host)+" is not loopback")
+	}
+	return d, nil
+}
+
+func quoteHost(h string) string {
+	if h == "" {
+		return "(none)"
+	}
+	return h
+}
+
+// isLoopbackHost reports whether host (lowercase, without brackets or
+// port) is "localhost" exactly or a loopback IP address.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func egressPolicyCheck() *Tool {
+	const name = "egress_policy_check"
+	return &Tool{
+		Name: name,
+		Description: "Check an outbound URL against the egress policy: https is allowed; plain http only to a " +
+			"loopback host (localhost exactly, 127.0.0.0/8 or ::1; allow_loopback_http, default true) or with " +
+			"allow_plain_http (default false); other schemes and URLs without a host are refused. The host is " +
+			"parsed as a client would connect to it (http://127.0.0.1@evil.com goes to evil.com; 0.0.0.0 and " +
+			"localhost.example.com are not loopback). A target that is not a URL is an invalid argument.",
+		Annotations: Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{schema: crux.egress_policy_check.v1, target, purpose, allowed, scheme, host, reasons: [string]}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *egressArgs) (*Result, error) {
+			loop := true
+			if in.AllowLoopbackHTTP != nil {
+				loop = *in.AllowLoopbackHTTP
+			}
+			if strings.TrimSpace(in.Target) == "" {
+				return nil, InvalidParams(name, "target", "must not be empty")
+			}
+			d, err := CheckEgress(in.Target, loop, in.AllowPlainHTTP)
+			if err != nil {
+				return nil, InvalidParams(name, "target", "is not a URL: "+err.Error())
+			}
+			d.Purpose = in.Purpose
+			return jsonResult(d)
+		}),
+	}
+}
