@@ -81,7 +81,7 @@ func (s *Set) call(ctx context.Context, env *Env, c Caller, i int, args json.Raw
 	if err != nil {
 		return nil, err
 	}
-	return t.run(ctx, env, c, args)
+	return t.run.call(ctx, env, c, args)
 }
 
 // refuse records a capability refusal as a signed receipt and returns the

@@ -48,7 +48,7 @@ func NewSet(ts []*Tool) (*Set, error) {
 		if _, dup := s.byName[t.Name]; dup {
 			return nil, fmt.Errorf("tools: duplicate tool %q", t.Name)
 		}
-		if strings.TrimSpace(t.Description) == "" || t.run == nil {
+		if strings.TrimSpace(t.Description) == "" || t.run.call == nil {
 			return nil, fmt.Errorf("tools: %s: missing description or handler", t.Name)
 		}
 		sch, err := compileSchema(t)

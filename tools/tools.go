@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -221,7 +222,13 @@ func (e *Env) capabilityCall(name string) rcx.Call {
 }
 
 // handler is a tool's implementation after argument checking.
-type handler func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)
+type handler struct {
+	call func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)
+	// args is the type the arguments decode into (a struct, or
+	// json.RawMessage for a tool built with New); a test keeps each
+	// schema in step with it.
+	args reflect.Type
+}
 
 // Tool describes one tool. Its fields are fixed at construction.
 type Tool struct {
@@ -245,7 +252,8 @@ type Tool struct {
 // that passed it, as JSON.
 func New(name, description string, schema json.RawMessage, ann Annotations,
 	run func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)) *Tool {
-	return &Tool{Name: name, Description: description, Annotations: ann, schema: schema, run: run}
+	return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
+		run: handler{call: run, args: reflect.TypeFor[json.RawMessage]()}}
 }
 
 // InputSchema is the tool's JSON Schema for its arguments.
@@ -255,7 +263,7 @@ func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil
 // schema validation when it runs, so decoding fails only on values JSON
 // Schema cannot express (an integer too large for Go's int, say).
 func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, in *In) (*Result, error)) handler {
-	return func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error) {
+	call := func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error) {
 		in := new(In)
 		if err := json.Unmarshal(args, in); err != nil {
 			var te *json.UnmarshalTypeError
@@ -266,6 +274,7 @@ func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, 
 		}
 		return fn(ctx, env, c, in)
 	}
+	return handler{call: call, args: reflect.TypeFor[In]()}
 }
 
 // All returns every tool crux implements, in catalogue order: the order
