@@ -195,6 +195,17 @@ func TestClosedServer(t *testing.T) {
 	assert.ErrorIs(t, err, crux.ErrServerClosed)
 }
 
+func TestForgetClosedServer(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	require.NoError(t, srv.Close())
+	_, err := srv.Purge(context.Background())
+	assert.ErrorIs(t, err, crux.ErrServerClosed)
+	_, err = srv.RestoreForget(context.Background(), "r_x")
+	assert.ErrorIs(t, err, crux.ErrServerClosed)
+	_, err = srv.ForgetStatus(context.Background(), "r_x")
+	assert.ErrorIs(t, err, crux.ErrServerClosed)
+}
+
 func TestCancelledContext(t *testing.T) {
 	srv, _ := newServer(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
