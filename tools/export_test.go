@@ -1,5 +1,7 @@
 package tools
 
+import "encoding/json"
+
 // Hooks for the tests of package tools_test, which see the tools through
 // crux.Server as an embedder does. Each wraps a function those tests check
 // results against but that is no API of its own, so that when such a name
@@ -8,3 +10,13 @@ package tools
 // ExportHandoffCanonical is HandoffCanonical: the canonical content of a
 // handoff package given as JSON.
 var ExportHandoffCanonical = HandoffCanonical
+
+// ExportDecisionHash is DecisionHash of the decision content given as JSON
+// ({action, alternatives, confidence, context_refs, rationale, session_id}).
+func ExportDecisionHash(content string) (string, error) {
+	var d DecisionContent
+	if err := json.Unmarshal([]byte(content), &d); err != nil {
+		return "", err
+	}
+	return DecisionHash(d)
+}
