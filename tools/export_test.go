@@ -1,6 +1,9 @@
 package tools
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Hooks for the tests of package tools_test, which see the tools through
 // crux.Server as an embedder does. Each wraps a function those tests check
@@ -19,4 +22,18 @@ func ExportDecisionHash(content string) (string, error) {
 		return "", err
 	}
 	return DecisionHash(d)
+}
+
+// ExportPlanHash is PlanHash of the session plan that a cuecrux_session
+// result carries as its structured content; a non-empty intent replaces the
+// plan's own first.
+func ExportPlanHash(structured any, intent string) ([32]byte, error) {
+	p, ok := structured.(SessionPlan)
+	if !ok {
+		return [32]byte{}, fmt.Errorf("structured content is %T, not a session plan", structured)
+	}
+	if intent != "" {
+		p.Intent = intent
+	}
+	return PlanHash(p)
 }
