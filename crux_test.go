@@ -26,30 +26,14 @@ var (
 	anon  = crux.Caller{}
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func openDB(t testing.TB) *bolt.DB {
+// newServer is a server over a fresh store, with extra tools besides
+// crux's own. Both are closed when the test ends. (The tools' own tests have
+// theirs in tools/harness_test.go.)
+func newServer(t testing.TB, opts *crux.Options, extra ...*tools.Tool) (*crux.Server, *bolt.DB) {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func newServer(t testing.TB, opts *crux.Options, extra ...*tools.Tool) (*crux.Server, *bolt.DB) {
-	t.Helper()
-	db := openDB(t)
 	srv, err := crux.NewServerWithTools(db, opts, extra...)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
@@ -63,11 +47,6 @@ func call(t testing.TB, srv *crux.Server, c crux.Caller, name, args string) map[
 	res, err := srv.CallTool(context.Background(), c, name, json.RawMessage(args))
 	require.NoError(t, err, "%s(%s)", name, args)
 	require.False(t, res.IsError, "%s(%s): %v", name, args, res.Content)
-	return structured(t, res)
-}
-
-func structured(t testing.TB, res *crux.Result) map[string]any {
-	t.Helper()
 	b, err := json.Marshal(res.StructuredContent)
 	require.NoError(t, err)
 	var m map[string]any
@@ -192,6 +171,17 @@ func TestClosedServer(t *testing.T) {
 	require.NoError(t, srv.Close())
 	require.NoError(t, srv.Close())
 	_, err := srv.CallTool(context.Background(), anon, "list_entities", nil)
+	assert.ErrorIs(t, err, crux.ErrServerClosed)
+}
+
+func TestForgetClosedServer(t *testing.T) {
+	srv, _ := newServer(t, nil)
+	require.NoError(t, srv.Close())
+	_, err := srv.Purge(context.Background())
+	assert.ErrorIs(t, err, crux.ErrServerClosed)
+	_, err = srv.RestoreForget(context.Background(), "r_x")
+	assert.ErrorIs(t, err, crux.ErrServerClosed)
+	_, err = srv.ForgetStatus(context.Background(), "r_x")
 	assert.ErrorIs(t, err, crux.ErrServerClosed)
 }
 

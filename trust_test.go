@@ -5,8 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -18,7 +16,6 @@ import (
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/surface"
-	"github.com/crux-go/crux/tools"
 )
 
 func newSigner(t testing.TB) *receipts.Ed25519Signer {
@@ -133,57 +130,6 @@ func TestRefusedTokens(t *testing.T) {
 	}
 }
 
-func TestCuecruxSession(t *testing.T) {
-	srv, signer, _, db := newEnforcingServer(t, nil, time.Now(), nil)
-	res, err := srv.CallTool(context.Background(), alice, "cuecrux_session", json.RawMessage(`{"intent":"audit_review"}`))
-	require.NoError(t, err)
-	plan := res.StructuredContent.(tools.SessionPlan)
-	assert.Equal(t, "alice", plan.Passport)
-	assert.Equal(t, "audit_review", plan.Intent)
-	assert.Regexp(t, `^[0-9a-f]{32}$`, plan.SessionID)
-
-	// The hash covers the plan and the signature verifies with the key.
-	hash, err := tools.PlanHash(plan)
-	require.NoError(t, err)
-	assert.Equal(t, hash[:], []byte(plan.Receipt.Hash))
-	assert.True(t, ed25519.Verify(signer.Public(), hash[:], plan.Receipt.Signature))
-	assert.Equal(t, signer.KeyID(), *plan.Receipt.SignerKID)
-	altered := plan
-	altered.Intent = "something else"
-	h2, _ := tools.PlanHash(altered)
-	assert.NotEqual(t, hash, h2)
-
-	// The capability graph is ordered by the intent; hosted tools are excluded.
-	require.NotEmpty(t, plan.CapabilityGraph)
-	for _, n := range plan.CapabilityGraph {
-		assert.True(t, n.Allowed)
-	}
-	var excluded []string
-	for _, n := range plan.Excluded {
-		excluded = append(excluded, n.Tool)
-		assert.Equal(t, rcx.ReasonCapabilityNotPermitted, n.ReasonCode)
-	}
-	assert.ElementsMatch(t, []string{"issue_passport", "sync_pull", "sync_push"}, excluded)
-
-	hidden := call(t, srv, alice, "cuecrux_session", `{"hints":{"hide_exclusions":true,"max_capabilities":2,"want_parent_chain":true}}`)
-	assert.Empty(t, hidden["excluded"])
-	assert.Len(t, hidden["capability_graph"], 2)
-	chain := hidden["receipt"].(map[string]any)["parent_chain"].([]any)
-	assert.Equal(t, []any{hex.EncodeToString(hash[:])}, chain, "the parent is alice's previous plan")
-
-	// The stored session_plan receipt verifies offline.
-	r := getReceipt(t, db, plan.Receipt.ReceiptID)
-	assert.Equal(t, receipts.OK, receipts.Verify(r, srv.Keyring(), time.Now()).ErrorCode)
-
-	// resolve_principal finds the session's passport.
-	got := call(t, srv, bob, "resolve_principal", fmt.Sprintf(`{"session_id":%q}`, plan.SessionID))
-	p := got["principal"].(map[string]any)
-	assert.Equal(t, "alice", p["passport_id"])
-	assert.Equal(t, "session", p["resolved_via"])
-	assert.NotContains(t, p["capabilities"], "crux-mcp.sync_pull")
-	assert.Contains(t, p["capabilities"], "crux-mcp.store_fact")
-}
-
 func getReceipt(t *testing.T, db store.Backend, id string) *receipts.Receipt {
 	t.Helper()
 	var r *receipts.Receipt
@@ -225,105 +171,10 @@ func TestDynamicSurface(t *testing.T) {
 	assert.Equal(t, minimal, names(srv2.ListTools(context.Background(), alice)), "minimal ignores intents")
 }
 
-func TestAutonomyContract(t *testing.T) {
-	srv, _, _, _ := newEnforcingServer(t, nil, time.Now(), nil)
-	off := call(t, srv, alice, "autonomy_contract", `{}`)
-	assert.Equal(t, false, off["feature_enabled"])
-	assert.Empty(t, off["capabilities"])
-
-	flags := crux.DefaultFlags()
-	flags.AutonomyContract = true
-	srv, _, tok, _ := newEnforcingServer(t, &flags, time.Now(), nil)
-	on := call(t, srv, alice, "autonomy_contract", `{}`)
-	assert.Equal(t, true, on["feature_enabled"])
-	assert.Equal(t, tok.TokenID, on["token_id"])
-	rows := on["capabilities"].([]any)
-	all := names(srv.ListTools(context.Background(), anon))
-	assert.Greater(t, len(rows), len(all), "the matrix also lists what is denied")
-	denied := 0
-	for _, r := range rows {
-		row := r.(map[string]any)
-		if row["allowed"] == false {
-			denied++
-			assert.Equal(t, rcx.ReasonCapabilityNotPermitted, row["why_denied"])
-		}
-	}
-	assert.Equal(t, 3, denied)
-	summary := on["summary"].(map[string]any)
-	assert.EqualValues(t, 3, summary["denied"])
-	assert.EqualValues(t, len(rows), summary["returned"])
-
-	small := call(t, srv, alice, "autonomy_contract", `{"token_budget":30}`)
-	assert.Less(t, len(small["capabilities"].([]any)), len(rows))
-	assert.Equal(t, true, small["summary"].(map[string]any)["truncated_by_token_budget"])
-}
-
-func TestResolvePrincipal(t *testing.T) {
-	srv, db := newServer(t, nil)
-	got := call(t, srv, alice, "resolve_principal", `{}`)
-	p := got["principal"].(map[string]any)
-	assert.Equal(t, "alice", p["passport_id"])
-	assert.Equal(t, "unverified", p["tier"])
-	assert.Equal(t, false, p["has_passport_record"])
-	assert.Equal(t, "caller", got["resolved_param"])
-
-	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		return store.PutPassport(tx, &store.Passport{PrincipalID: "carol", Tenant: tools.DefaultTenant, Tier: store.TierTrusted, Category: "work"})
-	}))
-	got = call(t, srv, anon, "resolve_principal", `{"passport_id":"carol"}`)
-	p = got["principal"].(map[string]any)
-	assert.Equal(t, "trusted", p["tier"])
-	assert.EqualValues(t, 3, p["tier_rank"])
-	assert.Equal(t, "work", p["category"])
-	assert.True(t, slices.Contains(p["capabilities"].([]any), any("crux-mcp.store_fact")))
-
-	e := callErr(t, srv, anon, "resolve_principal", `{}`)
-	assert.Equal(t, "resolve_principal: passport_id: is required when the caller has no identity and no session_id is given", e.Message)
-	res, err := srv.CallTool(context.Background(), anon, "resolve_principal", json.RawMessage(`{"session_id":"nope"}`))
-	require.NoError(t, err)
-	assert.True(t, res.IsError)
-}
-
-func TestHostedToolsWithoutRouter(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	res, err := srv.CallTool(context.Background(), alice, "sync_pull", nil)
-	require.NoError(t, err)
-	assert.True(t, res.IsError)
-	assert.Equal(t, "sync not configured: CORECRUXD_SYNC_REMOTE_URL is not set", res.Content[0].Text)
-
-	first := call(t, srv, alice, "issue_passport", `{"sponsor_id":"root"}`)
-	assert.Equal(t, true, first["created"])
-	assert.Equal(t, "unverified", first["reputation_tier"])
-	again := call(t, srv, alice, "issue_passport", `{}`)
-	assert.Equal(t, false, again["created"])
-	assert.Equal(t, "root", again["sponsor_id"])
-	res, err = srv.CallTool(context.Background(), anon, "issue_passport", nil)
-	require.NoError(t, err)
-	assert.True(t, res.IsError)
-}
-
 func TestListToolsResultIsTheCallersOwn(t *testing.T) {
 	srv, _, tok, _ := newEnforcingServer(t, nil, time.Now(), nil)
 	list := srv.ListTools(context.Background(), alice)
 	list[0].Meta["crux"].(map[string]any)["token_ref"].(map[string]string)["token_id"] = "changed"
 	again := srv.ListTools(context.Background(), alice)
 	assert.Equal(t, tok.TokenID, again[0].Meta["crux"].(map[string]any)["token_ref"].(map[string]string)["token_id"])
-}
-
-func TestFailedSessionRecordsNoIntent(t *testing.T) {
-	flags := crux.DefaultFlags()
-	flags.ToolSurface = crux.SurfaceDynamic
-	srv, _ := newServer(t, &crux.Options{Flags: &flags})
-	before := names(srv.ListTools(context.Background(), alice))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := srv.CallTool(ctx, alice, "cuecrux_session", json.RawMessage(`{"intent":"session_review"}`))
-	require.Error(t, err)
-	assert.Equal(t, before, names(srv.ListTools(context.Background(), alice)))
-}
-
-func TestResolvePrincipalBadNames(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	e := callErr(t, srv, alice, "resolve_principal", `{"session_id":"\u0000alice"}`)
-	assert.Equal(t, "resolve_principal: session_id: must not contain control characters", e.Message)
 }

@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
@@ -16,35 +16,31 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/store/bolt"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
-func newArtefactServer(t *testing.T, envelope bool) (*crux.Server, *clock, store.Backend) {
+// artefactServer is a server with CORECRUXD_FEATURE_ARTEFACTS on (and the
+// audit envelope as asked).
+func artefactServer(t *testing.T, envelope bool) (*crux.Server, *clock, *bolt.DB) {
 	t.Helper()
 	flags := crux.DefaultFlags()
 	flags.Artefacts = true
 	flags.AuditEnvelope = envelope
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, db := newServer(t, &crux.Options{Now: clk.Now, Flags: &flags})
-	return srv, clk, db
+	return newTestServer(t, withFlags(flags))
 }
+
+// maxArtefactBytes is the largest artefact: what 1 MiB of base64 holds.
+const maxArtefactBytes = 1 << 20 / 4 * 3
 
 func putArtefact(t *testing.T, srv *crux.Server, c crux.Caller, content, extra string) map[string]any {
 	t.Helper()
 	return call(t, srv, c, "artefact_put", fmt.Sprintf(`{"content_bytes_base64":%q,"mime_type":"text/plain"%s}`, b64(content), extra))
 }
 
-func paramOf(t *testing.T, e *crux.Error) string {
-	t.Helper()
-	pe, ok := e.Data.(*tools.ParamError)
-	require.True(t, ok, "data %T", e.Data)
-	return pe.Param
-}
-
 func TestArtefactPutGet(t *testing.T) {
-	srv, clk, _ := newArtefactServer(t, false)
+	srv, clk, _ := artefactServer(t, false)
 	got := putArtefact(t, srv, alice, "hello artefact", `,"tool_origin":"query"`)
 	h := blake3.Sum256([]byte("hello artefact"))
 	id := "art_" + hex.EncodeToString(h[:])
@@ -63,7 +59,7 @@ func TestArtefactPutGet(t *testing.T) {
 }
 
 func TestArtefactIdenticalBytesSameID(t *testing.T) {
-	srv, clk, _ := newArtefactServer(t, false)
+	srv, clk, _ := artefactServer(t, false)
 	first := putArtefact(t, srv, alice, "same", `,"tool_origin":"a"`)
 	clk.Advance(time.Hour)
 	second := call(t, srv, alice, "artefact_put", fmt.Sprintf(`{"content_bytes_base64":%q,"mime_type":"text/markdown","tool_origin":"b"}`, b64("same")))
@@ -83,12 +79,12 @@ func TestArtefactIdenticalBytesSameID(t *testing.T) {
 }
 
 func TestArtefactTTL(t *testing.T) {
-	srv, clk, _ := newArtefactServer(t, false)
+	srv, clk, _ := artefactServer(t, false)
 	maxTTL := putArtefact(t, srv, alice, "max", `,"ttl_seconds":7776000`)
 	assert.Equal(t, clk.Now().Add(90*24*time.Hour).Format(time.RFC3339Nano), maxTTL["expires_at"])
 
 	e := callErr(t, srv, alice, "artefact_put", fmt.Sprintf(`{"content_bytes_base64":%q,"mime_type":"x","ttl_seconds":7776001}`, b64("over")))
-	assert.Equal(t, tools.CodeInvalidParams, e.Code)
+	assert.Equal(t, crux.CodeInvalidParams, e.Code)
 	assert.Contains(t, e.Message, "ttl_seconds")
 
 	never := putArtefact(t, srv, alice, "never", `,"ttl_seconds":0`)
@@ -99,7 +95,7 @@ func TestArtefactTTL(t *testing.T) {
 }
 
 func TestArtefactExpiryHidesAndReclaims(t *testing.T) {
-	srv, clk, db := newArtefactServer(t, false)
+	srv, clk, db := artefactServer(t, false)
 	short := putArtefact(t, srv, alice, "short", `,"ttl_seconds":60`)
 	swept := putArtefact(t, srv, bob, "swept", `,"ttl_seconds":60`)
 	listed := putArtefact(t, srv, alice, "listed", `,"ttl_seconds":60`)
@@ -132,20 +128,20 @@ func TestArtefactExpiryHidesAndReclaims(t *testing.T) {
 }
 
 func TestArtefactPutSizeLimit(t *testing.T) {
-	srv, _, _ := newArtefactServer(t, false)
-	big := base64.StdEncoding.EncodeToString(make([]byte, tools.MaxArtefactBytes+1))
+	srv, _, _ := artefactServer(t, false)
+	big := base64.StdEncoding.EncodeToString(make([]byte, maxArtefactBytes+1))
 	e := callErr(t, srv, alice, "artefact_put", fmt.Sprintf(`{"content_bytes_base64":%q,"mime_type":"application/octet-stream"}`, big))
-	assert.Equal(t, tools.CodeInvalidParams, e.Code)
-	assert.Equal(t, "content_bytes_base64", paramOf(t, e))
+	assert.Equal(t, crux.CodeInvalidParams, e.Code)
+	assert.Equal(t, "content_bytes_base64", paramOf(t, e).Param)
 	assert.Contains(t, e.Message, "1048576")
 
-	atLimit := base64.StdEncoding.EncodeToString(make([]byte, tools.MaxArtefactBytes))
+	atLimit := base64.StdEncoding.EncodeToString(make([]byte, maxArtefactBytes))
 	got := call(t, srv, alice, "artefact_put", fmt.Sprintf(`{"content_bytes_base64":%q,"mime_type":"application/octet-stream"}`, atLimit))
-	assert.EqualValues(t, tools.MaxArtefactBytes, got["size_bytes"])
+	assert.EqualValues(t, maxArtefactBytes, got["size_bytes"])
 }
 
 func TestArtefactPutInvalidInput(t *testing.T) {
-	srv, _, _ := newArtefactServer(t, false)
+	srv, _, _ := artefactServer(t, false)
 	for _, tc := range []struct{ args, param string }{
 		{`{"content_bytes_base64":"not base64!","mime_type":"text/plain"}`, "content_bytes_base64"},
 		{`{"content_bytes_base64":"aGVsbG8","mime_type":"text/plain"}`, "content_bytes_base64"}, // missing padding
@@ -154,28 +150,28 @@ func TestArtefactPutInvalidInput(t *testing.T) {
 		{`{"content_bytes_base64":"aGVsbG8=","mime_type":"text/plain","token_budget":1}`, "token_budget"},
 	} {
 		e := callErr(t, srv, alice, "artefact_put", tc.args)
-		assert.Equal(t, tools.CodeInvalidParams, e.Code, tc.args)
-		assert.Equal(t, tc.param, paramOf(t, e), tc.args)
+		assert.Equal(t, crux.CodeInvalidParams, e.Code, tc.args)
+		assert.Equal(t, tc.param, paramOf(t, e).Param, tc.args)
 	}
 	e := callErr(t, srv, alice, "artefact_put", `{"content_bytes_base64":"aGk=","mime_type":"text/plain","extra":1}`)
-	assert.Equal(t, tools.CodeInvalidParams, e.Code, "unknown arguments are refused")
+	assert.Equal(t, crux.CodeInvalidParams, e.Code, "unknown arguments are refused")
 	// The budget admits content that fits: "aGk=" is one token.
 	call(t, srv, alice, "artefact_put", `{"content_bytes_base64":"aGk=","mime_type":"text/plain","token_budget":2}`)
 	assert.Empty(t, objects(t, call(t, srv, alice, "artefact_list", `{}`), "artefacts")[1:], "refused puts stored nothing")
 }
 
 func TestArtefactPutAnonymousRefused(t *testing.T) {
-	srv, _, _ := newArtefactServer(t, false)
+	srv, _, _ := artefactServer(t, false)
 	e := callErr(t, srv, anon, "artefact_put", `{"content_bytes_base64":"aGk=","mime_type":"text/plain"}`)
-	assert.Equal(t, tools.CodeForbidden, e.Code)
+	assert.Equal(t, crux.CodeForbidden, e.Code)
 	assert.Contains(t, e.Message, "authenticated passport")
 }
 
 func TestArtefactGetCrossPassport(t *testing.T) {
-	srv, _, _ := newArtefactServer(t, false)
+	srv, _, _ := artefactServer(t, false)
 	id := putArtefact(t, srv, alice, "secret", "")["artefact_id"].(string)
 	e := callErr(t, srv, bob, "artefact_get", fmt.Sprintf(`{"artefact_id":%q}`, id))
-	assert.Equal(t, tools.CodeCapabilityDenied, e.Code)
+	assert.Equal(t, crux.CodeCapabilityDenied, e.Code)
 	assert.Equal(t, map[string]any{"artefact_id": id, "reason": "cross_passport"}, e.Data)
 	assert.NotContains(t, e.Message, "secret")
 	// An anonymous caller learns nothing of who holds what: not found.
@@ -191,7 +187,7 @@ func TestArtefactGetCrossPassport(t *testing.T) {
 }
 
 func TestArtefactGetNotFound(t *testing.T) {
-	srv, _, _ := newArtefactServer(t, false)
+	srv, _, _ := artefactServer(t, false)
 	res, err := srv.CallTool(context.Background(), alice, "artefact_get", json.RawMessage(`{"artefact_id":"art_00"}`))
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
@@ -199,7 +195,7 @@ func TestArtefactGetNotFound(t *testing.T) {
 }
 
 func TestArtefactGetTokenBudget(t *testing.T) {
-	srv, _, _ := newArtefactServer(t, false)
+	srv, _, _ := artefactServer(t, false)
 	content := strings.Repeat("x", 30) // 40 base64 characters: 10 tokens
 	id := putArtefact(t, srv, alice, content, "")["artefact_id"]
 	over := call(t, srv, alice, "artefact_get", fmt.Sprintf(`{"artefact_id":%q,"token_budget":9}`, id))
@@ -213,7 +209,7 @@ func TestArtefactGetTokenBudget(t *testing.T) {
 }
 
 func TestArtefactListScopedNewestFirst(t *testing.T) {
-	srv, clk, _ := newArtefactServer(t, false)
+	srv, clk, _ := artefactServer(t, false)
 	var ids []any
 	for i, origin := range []string{"query", "render", "query_scan"} {
 		ids = append(ids, call(t, srv, alice, "artefact_put", fmt.Sprintf(
@@ -239,12 +235,12 @@ func TestArtefactListScopedNewestFirst(t *testing.T) {
 	assert.Empty(t, objects(t, call(t, srv, anon, "artefact_list", `{}`), "artefacts"))
 
 	e := callErr(t, srv, alice, "artefact_list", `{"top_k":101}`)
-	assert.Equal(t, tools.CodeInvalidParams, e.Code)
+	assert.Equal(t, crux.CodeInvalidParams, e.Code)
 	assert.Contains(t, e.Message, "top_k")
 }
 
 func TestArtefactListTokenBudget(t *testing.T) {
-	srv, clk, _ := newArtefactServer(t, false)
+	srv, clk, _ := artefactServer(t, false)
 	for i := range 3 {
 		putArtefact(t, srv, alice, fmt.Sprint(i), "")
 		clk.Advance(time.Second)
@@ -260,7 +256,7 @@ func TestArtefactListTokenBudget(t *testing.T) {
 }
 
 func TestArtefactListFiltersReservedMime(t *testing.T) {
-	srv, clk, db := newArtefactServer(t, false)
+	srv, clk, db := artefactServer(t, false)
 	putArtefact(t, srv, alice, "visible", "")
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		_, _, err := store.PutArtefact(tx, "default", "alice", "__crux/internal", "", []byte("internal"), 0, clk.Now())
@@ -272,11 +268,11 @@ func TestArtefactListFiltersReservedMime(t *testing.T) {
 }
 
 func TestArtefactListAuditEnvelope(t *testing.T) {
-	srv, _, _ := newArtefactServer(t, false)
+	srv, _, _ := artefactServer(t, false)
 	putArtefact(t, srv, alice, "a", "")
 	assert.NotContains(t, call(t, srv, alice, "artefact_list", `{}`), "envelope", "off by default")
 
-	srv, _, _ = newArtefactServer(t, true)
+	srv, _, _ = artefactServer(t, true)
 	id := putArtefact(t, srv, alice, "a", "")["artefact_id"]
 	res, err := srv.CallTool(context.Background(), alice, "artefact_list", json.RawMessage(`{}`))
 	require.NoError(t, err)
@@ -288,7 +284,7 @@ func TestArtefactListAuditEnvelope(t *testing.T) {
 }
 
 func TestArtefactsFlagOff(t *testing.T) {
-	srv, db := newServer(t, nil)
+	srv, _, db := newTestServer(t)
 	for name, args := range map[string]string{
 		"artefact_put":  `{"content_bytes_base64":"aGk=","mime_type":"text/plain"}`,
 		"artefact_get":  `{"artefact_id":"art_00"}`,

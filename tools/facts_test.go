@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"fmt"
@@ -12,37 +12,8 @@ import (
 	"github.com/crux-go/crux"
 )
 
-// objects returns the array of objects under field of a tool's result.
-func objects(t *testing.T, got map[string]any, field string) []map[string]any {
-	t.Helper()
-	raw, ok := got[field].([]any)
-	require.True(t, ok, "no %s in %v", field, got)
-	out := make([]map[string]any, len(raw))
-	for i, r := range raw {
-		out[i] = r.(map[string]any)
-	}
-	return out
-}
-
-func rows(t *testing.T, got map[string]any) []map[string]any { return objects(t, got, "rows") }
-
-func values(t *testing.T, got map[string]any) []string {
-	t.Helper()
-	var out []string
-	for _, r := range rows(t, got) {
-		out = append(out, r["value"].(string))
-	}
-	return out
-}
-
-func newClockServer(t *testing.T) (*crux.Server, *clock) {
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, _ := newServer(t, &crux.Options{Now: clk.Now})
-	return srv, clk
-}
-
 func TestStoreFactVersionChain(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	first := call(t, srv, alice, "store_fact", `{"entity":"project:crux","key":"language","value":"Rust"}`)
 	assert.EqualValues(t, 1, first["version"])
 	assert.Empty(t, first["superseded_fact_ids"])
@@ -77,7 +48,7 @@ func TestStoreFactVersionChain(t *testing.T) {
 }
 
 func TestSupersedesAcrossEntities(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	old := call(t, srv, alice, "store_fact", `{"entity":"service:api","key":"host","value":"old.example"}`)
 	other := call(t, srv, alice, "store_fact", `{"entity":"service:web","key":"host","value":"web.example"}`)
 	res := call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"service:gateway","key":"host","value":"gw.example","supersedes":[%q]}`, old["fact_id"]))
@@ -105,7 +76,7 @@ func TestSupersedesAcrossEntities(t *testing.T) {
 }
 
 func TestPrivateFacts(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	mine := call(t, srv, alice, "store_fact", `{"entity":"notes","key":"mood","value":"alice secret","private":true}`)
 	assert.Equal(t, true, mine["private"])
 	assert.Equal(t, "notes", mine["entity"])
@@ -142,7 +113,7 @@ func TestPrivateFacts(t *testing.T) {
 // A confidence of -0 must rank as 0, not ahead of everything (the rank
 // index orders by the float's bits).
 func TestNegativeZeroConfidence(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "store_fact", `{"entity":"a","key":"k","value":"strong deploy","confidence":0.9}`)
 	call(t, srv, alice, "store_fact", `{"entity":"b","key":"k","value":"noise deploy","confidence":-0}`)
 	call(t, srv, alice, "store_fact", `{"entity":"c","key":"k","value":"noise deploy","confidence":-0}`)
@@ -152,7 +123,7 @@ func TestNegativeZeroConfidence(t *testing.T) {
 }
 
 func TestTenantsAreSeparate(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	acme := crux.Caller{Agent: "alice", Authenticated: true, Tenant: "acme"}
 	call(t, srv, acme, "store_fact", `{"entity":"plan","key":"q1","value":"acme plan"}`)
 	got := call(t, srv, alice, "query_facts", `{"query":"plan"}`)
@@ -162,7 +133,7 @@ func TestTenantsAreSeparate(t *testing.T) {
 }
 
 func TestFreshnessRanking(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"build","value":"green","confidence":0.9,"horizon_class":"volatile"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"owner","value":"team-a","confidence":0.6,"horizon_class":"stable"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"note","value":"hours","confidence":0.8,"freshness_horizon":"valid for a few hours"}`)
@@ -199,7 +170,7 @@ func TestFreshnessRanking(t *testing.T) {
 }
 
 func TestDefaultHorizonByPrefix(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	for entity, want := range map[string]string{"execplan:x": "medium", "incident:2026-01-01": "medium", "bench:y": "stable", "user": "none"} {
 		got := call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":%q,"key":"k","value":"v"}`, entity))
 		assert.Equal(t, want, got["horizon_class"], entity)
@@ -207,7 +178,7 @@ func TestDefaultHorizonByPrefix(t *testing.T) {
 }
 
 func TestAsOf(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	t0 := clk.Now()
 	call(t, srv, alice, "store_fact", `{"entity":"office","key":"city","value":"Leeds"}`)
 	clk.Advance(48 * time.Hour)
@@ -222,7 +193,7 @@ func TestAsOf(t *testing.T) {
 }
 
 func TestFiltersHonoured(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "store_fact", `{"entity":"project:a","key":"lang","value":"go"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"project:a","key":"db","value":"bbolt"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"project:b","key":"lang","value":"rust"}`)
@@ -251,7 +222,7 @@ func TestFiltersHonoured(t *testing.T) {
 }
 
 func TestTokenBudget(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	for i := range 5 {
 		call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"doc","key":"k%d","value":%q}`, i, strings.Repeat("w", 400)))
 	}
@@ -270,7 +241,7 @@ func TestTokenBudget(t *testing.T) {
 }
 
 func TestDeleteFact(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	f := call(t, srv, alice, "store_fact", `{"entity":"tmp","key":"k","value":"gone soon"}`)
 	del := call(t, srv, alice, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, f["fact_id"]))
 	assert.Equal(t, true, del["deleted"])
@@ -296,7 +267,7 @@ func TestDeleteFact(t *testing.T) {
 }
 
 func TestListEntities(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	assert.Equal(t, []any{}, call(t, srv, alice, "list_entities", `{}`)["entities"])
 	call(t, srv, alice, "store_fact", `{"entity":"zeta","key":"k","value":"1"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"alpha","key":"k","value":"1"}`)
@@ -305,66 +276,10 @@ func TestListEntities(t *testing.T) {
 	assert.Equal(t, []any{"alpha", "zeta"}, call(t, srv, alice, "list_entities", `{}`)["entities"])
 }
 
-func TestGetBootstrap(t *testing.T) {
-	srv, _ := newClockServer(t)
-	res, err := srv.CallTool(t.Context(), anon, "get_bootstrap", nil)
-	require.NoError(t, err)
-	text := res.Content[0].Text
-	assert.Contains(t, text, "[__bootstrap__::doc:quickstart] Quickstart = ")
-	assert.Contains(t, text, "[__bootstrap__::tool-output:query_facts] query_facts output schema = {rows:")
-	assert.NotContains(t, text, "[__bootstrap__::_meta]", "the sentinel is not served")
-
-	for _, topic := range []string{"docs", "patterns", "errors", "tool"} {
-		got := call(t, srv, anon, "get_bootstrap", fmt.Sprintf(`{"topic":%q}`, topic))
-		facts := got["facts"].([]any)
-		require.NotEmpty(t, facts, topic)
-		want := map[string]string{"docs": "doc:", "patterns": "pattern:", "errors": "resolution:", "tool": "tool-output:"}[topic]
-		for _, f := range facts {
-			assert.Contains(t, f.(map[string]any)["entity"], "__bootstrap__::"+want)
-		}
-	}
-	// Every tool's output contract is there.
-	got := call(t, srv, anon, "get_bootstrap", `{"topic":"tool-output"}`)
-	assert.Len(t, got["facts"], len(srv.ListTools(t.Context(), anon)))
-
-	got = call(t, srv, anon, "get_bootstrap", `{"query":"supersedes"}`)
-	assert.NotEmpty(t, got["facts"])
-	small := call(t, srv, anon, "get_bootstrap", `{"token_budget":50}`)
-	assert.Len(t, small["facts"], 1, "token_budget is honoured, keeping the first entry")
-	assert.Equal(t, true, small["truncated"])
-
-	res, err = srv.CallTool(t.Context(), anon, "get_bootstrap", []byte(`{"topic":"nothing"}`))
-	require.NoError(t, err)
-	assert.Equal(t, "no bootstrap knowledge for topic 'nothing'", res.Content[0].Text)
-
-	// Bootstrap knowledge is not in the callers' fact pool.
-	assert.Empty(t, rows(t, call(t, srv, anon, "query_facts", `{"query":"quickstart"}`)))
-	assert.Empty(t, call(t, srv, anon, "list_entities", `{}`)["entities"])
-}
-
-func TestBootstrapSeededOnce(t *testing.T) {
-	db := openDB(t)
-	_, err := crux.NewServer(db, nil)
-	require.NoError(t, err)
-	before := db.Stats()
-	srv, err := crux.NewServer(db, nil)
-	require.NoError(t, err)
-	assert.Equal(t, before.Commits, db.Stats().Commits, "a second start writes nothing")
-	got := call(t, srv, anon, "get_bootstrap", `{"topic":"doc","query":"quickstart"}`)
-	assert.Len(t, got["facts"], 1, "no duplicate versions")
-}
-
-func TestGetAgentIdentity(t *testing.T) {
-	srv, _ := newClockServer(t)
-	assert.Equal(t, "alice", call(t, srv, alice, "get_agent_identity", `{}`)["agent_name"])
-	assert.Equal(t, "anonymous", call(t, srv, anon, "get_agent_identity", `{}`)["agent_name"])
-	assert.Equal(t, "anonymous", call(t, srv, crux.Caller{Agent: "claims-to-be-alice"}, "get_agent_identity", `{}`)["agent_name"])
-}
-
 // A private chain belongs to one owner and the shared chain to everyone:
 // writes in one never supersede facts of another.
 func TestChainsKeepTheirScope(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, bob, "store_fact", `{"entity":"plan","key":"k","value":"shared"}`)
 	mine := call(t, srv, alice, "store_fact", `{"entity":"plan","key":"k","value":"alice only","private":true}`)
 	assert.EqualValues(t, 1, mine["version"])
@@ -374,15 +289,14 @@ func TestChainsKeepTheirScope(t *testing.T) {
 }
 
 func TestAuditEnvelope(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "store_fact", `{"entity":"proj","key":"k","value":"v","source_receipt":"r_src"}`)
 	got := call(t, srv, alice, "query_facts", `{"entity":"proj"}`)
 	assert.NotContains(t, got, "envelope", "off by default")
 
 	flags := crux.DefaultFlags()
 	flags.AuditEnvelope = true
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, _ = newServer(t, &crux.Options{Flags: &flags, Now: clk.Now})
+	srv, clk, _ := newTestServer(t, withFlags(flags))
 	f := call(t, srv, alice, "store_fact", `{"entity":"proj","key":"k","value":"v","source_receipt":"r_src"}`)
 	clk.Advance(48 * time.Hour)
 	res, err := srv.CallTool(t.Context(), alice, "query_facts", []byte(`{"entity":"proj"}`))
@@ -400,7 +314,7 @@ func TestAuditEnvelope(t *testing.T) {
 // Pinned facts survive decay: for the agent who pinned it, a stale fact
 // ranks at its stored confidence; for everyone else it is demoted.
 func TestPinnedFactsSurviveDecay(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	f := call(t, srv, alice, "store_fact", `{"entity":"ops","key":"a","value":"pinned","confidence":0.8,"horizon_class":"volatile"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"b","value":"steady","confidence":0.6}`)
 	call(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, f["fact_id"]))

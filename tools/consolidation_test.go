@@ -1,7 +1,6 @@
-package crux_test
+package tools_test
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -15,22 +14,17 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/tools"
 )
 
-// consServer is a server with a settable clock and the given flags (nil:
-// the defaults), and its store.
-func consServer(t *testing.T, flags *crux.Flags) (*crux.Server, *clock, store.Backend) {
-	t.Helper()
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, db := newServer(t, &crux.Options{Now: clk.Now, Flags: flags})
-	return srv, clk, db
-}
-
-// consFact stores a fact and returns its id.
-func consFact(t *testing.T, srv *crux.Server, c crux.Caller, args string) string {
-	t.Helper()
-	return call(t, srv, c, "store_fact", args)["fact_id"].(string)
+// consolidationReceipt is the payload of a receipt of kind consolidation.
+type consolidationReceipt struct {
+	ConsolidationID   string   `cbor:"consolidation_id"`
+	Entity            string   `cbor:"entity"`
+	Key               string   `cbor:"key"`
+	CanonicalFactID   string   `cbor:"canonical_fact_id"`
+	CanonicalHash     string   `cbor:"canonical_hash"`
+	SupersededFactIDs []string `cbor:"superseded_fact_ids"`
+	SourceFactIDs     []string `cbor:"source_fact_ids"`
 }
 
 // consCandidates returns the candidates of a memory_contradictions result.
@@ -38,23 +32,13 @@ func consCandidates(t *testing.T, got map[string]any) []map[string]any {
 	return objects(t, got, "candidates")
 }
 
-// consReceiptCount is the number of receipts in the default tenant's chain.
-func consReceiptCount(t *testing.T, db store.Backend) int {
-	t.Helper()
-	n := 0
-	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		return receipts.Chain(tx, tools.DefaultTenant, 0, func(*receipts.Receipt) error { n++; return nil })
-	}))
-	return n
-}
-
 func TestMemoryContradictionsPrivateAgainstShared(t *testing.T) {
-	srv, clk, _ := consServer(t, nil)
-	shared := consFact(t, srv, bob, `{"entity":"service:api","key":"cache","value":"enabled","confidence":0.5}`)
+	srv, clk, _ := newTestServer(t)
+	shared := storeID(t, srv, bob, `{"entity":"service:api","key":"cache","value":"enabled","confidence":0.5}`)
 	clk.Advance(time.Second)
-	mine := consFact(t, srv, alice, `{"entity":"service:api","key":"cache","value":"Disabled.","private":true}`)
-	consFact(t, srv, bob, `{"entity":"service:api","key":"mode","value":"fast"}`)
-	consFact(t, srv, alice, `{"entity":"service:api","key":"mode","value":"slow","private":true}`)
+	mine := storeID(t, srv, alice, `{"entity":"service:api","key":"cache","value":"Disabled.","private":true}`)
+	storeID(t, srv, bob, `{"entity":"service:api","key":"mode","value":"fast"}`)
+	storeID(t, srv, alice, `{"entity":"service:api","key":"mode","value":"slow","private":true}`)
 
 	got := call(t, srv, alice, "memory_contradictions", `{}`)
 	assert.Equal(t, true, got["dry_run"])
@@ -66,7 +50,7 @@ func TestMemoryContradictionsPrivateAgainstShared(t *testing.T) {
 	c := cands[0]
 	assert.Equal(t, "service:api", c["entity"])
 	assert.Equal(t, "cache", c["key"])
-	assert.Equal(t, tools.ReasonOppositePolarity, c["reason"])
+	assert.Equal(t, "opposite_polarity_same_entity_key", c["reason"])
 	assert.Equal(t, "positive", c["polarity_a"])
 	assert.Equal(t, "negative", c["polarity_b"])
 	assert.Equal(t, []any{shared, mine}, c["fact_ids"])
@@ -87,9 +71,9 @@ func TestMemoryContradictionsPrivateAgainstShared(t *testing.T) {
 }
 
 func TestMemoryContradictionsVisibility(t *testing.T) {
-	srv, _, _ := consServer(t, nil)
-	consFact(t, srv, bob, `{"entity":"flag","key":"beta","value":"on"}`)
-	consFact(t, srv, alice, `{"entity":"flag","key":"beta","value":"off","private":true}`)
+	srv, _, _ := newTestServer(t)
+	storeID(t, srv, bob, `{"entity":"flag","key":"beta","value":"on"}`)
+	storeID(t, srv, alice, `{"entity":"flag","key":"beta","value":"off","private":true}`)
 
 	// Bob and anonymous callers never see alice's private fact, through any filter.
 	for _, c := range []crux.Caller{bob, anon, {Agent: "alice"}} {
@@ -109,10 +93,10 @@ func TestMemoryContradictionsVisibility(t *testing.T) {
 }
 
 func TestMemoryContradictionsLimitAndBudget(t *testing.T) {
-	srv, _, _ := consServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for i := range 4 {
-		consFact(t, srv, bob, fmt.Sprintf(`{"entity":"svc%d","key":"up","value":"yes"}`, i))
-		consFact(t, srv, alice, fmt.Sprintf(`{"entity":"svc%d","key":"up","value":"no","private":true}`, i))
+		storeID(t, srv, bob, fmt.Sprintf(`{"entity":"svc%d","key":"up","value":"yes"}`, i))
+		storeID(t, srv, alice, fmt.Sprintf(`{"entity":"svc%d","key":"up","value":"no","private":true}`, i))
 	}
 	got := call(t, srv, alice, "memory_contradictions", `{}`)
 	assert.EqualValues(t, 4, got["count"])
@@ -137,7 +121,7 @@ func TestMemoryContradictionsLimitAndBudget(t *testing.T) {
 }
 
 func TestMemoryContradictionsArguments(t *testing.T) {
-	srv, _, _ := consServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for args, param := range map[string]string{
 		`{"entity":"a","entity_prefix":"a"}`: "entity_prefix",
 		`{"entity":"__ops::x"}`:              "entity",
@@ -150,19 +134,19 @@ func TestMemoryContradictionsArguments(t *testing.T) {
 	} {
 		e := callErr(t, srv, alice, "memory_contradictions", args)
 		assert.Equal(t, crux.CodeInvalidParams, e.Code, args)
-		assert.Equal(t, param, e.Data.(*tools.ParamError).Param, args)
+		assert.Equal(t, param, paramOf(t, e).Param, args)
 	}
 	e := callErr(t, srv, alice, "memory_contradictions", `{"entity":"__ops::x"}`)
-	assert.Equal(t, "RESERVED_ENTITY_PREFIX", e.Data.(*tools.ParamError).ErrorCode)
+	assert.Equal(t, "RESERVED_ENTITY_PREFIX", paramOf(t, e).ErrorCode)
 }
 
 func TestConsolidationFlagOff(t *testing.T) {
 	flags := crux.DefaultFlags()
 	require.True(t, flags.Consolidation, "on by default")
 	flags.Consolidation = false
-	srv, _, db := consServer(t, &flags)
-	id := consFact(t, srv, alice, `{"entity":"e","key":"k","value":"v","confidence":0.5}`)
-	before := consReceiptCount(t, db)
+	srv, _, db := newTestServer(t, withFlags(flags))
+	id := storeID(t, srv, alice, `{"entity":"e","key":"k","value":"v","confidence":0.5}`)
+	before := receiptCount(t, db)
 	for _, tc := range []struct{ tool, args string }{
 		{"memory_contradictions", `{}`},
 		{"memory_contradictions", `{"limit":"bad"}`}, // the gate answers before arguments are checked
@@ -173,7 +157,7 @@ func TestConsolidationFlagOff(t *testing.T) {
 		assert.Contains(t, e.Message, "CORECRUXD_FEATURE_CONSOLIDATION", tc.tool)
 		assert.Equal(t, map[string]any{"feature_flag": "CORECRUXD_FEATURE_CONSOLIDATION", "enabled": false}, e.Data)
 	}
-	assert.Equal(t, before, consReceiptCount(t, db))
+	assert.Equal(t, before, receiptCount(t, db))
 	got := call(t, srv, alice, "query_facts", `{"entity":"e"}`)
 	assert.Equal(t, []string{"v"}, values(t, got))
 
@@ -191,10 +175,10 @@ func TestConsolidationFlagOff(t *testing.T) {
 }
 
 func TestMemoryConsolidate(t *testing.T) {
-	srv, clk, db := consServer(t, nil)
-	old := consFact(t, srv, bob, `{"entity":"proj","key":"status","value":"blocked","confidence":0.4}`)
+	srv, clk, db := newTestServer(t)
+	old := storeID(t, srv, bob, `{"entity":"proj","key":"status","value":"blocked","confidence":0.4}`)
 	clk.Advance(time.Hour)
-	cur := consFact(t, srv, bob, `{"entity":"proj","key":"status","value":"active","confidence":0.5}`)
+	cur := storeID(t, srv, bob, `{"entity":"proj","key":"status","value":"active","confidence":0.5}`)
 	clk.Advance(time.Hour)
 
 	res, err := srv.CallTool(t.Context(), alice, "memory_consolidate", []byte(fmt.Sprintf(
@@ -238,9 +222,9 @@ func TestMemoryConsolidate(t *testing.T) {
 	r := getReceipt(t, db, rc["receipt_id"].(string))
 	assert.Equal(t, "consolidation", r.Kind)
 	assert.True(t, receipts.Verify(r, srv.Keyring(), clk.Now()).OK())
-	var p tools.ConsolidationReceipt
+	var p consolidationReceipt
 	require.NoError(t, r.Payload(&p))
-	assert.Equal(t, tools.ConsolidationReceipt{
+	assert.Equal(t, consolidationReceipt{
 		ConsolidationID: "c-1", Entity: "proj", Key: "status", CanonicalFactID: canonical,
 		CanonicalHash: rc["canonical_hash"].(string), SupersededFactIDs: []string{cur}, SourceFactIDs: []string{cur},
 	}, p)
@@ -255,23 +239,23 @@ func TestMemoryConsolidate(t *testing.T) {
 	assert.Equal(t, map[string]any{"consolidation_id": "c-1", "canonical_fact_id": canonical}, e.Data)
 
 	// The default id is mcp-<uuid>.
-	next := consFact(t, srv, bob, `{"entity":"other","key":"k","value":"v","confidence":0.1}`)
+	next := storeID(t, srv, bob, `{"entity":"other","key":"k","value":"v","confidence":0.1}`)
 	got = call(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"other","key":"k","canonical_value":"w","target_fact_ids":[%q]}`, next))
 	assert.Regexp(t, `^mcp-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, got["receipt"].(map[string]any)["consolidation_id"])
 }
 
 func TestMemoryConsolidateGuards(t *testing.T) {
-	srv, clk, db := consServer(t, nil)
-	low := consFact(t, srv, bob, `{"entity":"g","key":"k","value":"v","confidence":0.5}`)
-	pinned := consFact(t, srv, bob, `{"entity":"g","key":"pinned","value":"v","confidence":0.5}`)
-	linked := consFact(t, srv, bob, `{"entity":"g","key":"linked","value":"v","confidence":0.5,"source_receipt":"r_src"}`)
-	mine := consFact(t, srv, alice, `{"entity":"g","key":"mine","value":"v","confidence":0.5,"private":true}`)
-	high := consFact(t, srv, bob, `{"entity":"g","key":"high","value":"v","confidence":0.99}`)
-	full := consFact(t, srv, bob, `{"entity":"g","key":"full","value":"v"}`) // default confidence 1.0
+	srv, clk, db := newTestServer(t)
+	low := storeID(t, srv, bob, `{"entity":"g","key":"k","value":"v","confidence":0.5}`)
+	pinned := storeID(t, srv, bob, `{"entity":"g","key":"pinned","value":"v","confidence":0.5}`)
+	linked := storeID(t, srv, bob, `{"entity":"g","key":"linked","value":"v","confidence":0.5,"source_receipt":"r_src"}`)
+	mine := storeID(t, srv, alice, `{"entity":"g","key":"mine","value":"v","confidence":0.5,"private":true}`)
+	high := storeID(t, srv, bob, `{"entity":"g","key":"high","value":"v","confidence":0.99}`)
+	full := storeID(t, srv, bob, `{"entity":"g","key":"full","value":"v"}`) // default confidence 1.0
 	require.NoError(t, db.Update(t.Context(), func(tx store.Tx) error {
-		return store.SetPin(tx, tools.DefaultTenant, "alice", pinned, true)
+		return store.SetPin(tx, tenant, "alice", pinned, true)
 	}))
-	before := consReceiptCount(t, db)
+	before := receiptCount(t, db)
 
 	for _, tc := range []struct {
 		name, key, id, reason, extra string
@@ -297,7 +281,7 @@ func TestMemoryConsolidateGuards(t *testing.T) {
 	assert.EqualValues(t, 0.99, e.Data.(map[string]any)["confidence"])
 
 	// Nothing was written by any refusal.
-	assert.Equal(t, before, consReceiptCount(t, db))
+	assert.Equal(t, before, receiptCount(t, db))
 	for _, key := range []string{"k", "pinned", "linked", "high", "full"} {
 		got := call(t, srv, bob, "query_facts", fmt.Sprintf(`{"entity":"g","key":%q}`, key))
 		assert.Equal(t, []string{"v"}, values(t, got), key)
@@ -306,7 +290,7 @@ func TestMemoryConsolidateGuards(t *testing.T) {
 	// Another agent's pin protects the fact too (as it does from forget),
 	// without saying whose it is.
 	require.NoError(t, db.Update(t.Context(), func(tx store.Tx) error {
-		return store.SetPin(tx, tools.DefaultTenant, "bob", low, true)
+		return store.SetPin(tx, tenant, "bob", low, true)
 	}))
 	clk.Advance(time.Minute)
 	e = callErr(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"g","key":"k","canonical_value":"x","target_fact_ids":[%q]}`, low))
@@ -315,15 +299,15 @@ func TestMemoryConsolidateGuards(t *testing.T) {
 }
 
 func TestMemoryConsolidateTargets(t *testing.T) {
-	srv, _, _ := consServer(t, nil)
-	live := consFact(t, srv, bob, `{"entity":"t","key":"k","value":"v","confidence":0.5}`)
-	other := consFact(t, srv, bob, `{"entity":"t","key":"other","value":"v","confidence":0.5}`)
-	bobs := consFact(t, srv, bob, `{"entity":"t","key":"k","value":"bob secret","confidence":0.5,"private":true}`)
-	gone := consFact(t, srv, bob, `{"entity":"t","key":"gone","value":"v","confidence":0.5}`)
+	srv, _, _ := newTestServer(t)
+	live := storeID(t, srv, bob, `{"entity":"t","key":"k","value":"v","confidence":0.5}`)
+	other := storeID(t, srv, bob, `{"entity":"t","key":"other","value":"v","confidence":0.5}`)
+	bobs := storeID(t, srv, bob, `{"entity":"t","key":"k","value":"bob secret","confidence":0.5,"private":true}`)
+	gone := storeID(t, srv, bob, `{"entity":"t","key":"gone","value":"v","confidence":0.5}`)
 	call(t, srv, bob, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, gone))
-	old := consFact(t, srv, bob, `{"entity":"t","key":"old","value":"v1","confidence":0.5}`)
-	consFact(t, srv, bob, `{"entity":"t","key":"old","value":"v2","confidence":0.5}`)
-	foreign := consFact(t, srv, crux.Caller{Agent: "bob", Authenticated: true, Tenant: "other"}, `{"entity":"t","key":"k","value":"v","confidence":0.5}`)
+	old := storeID(t, srv, bob, `{"entity":"t","key":"old","value":"v1","confidence":0.5}`)
+	storeID(t, srv, bob, `{"entity":"t","key":"old","value":"v2","confidence":0.5}`)
+	foreign := storeID(t, srv, crux.Caller{Agent: "bob", Authenticated: true, Tenant: "other"}, `{"entity":"t","key":"k","value":"v","confidence":0.5}`)
 
 	notFound := func(id string) string {
 		return fmt.Sprintf("memory_consolidate: target_fact_ids: fact %s does not exist or is not visible to the caller", id)
@@ -341,7 +325,7 @@ func TestMemoryConsolidateTargets(t *testing.T) {
 	} {
 		e := callErr(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"t","key":%q,"canonical_value":"x","target_fact_ids":%s}`, tc.key, tc.ids))
 		assert.Equal(t, crux.CodeInvalidParams, e.Code, tc.name)
-		pe := e.Data.(*tools.ParamError)
+		pe := paramOf(t, e)
 		assert.Equal(t, "target_fact_ids", pe.Param, tc.name)
 		assert.Equal(t, tc.code, pe.ErrorCode, tc.name)
 		if tc.message != "" {
@@ -355,8 +339,8 @@ func TestMemoryConsolidateTargets(t *testing.T) {
 }
 
 func TestMemoryConsolidateArguments(t *testing.T) {
-	srv, _, _ := consServer(t, nil)
-	id := consFact(t, srv, bob, `{"entity":"a","key":"k","value":"v","confidence":0.5}`)
+	srv, _, _ := newTestServer(t)
+	id := storeID(t, srv, bob, `{"entity":"a","key":"k","value":"v","confidence":0.5}`)
 	for _, tc := range []struct{ args, param string }{
 		{`{"entity":"a","key":"k","canonical_value":"x","target_fact_ids":[]}`, "target_fact_ids"},
 		{`{"entity":"a","key":"k","canonical_value":"x"}`, "target_fact_ids"},
@@ -371,23 +355,23 @@ func TestMemoryConsolidateArguments(t *testing.T) {
 	} {
 		e := callErr(t, srv, alice, "memory_consolidate", tc.args)
 		assert.Equal(t, crux.CodeInvalidParams, e.Code, tc.args)
-		assert.Equal(t, tc.param, e.Data.(*tools.ParamError).Param, tc.args)
+		assert.Equal(t, tc.param, paramOf(t, e).Param, tc.args)
 	}
 	got := call(t, srv, bob, "query_facts", `{"entity":"a"}`)
 	assert.Equal(t, []string{"v"}, values(t, got))
 }
 
 func TestMemoryConsolidateNeedsPassport(t *testing.T) {
-	srv, _, db := consServer(t, nil)
-	id := consFact(t, srv, bob, `{"entity":"a","key":"k","value":"v","confidence":0.5}`)
-	before := consReceiptCount(t, db)
+	srv, _, db := newTestServer(t)
+	id := storeID(t, srv, bob, `{"entity":"a","key":"k","value":"v","confidence":0.5}`)
+	before := receiptCount(t, db)
 	for _, c := range []crux.Caller{anon, {Agent: "alice"}} {
 		e := callErr(t, srv, c, "memory_consolidate", fmt.Sprintf(`{"entity":"a","key":"k","canonical_value":"x","target_fact_ids":[%q]}`, id))
 		assert.Equal(t, crux.CodeCapabilityDenied, e.Code)
 		assert.Equal(t, "requires_passport", e.Data.(map[string]any)["reason"])
 		assert.True(t, strings.Contains(e.Message, "authenticated passport"))
 	}
-	assert.Equal(t, before, consReceiptCount(t, db))
+	assert.Equal(t, before, receiptCount(t, db))
 	// Reading contradictions needs no passport.
 	call(t, srv, anon, "memory_contradictions", `{"entity":"a"}`)
 }
@@ -395,9 +379,9 @@ func TestMemoryConsolidateNeedsPassport(t *testing.T) {
 // The contradiction a consolidation leaves behind: consolidating the shared
 // side does not touch the caller's private fact, which still disagrees.
 func TestContradictionAfterConsolidation(t *testing.T) {
-	srv, clk, _ := consServer(t, nil)
-	shared := consFact(t, srv, bob, `{"entity":"feature","key":"dark_mode","value":"enabled","confidence":0.6}`)
-	consFact(t, srv, alice, `{"entity":"feature","key":"dark_mode","value":"disabled","confidence":0.6,"private":true}`)
+	srv, clk, _ := newTestServer(t)
+	shared := storeID(t, srv, bob, `{"entity":"feature","key":"dark_mode","value":"enabled","confidence":0.6}`)
+	storeID(t, srv, alice, `{"entity":"feature","key":"dark_mode","value":"disabled","confidence":0.6,"private":true}`)
 	cands := consCandidates(t, call(t, srv, alice, "memory_contradictions", `{}`))
 	require.Len(t, cands, 1)
 	ids := cands[0]["fact_ids"].([]any)
@@ -416,8 +400,8 @@ func TestContradictionAfterConsolidation(t *testing.T) {
 // A fact crux itself marked (a canonical fact, an edit) is not
 // receipt-linked: it can be consolidated again.
 func TestConsolidateAgain(t *testing.T) {
-	srv, clk, _ := consServer(t, nil)
-	first := consFact(t, srv, bob, `{"entity":"svc","key":"mode","value":"a","confidence":0.5}`)
+	srv, clk, _ := newTestServer(t)
+	first := storeID(t, srv, bob, `{"entity":"svc","key":"mode","value":"a","confidence":0.5}`)
 	got := call(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"svc","key":"mode","canonical_value":"b","confidence":0.5,"target_fact_ids":[%q]}`, first))
 	canonical := got["receipt"].(map[string]any)["canonical_fact_id"].(string)
 	clk.Advance(time.Minute)

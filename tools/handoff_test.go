@@ -1,13 +1,15 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"lukechampine.com/blake3"
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/tools"
@@ -37,7 +39,7 @@ func acceptArgs(t *testing.T, pkg string) string {
 }
 
 func TestCreateAndAcceptHandoff(t *testing.T) {
-	srv, db := newServer(t, nil)
+	srv, _, db := newTestServer(t)
 	call(t, srv, alice, "store_fact", `{"entity":"project:crux","key":"language","value":"Go"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"project:other","key":"language","value":"Rust"}`)
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"title":"port","focus":"project:crux","n":1.50}}`)
@@ -47,7 +49,7 @@ func TestCreateAndAcceptHandoff(t *testing.T) {
 		"acceptance_criteria":["tests pass"],"boundaries":["no deletes"],"blocker_rule":"ask"}}`)
 	assert.EqualValues(t, 1, out["relevant_fact_count"], "only the entity the state mentions")
 	pkg := handoffPkg(t, out)
-	assert.Equal(t, tools.HandoffSchema, pkg["schema"])
+	assert.Equal(t, "crux.handoff.v1", pkg["schema"])
 	assert.Equal(t, "alice", pkg["from_agent"])
 	assert.Equal(t, "bob", pkg["target_agent"])
 	assert.Equal(t, out["content_hash"], pkg["content_hash"])
@@ -70,17 +72,18 @@ func TestCreateAndAcceptHandoff(t *testing.T) {
 }
 
 func TestHandoffCanonicalContent(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"b":"<x>&","a":[1,2.5]}}`)
 	out := call(t, srv, alice, "create_handoff", `{"session_id":"s1"}`)
 	raw := out["package_json"].(string)
-	canon, err := tools.HandoffCanonical([]byte(raw))
+	canon, err := tools.ExportHandoffCanonical([]byte(raw))
 	require.NoError(t, err)
 	assert.NotContains(t, string(canon), "content_hash")
 	assert.NotContains(t, string(canon), `"signature"`)
 	assert.Contains(t, string(canon), `"state":{"a":[1,2.5],"b":"<x>&"}`, "sorted keys, no HTML escaping")
 	assert.True(t, strings.HasPrefix(string(canon), `{"created_at":`), "keys sorted")
-	assert.Equal(t, out["content_hash"], tools.HandoffContentHash(canon))
+	sum := blake3.Sum256(canon)
+	assert.Equal(t, out["content_hash"], hex.EncodeToString(sum[:]), "the hex BLAKE3 of the canonical content")
 
 	// Re-encoding the package with other whitespace and key order keeps
 	// the canonical content.
@@ -88,13 +91,13 @@ func TestHandoffCanonicalContent(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(raw), &m))
 	pretty, err := json.MarshalIndent(m, "", "  ")
 	require.NoError(t, err)
-	canon2, err := tools.HandoffCanonical(pretty)
+	canon2, err := tools.ExportHandoffCanonical(pretty)
 	require.NoError(t, err)
 	assert.Equal(t, string(canon), string(canon2))
 }
 
 func TestAcceptHandoffTamperedRefused(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"plan":"alpha"}}`)
 	out := call(t, srv, alice, "create_handoff", `{"session_id":"s1","message":"hello"}`)
 	raw := out["package_json"].(string)
@@ -125,8 +128,8 @@ func TestAcceptHandoffTamperedRefused(t *testing.T) {
 }
 
 func TestAcceptHandoffOtherKeyRefused(t *testing.T) {
-	srv1, _ := newServer(t, &crux.Options{Signer: newSigner(t)})
-	srv2, _ := newServer(t, &crux.Options{Signer: newSigner(t)})
+	srv1, _, _ := newTestServer(t, withSigner(newSigner(t)))
+	srv2, _, _ := newTestServer(t, withSigner(newSigner(t)))
 	call(t, srv1, alice, "save_session", `{"session_id":"s1","state":{}}`)
 	out := call(t, srv1, alice, "create_handoff", `{"session_id":"s1"}`)
 	e := callErr(t, srv2, alice, "accept_handoff", acceptArgs(t, out["package_json"].(string)))
@@ -135,7 +138,7 @@ func TestAcceptHandoffOtherKeyRefused(t *testing.T) {
 }
 
 func TestAcceptHandoffOnlyTarget(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	carol := crux.Caller{Agent: "carol", Authenticated: true}
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"x":1}}`)
 	out := call(t, srv, alice, "create_handoff", `{"session_id":"s1","target_agent":"bob"}`)
@@ -150,7 +153,7 @@ func TestAcceptHandoffOnlyTarget(t *testing.T) {
 }
 
 func TestAcceptHandoffOnce(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"x":1}}`)
 	out := call(t, srv, alice, "create_handoff", `{"session_id":"s1"}`)
 	call(t, srv, bob, "accept_handoff", acceptArgs(t, out["package_json"].(string)))
@@ -160,7 +163,7 @@ func TestAcceptHandoffOnce(t *testing.T) {
 }
 
 func TestAcceptHandoffOtherTenantRefused(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"x":1}}`)
 	out := call(t, srv, alice, "create_handoff", `{"session_id":"s1"}`)
 	other := crux.Caller{Agent: "bob", Authenticated: true, Tenant: "t2"}
@@ -170,7 +173,7 @@ func TestAcceptHandoffOtherTenantRefused(t *testing.T) {
 }
 
 func TestCreateHandoffMissingSession(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"x":1}}`)
 	// bob cannot hand off alice's session: sessions are per agent.
 	res, err := srv.CallTool(context.Background(), bob, "create_handoff", json.RawMessage(`{"session_id":"s1"}`))
@@ -180,7 +183,7 @@ func TestCreateHandoffMissingSession(t *testing.T) {
 }
 
 func TestCreateHandoffInvalidParams(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for args, param := range map[string]string{
 		`{}`: "session_id",
 		`{"session_id":"__agent_session::bob::s1"}`:       "session_id",
@@ -199,7 +202,7 @@ func TestCreateHandoffInvalidParams(t *testing.T) {
 }
 
 func TestHandoffFactsPrivateAndReservedExcluded(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "store_fact", `{"entity":"svc","key":"port","value":"80"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"svc","key":"secret","value":"hunter2","private":true}`)
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"on":["svc","__decisions__::x"]}}`)
@@ -216,7 +219,7 @@ func TestHandoffFactsPrivateAndReservedExcluded(t *testing.T) {
 }
 
 func TestAcceptHandoffFactsWrittenAndStale(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	a := call(t, srv, alice, "store_fact", `{"entity":"svc","key":"port","value":"80"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"svc","key":"host","value":"h1"}`)
 	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"on":"svc"}}`)
@@ -234,7 +237,7 @@ func TestAcceptHandoffFactsWrittenAndStale(t *testing.T) {
 }
 
 func TestHandoffFactsByIDAndSessionEntity(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	cited := call(t, srv, alice, "store_fact", `{"entity":"unnamed","key":"k","value":"by id"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"unnamed","key":"other","value":"not cited"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"s1","key":"k","value":"by session id"}`)

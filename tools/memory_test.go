@@ -1,8 +1,7 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,57 +12,10 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/store/bolt"
-	"github.com/crux-go/crux/tools"
 )
 
-// newPanelServer is a server on a settable clock, with flags (nil: defaults).
-func newPanelServer(t *testing.T, flags *crux.Flags) (*crux.Server, *clock, *bolt.DB) {
-	t.Helper()
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, db := newServer(t, &crux.Options{Now: clk.Now, Flags: flags})
-	return srv, clk, db
-}
-
-// panelReservedFact writes a fact under a reserved entity of the default tenant,
-// as crux itself would, and returns its id.
-func panelReservedFact(t *testing.T, db store.Backend, now time.Time) string {
-	t.Helper()
-	var f *store.Fact
-	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		var err error
-		f, _, err = store.PutFact(tx, store.NewFact{Tenant: tools.DefaultTenant, Entity: "__ops::health", Key: "probe",
-			Value: "ok", Confidence: 1, HorizonClass: store.HorizonVolatile, Now: now})
-		return err
-	}))
-	return f.ID
-}
-
-// panelResult runs a tool that must not fail at the protocol level.
-func panelResult(t *testing.T, srv *crux.Server, c crux.Caller, name, args string) *crux.Result {
-	t.Helper()
-	res, err := srv.CallTool(context.Background(), c, name, json.RawMessage(args))
-	require.NoError(t, err, "%s(%s)", name, args)
-	return res
-}
-
-// panelToolError checks an isError result and returns its text.
-func panelToolError(t *testing.T, srv *crux.Server, c crux.Caller, name, args string) string {
-	t.Helper()
-	res := panelResult(t, srv, c, name, args)
-	require.True(t, res.IsError, "%s(%s) should fail: %+v", name, args, res)
-	return res.Content[0].Text
-}
-
-// panelReserved checks a -32602 RESERVED_ENTITY_PREFIX naming param.
-func panelReserved(t *testing.T, e *crux.Error, param string) {
-	t.Helper()
-	assert.Equal(t, crux.CodeInvalidParams, e.Code, e.Message)
-	pe, ok := e.Data.(*tools.ParamError)
-	require.True(t, ok, "data is %T", e.Data)
-	assert.Equal(t, param, pe.Param)
-	assert.Equal(t, "RESERVED_ENTITY_PREFIX", pe.ErrorCode)
-}
+// memoryViewTopK is memory_view's default top_k.
+const memoryViewTopK = 20
 
 func panelFacts(t *testing.T, got map[string]any) []map[string]any { return objects(t, got, "facts") }
 
@@ -77,13 +29,13 @@ func panelValues(t *testing.T, got map[string]any) []string {
 }
 
 func TestMemoryView(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
-	panelReservedFact(t, db, clk.Now())
+	srv, clk, db := newTestServer(t)
+	reservedFact(t, db, clk.Now())
 	lang := call(t, srv, alice, "store_fact", `{"entity":"project:crux","key":"language","value":"Go","confidence":0.9,"source_receipt":"r_src"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"project:crux","key":"owner","value":"team-a","confidence":0.5}`)
 	call(t, srv, bob, "store_fact", `{"entity":"user","key":"name","value":"Ada","confidence":0.7}`)
 
-	res := panelResult(t, srv, alice, "memory_view", `{}`)
+	res := result(t, srv, alice, "memory_view", `{}`)
 	got := structured(t, res)
 	assert.Equal(t, []string{"Go", "Ada", "team-a"}, panelValues(t, got), "ranked by confidence; the reserved fact is hidden")
 	assert.EqualValues(t, 3, got["returned"])
@@ -114,7 +66,7 @@ func TestMemoryView(t *testing.T) {
 	assert.Equal(t, []string{"team-a"}, panelValues(t, got))
 	got = call(t, srv, alice, "memory_view", `{"top_k":1}`)
 	assert.Equal(t, []string{"Go"}, panelValues(t, got))
-	res = panelResult(t, srv, alice, "memory_view", `{"entity":"nothing"}`)
+	res = result(t, srv, alice, "memory_view", `{"entity":"nothing"}`)
 	assert.Empty(t, panelFacts(t, structured(t, res)))
 	assert.Equal(t, "No memories to show.", res.Content[0].Text)
 
@@ -124,18 +76,18 @@ func TestMemoryView(t *testing.T) {
 }
 
 func TestMemoryViewHidesReservedEntities(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
-	panelReservedFact(t, db, clk.Now())
+	srv, clk, db := newTestServer(t)
+	reservedFact(t, db, clk.Now())
 	got := call(t, srv, alice, "memory_view", `{"key":"probe"}`)
 	assert.Empty(t, panelFacts(t, got), "a reserved entity is hidden even when its key is named")
 	e := callErr(t, srv, alice, "memory_view", `{"entity":"__ops::health"}`)
-	panelReserved(t, e, "entity")
+	assertReserved(t, e, "entity")
 	e = callErr(t, srv, alice, "memory_view", `{"entity":"__agent::bob::notes"}`)
-	panelReserved(t, e, "entity")
+	assertReserved(t, e, "entity")
 }
 
 func TestMemoryViewTokenBudget(t *testing.T) {
-	srv, _, _ := newPanelServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	long := strings.Repeat("x", 400) // a row of about 150 tokens
 	for i := range 20 {
 		call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"e","key":"k%02d","value":"%s"}`, i, long))
@@ -154,7 +106,7 @@ func TestMemoryViewTokenBudget(t *testing.T) {
 	assert.Equal(t, false, got["truncated_by_token_budget"])
 
 	// The first fact is kept whatever the budget.
-	res := panelResult(t, srv, alice, "memory_view", `{"token_budget":1}`)
+	res := result(t, srv, alice, "memory_view", `{"token_budget":1}`)
 	got = structured(t, res)
 	assert.Len(t, panelFacts(t, got), 1)
 	assert.Equal(t, true, got["truncated_by_token_budget"])
@@ -162,12 +114,12 @@ func TestMemoryViewTokenBudget(t *testing.T) {
 }
 
 func TestMemoryViewDefaultTopK(t *testing.T) {
-	srv, _, _ := newPanelServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for i := range 25 {
 		call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"e","key":"k%02d","value":"v"}`, i))
 	}
 	got := call(t, srv, alice, "memory_view", `{}`)
-	assert.Len(t, panelFacts(t, got), tools.MemoryViewTopK)
+	assert.Len(t, panelFacts(t, got), memoryViewTopK)
 	got = call(t, srv, alice, "memory_view", `{"top_k":500}`)
 	assert.Len(t, panelFacts(t, got), 25)
 	e := callErr(t, srv, alice, "memory_view", `{"top_k":501}`)
@@ -179,7 +131,7 @@ func TestMemoryViewDefaultTopK(t *testing.T) {
 }
 
 func TestMemoryEdit(t *testing.T) {
-	srv, clk, _ := newPanelServer(t, nil)
+	srv, clk, _ := newTestServer(t)
 	old := call(t, srv, alice, "store_fact", `{"entity":"project:crux","key":"language","value":"Rust","confidence":0.8,"horizon_class":"stable"}`)
 	oldID := old["fact_id"].(string)
 	clk.Advance(time.Minute)
@@ -212,15 +164,15 @@ func TestMemoryEdit(t *testing.T) {
 }
 
 func TestMemoryEditErrors(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	v1 := call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"one"}`)["fact_id"].(string)
 	v2 := call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"two"}`)["fact_id"].(string)
 
 	// Anonymous callers cannot edit.
-	text := panelToolError(t, srv, anon, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
+	text := toolError(t, srv, anon, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
 	assert.Equal(t, "memory_edit needs an authenticated caller; anonymous callers cannot change memories", text)
 	unauth := crux.Caller{Agent: "alice"} // named but not vouched for
-	panelToolError(t, srv, unauth, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
+	toolError(t, srv, unauth, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
 
 	// A superseded version is a conflict naming the current one.
 	e := callErr(t, srv, alice, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v1))
@@ -229,19 +181,19 @@ func TestMemoryEditErrors(t *testing.T) {
 	assert.Equal(t, v2, e.Data.(map[string]any)["current_fact_id"])
 
 	// Unknown, malformed and reserved ids.
-	text = panelToolError(t, srv, alice, "memory_edit", `{"fact_id":"f_00000000000000000000000000000000","new_value":"x"}`)
+	text = toolError(t, srv, alice, "memory_edit", `{"fact_id":"f_00000000000000000000000000000000","new_value":"x"}`)
 	assert.Equal(t, "fact not found: f_00000000000000000000000000000000", text)
 	e = callErr(t, srv, alice, "memory_edit", `{"fact_id":"nope","new_value":"x"}`)
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
-	assert.Equal(t, "fact_id", e.Data.(*tools.ParamError).Param)
+	assert.Equal(t, "fact_id", paramOf(t, e).Param)
 	e = callErr(t, srv, alice, "memory_edit", `{"fact_id":"`+v2+`"}`)
 	assert.Equal(t, "memory_edit: new_value: is required", e.Message)
-	e = callErr(t, srv, alice, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, panelReservedFact(t, db, clk.Now())))
-	panelReserved(t, e, "fact_id")
+	e = callErr(t, srv, alice, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, reservedFact(t, db, clk.Now())))
+	assertReserved(t, e, "fact_id")
 
 	// A deleted fact cannot be edited; its superseded predecessor names it.
 	call(t, srv, alice, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, v2))
-	text = panelToolError(t, srv, alice, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
+	text = toolError(t, srv, alice, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
 	assert.Equal(t, fmt.Sprintf("memory_edit: fact %s is deleted", v2), text)
 	e = callErr(t, srv, alice, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v1))
 	assert.Equal(t, fmt.Sprintf("memory_edit: fact %s is not the current version; its latest version %s is deleted", v1, v2), e.Message)
@@ -253,7 +205,7 @@ func TestMemoryEditErrors(t *testing.T) {
 
 // Agent A's private facts, their edits and A's pins are invisible to agent B.
 func TestMemoryPanelAcrossAgents(t *testing.T) {
-	srv, _, _ := newPanelServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	shared := call(t, srv, bob, "store_fact", `{"entity":"plan","key":"goal","value":"ship"}`)["fact_id"].(string)
 	mine := call(t, srv, alice, "store_fact", `{"entity":"plan","key":"secret","value":"alice only","private":true}`)["fact_id"].(string)
 
@@ -281,9 +233,9 @@ func TestMemoryPanelAcrossAgents(t *testing.T) {
 	h := call(t, srv, bob, "memory_history", `{"entity":"plan","key":"secret"}`)
 	assert.Empty(t, h["versions"])
 	for _, id := range []string{mine, nf["id"].(string)} {
-		assert.Equal(t, "fact not found: "+id, panelToolError(t, srv, bob, "memory_history", fmt.Sprintf(`{"fact_id":%q}`, id)))
-		assert.Equal(t, "fact not found: "+id, panelToolError(t, srv, bob, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, id)))
-		assert.Equal(t, "fact not found: "+id, panelToolError(t, srv, bob, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, id)))
+		assert.Equal(t, "fact not found: "+id, toolError(t, srv, bob, "memory_history", fmt.Sprintf(`{"fact_id":%q}`, id)))
+		assert.Equal(t, "fact not found: "+id, toolError(t, srv, bob, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, id)))
+		assert.Equal(t, "fact not found: "+id, toolError(t, srv, bob, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, id)))
 	}
 
 	// Alice's own history of the private chain.
@@ -295,7 +247,7 @@ func TestMemoryPanelAcrossAgents(t *testing.T) {
 }
 
 func TestMemoryPin(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	id := call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"v"}`)["fact_id"].(string)
 	pinned := func(c crux.Caller) any {
 		return panelFacts(t, call(t, srv, c, "memory_view", `{"entity":"e"}`))[0]["pinned"]
@@ -314,7 +266,7 @@ func TestMemoryPin(t *testing.T) {
 	assert.Equal(t, true, pinned(alice))
 	newID := nf["id"].(string)
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		onOld, err := store.IsPinned(tx, tools.DefaultTenant, "alice", id)
+		onOld, err := store.IsPinned(tx, tenant, "alice", id)
 		assert.False(t, onOld, "the pin moved off the old version")
 		return err
 	}))
@@ -324,19 +276,19 @@ func TestMemoryPin(t *testing.T) {
 	assert.Equal(t, false, pinned(alice))
 
 	// Errors: anonymous, unknown, reserved, deleted.
-	panelToolError(t, srv, anon, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, newID))
-	panelToolError(t, srv, alice, "memory_pin", `{"fact_id":"f_00000000000000000000000000000000"}`)
-	panelReserved(t, callErr(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, panelReservedFact(t, db, clk.Now()))), "fact_id")
+	toolError(t, srv, anon, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, newID))
+	toolError(t, srv, alice, "memory_pin", `{"fact_id":"f_00000000000000000000000000000000"}`)
+	assertReserved(t, callErr(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, reservedFact(t, db, clk.Now()))), "fact_id")
 	e := callErr(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q,"pinned":"yes"}`, newID))
 	assert.Equal(t, "memory_pin: pinned: must be a boolean", e.Message)
 	call(t, srv, alice, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, newID))
-	text := panelToolError(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, newID))
+	text := toolError(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, newID))
 	assert.Equal(t, fmt.Sprintf("memory_pin: fact %s is deleted", newID), text)
 	call(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q,"pinned":false}`, newID)) // unpinning still works
 }
 
 func TestMemoryHistory(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	v1 := call(t, srv, alice, "store_fact", `{"entity":"office","key":"city","value":"Leeds","source_receipt":"r_1"}`)["fact_id"].(string)
 	clk.Advance(time.Hour)
 	v2 := call(t, srv, alice, "store_fact", `{"entity":"office","key":"city","value":"York"}`)["fact_id"].(string)
@@ -375,15 +327,15 @@ func TestMemoryHistory(t *testing.T) {
 		assert.Equal(t, crux.CodeInvalidParams, e.Code, args)
 		assert.Equal(t, want, e.Message, args)
 	}
-	panelReserved(t, callErr(t, srv, alice, "memory_history", `{"entity":"__ops::health","key":"probe"}`), "entity")
-	panelReserved(t, callErr(t, srv, alice, "memory_history", fmt.Sprintf(`{"fact_id":%q}`, panelReservedFact(t, db, clk.Now()))), "fact_id")
-	panelToolError(t, srv, alice, "memory_history", `{"fact_id":"f_00000000000000000000000000000000"}`)
+	assertReserved(t, callErr(t, srv, alice, "memory_history", `{"entity":"__ops::health","key":"probe"}`), "entity")
+	assertReserved(t, callErr(t, srv, alice, "memory_history", fmt.Sprintf(`{"fact_id":%q}`, reservedFact(t, db, clk.Now()))), "fact_id")
+	toolError(t, srv, alice, "memory_history", `{"fact_id":"f_00000000000000000000000000000000"}`)
 }
 
 func TestMemoryPanelFlagOff(t *testing.T) {
 	flags := crux.DefaultFlags()
 	flags.MemoryPanel = false
-	srv, _, _ := newPanelServer(t, &flags)
+	srv, _, _ := newTestServer(t, withFlags(flags))
 	for _, name := range []string{"memory_view", "memory_edit", "memory_pin", "memory_history"} {
 		e := callErr(t, srv, alice, name, `{"not":"checked"}`)
 		assert.Equal(t, crux.CodeMethodNotFound, e.Code, name)

@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
@@ -13,7 +13,11 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/tools"
+)
+
+const (
+	maxShellPatternBytes = 1024 // the longest shell_pattern assertion
+	maxListedConstraints = 200  // get_constraints returns at most this many
 )
 
 func declare(t *testing.T, srv *crux.Server, c crux.Caller, typ, assertion, severity string) string {
@@ -24,8 +28,7 @@ func declare(t *testing.T, srv *crux.Server, c crux.Caller, typ, assertion, seve
 }
 
 func TestDeclareConstraint(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, db := newServer(t, &crux.Options{Now: clk.Now})
+	srv, clk, db := newTestServer(t)
 	got := call(t, srv, alice, "declare_constraint", `{"constraint_type":"policy","assertion":"never push to main"}`)
 	assert.Regexp(t, `^c_[0-9a-f]{32}$`, got["constraint_id"])
 	assert.Regexp(t, `^[0-9a-f]{64}$`, got["constraint_hash"])
@@ -52,7 +55,7 @@ func TestDeclareConstraint(t *testing.T) {
 }
 
 func TestDeclareConstraintErrors(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	tests := []struct{ name, args, param string }{
 		{"unknown type", `{"constraint_type":"rule","assertion":"x"}`, "constraint_type"},
 		{"missing assertion", `{"constraint_type":"policy"}`, "assertion"},
@@ -60,21 +63,21 @@ func TestDeclareConstraintErrors(t *testing.T) {
 		{"unknown severity", `{"constraint_type":"policy","assertion":"x","severity":"urgent"}`, "severity"},
 		{"invalid regexp", `{"constraint_type":"shell_pattern","assertion":"rm (-rf"}`, "assertion"},
 		{"backreference is not RE2", `{"constraint_type":"shell_pattern","assertion":"(a)\\1"}`, "assertion"},
-		{"pattern too long", `{"constraint_type":"shell_pattern","assertion":"` + strings.Repeat("a", tools.MaxShellPatternBytes+1) + `"}`, "assertion"},
+		{"pattern too long", `{"constraint_type":"shell_pattern","assertion":"` + strings.Repeat("a", maxShellPatternBytes+1) + `"}`, "assertion"},
 		{"unknown argument", `{"constraint_type":"policy","assertion":"x","scope":"all"}`, "scope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := callErr(t, srv, alice, "declare_constraint", tt.args)
 			assert.Equal(t, crux.CodeInvalidParams, e.Code)
-			assert.Equal(t, tt.param, e.Data.(*tools.ParamError).Param, e.Message)
+			assert.Equal(t, tt.param, paramOf(t, e).Param, e.Message)
 		})
 	}
 	assert.Equal(t, 0.0, call(t, srv, alice, "get_constraints", `{}`)["count"], "nothing was stored")
 }
 
 func TestGetConstraints(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	low := declare(t, srv, alice, "boundary", "stay inside the repo", "low")
 	clk.Advance(time.Second)
 	high1 := declare(t, srv, alice, "policy", "ask before deploying", "high")
@@ -101,11 +104,11 @@ func TestGetConstraints(t *testing.T) {
 	// shell_pattern is not in the filter enum, as the seed documents.
 	e := callErr(t, srv, alice, "get_constraints", `{"constraint_type":"shell_pattern"}`)
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
-	assert.Equal(t, "constraint_type", e.Data.(*tools.ParamError).Param)
+	assert.Equal(t, "constraint_type", paramOf(t, e).Param)
 
 	assert.Equal(t, 0.0, call(t, srv, alice, "get_constraints", `{"status":"suspended"}`)["count"])
 	e = callErr(t, srv, alice, "get_constraints", `{"status":"deleted"}`)
-	assert.Equal(t, "status", e.Data.(*tools.ParamError).Param)
+	assert.Equal(t, "status", paramOf(t, e).Param)
 
 	// Constraints are the tenant's: every agent sees them, another tenant none.
 	assert.Equal(t, 4.0, call(t, srv, anon, "get_constraints", `{}`)["count"])
@@ -114,12 +117,12 @@ func TestGetConstraints(t *testing.T) {
 }
 
 func TestGetConstraintsBounded(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	for i := 0; i < tools.MaxListedConstraints+1; i++ {
+	srv, _, _ := newTestServer(t)
+	for i := 0; i < maxListedConstraints+1; i++ {
 		declare(t, srv, alice, "policy", "rule number "+strings.Repeat("x", i%7+1), "low")
 	}
 	got := call(t, srv, alice, "get_constraints", `{}`)
-	assert.Equal(t, float64(tools.MaxListedConstraints), got["count"])
+	assert.Equal(t, float64(maxListedConstraints), got["count"])
 	assert.Equal(t, true, got["truncated"])
 }
 
@@ -132,7 +135,7 @@ func matchedIDs(t *testing.T, got map[string]any) []string {
 }
 
 func TestCheckConstraintsVerdicts(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	got := call(t, srv, alice, "check_constraints", `{}`)
 	assert.Equal(t, "pass", got["verdict"], "a bare {} passes")
 	assert.Empty(t, got["matched_constraints"])
@@ -173,7 +176,7 @@ func TestCheckConstraintsVerdicts(t *testing.T) {
 }
 
 func TestCheckConstraintsShellPattern(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	id := declare(t, srv, alice, "shell_pattern", `rm\s+-rf\s+/`, "critical")
 	for _, tool := range []string{"Bash", "bash", "SHELL", "sh"} {
 		got := call(t, srv, bob, "check_constraints", `{"tool_name":"`+tool+`","tool_parameters":{"command":"sudo rm -rf /var/lib"}}`)
@@ -194,7 +197,7 @@ func TestCheckConstraintsShellPattern(t *testing.T) {
 }
 
 func TestCheckConstraintsHostilePattern(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	declare(t, srv, alice, "shell_pattern", `(a+)+$`, "critical")
 	declare(t, srv, alice, "shell_pattern", `(x+x+)+y`, "high")
 	long := strings.Repeat("a", 100000) + "!"
@@ -210,15 +213,15 @@ func TestCheckConstraintsHostilePattern(t *testing.T) {
 }
 
 func TestCheckConstraintsTenantID(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	declare(t, srv, alice, "policy", "never push to main", "critical")
 	got := call(t, srv, alice, "check_constraints", `{"tenant_id":"default","action_description":"push main"}`)
 	assert.Equal(t, "block", got["verdict"])
 	e := callErr(t, srv, alice, "check_constraints", `{"tenant_id":"someone-else","action_description":"push main"}`)
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
-	assert.Equal(t, "tenant_id", e.Data.(*tools.ParamError).Param)
+	assert.Equal(t, "tenant_id", paramOf(t, e).Param)
 	e = callErr(t, srv, alice, "check_constraints", `{"tool_parameters":"rm"}`)
-	assert.Equal(t, "tool_parameters", e.Data.(*tools.ParamError).Param)
+	assert.Equal(t, "tool_parameters", paramOf(t, e).Param)
 }
 
 const (
@@ -227,7 +230,7 @@ const (
 )
 
 func TestAuditConfig(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	got := call(t, srv, alice, "audit_config", `{"path":".mcp.json","sha256":"`+hashA+`","auditor":"alice@example.com","note":"PR 12"}`)
 	assert.Equal(t, hashA, got["sha256"])
 	assert.Equal(t, ".mcp.json", got["path"])
@@ -250,8 +253,7 @@ func TestAuditConfig(t *testing.T) {
 }
 
 func TestAuditConfigReceipt(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, db := newServer(t, &crux.Options{Now: clk.Now})
+	srv, clk, db := newTestServer(t)
 	got := call(t, srv, alice, "audit_config", `{"path":"CLAUDE.md","sha256":"`+hashA+`","auditor":"alice"}`)
 	r := getReceipt(t, db, got["receipt_id"].(string))
 	assert.True(t, receipts.Verify(r, srv.Keyring(), clk.Now()).OK())
@@ -261,7 +263,7 @@ func TestAuditConfigReceipt(t *testing.T) {
 }
 
 func TestAuditConfigErrors(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for name, tt := range map[string]struct{ args, param string }{
 		"uppercase hex":   {`{"path":"p","sha256":"` + strings.ToUpper(hashA) + `","auditor":"a"}`, "sha256"},
 		"63 digits":       {`{"path":"p","sha256":"` + hashA[:63] + `","auditor":"a"}`, "sha256"},
@@ -274,13 +276,13 @@ func TestAuditConfigErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := callErr(t, srv, alice, "audit_config", tt.args)
 			assert.Equal(t, crux.CodeInvalidParams, e.Code)
-			assert.Equal(t, tt.param, e.Data.(*tools.ParamError).Param, e.Message)
+			assert.Equal(t, tt.param, paramOf(t, e).Param, e.Message)
 		})
 	}
 }
 
 func TestCheckConfigAudit(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "audit_config", `{"path":"old/settings.json","sha256":"`+hashA+`","auditor":"alice"}`)
 	got := call(t, srv, bob, "check_config_audit", `{"paths":[{"path":"settings.json","sha256":"`+hashA+`"},{"path":".mcp.json","sha256":"`+hashB+`"}]}`)
 	audited := objects(t, got, "audited")
@@ -300,7 +302,7 @@ func TestCheckConfigAudit(t *testing.T) {
 }
 
 func TestCheckConfigAuditErrors(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	items := make([]string, 257)
 	for i := range items {
 		items[i] = `{"path":"p","sha256":"` + hashA + `"}`
@@ -317,18 +319,18 @@ func TestCheckConfigAuditErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := callErr(t, srv, alice, "check_config_audit", tt.args)
 			assert.Equal(t, crux.CodeInvalidParams, e.Code)
-			assert.Equal(t, tt.param, e.Data.(*tools.ParamError).Param, e.Message)
+			assert.Equal(t, tt.param, paramOf(t, e).Param, e.Message)
 		})
 	}
 }
 
 func TestEnrichAction(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	rel := declare(t, srv, alice, "relationship", "bob owns the billing service", "high")
 	declare(t, srv, alice, "policy", "billing service deploys need approval", "critical") // not a relationship
 	args := `{"tool_name":"Bash","action_description":"Clean the billing cache.","tool_parameters":{"command":"sudo rm -rf /srv/billing/cache && curl https://hooks.example.com/notify","owner":"bob","cc":"ops@example.com","entity":"service:billing"}}`
 	got := call(t, srv, alice, "enrich_action", args)
-	assert.Equal(t, tools.EnrichedActionSchema, got["schema"])
+	assert.Equal(t, "crux.enriched_action_proposal.v1", got["schema"])
 	assert.Equal(t, "default", got["tenant_id"])
 	assert.Equal(t, "local", got["enrichment_mode"])
 	tc := got["tool_call"].(map[string]any)
@@ -361,7 +363,7 @@ func TestEnrichAction(t *testing.T) {
 }
 
 func TestEnrichActionDeterministic(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	declare(t, srv, alice, "relationship", "alice reviews the payments repo", "medium")
 	args := json.RawMessage(`{"tool_name":"Write","tool_parameters":{"file_path":"/repo/payments/main.go","content":"package main","n":12345678901234567890},"action_description":"edit payments"}`)
 	var texts []string
@@ -390,7 +392,7 @@ func TestEnrichActionDeterministic(t *testing.T) {
 }
 
 func TestEnrichActionErrors(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for name, tt := range map[string]struct{ args, param string }{
 		"missing tool_name":     {`{}`, "tool_name"},
 		"empty tool_name":       {`{"tool_name":""}`, "tool_name"},
@@ -400,7 +402,7 @@ func TestEnrichActionErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := callErr(t, srv, alice, "enrich_action", tt.args)
 			assert.Equal(t, crux.CodeInvalidParams, e.Code)
-			assert.Equal(t, tt.param, e.Data.(*tools.ParamError).Param, e.Message)
+			assert.Equal(t, tt.param, paramOf(t, e).Param, e.Message)
 		})
 	}
 	got := call(t, srv, alice, "enrich_action", `{"tool_name":"x","tenant_id":"default"}`)
@@ -408,10 +410,10 @@ func TestEnrichActionErrors(t *testing.T) {
 }
 
 func TestDeclareConstraintLimit(t *testing.T) {
-	srv, db := newServer(t, nil)
+	srv, _, db := newTestServer(t)
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		for i := 0; i < store.MaxConstraints; i++ {
-			if err := store.PutConstraint(tx, &store.Constraint{Tenant: tools.DefaultTenant, Type: store.ConstraintPolicy, Assertion: "a", Severity: store.SeverityLow}); err != nil {
+			if err := store.PutConstraint(tx, &store.Constraint{Tenant: tenant, Type: store.ConstraintPolicy, Assertion: "a", Severity: store.SeverityLow}); err != nil {
 				return err
 			}
 		}
@@ -420,11 +422,7 @@ func TestDeclareConstraintLimit(t *testing.T) {
 	e := callErr(t, srv, alice, "declare_constraint", `{"constraint_type":"policy","assertion":"one too many"}`)
 	assert.Equal(t, crux.CodeConflict, e.Code)
 	// Nothing of the refused call stays: not even its receipt.
-	n := 0
-	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		return receipts.Chain(tx, tools.DefaultTenant, 0, func(*receipts.Receipt) error { n++; return nil })
-	}))
-	assert.Zero(t, n)
+	assert.Zero(t, receiptCount(t, db))
 	other := crux.Caller{Agent: "alice", Authenticated: true, Tenant: "other"}
 	call(t, srv, other, "declare_constraint", `{"constraint_type":"policy","assertion":"fine elsewhere"}`)
 }

@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"encoding/json"
@@ -12,7 +12,6 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/tools"
 )
 
 // ackServer is a server with CORECRUXD_FEATURE_MEMORY_ACK on (and the audit
@@ -21,17 +20,35 @@ func ackServer(t *testing.T, envelope bool) (*crux.Server, *clock, store.Backend
 	t.Helper()
 	flags := crux.DefaultFlags()
 	flags.MemoryAck, flags.AuditEnvelope = true, envelope
-	return consServer(t, &flags)
+	return newTestServer(t, withFlags(flags))
+}
+
+// memoryUseReceipt is the payload of a receipt of kind memory_use.
+type memoryUseReceipt struct {
+	TurnID            string           `cbor:"turn_id"`
+	ActorPassport     string           `cbor:"actor_passport"`
+	Intent            string           `cbor:"intent"`
+	CreatedAt         string           `cbor:"created_at"`
+	Entries           []memoryUseEntry `cbor:"entries"`
+	RetrievedChunkIDs []string         `cbor:"retrieved_chunk_ids"`
+	Confidence        *float64         `cbor:"confidence,omitempty"`
+	Note              string           `cbor:"note,omitempty"`
+	RedactedCount     int              `cbor:"redacted_count"`
+}
+
+type memoryUseEntry struct {
+	FactID string `cbor:"fact_id"`
+	Entity string `cbor:"entity"`
 }
 
 // ackReceipt reads and verifies the memory_use receipt id, and decodes its payload.
-func ackReceipt(t *testing.T, srv *crux.Server, db store.Backend, id string, now time.Time) tools.MemoryUseReceipt {
+func ackReceipt(t *testing.T, srv *crux.Server, db store.Backend, id string, now time.Time) memoryUseReceipt {
 	t.Helper()
 	r := getReceipt(t, db, id)
-	assert.Equal(t, tools.ReceiptKindMemoryUse, r.Kind)
+	assert.Equal(t, "memory_use", r.Kind)
 	rep := receipts.Verify(r, srv.Keyring(), now)
 	assert.True(t, rep.OK(), "receipt %s: %s", id, rep.ErrorCode)
-	var p tools.MemoryUseReceipt
+	var p memoryUseReceipt
 	require.NoError(t, r.Payload(&p))
 	return p
 }
@@ -40,21 +57,14 @@ func ackReceipt(t *testing.T, srv *crux.Server, db store.Backend, id string, now
 // itself does (store_fact refuses them), and returns its id.
 func ackReservedFact(t *testing.T, db store.Backend, now time.Time) string {
 	t.Helper()
-	var f *store.Fact
-	require.NoError(t, db.Update(t.Context(), func(tx store.Tx) error {
-		var err error
-		f, _, err = store.PutFact(tx, store.NewFact{Tenant: tools.DefaultTenant, Entity: "__ops::config",
-			Key: "audit", Value: "v", Confidence: 1, Now: now})
-		return err
-	}))
-	return f.ID
+	return putFact(t, db, store.NewFact{Tenant: tenant, Entity: "__ops::config", Key: "audit", Value: "v", Confidence: 1, Now: now})
 }
 
 func TestMemoryAcknowledgeUseFlagOff(t *testing.T) {
-	srv, _, db := consServer(t, nil)
+	srv, _, db := newTestServer(t)
 	require.False(t, srv.Flags().MemoryAck, "off by default")
-	id := consFact(t, srv, alice, `{"entity":"e","key":"k","value":"v"}`)
-	before := consReceiptCount(t, db)
+	id := storeID(t, srv, alice, `{"entity":"e","key":"k","value":"v"}`)
+	before := receiptCount(t, db)
 	for _, c := range []crux.Caller{alice, anon} {
 		for _, args := range []string{fmt.Sprintf(`{"turn_id":"t1","fact_ids":[%q]}`, id), `{}`} {
 			got := call(t, srv, c, "memory_acknowledge_use", args)
@@ -68,7 +78,7 @@ func TestMemoryAcknowledgeUseFlagOff(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, before, consReceiptCount(t, db), "no receipt while off")
+	assert.Equal(t, before, receiptCount(t, db), "no receipt while off")
 
 	getenv := func(k string) string {
 		if k == "CORECRUXD_FEATURE_MEMORY_ACK" {
@@ -81,27 +91,27 @@ func TestMemoryAcknowledgeUseFlagOff(t *testing.T) {
 
 func TestMemoryAcknowledgeUseNeedsPassport(t *testing.T) {
 	srv, _, db := ackServer(t, false)
-	before := consReceiptCount(t, db)
+	before := receiptCount(t, db)
 	for _, c := range []crux.Caller{anon, {Agent: "alice"}} {
 		e := callErr(t, srv, c, "memory_acknowledge_use", `{"turn_id":"t1"}`)
 		assert.Equal(t, crux.CodeCapabilityDenied, e.Code)
 		assert.Equal(t, map[string]any{"reason": "requires_passport", "tool": "memory_acknowledge_use"}, e.Data)
 		assert.Contains(t, e.Message, "authenticated passport")
 	}
-	assert.Equal(t, before, consReceiptCount(t, db))
+	assert.Equal(t, before, receiptCount(t, db))
 }
 
 func TestMemoryAcknowledgeUseCounts(t *testing.T) {
 	srv, clk, db := ackServer(t, false)
-	shared := consFact(t, srv, bob, `{"entity":"project:crux","key":"language","value":"Go"}`)
+	shared := storeID(t, srv, bob, `{"entity":"project:crux","key":"language","value":"Go"}`)
 	clk.Advance(48 * time.Hour)
-	older := consFact(t, srv, bob, `{"entity":"project:crux","key":"db","value":"bbolt"}`)
-	consFact(t, srv, bob, `{"entity":"project:crux","key":"db","value":"postgres"}`) // older is superseded: still recordable
-	mine := consFact(t, srv, alice, `{"entity":"diary","key":"mood","value":"alice secret","private":true}`)
-	bobs := consFact(t, srv, bob, `{"entity":"diary","key":"mood","value":"bob secret","private":true}`)
-	gone := consFact(t, srv, bob, `{"entity":"tmp","key":"k","value":"v"}`)
+	older := storeID(t, srv, bob, `{"entity":"project:crux","key":"db","value":"bbolt"}`)
+	storeID(t, srv, bob, `{"entity":"project:crux","key":"db","value":"postgres"}`) // older is superseded: still recordable
+	mine := storeID(t, srv, alice, `{"entity":"diary","key":"mood","value":"alice secret","private":true}`)
+	bobs := storeID(t, srv, bob, `{"entity":"diary","key":"mood","value":"bob secret","private":true}`)
+	gone := storeID(t, srv, bob, `{"entity":"tmp","key":"k","value":"v"}`)
 	call(t, srv, bob, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, gone))
-	foreign := consFact(t, srv, crux.Caller{Agent: "bob", Authenticated: true, Tenant: "other"}, `{"entity":"x","key":"k","value":"v"}`)
+	foreign := storeID(t, srv, crux.Caller{Agent: "bob", Authenticated: true, Tenant: "other"}, `{"entity":"x","key":"k","value":"v"}`)
 	bootID := ackReservedFact(t, db, clk.Now())
 	clk.Advance(24 * time.Hour)
 
@@ -135,7 +145,7 @@ func TestMemoryAcknowledgeUseCounts(t *testing.T) {
 	assert.Equal(t, "alice", p.ActorPassport)
 	assert.Equal(t, "answer", p.Intent)
 	assert.Equal(t, clk.Now().Format(time.RFC3339Nano), p.CreatedAt)
-	assert.Equal(t, []tools.MemoryUseEntry{{FactID: shared, Entity: "project:crux"}, {FactID: older, Entity: "project:crux"}}, p.Entries)
+	assert.Equal(t, []memoryUseEntry{{FactID: shared, Entity: "project:crux"}, {FactID: older, Entity: "project:crux"}}, p.Entries)
 	assert.Empty(t, p.RetrievedChunkIDs)
 	require.NotNil(t, p.Confidence)
 	assert.Equal(t, 0.75, *p.Confidence)
@@ -144,12 +154,12 @@ func TestMemoryAcknowledgeUseCounts(t *testing.T) {
 	h, err := getReceipt(t, db, ref).Header()
 	require.NoError(t, err)
 	assert.Equal(t, "alice", h.Actor)
-	assert.Equal(t, tools.DefaultTenant, h.TenantID)
+	assert.Equal(t, tenant, h.TenantID)
 }
 
 func TestMemoryAcknowledgeUseVisibility(t *testing.T) {
 	srv, clk, db := ackServer(t, true)
-	mine := consFact(t, srv, alice, `{"entity":"journal","key":"plan","value":"alice secret","private":true}`)
+	mine := storeID(t, srv, alice, `{"entity":"journal","key":"plan","value":"alice secret","private":true}`)
 	// Bob cannot tell alice's private fact from crux's own entities, and learns nothing of it.
 	got := call(t, srv, bob, "memory_acknowledge_use", fmt.Sprintf(`{"turn_id":"b1","fact_ids":[%q]}`, mine))
 	assert.EqualValues(t, 1, got["filtered_count"])
@@ -201,12 +211,12 @@ func TestMemoryAcknowledgeUseIntentAndChunks(t *testing.T) {
 		refs[call(t, srv, alice, "memory_acknowledge_use", `{"turn_id":"same"}`)["receipt_ref"].(string)] = true
 	}
 	assert.Len(t, refs, 3)
-	require.NoError(t, db.View(t.Context(), func(tx store.Tx) error { return receipts.VerifyStoredChain(tx, tools.DefaultTenant) }))
+	require.NoError(t, db.View(t.Context(), func(tx store.Tx) error { return receipts.VerifyStoredChain(tx, tenant) }))
 }
 
 func TestMemoryAcknowledgeUseArguments(t *testing.T) {
 	srv, _, db := ackServer(t, false)
-	before := consReceiptCount(t, db)
+	before := receiptCount(t, db)
 	for args, param := range map[string]string{
 		`{}`:                                        "turn_id",
 		`{"turn_id":""}`:                            "turn_id",
@@ -221,16 +231,16 @@ func TestMemoryAcknowledgeUseArguments(t *testing.T) {
 	} {
 		e := callErr(t, srv, alice, "memory_acknowledge_use", args)
 		assert.Equal(t, crux.CodeInvalidParams, e.Code, args)
-		assert.Equal(t, param, e.Data.(*tools.ParamError).Param, args)
+		assert.Equal(t, param, paramOf(t, e).Param, args)
 	}
-	assert.Equal(t, before, consReceiptCount(t, db), "a rejected call writes nothing")
+	assert.Equal(t, before, receiptCount(t, db), "a rejected call writes nothing")
 }
 
 func TestMemoryAcknowledgeUseAuditEnvelope(t *testing.T) {
 	srv, clk, db := ackServer(t, true)
-	used := consFact(t, srv, bob, `{"entity":"proj","key":"k","value":"v","source_receipt":"r_src","horizon_class":"volatile"}`)
+	used := storeID(t, srv, bob, `{"entity":"proj","key":"k","value":"v","source_receipt":"r_src","horizon_class":"volatile"}`)
 	boot := ackReservedFact(t, db, clk.Now())
-	mine := consFact(t, srv, alice, `{"entity":"mine","key":"k","value":"v","private":true}`)
+	mine := storeID(t, srv, alice, `{"entity":"mine","key":"k","value":"v","private":true}`)
 	clk.Advance(48 * time.Hour)
 
 	res, err := srv.CallTool(t.Context(), alice, "memory_acknowledge_use",

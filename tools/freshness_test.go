@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
@@ -14,8 +14,27 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/tools"
 )
+
+// The limits of memory_freshness and memory_sweep_candidates.
+const (
+	freshnessMaxExamined = 5000 // facts a scan reads at most
+	freshnessTopK        = 20   // memory_freshness's default top_k
+	freshnessTokenBudget = 500  // and token_budget
+	sweepTopK            = 50   // memory_sweep_candidates's default top_k
+	sweepTokenBudget     = 500  // and token_budget
+)
+
+// reverifyPayload is the payload of a receipt of kind reverify.
+type reverifyPayload struct {
+	FactID       string `cbor:"fact_id"`
+	Entity       string `cbor:"entity"`
+	Key          string `cbor:"key"`
+	ValueHash    string `cbor:"value_hash"`
+	Redacted     bool   `cbor:"redacted"`
+	ReverifiedBy string `cbor:"reverified_by"`
+	ReverifiedAt string `cbor:"reverified_at"`
+}
 
 // freshnessRows maps fact_id to row for the rows of a freshness result.
 func freshnessRows(t *testing.T, got map[string]any) (ids []string, byID map[string]map[string]any) {
@@ -28,14 +47,9 @@ func freshnessRows(t *testing.T, got map[string]any) (ids []string, byID map[str
 	return ids, byID
 }
 
-func storeID(t *testing.T, srv *crux.Server, c crux.Caller, args string) string {
-	t.Helper()
-	return call(t, srv, c, "store_fact", args)["fact_id"].(string)
-}
-
 func TestMemoryFreshness(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
-	panelReservedFact(t, db, clk.Now()) // volatile and stale later, but never reported
+	srv, clk, db := newTestServer(t)
+	reservedFact(t, db, clk.Now()) // volatile and stale later, but never reported
 	build := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"green","horizon_class":"volatile"}`)
 	plan := storeID(t, srv, alice, `{"entity":"execplan:x","key":"step","value":"two"}`) // medium by prefix
 	bench := storeID(t, srv, alice, `{"entity":"bench:y","key":"p99","value":"3ms"}`)    // stable by prefix
@@ -75,7 +89,7 @@ func TestMemoryFreshness(t *testing.T) {
 	assert.Equal(t, "stale", rows(t, q)[0]["freshness"])
 
 	// Reserved entities are refused by name and never reported.
-	panelReserved(t, callErr(t, srv, alice, "memory_freshness", `{"entity":"__ops::health"}`), "entity")
+	assertReserved(t, callErr(t, srv, alice, "memory_freshness", `{"entity":"__ops::health"}`), "entity")
 	got = call(t, srv, alice, "memory_freshness", `{"key":"probe"}`)
 	assert.Empty(t, rows(t, got))
 	e := callErr(t, srv, alice, "memory_freshness", `{"top_k":501}`)
@@ -83,7 +97,7 @@ func TestMemoryFreshness(t *testing.T) {
 }
 
 func TestMemoryFreshnessUnknownAndReverified(t *testing.T) {
-	srv, clk, _ := newPanelServer(t, nil)
+	srv, clk, _ := newTestServer(t)
 	clk.Advance(time.Hour)
 	id := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"green","horizon_class":"volatile"}`)
 	clk.Advance(-2 * time.Hour) // the clock went back: the fact lies in the future
@@ -104,7 +118,7 @@ func TestMemoryFreshnessPolicyFromFlags(t *testing.T) {
 	flags := flagsFrom(func(k string) string {
 		return map[string]string{"CORECRUXD_DECAY_VOLATILE_HOURS": "2", "CORECRUXD_DECAY_MEDIUM_DAYS": "7", "CORECRUXD_DECAY_STABLE_DAYS": "30"}[k]
 	})
-	srv, clk, _ := newPanelServer(t, &flags)
+	srv, clk, _ := newTestServer(t, withFlags(flags))
 	call(t, srv, alice, "store_fact", `{"entity":"ops","key":"build","value":"green","horizon_class":"volatile"}`)
 	clk.Advance(2*time.Hour + time.Second)
 	got := call(t, srv, alice, "memory_freshness", `{}`)
@@ -113,20 +127,20 @@ func TestMemoryFreshnessPolicyFromFlags(t *testing.T) {
 }
 
 func TestMemoryFreshnessTokenBudget(t *testing.T) {
-	srv, _, _ := newPanelServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for i := range 30 {
 		call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"e","key":"k%02d","value":"v","horizon_class":"volatile"}`, i))
 	}
 	// The default budget (500) trims before the default top_k (20).
 	got := call(t, srv, alice, "memory_freshness", `{}`)
 	n := len(rows(t, got))
-	assert.Less(t, n, tools.FreshnessTopK)
+	assert.Less(t, n, freshnessTopK)
 	assert.Greater(t, n, 3)
-	assert.LessOrEqual(t, got["total_tokens"], float64(tools.FreshnessTokenBudget))
+	assert.LessOrEqual(t, got["total_tokens"], float64(freshnessTokenBudget))
 	assert.Equal(t, true, got["truncated_by_token_budget"])
 
 	got = call(t, srv, alice, "memory_freshness", `{"token_budget":100000}`)
-	assert.Len(t, rows(t, got), tools.FreshnessTopK, "the default top_k")
+	assert.Len(t, rows(t, got), freshnessTopK, "the default top_k")
 	assert.Equal(t, false, got["truncated_by_token_budget"])
 
 	got = call(t, srv, alice, "memory_freshness", `{"token_budget":1}`)
@@ -134,11 +148,11 @@ func TestMemoryFreshnessTokenBudget(t *testing.T) {
 }
 
 func TestMemoryFreshnessBoundedScan(t *testing.T) {
-	srv, _, db := newPanelServer(t, nil)
+	srv, _, db := newTestServer(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		for i := range tools.FreshnessMaxExamined + 10 {
-			if _, _, err := store.PutFact(tx, store.NewFact{Tenant: tools.DefaultTenant, Entity: "bulk", Key: fmt.Sprint("k", i),
+		for i := range freshnessMaxExamined + 10 {
+			if _, _, err := store.PutFact(tx, store.NewFact{Tenant: tenant, Entity: "bulk", Key: fmt.Sprint("k", i),
 				Value: "v", Confidence: 1, Now: now}); err != nil {
 				return err
 			}
@@ -148,10 +162,10 @@ func TestMemoryFreshnessBoundedScan(t *testing.T) {
 	call(t, srv, alice, "store_fact", `{"entity":"small","key":"k","value":"v"}`)
 
 	got := call(t, srv, alice, "memory_freshness", `{}`)
-	assert.EqualValues(t, tools.FreshnessMaxExamined, got["examined"])
+	assert.EqualValues(t, freshnessMaxExamined, got["examined"])
 	assert.Equal(t, false, got["complete"], "the scan stopped at its cap and says so")
 	got = call(t, srv, alice, "memory_sweep_candidates", `{}`)
-	assert.EqualValues(t, tools.FreshnessMaxExamined, got["examined"])
+	assert.EqualValues(t, freshnessMaxExamined, got["examined"])
 	assert.Equal(t, false, got["complete"])
 
 	got = call(t, srv, alice, "memory_freshness", `{"entity":"small"}`)
@@ -162,12 +176,12 @@ func TestMemoryFreshnessBoundedScan(t *testing.T) {
 func TestMemoryFreshnessAuditEnvelope(t *testing.T) {
 	flags := crux.DefaultFlags()
 	flags.AuditEnvelope = true
-	srv, clk, db := newPanelServer(t, &flags)
-	panelReservedFact(t, db, clk.Now())
+	srv, clk, db := newTestServer(t, withFlags(flags))
+	reservedFact(t, db, clk.Now())
 	id := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"green","horizon_class":"volatile","source_receipt":"r_src"}`)
 	clk.Advance(48 * time.Hour)
 
-	res := panelResult(t, srv, alice, "memory_freshness", `{}`)
+	res := result(t, srv, alice, "memory_freshness", `{}`)
 	got := structured(t, res)
 	env := got["envelope"].(map[string]any)
 	assert.Equal(t, []any{"r_src"}, env["receipts_used"])
@@ -181,7 +195,7 @@ func TestMemoryFreshnessAuditEnvelope(t *testing.T) {
 
 // Agent A's private facts and pins stay A's in the freshness tools.
 func TestFreshnessAcrossAgents(t *testing.T) {
-	srv, clk, _ := newPanelServer(t, nil)
+	srv, clk, _ := newTestServer(t)
 	shared := storeID(t, srv, bob, `{"entity":"ops","key":"build","value":"green","horizon_class":"volatile"}`)
 	mine := storeID(t, srv, alice, `{"entity":"ops","key":"deploy","value":"friday","horizon_class":"volatile","private":true}`)
 	call(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, shared))
@@ -205,12 +219,12 @@ func TestFreshnessAcrossAgents(t *testing.T) {
 		if tool == "memory_reverify" {
 			args = fmt.Sprintf(`{"fact_id":%q}`, mine)
 		}
-		assert.Equal(t, "fact not found: "+mine, panelToolError(t, srv, bob, tool, args))
+		assert.Equal(t, "fact not found: "+mine, toolError(t, srv, bob, tool, args))
 	}
 }
 
 func TestMemorySweepCandidates(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	build1 := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"red","horizon_class":"volatile"}`)
 	doc1 := storeID(t, srv, alice, `{"entity":"doc","key":"title","value":"draft"}`)
 	clk.Advance(time.Minute)
@@ -218,7 +232,7 @@ func TestMemorySweepCandidates(t *testing.T) {
 	doc2 := storeID(t, srv, alice, `{"entity":"doc","key":"title","value":"final"}`)
 	storeID(t, srv, alice, `{"entity":"team","key":"lead","value":"Ada"}`) // fresh and current: no candidate
 	clk.Advance(25 * time.Hour)
-	panelReservedFact(t, db, clk.Now().Add(-48*time.Hour)) // stale, but reserved
+	reservedFact(t, db, clk.Now().Add(-48*time.Hour)) // stale, but reserved
 
 	got := call(t, srv, alice, "memory_sweep_candidates", `{}`)
 	ids, byID := freshnessRows(t, got)
@@ -251,24 +265,24 @@ func TestMemorySweepCandidates(t *testing.T) {
 }
 
 func TestMemorySweepTokenBudget(t *testing.T) {
-	srv, clk, _ := newPanelServer(t, nil)
+	srv, clk, _ := newTestServer(t)
 	for i := range 60 {
 		call(t, srv, alice, "store_fact", fmt.Sprintf(`{"entity":"e","key":"k%02d","value":"v","horizon_class":"volatile"}`, i))
 	}
 	clk.Advance(48 * time.Hour)
 	got := call(t, srv, alice, "memory_sweep_candidates", `{}`)
 	n := len(rows(t, got))
-	assert.Less(t, n, tools.SweepTopK, "the default budget (500) trims")
-	assert.LessOrEqual(t, got["total_tokens"], float64(tools.SweepTokenBudget))
+	assert.Less(t, n, sweepTopK, "the default budget (500) trims")
+	assert.LessOrEqual(t, got["total_tokens"], float64(sweepTokenBudget))
 	assert.Equal(t, true, got["truncated_by_token_budget"])
 	got = call(t, srv, alice, "memory_sweep_candidates", `{"token_budget":100000}`)
-	assert.Len(t, rows(t, got), tools.SweepTopK, "the default top_k")
+	assert.Len(t, rows(t, got), sweepTopK, "the default top_k")
 	got = call(t, srv, alice, "memory_sweep_candidates", `{"token_budget":1}`)
 	assert.Len(t, rows(t, got), 1)
 }
 
 func TestMemorySetHorizon(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	id := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"green","confidence":0.8,"horizon_class":"volatile"}`)
 	clk.Advance(25 * time.Hour)
 	assert.Equal(t, "stale", rows(t, call(t, srv, alice, "memory_freshness", `{}`))[0]["freshness"])
@@ -285,26 +299,26 @@ func TestMemorySetHorizon(t *testing.T) {
 	// Errors.
 	args := fmt.Sprintf(`{"fact_id":%q,"horizon_class":"none"}`, id)
 	assert.Equal(t, "memory_set_horizon needs an authenticated caller; anonymous callers cannot change memories",
-		panelToolError(t, srv, anon, "memory_set_horizon", args))
+		toolError(t, srv, anon, "memory_set_horizon", args))
 	e := callErr(t, srv, alice, "memory_set_horizon", fmt.Sprintf(`{"fact_id":%q,"horizon_class":"weekly"}`, id))
 	assert.Equal(t, `memory_set_horizon: horizon_class: value must be one of "volatile", "medium", "stable", "none"`, e.Message)
 	e = callErr(t, srv, alice, "memory_set_horizon", fmt.Sprintf(`{"fact_id":%q}`, id))
 	assert.Equal(t, "memory_set_horizon: horizon_class: is required", e.Message)
 	e = callErr(t, srv, alice, "memory_set_horizon", `{"fact_id":"42","horizon_class":"none"}`)
-	assert.Equal(t, "fact_id", e.Data.(*tools.ParamError).Param)
-	panelReserved(t, callErr(t, srv, alice, "memory_set_horizon",
-		fmt.Sprintf(`{"fact_id":%q,"horizon_class":"none"}`, panelReservedFact(t, db, clk.Now()))), "fact_id")
+	assert.Equal(t, "fact_id", paramOf(t, e).Param)
+	assertReserved(t, callErr(t, srv, alice, "memory_set_horizon",
+		fmt.Sprintf(`{"fact_id":%q,"horizon_class":"none"}`, reservedFact(t, db, clk.Now()))), "fact_id")
 	newer := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"amber"}`)
 	e = callErr(t, srv, alice, "memory_set_horizon", args)
 	assert.Equal(t, crux.CodeConflict, e.Code)
 	assert.Contains(t, e.Message, "the current version is "+newer)
-	panelToolError(t, srv, alice, "memory_set_horizon", `{"fact_id":"f_00000000000000000000000000000000","horizon_class":"none"}`)
+	toolError(t, srv, alice, "memory_set_horizon", `{"fact_id":"f_00000000000000000000000000000000","horizon_class":"none"}`)
 }
 
 // A reverified stale fact becomes fresh and ranks at its full confidence
 // again; the signed receipt verifies offline.
 func TestMemoryReverify(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	id := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"green","confidence":0.9,"horizon_class":"volatile"}`)
 	storeID(t, srv, alice, `{"entity":"ops","key":"owner","value":"team-a","confidence":0.6}`)
 	clk.Advance(25 * time.Hour)
@@ -328,19 +342,19 @@ func TestMemoryReverify(t *testing.T) {
 
 	// The receipt: kind reverify, signed by the server's key, chained.
 	rec := getReceipt(t, db, got["receipt_id"].(string))
-	assert.Equal(t, tools.ReceiptKindReverify, rec.Kind)
+	assert.Equal(t, "reverify", rec.Kind)
 	rep := receipts.Verify(rec, srv.Keyring(), clk.Now())
 	assert.True(t, rep.OK(), "%+v", rep)
-	var p tools.ReverifyPayload
+	var p reverifyPayload
 	require.NoError(t, rec.Payload(&p))
 	sum := blake3.Sum256([]byte("green"))
-	assert.Equal(t, tools.ReverifyPayload{FactID: id, Entity: "ops", Key: "build", ValueHash: hex.EncodeToString(sum[:]),
+	assert.Equal(t, reverifyPayload{FactID: id, Entity: "ops", Key: "build", ValueHash: hex.EncodeToString(sum[:]),
 		ReverifiedBy: "alice", ReverifiedAt: "2026-03-02T13:00:00Z"}, p)
 	h, err := rec.Header()
 	require.NoError(t, err)
 	assert.Equal(t, "alice", h.Actor)
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		return receipts.VerifyStoredChain(tx, tools.DefaultTenant)
+		return receipts.VerifyStoredChain(tx, tenant)
 	}))
 
 	// The decay clock runs again from the reverification.
@@ -351,19 +365,19 @@ func TestMemoryReverify(t *testing.T) {
 	// readable across the tenant.
 	secret := call(t, srv, alice, "store_fact", `{"entity":"me","key":"diagnosis","value":"true","private":true}`)["fact_id"].(string)
 	got = call(t, srv, alice, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, secret))
-	var redacted tools.ReverifyPayload
+	var redacted reverifyPayload
 	require.NoError(t, getReceipt(t, db, got["receipt_id"].(string)).Payload(&redacted))
-	assert.Equal(t, tools.ReverifyPayload{FactID: secret, Redacted: true, ReverifiedBy: "alice", ReverifiedAt: redacted.ReverifiedAt}, redacted)
+	assert.Equal(t, reverifyPayload{FactID: secret, Redacted: true, ReverifiedBy: "alice", ReverifiedAt: redacted.ReverifiedAt}, redacted)
 }
 
 func TestMemoryReverifyErrors(t *testing.T) {
-	srv, clk, db := newPanelServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	id := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"green"}`)
 	assert.Equal(t, "memory_reverify needs an authenticated caller; anonymous callers cannot change memories",
-		panelToolError(t, srv, anon, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, id)))
-	panelReserved(t, callErr(t, srv, alice, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, panelReservedFact(t, db, clk.Now()))), "fact_id")
+		toolError(t, srv, anon, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, id)))
+	assertReserved(t, callErr(t, srv, alice, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, reservedFact(t, db, clk.Now()))), "fact_id")
 	assert.Equal(t, "fact not found: f_00000000000000000000000000000000",
-		panelToolError(t, srv, alice, "memory_reverify", `{"fact_id":"f_00000000000000000000000000000000"}`))
+		toolError(t, srv, alice, "memory_reverify", `{"fact_id":"f_00000000000000000000000000000000"}`))
 	e := callErr(t, srv, alice, "memory_reverify", `{}`)
 	assert.Equal(t, "memory_reverify: fact_id: is required", e.Message)
 	newer := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"red"}`)
@@ -372,11 +386,11 @@ func TestMemoryReverifyErrors(t *testing.T) {
 	assert.Equal(t, newer, e.Data.(map[string]any)["current_fact_id"])
 	call(t, srv, alice, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, newer))
 	assert.Equal(t, "memory_reverify: fact "+newer+" is deleted",
-		panelToolError(t, srv, alice, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, newer)))
+		toolError(t, srv, alice, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, newer)))
 
 	// No refused call minted a receipt.
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		return receipts.Chain(tx, tools.DefaultTenant, 0, func(r *receipts.Receipt) error {
+		return receipts.Chain(tx, tenant, 0, func(r *receipts.Receipt) error {
 			t.Errorf("unexpected receipt %s of kind %s", r.ID, r.Kind)
 			return nil
 		})
@@ -386,7 +400,7 @@ func TestMemoryReverifyErrors(t *testing.T) {
 func TestFreshnessFlagOff(t *testing.T) {
 	flags := crux.DefaultFlags()
 	flags.Freshness = false
-	srv, _, _ := newPanelServer(t, &flags)
+	srv, _, _ := newTestServer(t, withFlags(flags))
 	for _, name := range []string{"memory_freshness", "memory_sweep_candidates", "memory_set_horizon", "memory_reverify"} {
 		e := callErr(t, srv, alice, name, `{"not":"checked"}`)
 		assert.Equal(t, crux.CodeCapabilityDenied, e.Code, name)
@@ -406,7 +420,7 @@ func TestFreshnessFlagOff(t *testing.T) {
 // Other agents' private facts are neither read nor counted: the examined
 // figure tells alice nothing about what bob keeps.
 func TestScansDoNotCountOthersPrivateFacts(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "store_fact", `{"entity":"me","key":"note","value":"shared"}`)
 	before := map[string]any{}
 	for _, args := range []string{`{"key":"diagnosis"}`, `{}`} {

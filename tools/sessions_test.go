@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
@@ -13,27 +13,13 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/tools"
 )
 
-// callFail runs a tool that must run and report failure (isError) and
-// returns its text.
-func callFail(t *testing.T, srv *crux.Server, c crux.Caller, name, args string) string {
-	t.Helper()
-	res, err := srv.CallTool(context.Background(), c, name, json.RawMessage(args))
-	require.NoError(t, err, "%s(%s)", name, args)
-	require.True(t, res.IsError, "%s(%s) succeeded: %v", name, args, res.Content)
-	return res.Content[0].Text
-}
-
-func assertParamError(t *testing.T, e *crux.Error, tool, param, reason string) {
-	t.Helper()
-	assert.Equal(t, crux.CodeInvalidParams, e.Code)
-	assert.Equal(t, tool+": "+param+": "+reason, e.Message)
-	pe, ok := e.Data.(*tools.ParamError)
-	require.True(t, ok, "data is %T", e.Data)
-	assert.Equal(t, param, pe.Param)
-}
+const (
+	maxSessionStateBytes = 1 << 20 // the largest state, as compact JSON
+	maxListedSessions    = 1000    // list_sessions returns at most this many
+	checkpointSchema     = "crux.session_checkpoint.v1"
+)
 
 func sessionIDs(t *testing.T, got map[string]any) []string {
 	t.Helper()
@@ -47,7 +33,7 @@ func sessionIDs(t *testing.T, got map[string]any) []string {
 }
 
 func TestSaveAndGetSession(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	state := `{"title":"Port crux","summary":"One paragraph.","zeta":[1,{"b":2,"a":1}],"alpha":"<&>"}`
 	got := call(t, srv, alice, "save_session", `{"session_id":"s1","state":`+state+`}`)
 	assert.Equal(t, "s1", got["session_id"])
@@ -64,8 +50,10 @@ func TestSaveAndGetSession(t *testing.T) {
 	assert.Equal(t, "alice", got["written_by"])
 	assert.Equal(t, false, got["archived"])
 	// Verbatim: key order and values as written.
-	out, ok := res.StructuredContent.(tools.SessionOut)
-	require.True(t, ok, "%T", res.StructuredContent)
+	var out struct {
+		State json.RawMessage `json:"state"`
+	}
+	decode(t, res.StructuredContent, &out)
 	assert.Equal(t, state, string(out.State))
 
 	// A second save replaces the state.
@@ -78,7 +66,7 @@ func TestSaveAndGetSession(t *testing.T) {
 }
 
 func TestSaveSessionAnonymousHasNoWriter(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, anon, "save_session", `{"session_id":"s","state":{}}`)
 	got := call(t, srv, anon, "get_session", `{"session_id":"s"}`)
 	assert.NotContains(t, got, "written_by")
@@ -86,13 +74,13 @@ func TestSaveSessionAnonymousHasNoWriter(t *testing.T) {
 }
 
 func TestGetSessionNotFound(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	assert.Equal(t, "session not found: nope", callFail(t, srv, alice, "get_session", `{"session_id":"nope"}`))
+	srv, _, _ := newTestServer(t)
+	assert.Equal(t, "session not found: nope", toolError(t, srv, alice, "get_session", `{"session_id":"nope"}`))
 }
 
 func TestSessionArgumentErrors(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	big := `{"x":"` + strings.Repeat("a", tools.MaxSessionStateBytes/2) + `","y":"` + strings.Repeat("b", tools.MaxSessionStateBytes/2) + `"}`
+	srv, _, _ := newTestServer(t)
+	big := `{"x":"` + strings.Repeat("a", maxSessionStateBytes/2) + `","y":"` + strings.Repeat("b", maxSessionStateBytes/2) + `"}`
 	tests := []struct {
 		name, tool, args, param, reason string
 	}{
@@ -109,7 +97,7 @@ func TestSessionArgumentErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertParamError(t, callErr(t, srv, anon, tt.tool, tt.args), tt.tool, tt.param, tt.reason)
+			assertInvalidParam(t, callErr(t, srv, anon, tt.tool, tt.args), tt.tool, tt.param, tt.reason)
 		})
 	}
 	// The anonymous caller cannot reach an agent's session through its stored id.
@@ -121,13 +109,13 @@ func TestSessionArgumentErrors(t *testing.T) {
 }
 
 func TestSessionsInvisibleAcrossAgents(t *testing.T) {
-	srv, db := newServer(t, nil)
+	srv, _, db := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"plan","state":{"who":"alice"}}`)
-	callFail(t, srv, bob, "get_session", `{"session_id":"plan"}`)
-	callFail(t, srv, anon, "get_session", `{"session_id":"plan"}`)
+	toolError(t, srv, bob, "get_session", `{"session_id":"plan"}`)
+	toolError(t, srv, anon, "get_session", `{"session_id":"plan"}`)
 	assert.Empty(t, sessionIDs(t, call(t, srv, bob, "list_sessions", `{"include_archived":true}`)))
 	assert.Empty(t, sessionIDs(t, call(t, srv, anon, "list_sessions", `{}`)))
-	callFail(t, srv, bob, "archive_session", `{"session_id":"plan"}`)
+	toolError(t, srv, bob, "archive_session", `{"session_id":"plan"}`)
 	assert.Equal(t, false, call(t, srv, bob, "delete_session", `{"session_id":"plan"}`)["deleted"])
 
 	// Same id, three separate sessions.
@@ -140,22 +128,22 @@ func TestSessionsInvisibleAcrossAgents(t *testing.T) {
 	}
 	// Stored under the documented ids.
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		s, err := store.GetSession(tx, tools.DefaultTenant, "alice", "plan", time.Now())
+		s, err := store.GetSession(tx, tenant, "alice", "plan", time.Now())
 		require.NoError(t, err)
 		assert.Equal(t, "__agent_session::alice::plan", s.StoredID())
-		s, err = store.GetSession(tx, tools.DefaultTenant, "", "plan", time.Now())
+		s, err = store.GetSession(tx, tenant, "", "plan", time.Now())
 		require.NoError(t, err)
 		assert.Equal(t, "plan", s.StoredID())
 		return nil
 	}))
 	// Tenants are separate.
 	other := crux.Caller{Agent: "alice", Authenticated: true, Tenant: "other"}
-	callFail(t, srv, other, "get_session", `{"session_id":"plan"}`)
+	toolError(t, srv, other, "get_session", `{"session_id":"plan"}`)
 	assert.Empty(t, sessionIDs(t, call(t, srv, other, "list_sessions", `{}`)))
 }
 
 func TestSessionTTL(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	got := call(t, srv, alice, "save_session", `{"session_id":"short","state":{},"ttl_seconds":60}`)
 	assert.Equal(t, clk.Now().Add(time.Minute).Format(time.RFC3339Nano), got["expires_at"])
 	call(t, srv, alice, "save_session", `{"session_id":"forever","state":{},"ttl_seconds":0}`)
@@ -165,9 +153,9 @@ func TestSessionTTL(t *testing.T) {
 	clk.Advance(59 * time.Second)
 	call(t, srv, alice, "get_session", `{"session_id":"short"}`)
 	clk.Advance(time.Second) // the deadline itself: expired
-	assert.Equal(t, "session not found: short", callFail(t, srv, alice, "get_session", `{"session_id":"short"}`))
+	assert.Equal(t, "session not found: short", toolError(t, srv, alice, "get_session", `{"session_id":"short"}`))
 	assert.Equal(t, []string{"default", "forever"}, sessionIDs(t, call(t, srv, alice, "list_sessions", `{"include_archived":true}`)))
-	callFail(t, srv, alice, "archive_session", `{"session_id":"short"}`)
+	toolError(t, srv, alice, "archive_session", `{"session_id":"short"}`)
 	assert.Equal(t, false, call(t, srv, alice, "delete_session", `{"session_id":"short"}`)["deleted"])
 
 	clk.Advance(1000 * 24 * time.Hour)
@@ -183,22 +171,21 @@ func TestSessionTTL(t *testing.T) {
 }
 
 func TestExpiredSessionsReclaimed(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, db := newServer(t, &crux.Options{Now: clk.Now})
+	srv, clk, db := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"a","state":{},"ttl_seconds":1}`)
 	call(t, srv, bob, "save_session", `{"session_id":"b","state":{},"ttl_seconds":1}`)
 	clk.Advance(time.Hour)
 	present := func(owner, id string) bool {
 		var found bool
 		require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-			_, err := store.GetSession(tx, tools.DefaultTenant, owner, id, time.Time{})
+			_, err := store.GetSession(tx, tenant, owner, id, time.Time{})
 			found = err == nil
 			return nil
 		}))
 		return found
 	}
 	require.True(t, present("alice", "a"))
-	callFail(t, srv, alice, "get_session", `{"session_id":"a"}`)
+	toolError(t, srv, alice, "get_session", `{"session_id":"a"}`)
 	assert.False(t, present("alice", "a"), "get reclaims the expired session it meets")
 	require.True(t, present("bob", "b"))
 	call(t, srv, anon, "save_session", `{"session_id":"x","state":{}}`)
@@ -206,7 +193,7 @@ func TestExpiredSessionsReclaimed(t *testing.T) {
 }
 
 func TestSessionCheckpoint(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	got := call(t, srv, alice, "session_checkpoint", `{"session_id":"cp","token_budget":500,"objective":"ship sessions",
 		"current_milestone":"m2","decisions":["use bbolt",{"id":2}],"open_questions":["ttl max?"],"files_touched":["a.go"],
 		"commands_run":["go test ./..."],"test_status":{"passing":12},"next_action":"write docs","ttl_seconds":3600}`)
@@ -217,39 +204,39 @@ func TestSessionCheckpoint(t *testing.T) {
 	s := call(t, srv, alice, "get_session", `{"session_id":"cp"}`)
 	assert.Equal(t, got["total_tokens"], s["total_tokens"])
 	assert.Equal(t, map[string]any{
-		"schema": tools.CheckpointSchema, "objective": "ship sessions", "current_milestone": "m2",
+		"schema": checkpointSchema, "objective": "ship sessions", "current_milestone": "m2",
 		"decisions": []any{"use bbolt", map[string]any{"id": float64(2)}}, "open_questions": []any{"ttl max?"},
 		"files_touched": []any{"a.go"}, "commands_run": []any{"go test ./..."}, "test_status": map[string]any{"passing": float64(12)},
 		"next_action": "write docs",
 	}, s["state"])
 
 	// Per agent, like every session.
-	callFail(t, srv, bob, "get_session", `{"session_id":"cp"}`)
+	toolError(t, srv, bob, "get_session", `{"session_id":"cp"}`)
 	assert.Empty(t, sessionIDs(t, call(t, srv, bob, "list_sessions", `{}`)))
-	assertParamError(t, callErr(t, srv, alice, "session_checkpoint", `{"session_id":"cp","token_budget":10,"ttl_seconds":31536001}`),
+	assertInvalidParam(t, callErr(t, srv, alice, "session_checkpoint", `{"session_id":"cp","token_budget":10,"ttl_seconds":31536001}`),
 		"session_checkpoint", "ttl_seconds", "must be <= 31536000 (365 days)")
 
 	// Only the fields given are stored.
 	call(t, srv, alice, "session_checkpoint", `{"session_id":"cp2","token_budget":100,"next_action":"x"}`)
 	s = call(t, srv, alice, "get_session", `{"session_id":"cp2"}`)
-	assert.Equal(t, map[string]any{"schema": tools.CheckpointSchema, "next_action": "x"}, s["state"])
+	assert.Equal(t, map[string]any{"schema": checkpointSchema, "next_action": "x"}, s["state"])
 }
 
 func TestSessionCheckpointTokenBudgetRequired(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for args, reason := range map[string]string{
 		`{"session_id":"cp"}`:                   "is required",
 		`{"session_id":"cp","token_budget":0}`:  "must be >= 1",
 		`{"session_id":"cp","token_budget":-5}`: "must be >= 1",
 		`{"session_id":"cp","token_budget":2}`:  "too small: a checkpoint needs at least 9 tokens",
 	} {
-		assertParamError(t, callErr(t, srv, alice, "session_checkpoint", args), "session_checkpoint", "token_budget", reason)
+		assertInvalidParam(t, callErr(t, srv, alice, "session_checkpoint", args), "session_checkpoint", "token_budget", reason)
 	}
-	callFail(t, srv, alice, "get_session", `{"session_id":"cp"}`)
+	toolError(t, srv, alice, "get_session", `{"session_id":"cp"}`)
 }
 
 func TestSessionCheckpointTrimsToBudget(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	var cmds, files []string
 	for i := range 200 {
 		cmds = append(cmds, fmt.Sprintf("go test -run Test%03d ./...", i))
@@ -291,7 +278,7 @@ func TestSessionCheckpointTrimsToBudget(t *testing.T) {
 }
 
 func TestListSessions(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for _, id := range []string{"proj-b", "proj-a", "misc", "Proj-c"} {
 		call(t, srv, alice, "save_session", `{"session_id":"`+id+`","state":{}}`)
 	}
@@ -304,10 +291,10 @@ func TestListSessions(t *testing.T) {
 }
 
 func TestListSessionsTruncated(t *testing.T) {
-	srv, db := newServer(t, nil)
+	srv, _, db := newTestServer(t)
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		for i := range tools.MaxListedSessions + 5 {
-			err := store.PutSession(tx, &store.Session{ID: fmt.Sprintf("s%05d", i), Tenant: tools.DefaultTenant, Owner: "alice", State: json.RawMessage(`{}`)})
+		for i := range maxListedSessions + 5 {
+			err := store.PutSession(tx, &store.Session{ID: fmt.Sprintf("s%05d", i), Tenant: tenant, Owner: "alice", State: json.RawMessage(`{}`)})
 			if err != nil {
 				return err
 			}
@@ -316,23 +303,23 @@ func TestListSessionsTruncated(t *testing.T) {
 	}))
 	got := call(t, srv, alice, "list_sessions", `{}`)
 	ids := sessionIDs(t, got)
-	assert.Len(t, ids, tools.MaxListedSessions)
+	assert.Len(t, ids, maxListedSessions)
 	assert.Equal(t, "s00000", ids[0])
 	assert.Equal(t, true, got["truncated"])
 	assert.Len(t, sessionIDs(t, call(t, srv, alice, "list_sessions", `{"prefix":"s0100"}`)), 5)
 }
 
 func TestDeleteSession(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"s","state":{"a":1}}`)
 	assert.Equal(t, map[string]any{"deleted": true, "session_id": "s"}, call(t, srv, alice, "delete_session", `{"session_id":"s"}`))
-	callFail(t, srv, alice, "get_session", `{"session_id":"s"}`)
+	toolError(t, srv, alice, "get_session", `{"session_id":"s"}`)
 	assert.Equal(t, map[string]any{"deleted": false, "session_id": "s"}, call(t, srv, alice, "delete_session", `{"session_id":"s"}`))
 	assert.Empty(t, sessionIDs(t, call(t, srv, alice, "list_sessions", `{"include_archived":true}`)))
 }
 
 func TestArchiveSession(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	call(t, srv, alice, "save_session", `{"session_id":"old","state":{"title":"Old work","big":[1,2,3]}}`)
 	call(t, srv, alice, "save_session", `{"session_id":"new","state":{}}`)
 	got := call(t, srv, alice, "archive_session", `{"session_id":"old","reason":"done"}`)
@@ -364,13 +351,13 @@ func TestArchiveSession(t *testing.T) {
 }
 
 func TestArchiveSessionNotFound(t *testing.T) {
-	srv, _ := newServer(t, nil)
-	assert.Equal(t, "session not found: x", callFail(t, srv, alice, "archive_session", `{"session_id":"x"}`))
-	assert.Equal(t, "session not found: x", callFail(t, srv, alice, "unarchive_session", `{"session_id":"x"}`))
+	srv, _, _ := newTestServer(t)
+	assert.Equal(t, "session not found: x", toolError(t, srv, alice, "archive_session", `{"session_id":"x"}`))
+	assert.Equal(t, "session not found: x", toolError(t, srv, alice, "unarchive_session", `{"session_id":"x"}`))
 }
 
 func TestSessionToolAnnotations(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	hints := map[string][2]bool{} // read-only, destructive
 	for _, tl := range srv.ListTools(context.Background(), alice) {
 		hints[tl.Name] = [2]bool{tl.Annotations.ReadOnlyHint, tl.Annotations.DestructiveHint}

@@ -1,7 +1,8 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,13 +11,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"lukechampine.com/blake3"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/tools"
 )
 
 func TestRouteAccessMatrixWithoutRouter(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	got := call(t, srv, alice, "route_access_matrix", `{}`)
 	assert.Equal(t, false, got["enforcing"])
 	routes := objects(t, got, "routes")
@@ -34,7 +38,8 @@ func TestRouteAccessMatrixWithoutRouter(t *testing.T) {
 }
 
 func TestRouteAccessMatrixEnforcing(t *testing.T) {
-	srv, _, _, _ := newEnforcingServer(t, nil, time.Now(), nil)
+	signer, _, router := freeLocal(t)
+	srv, _, _ := newTestServer(t, withSigner(signer), withRouter(router))
 	got := call(t, srv, alice, "route_access_matrix", `{}`)
 	assert.Equal(t, true, got["enforcing"])
 	routes := objects(t, got, "routes")
@@ -45,14 +50,14 @@ func TestRouteAccessMatrixEnforcing(t *testing.T) {
 }
 
 func TestRouteAccessMatrixRejectsArguments(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	e := callErr(t, srv, alice, "route_access_matrix", `{"verbose":true}`)
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
 	assert.Contains(t, e.Message, "verbose")
 }
 
 func TestExecplanGate(t *testing.T) {
-	srv, _ := newClockServer(t)
+	srv, _, _ := newTestServer(t)
 	got := call(t, srv, alice, "execplan_gate", `{"slug":"crux-v1","milestone":"M2","status":"passed",
 		"commit_sha":"ABCDEF1","token_budget":500,"tests_passing":true,"artifacts":["ci.log"],"notes":"green"}`)
 	assert.Equal(t, "execplan:crux-v1", got["entity"])
@@ -86,7 +91,7 @@ func TestExecplanGate(t *testing.T) {
 }
 
 func TestExecplanGateErrors(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	ok := `"slug":"p","milestone":"M1","status":"passed","commit_sha":"abcdef12"`
 	for _, tc := range []struct{ args, param string }{
 		{`{"milestone":"M1","status":"passed","commit_sha":"abcdef12","token_budget":10}`, "slug"},
@@ -108,7 +113,7 @@ func TestExecplanGateErrors(t *testing.T) {
 }
 
 func TestAuthPostureAuditWithoutRouter(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	got := call(t, srv, anon, "auth_posture_audit", `{}`)
 	assert.Equal(t, "crux.auth_posture_audit.v1", got["schema"])
 	assert.Equal(t, "anonymous", got["mcp_agent"])
@@ -131,7 +136,8 @@ func TestAuthPostureAuditEnforcing(t *testing.T) {
 	flags := crux.DefaultFlags()
 	flags.AgentPassports = true
 	flags.PassportRevocation = true
-	srv, _, tok, _ := newEnforcingServer(t, &flags, time.Now(), nil)
+	signer, tok, router := freeLocal(t)
+	srv, _, _ := newTestServer(t, withFlags(flags), withSigner(signer), withRouter(router))
 	got := call(t, srv, alice, "auth_posture_audit", `{}`)
 	assert.Equal(t, "alice", got["mcp_agent"])
 	assert.Equal(t, true, got["authenticated"])
@@ -143,7 +149,7 @@ func TestAuthPostureAuditEnforcing(t *testing.T) {
 }
 
 func TestEgressPolicyCheck(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for _, tc := range []struct {
 		name, args string
 		allowed    bool
@@ -185,7 +191,7 @@ func TestEgressPolicyCheck(t *testing.T) {
 }
 
 func TestEgressPolicyCheckErrors(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for _, args := range []string{`{}`, `{"target":""}`, `{"target":"   "}`, `{"target":"http://[::1"}`, `{"target":"https://a b.example/"}`, `{"target":"x","allow_plain_http":"yes"}`} {
 		e := callErr(t, srv, alice, "egress_policy_check", args)
 		assert.Equal(t, crux.CodeInvalidParams, e.Code, args)
@@ -198,7 +204,7 @@ func TestEgressPolicyCheckErrors(t *testing.T) {
 }
 
 func TestGetGapsRecordsZeroResultQueries(t *testing.T) {
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	call(t, srv, alice, "store_fact", `{"entity":"project:crux","key":"lang","value":"Go"}`)
 	assert.Empty(t, objects(t, call(t, srv, alice, "get_gaps", `{}`), "gaps"))
 
@@ -235,7 +241,7 @@ func TestGetGapsRecordsZeroResultQueries(t *testing.T) {
 }
 
 func TestGetGapsTenantScoped(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	other := crux.Caller{Agent: "carol", Authenticated: true, Tenant: "acme"}
 	call(t, srv, alice, "query_facts", `{"query":"secret roadmap"}`)
 	assert.Empty(t, objects(t, call(t, srv, other, "get_gaps", `{}`), "gaps"))
@@ -246,7 +252,7 @@ func TestGetGapsBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 1000 gaps")
 	}
-	srv, clk := newClockServer(t)
+	srv, clk, _ := newTestServer(t)
 	ctx := context.Background()
 	for i := range 1005 {
 		clk.Advance(time.Second)
@@ -260,7 +266,7 @@ func TestGetGapsBounded(t *testing.T) {
 }
 
 func TestGetGapsErrors(t *testing.T) {
-	srv, _ := newServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for _, tc := range []struct{ args, param string }{
 		{`{"query":"!!"}`, "query"},
 		{`{"limit":0}`, "limit"},
@@ -277,4 +283,98 @@ func TestCheckEgressIsExported(t *testing.T) {
 	d, err := tools.CheckEgress("http://[::ffff:127.0.0.1]/", true, false)
 	require.NoError(t, err)
 	assert.True(t, d.Allowed, "IPv4-mapped loopback is loopback")
+}
+
+func TestRecordDecision(t *testing.T) {
+	srv, _, db := newTestServer(t)
+	got := call(t, srv, alice, "record_decision", `{"action":"use bbolt","rationale":"embedded, fsync","alternatives":["sqlite","badger"],
+		"confidence":0.8,"session_id":"s1","context_refs":["f_1"]}`)
+	assert.Equal(t, "__decisions__::s1", got["entity"])
+	assert.Equal(t, "use bbolt", got["action"])
+
+	// decision_hash is BLAKE3 of the canonical JSON of the six fields.
+	canonical := `{"action":"use bbolt","alternatives":["sqlite","badger"],"confidence":0.8,"context_refs":["f_1"],"rationale":"embedded, fsync","session_id":"s1"}`
+	sum := blake3.Sum256([]byte(canonical))
+	assert.Equal(t, hex.EncodeToString(sum[:]), got["decision_hash"])
+
+	// The receipt is signed, chained and verifiable with the server's keyring.
+	r := getReceipt(t, db, got["receipt_id"].(string))
+	rep := receipts.Verify(r, srv.Keyring(), time.Now())
+	assert.True(t, rep.OK(), "receipt verifies: %+v", rep)
+	h, err := r.Header()
+	require.NoError(t, err)
+	assert.Equal(t, "decision", h.Kind)
+	var payload map[string]any
+	require.NoError(t, r.Payload(&payload))
+	assert.Equal(t, got["decision_hash"], payload["decision_hash"])
+	assert.Equal(t, got["decision_id"], payload["decision_id"])
+
+	// Queryable with query_facts under the reserved prefix, by any agent.
+	q := rows(t, call(t, srv, bob, "query_facts", `{"entity_prefix":"__decisions__::"}`))
+	require.Len(t, q, 1)
+	assert.Equal(t, got["decision_id"], q[0]["key"])
+	assert.Equal(t, got["fact_id"], q[0]["fact_id"])
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(q[0]["value"].(string)), &rec))
+	assert.Equal(t, "embedded, fsync", rec["rationale"])
+	assert.Equal(t, got["receipt_id"], rec["receipt_id"])
+	assert.Equal(t, "alice", rec["recorded_by"])
+	assert.InDelta(t, 0.8, q[0]["confidence"], 1e-9)
+
+	// Reserved: not returned unasked, and not writable or deletable by clients.
+	assert.Empty(t, rows(t, call(t, srv, bob, "query_facts", `{"query":"bbolt"}`)))
+	e := callErr(t, srv, bob, "store_fact", `{"entity":"__decisions__::s1","key":"x","value":"forged"}`)
+	assert.Equal(t, crux.CodeInvalidParams, e.Code)
+	e = callErr(t, srv, bob, "delete_fact", `{"fact_id":"`+got["fact_id"].(string)+`"}`)
+	assert.Equal(t, crux.CodeInvalidParams, e.Code)
+}
+
+func TestRecordDecisionAppendOnly(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	a := call(t, srv, alice, "record_decision", `{"action":"ship","rationale":"ready"}`)
+	b := call(t, srv, alice, "record_decision", `{"action":"ship","rationale":"ready"}`)
+	assert.Equal(t, "__decisions__::_default", a["entity"])
+	assert.NotEqual(t, a["decision_id"], b["decision_id"])
+	assert.Equal(t, a["decision_hash"], b["decision_hash"], "same content, same hash")
+	assert.NotEqual(t, a["receipt_id"], b["receipt_id"])
+	q := rows(t, call(t, srv, alice, "query_facts", `{"entity":"__decisions__::_default","include_superseded":true}`))
+	require.Len(t, q, 2)
+	for _, r := range q {
+		assert.Empty(t, r["superseded_by"], "no decision supersedes another")
+	}
+	canonical := `{"action":"ship","alternatives":[],"confidence":1,"context_refs":[],"rationale":"ready","session_id":"_default"}`
+	sum := blake3.Sum256([]byte(canonical))
+	assert.Equal(t, hex.EncodeToString(sum[:]), a["decision_hash"])
+	h, err := store.DecisionHash(store.DecisionContent{Action: "ship", Rationale: "ready", Confidence: 1, SessionID: "_default"})
+	require.NoError(t, err)
+	assert.Equal(t, a["decision_hash"], h)
+}
+
+func TestRecordDecisionTenantScoped(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	call(t, srv, alice, "record_decision", `{"action":"a","rationale":"r"}`)
+	other := crux.Caller{Agent: "carol", Authenticated: true, Tenant: "acme"}
+	assert.Empty(t, rows(t, call(t, srv, other, "query_facts", `{"entity_prefix":"__decisions__::"}`)))
+	// Visible to every agent of the tenant, anonymous callers included.
+	assert.Len(t, rows(t, call(t, srv, anon, "query_facts", `{"entity_prefix":"__decisions__::"}`)), 1)
+}
+
+func TestRecordDecisionErrors(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	for _, tc := range []struct{ args, param string }{
+		{`{"rationale":"r"}`, "action"},
+		{`{"action":"a"}`, "rationale"},
+		{`{"action":" ","rationale":"r"}`, "action"},
+		{`{"action":"a","rationale":"\t"}`, "rationale"},
+		{`{"action":"a","rationale":"r","confidence":1.5}`, "confidence"},
+		{`{"action":"a","rationale":"r","session_id":""}`, "session_id"},
+		{`{"action":"a","rationale":"r","session_id":"a\u0000b"}`, "session_id"},
+		{`{"action":"a","rationale":"r","alternatives":"x"}`, "alternatives"},
+		{`{"action":"a","rationale":"r","why":"x"}`, "why"},
+	} {
+		e := callErr(t, srv, alice, "record_decision", tc.args)
+		assert.Equal(t, crux.CodeInvalidParams, e.Code, tc.args)
+		assert.Contains(t, e.Message, tc.param, tc.args)
+	}
+	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{"entity_prefix":"__decisions__::"}`)), "nothing written")
 }

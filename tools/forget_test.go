@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"bytes"
@@ -21,16 +21,7 @@ import (
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
-	"github.com/crux-go/crux/tools"
 )
-
-// forgetServer is a server on a settable clock over a fresh store.
-func forgetServer(t *testing.T, flags *crux.Flags) (*crux.Server, *clock, *bolt.DB) {
-	t.Helper()
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, db := newServer(t, &crux.Options{Now: clk.Now, Flags: flags})
-	return srv, clk, db
-}
 
 // forgetPut stores a fact and returns its id.
 func forgetPut(t *testing.T, srv *crux.Server, c crux.Caller, entity, key, value string, extra ...string) string {
@@ -43,7 +34,7 @@ func forgetPut(t *testing.T, srv *crux.Server, c crux.Caller, entity, key, value
 	}
 	b, err := json.Marshal(args)
 	require.NoError(t, err)
-	return call(t, srv, c, "store_fact", string(b))["fact_id"].(string)
+	return storeID(t, srv, c, string(b))
 }
 
 // forgetAffected returns the fact ids of a dry run, in order.
@@ -56,17 +47,55 @@ func forgetAffected(t *testing.T, got map[string]any) []string {
 	return ids
 }
 
+// forgetReceiptPayload is the payload of a receipt of kind forget.
+type forgetReceiptPayload struct {
+	Schema               string            `cbor:"schema"`
+	TenantID             string            `cbor:"tenant_id"`
+	PassportID           string            `cbor:"passport_id"`
+	Reason               string            `cbor:"reason"`
+	Scope                store.ForgetScope `cbor:"scope"`
+	IncludePinned        bool              `cbor:"include_pinned"`
+	TokenBudget          int               `cbor:"token_budget,omitempty"`
+	TokenBudgetCapped    bool              `cbor:"token_budget_capped"`
+	FactsAffected        []forgottenFact   `cbor:"facts_affected"`
+	InitiatedAt          string            `cbor:"initiated_at"`
+	RecoveryWindowEndsAt string            `cbor:"recovery_window_ends_at"`
+}
+
+// forgottenFact is one fact a forget receipt names.
+type forgottenFact struct {
+	FactID                string `cbor:"fact_id"`
+	PreForgetValueHashHex string `cbor:"pre_forget_value_hash_hex"`
+	Entity                string `cbor:"entity"`
+	Key                   string `cbor:"key"`
+}
+
+// forgetRestoreReceipt is the payload of a receipt of kind forget_restore.
+type forgetRestoreReceipt struct {
+	SourceForgetReceiptID string               `cbor:"source_forget_receipt_id"`
+	RestoredFactIDs       []string             `cbor:"restored_fact_ids"`
+	Adjusted              []store.RestoredFact `cbor:"adjusted,omitempty"`
+	RestoredAt            string               `cbor:"restored_at"`
+}
+
+// permanentPurgeReceipt is the payload of a receipt of kind permanent_purge.
+type permanentPurgeReceipt struct {
+	SourceForgetReceiptID string   `cbor:"source_forget_receipt_id"`
+	PurgedFactIDs         []string `cbor:"purged_fact_ids"`
+	PurgedAt              string   `cbor:"purged_at"`
+}
+
 // forgetReceipt reads and decodes the forget receipt id.
-func forgetReceipt(t *testing.T, db store.Backend, id string) (*receipts.Receipt, tools.ForgetReceipt) {
+func forgetReceipt(t *testing.T, db store.Backend, id string) (*receipts.Receipt, forgetReceiptPayload) {
 	t.Helper()
 	r := getReceipt(t, db, id)
-	var p tools.ForgetReceipt
+	var p forgetReceiptPayload
 	require.NoError(t, r.Payload(&p))
 	return r, p
 }
 
 // forgetReceiptFactIDs returns the fact ids a forget receipt names, forgetSorted.
-func forgetReceiptFactIDs(p tools.ForgetReceipt) []string {
+func forgetReceiptFactIDs(p forgetReceiptPayload) []string {
 	var ids []string
 	for _, f := range p.FactsAffected {
 		ids = append(ids, f.FactID)
@@ -82,7 +111,7 @@ func forgetSorted(ids ...string) []string {
 }
 
 func TestForgetEntityPrefix(t *testing.T) {
-	srv, clk, db := forgetServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	a1 := forgetPut(t, srv, alice, "project:a", "lang", "Rust")
 	clk.Advance(time.Minute)
 	a2 := forgetPut(t, srv, alice, "project:a", "lang", "Go")
@@ -135,7 +164,7 @@ func TestForgetEntityPrefix(t *testing.T) {
 }
 
 func TestForgetKeyGlob(t *testing.T) {
-	srv, _, db := forgetServer(t, nil)
+	srv, _, db := newTestServer(t)
 	e1 := forgetPut(t, srv, alice, "user:1", "email", "a@x")
 	e2 := forgetPut(t, srv, bob, "user:2", "email_backup", "b@x")
 	phone := forgetPut(t, srv, alice, "user:1", "phone", "123")
@@ -154,7 +183,7 @@ func TestForgetKeyGlob(t *testing.T) {
 }
 
 func TestForgetPassportID(t *testing.T) {
-	srv, _, db := forgetServer(t, nil)
+	srv, _, db := newTestServer(t)
 	forgetPut(t, srv, alice, "team", "lead", "alice")
 	bobShared := forgetPut(t, srv, bob, "team", "notes", "bob wrote this")
 	anonymous := forgetPut(t, srv, anon, "team", "rumour", "anonymous wrote this")
@@ -179,7 +208,7 @@ func TestForgetPassportID(t *testing.T) {
 }
 
 func TestForgetBeforeTimestamp(t *testing.T) {
-	srv, clk, _ := forgetServer(t, nil)
+	srv, clk, _ := newTestServer(t)
 	old := forgetPut(t, srv, alice, "log", "day1", "one")
 	clk.Advance(time.Hour)
 	mid := forgetPut(t, srv, alice, "log", "day2", "two")
@@ -195,7 +224,7 @@ func TestForgetBeforeTimestamp(t *testing.T) {
 }
 
 func TestForgetTenantID(t *testing.T) {
-	srv, _, _ := forgetServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	other := crux.Caller{Agent: "carol", Authenticated: true, Tenant: "acme"}
 	forgetPut(t, srv, alice, "a", "k", "default tenant")
 	forgetPut(t, srv, alice, "b", "k", "alice private", "private")
@@ -216,8 +245,7 @@ func TestForgetTenantID(t *testing.T) {
 	} {
 		e := callErr(t, srv, alice, tc.tool, tc.args)
 		assert.Equal(t, crux.CodeForbidden, e.Code, e.Message)
-		pe, ok := e.Data.(*tools.ParamError)
-		require.True(t, ok, "data is %T", e.Data)
+		pe := paramOf(t, e)
 		assert.Equal(t, tc.param, pe.Param)
 		assert.Contains(t, e.Message, `tenant "acme" is not your tenant "default"`)
 	}
@@ -228,7 +256,7 @@ func TestForgetTenantID(t *testing.T) {
 }
 
 func TestForgetInvalidParams(t *testing.T) {
-	srv, _, _ := forgetServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	forgetPut(t, srv, alice, "e", "k", "v")
 	scopes := []struct {
 		name, scope, param, reason string
@@ -254,8 +282,7 @@ func TestForgetInvalidParams(t *testing.T) {
 				e := callErr(t, srv, alice, tool, args)
 				assert.Equal(t, crux.CodeInvalidParams, e.Code)
 				assert.Equal(t, tool+": "+tc.param+": "+tc.reason, e.Message, "both tools say the same")
-				pe, ok := e.Data.(*tools.ParamError)
-				require.True(t, ok, "data is %T", e.Data)
+				pe := paramOf(t, e)
 				assert.Equal(t, tc.param, pe.Param)
 			})
 		}
@@ -279,8 +306,8 @@ func TestForgetInvalidParams(t *testing.T) {
 }
 
 func TestForgetNeverTouchesReservedFacts(t *testing.T) {
-	srv, clk, db := forgetServer(t, nil)
-	reserved := panelReservedFact(t, db, clk.Now())
+	srv, clk, db := newTestServer(t)
+	reserved := reservedFact(t, db, clk.Now())
 	forgetPut(t, srv, alice, "ops", "k", "v")
 	for _, scope := range []string{
 		`{"type":"tenant_id","value":"default"}`,
@@ -302,7 +329,7 @@ func TestForgetNeverTouchesReservedFacts(t *testing.T) {
 }
 
 func TestForgetOtherAgentsPrivateFacts(t *testing.T) {
-	srv, _, _ := forgetServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	forgetPut(t, srv, alice, "diary", "monday", "alice secret", "private")
 	forgetPut(t, srv, bob, "diary", "monday", "bob secret", "private")
 	forgetPut(t, srv, bob, "diary", "shared", "everyone")
@@ -321,7 +348,7 @@ func TestForgetOtherAgentsPrivateFacts(t *testing.T) {
 }
 
 func TestForgetPinnedSurvive(t *testing.T) {
-	srv, _, _ := forgetServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	pinned := forgetPut(t, srv, alice, "prefs", "theme", "dark")
 	forgetPut(t, srv, alice, "prefs", "font", "mono")
 	call(t, srv, alice, "memory_pin", `{"fact_id":"`+pinned+`"}`)
@@ -344,7 +371,7 @@ func TestForgetPinnedSurvive(t *testing.T) {
 }
 
 func TestForgetTokenBudget(t *testing.T) {
-	srv, clk, db := forgetServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	var ids []string
 	for i := range 5 {
 		ids = append(ids, forgetPut(t, srv, alice, "batch", fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)))
@@ -382,7 +409,7 @@ func TestForgetFlagOff(t *testing.T) {
 			}
 			return ""
 		})
-		srv, _, _ := forgetServer(t, &flags)
+		srv, _, _ := newTestServer(t, withFlags(flags))
 		forgetPut(t, srv, alice, "e", "k", "v")
 		e := callErr(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"e"},"reason":"r"}`)
 		assert.Equal(t, crux.CodeMethodNotFound, e.Code, v)
@@ -404,7 +431,7 @@ func TestForgetFlagOff(t *testing.T) {
 		})
 		assert.True(t, flags.ScopedForget, "%q", v)
 	}
-	srv, _, _ := forgetServer(t, nil)
+	srv, _, _ := newTestServer(t)
 	for _, tl := range srv.ListTools(context.Background(), alice) {
 		if tl.Name == "memory_forget" {
 			assert.Contains(t, tl.Description, "On by default: CORECRUXD_FEATURE_SCOPED_FORGET unset or empty, 1, or true (any case) keeps it on; any other value (0, yes, on, ...) turns it off")
@@ -418,7 +445,7 @@ func TestForgetFlagOff(t *testing.T) {
 }
 
 func TestForgetReceiptVerifiesOffline(t *testing.T) {
-	srv, clk, db := forgetServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	id1 := forgetPut(t, srv, alice, "contact", "email", "alice@example.com")
 	id2 := forgetPut(t, srv, alice, "contact", "phone", "+1 555 0100")
 	got := call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"contact"},"reason":"user request"}`)
@@ -432,7 +459,7 @@ func TestForgetReceiptVerifiesOffline(t *testing.T) {
 	assert.Equal(t, "alice", h.Actor)
 	assert.Equal(t, "default", h.TenantID)
 
-	assert.Equal(t, tools.ForgetReceiptSchema, p.Schema)
+	assert.Equal(t, "crux.receipt.forget.v1", p.Schema)
 	assert.Equal(t, "alice", p.PassportID)
 	assert.Equal(t, "user request", p.Reason)
 	assert.Equal(t, store.ForgetScope{Type: "entity_prefix", Value: "contact"}, p.Scope)
@@ -465,11 +492,8 @@ func TestForgetReceiptVerifiesOffline(t *testing.T) {
 // with the clock at t0 so that ages compare.
 func forgetSnapshot(t *testing.T, srv *crux.Server, clk *clock, t0 time.Time, c crux.Caller, pairs ...[2]string) string {
 	t.Helper()
-	clk.mu.Lock()
-	now := clk.t
-	clk.t = t0
-	clk.mu.Unlock()
-	defer func() { clk.mu.Lock(); clk.t = now; clk.mu.Unlock() }()
+	now := clk.Set(t0)
+	defer clk.Set(now)
 	out := map[string]any{
 		"query":    call(t, srv, c, "query_facts", `{"include_superseded":true,"top_k":1000}`),
 		"entities": call(t, srv, c, "list_entities", `{}`),
@@ -485,7 +509,7 @@ func forgetSnapshot(t *testing.T, srv *crux.Server, clk *clock, t0 time.Time, c 
 }
 
 func TestForgetRestore(t *testing.T) {
-	srv, clk, db := forgetServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	forgetPut(t, srv, alice, "lang", "main", "Rust")
 	clk.Advance(time.Minute)
 	forgetPut(t, srv, alice, "lang", "main", "Go")
@@ -518,8 +542,8 @@ func TestForgetRestore(t *testing.T) {
 	h, err := r.Header()
 	require.NoError(t, err)
 	assert.Equal(t, "forget_restore", h.Kind)
-	assert.Equal(t, tools.OperatorActor, h.Actor)
-	var p tools.ForgetRestoreReceipt
+	assert.Equal(t, "operator", h.Actor)
+	var p forgetRestoreReceipt
 	require.NoError(t, r.Payload(&p))
 	assert.Equal(t, id, p.SourceForgetReceiptID)
 	assert.ElementsMatch(t, rep.RestoredFactIDs, p.RestoredFactIDs)
@@ -545,7 +569,7 @@ func TestForgetRestore(t *testing.T) {
 }
 
 func TestForgetRestoreAfterWindow(t *testing.T) {
-	srv, clk, _ := forgetServer(t, nil)
+	srv, clk, _ := newTestServer(t)
 	forgetPut(t, srv, alice, "e", "k", "v")
 	got := call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"e"},"reason":"r"}`)
 	clk.Advance(7 * 24 * time.Hour) // the window is half-open: it has ended now
@@ -562,14 +586,14 @@ func TestForgetRestoreWindowSetting(t *testing.T) {
 		}
 		return ""
 	})
-	srv, _, _ := forgetServer(t, &flags)
+	srv, _, _ := newTestServer(t, withFlags(flags))
 	forgetPut(t, srv, alice, "e", "k", "v")
 	got := call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"e"},"reason":"r"}`)
 	assert.EqualValues(t, 24*3600, got["recovery_window_seconds"])
 }
 
 func TestForgetRestoreAfterNewVersion(t *testing.T) {
-	srv, clk, _ := forgetServer(t, nil)
+	srv, clk, _ := newTestServer(t)
 	old := forgetPut(t, srv, alice, "city", "home", "Paris")
 	got := call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"city"},"reason":"r"}`)
 	clk.Advance(time.Hour)
@@ -598,13 +622,7 @@ func forgetFileHas(t *testing.T, path string, needle string) bool {
 
 func TestForgetPurgeRemovesTheBytes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crux.db")
-	db, err := bolt.Open(path, nil) // fsync on
-	require.NoError(t, err)
-	defer db.Close()
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	srv, err := crux.NewServer(db, &crux.Options{Now: clk.Now})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv, clk, db := newTestServer(t, inFile(path, nil)) // fsync on
 
 	const secret = "purge-me-7f3c9e1a-the-launch-code-is-0000"
 	id := forgetPut(t, srv, alice, "vault", "code", secret)
@@ -633,9 +651,9 @@ func TestForgetPurgeRemovesTheBytes(t *testing.T) {
 	h, err := r.Header()
 	require.NoError(t, err)
 	assert.Equal(t, "permanent_purge", h.Kind)
-	var p tools.PermanentPurgeReceipt
+	var p permanentPurgeReceipt
 	require.NoError(t, r.Payload(&p))
-	assert.Equal(t, tools.PermanentPurgeReceipt{SourceForgetReceiptID: fid, PurgedFactIDs: []string{id}, PurgedAt: clk.Now().Format(time.RFC3339Nano)}, p)
+	assert.Equal(t, permanentPurgeReceipt{SourceForgetReceiptID: fid, PurgedFactIDs: []string{id}, PurgedAt: clk.Now().Format(time.RFC3339Nano)}, p)
 	// The forget receipt still verifies and names the value's hash.
 	fr, fp := forgetReceipt(t, db, fid)
 	assert.True(t, receipts.Verify(fr, srv.Keyring(), clk.Now()).OK())
@@ -663,25 +681,15 @@ func TestForgetPurgeRemovesTheBytes(t *testing.T) {
 
 func TestForgetPurgeOnOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crux.db")
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	const secret = "purged-on-open-5d1b2f77"
-	var fid string
-	func() {
-		db, err := bolt.Open(path, &bolt.Options{NoSync: true})
-		require.NoError(t, err)
-		defer db.Close()
-		srv, err := crux.NewServer(db, &crux.Options{Now: clk.Now})
-		require.NoError(t, err)
-		forgetPut(t, srv, alice, "tmp", "k", secret)
-		fid = call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"tmp"},"reason":"r"}`)["forget_receipt_id"].(string)
-	}()
+	srv, clk, db := newTestServer(t, inFile(path, &bolt.Options{NoSync: true}))
+	forgetPut(t, srv, alice, "tmp", "k", secret)
+	fid := call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"tmp"},"reason":"r"}`)["forget_receipt_id"].(string)
+	require.NoError(t, db.Close())
 	require.True(t, forgetFileHas(t, path, secret))
 
 	clk.Advance(8 * 24 * time.Hour)
-	db, err := bolt.Open(path, &bolt.Options{NoSync: true})
-	require.NoError(t, err)
-	srv, err := crux.NewServer(db, &crux.Options{Now: clk.Now})
-	require.NoError(t, err)
+	srv, _, db = newTestServer(t, inFile(path, &bolt.Options{NoSync: true}), withClock(clk))
 	st, err := srv.ForgetStatus(context.Background(), fid)
 	require.NoError(t, err)
 	assert.Equal(t, "purged", st.State)
@@ -692,7 +700,7 @@ func TestForgetPurgeOnOpen(t *testing.T) {
 }
 
 func TestForgetPurgeUnpins(t *testing.T) {
-	srv, clk, db := forgetServer(t, nil)
+	srv, clk, db := newTestServer(t)
 	id := forgetPut(t, srv, alice, "p", "k", "v")
 	call(t, srv, alice, "memory_pin", `{"fact_id":"`+id+`"}`)
 	call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"p"},"reason":"r","include_pinned":true}`)
@@ -706,23 +714,12 @@ func TestForgetPurgeUnpins(t *testing.T) {
 	}))
 }
 
-func TestForgetClosedServer(t *testing.T) {
-	srv, _, _ := forgetServer(t, nil)
-	require.NoError(t, srv.Close())
-	_, err := srv.Purge(context.Background())
-	assert.ErrorIs(t, err, crux.ErrServerClosed)
-	_, err = srv.RestoreForget(context.Background(), "r_x")
-	assert.ErrorIs(t, err, crux.ErrServerClosed)
-	_, err = srv.ForgetStatus(context.Background(), "r_x")
-	assert.ErrorIs(t, err, crux.ErrServerClosed)
-}
-
 // TestForgetConcurrent runs overlapping forgets, writes and reads at once:
 // every fact is forgotten exactly once (group commit may run a forget's
 // transaction twice; nothing of a discarded run may remain), and a purge
 // with its compaction in the middle of it all fails no call.
 func TestForgetConcurrent(t *testing.T) {
-	srv, clk, _ := forgetServer(t, nil)
+	srv, clk, _ := newTestServer(t)
 	const n = 40
 	for i := range n {
 		forgetPut(t, srv, alice, fmt.Sprintf("c:%02d", i%4), fmt.Sprintf("k%02d", i), fmt.Sprintf("v%02d", i))

@@ -1,0 +1,23 @@
+package tools_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Without a router the hosted tools run: issue_passport issues once per agent.
+func TestIssuePassport(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	first := call(t, srv, alice, "issue_passport", `{"sponsor_id":"root"}`)
+	assert.Equal(t, true, first["created"])
+	assert.Equal(t, "unverified", first["reputation_tier"])
+	again := call(t, srv, alice, "issue_passport", `{}`)
+	assert.Equal(t, false, again["created"])
+	assert.Equal(t, "root", again["sponsor_id"])
+	res, err := srv.CallTool(context.Background(), anon, "issue_passport", nil)
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+}
