@@ -115,9 +115,9 @@ func checkLabel(tool, param, s string) error {
 type artefactPutArgs struct {
 	Content     string `json:"content_bytes_base64"`
 	MimeType    string `json:"mime_type"`
-	ToolOrigin  string `json:"tool_origin"`
-	TTLSeconds  *int64 `json:"ttl_seconds"`
-	TokenBudget *int   `json:"token_budget"`
+	ToolOrigin  string `json:"tool_origin,omitempty"`
+	TTLSeconds  *int64 `json:"ttl_seconds,omitempty"`
+	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
 // ArtefactPutResult is what artefact_put returns.
@@ -218,7 +218,7 @@ func artefactPut() *Tool {
 
 type artefactGetArgs struct {
 	ArtefactID  string `json:"artefact_id"`
-	TokenBudget *int   `json:"token_budget"`
+	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
 // ArtefactGetResult is what artefact_get returns.
@@ -326,9 +326,9 @@ func artefactGet() *Tool {
 // ---- artefact_list ----
 
 type artefactListArgs struct {
-	TopK        *int   `json:"top_k"`
-	Scope       string `json:"scope"`
-	TokenBudget *int   `json:"token_budget"`
+	TopK        *int   `json:"top_k,omitempty"`
+	Scope       string `json:"scope,omitempty"`
+	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
 // ArtefactListResult is what artefact_list returns.

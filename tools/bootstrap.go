@@ -124,9 +124,9 @@ func SeedBootstrap(ctx context.Context, st store.Backend, now time.Time, ts []*T
 // ---- get_bootstrap ----
 
 type getBootstrapArgs struct {
-	Topic       string `json:"topic"`
-	Query       string `json:"query"`
-	TokenBudget int    `json:"token_budget"`
+	Topic       string `json:"topic,omitempty"`
+	Query       string `json:"query,omitempty"`
+	TokenBudget int    `json:"token_budget,omitempty"`
 }
 
 type bootstrapFact struct {

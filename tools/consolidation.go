@@ -66,11 +66,11 @@ func requirePassport(tool string, c Caller) error {
 // ---- memory_contradictions ----
 
 type contradictionsArgs struct {
-	Limit        *int   `json:"limit"`
-	TokenBudget  *int   `json:"token_budget"`
-	Entity       string `json:"entity"`
-	EntityPrefix string `json:"entity_prefix"`
-	Key          string `json:"key"`
+	Limit        *int   `json:"limit,omitempty"`
+	TokenBudget  *int   `json:"token_budget,omitempty"`
+	Entity       string `json:"entity,omitempty"`
+	EntityPrefix string `json:"entity_prefix,omitempty"`
+	Key          string `json:"key,omitempty"`
 }
 
 // ContradictionRow is one candidate of memory_contradictions: current
@@ -216,11 +216,11 @@ type consolidateArgs struct {
 	Key                      string   `json:"key"`
 	CanonicalValue           string   `json:"canonical_value"`
 	TargetFactIDs            []string `json:"target_fact_ids"`
-	ProtectedFactIDs         []string `json:"protected_fact_ids"`
-	Confidence               *float64 `json:"confidence"`
-	ProtectedConfidenceFloor *float64 `json:"protected_confidence_floor"`
-	ConsolidationID          *string  `json:"consolidation_id"`
-	HorizonClass             string   `json:"horizon_class"`
+	ProtectedFactIDs         []string `json:"protected_fact_ids,omitempty"`
+	Confidence               *float64 `json:"confidence,omitempty"`
+	ProtectedConfidenceFloor *float64 `json:"protected_confidence_floor,omitempty"`
+	ConsolidationID          *string  `json:"consolidation_id,omitempty"`
+	HorizonClass             string   `json:"horizon_class,omitempty"`
 }
 
 // ConsolidationReceipt is the payload of a "consolidation" receipt, and

@@ -301,7 +301,7 @@ func flatten(v any, out []string) []string {
 type declareConstraintArgs struct {
 	ConstraintType string `json:"constraint_type"`
 	Assertion      string `json:"assertion"`
-	Severity       string `json:"severity"`
+	Severity       string `json:"severity,omitempty"`
 }
 
 func declareConstraint() *Tool {
@@ -370,8 +370,8 @@ func declareConstraint() *Tool {
 // ---- get_constraints ----
 
 type getConstraintsArgs struct {
-	ConstraintType string `json:"constraint_type"`
-	Status         string `json:"status"`
+	ConstraintType string `json:"constraint_type,omitempty"`
+	Status         string `json:"status,omitempty"`
 }
 
 // ConstraintRow is a constraint as get_constraints lists it.
@@ -424,10 +424,10 @@ func getConstraints() *Tool {
 // ---- check_constraints ----
 
 type checkConstraintsArgs struct {
-	ActionDescription string          `json:"action_description"`
-	ToolName          string          `json:"tool_name"`
-	ToolParameters    json.RawMessage `json:"tool_parameters"`
-	TenantID          string          `json:"tenant_id"`
+	ActionDescription string          `json:"action_description,omitempty"`
+	ToolName          string          `json:"tool_name,omitempty"`
+	ToolParameters    json.RawMessage `json:"tool_parameters,omitempty"`
+	TenantID          string          `json:"tenant_id,omitempty"`
 }
 
 func checkConstraints() *Tool {
@@ -486,7 +486,7 @@ type auditConfigArgs struct {
 	Path    string `json:"path"`
 	SHA256  string `json:"sha256"`
 	Auditor string `json:"auditor"`
-	Note    string `json:"note"`
+	Note    string `json:"note,omitempty"`
 }
 
 // configAudit is the value of a config-audit fact.
@@ -630,9 +630,9 @@ func checkConfigAudit() *Tool {
 
 type enrichActionArgs struct {
 	ToolName          string          `json:"tool_name"`
-	TenantID          string          `json:"tenant_id"`
-	ToolParameters    json.RawMessage `json:"tool_parameters"`
-	ActionDescription string          `json:"action_description"`
+	TenantID          string          `json:"tenant_id,omitempty"`
+	ToolParameters    json.RawMessage `json:"tool_parameters,omitempty"`
+	ActionDescription string          `json:"action_description,omitempty"`
 }
 
 func enrichAction() *Tool {

@@ -19,10 +19,10 @@ import (
 type recordDecisionArgs struct {
 	Action       string   `json:"action"`
 	Rationale    string   `json:"rationale"`
-	Alternatives []string `json:"alternatives"`
-	Confidence   *float64 `json:"confidence"`
-	SessionID    string   `json:"session_id"`
-	ContextRefs  []string `json:"context_refs"`
+	Alternatives []string `json:"alternatives,omitempty"`
+	Confidence   *float64 `json:"confidence,omitempty"`
+	SessionID    string   `json:"session_id,omitempty"`
+	ContextRefs  []string `json:"context_refs,omitempty"`
 }
 
 func recordDecision() *Tool {

@@ -18,9 +18,9 @@ import (
 
 type egressArgs struct {
 	Target            string `json:"target"`
-	Purpose           string `json:"purpose"`
-	AllowLoopbackHTTP *bool  `json:"allow_loopback_http"`
-	AllowPlainHTTP    bool   `json:"allow_plain_http"`
+	Purpose           string `json:"purpose,omitempty"`
+	AllowLoopbackHTTP *bool  `json:"allow_loopback_http,omitempty"`
+	AllowPlainHTTP    bool   `json:"allow_plain_http,omitempty"`
 }
 
 // EgressDecision is what egress_policy_check reports.

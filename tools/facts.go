@@ -93,12 +93,12 @@ type storeFactArgs struct {
 	Entity           string   `json:"entity"`
 	Key              string   `json:"key"`
 	Value            string   `json:"value"`
-	SourceReceipt    string   `json:"source_receipt"`
-	Confidence       *float64 `json:"confidence"`
-	Private          bool     `json:"private"`
-	HorizonClass     string   `json:"horizon_class"`
-	FreshnessHorizon string   `json:"freshness_horizon"`
-	Supersedes       []string `json:"supersedes"`
+	SourceReceipt    string   `json:"source_receipt,omitempty"`
+	Confidence       *float64 `json:"confidence,omitempty"`
+	Private          bool     `json:"private,omitempty"`
+	HorizonClass     string   `json:"horizon_class,omitempty"`
+	FreshnessHorizon string   `json:"freshness_horizon,omitempty"`
+	Supersedes       []string `json:"supersedes,omitempty"`
 }
 
 type storeFactOut struct {
@@ -174,15 +174,15 @@ func storeFact() *Tool {
 // ---- query_facts ----
 
 type queryFactsArgs struct {
-	Query             string   `json:"query"`
-	Entity            string   `json:"entity"`
-	EntityPrefix      string   `json:"entity_prefix"`
-	Key               string   `json:"key"`
-	TopK              *int     `json:"top_k"`
-	TokenBudget       int      `json:"token_budget"`
-	IncludeSuperseded bool     `json:"include_superseded"`
-	AsOf              string   `json:"as_of"`
-	MinEffective      *float64 `json:"min_effective_confidence"`
+	Query             string   `json:"query,omitempty"`
+	Entity            string   `json:"entity,omitempty"`
+	EntityPrefix      string   `json:"entity_prefix,omitempty"`
+	Key               string   `json:"key,omitempty"`
+	TopK              *int     `json:"top_k,omitempty"`
+	TokenBudget       int      `json:"token_budget,omitempty"`
+	IncludeSuperseded bool     `json:"include_superseded,omitempty"`
+	AsOf              string   `json:"as_of,omitempty"`
+	MinEffective      *float64 `json:"min_effective_confidence,omitempty"`
 }
 
 // FactRow is a fact as query_facts returns it.

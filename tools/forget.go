@@ -180,9 +180,9 @@ func forgetForbidden(tool, param, reason string) *Error {
 type forgetArgs struct {
 	Scope         json.RawMessage `json:"scope"`
 	Reason        string          `json:"reason"`
-	TenantID      string          `json:"tenant_id"`
-	TokenBudget   int             `json:"token_budget"`
-	IncludePinned bool            `json:"include_pinned"`
+	TenantID      string          `json:"tenant_id,omitempty"`
+	TokenBudget   int             `json:"token_budget,omitempty"`
+	IncludePinned bool            `json:"include_pinned,omitempty"`
 }
 
 type forgetOut struct {
@@ -305,8 +305,8 @@ func memoryForget() *Tool {
 
 type forgetDryRunArgs struct {
 	Scope         json.RawMessage `json:"scope"`
-	TokenBudget   int             `json:"token_budget"`
-	IncludePinned bool            `json:"include_pinned"`
+	TokenBudget   int             `json:"token_budget,omitempty"`
+	IncludePinned bool            `json:"include_pinned,omitempty"`
 }
 
 type forgetDryRunFact struct {

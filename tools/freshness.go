@@ -178,10 +178,10 @@ func keepTop(ds []decayedFact, d decayedFact, limit int, less func(a, b decayedF
 // ---- memory_freshness ----
 
 type memoryFreshnessArgs struct {
-	Entity      string `json:"entity"`
-	Key         string `json:"key"`
-	TopK        *int   `json:"top_k"`
-	TokenBudget *int   `json:"token_budget"`
+	Entity      string `json:"entity,omitempty"`
+	Key         string `json:"key,omitempty"`
+	TopK        *int   `json:"top_k,omitempty"`
+	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
 type memoryFreshnessOut struct {
@@ -292,8 +292,8 @@ func memoryFreshness() *Tool {
 // ---- memory_sweep_candidates ----
 
 type sweepArgs struct {
-	TopK        *int `json:"top_k"`
-	TokenBudget *int `json:"token_budget"`
+	TopK        *int `json:"top_k,omitempty"`
+	TokenBudget *int `json:"token_budget,omitempty"`
 }
 
 type sweepOut struct {

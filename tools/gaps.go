@@ -20,8 +20,8 @@ import (
 // store.MaxGapObservations per tenant (least recently seen evicted).
 
 type getGapsArgs struct {
-	Query string `json:"query"`
-	Limit *int   `json:"limit"`
+	Query string `json:"query,omitempty"`
+	Limit *int   `json:"limit,omitempty"`
 }
 
 // GapRow is one gap observation as get_gaps returns it.

@@ -152,10 +152,10 @@ func HandoffContentHash(canonical []byte) string {
 
 type createHandoffArgs struct {
 	SessionID    string      `json:"session_id"`
-	IncludeFacts bool        `json:"include_facts"`
-	TargetAgent  string      `json:"target_agent"`
-	Message      string      `json:"message"`
-	TaskRecord   *TaskRecord `json:"task_record"`
+	IncludeFacts bool        `json:"include_facts,omitempty"`
+	TargetAgent  string      `json:"target_agent,omitempty"`
+	Message      string      `json:"message,omitempty"`
+	TaskRecord   *TaskRecord `json:"task_record,omitempty"`
 }
 
 type createHandoffOut struct {

@@ -102,13 +102,13 @@ func PlanHash(p SessionPlan) ([32]byte, error) {
 }
 
 type sessionArgs struct {
-	Intent string `json:"intent"`
+	Intent string `json:"intent,omitempty"`
 	Hints  struct {
 		PreferBulk      bool `json:"prefer_bulk"`
 		MaxCapabilities *int `json:"max_capabilities"`
 		WantParentChain bool `json:"want_parent_chain"`
 		HideExclusions  bool `json:"hide_exclusions"`
-	} `json:"hints"`
+	} `json:"hints,omitempty"`
 }
 
 func cuecruxSession() *Tool {
@@ -211,7 +211,7 @@ func cuecruxSession() *Tool {
 // ---- autonomy_contract ----
 
 type autonomyArgs struct {
-	TokenBudget int `json:"token_budget"`
+	TokenBudget int `json:"token_budget,omitempty"`
 }
 
 // AutonomyRow is one tool of the autonomy matrix.
@@ -273,8 +273,8 @@ func autonomyContract() *Tool {
 // ---- resolve_principal ----
 
 type resolveArgs struct {
-	SessionID  string `json:"session_id"`
-	PassportID string `json:"passport_id"`
+	SessionID  string `json:"session_id,omitempty"`
+	PassportID string `json:"passport_id,omitempty"`
 }
 
 var errSessionExpired = errors.New("session expired")

@@ -170,10 +170,10 @@ func memFactFailure(tool, id string, err error) (*Result, error) {
 // ---- memory_view ----
 
 type memoryViewArgs struct {
-	Entity      string `json:"entity"`
-	Key         string `json:"key"`
-	TopK        *int   `json:"top_k"`
-	TokenBudget *int   `json:"token_budget"`
+	Entity      string `json:"entity,omitempty"`
+	Key         string `json:"key,omitempty"`
+	TopK        *int   `json:"top_k,omitempty"`
+	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
 type memoryViewOut struct {
@@ -283,7 +283,7 @@ func viewNarrative(out memoryViewOut) string {
 type memoryEditArgs struct {
 	FactID   string `json:"fact_id"`
 	NewValue string `json:"new_value"`
-	Reason   string `json:"reason"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 type memoryEditOut struct {
@@ -361,7 +361,7 @@ func memoryEdit() *Tool {
 
 type memoryPinArgs struct {
 	FactID string `json:"fact_id"`
-	Pinned *bool  `json:"pinned"`
+	Pinned *bool  `json:"pinned,omitempty"`
 }
 
 func memoryPin() *Tool {
@@ -403,9 +403,9 @@ func memoryPin() *Tool {
 // ---- memory_history ----
 
 type memoryHistoryArgs struct {
-	Entity string `json:"entity"`
-	Key    string `json:"key"`
-	FactID string `json:"fact_id"`
+	Entity string `json:"entity,omitempty"`
+	Key    string `json:"key,omitempty"`
+	FactID string `json:"fact_id,omitempty"`
 }
 
 // MemoryVersion is one version in memory_history.

@@ -48,11 +48,11 @@ var memoryUseIntents = []string{"answer", "decision", "tool_call", "implicit"}
 
 type ackArgs struct {
 	TurnID            string   `json:"turn_id"`
-	FactIDs           []string `json:"fact_ids"`
-	Intent            *string  `json:"intent"`
-	RetrievedChunkIDs []string `json:"retrieved_chunk_ids"`
-	Confidence        *float64 `json:"confidence"`
-	Note              *string  `json:"note"`
+	FactIDs           []string `json:"fact_ids,omitempty"`
+	Intent            *string  `json:"intent,omitempty"`
+	RetrievedChunkIDs []string `json:"retrieved_chunk_ids,omitempty"`
+	Confidence        *float64 `json:"confidence,omitempty"`
+	Note              *string  `json:"note,omitempty"`
 }
 
 // MemoryUseReceipt is the payload of a "memory_use" receipt, with the

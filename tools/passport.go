@@ -9,7 +9,7 @@ import (
 )
 
 type issuePassportArgs struct {
-	SponsorID string `json:"sponsor_id"`
+	SponsorID string `json:"sponsor_id,omitempty"`
 }
 
 func issuePassport() *Tool {

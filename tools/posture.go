@@ -85,9 +85,9 @@ type execplanGateArgs struct {
 	Status       string   `json:"status"`
 	CommitSHA    string   `json:"commit_sha"`
 	TokenBudget  int      `json:"token_budget"`
-	TestsPassing *bool    `json:"tests_passing"`
-	Artifacts    []string `json:"artifacts"`
-	Notes        string   `json:"notes"`
+	TestsPassing *bool    `json:"tests_passing,omitempty"`
+	Artifacts    []string `json:"artifacts,omitempty"`
+	Notes        string   `json:"notes,omitempty"`
 }
 
 // GateRecord is the value of an execplan_gate fact, as JSON.

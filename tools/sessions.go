@@ -211,7 +211,7 @@ func getSession() *Tool {
 type saveSessionArgs struct {
 	SessionID  string          `json:"session_id"`
 	State      json.RawMessage `json:"state"`
-	TTLSeconds int64           `json:"ttl_seconds"`
+	TTLSeconds int64           `json:"ttl_seconds,omitempty"`
 }
 
 func saveSession() *Tool {
@@ -255,15 +255,15 @@ func saveSession() *Tool {
 type checkpointArgs struct {
 	SessionID        string            `json:"session_id"`
 	TokenBudget      int               `json:"token_budget"`
-	Objective        string            `json:"objective"`
-	CurrentMilestone string            `json:"current_milestone"`
-	Decisions        []json.RawMessage `json:"decisions"`
-	OpenQuestions    []json.RawMessage `json:"open_questions"`
-	FilesTouched     []string          `json:"files_touched"`
-	CommandsRun      []string          `json:"commands_run"`
-	TestStatus       json.RawMessage   `json:"test_status"`
-	NextAction       string            `json:"next_action"`
-	TTLSeconds       int64             `json:"ttl_seconds"`
+	Objective        string            `json:"objective,omitempty"`
+	CurrentMilestone string            `json:"current_milestone,omitempty"`
+	Decisions        []json.RawMessage `json:"decisions,omitempty"`
+	OpenQuestions    []json.RawMessage `json:"open_questions,omitempty"`
+	FilesTouched     []string          `json:"files_touched,omitempty"`
+	CommandsRun      []string          `json:"commands_run,omitempty"`
+	TestStatus       json.RawMessage   `json:"test_status,omitempty"`
+	NextAction       string            `json:"next_action,omitempty"`
+	TTLSeconds       int64             `json:"ttl_seconds,omitempty"`
 }
 
 // Checkpoint is the state session_checkpoint stores (schema
@@ -442,8 +442,8 @@ func sessionCheckpoint() *Tool {
 // ---- list_sessions ----
 
 type listSessionsArgs struct {
-	IncludeArchived bool   `json:"include_archived"`
-	Prefix          string `json:"prefix"`
+	IncludeArchived bool   `json:"include_archived,omitempty"`
+	Prefix          string `json:"prefix,omitempty"`
 }
 
 func listSessions() *Tool {
@@ -530,7 +530,7 @@ func deleteSession() *Tool {
 
 type archiveArgs struct {
 	SessionID string `json:"session_id"`
-	Reason    string `json:"reason"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // setArchived archives (with reason) or unarchives owner's session in one

@@ -2,15 +2,27 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/crux-go/crux/feature"
 )
 
-// syncTool is sync_pull or sync_push. crux has no client for a hosted sync
-// platform: unconfigured, the tools say so as the reference does; configured,
-// they say that crux does not contact the remote, rather than pretend.
-func syncTool(name, what string) *Tool {
+type syncPullArgs struct {
+	EntityPrefix string `json:"entity_prefix,omitempty"`
+	TenantID     string `json:"tenant_id,omitempty"`
+}
+
+type syncPushArgs struct {
+	Confirm   bool     `json:"confirm,omitempty"`
+	TenantID  string   `json:"tenant_id,omitempty"`
+	Allowlist []string `json:"allowlist,omitempty"`
+}
+
+// syncTool is sync_pull or sync_push, whose arguments decode into In. crux
+// has no client for a hosted sync platform: unconfigured, the tools say so;
+// configured, they say that crux does not contact the remote, rather than
+// pretend. Either way the arguments are checked and nothing is done with
+// them.
+func syncTool[In any](name, what string) *Tool {
 	return &Tool{
 		Name: name,
 		Description: what + " Hosted tier: needs a capability token that grants it. crux itself ships no " +
@@ -18,7 +30,7 @@ func syncTool(name, what string) *Tool {
 		Annotations: Annotations{Title: name, OpenWorldHint: true},
 		Output:      "isError result: sync not configured, or not available in crux",
 		schema:      schemaFor(name),
-		run: bind(name, func(_ context.Context, env *Env, _ Caller, _ *json.RawMessage) (*Result, error) {
+		run: bind(name, func(_ context.Context, env *Env, _ Caller, _ *In) (*Result, error) {
 			if env.Flags.SyncRemoteURL == "" {
 				return errorResult("sync not configured: %s is not set", feature.EnvSyncRemoteURL), nil
 			}
@@ -28,9 +40,9 @@ func syncTool(name, what string) *Tool {
 }
 
 func syncPull() *Tool {
-	return syncTool("sync_pull", "Pull shared facts of a hosted tenant into this store.")
+	return syncTool[syncPullArgs]("sync_pull", "Pull shared facts of a hosted tenant into this store.")
 }
 
 func syncPush() *Tool {
-	return syncTool("sync_push", "Push locally created, non-private facts to a hosted tenant (preview unless confirm).")
+	return syncTool[syncPushArgs]("sync_push", "Push locally created, non-private facts to a hosted tenant (preview unless confirm).")
 }
