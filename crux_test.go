@@ -145,7 +145,7 @@ func TestPanicRecovered(t *testing.T) {
 	boom := tools.New("boom", "writes a fact, then panics", json.RawMessage(`{"type":"object","properties":{}}`), tools.Annotations{},
 		func(ctx context.Context, env *tools.Env, c tools.Caller, _ json.RawMessage) (*tools.Result, error) {
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				if _, _, err := store.PutFact(tx, store.NewFact{Tenant: c.TenantID(), Entity: "half", Key: "written", Value: "should not survive", Confidence: 1, Now: env.Now()}); err != nil {
+				if _, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: c.TenantID()}, Entity: "half", Key: "written", Value: "should not survive", Confidence: 1, Now: env.Now()}); err != nil {
 					return err
 				}
 				panic("handler bug")

@@ -151,8 +151,8 @@ func corpus(b *testing.B, n int) string {
 	for start := 0; start < n; start += 5000 {
 		err := db.Update(context.Background(), func(tx store.Tx) error {
 			for i := start; i < min(n, start+5000); i++ {
-				_, _, err := store.PutFact(tx, store.NewFact{
-					Tenant: tools.DefaultTenant, Entity: fmt.Sprintf("entity:%d", i/10), Key: fmt.Sprintf("k%d", i%10),
+				_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tools.DefaultTenant},
+					Entity: fmt.Sprintf("entity:%d", i/10), Key: fmt.Sprintf("k%d", i%10),
 					Value:      fmt.Sprintf("note %d about topic%04d and widget%d", i, i%(n/100), i%5000),
 					Confidence: float64(i%100) / 100, Now: now.Add(-time.Duration(i) * time.Second),
 				})

@@ -45,8 +45,8 @@ func fillForget(b *testing.B, db store.Backend, prefix string, n int) {
 		err := db.Update(context.Background(), func(tx store.Tx) error {
 			for i := start; i < min(start+chunk, n); i++ {
 				for _, p := range []string{prefix, "keep/" + prefix} {
-					_, _, err := store.PutFact(tx, store.NewFact{
-						Tenant: tools.DefaultTenant, Owner: caller.Agent, Entity: fmt.Sprintf("%sentity-%03d", p, i/100),
+					_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tools.DefaultTenant, Agent: caller.Agent},
+						Entity: fmt.Sprintf("%sentity-%03d", p, i/100),
 						Key: fmt.Sprintf("key-%05d", i), Value: fmt.Sprintf("value %d of the forget benchmark", i),
 						Confidence: 1, Now: now.Add(time.Duration(i)),
 					})

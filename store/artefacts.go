@@ -97,12 +97,12 @@ func getArtefactRaw(tx Tx, tenant, owner, id string) (*Artefact, error) {
 // ttl 0 means the artefact never expires. It returns the stored metadata
 // and whether the artefact is new to this owner (false: an existing one
 // was refreshed).
-func PutArtefact(tx Tx, tenant, owner, mimeType, toolOrigin string, content []byte, ttl time.Duration, now time.Time) (*Artefact, bool, error) {
-	if tenant == "" || owner == "" {
-		return nil, false, errors.New("store: artefact needs a tenant and an owner")
+func PutArtefact(tx Tx, s Scope, mimeType, toolOrigin string, content []byte, ttl time.Duration, now time.Time) (*Artefact, bool, error) {
+	if s.Tenant == "" || s.Agent == "" {
+		return nil, false, errors.New("store: artefact needs a s.Tenant and an s.Agent")
 	}
 	id := ArtefactID(content)
-	a, err := getArtefactRaw(tx, tenant, owner, id)
+	a, err := getArtefactRaw(tx, s.Tenant, s.Agent, id)
 	created := false
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -117,18 +117,18 @@ func PutArtefact(tx Tx, tenant, owner, mimeType, toolOrigin string, content []by
 		created = true
 	}
 	if created {
-		a = &Artefact{ID: id, Tenant: tenant, Owner: owner, SizeBytes: len(content), CreatedAt: now}
-		if err := tx.Put(bucketArtefactContent, artefactKey(tenant, owner, id), content); err != nil {
+		a = &Artefact{ID: id, Tenant: s.Tenant, Owner: s.Agent, SizeBytes: len(content), CreatedAt: now}
+		if err := tx.Put(bucketArtefactContent, artefactKey(s.Tenant, s.Agent, id), content); err != nil {
 			return nil, false, err
 		}
-		if err := tx.Put(bucketArtefactByTime, artefactTimeKey(a), artefactKey(tenant, owner, id)); err != nil {
+		if err := tx.Put(bucketArtefactByTime, artefactTimeKey(a), artefactKey(s.Tenant, s.Agent, id)); err != nil {
 			return nil, false, err
 		}
-		if err := tx.Put(bucketArtefactHolders, indexKey(tenant, id, owner), artefactKey(tenant, owner, id)); err != nil {
+		if err := tx.Put(bucketArtefactHolders, indexKey(s.Tenant, id, s.Agent), artefactKey(s.Tenant, s.Agent, id)); err != nil {
 			return nil, false, err
 		}
 	} else if a.ExpiresAt != nil {
-		if err := tx.Delete(bucketArtefactExpiry, artefactExpiryKey(*a.ExpiresAt, artefactKey(tenant, owner, id))); err != nil {
+		if err := tx.Delete(bucketArtefactExpiry, artefactExpiryKey(*a.ExpiresAt, artefactKey(s.Tenant, s.Agent, id))); err != nil {
 			return nil, false, err
 		}
 	}
@@ -136,7 +136,7 @@ func PutArtefact(tx Tx, tenant, owner, mimeType, toolOrigin string, content []by
 	if ttl > 0 {
 		exp := now.Add(ttl)
 		a.ExpiresAt = &exp
-		if err := tx.Put(bucketArtefactExpiry, artefactExpiryKey(exp, artefactKey(tenant, owner, id)), artefactKey(tenant, owner, id)); err != nil {
+		if err := tx.Put(bucketArtefactExpiry, artefactExpiryKey(exp, artefactKey(s.Tenant, s.Agent, id)), artefactKey(s.Tenant, s.Agent, id)); err != nil {
 			return nil, false, err
 		}
 	}
@@ -144,7 +144,7 @@ func PutArtefact(tx Tx, tenant, owner, mimeType, toolOrigin string, content []by
 	if err != nil {
 		return nil, false, err
 	}
-	if err := tx.Put(bucketArtefacts, artefactKey(tenant, owner, id), b); err != nil {
+	if err := tx.Put(bucketArtefacts, artefactKey(s.Tenant, s.Agent, id), b); err != nil {
 		return nil, false, err
 	}
 	return a, created, nil
@@ -154,15 +154,15 @@ func PutArtefact(tx Tx, tenant, owner, mimeType, toolOrigin string, content []by
 // missing artefact is ErrNotFound; an expired one is ErrArtefactExpired,
 // together with its metadata (no bytes) so a writable caller can reclaim
 // it with [DeleteArtefact].
-func GetArtefact(tx Tx, tenant, owner, id string, now time.Time) (*Artefact, []byte, error) {
-	a, err := getArtefactRaw(tx, tenant, owner, id)
+func GetArtefact(tx Tx, s Scope, id string, now time.Time) (*Artefact, []byte, error) {
+	a, err := getArtefactRaw(tx, s.Tenant, s.Agent, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if a.Expired(now) {
 		return a, nil, ErrArtefactExpired
 	}
-	b, err := tx.Get(bucketArtefactContent, artefactKey(tenant, owner, id))
+	b, err := tx.Get(bucketArtefactContent, artefactKey(s.Tenant, s.Agent, id))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,12 +196,12 @@ func ArtefactHolders(tx Tx, tenant, id string, now time.Time) ([]string, error) 
 // ListArtefacts calls fn with owner's live artefacts in tenant, newest
 // (by created_at) first, until fn returns ErrStop. It returns the expired
 // artefacts it passed over, for a writable caller to reclaim.
-func ListArtefacts(tx Tx, tenant, owner string, now time.Time, fn func(*Artefact) error) ([]*Artefact, error) {
-	if tenant == "" || owner == "" {
+func ListArtefacts(tx Tx, s Scope, now time.Time, fn func(*Artefact) error) ([]*Artefact, error) {
+	if s.Tenant == "" || s.Agent == "" {
 		return nil, nil
 	}
 	var expired []*Artefact
-	err := tx.Scan(bucketArtefactByTime, append(indexKey(tenant, owner), 0), true, func(_, v []byte) error {
+	err := tx.Scan(bucketArtefactByTime, append(indexKey(s.Tenant, s.Agent), 0), true, func(_, v []byte) error {
 		b, err := tx.Get(bucketArtefacts, v)
 		if errors.Is(err, ErrNotFound) {
 			return nil

@@ -64,8 +64,7 @@ const DefaultContradictionScan = 10000
 // ContradictionQuery says which facts [Contradictions] compares. At most one
 // of Entity and EntityPrefix may be set.
 type ContradictionQuery struct {
-	Tenant string
-	Agent  string // the caller; "" when anonymous
+	Scope // the caller
 
 	// Which logical entities are examined: Entity alone; the entities
 	// starting with EntityPrefix; the entities holding a fact under Key;
@@ -139,7 +138,7 @@ func Contradictions(tx Tx, q ContradictionQuery) (ContradictionResult, error) {
 			break
 		}
 		byKey := make(map[string][]*Fact)
-		stored := storedNames(entity, q.Agent)
+		stored := q.storedNames(entity)
 		for _, s := range stored {
 			prefix := indexKey(q.Tenant, s, q.Key)
 			if q.Key == "" {
@@ -156,7 +155,7 @@ func Contradictions(tx Tx, q ContradictionQuery) (ContradictionResult, error) {
 				if err != nil {
 					return err
 				}
-				if f.Tenant == q.Tenant && f.Current() && f.VisibleTo(q.Agent) && Polarity(f.Value) != "" {
+				if q.Sees(f) && f.Current() && Polarity(f.Value) != "" {
 					byKey[f.Key] = append(byKey[f.Key], f)
 				}
 				return nil
@@ -366,8 +365,7 @@ func (e *ConsolidationExistsError) Error() string {
 
 // ConsolidateRequest is what [Consolidate] needs.
 type ConsolidateRequest struct {
-	Tenant string
-	Agent  string // the consolidating agent; required
+	Scope // the consolidating agent is required
 
 	ID           string // the consolidation id, unique in the tenant; required
 	Entity       string
@@ -456,7 +454,7 @@ func Consolidate(tx Tx, r ConsolidateRequest) (*Consolidation, error) {
 			return nil, &TargetError{FactID: id, Reason: TargetNotFound}
 		case err != nil:
 			return nil, err
-		case f.Tenant != r.Tenant || !f.VisibleTo(r.Agent):
+		case !r.Sees(f):
 			return nil, &TargetError{FactID: id, Reason: TargetNotFound}
 		case f.Deleted:
 			return nil, &TargetError{FactID: id, Reason: TargetDeleted}
@@ -488,8 +486,8 @@ func Consolidate(tx Tx, r ConsolidateRequest) (*Consolidation, error) {
 		return nil, err
 	}
 
-	canonical, retired, err := PutFact(tx, NewFact{
-		Tenant: r.Tenant, Owner: r.Agent, Entity: r.Entity, Key: r.Key, Value: r.Value,
+	canonical, retired, err := PutFact(tx, NewFact{Scope: r.Scope,
+		Entity: r.Entity, Key: r.Key, Value: r.Value,
 		SourceReceipt: SourceReceiptPrefix + r.ID, Confidence: r.Confidence,
 		HorizonClass: r.HorizonClass, Supersedes: r.Targets, Now: r.Now,
 	})

@@ -93,22 +93,22 @@ func ids(c store.Contradiction) []string {
 func TestContradictionsAcrossScopes(t *testing.T) {
 	db := openDB(t)
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	shared := put(t, db, store.NewFact{Owner: "bob", Entity: "svc", Key: "cache", Value: "enabled", Now: t0})
-	mine := put(t, db, store.NewFact{Owner: "alice", Entity: "svc", Key: "cache", Value: "Disabled.", Private: true, Now: t0.Add(time.Minute)})
+	shared := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "svc", Key: "cache", Value: "enabled", Now: t0})
+	mine := put(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: "svc", Key: "cache", Value: "Disabled.", Private: true, Now: t0.Add(time.Minute)})
 	// Same polarity, another value without a class, and bob's private view: no candidates.
-	put(t, db, store.NewFact{Owner: "bob", Entity: "svc", Key: "tls", Value: "on", Now: t0})
-	put(t, db, store.NewFact{Owner: "alice", Entity: "svc", Key: "tls", Value: "yes", Private: true, Now: t0})
-	put(t, db, store.NewFact{Owner: "bob", Entity: "svc", Key: "mode", Value: "fast", Now: t0})
-	put(t, db, store.NewFact{Owner: "alice", Entity: "svc", Key: "mode", Value: "off", Private: true, Now: t0})
-	put(t, db, store.NewFact{Owner: "bob", Entity: "svc", Key: "log", Value: "off", Private: true, Now: t0})
-	put(t, db, store.NewFact{Owner: "carol", Entity: "svc", Key: "log", Value: "on", Now: t0})
+	put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "svc", Key: "tls", Value: "on", Now: t0})
+	put(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: "svc", Key: "tls", Value: "yes", Private: true, Now: t0})
+	put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "svc", Key: "mode", Value: "fast", Now: t0})
+	put(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: "svc", Key: "mode", Value: "off", Private: true, Now: t0})
+	put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "svc", Key: "log", Value: "off", Private: true, Now: t0})
+	put(t, db, store.NewFact{Scope: store.Scope{Agent: "carol"}, Entity: "svc", Key: "log", Value: "on", Now: t0})
 
 	for name, q := range map[string]store.ContradictionQuery{
-		"own private entities": {Agent: "alice"},
-		"entity":               {Agent: "alice", Entity: "svc"},
-		"entity and key":       {Agent: "alice", Entity: "svc", Key: "cache"},
-		"prefix":               {Agent: "alice", EntityPrefix: "sv"},
-		"key":                  {Agent: "alice", Key: "cache"},
+		"own private entities": {Scope: store.Scope{Agent: "alice"}},
+		"entity":               {Scope: store.Scope{Agent: "alice"}, Entity: "svc"},
+		"entity and key":       {Scope: store.Scope{Agent: "alice"}, Entity: "svc", Key: "cache"},
+		"prefix":               {Scope: store.Scope{Agent: "alice"}, EntityPrefix: "sv"},
+		"key":                  {Scope: store.Scope{Agent: "alice"}, Key: "cache"},
 	} {
 		res := contradictions(t, db, q)
 		require.Len(t, res.Candidates, 1, name)
@@ -123,9 +123,9 @@ func TestContradictionsAcrossScopes(t *testing.T) {
 	}
 
 	// Others never see alice's private fact; bob's own private "off" meets carol's shared "on".
-	assert.Empty(t, contradictions(t, db, store.ContradictionQuery{Agent: "carol", Entity: "svc"}).Candidates)
+	assert.Empty(t, contradictions(t, db, store.ContradictionQuery{Scope: store.Scope{Agent: "carol"}, Entity: "svc"}).Candidates)
 	assert.Empty(t, contradictions(t, db, store.ContradictionQuery{Entity: "svc"}).Candidates)
-	res := contradictions(t, db, store.ContradictionQuery{Agent: "bob", Key: "log"})
+	res := contradictions(t, db, store.ContradictionQuery{Scope: store.Scope{Agent: "bob"}, Key: "log"})
 	require.Len(t, res.Candidates, 1)
 	assert.Equal(t, "log", res.Candidates[0].Key)
 	// Anonymous callers without a filter have nothing to compare.
@@ -133,14 +133,14 @@ func TestContradictionsAcrossScopes(t *testing.T) {
 	assert.Empty(t, res.Candidates)
 	assert.Zero(t, res.Entities)
 	// Another tenant sees nothing.
-	assert.Empty(t, contradictions(t, db, store.ContradictionQuery{Tenant: "u", Agent: "alice", Entity: "svc"}).Candidates)
+	assert.Empty(t, contradictions(t, db, store.ContradictionQuery{Scope: store.Scope{Tenant: "u", Agent: "alice"}, Entity: "svc"}).Candidates)
 }
 
 func TestContradictionsWithinAChain(t *testing.T) {
 	db := openDB(t)
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	old := put(t, db, store.NewFact{Owner: "bob", Entity: "flag", Key: "beta", Value: "approved", Now: t0})
-	newer := put(t, db, store.NewFact{Owner: "bob", Entity: "flag", Key: "beta", Value: "rejected", Now: t0.Add(time.Hour)})
+	old := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "flag", Key: "beta", Value: "approved", Now: t0})
+	newer := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "flag", Key: "beta", Value: "rejected", Now: t0.Add(time.Hour)})
 	// A superseded version is history, not a contradiction.
 	assert.Empty(t, contradictions(t, db, store.ContradictionQuery{Entity: "flag"}).Candidates)
 	revive(t, db, old.ID)
@@ -153,25 +153,25 @@ func TestContradictionsBounded(t *testing.T) {
 	db := openDB(t)
 	for i := range 5 {
 		e := fmt.Sprintf("e%d", i)
-		put(t, db, store.NewFact{Owner: "bob", Entity: e, Key: "k", Value: "on"})
-		put(t, db, store.NewFact{Owner: "alice", Entity: e, Key: "k", Value: "off", Private: true})
+		put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: e, Key: "k", Value: "on"})
+		put(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: e, Key: "k", Value: "off", Private: true})
 	}
-	res := contradictions(t, db, store.ContradictionQuery{Agent: "alice"})
+	res := contradictions(t, db, store.ContradictionQuery{Scope: store.Scope{Agent: "alice"}})
 	assert.Len(t, res.Candidates, 5)
 	assert.Equal(t, 10, res.FactsRead)
 	assert.False(t, res.LimitReached)
 
-	res = contradictions(t, db, store.ContradictionQuery{Agent: "alice", Limit: 2})
+	res = contradictions(t, db, store.ContradictionQuery{Scope: store.Scope{Agent: "alice"}, Limit: 2})
 	assert.Len(t, res.Candidates, 2)
 	assert.True(t, res.LimitReached)
 	assert.Equal(t, "e0", res.Candidates[0].Entity)
 
-	res = contradictions(t, db, store.ContradictionQuery{Agent: "alice", Limit: 5})
+	res = contradictions(t, db, store.ContradictionQuery{Scope: store.Scope{Agent: "alice"}, Limit: 5})
 	assert.Len(t, res.Candidates, 5)
 	assert.False(t, res.LimitReached, "exactly the limit")
 
 	// The fact budget stops the scan; a half-read entity is not compared.
-	res = contradictions(t, db, store.ContradictionQuery{Agent: "alice", MaxFacts: 5})
+	res = contradictions(t, db, store.ContradictionQuery{Scope: store.Scope{Agent: "alice"}, MaxFacts: 5})
 	assert.True(t, res.Truncated)
 	assert.Equal(t, 5, res.FactsRead)
 	assert.Len(t, res.Candidates, 2)
@@ -179,7 +179,7 @@ func TestContradictionsBounded(t *testing.T) {
 
 	var err error
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		_, err = store.Contradictions(tx, store.ContradictionQuery{Tenant: "t", Entity: "a", EntityPrefix: "a"})
+		_, err = store.Contradictions(tx, store.ContradictionQuery{Scope: store.Scope{Tenant: "t"}, Entity: "a", EntityPrefix: "a"})
 		return nil
 	}))
 	assert.Error(t, err)
@@ -210,18 +210,18 @@ func consolidate(db *bolt.DB, r store.ConsolidateRequest) (*store.Consolidation,
 func TestConsolidate(t *testing.T) {
 	db := openDB(t)
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	a := put(t, db, store.NewFact{Owner: "bob", Entity: "proj", Key: "status", Value: "blocked", Now: t0})
-	b := put(t, db, store.NewFact{Owner: "bob", Entity: "proj", Key: "status", Value: "active", Now: t0.Add(time.Hour)})
+	a := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "proj", Key: "status", Value: "blocked", Now: t0})
+	b := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "proj", Key: "status", Value: "active", Now: t0.Add(time.Hour)})
 	revive(t, db, a.ID)
 
 	// The current fact must be a target: the canonical version retires it.
-	_, err := consolidate(db, store.ConsolidateRequest{Agent: "alice", ID: "c0", Entity: "proj", Key: "status", Value: "active", Targets: []string{a.ID}})
+	_, err := consolidate(db, store.ConsolidateRequest{Scope: store.Scope{Agent: "alice"}, ID: "c0", Entity: "proj", Key: "status", Value: "active", Targets: []string{a.ID}})
 	var te *store.TargetError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, store.TargetUnlisted, te.Reason)
 	assert.Equal(t, b.ID, te.FactID)
 
-	c, err := consolidate(db, store.ConsolidateRequest{Agent: "alice", ID: "c1", Entity: "proj", Key: "status",
+	c, err := consolidate(db, store.ConsolidateRequest{Scope: store.Scope{Agent: "alice"}, ID: "c1", Entity: "proj", Key: "status",
 		Value: "active", Targets: []string{a.ID, b.ID}, Confidence: 0.8, HorizonClass: store.HorizonMedium, Now: t0.Add(2 * time.Hour)})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{a.ID, b.ID}, c.Superseded)
@@ -237,7 +237,7 @@ func TestConsolidate(t *testing.T) {
 		assert.Equal(t, c.Canonical.ID, getFact(t, db, id).SupersededBy)
 	}
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		hist, err := store.History(tx, "t", "alice", "proj", "status")
+		hist, err := store.History(tx, store.Scope{Tenant: "t", Agent: "alice"}, "proj", "status")
 		assert.Len(t, hist, 3, "history preserved")
 		got, err2 := store.ConsolidationCanonical(tx, "t", "c1")
 		assert.Equal(t, c.Canonical.ID, got)
@@ -245,8 +245,8 @@ func TestConsolidate(t *testing.T) {
 	}))
 
 	// The id is taken now.
-	d := put(t, db, store.NewFact{Owner: "bob", Entity: "x", Key: "k", Value: "v"})
-	_, err = consolidate(db, store.ConsolidateRequest{Agent: "alice", ID: "c1", Entity: "x", Key: "k", Value: "w", Targets: []string{d.ID}})
+	d := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "x", Key: "k", Value: "v"})
+	_, err = consolidate(db, store.ConsolidateRequest{Scope: store.Scope{Agent: "alice"}, ID: "c1", Entity: "x", Key: "k", Value: "w", Targets: []string{d.ID}})
 	var ce *store.ConsolidationExistsError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, c.Canonical.ID, ce.CanonicalFactID)
@@ -254,24 +254,24 @@ func TestConsolidate(t *testing.T) {
 
 func TestConsolidateRefusals(t *testing.T) {
 	db := openDB(t)
-	live := put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "k", Value: "v1"})
-	other := put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "other", Value: "v"})
-	linked := put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "linked", Value: "v", SourceReceipt: "r_1"})
-	high := put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "high", Value: "v", Confidence: 0.99})
-	mine := put(t, db, store.NewFact{Owner: "alice", Entity: "e", Key: "mine", Value: "v", Private: true})
-	bobs := put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "bobs", Value: "v", Private: true})
-	pinned := put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "pinned", Value: "v"})
-	deleted := put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "deleted", Value: "v"})
-	old := put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "old", Value: "v1"})
-	put(t, db, store.NewFact{Owner: "bob", Entity: "e", Key: "old", Value: "v2"})
+	live := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "k", Value: "v1"})
+	other := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "other", Value: "v"})
+	linked := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "linked", Value: "v", SourceReceipt: "r_1"})
+	high := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "high", Value: "v", Confidence: 0.99})
+	mine := put(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: "e", Key: "mine", Value: "v", Private: true})
+	bobs := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "bobs", Value: "v", Private: true})
+	pinned := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "pinned", Value: "v"})
+	deleted := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "deleted", Value: "v"})
+	old := put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "old", Value: "v1"})
+	put(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "e", Key: "old", Value: "v2"})
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		if err := store.SetPin(tx, "t", "alice", pinned.ID, true); err != nil {
+		if err := store.SetPin(tx, store.Scope{Tenant: "t", Agent: "alice"}, pinned.ID, true); err != nil {
 			return err
 		}
-		if err := store.SetPin(tx, "t", "bob", other.ID, true); err != nil { // any agent's pin protects
+		if err := store.SetPin(tx, store.Scope{Tenant: "t", Agent: "bob"}, other.ID, true); err != nil { // any agent's pin protects
 			return err
 		}
-		_, _, err := store.DeleteFact(tx, "t", "bob", deleted.ID, time.Now())
+		_, _, err := store.DeleteFact(tx, store.Scope{Tenant: "t", Agent: "bob"}, deleted.ID, time.Now())
 		return err
 	}))
 
@@ -289,7 +289,7 @@ func TestConsolidateRefusals(t *testing.T) {
 		{"other", other.ID, store.GuardPinned, nil, 0},
 	}
 	for _, g := range guards {
-		_, err := consolidate(db, store.ConsolidateRequest{Agent: "alice", ID: "g", Entity: "e", Key: g.key, Value: "x",
+		_, err := consolidate(db, store.ConsolidateRequest{Scope: store.Scope{Agent: "alice"}, ID: "g", Entity: "e", Key: g.key, Value: "x",
 			Targets: []string{g.id}, Protected: g.protected, Floor: g.floor})
 		var ge *store.GuardError
 		require.ErrorAs(t, err, &ge, g.reason)
@@ -314,7 +314,7 @@ func TestConsolidateRefusals(t *testing.T) {
 		{"k", []string{""}, store.TargetBadID, ""},
 	}
 	for _, tc := range targets {
-		_, err := consolidate(db, store.ConsolidateRequest{Agent: "alice", ID: "t", Entity: "e", Key: tc.key, Value: "x", Targets: tc.ids})
+		_, err := consolidate(db, store.ConsolidateRequest{Scope: store.Scope{Agent: "alice"}, ID: "t", Entity: "e", Key: tc.key, Value: "x", Targets: tc.ids})
 		var te *store.TargetError
 		require.ErrorAs(t, err, &te, tc.reason)
 		assert.Equal(t, tc.reason, te.Reason)
@@ -322,19 +322,19 @@ func TestConsolidateRefusals(t *testing.T) {
 		assert.NotEmpty(t, te.Error())
 	}
 	// Another tenant's fact does not exist here.
-	_, err := consolidate(db, store.ConsolidateRequest{Tenant: "u", Agent: "alice", ID: "t", Entity: "e", Key: "k", Value: "x", Targets: []string{live.ID}})
+	_, err := consolidate(db, store.ConsolidateRequest{Scope: store.Scope{Tenant: "u", Agent: "alice"}, ID: "t", Entity: "e", Key: "k", Value: "x", Targets: []string{live.ID}})
 	var te *store.TargetError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, store.TargetNotFound, te.Reason)
 
 	// Nothing was retired by any refusal; bob's pin does not protect from alice.
 	assert.True(t, getFact(t, db, live.ID).Current())
-	c, err := consolidate(db, store.ConsolidateRequest{Agent: "alice", ID: "ok", Entity: "e", Key: "k", Value: "x", Targets: []string{live.ID}})
+	c, err := consolidate(db, store.ConsolidateRequest{Scope: store.Scope{Agent: "alice"}, ID: "ok", Entity: "e", Key: "k", Value: "x", Targets: []string{live.ID}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{live.ID}, c.Superseded)
 
 	_, err = consolidate(db, store.ConsolidateRequest{ID: "anon", Entity: "e", Key: "other", Value: "x", Targets: []string{other.ID}})
 	assert.ErrorIs(t, err, store.ErrInvalidFact)
-	_, err = consolidate(db, store.ConsolidateRequest{Agent: "alice", Entity: "e", Key: "other", Value: "x", Targets: []string{other.ID}})
+	_, err = consolidate(db, store.ConsolidateRequest{Scope: store.Scope{Agent: "alice"}, Entity: "e", Key: "other", Value: "x", Targets: []string{other.ID}})
 	assert.ErrorIs(t, err, store.ErrInvalidFact)
 }

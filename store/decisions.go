@@ -67,18 +67,18 @@ type DecisionRecord struct {
 // NewDecisionID returns a new random decision id, "dec_" and 32 hex digits.
 func NewDecisionID() string { return NewID("dec_") }
 
-// PutDecision stores rec as a shared fact of tenant, written by owner (""
-// for an anonymous caller), under rec.Entity with key rec.DecisionID and id
+// PutDecision stores rec as a shared fact of s.Tenant, written by s.Agent
+// ("" for an anonymous caller), under rec.Entity with key rec.DecisionID and id
 // rec.FactID; its value is rec as JSON with receiptID, the id of the
 // decision's receipt, which is also the fact's source_receipt.
-func PutDecision(tx Tx, tenant, owner string, rec DecisionRecord, receiptID string, now time.Time) error {
+func PutDecision(tx Tx, s Scope, rec DecisionRecord, receiptID string, now time.Time) error {
 	rec.ReceiptID = receiptID
 	value, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	_, _, err = PutFact(tx, NewFact{
-		Tenant: tenant, Owner: owner, Entity: rec.Entity, Key: rec.DecisionID,
+	_, _, err = PutFact(tx, NewFact{Scope: s,
+		Entity: rec.Entity, Key: rec.DecisionID,
 		Value: string(value), SourceReceipt: receiptID, Confidence: rec.Confidence, Now: now, ID: rec.FactID,
 	})
 	return err

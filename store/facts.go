@@ -43,16 +43,6 @@ func IsReserved(entity string) bool { return strings.HasPrefix(entity, ReservedP
 // PrivateEntity is the stored name of owner's private entity.
 func PrivateEntity(owner, entity string) string { return PrivatePrefix + owner + "::" + entity }
 
-// storedNames are the stored names under which agent may find facts of the
-// logical entity: the shared one, and agent's private one when it has an
-// identity.
-func storedNames(entity, agent string) []string {
-	if agent == "" {
-		return []string{entity}
-	}
-	return []string{entity, PrivateEntity(agent, entity)}
-}
-
 // Fact is one stored version of a value under (entity, key).
 //
 // A private fact is stored under [PrivateEntity](Owner, Entity) and is
@@ -128,8 +118,7 @@ func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
 
 // NewFact is what [PutFact] needs to write a fact.
 type NewFact struct {
-	Tenant        string
-	Owner         string // the writing agent; "" when anonymous
+	Scope         // the writer: its tenant, and its agent ("" when anonymous)
 	Entity        string
 	Key           string
 	Value         string
@@ -169,7 +158,7 @@ func (e *SupersedeError) Error() string {
 // PutFact writes a new version of (entity, key): its version is one more
 // than the chain's highest, it supersedes the chain's current fact, and it
 // retires every fact in n.Supersedes (each must exist, be live and be
-// visible to n.Owner, not yet superseded, and private only if the new fact
+// visible to n.Agent, not yet superseded, and private only if the new fact
 // is, else PutFact returns a *SupersedeError and the caller must roll back).
 // A confidence outside [0, 1] is an ErrInvalidFact. It returns the new fact and the ids it superseded.
 func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
@@ -179,13 +168,13 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	if n.Confidence == 0 {
 		n.Confidence = 0 // +0: -0 would sort first in the rank index
 	}
-	if n.Private && n.Owner == "" {
+	if n.Private && n.Agent == "" {
 		return nil, nil, fmt.Errorf("%w: a private fact needs an owner", ErrInvalidFact)
 	}
 	f := &Fact{
 		ID: n.ID, Tenant: n.Tenant, Entity: n.Entity, Key: n.Key, Value: n.Value,
 		SourceReceipt: n.SourceReceipt, Confidence: n.Confidence, StoredAt: n.Now.UTC(),
-		Tokens: EstimateTokens(n.Value), Private: n.Private, Owner: n.Owner,
+		Tokens: EstimateTokens(n.Value), Private: n.Private, Owner: n.Agent,
 		HorizonClass: n.HorizonClass, ValidFrom: n.Now.UTC(),
 	}
 	if f.ID == "" {
@@ -231,7 +220,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 			continue
 		}
 		old, err := GetFact(tx, id)
-		if err != nil || old.Tenant != n.Tenant || old.Deleted || !old.VisibleTo(n.Owner) {
+		if err != nil || !(Scope{Tenant: n.Tenant, Agent: n.Agent}).Sees(old) || old.Deleted {
 			return nil, nil, &SupersedeError{ID: id}
 		}
 		if old.SupersededBy != "" {
@@ -287,12 +276,12 @@ func retire(tx Tx, old *Fact, id string, t time.Time) error {
 // in its version chain and history but leaves every query. It returns
 // ErrNotFound when the fact does not exist in tenant or is not visible to
 // agent, and deleted=false when it was already deleted.
-func DeleteFact(tx Tx, tenant, agent, id string, now time.Time) (f *Fact, deleted bool, err error) {
+func DeleteFact(tx Tx, s Scope, id string, now time.Time) (f *Fact, deleted bool, err error) {
 	f, err = GetFact(tx, id)
 	if err != nil {
 		return nil, false, err
 	}
-	if f.Tenant != tenant || !f.VisibleTo(agent) {
+	if !s.Sees(f) {
 		return nil, false, ErrNotFound
 	}
 	if f.Deleted {
@@ -456,15 +445,15 @@ func containsString(list []string, s string) bool {
 // History returns every version of (entity, key) that agent may see: the
 // shared chain and agent's private chain, oldest first, deleted and
 // superseded versions included.
-func History(tx Tx, tenant, agent, entity, key string) ([]*Fact, error) {
+func History(tx Tx, s Scope, entity, key string) ([]*Fact, error) {
 	var out []*Fact
-	for _, stored := range storedNames(entity, agent) {
-		err := tx.Scan(bucketEntity, indexKey(tenant, stored, key, ""), false, func(_, v []byte) error {
+	for _, stored := range s.storedNames(entity) {
+		err := tx.Scan(bucketEntity, indexKey(s.Tenant, stored, key, ""), false, func(_, v []byte) error {
 			f, err := GetFact(tx, string(v))
 			if err != nil {
 				return err
 			}
-			if f.VisibleTo(agent) {
+			if s.Sees(f) {
 				out = append(out, f)
 			}
 			return nil
@@ -480,14 +469,14 @@ func History(tx Tx, tenant, agent, entity, key string) ([]*Fact, error) {
 // ListEntities returns, sorted and without duplicates, the logical names of
 // the entities in tenant that hold at least one current fact visible to
 // agent. Reserved entities are left out.
-func ListEntities(tx Tx, tenant, agent string) ([]string, error) {
+func ListEntities(tx Tx, s Scope) ([]string, error) {
 	own := ""
-	if agent != "" {
-		own = PrivateEntity(agent, "")
+	if s.Agent != "" {
+		own = PrivateEntity(s.Agent, "")
 	}
 	var out []string
-	err := tx.Scan(bucketActive, indexKey(tenant, ""), false, func(k, _ []byte) error {
-		name := string(k[len(tenant)+1:])
+	err := tx.Scan(bucketActive, indexKey(s.Tenant, ""), false, func(k, _ []byte) error {
+		name := string(k[len(s.Tenant)+1:])
 		if own != "" && strings.HasPrefix(name, own) {
 			name = name[len(own):]
 		}

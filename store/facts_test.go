@@ -104,8 +104,8 @@ func TestRankAllMatchesBruteForce(t *testing.T) {
 	classes := []string{store.HorizonVolatile, store.HorizonMedium, store.HorizonStable, store.HorizonNone}
 	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
 		for i := range 400 {
-			_, _, err := store.PutFact(tx, store.NewFact{
-				Tenant: "t", Entity: fmt.Sprintf("e%d", i%37), Key: fmt.Sprintf("k%d", i%11), Value: fmt.Sprint(i),
+			_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t"},
+				Entity: fmt.Sprintf("e%d", i%37), Key: fmt.Sprintf("k%d", i%11), Value: fmt.Sprint(i),
 				Confidence: float64(rng.IntN(11)) / 10, HorizonClass: classes[rng.IntN(4)],
 				Now: now.Add(-time.Duration(rng.IntN(800)) * time.Hour),
 			})
@@ -175,11 +175,11 @@ func TestPutFactRollsBackOnBadSupersedes(t *testing.T) {
 	var first *store.Fact
 	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
 		var err error
-		first, _, err = store.PutFact(tx, store.NewFact{Tenant: "t", Entity: "e", Key: "k", Value: "v1", Confidence: 1, Now: now})
+		first, _, err = store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t"}, Entity: "e", Key: "k", Value: "v1", Confidence: 1, Now: now})
 		return err
 	}))
 	err := db.Update(ctx, func(tx store.Tx) error {
-		_, _, err := store.PutFact(tx, store.NewFact{Tenant: "t", Entity: "e", Key: "k", Value: "v2", Confidence: 1, Now: now, Supersedes: []string{"f_missing"}})
+		_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t"}, Entity: "e", Key: "k", Value: "v2", Confidence: 1, Now: now, Supersedes: []string{"f_missing"}})
 		return err
 	})
 	var se *store.SupersedeError
@@ -189,7 +189,7 @@ func TestPutFactRollsBackOnBadSupersedes(t *testing.T) {
 		f, err := store.GetFact(tx, first.ID)
 		require.NoError(t, err)
 		assert.True(t, f.Current(), "the chain's current fact was not retired")
-		h, err := store.History(tx, "t", "", "e", "k")
+		h, err := store.History(tx, store.Scope{Tenant: "t", Agent: ""}, "e", "k")
 		assert.Len(t, h, 1)
 		return err
 	}))
@@ -222,17 +222,17 @@ func TestPins(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
 	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
-		require.NoError(t, store.SetPin(tx, "t", "alice", "f_1", true))
-		require.NoError(t, store.SetPin(tx, "t", "alice", "f_2", true))
-		require.NoError(t, store.SetPin(tx, "t", "alice", "f_2", false))
-		return store.SetPin(tx, "t", "bob", "f_3", true)
+		require.NoError(t, store.SetPin(tx, store.Scope{Tenant: "t", Agent: "alice"}, "f_1", true))
+		require.NoError(t, store.SetPin(tx, store.Scope{Tenant: "t", Agent: "alice"}, "f_2", true))
+		require.NoError(t, store.SetPin(tx, store.Scope{Tenant: "t", Agent: "alice"}, "f_2", false))
+		return store.SetPin(tx, store.Scope{Tenant: "t", Agent: "bob"}, "f_3", true)
 	}))
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
 		for _, c := range []struct {
 			agent, id string
 			want      bool
 		}{{"alice", "f_1", true}, {"alice", "f_2", false}, {"bob", "f_1", false}, {"bob", "f_3", true}, {"", "f_1", false}} {
-			got, err := store.IsPinned(tx, "t", c.agent, c.id)
+			got, err := store.IsPinned(tx, store.Scope{Tenant: "t", Agent: c.agent}, c.id)
 			require.NoError(t, err)
 			assert.Equal(t, c.want, got, "%s %s", c.agent, c.id)
 		}
@@ -246,7 +246,7 @@ func TestPins(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, other, "pins are per tenant")
 		var ids []string
-		require.NoError(t, store.Pinned(tx, "t", "alice", func(id string) error { ids = append(ids, id); return nil }))
+		require.NoError(t, store.Pinned(tx, store.Scope{Tenant: "t", Agent: "alice"}, func(id string) error { ids = append(ids, id); return nil }))
 		assert.Equal(t, []string{"f_1"}, ids)
 		return nil
 	}))

@@ -86,9 +86,8 @@ func (s ForgetScope) String() string { return s.Type + "=" + s.Value }
 
 // ForgetQuery selects the facts a forget touches.
 type ForgetQuery struct {
-	Tenant string
-	Agent  string // the caller; "" when anonymous
-	Scope  ForgetScope
+	Scope    // the caller
+	Selector ForgetScope
 	// IncludePinned also selects facts that an agent of the tenant pinned;
 	// by default they survive.
 	IncludePinned bool
@@ -145,7 +144,7 @@ func ParseScope(s ForgetScope, tenant string) (time.Time, error) {
 	return time.Time{}, nil
 }
 
-// SelectForget returns the facts of q.Tenant that q.Scope selects for
+// SelectForget returns the facts of q.Tenant that q.Selector selects for
 // q.Agent: current, superseded and deleted versions alike (a forget erases
 // values, and any version left behind would keep the value readable in
 // fact_history). Never selected: facts not visible to the agent (other
@@ -157,19 +156,19 @@ func ParseScope(s ForgetScope, tenant string) (time.Time, error) {
 // its literal prefix); passport_id, before_timestamp and tenant_id read
 // every fact of the tenant.
 func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
-	before, err := ParseScope(q.Scope, q.Tenant)
+	before, err := ParseScope(q.Selector, q.Tenant)
 	if err != nil {
 		return nil, err
 	}
 	match := func(f *Fact) bool {
-		switch q.Scope.Type {
+		switch q.Selector.Type {
 		case ScopeEntityPrefix:
-			return strings.HasPrefix(f.Entity, q.Scope.Value)
+			return strings.HasPrefix(f.Entity, q.Selector.Value)
 		case ScopeKeyGlob:
-			ok, _ := path.Match(q.Scope.Value, f.Key)
+			ok, _ := path.Match(q.Selector.Value, f.Key)
 			return ok
 		case ScopePassportID:
-			return f.Owner == q.Scope.Value || (f.Owner == "" && q.Scope.Value == AnonymousPassport)
+			return f.Owner == q.Selector.Value || (f.Owner == "" && q.Selector.Value == AnonymousPassport)
 		case ScopeBeforeTimestamp:
 			return f.StoredAt.Before(before)
 		}
@@ -186,14 +185,14 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 			prefix []byte
 		}{bucket, prefix})
 	}
-	switch q.Scope.Type {
+	switch q.Selector.Type {
 	case ScopeEntityPrefix:
-		add(bucketEntity, indexKey(q.Tenant, q.Scope.Value))
+		add(bucketEntity, indexKey(q.Tenant, q.Selector.Value))
 		if q.Agent != "" {
-			add(bucketEntity, indexKey(q.Tenant, PrivateEntity(q.Agent, q.Scope.Value)))
+			add(bucketEntity, indexKey(q.Tenant, PrivateEntity(q.Agent, q.Selector.Value)))
 		}
 	case ScopeKeyGlob:
-		add(bucketKey, indexKey(q.Tenant, globPrefix(q.Scope.Value)))
+		add(bucketKey, indexKey(q.Tenant, globPrefix(q.Selector.Value)))
 	default:
 		add(bucketEntity, indexKey(q.Tenant, ""))
 	}
@@ -211,7 +210,7 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 			if err != nil {
 				return err
 			}
-			if f.Tenant != q.Tenant || IsForgotten(f) || !f.VisibleTo(q.Agent) || IsReserved(f.Entity) || !match(f) {
+			if !q.SeesClientFact(f) || IsForgotten(f) || !match(f) {
 				return nil
 			}
 			// A pin protects a fact from every agent's forget;
@@ -219,7 +218,7 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 			pinned, err := PinnedByAnyone(tx, q.Tenant, f.ID)
 			if err == nil && pinned && q.IncludePinned && q.Agent != "" {
 				var own bool
-				if own, err = IsPinned(tx, q.Tenant, q.Agent, f.ID); err == nil && own {
+				if own, err = IsPinned(tx, Scope{Tenant: q.Tenant, Agent: q.Agent}, f.ID); err == nil && own {
 					pinned, err = pinnedByOthers(tx, q.Tenant, q.Agent, f.ID)
 				}
 			}
@@ -686,7 +685,7 @@ func unpinAll(tx Tx, tenant, id string) error {
 		return err
 	}
 	for _, a := range agents {
-		if err := SetPin(tx, tenant, a, id, false); err != nil {
+		if err := SetPin(tx, Scope{Tenant: tenant, Agent: a}, id, false); err != nil {
 			return err
 		}
 	}

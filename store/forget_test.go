@@ -24,7 +24,7 @@ func forgetSel(t *testing.T, db store.Backend, id string, q store.ForgetQuery, n
 			return err
 		}
 		return store.Forget(tx, &store.ForgetRecord{
-			ID: id, Tenant: q.Tenant, Passport: q.Agent, Reason: "test", Scope: q.Scope,
+			ID: id, Tenant: q.Tenant, Passport: q.Agent, Reason: "test", Scope: q.Selector,
 			InitiatedAt: now, WindowEndsAt: now.Add(window),
 		}, sel.Facts)
 	}))
@@ -67,7 +67,7 @@ func forgetCurrent(t *testing.T, db store.Backend, entity string) []string {
 	t.Helper()
 	var out []string
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		res, err := store.SearchFacts(tx, store.FactQuery{Tenant: "t", Entity: entity, Now: forgetT0})
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: "t"}, Entity: entity, Now: forgetT0})
 		for _, r := range res.Facts {
 			out = append(out, r.Value)
 		}
@@ -102,12 +102,12 @@ func TestParseScope(t *testing.T) {
 
 func TestSelectForget(t *testing.T) {
 	db := openDB(t)
-	a1 := putFact(t, db, store.NewFact{Owner: "alice", Entity: "proj:a", Key: "k", Value: "1", Now: forgetT0})
-	a2 := putFact(t, db, store.NewFact{Owner: "bob", Entity: "proj:a", Key: "k", Value: "2", Now: forgetT0.Add(time.Minute)})
-	priv := putFact(t, db, store.NewFact{Owner: "alice", Entity: "proj:p", Key: "k", Value: "p", Private: true, Now: forgetT0.Add(2 * time.Minute)})
-	other := putFact(t, db, store.NewFact{Owner: "bob", Entity: "proj:b", Key: "k", Value: "b", Private: true, Now: forgetT0})
+	a1 := putFact(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: "proj:a", Key: "k", Value: "1", Now: forgetT0})
+	a2 := putFact(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "proj:a", Key: "k", Value: "2", Now: forgetT0.Add(time.Minute)})
+	priv := putFact(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: "proj:p", Key: "k", Value: "p", Private: true, Now: forgetT0.Add(2 * time.Minute)})
+	other := putFact(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "proj:b", Key: "k", Value: "b", Private: true, Now: forgetT0})
 	putFact(t, db, store.NewFact{Entity: "__ops::x", Key: "k", Value: "r", Now: forgetT0})
-	putFact(t, db, store.NewFact{Tenant: "u", Owner: "alice", Entity: "proj:a", Key: "k", Value: "u", Now: forgetT0})
+	putFact(t, db, store.NewFact{Scope: store.Scope{Tenant: "u", Agent: "alice"}, Entity: "proj:a", Key: "k", Value: "u", Now: forgetT0})
 
 	sel := func(q store.ForgetQuery) *store.ForgetSelection {
 		t.Helper()
@@ -120,35 +120,35 @@ func TestSelectForget(t *testing.T) {
 		}))
 		return s
 	}
-	s := sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "proj:"}})
+	s := sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "proj:"}})
 	assert.Equal(t, []string{a1.ID, a2.ID, priv.ID}, factIDs(s.Facts), "oldest first; bob's private fact and other tenants left out")
 	assert.Equal(t, 3, s.Matched)
 
-	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeTenantID, Value: "t"}, Limit: 2})
+	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeTenantID, Value: "t"}, Limit: 2})
 	assert.Equal(t, []string{a1.ID, a2.ID}, factIDs(s.Facts))
 	assert.True(t, s.Capped)
 	assert.Equal(t, 3, s.Matched, "the reserved fact is never selected")
 
-	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopePassportID, Value: "bob"}})
+	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopePassportID, Value: "bob"}})
 	assert.Equal(t, []string{a2.ID}, factIDs(s.Facts))
 
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		return store.SetPin(tx, "t", "bob", a1.ID, true)
+		return store.SetPin(tx, store.Scope{Tenant: "t", Agent: "bob"}, a1.ID, true)
 	}))
-	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}})
+	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}})
 	assert.Equal(t, []string{a2.ID, priv.ID}, factIDs(s.Facts))
 	assert.Equal(t, 1, s.PinnedSkipped)
-	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
+	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
 	assert.Len(t, s.Facts, 2, "include_pinned does not override bob's pin for alice")
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		return store.SetPin(tx, "t", "alice", a1.ID, true)
+		return store.SetPin(tx, store.Scope{Tenant: "t", Agent: "alice"}, a1.ID, true)
 	}))
-	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
+	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
 	assert.Len(t, s.Facts, 2, "alice's own pin alone would yield, but bob's still holds")
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		return store.SetPin(tx, "t", "bob", a1.ID, false)
+		return store.SetPin(tx, store.Scope{Tenant: "t", Agent: "bob"}, a1.ID, false)
 	}))
-	s = sel(store.ForgetQuery{Scope: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
+	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
 	assert.Len(t, s.Facts, 3, "only alice's own pin: include_pinned overrides it")
 	assert.NotContains(t, factIDs(s.Facts), other.ID)
 }
@@ -157,7 +157,7 @@ func TestForgetTombstones(t *testing.T) {
 	db := openDB(t)
 	v1 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
 	v2 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Second)})
-	q := store.ForgetQuery{Tenant: "t", Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
+	q := store.ForgetQuery{Scope: store.Scope{Tenant: "t"}, Selector: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
 	forgetSel(t, db, "r_1", q, forgetT0.Add(time.Minute), 24*time.Hour)
 
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
@@ -171,9 +171,9 @@ func TestForgetTombstones(t *testing.T) {
 			assert.False(t, f.VisibleTo("alice"))
 			assert.False(t, f.VisibleTo(""))
 		}
-		h, err := store.History(tx, "t", "alice", "e", "k")
+		h, err := store.History(tx, store.Scope{Tenant: "t", Agent: "alice"}, "e", "k")
 		assert.Empty(t, h)
-		names, err2 := store.ListEntities(tx, "t", "")
+		names, err2 := store.ListEntities(tx, store.Scope{Tenant: "t", Agent: ""})
 		assert.Empty(t, names)
 		rec, err3 := store.GetForget(tx, "r_1")
 		require.NoError(t, err3)
@@ -199,7 +199,7 @@ func TestRestoreForget(t *testing.T) {
 	db := openDB(t)
 	putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
 	putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Second)})
-	q := store.ForgetQuery{Tenant: "t", Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
+	q := store.ForgetQuery{Scope: store.Scope{Tenant: "t"}, Selector: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
 	forgetSel(t, db, "r_1", q, forgetT0, 24*time.Hour)
 
 	_, err := forgetRestore(db, "r_1", forgetT0.Add(24*time.Hour))
@@ -222,7 +222,7 @@ func TestRestoreForget(t *testing.T) {
 func TestRestoreChainMovedOn(t *testing.T) {
 	db := openDB(t)
 	v1 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "one", Now: forgetT0})
-	q := store.ForgetQuery{Tenant: "t", Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
+	q := store.ForgetQuery{Scope: store.Scope{Tenant: "t"}, Selector: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
 	forgetSel(t, db, "r_1", q, forgetT0, 24*time.Hour)
 	v2 := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "two", Now: forgetT0.Add(time.Minute)})
 	forgetSel(t, db, "r_2", q, forgetT0.Add(time.Minute), 24*time.Hour)
@@ -237,7 +237,7 @@ func TestRestoreChainMovedOn(t *testing.T) {
 	assert.Equal(t, []store.RestoredFact{{ID: v2.ID, Retired: v1.ID}}, restored)
 	assert.Equal(t, []string{"two"}, forgetCurrent(t, db, "e"))
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		names, err := store.ListEntities(tx, "t", "")
+		names, err := store.ListEntities(tx, store.Scope{Tenant: "t", Agent: ""})
 		assert.Equal(t, []string{"e"}, names)
 		f, err2 := store.GetFact(tx, v1.ID)
 		assert.Equal(t, v2.ID, f.SupersededBy)
@@ -247,13 +247,13 @@ func TestRestoreChainMovedOn(t *testing.T) {
 
 func TestPurgeForget(t *testing.T) {
 	db := openDB(t)
-	f := putFact(t, db, store.NewFact{Owner: "alice", Entity: "e", Key: "k", Value: "secret", Now: forgetT0})
+	f := putFact(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: "e", Key: "k", Value: "secret", Now: forgetT0})
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		return store.SetPin(tx, "t", "alice", f.ID, true)
+		return store.SetPin(tx, store.Scope{Tenant: "t", Agent: "alice"}, f.ID, true)
 	}))
-	q := store.ForgetQuery{Tenant: "t", Agent: "alice", IncludePinned: true, Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
+	q := store.ForgetQuery{Scope: store.Scope{Tenant: "t", Agent: "alice"}, IncludePinned: true, Selector: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "e"}}
 	forgetSel(t, db, "r_1", q, forgetT0, 24*time.Hour)
-	forgetSel(t, db, "r_0", store.ForgetQuery{Tenant: "t", Scope: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "none"}}, forgetT0.Add(-time.Hour), 24*time.Hour)
+	forgetSel(t, db, "r_0", store.ForgetQuery{Scope: store.Scope{Tenant: "t"}, Selector: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "none"}}, forgetT0.Add(-time.Hour), 24*time.Hour)
 
 	due := func(now time.Time) []string {
 		var out []string
@@ -291,7 +291,7 @@ func TestPurgeForget(t *testing.T) {
 			return nil
 		})
 		require.NoError(t, err)
-		pinned, err := store.IsPinned(tx, "t", "alice", f.ID)
+		pinned, err := store.IsPinned(tx, store.Scope{Tenant: "t", Agent: "alice"}, f.ID)
 		assert.False(t, pinned)
 		mark, err2 := store.NeedsCompaction(tx)
 		assert.Equal(t, "r_purge_r_1", mark)

@@ -13,8 +13,7 @@ import (
 
 // FactScan selects the facts [ScanFacts] visits. Zero fields do not filter.
 type FactScan struct {
-	Tenant string
-	Agent  string // the caller; "" when anonymous
+	Scope // the caller
 
 	Entity string // exact logical entity; must not be reserved
 	Key    string // exact key
@@ -61,7 +60,7 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 			return err
 		}
 		switch {
-		case f.Tenant != s.Tenant, f.Deleted, !f.VisibleTo(s.Agent), IsReserved(f.Entity),
+		case !s.SeesClientFact(f), f.Deleted,
 			!s.IncludeSuperseded && f.SupersededBy != "",
 			s.Entity != "" && f.Entity != s.Entity,
 			s.Key != "" && f.Key != s.Key:
@@ -79,7 +78,7 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 	switch {
 	case s.Entity != "":
 		bucket = bucketEntity
-		stored := storedNames(s.Entity, s.Agent)
+		stored := s.storedNames(s.Entity)
 		for _, e := range stored {
 			p := indexKey(s.Tenant, e, s.Key) // "t\x00entity\x00" matches exactly this entity
 			if s.Key != "" {

@@ -30,32 +30,32 @@ func TestScanFactsFilters(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	old := putFact(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Rust", Confidence: 0.5, Now: now})
 	cur := putFact(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Go", Confidence: 0.9, Now: now.Add(time.Minute)})
-	mine := putFact(t, db, store.NewFact{Entity: "proj", Key: "lang", Value: "Zig", Private: true, Owner: "alice", Now: now})
-	other := putFact(t, db, store.NewFact{Entity: "proj", Key: "owner", Value: "bob", Private: true, Owner: "bob", Now: now})
+	mine := putFact(t, db, store.NewFact{Scope: store.Scope{Agent: "alice"}, Entity: "proj", Key: "lang", Value: "Zig", Private: true, Now: now})
+	other := putFact(t, db, store.NewFact{Scope: store.Scope{Agent: "bob"}, Entity: "proj", Key: "owner", Value: "bob", Private: true, Now: now})
 	putFact(t, db, store.NewFact{Entity: "__ops::x", Key: "lang", Value: "reserved", Now: now})
-	putFact(t, db, store.NewFact{Tenant: "u", Entity: "proj", Key: "lang", Value: "other tenant", Now: now})
+	putFact(t, db, store.NewFact{Scope: store.Scope{Tenant: "u"}, Entity: "proj", Key: "lang", Value: "other tenant", Now: now})
 	gone := putFact(t, db, store.NewFact{Entity: "misc", Key: "k", Value: "deleted", Now: now})
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		_, _, err := store.DeleteFact(tx, "t", "", gone.ID, now)
+		_, _, err := store.DeleteFact(tx, store.Scope{Tenant: "t", Agent: ""}, gone.ID, now)
 		return err
 	}))
 
 	// Every path: rank index (the shared partition, then the agent's own,
 	// each by stored confidence), entity chains, key index.
-	ids, st := panelScan(t, db, store.FactScan{Tenant: "t", Agent: "alice"})
+	ids, st := panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t", Agent: "alice"}})
 	assert.Equal(t, []string{cur.ID, mine.ID}, ids)
 	assert.True(t, st.Complete)
 	assert.Equal(t, 4, st.Examined, "the shared live facts (superseded and reserved ones included) and alice's own; never bob's private fact")
 
-	ids, _ = panelScan(t, db, store.FactScan{Tenant: "t", Agent: "alice", Entity: "proj"})
+	ids, _ = panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t", Agent: "alice"}, Entity: "proj"})
 	assert.ElementsMatch(t, []string{cur.ID, mine.ID}, ids)
-	ids, _ = panelScan(t, db, store.FactScan{Tenant: "t", Agent: "alice", Entity: "proj", Key: "lang", IncludeSuperseded: true})
+	ids, _ = panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t", Agent: "alice"}, Entity: "proj", Key: "lang", IncludeSuperseded: true})
 	assert.ElementsMatch(t, []string{old.ID, cur.ID, mine.ID}, ids)
-	ids, _ = panelScan(t, db, store.FactScan{Tenant: "t", Agent: "bob", Key: "owner"})
+	ids, _ = panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t", Agent: "bob"}, Key: "owner"})
 	assert.Equal(t, []string{other.ID}, ids)
-	ids, _ = panelScan(t, db, store.FactScan{Tenant: "t", Key: "lang"})
+	ids, _ = panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t"}, Key: "lang"})
 	assert.Equal(t, []string{cur.ID}, ids, "anonymous: no private facts, no reserved entity")
-	ids, st = panelScan(t, db, store.FactScan{Tenant: "t", Entity: "__ops::x"})
+	ids, st = panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t"}, Entity: "__ops::x"})
 	assert.Empty(t, ids, "a reserved entity is never scanned")
 	assert.Zero(t, st.Examined)
 }
@@ -66,22 +66,22 @@ func TestScanFactsBounded(t *testing.T) {
 	for i := range 10 {
 		putFact(t, db, store.NewFact{Entity: "e", Key: fmt.Sprint("k", i), Value: "v", Confidence: float64(i+1) / 10, Now: now})
 	}
-	ids, st := panelScan(t, db, store.FactScan{Tenant: "t", MaxExamined: 4})
+	ids, st := panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t"}, MaxExamined: 4})
 	assert.Len(t, ids, 4)
 	assert.Equal(t, store.ScanStats{Examined: 4, Complete: false}, st)
 
-	ids, st = panelScan(t, db, store.FactScan{Tenant: "t", MaxExamined: 10})
+	ids, st = panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t"}, MaxExamined: 10})
 	assert.Len(t, ids, 10)
 	assert.Equal(t, store.ScanStats{Examined: 10, Complete: true}, st, "a cap equal to the candidates is complete")
 
-	ids, st = panelScan(t, db, store.FactScan{Tenant: "t", Entity: "e", MaxExamined: 3})
+	ids, st = panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t"}, Entity: "e", MaxExamined: 3})
 	assert.Len(t, ids, 3)
 	assert.False(t, st.Complete)
 
 	// fn may stop the scan.
 	var n int
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		st, err := store.ScanFacts(tx, store.FactScan{Tenant: "t", Entity: "e"}, func(*store.Fact) error {
+		st, err := store.ScanFacts(tx, store.FactScan{Scope: store.Scope{Tenant: "t"}, Entity: "e"}, func(*store.Fact) error {
 			n++
 			if n == 2 {
 				return store.ErrStop
@@ -124,7 +124,7 @@ func TestSetHorizonAndReverifyInPlace(t *testing.T) {
 	query := func() []string {
 		var vals []string
 		require.NoError(t, db.View(ctx, func(tx store.Tx) error {
-			res, err := store.SearchFacts(tx, store.FactQuery{Tenant: "t", Now: later, Policy: p})
+			res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: "t"}, Now: later, Policy: p})
 			for _, r := range res.Facts {
 				vals = append(vals, r.Value+"/"+r.Freshness)
 			}
@@ -158,13 +158,13 @@ func TestSetHorizonAndReverifyInPlace(t *testing.T) {
 		return nil
 	}))
 	// The rank index still holds the fact exactly once.
-	ids, st := panelScan(t, db, store.FactScan{Tenant: "t"})
+	ids, st := panelScan(t, db, store.FactScan{Scope: store.Scope{Tenant: "t"}})
 	assert.Equal(t, []string{f.ID}, ids[:1])
 	assert.Equal(t, 2, st.Examined)
 
 	// A deleted fact is refused.
 	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
-		g, _, err := store.DeleteFact(tx, "t", "", f.ID, later)
+		g, _, err := store.DeleteFact(tx, store.Scope{Tenant: "t", Agent: ""}, f.ID, later)
 		require.NoError(t, err)
 		assert.ErrorIs(t, store.SetHorizon(tx, g, store.HorizonStable), store.ErrInvalidFact)
 		assert.ErrorIs(t, store.Reverify(tx, g, later), store.ErrInvalidFact)

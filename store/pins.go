@@ -11,11 +11,11 @@ const (
 
 // SetPin pins (pinned=true) or unpins fact id for agent in tenant. Pinning
 // twice, or unpinning what is not pinned, is not an error.
-func SetPin(tx Tx, tenant, agent, id string, pinned bool) error {
-	if agent == "" || id == "" {
+func SetPin(tx Tx, s Scope, id string, pinned bool) error {
+	if s.Agent == "" || id == "" {
 		return ErrEmptyKey
 	}
-	a, b := indexKey(tenant, agent, id), indexKey(tenant, id, agent)
+	a, b := indexKey(s.Tenant, s.Agent, id), indexKey(s.Tenant, id, s.Agent)
 	if !pinned {
 		if err := tx.Delete(bucketPins, a); err != nil {
 			return err
@@ -29,11 +29,11 @@ func SetPin(tx Tx, tenant, agent, id string, pinned bool) error {
 }
 
 // IsPinned reports whether agent pinned fact id in tenant.
-func IsPinned(tx Tx, tenant, agent, id string) (bool, error) {
-	if agent == "" {
+func IsPinned(tx Tx, s Scope, id string) (bool, error) {
+	if s.Agent == "" {
 		return false, nil
 	}
-	_, err := tx.Get(bucketPins, indexKey(tenant, agent, id))
+	_, err := tx.Get(bucketPins, indexKey(s.Tenant, s.Agent, id))
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
@@ -51,7 +51,7 @@ func PinnedByAnyone(tx Tx, tenant, id string) (bool, error) {
 }
 
 // Pinned calls fn with the id of every fact agent pinned in tenant.
-func Pinned(tx Tx, tenant, agent string, fn func(id string) error) error {
-	p := append(indexKey(tenant, agent), 0)
+func Pinned(tx Tx, s Scope, fn func(id string) error) error {
+	p := append(indexKey(s.Tenant, s.Agent), 0)
 	return tx.Scan(bucketPins, p, false, func(k, _ []byte) error { return fn(string(k[len(p):])) })
 }

@@ -43,8 +43,7 @@ func Words(text string) []string {
 
 // FactQuery selects and ranks facts. Zero fields do not filter.
 type FactQuery struct {
-	Tenant string
-	Agent  string // the caller; "" when anonymous
+	Scope // the caller
 
 	Entity       string   // exact logical entity
 	EntityPrefix string   // logical entity prefix
@@ -101,7 +100,7 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		if entity == "" {
 			entity, exact = q.EntityPrefix, false
 		}
-		stored := storedNames(entity, q.Agent)
+		stored := q.storedNames(entity)
 		var prefixes [][]byte
 		for _, s := range stored {
 			p := indexKey(q.Tenant, s)
@@ -243,7 +242,7 @@ func rankStream(tx Tx, q FactQuery, each func(visit func(key []byte) error) erro
 // rank applies q's filters to f (the keyword terms only when checkTerms)
 // and, when it passes, computes its freshness.
 func (q *FactQuery) rank(tx Tx, f *Fact, checkTerms bool) (RankedFact, bool, error) {
-	if f.Tenant != q.Tenant || f.Deleted || !f.VisibleTo(q.Agent) {
+	if !q.Sees(f) || f.Deleted {
 		return RankedFact{}, false, nil
 	}
 	if !q.AsOf.IsZero() {
@@ -269,7 +268,7 @@ func (q *FactQuery) rank(tx Tx, f *Fact, checkTerms bool) (RankedFact, bool, err
 	r.Effective = EffectiveConfidence(f.Confidence, r.Freshness)
 	if r.Freshness == Stale && q.Agent != "" {
 		var err error
-		if r.Pinned, err = IsPinned(tx, q.Tenant, q.Agent, f.ID); err != nil {
+		if r.Pinned, err = IsPinned(tx, Scope{Tenant: q.Tenant, Agent: q.Agent}, f.ID); err != nil {
 			return RankedFact{}, false, err
 		}
 		if r.Pinned {

@@ -93,8 +93,8 @@ func getSessionRaw(tx Tx, tenant, owner, id string) (*Session, error) {
 // GetSession reads owner's session id in tenant. A missing session is
 // ErrNotFound; one whose deadline has passed is ErrSessionExpired (which
 // is also ErrNotFound) and is left for [ReclaimSession].
-func GetSession(tx Tx, tenant, owner, id string, now time.Time) (*Session, error) {
-	s, err := getSessionRaw(tx, tenant, owner, id)
+func GetSession(tx Tx, sc Scope, id string, now time.Time) (*Session, error) {
+	s, err := getSessionRaw(tx, sc.Tenant, sc.Agent, id)
 	if err != nil {
 		return nil, err
 	}
@@ -138,8 +138,8 @@ func PutSession(tx Tx, s *Session) error {
 // DeleteSession removes owner's session id in tenant. It reports whether a
 // live session was removed: deleting a missing or expired one removes
 // what is left of it and reports false.
-func DeleteSession(tx Tx, tenant, owner, id string, now time.Time) (bool, error) {
-	s, err := getSessionRaw(tx, tenant, owner, id)
+func DeleteSession(tx Tx, sc Scope, id string, now time.Time) (bool, error) {
+	s, err := getSessionRaw(tx, sc.Tenant, sc.Agent, id)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
@@ -162,8 +162,8 @@ func removeSession(tx Tx, s *Session) error {
 // ReclaimSession deletes owner's session id in tenant if it has expired by
 // now, and reports whether it did. A live session is left alone, so a
 // reclaim racing a fresh save loses nothing.
-func ReclaimSession(tx Tx, tenant, owner, id string, now time.Time) (bool, error) {
-	s, err := getSessionRaw(tx, tenant, owner, id)
+func ReclaimSession(tx Tx, sc Scope, id string, now time.Time) (bool, error) {
+	s, err := getSessionRaw(tx, sc.Tenant, sc.Agent, id)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
@@ -196,7 +196,7 @@ func ReclaimExpiredSessions(tx Tx, tenant string, now time.Time, limit int) (int
 		if len(parts) != 3 {
 			continue
 		}
-		ok, err := ReclaimSession(tx, string(parts[0]), string(parts[1]), string(parts[2]), now)
+		ok, err := ReclaimSession(tx, Scope{Tenant: string(parts[0]), Agent: string(parts[1])}, string(parts[2]), now)
 		if err != nil {
 			return n, err
 		}
@@ -209,7 +209,7 @@ func ReclaimExpiredSessions(tx Tx, tenant string, now time.Time, limit int) (int
 
 // SessionQuery selects sessions for [ListSessions].
 type SessionQuery struct {
-	Tenant, Owner string
+	Scope // the owner
 	// Prefix keeps the sessions whose logical id starts with it.
 	Prefix string
 	// IncludeArchived adds archived sessions.
@@ -236,10 +236,10 @@ type SessionList struct {
 func ListSessions(tx Tx, q SessionQuery) (SessionList, error) {
 	var out SessionList
 	limit := max(q.Limit, 1)
-	base := append(indexKey(q.Tenant, q.Owner), 0)
+	base := append(indexKey(q.Tenant, q.Agent), 0)
 	err := tx.Scan(bucketMemSessions, append(bytes.Clone(base), q.Prefix...), false, func(k, v []byte) error {
 		id := string(k[len(base):])
-		if q.Owner == "" && strings.HasPrefix(id, AgentSessionPrefix) {
+		if q.Agent == "" && strings.HasPrefix(id, AgentSessionPrefix) {
 			return nil
 		}
 		var s struct { // the fields a listing needs; the state is skipped

@@ -40,23 +40,23 @@ func TestSessionsPerOwnerAndTenant(t *testing.T) {
 	}))
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
 		for owner, want := range map[string]string{"alice": `{"n":1}`, "bob": `{"n":2}`, "": `{"n":3}`} {
-			s, err := store.GetSession(tx, "t1", owner, "a", now)
+			s, err := store.GetSession(tx, store.Scope{Tenant: "t1", Agent: owner}, "a", now)
 			require.NoError(t, err)
 			assert.JSONEq(t, want, string(s.State))
 		}
-		_, err := store.GetSession(tx, "t2", "bob", "a", now)
+		_, err := store.GetSession(tx, store.Scope{Tenant: "t2", Agent: "bob"}, "a", now)
 		assert.ErrorIs(t, err, store.ErrNotFound)
 
-		l, err := store.ListSessions(tx, store.SessionQuery{Tenant: "t1", Owner: "alice", Limit: 10, Now: now})
+		l, err := store.ListSessions(tx, store.SessionQuery{Scope: store.Scope{Tenant: "t1", Agent: "alice"}, Limit: 10, Now: now})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a"}, l.IDs)
-		l, err = store.ListSessions(tx, store.SessionQuery{Tenant: "t1", Owner: "alice", IncludeArchived: true, Limit: 10, Now: now})
+		l, err = store.ListSessions(tx, store.SessionQuery{Scope: store.Scope{Tenant: "t1", Agent: "alice"}, IncludeArchived: true, Limit: 10, Now: now})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a", "b"}, l.IDs)
-		l, err = store.ListSessions(tx, store.SessionQuery{Tenant: "t1", Owner: "", Limit: 10, Now: now})
+		l, err = store.ListSessions(tx, store.SessionQuery{Scope: store.Scope{Tenant: "t1", Agent: ""}, Limit: 10, Now: now})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a"}, l.IDs)
-		l, err = store.ListSessions(tx, store.SessionQuery{Tenant: "t1", Owner: "alice", IncludeArchived: true, Limit: 1, Now: now})
+		l, err = store.ListSessions(tx, store.SessionQuery{Scope: store.Scope{Tenant: "t1", Agent: "alice"}, IncludeArchived: true, Limit: 1, Now: now})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a"}, l.IDs)
 		assert.True(t, l.Truncated)
@@ -83,10 +83,10 @@ func TestSessionExpiry(t *testing.T) {
 	}))
 	later := now.Add(2 * time.Hour)
 	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
-		_, err := store.GetSession(tx, "t", "alice", "s0", later)
+		_, err := store.GetSession(tx, store.Scope{Tenant: "t", Agent: "alice"}, "s0", later)
 		assert.ErrorIs(t, err, store.ErrSessionExpired)
 		assert.ErrorIs(t, err, store.ErrNotFound)
-		l, err := store.ListSessions(tx, store.SessionQuery{Tenant: "t", Owner: "alice", Limit: 10, Now: later})
+		l, err := store.ListSessions(tx, store.SessionQuery{Scope: store.Scope{Tenant: "t", Agent: "alice"}, Limit: 10, Now: later})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"s2"}, l.IDs)
 		assert.Equal(t, []string{"s0", "s1"}, l.Expired)
@@ -96,18 +96,18 @@ func TestSessionExpiry(t *testing.T) {
 		n, err := store.ReclaimExpiredSessions(tx, "t", later, 10)
 		require.NoError(t, err)
 		assert.Equal(t, 2, n) // alice's s0 and the anonymous one; tenant u untouched
-		_, err = store.GetSession(tx, "t", "alice", "s1", later)
+		_, err = store.GetSession(tx, store.Scope{Tenant: "t", Agent: "alice"}, "s1", later)
 		assert.NoError(t, err)
-		_, err = store.GetSession(tx, "u", "alice", "s0", now)
+		_, err = store.GetSession(tx, store.Scope{Tenant: "u", Agent: "alice"}, "s0", now)
 		assert.NoError(t, err)
 
-		ok, err := store.ReclaimSession(tx, "t", "alice", "s2", later) // live: kept
+		ok, err := store.ReclaimSession(tx, store.Scope{Tenant: "t", Agent: "alice"}, "s2", later) // live: kept
 		require.NoError(t, err)
 		assert.False(t, ok)
-		deleted, err := store.DeleteSession(tx, "t", "alice", "s2", later)
+		deleted, err := store.DeleteSession(tx, store.Scope{Tenant: "t", Agent: "alice"}, "s2", later)
 		require.NoError(t, err)
 		assert.True(t, deleted)
-		deleted, err = store.DeleteSession(tx, "t", "alice", "s2", later)
+		deleted, err = store.DeleteSession(tx, store.Scope{Tenant: "t", Agent: "alice"}, "s2", later)
 		require.NoError(t, err)
 		assert.False(t, deleted)
 		return nil

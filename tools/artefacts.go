@@ -199,7 +199,7 @@ func artefactPut() *Tool {
 				if _, err := store.SweepArtefacts(tx, now, artefactSweepLimit); err != nil {
 					return err
 				}
-				a, created, err := store.PutArtefact(tx, c.TenantID(), owner, in.MimeType, in.ToolOrigin, content, ttl, now)
+				a, created, err := store.PutArtefact(tx, store.Scope{Tenant: c.TenantID(), Agent: owner}, in.MimeType, in.ToolOrigin, content, ttl, now)
 				if err != nil {
 					return err
 				}
@@ -253,7 +253,7 @@ func artefactGet() *Tool {
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
 				return nil, InvalidParams(name, "token_budget", "must be at least 1")
 			}
-			now, tenant, owner := env.now(), c.TenantID(), c.Identity()
+			now, scope := env.now(), c.Scope()
 			var (
 				a       *store.Artefact
 				content []byte
@@ -263,8 +263,8 @@ func artefactGet() *Tool {
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				a, content, holders, expired = nil, nil, nil, false
 				var err error
-				if owner != "" {
-					a, content, err = store.GetArtefact(tx, tenant, owner, in.ArtefactID, now)
+				if scope.Agent != "" {
+					a, content, err = store.GetArtefact(tx, scope, in.ArtefactID, now)
 				} else {
 					err = store.ErrNotFound
 				}
@@ -279,10 +279,10 @@ func artefactGet() *Tool {
 				default:
 					return nil
 				}
-				if owner == "" {
+				if scope.Agent == "" {
 					return nil // an anonymous caller learns nothing of who holds what
 				}
-				holders, err = store.ArtefactHolders(tx, tenant, in.ArtefactID, now)
+				holders, err = store.ArtefactHolders(tx, scope.Tenant, in.ArtefactID, now)
 				return err
 			})
 			if err != nil {
@@ -290,7 +290,7 @@ func artefactGet() *Tool {
 			}
 			if expired {
 				err := env.Store.Update(ctx, func(tx store.Tx) error {
-					cur, _, err := store.GetArtefact(tx, tenant, owner, in.ArtefactID, now)
+					cur, _, err := store.GetArtefact(tx, scope, in.ArtefactID, now)
 					if errors.Is(err, store.ErrArtefactExpired) {
 						return store.DeleteArtefact(tx, cur)
 					}
@@ -386,7 +386,7 @@ func artefactList() *Tool {
 			if err := checkLabel(name, "scope", in.Scope); err != nil {
 				return nil, err
 			}
-			now, tenant, owner := env.now(), c.TenantID(), c.Identity()
+			now, scope := env.now(), c.Scope()
 			var (
 				found   []*store.Artefact
 				expired []*store.Artefact
@@ -394,7 +394,7 @@ func artefactList() *Tool {
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				found = nil
 				var err error
-				expired, err = store.ListArtefacts(tx, tenant, owner, now, func(a *store.Artefact) error {
+				expired, err = store.ListArtefacts(tx, scope, now, func(a *store.Artefact) error {
 					if store.IsReserved(a.MimeType) {
 						return nil
 					}
@@ -415,7 +415,7 @@ func artefactList() *Tool {
 			if len(expired) > 0 {
 				err := env.Store.Update(ctx, func(tx store.Tx) error {
 					for _, x := range expired {
-						cur, _, err := store.GetArtefact(tx, x.Tenant, x.Owner, x.ID, now)
+						cur, _, err := store.GetArtefact(tx, store.Scope{Tenant: x.Tenant, Agent: x.Owner}, x.ID, now)
 						if errors.Is(err, store.ErrArtefactExpired) {
 							if err := store.DeleteArtefact(tx, cur); err != nil {
 								return err

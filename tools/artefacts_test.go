@@ -103,7 +103,7 @@ func TestArtefactExpiryHidesAndReclaims(t *testing.T) {
 
 	raw := func(owner string, id any) error {
 		return db.View(context.Background(), func(tx store.Tx) error {
-			_, _, err := store.GetArtefact(tx, "default", owner, id.(string), clk.Now())
+			_, _, err := store.GetArtefact(tx, store.Scope{Tenant: "default", Agent: owner}, id.(string), clk.Now())
 			return err
 		})
 	}
@@ -259,7 +259,7 @@ func TestArtefactListFiltersReservedMime(t *testing.T) {
 	srv, clk, db := artefactServer(t, false)
 	putArtefact(t, srv, alice, "visible", "")
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		_, _, err := store.PutArtefact(tx, "default", "alice", "__crux/internal", "", []byte("internal"), 0, clk.Now())
+		_, _, err := store.PutArtefact(tx, store.Scope{Tenant: "default", Agent: "alice"}, "__crux/internal", "", []byte("internal"), 0, clk.Now())
 		return err
 	}))
 	arts := objects(t, call(t, srv, alice, "artefact_list", `{}`), "artefacts")

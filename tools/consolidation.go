@@ -148,7 +148,7 @@ func memoryContradictions() *Tool {
 				tokenLimit = *in.TokenBudget
 			}
 			q := store.ContradictionQuery{
-				Tenant: c.TenantID(), Agent: c.Identity(),
+				Scope:  c.Scope(),
 				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key, Limit: limit,
 			}
 			out := contradictionsOut{Candidates: []ContradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
@@ -283,7 +283,7 @@ func memoryConsolidate() *Tool {
 				}
 			}
 			req := store.ConsolidateRequest{
-				Tenant: c.TenantID(), Agent: c.Identity(), ID: id,
+				Scope: c.Scope(), ID: id,
 				Entity: in.Entity, Key: in.Key, Value: in.CanonicalValue,
 				Targets: in.TargetFactIDs, Protected: in.ProtectedFactIDs,
 				Confidence: 1.0, Floor: 0.99, HorizonClass: in.HorizonClass,

@@ -253,7 +253,7 @@ func TestMemoryConsolidateGuards(t *testing.T) {
 	high := storeID(t, srv, bob, `{"entity":"g","key":"high","value":"v","confidence":0.99}`)
 	full := storeID(t, srv, bob, `{"entity":"g","key":"full","value":"v"}`) // default confidence 1.0
 	require.NoError(t, db.Update(t.Context(), func(tx store.Tx) error {
-		return store.SetPin(tx, tenant, "alice", pinned, true)
+		return store.SetPin(tx, store.Scope{Tenant: tenant, Agent: "alice"}, pinned, true)
 	}))
 	before := receiptCount(t, db)
 
@@ -290,7 +290,7 @@ func TestMemoryConsolidateGuards(t *testing.T) {
 	// Another agent's pin protects the fact too (as it does from forget),
 	// without saying whose it is.
 	require.NoError(t, db.Update(t.Context(), func(tx store.Tx) error {
-		return store.SetPin(tx, tenant, "bob", low, true)
+		return store.SetPin(tx, store.Scope{Tenant: tenant, Agent: "bob"}, low, true)
 	}))
 	clk.Advance(time.Minute)
 	e = callErr(t, srv, alice, "memory_consolidate", fmt.Sprintf(`{"entity":"g","key":"k","canonical_value":"x","target_fact_ids":[%q]}`, low))

@@ -529,8 +529,8 @@ func auditConfig() *Tool {
 				if err != nil {
 					return err
 				}
-				f, _, err = store.PutFact(tx, store.NewFact{
-					Tenant: c.TenantID(), Owner: c.Identity(), Entity: ConfigAuditEntity, Key: "sha256:" + in.SHA256,
+				f, _, err = store.PutFact(tx, store.NewFact{Scope: c.Scope(),
+					Entity: ConfigAuditEntity, Key: "sha256:" + in.SHA256,
 					Value: string(value), SourceReceipt: r.ID, Confidence: 1, HorizonClass: store.HorizonNone, Now: now,
 				})
 				receiptID = r.ID
@@ -588,7 +588,7 @@ func checkConfigAudit() *Tool {
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				audited, unaudited = audited[:0], unaudited[:0]
 				for _, p := range in.Paths {
-					fs, err := store.History(tx, c.TenantID(), "", ConfigAuditEntity, "sha256:"+p.SHA256)
+					fs, err := store.History(tx, store.Scope{Tenant: c.TenantID(), Agent: ""}, ConfigAuditEntity, "sha256:"+p.SHA256)
 					if err != nil {
 						return err
 					}

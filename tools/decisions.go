@@ -82,7 +82,7 @@ func recordDecision() *Tool {
 				if err != nil {
 					return err
 				}
-				if err := store.PutDecision(tx, c.TenantID(), c.Identity(), rec, r.ID, now); err != nil {
+				if err := store.PutDecision(tx, c.Scope(), rec, r.ID, now); err != nil {
 					return err
 				}
 				receiptID = r.ID

@@ -44,7 +44,7 @@ func readEnvelope(tool string, facts []store.RankedFact, now time.Time) *Envelop
 		AutonomyConsumed: map[string]any{"capability": surface.Capability(tool), "cost_credits": 0, "scope": surface.Capability(tool)},
 	}
 	for _, f := range facts {
-		if store.IsReserved(f.Entity) || f.Private {
+		if !store.Public(f.Fact) {
 			continue
 		}
 		age := max(0, now.Sub(f.Anchor()).Hours())

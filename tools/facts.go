@@ -145,8 +145,8 @@ func storeFact() *Tool {
 			var retired []string
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				var err error
-				f, retired, err = store.PutFact(tx, store.NewFact{
-					Tenant: c.TenantID(), Owner: c.Identity(), Entity: in.Entity, Key: in.Key,
+				f, retired, err = store.PutFact(tx, store.NewFact{Scope: c.Scope(),
+					Entity: in.Entity, Key: in.Key,
 					Value: in.Value, SourceReceipt: in.SourceReceipt, Confidence: conf,
 					Private: in.Private, HorizonClass: class, Supersedes: in.Supersedes,
 					Now: env.now(), // read inside the transaction, so a chain's times follow its versions
@@ -234,7 +234,7 @@ func queryFacts() *Tool {
 			}
 			now := env.now()
 			q := store.FactQuery{
-				Tenant: c.TenantID(), Agent: c.Identity(),
+				Scope:  c.Scope(),
 				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key,
 				IncludeSuperseded: in.IncludeSuperseded, Limit: 10, Now: now, Policy: env.decay(),
 			}
@@ -354,17 +354,17 @@ func deleteFact() *Tool {
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *deleteFactArgs) (*Result, error) {
 			var deleted bool
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				f, err := store.GetFact(tx, in.FactID)
-				if err == nil && f.Tenant == c.TenantID() && f.VisibleTo(c.Identity()) && store.IsReserved(f.Entity) {
-					return errReservedFact
+				if _, err := store.VisibleFact(tx, c.Scope(), in.FactID); err != nil {
+					return err
 				}
-				_, deleted, err = store.DeleteFact(tx, c.TenantID(), c.Identity(), in.FactID, env.now())
+				var err error
+				_, deleted, err = store.DeleteFact(tx, c.Scope(), in.FactID, env.now())
 				return err
 			})
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				return errorResult("fact not found: %s", in.FactID), nil
-			case errors.Is(err, errReservedFact):
+			case errors.Is(err, store.ErrReserved):
 				return nil, InvalidParams(name, "fact_id", "belongs to a reserved entity and cannot be deleted")
 			case err != nil:
 				return nil, err
@@ -373,8 +373,6 @@ func deleteFact() *Tool {
 		}),
 	}
 }
-
-var errReservedFact = errors.New("reserved fact")
 
 // ---- list_entities ----
 
@@ -390,7 +388,7 @@ func listEntities() *Tool {
 			var names []string
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
-				names, err = store.ListEntities(tx, c.TenantID(), c.Identity())
+				names, err = store.ListEntities(tx, c.Scope())
 				return err
 			})
 			if err != nil {
@@ -439,7 +437,7 @@ func factHistory() *Tool {
 			var fs []*store.Fact
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
-				fs, err = store.History(tx, c.TenantID(), c.Identity(), in.Entity, in.Key)
+				fs, err = store.History(tx, c.Scope(), in.Entity, in.Key)
 				return err
 			})
 			if err != nil {

@@ -255,7 +255,7 @@ func memoryForget() *Tool {
 			now := env.now()
 			window := forgetWindow(env)
 			ends := now.Add(window)
-			q := store.ForgetQuery{Tenant: tenant, Agent: c.Identity(), Scope: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget}
+			q := store.ForgetQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()}, Selector: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget}
 			var out forgetOut
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				sel, err := store.SelectForget(tx, q)
@@ -348,7 +348,7 @@ func memoryForgetDryRun() *Tool {
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
 				sel, err = store.SelectForget(tx, store.ForgetQuery{
-					Tenant: c.TenantID(), Agent: c.Identity(), Scope: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget,
+					Scope: c.Scope(), Selector: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget,
 				})
 				return err
 			})

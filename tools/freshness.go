@@ -237,7 +237,7 @@ func memoryFreshness() *Tool {
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
 				stats, err := store.ScanFacts(tx, store.FactScan{
-					Tenant: c.TenantID(), Agent: c.Identity(), Entity: in.Entity, Key: in.Key,
+					Scope: c.Scope(), Entity: in.Entity, Key: in.Key,
 					MaxExamined: FreshnessMaxExamined,
 				}, func(f *store.Fact) error {
 					top = keepTop(top, decayOf(env.decay(), f, now), topK, stalest)
@@ -251,7 +251,7 @@ func memoryFreshness() *Tool {
 				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
-					pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), f.ID)
+					pinned, err := store.IsPinned(tx, c.Scope(), f.ID)
 					if err != nil {
 						return err
 					}
@@ -365,13 +365,13 @@ func memorySweepCandidates() *Tool {
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
 				stats, err := store.ScanFacts(tx, store.FactScan{
-					Tenant: c.TenantID(), Agent: c.Identity(), IncludeSuperseded: true, MaxExamined: FreshnessMaxExamined,
+					Scope: c.Scope(), IncludeSuperseded: true, MaxExamined: FreshnessMaxExamined,
 				}, func(f *store.Fact) error {
 					d := decayOf(env.decay(), f, now)
 					if sweepReason(d) == "" {
 						return nil
 					}
-					pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), f.ID)
+					pinned, err := store.IsPinned(tx, c.Scope(), f.ID)
 					if err != nil || pinned {
 						return err
 					}

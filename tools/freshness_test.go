@@ -152,7 +152,7 @@ func TestMemoryFreshnessBoundedScan(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		for i := range freshnessMaxExamined + 10 {
-			if _, _, err := store.PutFact(tx, store.NewFact{Tenant: tenant, Entity: "bulk", Key: fmt.Sprint("k", i),
+			if _, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tenant}, Entity: "bulk", Key: fmt.Sprint("k", i),
 				Value: "v", Confidence: 1, Now: now}); err != nil {
 				return err
 			}

@@ -222,8 +222,7 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 	out := []HandoffFact{}
 	seen := map[string]bool{}
 	add := func(f *store.Fact) {
-		if len(out) >= MaxHandoffFacts || seen[f.ID] || f.Tenant != tenant || f.Private ||
-			!f.Current() || store.IsReserved(f.Entity) {
+		if len(out) >= MaxHandoffFacts || seen[f.ID] || f.Tenant != tenant || !store.Public(f) || !f.Current() {
 			return
 		}
 		seen[f.ID] = true
@@ -250,7 +249,7 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 	}
 	// Facts of the entities the state names, or of the session id.
 	mentions[strings.ToLower(sessionID)] = true
-	entities, err := store.ListEntities(tx, tenant, "")
+	entities, err := store.ListEntities(tx, store.Scope{Tenant: tenant, Agent: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +260,7 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 		if store.IsReserved(e) || !mentions[strings.ToLower(e)] {
 			continue
 		}
-		res, err := store.SearchFacts(tx, store.FactQuery{Tenant: tenant, Entity: e, Limit: MaxHandoffFacts, Now: env.now()})
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant}, Entity: e, Limit: MaxHandoffFacts, Now: env.now()})
 		if err != nil {
 			return nil, err
 		}
@@ -298,12 +297,12 @@ func createHandoff() *Tool {
 			if env.Signer == nil {
 				return nil, WrapError(CodeInternalError, "create_handoff: no signing key", nil)
 			}
-			tenant, owner, now := c.TenantID(), c.Identity(), env.now()
+			scope, now := c.Scope(), env.now()
 			var out createHandoffOut
 			missing := false
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				missing = false
-				s, err := store.GetSession(tx, tenant, owner, in.SessionID, now)
+				s, err := store.GetSession(tx, scope, in.SessionID, now)
 				if errors.Is(err, store.ErrNotFound) {
 					missing = true
 					return nil
@@ -313,13 +312,13 @@ func createHandoff() *Tool {
 				}
 				facts := []HandoffFact{}
 				if in.IncludeFacts {
-					if facts, err = relevantFacts(tx, env, tenant, s.ID, s.State); err != nil {
+					if facts, err = relevantFacts(tx, env, scope.Tenant, s.ID, s.State); err != nil {
 						return err
 					}
 				}
 				pkg := HandoffPackage{
 					Schema: HandoffSchema, HandoffID: "ho_" + strings.TrimPrefix(store.NewFactID(), "f_"),
-					TenantID: tenant, FromAgent: owner, TargetAgent: in.TargetAgent, CreatedAt: stamp(now),
+					TenantID: scope.Tenant, FromAgent: scope.Agent, TargetAgent: in.TargetAgent, CreatedAt: stamp(now),
 					Session: HandoffSession{SessionID: s.ID, State: s.State}, Facts: facts,
 					Message: in.Message, TaskRecord: in.TaskRecord, KeyID: env.Signer.KeyID(),
 				}
@@ -341,14 +340,14 @@ func createHandoff() *Tool {
 				if err != nil {
 					return err
 				}
-				rec := &store.Handoff{ID: pkg.HandoffID, Tenant: tenant, From: owner, Target: in.TargetAgent,
+				rec := &store.Handoff{ID: pkg.HandoffID, Tenant: scope.Tenant, From: scope.Agent, Target: in.TargetAgent,
 					ContentHash: pkg.ContentHash, CreatedAt: now}
 				if err := store.PutHandoff(tx, rec); err != nil {
 					return err
 				}
 				payload := map[string]any{"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash,
 					"session_id": s.ID, "target_agent": in.TargetAgent, "fact_count": len(facts)}
-				r, err := receipts.Append(tx, env.Signer, tenant, "handoff", c.Name(), payload, now)
+				r, err := receipts.Append(tx, env.Signer, scope.Tenant, "handoff", c.Name(), payload, now)
 				if err != nil {
 					return err
 				}
@@ -449,8 +448,8 @@ func acceptHandoff() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			tenant, me, now := c.TenantID(), c.Identity(), env.now()
-			if pkg.TenantID != tenant {
+			scope, me, now := c.Scope(), c.Identity(), env.now()
+			if pkg.TenantID != scope.Tenant {
 				return nil, InvalidParams(name, "package", "the package belongs to another tenant")
 			}
 			if pkg.TargetAgent != "" && pkg.TargetAgent != me {
@@ -465,7 +464,7 @@ func acceptHandoff() *Tool {
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				out = acceptHandoffOut{HandoffID: pkg.HandoffID, SessionID: pkg.Session.SessionID, Verified: true,
 					FromAgent: pkg.FromAgent, Message: pkg.Message, TaskRecord: pkg.TaskRecord}
-				rec, err := store.GetHandoff(tx, tenant, pkg.HandoffID)
+				rec, err := store.GetHandoff(tx, scope.Tenant, pkg.HandoffID)
 				if errors.Is(err, store.ErrNotFound) {
 					return InvalidParams(name, "package", "no such handoff was created here")
 				}
@@ -478,7 +477,7 @@ func acceptHandoff() *Tool {
 				if rec.Accepted {
 					return InvalidParams(name, "package", "handoff already accepted")
 				}
-				sess := &store.Session{ID: pkg.Session.SessionID, Tenant: tenant, Owner: me,
+				sess := &store.Session{ID: pkg.Session.SessionID, Tenant: scope.Tenant, Owner: me,
 					State: pkg.Session.State, WrittenBy: me, UpdatedAt: now}
 				if err := store.PutSession(tx, sess); err != nil {
 					return err
@@ -488,7 +487,7 @@ func acceptHandoff() *Tool {
 					if store.IsReserved(f.Entity) {
 						continue
 					}
-					res, err := store.SearchFacts(tx, store.FactQuery{Tenant: tenant, Entity: f.Entity, Key: f.Key, Limit: 1, Now: now})
+					res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: scope.Tenant}, Entity: f.Entity, Key: f.Key, Limit: 1, Now: now})
 					if err != nil {
 						return err
 					}
@@ -498,7 +497,7 @@ func acceptHandoff() *Tool {
 					case len(res.Facts) > 0:
 						out.FactsStale++
 					default:
-						if _, _, err := store.PutFact(tx, store.NewFact{Tenant: tenant, Owner: me, Entity: f.Entity,
+						if _, _, err := store.PutFact(tx, store.NewFact{Scope: scope, Entity: f.Entity,
 							Key: f.Key, Value: f.Value, Confidence: f.Confidence, Now: now}); err != nil {
 							return err
 						}
@@ -510,7 +509,7 @@ func acceptHandoff() *Tool {
 				if err := store.PutHandoff(tx, rec); err != nil {
 					return err
 				}
-				r, err := receipts.Append(tx, env.Signer, tenant, "handoff_accept", c.Name(), map[string]any{
+				r, err := receipts.Append(tx, env.Signer, scope.Tenant, "handoff_accept", c.Name(), map[string]any{
 					"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash, "session_id": pkg.Session.SessionID,
 					"facts_loaded": out.FactsLoaded, "facts_written": out.FactsWritten}, now)
 				if err != nil {

@@ -239,7 +239,7 @@ func putFact(t testing.TB, db store.Backend, f store.NewFact) string {
 // __ops::health of the default tenant and returns its id.
 func reservedFact(t testing.TB, db store.Backend, now time.Time) string {
 	t.Helper()
-	return putFact(t, db, store.NewFact{Tenant: tenant, Entity: "__ops::health", Key: "probe",
+	return putFact(t, db, store.NewFact{Scope: store.Scope{Tenant: tenant}, Entity: "__ops::health", Key: "probe",
 		Value: "ok", Confidence: 1, HorizonClass: store.HorizonVolatile, Now: now})
 }
 

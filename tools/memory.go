@@ -85,10 +85,7 @@ func panelFact(f *store.Fact, pinned bool) PanelFact {
 
 // Errors the panel's transactions return to their handler, which turns
 // them into results.
-var (
-	errMemNotFound = errors.New("fact not found")
-	errMemDeleted  = errors.New("fact deleted")
-)
+var errMemDeleted = errors.New("fact deleted")
 
 // memNotCurrentError says a fact was superseded: Current is the version that
 // stands now (it may be deleted).
@@ -107,28 +104,10 @@ func memNeedIdentity(tool string, c Caller) *Result {
 	return errorResult("%s needs an authenticated caller; anonymous callers cannot change memories", tool)
 }
 
-// memVisibleFact reads fact id as c sees it: errMemNotFound when it does not
-// exist in c's tenant or is another agent's private fact, errReservedFact
-// when its entity is reserved.
-func memVisibleFact(tx store.Tx, c Caller, id string) (*store.Fact, error) {
-	f, err := store.GetFact(tx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, errMemNotFound
-	case err != nil:
-		return nil, err
-	case f.Tenant != c.TenantID() || !f.VisibleTo(c.Identity()):
-		return nil, errMemNotFound
-	case store.IsReserved(f.Entity):
-		return nil, errReservedFact
-	}
-	return f, nil
-}
-
-// memCurrentFact is memVisibleFact for a fact that must be current: a deleted
+// memCurrentFact is store.VisibleFact for a fact that must be current: a deleted
 // one is errMemDeleted, a superseded one a *memNotCurrentError.
 func memCurrentFact(tx store.Tx, c Caller, id string) (*store.Fact, error) {
-	f, err := memVisibleFact(tx, c, id)
+	f, err := store.VisibleFact(tx, c.Scope(), id)
 	switch {
 	case err != nil:
 		return nil, err
@@ -144,14 +123,14 @@ func memCurrentFact(tx store.Tx, c Caller, id string) (*store.Fact, error) {
 	return f, nil
 }
 
-// memFactFailure turns the errors of memVisibleFact and memCurrentFact into what
+// memFactFailure turns the errors of store.VisibleFact and memCurrentFact into what
 // tool answers; other errors pass through.
 func memFactFailure(tool, id string, err error) (*Result, error) {
 	var nc *memNotCurrentError
 	switch {
-	case errors.Is(err, errMemNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return errorResult("fact not found: %s", id), nil
-	case errors.Is(err, errReservedFact):
+	case errors.Is(err, store.ErrReserved):
 		return nil, reservedEntity(tool, "fact_id", "belongs to a reserved entity (starting with "+store.ReservedPrefix+"), which the memory tools do not touch")
 	case errors.Is(err, errMemDeleted):
 		return errorResult("%s: fact %s is deleted", tool, id), nil
@@ -217,7 +196,7 @@ func memoryView() *Tool {
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				out = memoryViewOut{Facts: []PanelFact{}}
 				res, err := store.SearchFacts(tx, store.FactQuery{
-					Tenant: c.TenantID(), Agent: c.Identity(), Entity: in.Entity, Key: in.Key,
+					Scope: c.Scope(), Entity: in.Entity, Key: in.Key,
 					Limit: topK, Now: env.now(), Policy: env.decay(),
 				})
 				if err != nil {
@@ -228,7 +207,7 @@ func memoryView() *Tool {
 					if store.IsReserved(r.Entity) {
 						continue // SearchFacts leaves them out already; never show one regardless
 					}
-					pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), r.ID)
+					pinned, err := store.IsPinned(tx, c.Scope(), r.ID)
 					if err != nil {
 						return err
 					}
@@ -326,23 +305,23 @@ func memoryEdit() *Tool {
 				if err != nil {
 					return err
 				}
-				nf, _, err := store.PutFact(tx, store.NewFact{
-					Tenant: c.TenantID(), Owner: c.Identity(), Entity: old.Entity, Key: old.Key, Value: in.NewValue,
+				nf, _, err := store.PutFact(tx, store.NewFact{Scope: c.Scope(),
+					Entity: old.Entity, Key: old.Key, Value: in.NewValue,
 					SourceReceipt: EditSourceReceipt(in.Reason), Confidence: old.Confidence, Private: old.Private,
 					HorizonClass: old.HorizonClass, Now: env.now(),
 				})
 				if err != nil {
 					return err
 				}
-				pinned, err := store.IsPinned(tx, c.TenantID(), c.Identity(), old.ID)
+				pinned, err := store.IsPinned(tx, c.Scope(), old.ID)
 				if err != nil {
 					return err
 				}
 				if pinned { // the pin moves to the new version
-					if err := store.SetPin(tx, c.TenantID(), c.Identity(), old.ID, false); err != nil {
+					if err := store.SetPin(tx, c.Scope(), old.ID, false); err != nil {
 						return err
 					}
-					if err := store.SetPin(tx, c.TenantID(), c.Identity(), nf.ID, true); err != nil {
+					if err := store.SetPin(tx, c.Scope(), nf.ID, true); err != nil {
 						return err
 					}
 				}
@@ -383,14 +362,14 @@ func memoryPin() *Tool {
 			}
 			pinned := in.Pinned == nil || *in.Pinned
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				f, err := memVisibleFact(tx, c, in.FactID)
+				f, err := store.VisibleFact(tx, c.Scope(), in.FactID)
 				if err != nil {
 					return err
 				}
 				if pinned && f.Deleted {
 					return errMemDeleted
 				}
-				return store.SetPin(tx, c.TenantID(), c.Identity(), f.ID, pinned)
+				return store.SetPin(tx, c.Scope(), f.ID, pinned)
 			})
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
@@ -457,13 +436,13 @@ func memoryHistory() *Tool {
 				entity, key := in.Entity, in.Key
 				var of *store.Fact
 				if in.FactID != "" {
-					f, err := memVisibleFact(tx, c, in.FactID)
+					f, err := store.VisibleFact(tx, c.Scope(), in.FactID)
 					if err != nil {
 						return err
 					}
 					entity, key, of = f.Entity, f.Key, f
 				}
-				all, err := store.History(tx, c.TenantID(), c.Identity(), entity, key)
+				all, err := store.History(tx, c.Scope(), entity, key)
 				if err != nil {
 					return err
 				}

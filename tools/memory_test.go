@@ -266,7 +266,7 @@ func TestMemoryPin(t *testing.T) {
 	assert.Equal(t, true, pinned(alice))
 	newID := nf["id"].(string)
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		onOld, err := store.IsPinned(tx, tenant, "alice", id)
+		onOld, err := store.IsPinned(tx, store.Scope{Tenant: tenant, Agent: "alice"}, id)
 		assert.False(t, onOld, "the pin moved off the old version")
 		return err
 	}))

@@ -169,7 +169,7 @@ func memoryAcknowledgeUse() *Tool {
 					ids = append(ids, id)
 				}
 			}
-			tenant, me := c.TenantID(), c.Identity()
+			scope, me := c.Scope(), c.Identity()
 			var shared []store.RankedFact // recorded facts, for the envelope
 			var now time.Time
 			base := out
@@ -193,14 +193,14 @@ func memoryAcknowledgeUse() *Tool {
 					}
 					f, err := store.GetFact(tx, id)
 					switch {
-					case errors.Is(err, store.ErrNotFound) || err == nil && f.Tenant != tenant:
+					case errors.Is(err, store.ErrNotFound) || err == nil && f.Tenant != scope.Tenant:
 						o.NotFoundCount++
 						continue
 					case err != nil:
 						return err
 					}
 					switch {
-					case !f.VisibleTo(me) || store.IsReserved(f.Entity):
+					case !scope.SeesClientFact(f):
 						// Another agent's private fact (stored under __agent::) or crux's own.
 						o.FilteredCount++
 					case f.Deleted:
@@ -216,7 +216,7 @@ func memoryAcknowledgeUse() *Tool {
 					}
 				}
 				body.RedactedCount = o.RedactedCount
-				rec, err := receipts.Append(tx, env.Signer, tenant, ReceiptKindMemoryUse, c.Name(), body, now)
+				rec, err := receipts.Append(tx, env.Signer, scope.Tenant, ReceiptKindMemoryUse, c.Name(), body, now)
 				if err != nil {
 					return err
 				}

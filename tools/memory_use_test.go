@@ -57,7 +57,7 @@ func ackReceipt(t *testing.T, srv *crux.Server, db store.Backend, id string, now
 // itself does (store_fact refuses them), and returns its id.
 func ackReservedFact(t *testing.T, db store.Backend, now time.Time) string {
 	t.Helper()
-	return putFact(t, db, store.NewFact{Tenant: tenant, Entity: "__ops::config", Key: "audit", Value: "v", Confidence: 1, Now: now})
+	return putFact(t, db, store.NewFact{Scope: store.Scope{Tenant: tenant}, Entity: "__ops::config", Key: "audit", Value: "v", Confidence: 1, Now: now})
 }
 
 func TestMemoryAcknowledgeUseFlagOff(t *testing.T) {

@@ -156,8 +156,8 @@ func execplanGate() *Tool {
 			var f *store.Fact
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				var err error
-				f, _, err = store.PutFact(tx, store.NewFact{
-					Tenant: c.TenantID(), Owner: c.Identity(), Entity: entity, Key: key,
+				f, _, err = store.PutFact(tx, store.NewFact{Scope: c.Scope(),
+					Entity: entity, Key: key,
 					Value: string(value), Confidence: 1, Now: now,
 				})
 				return err

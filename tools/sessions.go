@@ -97,7 +97,7 @@ func writeSession(ctx context.Context, env *Env, c Caller, id string, state []by
 		if _, err := store.ReclaimExpiredSessions(tx, q.Tenant, now, sessionReclaimBatch); err != nil {
 			return err
 		}
-		old, err := store.GetSession(tx, q.Tenant, q.Owner, id, now)
+		old, err := store.GetSession(tx, store.Scope{Tenant: q.Tenant, Agent: q.Owner}, id, now)
 		switch {
 		case err == nil:
 			q.Archived, q.ArchivedAt, q.ArchiveReason = old.Archived, old.ArchivedAt, old.ArchiveReason
@@ -169,16 +169,16 @@ func getSession() *Tool {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
 			}
-			tenant, owner, now := c.TenantID(), c.Identity(), env.now()
+			scope, now := c.Scope(), env.now()
 			var s *store.Session
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
-				s, err = store.GetSession(tx, tenant, owner, in.SessionID, now)
+				s, err = store.GetSession(tx, scope, in.SessionID, now)
 				return err
 			})
 			if errors.Is(err, store.ErrSessionExpired) {
 				err = env.Store.Update(ctx, func(tx store.Tx) error {
-					_, err := store.ReclaimSession(tx, tenant, owner, in.SessionID, now)
+					_, err := store.ReclaimSession(tx, scope, in.SessionID, now)
 					return err
 				})
 				if err == nil {
@@ -462,7 +462,7 @@ func listSessions() *Tool {
 				return nil, err
 			}
 			q := store.SessionQuery{
-				Tenant: c.TenantID(), Owner: c.Identity(), Prefix: in.Prefix,
+				Scope: c.Scope(), Prefix: in.Prefix,
 				IncludeArchived: in.IncludeArchived, Limit: MaxListedSessions, Now: env.now(),
 			}
 			var res store.SessionList
@@ -477,7 +477,7 @@ func listSessions() *Tool {
 			if len(res.Expired) > 0 {
 				err = env.Store.Update(ctx, func(tx store.Tx) error {
 					for _, id := range res.Expired {
-						if _, err := store.ReclaimSession(tx, q.Tenant, q.Owner, id, q.Now); err != nil {
+						if _, err := store.ReclaimSession(tx, q.Scope, id, q.Now); err != nil {
 							return err
 						}
 					}
@@ -515,7 +515,7 @@ func deleteSession() *Tool {
 			var deleted bool
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				var err error
-				deleted, err = store.DeleteSession(tx, c.TenantID(), c.Identity(), in.SessionID, env.now())
+				deleted, err = store.DeleteSession(tx, c.Scope(), in.SessionID, env.now())
 				return err
 			})
 			if err != nil {
@@ -541,7 +541,7 @@ func setArchived(ctx context.Context, env *Env, c Caller, id string, archived bo
 	var was bool
 	now := env.now()
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
-		cur, err := store.GetSession(tx, c.TenantID(), c.Identity(), id, now)
+		cur, err := store.GetSession(tx, c.Scope(), id, now)
 		if err != nil {
 			return err
 		}

@@ -128,10 +128,10 @@ func TestSessionsInvisibleAcrossAgents(t *testing.T) {
 	}
 	// Stored under the documented ids.
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		s, err := store.GetSession(tx, tenant, "alice", "plan", time.Now())
+		s, err := store.GetSession(tx, store.Scope{Tenant: tenant, Agent: "alice"}, "plan", time.Now())
 		require.NoError(t, err)
 		assert.Equal(t, "__agent_session::alice::plan", s.StoredID())
-		s, err = store.GetSession(tx, tenant, "", "plan", time.Now())
+		s, err = store.GetSession(tx, store.Scope{Tenant: tenant, Agent: ""}, "plan", time.Now())
 		require.NoError(t, err)
 		assert.Equal(t, "plan", s.StoredID())
 		return nil
@@ -178,7 +178,7 @@ func TestExpiredSessionsReclaimed(t *testing.T) {
 	present := func(owner, id string) bool {
 		var found bool
 		require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-			_, err := store.GetSession(tx, tenant, owner, id, time.Time{})
+			_, err := store.GetSession(tx, store.Scope{Tenant: tenant, Agent: owner}, id, time.Time{})
 			found = err == nil
 			return nil
 		}))

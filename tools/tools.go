@@ -99,6 +99,10 @@ type Caller struct {
 	Tenant        string // the caller's tenant; "" means DefaultTenant
 }
 
+// Scope is the scope c reads and writes the store in: its tenant and its
+// identity.
+func (c Caller) Scope() store.Scope { return store.Scope{Tenant: c.TenantID(), Agent: c.Identity()} }
+
 // Validate checks the names a transport put in c. An agent name is part of
 // the stored name of its private entities, so it must not contain "::" or
 // end with ":" (either would let two agents' names run together), nor
