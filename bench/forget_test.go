@@ -47,7 +47,7 @@ func fillForget(b *testing.B, db store.Backend, prefix string, n int) {
 				for _, p := range []string{prefix, "keep/" + prefix} {
 					_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tools.DefaultTenant, Agent: caller.Agent},
 						Entity: fmt.Sprintf("%sentity-%03d", p, i/100),
-						Key: fmt.Sprintf("key-%05d", i), Value: fmt.Sprintf("value %d of the forget benchmark", i),
+						Key:    fmt.Sprintf("key-%05d", i), Value: fmt.Sprintf("value %d of the forget benchmark", i),
 						Confidence: 1, Now: now.Add(time.Duration(i)),
 					})
 					if err != nil {
