@@ -26,7 +26,7 @@ import (
 //     created_at (created false in the result).
 //   - artefact_put needs an authenticated passport; an anonymous caller
 //     gets -32003 (FORBIDDEN) saying to connect as a named agent.
-//   - Size: at most MaxArtefactBytes (3,000,000) decoded bytes, i.e.
+//   - Size: at most maxArtefactBytes (3,000,000) decoded bytes, i.e.
 //     4,000,000 base64 characters, which fits under MaxArgumentBytes with
 //     room for the other arguments. Larger content, empty content and
 //     invalid base64 are -32602 naming content_bytes_base64.
@@ -48,23 +48,23 @@ import (
 //     a sweep of at most artefactSweepLimit expired artefacts on each put.
 const (
 
-	// MaxArtefactBytes caps the decoded content of one artefact: 768 KiB,
+	// maxArtefactBytes caps the decoded content of one artefact: 768 KiB,
 	// whose base64 is exactly MaxValueBytes.
-	MaxArtefactBytes = MaxValueBytes / 4 * 3
-	// DefaultArtefactTTL is how long an artefact lives unless ttl_seconds says otherwise.
-	DefaultArtefactTTL = 7 * 24 * time.Hour
-	// MaxArtefactTTL is the longest ttl_seconds accepted (0, never, aside).
-	MaxArtefactTTL = 90 * 24 * time.Hour
-	// MaxArtefactList caps artefact_list's top_k.
-	MaxArtefactList = 100
+	maxArtefactBytes = MaxValueBytes / 4 * 3
+	// defaultArtefactTTL is how long an artefact lives unless ttl_seconds says otherwise.
+	defaultArtefactTTL = 7 * 24 * time.Hour
+	// maxArtefactTTL is the longest ttl_seconds accepted (0, never, aside).
+	maxArtefactTTL = 90 * 24 * time.Hour
+	// maxArtefactList caps artefact_list's top_k.
+	maxArtefactList = 100
 
 	artefactSweepLimit   = 64
 	defaultArtefactList  = 20
 	maxArtefactLabelSize = 255
 )
 
-// ArtefactInfo is an artefact's metadata as the tools return it.
-type ArtefactInfo struct {
+// artefactInfo is an artefact's metadata as the tools return it.
+type artefactInfo struct {
 	ArtefactID string  `json:"artefact_id"`
 	MimeType   string  `json:"mime_type"`
 	ToolOrigin string  `json:"tool_origin"`
@@ -73,8 +73,8 @@ type ArtefactInfo struct {
 	ExpiresAt  *string `json:"expires_at"` // null: never expires
 }
 
-func artefactInfo(a *store.Artefact) ArtefactInfo {
-	info := ArtefactInfo{ArtefactID: a.ID, MimeType: a.MimeType, ToolOrigin: a.ToolOrigin, SizeBytes: a.SizeBytes,
+func newArtefactInfo(a *store.Artefact) artefactInfo {
+	info := artefactInfo{ArtefactID: a.ID, MimeType: a.MimeType, ToolOrigin: a.ToolOrigin, SizeBytes: a.SizeBytes,
 		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339Nano)}
 	if a.ExpiresAt != nil {
 		s := a.ExpiresAt.UTC().Format(time.RFC3339Nano)
@@ -102,10 +102,10 @@ func artefactsOff(tool string) func(env *Env) (*Result, error) {
 
 func checkLabel(tool, param, s string) error {
 	if len(s) > maxArtefactLabelSize {
-		return InvalidParams(tool, param, fmt.Sprintf("longer than %d bytes", maxArtefactLabelSize))
+		return invalidParams(tool, param, fmt.Sprintf("longer than %d bytes", maxArtefactLabelSize))
 	}
 	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return InvalidParams(tool, param, "contains control characters")
+		return invalidParams(tool, param, "contains control characters")
 	}
 	return nil
 }
@@ -120,9 +120,9 @@ type artefactPutArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// ArtefactPutResult is what artefact_put returns.
-type ArtefactPutResult struct {
-	ArtefactInfo
+// artefactPutResult is what artefact_put returns.
+type artefactPutResult struct {
+	artefactInfo
 	// Created is false when the caller already held these bytes and the put
 	// refreshed their metadata and deadline.
 	Created bool `json:"created"`
@@ -151,21 +151,21 @@ func artefactPut() *Tool {
 				return nil, &Error{Code: CodeForbidden, Message: name + ": needs an authenticated passport; " +
 					"anonymous callers cannot park artefacts (connect as a named agent: --agent on stdio, a bearer token on HTTP)"}
 			}
-			if len(in.Content) > base64.StdEncoding.EncodedLen(MaxArtefactBytes) {
-				return nil, InvalidParams(name, "content_bytes_base64", fmt.Sprintf(
+			if len(in.Content) > base64.StdEncoding.EncodedLen(maxArtefactBytes) {
+				return nil, invalidParams(name, "content_bytes_base64", fmt.Sprintf(
 					"content is larger than the limit of %d decoded bytes (%d base64 characters)",
-					MaxArtefactBytes, base64.StdEncoding.EncodedLen(MaxArtefactBytes)))
+					maxArtefactBytes, base64.StdEncoding.EncodedLen(maxArtefactBytes)))
 			}
 			content, err := base64.StdEncoding.Strict().DecodeString(in.Content)
 			if err != nil {
-				return nil, InvalidParams(name, "content_bytes_base64", "not valid standard base64: "+err.Error())
+				return nil, invalidParams(name, "content_bytes_base64", "not valid standard base64: "+err.Error())
 			}
 			if len(content) == 0 {
-				return nil, InvalidParams(name, "content_bytes_base64", "must not be empty")
+				return nil, invalidParams(name, "content_bytes_base64", "must not be empty")
 			}
-			if len(content) > MaxArtefactBytes {
-				return nil, InvalidParams(name, "content_bytes_base64", fmt.Sprintf(
-					"content is %d bytes; the limit is %d decoded bytes", len(content), MaxArtefactBytes))
+			if len(content) > maxArtefactBytes {
+				return nil, invalidParams(name, "content_bytes_base64", fmt.Sprintf(
+					"content is %d bytes; the limit is %d decoded bytes", len(content), maxArtefactBytes))
 			}
 			if err := checkLabel(name, "mime_type", in.MimeType); err != nil {
 				return nil, err
@@ -177,24 +177,24 @@ func artefactPut() *Tool {
 			if err := checkLabel(name, "tool_origin", in.ToolOrigin); err != nil {
 				return nil, err
 			}
-			ttl := DefaultArtefactTTL
+			ttl := defaultArtefactTTL
 			if in.TTLSeconds != nil {
-				if *in.TTLSeconds < 0 || *in.TTLSeconds > int64(MaxArtefactTTL/time.Second) {
-					return nil, InvalidParams(name, "ttl_seconds", fmt.Sprintf("must be 0 (never) to %d (90 days)", int64(MaxArtefactTTL/time.Second)))
+				if *in.TTLSeconds < 0 || *in.TTLSeconds > int64(maxArtefactTTL/time.Second) {
+					return nil, invalidParams(name, "ttl_seconds", fmt.Sprintf("must be 0 (never) to %d (90 days)", int64(maxArtefactTTL/time.Second)))
 				}
 				ttl = time.Duration(*in.TTLSeconds) * time.Second
 			}
 			if in.TokenBudget != nil {
 				if *in.TokenBudget < 1 {
-					return nil, InvalidParams(name, "token_budget", "must be at least 1")
+					return nil, invalidParams(name, "token_budget", "must be at least 1")
 				}
 				if tokens := base64Tokens(len(in.Content)); tokens > *in.TokenBudget {
-					return nil, InvalidParams(name, "token_budget", fmt.Sprintf(
+					return nil, invalidParams(name, "token_budget", fmt.Sprintf(
 						"the content is %d tokens, over the budget of %d; nothing was stored", tokens, *in.TokenBudget))
 				}
 			}
 			now := env.now()
-			var out ArtefactPutResult
+			var out artefactPutResult
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if _, err := store.SweepArtefacts(tx, now, artefactSweepLimit); err != nil {
 					return err
@@ -203,7 +203,7 @@ func artefactPut() *Tool {
 				if err != nil {
 					return err
 				}
-				out = ArtefactPutResult{ArtefactInfo: artefactInfo(a), Created: created}
+				out = artefactPutResult{artefactInfo: newArtefactInfo(a), Created: created}
 				return nil
 			})
 			if err != nil {
@@ -221,9 +221,9 @@ type artefactGetArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// ArtefactGetResult is what artefact_get returns.
-type ArtefactGetResult struct {
-	ArtefactInfo
+// artefactGetResult is what artefact_get returns.
+type artefactGetResult struct {
+	artefactInfo
 	// ContentBase64 is the content, omitted when truncated.
 	ContentBase64 *string `json:"content_base64,omitempty"`
 	// ContentTokens is the content's cost in tokens (4 base64 characters each).
@@ -251,7 +251,7 @@ func artefactGet() *Tool {
 		gate:   artefactsOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactGetArgs) (*Result, error) {
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
-				return nil, InvalidParams(name, "token_budget", "must be at least 1")
+				return nil, invalidParams(name, "token_budget", "must be at least 1")
 			}
 			now, scope := env.now(), c.Scope()
 			var (
@@ -312,7 +312,7 @@ func artefactGet() *Tool {
 				return errorResult("%s: artefact %s not found (never parked, expired, or not in your tenant)", name, in.ArtefactID), nil
 			}
 			enc := base64.StdEncoding.EncodeToString(content)
-			out := ArtefactGetResult{ArtefactInfo: artefactInfo(a), ContentTokens: base64Tokens(len(enc))}
+			out := artefactGetResult{artefactInfo: newArtefactInfo(a), ContentTokens: base64Tokens(len(enc))}
 			if in.TokenBudget != nil && out.ContentTokens > *in.TokenBudget {
 				out.Truncated = true
 			} else {
@@ -331,28 +331,28 @@ type artefactListArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// ArtefactListResult is what artefact_list returns.
-type ArtefactListResult struct {
-	Artefacts []ArtefactInfo `json:"artefacts"`
+// artefactListResult is what artefact_list returns.
+type artefactListResult struct {
+	Artefacts []artefactInfo `json:"artefacts"`
 	Count     int            `json:"count"`
 	// Truncated says token_budget dropped rows.
 	Truncated bool      `json:"truncated"`
-	Envelope  *Envelope `json:"envelope,omitempty"`
+	Envelope  *envelope `json:"envelope,omitempty"`
 }
 
 // artefactEnvelope is the audit envelope of an artefact_list call: the
 // listed artefacts are its memories_used (fact_id holds the artefact id,
 // topic its mime type) and artefact_read its predicted effects.
-func artefactEnvelope(tool string, arts []ArtefactInfo, created []time.Time, now time.Time) *Envelope {
-	e := &Envelope{
-		ReceiptsUsed: []string{}, MemoriesUsed: []MemoryUsed{}, PredictedEffects: []Effect{}, Links: map[string]string{},
+func artefactEnvelope(tool string, arts []artefactInfo, created []time.Time, now time.Time) *envelope {
+	e := &envelope{
+		ReceiptsUsed: []string{}, MemoriesUsed: []memoryUsed{}, PredictedEffects: []effect{}, Links: map[string]string{},
 		AutonomyConsumed: map[string]any{"capability": surface.Capability(tool), "cost_credits": 0, "scope": surface.Capability(tool)},
 	}
 	for i, a := range arts {
 		age := max(0, now.Sub(created[i]).Hours())
-		e.MemoriesUsed = append(e.MemoriesUsed, MemoryUsed{FactID: a.ArtefactID, Topic: a.MimeType,
+		e.MemoriesUsed = append(e.MemoriesUsed, memoryUsed{FactID: a.ArtefactID, Topic: a.MimeType,
 			AgeHours: math.Round(age*100) / 100, AgeDays: math.Round(age/24*100) / 100, Freshness: "live"})
-		e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "artefact_read", Entity: a.ArtefactID})
+		e.PredictedEffects = append(e.PredictedEffects, effect{Kind: "artefact_read", Entity: a.ArtefactID})
 	}
 	return e
 }
@@ -375,13 +375,13 @@ func artefactList() *Tool {
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactListArgs) (*Result, error) {
 			topK := defaultArtefactList
 			if in.TopK != nil {
-				if *in.TopK < 1 || *in.TopK > MaxArtefactList {
-					return nil, InvalidParams(name, "top_k", fmt.Sprintf("must be 1 to %d", MaxArtefactList))
+				if *in.TopK < 1 || *in.TopK > maxArtefactList {
+					return nil, invalidParams(name, "top_k", fmt.Sprintf("must be 1 to %d", maxArtefactList))
 				}
 				topK = *in.TopK
 			}
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
-				return nil, InvalidParams(name, "token_budget", "must be at least 1")
+				return nil, invalidParams(name, "token_budget", "must be at least 1")
 			}
 			if err := checkLabel(name, "scope", in.Scope); err != nil {
 				return nil, err
@@ -430,11 +430,11 @@ func artefactList() *Tool {
 					return nil, err
 				}
 			}
-			out := ArtefactListResult{Artefacts: []ArtefactInfo{}}
+			out := artefactListResult{Artefacts: []artefactInfo{}}
 			var created []time.Time
 			used := 0
 			for _, a := range found {
-				info := artefactInfo(a)
+				info := newArtefactInfo(a)
 				if in.TokenBudget != nil {
 					cost := rowTokens(info)
 					if used+cost > *in.TokenBudget {

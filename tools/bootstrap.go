@@ -14,9 +14,9 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// BootstrapTenant is the tenant holding the bootstrap knowledge. No caller
+// bootstrapTenant is the tenant holding the bootstrap knowledge. No caller
 // has it: Caller.TenantID never returns "".
-const BootstrapTenant = ""
+const bootstrapTenant = ""
 
 //go:embed bootstrap/knowledge.json
 var knowledgeJSON []byte
@@ -71,7 +71,7 @@ func SeedBootstrap(ctx context.Context, st store.Backend, now time.Time, ts []*T
 	sum := hex.EncodeToString(h.Sum(nil))
 
 	current := func(tx store.Tx) (map[[2]string]*store.Fact, error) {
-		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: BootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: now})
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: bootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: now})
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +105,7 @@ func SeedBootstrap(ctx context.Context, st store.Backend, now time.Time, ts []*T
 			if ok && f.Value == e.value {
 				continue
 			}
-			_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: BootstrapTenant},
+			_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: bootstrapTenant},
 				Entity: e.entity, Key: e.key, Value: e.value, Confidence: 1, Now: now,
 			})
 			if err != nil {
@@ -113,7 +113,7 @@ func SeedBootstrap(ctx context.Context, st store.Backend, now time.Time, ts []*T
 			}
 		}
 		for _, f := range have {
-			if _, _, err := store.DeleteFact(tx, store.Scope{Tenant: BootstrapTenant, Agent: ""}, f.ID, now); err != nil {
+			if _, _, err := store.DeleteFact(tx, store.Scope{Tenant: bootstrapTenant, Agent: ""}, f.ID, now); err != nil {
 				return err
 			}
 		}
@@ -167,7 +167,7 @@ func getBootstrap() *Tool {
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, _ Caller, in *getBootstrapArgs) (*Result, error) {
-			q := store.FactQuery{Scope: store.Scope{Tenant: BootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: env.now(), Policy: env.decay()}
+			q := store.FactQuery{Scope: store.Scope{Tenant: bootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: env.now(), Policy: env.decay()}
 			if topic := normalizeTopic(in.Topic); topic != "" {
 				q.EntityPrefix += topic + ":"
 			}

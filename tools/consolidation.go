@@ -73,11 +73,11 @@ type contradictionsArgs struct {
 	Key          string `json:"key,omitempty"`
 }
 
-// ContradictionRow is one candidate of memory_contradictions: current
+// contradictionRow is one candidate of memory_contradictions: current
 // facts of one (entity, key) with opposite polarity. FactIDs, Values and
 // Scopes are parallel, oldest fact first; polarity_a is the class of the
 // oldest.
-type ContradictionRow struct {
+type contradictionRow struct {
 	Entity    string   `json:"entity"`
 	Key       string   `json:"key"`
 	Reason    string   `json:"reason"`
@@ -89,11 +89,11 @@ type ContradictionRow struct {
 	Scopes []string `json:"scopes"`
 }
 
-// ReasonOppositePolarity is the reason of every contradiction candidate.
-const ReasonOppositePolarity = "opposite_polarity_same_entity_key"
+// reasonOppositePolarity is the reason of every contradiction candidate.
+const reasonOppositePolarity = "opposite_polarity_same_entity_key"
 
 type contradictionsOut struct {
-	Candidates             []ContradictionRow `json:"candidates"`
+	Candidates             []contradictionRow `json:"candidates"`
 	Count                  int                `json:"count"`
 	Limit                  int                `json:"limit"`
 	DryRun                 bool               `json:"dry_run"`
@@ -134,7 +134,7 @@ func memoryContradictions() *Tool {
 			}
 			switch {
 			case in.Entity != "" && in.EntityPrefix != "":
-				return nil, InvalidParams(name, "entity_prefix", "cannot be combined with entity")
+				return nil, invalidParams(name, "entity_prefix", "cannot be combined with entity")
 			case store.IsReserved(in.Entity):
 				return nil, reservedEntity(name, "entity", reservedForCrux)
 			case store.IsReserved(in.EntityPrefix):
@@ -151,7 +151,7 @@ func memoryContradictions() *Tool {
 				Scope:  c.Scope(),
 				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key, Limit: limit,
 			}
-			out := contradictionsOut{Candidates: []ContradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
+			out := contradictionsOut{Candidates: []contradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
 			switch {
 			case in.Entity != "":
 				out.Mode = "entity"
@@ -184,8 +184,8 @@ func memoryContradictions() *Tool {
 			}
 			b := budget{Limit: tokenLimit}
 			for _, cand := range res.Candidates {
-				row := ContradictionRow{
-					Entity: cand.Entity, Key: cand.Key, Reason: ReasonOppositePolarity,
+				row := contradictionRow{
+					Entity: cand.Entity, Key: cand.Key, Reason: reasonOppositePolarity,
 					PolarityA: cand.PolarityA, PolarityB: cand.PolarityB,
 				}
 				for _, f := range cand.Facts {
@@ -223,10 +223,10 @@ type consolidateArgs struct {
 	HorizonClass             string   `json:"horizon_class,omitempty"`
 }
 
-// ConsolidationReceipt is the payload of a "consolidation" receipt, and
+// consolidationReceipt is the payload of a "consolidation" receipt, and
 // the receipt memory_consolidate returns (with ReceiptID, which is not
 // part of the payload).
-type ConsolidationReceipt struct {
+type consolidationReceipt struct {
 	ConsolidationID string `json:"consolidation_id" cbor:"consolidation_id"`
 	Entity          string `json:"entity" cbor:"entity"`
 	Key             string `json:"key" cbor:"key"`
@@ -239,8 +239,8 @@ type ConsolidationReceipt struct {
 	ReceiptID string `json:"receipt_id" cbor:"-"`
 }
 
-// ReceiptKindConsolidation is the kind of the receipt memory_consolidate mints.
-const ReceiptKindConsolidation = "consolidation"
+// receiptKindConsolidation is the kind of the receipt memory_consolidate mints.
+const receiptKindConsolidation = "consolidation"
 
 func memoryConsolidate() *Tool {
 	const name = "memory_consolidate"
@@ -276,7 +276,7 @@ func memoryConsolidate() *Tool {
 			if in.ConsolidationID != nil {
 				id = strings.TrimSpace(*in.ConsolidationID)
 				if id == "" {
-					return nil, InvalidParams(name, "consolidation_id", "must not be blank; omit it for an automatic id")
+					return nil, invalidParams(name, "consolidation_id", "must not be blank; omit it for an automatic id")
 				}
 				if err := checkName(name, "consolidation_id", id); err != nil {
 					return nil, err
@@ -294,7 +294,7 @@ func memoryConsolidate() *Tool {
 			if in.ProtectedConfidenceFloor != nil {
 				req.Floor = *in.ProtectedConfidenceFloor
 			}
-			var out ConsolidationReceipt
+			var out consolidationReceipt
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				r := req
 				r.Now = env.now() // inside the transaction, so the chain's times follow its versions
@@ -302,12 +302,12 @@ func memoryConsolidate() *Tool {
 				if err != nil {
 					return err
 				}
-				p := ConsolidationReceipt{
+				p := consolidationReceipt{
 					ConsolidationID: cons.ID, Entity: r.Entity, Key: r.Key,
 					CanonicalFactID: cons.Canonical.ID, CanonicalHash: cons.CanonicalHash,
 					SupersededFactIDs: cons.Superseded, SourceFactIDs: cons.Sources,
 				}
-				rec, err := receipts.Append(tx, env.Signer, c.TenantID(), ReceiptKindConsolidation, c.Name(), p, r.Now)
+				rec, err := receipts.Append(tx, env.Signer, c.TenantID(), receiptKindConsolidation, c.Name(), p, r.Now)
 				if err != nil {
 					return err
 				}
@@ -338,7 +338,7 @@ func consolidateError(tool string, err error) error {
 		}
 		return &Error{Code: CodeCapabilityDenied, Message: tool + ": " + ge.Error(), Data: data}
 	case errors.As(err, &te):
-		e := InvalidParams(tool, "target_fact_ids", te.Error())
+		e := invalidParams(tool, "target_fact_ids", te.Error())
 		e.Data.(*ParamError).ErrorCode = "TARGET_" + strings.ToUpper(te.Reason)
 		return e
 	case errors.As(err, &ce):

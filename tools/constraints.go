@@ -8,13 +8,13 @@ package tools
 //     declares into, reads and is checked against the same list; no other
 //     tenant sees it. A tenant holds at most store.MaxConstraints active
 //     constraints (declare_constraint then fails with -32004), so a check is
-//     bounded; get_constraints lists at most MaxListedConstraints.
+//     bounded; get_constraints lists at most maxListedConstraints.
 //   - Keyword matching: an assertion's content words are its index words
 //     (store.Words) minus the stop words below. Its match score is the
 //     fraction of them found among the action's words; a word is found when
 //     it is equal to an action word or, both being at least four bytes long,
 //     one is a prefix of the other ("deploy" finds "deployment"). A
-//     constraint matches at a score of at least MatchThreshold. The action's
+//     constraint matches at a score of at least matchThreshold. The action's
 //     words come from action_description, tool_name, the keys and values of
 //     tool_parameters and, when tool_name is given, the deterministic
 //     enrichment (narrative, operations and consequences).
@@ -56,17 +56,17 @@ import (
 
 // Limits and thresholds of the constraint tools.
 const (
-	// MaxShellPatternBytes caps a shell_pattern assertion.
-	MaxShellPatternBytes = 1024
-	// MaxListedConstraints caps the constraints get_constraints returns.
-	MaxListedConstraints = 200
-	// MatchThreshold is the lowest keyword match score that counts as a
+	// maxShellPatternBytes caps a shell_pattern assertion.
+	maxShellPatternBytes = 1024
+	// maxListedConstraints caps the constraints get_constraints returns.
+	maxListedConstraints = 200
+	// matchThreshold is the lowest keyword match score that counts as a
 	// match in check_constraints and enrich_action.
-	MatchThreshold = 0.5
+	matchThreshold = 0.5
 )
 
-// ConfigAuditEntity is the entity audit_config writes under.
-const ConfigAuditEntity = "__ops::config-audit"
+// configAuditEntity is the entity audit_config writes under.
+const configAuditEntity = "__ops::config-audit"
 
 // shellTools are the tool names (lowercased) whose command parameter
 // shell_pattern constraints are matched against.
@@ -82,8 +82,8 @@ var stopWords = map[string]bool{
 	"without": true, "may": true, "can": true, "cannot": true, "we": true, "you": true,
 }
 
-// ConstraintMatch is one constraint an action matched.
-type ConstraintMatch struct {
+// constraintMatch is one constraint an action matched.
+type constraintMatch struct {
 	ConstraintID string  `json:"constraint_id"`
 	Assertion    string  `json:"assertion"`
 	Severity     string  `json:"severity"`
@@ -185,9 +185,9 @@ func shellCommand(toolName string, params any) string {
 
 // matchConstraints returns the constraints of cs the action matches, most
 // severe first, then by score, then in cs's order.
-func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, params any) []ConstraintMatch {
+func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, params any) []constraintMatch {
 	command := shellCommand(toolName, params)
-	out := []ConstraintMatch{}
+	out := []constraintMatch{}
 	for _, c := range cs {
 		score := 0.0
 		if c.Type == store.ConstraintShellPattern {
@@ -199,12 +199,12 @@ func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, p
 				continue
 			}
 			score = 1
-		} else if score = keywordScore(c.Assertion, a); score < MatchThreshold {
+		} else if score = keywordScore(c.Assertion, a); score < matchThreshold {
 			continue
 		}
-		out = append(out, ConstraintMatch{ConstraintID: c.ID, Assertion: c.Assertion, Severity: c.Severity, MatchScore: score})
+		out = append(out, constraintMatch{ConstraintID: c.ID, Assertion: c.Assertion, Severity: c.Severity, MatchScore: score})
 	}
-	slices.SortStableFunc(out, func(x, y ConstraintMatch) int {
+	slices.SortStableFunc(out, func(x, y constraintMatch) int {
 		if d := store.SeverityRank(x.Severity) - store.SeverityRank(y.Severity); d != 0 {
 			return d
 		}
@@ -251,7 +251,7 @@ func activeConstraints(tx store.Tx, tenant string) ([]*store.Constraint, error) 
 // checkTenantArg accepts a tenant_id argument only when it is the caller's.
 func checkTenantArg(tool string, c Caller, tenant string) error {
 	if tenant != "" && tenant != c.TenantID() {
-		return InvalidParams(tool, "tenant_id", "must be your own tenant or omitted")
+		return invalidParams(tool, "tenant_id", "must be your own tenant or omitted")
 	}
 	return nil
 }
@@ -265,7 +265,7 @@ func decodeParams(tool string, raw json.RawMessage) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, InvalidParams(tool, "tool_parameters", "must be an object")
+		return nil, invalidParams(tool, "tool_parameters", "must be an object")
 	}
 	return v, nil
 }
@@ -323,11 +323,11 @@ func declareConstraint() *Tool {
 				in.Severity = store.SeverityMedium
 			}
 			if in.ConstraintType == store.ConstraintShellPattern {
-				if len(in.Assertion) > MaxShellPatternBytes {
-					return nil, InvalidParams(name, "assertion", fmt.Sprintf("a shell_pattern is at most %d bytes", MaxShellPatternBytes))
+				if len(in.Assertion) > maxShellPatternBytes {
+					return nil, invalidParams(name, "assertion", fmt.Sprintf("a shell_pattern is at most %d bytes", maxShellPatternBytes))
 				}
 				if _, err := regexp.Compile(in.Assertion); err != nil {
-					return nil, InvalidParams(name, "assertion", "is not a valid Go regular expression: "+err.Error())
+					return nil, invalidParams(name, "assertion", "is not a valid Go regular expression: "+err.Error())
 				}
 			}
 			now, id := env.now(), store.NewConstraintID()
@@ -374,8 +374,8 @@ type getConstraintsArgs struct {
 	Status         string `json:"status,omitempty"`
 }
 
-// ConstraintRow is a constraint as get_constraints lists it.
-type ConstraintRow struct {
+// constraintRow is a constraint as get_constraints lists it.
+type constraintRow struct {
 	ConstraintID   string `json:"constraint_id"`
 	ConstraintType string `json:"constraint_type"`
 	Assertion      string `json:"assertion"`
@@ -397,15 +397,15 @@ func getConstraints() *Tool {
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getConstraintsArgs) (*Result, error) {
-			rows := []ConstraintRow{}
+			rows := []constraintRow{}
 			var truncated bool
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				rows = rows[:0]
 				var err error
 				truncated, err = store.Constraints(tx, store.ConstraintQuery{
-					Tenant: c.TenantID(), Status: in.Status, Type: in.ConstraintType, Limit: MaxListedConstraints,
+					Tenant: c.TenantID(), Status: in.Status, Type: in.ConstraintType, Limit: maxListedConstraints,
 				}, func(k *store.Constraint) error {
-					rows = append(rows, ConstraintRow{
+					rows = append(rows, constraintRow{
 						ConstraintID: k.ID, ConstraintType: k.Type, Assertion: k.Assertion, Severity: k.Severity,
 						Status: k.Status, CreatedAt: k.CreatedAt.Format(time.RFC3339Nano),
 					})
@@ -505,7 +505,7 @@ func auditConfig() *Tool {
 		Description: "Record that a configuration file (settings.json, .mcp.json, CLAUDE.md, ...) was audited, " +
 			"identified by the SHA-256 of its bytes (exactly 64 lowercase hex digits, else -32602). Idempotent on " +
 			"sha256: re-auditing the same hash writes a new version of the same record, updating path, auditor, note " +
-			"and timestamp. Records live under " + ConfigAuditEntity + " keyed sha256:<hash>, shared by your tenant, " +
+			"and timestamp. Records live under " + configAuditEntity + " keyed sha256:<hash>, shared by your tenant, " +
 			"and each audit mints a signed config_audit receipt. check_config_audit reads them. Always on: no feature flag.",
 		Annotations: Annotations{Title: "Audit config", IdempotentHint: true},
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
@@ -530,7 +530,7 @@ func auditConfig() *Tool {
 					return err
 				}
 				f, _, err = store.PutFact(tx, store.NewFact{Scope: c.Scope(),
-					Entity: ConfigAuditEntity, Key: "sha256:" + in.SHA256,
+					Entity: configAuditEntity, Key: "sha256:" + in.SHA256,
 					Value: string(value), SourceReceipt: r.ID, Confidence: 1, HorizonClass: store.HorizonNone, Now: now,
 				})
 				receiptID = r.ID
@@ -558,8 +558,8 @@ type checkConfigAuditArgs struct {
 	Paths []configPath `json:"paths"`
 }
 
-// AuditedConfig is a file check_config_audit found audited.
-type AuditedConfig struct {
+// auditedConfig is a file check_config_audit found audited.
+type auditedConfig struct {
 	Path        string `json:"path"`
 	SHA256      string `json:"sha256"`
 	AuditedAt   string `json:"audited_at"`
@@ -584,11 +584,11 @@ func checkConfigAudit() *Tool {
 					return nil, err
 				}
 			}
-			audited, unaudited := []AuditedConfig{}, []configPath{}
+			audited, unaudited := []auditedConfig{}, []configPath{}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				audited, unaudited = audited[:0], unaudited[:0]
 				for _, p := range in.Paths {
-					fs, err := store.History(tx, store.Scope{Tenant: c.TenantID(), Agent: ""}, ConfigAuditEntity, "sha256:"+p.SHA256)
+					fs, err := store.History(tx, store.Scope{Tenant: c.TenantID(), Agent: ""}, configAuditEntity, "sha256:"+p.SHA256)
 					if err != nil {
 						return err
 					}
@@ -605,7 +605,7 @@ func checkConfigAudit() *Tool {
 						unaudited = append(unaudited, p)
 						continue
 					}
-					audited = append(audited, AuditedConfig{Path: p.Path, SHA256: p.SHA256, AuditedAt: rec.AuditedAt,
+					audited = append(audited, auditedConfig{Path: p.Path, SHA256: p.SHA256, AuditedAt: rec.AuditedAt,
 						Auditor: rec.Auditor, AuditedPath: rec.Path})
 				}
 				return nil

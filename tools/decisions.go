@@ -41,10 +41,10 @@ func recordDecision() *Tool {
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *recordDecisionArgs) (*Result, error) {
 			if strings.TrimSpace(in.Action) == "" {
-				return nil, InvalidParams(name, "action", "must not be empty")
+				return nil, invalidParams(name, "action", "must not be empty")
 			}
 			if strings.TrimSpace(in.Rationale) == "" {
-				return nil, InvalidParams(name, "rationale", "must not be empty")
+				return nil, invalidParams(name, "rationale", "must not be empty")
 			}
 			session := in.SessionID
 			if session == "" {

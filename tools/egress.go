@@ -23,8 +23,8 @@ type egressArgs struct {
 	AllowPlainHTTP    bool   `json:"allow_plain_http,omitempty"`
 }
 
-// EgressDecision is what egress_policy_check reports.
-type EgressDecision struct {
+// egressDecision is what egress_policy_check reports.
+type egressDecision struct {
 	Schema  string   `json:"schema"`
 	Target  string   `json:"target"`
 	Purpose string   `json:"purpose"`
@@ -34,12 +34,12 @@ type EgressDecision struct {
 	Reasons []string `json:"reasons"`
 }
 
-// CheckEgress applies the egress policy to target: https is allowed; plain
+// checkEgress applies the egress policy to target: https is allowed; plain
 // http only to a loopback host (when allowLoopbackHTTP) or when
 // allowPlainHTTP; any other scheme, and a URL without a host, is refused.
 // An error means target is not a URL.
-func CheckEgress(target string, allowLoopbackHTTP, allowPlainHTTP bool) (EgressDecision, error) {
-	d := EgressDecision{Schema: "crux.egress_policy_check.v1", Target: target, Reasons: []string{}}
+func checkEgress(target string, allowLoopbackHTTP, allowPlainHTTP bool) (egressDecision, error) {
+	d := egressDecision{Schema: "crux.egress_policy_check.v1", Target: target, Reasons: []string{}}
 	u, err := url.Parse(target)
 	if err != nil {
 		return d, err
@@ -110,11 +110,11 @@ func egressPolicyCheck() *Tool {
 				loop = *in.AllowLoopbackHTTP
 			}
 			if strings.TrimSpace(in.Target) == "" {
-				return nil, InvalidParams(name, "target", "must not be empty")
+				return nil, invalidParams(name, "target", "must not be empty")
 			}
-			d, err := CheckEgress(in.Target, loop, in.AllowPlainHTTP)
+			d, err := checkEgress(in.Target, loop, in.AllowPlainHTTP)
 			if err != nil {
-				return nil, InvalidParams(name, "target", "is not a URL: "+err.Error())
+				return nil, invalidParams(name, "target", "is not a URL: "+err.Error())
 			}
 			d.Purpose = in.Purpose
 			return jsonResult(d)

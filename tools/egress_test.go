@@ -66,8 +66,8 @@ func TestEgressPolicyCheckErrors(t *testing.T) {
 	}
 }
 
-func TestCheckEgressIsExported(t *testing.T) {
-	d, err := tools.CheckEgress("http://[::ffff:127.0.0.1]/", true, false)
+func TestCheckEgressIPv4MappedLoopback(t *testing.T) {
+	d, err := tools.ExportCheckEgress("http://[::ffff:127.0.0.1]/", true, false)
 	require.NoError(t, err)
 	assert.True(t, d.Allowed, "IPv4-mapped loopback is loopback")
 }

@@ -20,27 +20,27 @@ import (
 // same input gives byte-identical output.
 
 const (
-	// EnrichedActionSchema names the shape of an EnrichedActionProposal.
-	EnrichedActionSchema = "crux.enriched_action_proposal.v1"
-	// MaxEnrichedItems caps affected_principals and affected_resources.
-	MaxEnrichedItems = 100
+	// enrichedActionSchema names the shape of an enrichedActionProposal.
+	enrichedActionSchema = "crux.enriched_action_proposal.v1"
+	// maxEnrichedItems caps affected_principals and affected_resources.
+	maxEnrichedItems = 100
 )
 
-// ToolCall is the call an EnrichedActionProposal describes.
-type ToolCall struct {
+// toolCall is the call an enrichedActionProposal describes.
+type toolCall struct {
 	ToolName       string `json:"tool_name"`
 	ToolParameters any    `json:"tool_parameters"`
 }
 
-// AffectedResource is a resource an action touches: kind is file, url or
+// affectedResource is a resource an action touches: kind is file, url or
 // entity.
-type AffectedResource struct {
+type affectedResource struct {
 	Kind  string `json:"kind"`
 	Value string `json:"value"`
 }
 
-// StateDiff is what an action is expected to change.
-type StateDiff struct {
+// stateDiff is what an action is expected to change.
+type stateDiff struct {
 	// Operations are the kinds of change, sorted: delete, execute, network,
 	// read, write, or unknown.
 	Operations       []string `json:"operations"`
@@ -48,8 +48,8 @@ type StateDiff struct {
 	Reversible       bool     `json:"reversible"`
 }
 
-// ConsequenceMetadata classifies an action's risk.
-type ConsequenceMetadata struct {
+// consequenceMetadata classifies an action's risk.
+type consequenceMetadata struct {
 	RiskLevel      string `json:"risk_level"` // low, medium, high or critical
 	Destructive    bool   `json:"destructive"`
 	Reversible     bool   `json:"reversible"`
@@ -59,29 +59,29 @@ type ConsequenceMetadata struct {
 	RequiresReview bool   `json:"requires_review"` // risk high or critical
 }
 
-// EnrichmentReceipt binds a proposal: Hash is the BLAKE3 hex of the
+// enrichmentReceipt binds a proposal: Hash is the BLAKE3 hex of the
 // proposal's canonical JSON (keys sorted, no insignificant space) without
 // its enrichment_receipt.
-type EnrichmentReceipt struct {
+type enrichmentReceipt struct {
 	Hash string `json:"hash"`
 	Alg  string `json:"alg"`
 }
 
-// EnrichedActionProposal is enrich_action's deterministic description of a
+// enrichedActionProposal is enrich_action's deterministic description of a
 // proposed tool call.
-type EnrichedActionProposal struct {
+type enrichedActionProposal struct {
 	Schema              string              `json:"schema"`
 	TenantID            string              `json:"tenant_id"`
 	EnrichmentMode      string              `json:"enrichment_mode"`
-	ToolCall            ToolCall            `json:"tool_call"`
+	ToolCall            toolCall            `json:"tool_call"`
 	Narrative           string              `json:"narrative"`
 	AffectedPrincipals  []string            `json:"affected_principals"`
-	AffectedResources   []AffectedResource  `json:"affected_resources"`
-	StateDiff           StateDiff           `json:"state_diff"`
+	AffectedResources   []affectedResource  `json:"affected_resources"`
+	StateDiff           stateDiff           `json:"state_diff"`
 	Consequences        []string            `json:"consequences"`
-	RelationshipHits    []ConstraintMatch   `json:"relationship_hits"`
-	ConsequenceMetadata ConsequenceMetadata `json:"consequence_metadata"`
-	EnrichmentReceipt   EnrichmentReceipt   `json:"enrichment_receipt"`
+	RelationshipHits    []constraintMatch   `json:"relationship_hits"`
+	ConsequenceMetadata consequenceMetadata `json:"consequence_metadata"`
+	EnrichmentReceipt   enrichmentReceipt   `json:"enrichment_receipt"`
 }
 
 var email = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$`)
@@ -113,17 +113,17 @@ var (
 // enrichment collects what enrich finds while walking the parameters.
 type enrichment struct {
 	principals map[string]bool
-	resources  map[AffectedResource]bool
+	resources  map[affectedResource]bool
 }
 
 func (e *enrichment) token(s string) {
 	switch {
 	case strings.Contains(s, "://"):
 		if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
-			e.resources[AffectedResource{Kind: "url", Value: s}] = true
+			e.resources[affectedResource{Kind: "url", Value: s}] = true
 		}
 	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, "~/"):
-		e.resources[AffectedResource{Kind: "file", Value: s}] = true
+		e.resources[affectedResource{Kind: "file", Value: s}] = true
 	case email.MatchString(s):
 		e.principals[s] = true
 	}
@@ -145,9 +145,9 @@ func (e *enrichment) walk(key string, v any) {
 		case slices.Contains(principalKeys, k) && v != "":
 			e.principals[v] = true
 		case slices.Contains(fileKeys, k) && v != "" && !strings.Contains(v, "://"):
-			e.resources[AffectedResource{Kind: "file", Value: v}] = true
+			e.resources[affectedResource{Kind: "file", Value: v}] = true
 		case slices.Contains(entityKeys, k) && v != "":
-			e.resources[AffectedResource{Kind: "entity", Value: v}] = true
+			e.resources[affectedResource{Kind: "entity", Value: v}] = true
 		default:
 			if len(v) <= 4096 {
 				for _, t := range strings.Fields(v) {
@@ -197,7 +197,7 @@ func shellEffects(command string, ops map[string]bool) (privileged, forced bool)
 // riskLevel classifies an action: a forced or privileged delete is
 // critical, any other delete or privileged command high, a write, network
 // access or execution medium, anything else low.
-func riskLevel(meta ConsequenceMetadata, ops map[string]bool, forced bool) string {
+func riskLevel(meta consequenceMetadata, ops map[string]bool, forced bool) string {
 	switch {
 	case meta.Destructive && (forced || meta.Privileged):
 		return "critical"
@@ -212,15 +212,15 @@ func riskLevel(meta ConsequenceMetadata, ops map[string]bool, forced bool) strin
 // consequenceRules are the consequences enrich states, in order, each
 // with the test of when it applies.
 var consequenceRules = []struct {
-	applies func(m ConsequenceMetadata, ops map[string]bool) bool
+	applies func(m consequenceMetadata, ops map[string]bool) bool
 	text    string
 }{
-	{func(m ConsequenceMetadata, _ map[string]bool) bool { return m.Destructive }, "deletes or removes data; this may not be reversible"},
-	{func(m ConsequenceMetadata, _ map[string]bool) bool { return m.Privileged }, "runs with elevated privileges (sudo)"},
-	{func(m ConsequenceMetadata, _ map[string]bool) bool { return m.ExecutesCode }, "executes a shell command"},
-	{func(_ ConsequenceMetadata, ops map[string]bool) bool { return ops["write"] }, "changes stored state"},
-	{func(m ConsequenceMetadata, _ map[string]bool) bool { return m.ExternalEgress }, "sends or fetches data over the network"},
-	{func(_ ConsequenceMetadata, ops map[string]bool) bool { return ops["read"] && len(ops) == 1 }, "reads only; no state change expected"},
+	{func(m consequenceMetadata, _ map[string]bool) bool { return m.Destructive }, "deletes or removes data; this may not be reversible"},
+	{func(m consequenceMetadata, _ map[string]bool) bool { return m.Privileged }, "runs with elevated privileges (sudo)"},
+	{func(m consequenceMetadata, _ map[string]bool) bool { return m.ExecutesCode }, "executes a shell command"},
+	{func(_ consequenceMetadata, ops map[string]bool) bool { return ops["write"] }, "changes stored state"},
+	{func(m consequenceMetadata, _ map[string]bool) bool { return m.ExternalEgress }, "sends or fetches data over the network"},
+	{func(_ consequenceMetadata, ops map[string]bool) bool { return ops["read"] && len(ops) == 1 }, "reads only; no state change expected"},
 }
 
 // sortedKeys returns m's keys sorted by cmp, at most limit of them, never
@@ -260,8 +260,8 @@ func narrative(description, toolName, command string, operations []string, risk 
 
 // enrich builds the proposal for a tool call. It depends only on its
 // arguments, so it is deterministic.
-func enrich(tenant, toolName string, params any, description string, cs []*store.Constraint) (*EnrichedActionProposal, error) {
-	e := &enrichment{principals: map[string]bool{}, resources: map[AffectedResource]bool{}}
+func enrich(tenant, toolName string, params any, description string, cs []*store.Constraint) (*enrichedActionProposal, error) {
+	e := &enrichment{principals: map[string]bool{}, resources: map[affectedResource]bool{}}
 	e.walk("", params)
 	ops := map[string]bool{}
 	for _, w := range store.Words(toolName) {
@@ -269,7 +269,7 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 			ops[op] = true
 		}
 	}
-	meta := ConsequenceMetadata{}
+	meta := consequenceMetadata{}
 	command, forced := "", false
 	if isShellTool(toolName) {
 		command = shellCommand(toolName, params)
@@ -281,13 +281,13 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 			ops["network"] = true
 		}
 	}
-	resources := sortedKeys(e.resources, func(a, b AffectedResource) int {
+	resources := sortedKeys(e.resources, func(a, b affectedResource) int {
 		if a.Kind != b.Kind {
 			return strings.Compare(a.Kind, b.Kind)
 		}
 		return strings.Compare(a.Value, b.Value)
-	}, MaxEnrichedItems)
-	principals := sortedKeys(e.principals, strings.Compare, MaxEnrichedItems)
+	}, maxEnrichedItems)
+	principals := sortedKeys(e.principals, strings.Compare, maxEnrichedItems)
 	if len(ops) == 0 {
 		ops["unknown"] = true
 	}
@@ -304,12 +304,12 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 		}
 	}
 
-	p := &EnrichedActionProposal{
-		Schema: EnrichedActionSchema, TenantID: tenant, EnrichmentMode: "local",
-		ToolCall:           ToolCall{ToolName: toolName, ToolParameters: params},
+	p := &enrichedActionProposal{
+		Schema: enrichedActionSchema, TenantID: tenant, EnrichmentMode: "local",
+		ToolCall:           toolCall{ToolName: toolName, ToolParameters: params},
 		Narrative:          narrative(description, toolName, command, operations, meta.RiskLevel, len(resources), len(principals)),
 		AffectedPrincipals: principals, AffectedResources: resources,
-		StateDiff:    StateDiff{Operations: operations, ResourcesTouched: len(resources), Reversible: meta.Reversible},
+		StateDiff:    stateDiff{Operations: operations, ResourcesTouched: len(resources), Reversible: meta.Reversible},
 		Consequences: consequences, ConsequenceMetadata: meta,
 	}
 	var rel []*store.Constraint
@@ -327,14 +327,14 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 	if err != nil {
 		return nil, err
 	}
-	p.EnrichmentReceipt = EnrichmentReceipt{Hash: h, Alg: "blake3"}
+	p.EnrichmentReceipt = enrichmentReceipt{Hash: h, Alg: "blake3"}
 	return p, nil
 }
 
 // proposalHash is the BLAKE3 hex of p's canonical JSON without its
 // enrichment_receipt: encoding/json sorts map keys, so re-encoding the
 // decoded object sorts every key.
-func proposalHash(p *EnrichedActionProposal) (string, error) {
+func proposalHash(p *enrichedActionProposal) (string, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return "", err

@@ -9,20 +9,23 @@ import (
 // results against but that is no API of its own, so that when such a name
 // changes (or stops being exported) only this file follows it.
 
-// ExportHandoffCanonical is HandoffCanonical: the canonical content of a
+// ExportHandoffCanonical is handoffCanonical: the canonical content of a
 // handoff package given as JSON.
-var ExportHandoffCanonical = HandoffCanonical
+var ExportHandoffCanonical = handoffCanonical
 
-// ExportPlanHash is PlanHash of the session plan that a cuecrux_session
+// ExportPlanHash is planHash of the session plan that a cuecrux_session
 // result carries as its structured content; a non-empty intent replaces the
 // plan's own first.
 func ExportPlanHash(structured any, intent string) ([32]byte, error) {
-	p, ok := structured.(SessionPlan)
+	p, ok := structured.(sessionPlan)
 	if !ok {
 		return [32]byte{}, fmt.Errorf("structured content is %T, not a session plan", structured)
 	}
 	if intent != "" {
 		p.Intent = intent
 	}
-	return PlanHash(p)
+	return planHash(p)
 }
+
+// ExportCheckEgress is checkEgress, the policy egress_policy_check applies.
+var ExportCheckEgress = checkEgress

@@ -34,10 +34,10 @@ const MaxNameBytes = 1024
 // characters (NUL would break the index keys).
 func checkName(tool, param, s string) error {
 	if len(s) > MaxNameBytes {
-		return InvalidParams(tool, param, fmt.Sprintf("longer than %d bytes", MaxNameBytes))
+		return invalidParams(tool, param, fmt.Sprintf("longer than %d bytes", MaxNameBytes))
 	}
 	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return InvalidParams(tool, param, "must not contain control characters")
+		return invalidParams(tool, param, "must not contain control characters")
 	}
 	return nil
 }
@@ -60,7 +60,7 @@ func queryTerms(tool, query string) ([]string, error) {
 	}
 	terms := store.Words(query)
 	if len(terms) == 0 {
-		return nil, InvalidParams(tool, "query", "needs a word of at least two letters or digits")
+		return nil, invalidParams(tool, "query", "needs a word of at least two letters or digits")
 	}
 	return terms, nil
 }
@@ -79,7 +79,7 @@ func search(ctx context.Context, st store.Backend, q store.FactQuery) (store.Fac
 // reservedEntity is the -32602 for an argument naming a reserved entity,
 // with error_code RESERVED_ENTITY_PREFIX.
 func reservedEntity(tool, param, reason string) *Error {
-	e := InvalidParams(tool, param, reason)
+	e := invalidParams(tool, param, reason)
 	e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
 	return e
 }
@@ -131,7 +131,7 @@ func storeFact() *Tool {
 				return nil, reservedEntity(name, "entity", reservedForCrux)
 			}
 			if in.Private && c.Identity() == "" {
-				return nil, InvalidParams(name, "private", "needs an authenticated caller; anonymous callers have no private scope")
+				return nil, invalidParams(name, "private", "needs an authenticated caller; anonymous callers have no private scope")
 			}
 			class := in.HorizonClass
 			if class == "" && in.FreshnessHorizon != "" {
@@ -155,7 +155,7 @@ func storeFact() *Tool {
 			})
 			var se *store.SupersedeError
 			if errors.As(err, &se) {
-				return nil, InvalidParams(name, "supersedes", se.Error())
+				return nil, invalidParams(name, "supersedes", se.Error())
 			}
 			if err != nil {
 				return nil, err
@@ -185,8 +185,8 @@ type queryFactsArgs struct {
 	MinEffective      *float64 `json:"min_effective_confidence,omitempty"`
 }
 
-// FactRow is a fact as query_facts returns it.
-type FactRow struct {
+// factRow is a fact as query_facts returns it.
+type factRow struct {
 	FactID              string  `json:"fact_id"`
 	Entity              string  `json:"entity"`
 	Key                 string  `json:"key"`
@@ -203,12 +203,12 @@ type FactRow struct {
 }
 
 type queryFactsOut struct {
-	Rows                   []FactRow `json:"rows"`
+	Rows                   []factRow `json:"rows"`
 	Count                  int       `json:"count"`
 	FilteredBelowThreshold int       `json:"filtered_below_threshold"`
 	TotalTokens            int       `json:"total_tokens"`
 	TruncatedByTokenBudget bool      `json:"truncated_by_token_budget"`
-	Envelope               *Envelope `json:"envelope,omitempty"`
+	Envelope               *envelope `json:"envelope,omitempty"`
 }
 
 func queryFacts() *Tool {
@@ -251,7 +251,7 @@ func queryFacts() *Tool {
 			if in.AsOf != "" {
 				t, err := time.Parse(time.RFC3339Nano, in.AsOf)
 				if err != nil {
-					return nil, InvalidParams(name, "as_of", "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z")
+					return nil, invalidParams(name, "as_of", "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z")
 				}
 				q.AsOf = t
 			}
@@ -259,10 +259,10 @@ func queryFacts() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := queryFactsOut{Rows: []FactRow{}, FilteredBelowThreshold: res.BelowFloor}
+			out := queryFactsOut{Rows: []factRow{}, FilteredBelowThreshold: res.BelowFloor}
 			b := budget{Limit: in.TokenBudget}
 			for _, r := range res.Facts {
-				row := factRow(r, now)
+				row := newFactRow(r, now)
 				if !b.take(rowTokens(row)) {
 					break
 				}
@@ -289,8 +289,8 @@ func queryFacts() *Tool {
 	}
 }
 
-func factRow(r store.RankedFact, now time.Time) FactRow {
-	return FactRow{
+func newFactRow(r store.RankedFact, now time.Time) factRow {
+	return factRow{
 		FactID: r.ID, Entity: r.Entity, Key: r.Key, Value: r.Value,
 		Confidence: r.Confidence, EffectiveConfidence: r.Effective,
 		HorizonClass: r.HorizonClass, Freshness: r.Freshness,
@@ -365,7 +365,7 @@ func deleteFact() *Tool {
 			case errors.Is(err, store.ErrNotFound):
 				return errorResult("fact not found: %s", in.FactID), nil
 			case errors.Is(err, store.ErrReserved):
-				return nil, InvalidParams(name, "fact_id", "belongs to a reserved entity and cannot be deleted")
+				return nil, invalidParams(name, "fact_id", "belongs to a reserved entity and cannot be deleted")
 			case err != nil:
 				return nil, err
 			}

@@ -37,21 +37,21 @@ import (
 //     answers cross-tenant requests with -32003 as well).
 //   - A forget that matches nothing still mints its receipt: the request is
 //     on record.
-//   - Anonymous callers may forget the shared pool, as they may delete_fact;
+//   - anonymous callers may forget the shared pool, as they may delete_fact;
 //     the receipt names them "anonymous".
 //   - Restore and purge are operator functions of the Go API and the crux
 //     command, not tools: their receipts name the actor "operator".
 
 // Receipt kinds of the forget lifecycle.
 const (
-	KindForget         = "forget"          // memory_forget
-	KindForgetRestore  = "forget_restore"  // RestoreForget
-	KindPermanentPurge = "permanent_purge" // PurgeForgets
+	kindForget         = "forget"          // memory_forget
+	kindForgetRestore  = "forget_restore"  // RestoreForget
+	kindPermanentPurge = "permanent_purge" // PurgeForgets
 )
 
-// OperatorActor is the actor of the receipts minted by the operator
+// operatorActor is the actor of the receipts minted by the operator
 // functions (RestoreForget, PurgeForgets), which have no caller.
-const OperatorActor = "operator"
+const operatorActor = "operator"
 
 // forgetWindow is the server's recovery window:
 // Flags.ForgetRecoveryWindowDays, at least one day (a zero Flags value
@@ -60,9 +60,9 @@ func forgetWindow(env *Env) time.Duration {
 	return time.Duration(max(env.Flags.ForgetRecoveryWindowDays, 1)) * 24 * time.Hour
 }
 
-// ForgetReceipt is the payload of a forget receipt (kind "forget"): the
+// forgetReceipt is the payload of a forget receipt (kind "forget"): the
 // reference's forget_v1 fields, plus what else shaped the selection.
-type ForgetReceipt struct {
+type forgetReceipt struct {
 	Schema               string            `cbor:"schema" json:"schema"` // ForgetReceiptSchema
 	TenantID             string            `cbor:"tenant_id" json:"tenant_id"`
 	PassportID           string            `cbor:"passport_id" json:"passport_id"` // the initiating passport
@@ -71,35 +71,35 @@ type ForgetReceipt struct {
 	IncludePinned        bool              `cbor:"include_pinned" json:"include_pinned"`
 	TokenBudget          int               `cbor:"token_budget,omitempty" json:"token_budget,omitempty"`
 	TokenBudgetCapped    bool              `cbor:"token_budget_capped" json:"token_budget_capped"`
-	FactsAffected        []ForgottenFactID `cbor:"facts_affected" json:"facts_affected"`
+	FactsAffected        []forgottenFactID `cbor:"facts_affected" json:"facts_affected"`
 	InitiatedAt          string            `cbor:"initiated_at" json:"initiated_at"`                       // RFC 3339
 	RecoveryWindowEndsAt string            `cbor:"recovery_window_ends_at" json:"recovery_window_ends_at"` // RFC 3339
 }
 
-// ForgetReceiptSchema names the layout of [ForgetReceipt].
-const ForgetReceiptSchema = "crux.receipt.forget.v1"
+// forgetReceiptSchema names the layout of [forgetReceipt].
+const forgetReceiptSchema = "crux.receipt.forget.v1"
 
-// ForgottenFactID names one forgotten fact in a forget receipt, with the
+// forgottenFactID names one forgotten fact in a forget receipt, with the
 // BLAKE3 hash (hex) of its value before the forget, never the value.
-type ForgottenFactID struct {
+type forgottenFactID struct {
 	FactID                string `cbor:"fact_id" json:"fact_id"`
 	PreForgetValueHashHex string `cbor:"pre_forget_value_hash_hex" json:"pre_forget_value_hash_hex"`
 	Entity                string `cbor:"entity" json:"entity"` // logical entity
 	Key                   string `cbor:"key" json:"key"`
 }
 
-// ForgetRestoreReceipt is the payload of a restore receipt (kind
+// forgetRestoreReceipt is the payload of a restore receipt (kind
 // "forget_restore").
-type ForgetRestoreReceipt struct {
+type forgetRestoreReceipt struct {
 	SourceForgetReceiptID string               `cbor:"source_forget_receipt_id" json:"source_forget_receipt_id"`
 	RestoredFactIDs       []string             `cbor:"restored_fact_ids" json:"restored_fact_ids"`
 	Adjusted              []store.RestoredFact `cbor:"adjusted,omitempty" json:"adjusted,omitempty"` // facts whose chain moved on meanwhile
 	RestoredAt            string               `cbor:"restored_at" json:"restored_at"`
 }
 
-// PermanentPurgeReceipt is the payload of a purge receipt (kind
+// permanentPurgeReceipt is the payload of a purge receipt (kind
 // "permanent_purge").
-type PermanentPurgeReceipt struct {
+type permanentPurgeReceipt struct {
 	SourceForgetReceiptID string   `cbor:"source_forget_receipt_id" json:"source_forget_receipt_id"`
 	PurgedFactIDs         []string `cbor:"purged_fact_ids" json:"purged_fact_ids"`
 	PurgedAt              string   `cbor:"purged_at" json:"purged_at"`
@@ -114,24 +114,24 @@ func parseForgetScope(tool string, raw json.RawMessage, c Caller) (store.ForgetS
 	var s store.ForgetScope
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return s, InvalidParams(tool, "scope", "must be an object")
+		return s, invalidParams(tool, "scope", "must be an object")
 	}
 	for _, name := range []string{"type", "value"} {
 		if _, ok := fields[name]; !ok {
-			return s, InvalidParams(tool, "scope."+name, "is required")
+			return s, invalidParams(tool, "scope."+name, "is required")
 		}
 	}
 	if json.Unmarshal(fields["type"], &s.Type) != nil || string(fields["type"]) == "null" {
-		return s, InvalidParams(tool, "scope.type", "must be a string")
+		return s, invalidParams(tool, "scope.type", "must be a string")
 	}
 	if !slices.Contains(store.ScopeTypes, s.Type) {
-		return s, InvalidParams(tool, "scope.type", `value must be one of "`+strings.Join(store.ScopeTypes, `", "`)+`"`)
+		return s, invalidParams(tool, "scope.type", `value must be one of "`+strings.Join(store.ScopeTypes, `", "`)+`"`)
 	}
 	if json.Unmarshal(fields["value"], &s.Value) != nil || string(fields["value"]) == "null" {
-		return s, InvalidParams(tool, "scope.value", "must be a string")
+		return s, invalidParams(tool, "scope.value", "must be a string")
 	}
 	if s.Value == "" {
-		return s, InvalidParams(tool, "scope.value", "must not be empty")
+		return s, invalidParams(tool, "scope.value", "must not be empty")
 	}
 	extra := make([]string, 0, len(fields))
 	for name := range fields {
@@ -141,7 +141,7 @@ func parseForgetScope(tool string, raw json.RawMessage, c Caller) (store.ForgetS
 	}
 	if len(extra) > 0 {
 		slices.Sort(extra)
-		return s, InvalidParams(tool, "scope."+extra[0], "unknown argument")
+		return s, invalidParams(tool, "scope."+extra[0], "unknown argument")
 	}
 	switch s.Type {
 	case store.ScopeEntityPrefix, store.ScopeKeyGlob, store.ScopePassportID:
@@ -156,11 +156,11 @@ func parseForgetScope(tool string, raw json.RawMessage, c Caller) (store.ForgetS
 	if _, err := store.ParseScope(s, c.TenantID()); err != nil {
 		switch s.Type {
 		case store.ScopeKeyGlob:
-			return s, InvalidParams(tool, "scope.value", "must be a valid glob pattern (path.Match syntax: *, ?, [class], \\ escapes)")
+			return s, invalidParams(tool, "scope.value", "must be a valid glob pattern (path.Match syntax: *, ?, [class], \\ escapes)")
 		case store.ScopeBeforeTimestamp:
-			return s, InvalidParams(tool, "scope.value", "must be a valid date-time")
+			return s, invalidParams(tool, "scope.value", "must be a valid date-time")
 		}
-		return s, InvalidParams(tool, "scope", err.Error())
+		return s, invalidParams(tool, "scope", err.Error())
 	}
 	return s, nil
 }
@@ -250,7 +250,7 @@ func memoryForget() *Tool {
 				return nil, forgetForbidden(name, "tenant_id", fmt.Sprintf("tenant %q is not your tenant %q; a forget is attributed to the caller's tenant", in.TenantID, tenant))
 			}
 			if strings.TrimSpace(in.Reason) == "" {
-				return nil, InvalidParams(name, "reason", "must not be blank")
+				return nil, invalidParams(name, "reason", "must not be blank")
 			}
 			now := env.now()
 			window := forgetWindow(env)
@@ -262,18 +262,18 @@ func memoryForget() *Tool {
 				if err != nil {
 					return err
 				}
-				payload := ForgetReceipt{
-					Schema: ForgetReceiptSchema, TenantID: tenant, PassportID: c.Name(), Reason: in.Reason,
+				payload := forgetReceipt{
+					Schema: forgetReceiptSchema, TenantID: tenant, PassportID: c.Name(), Reason: in.Reason,
 					Scope: scope, IncludePinned: in.IncludePinned, TokenBudget: in.TokenBudget,
-					TokenBudgetCapped: sel.Capped, FactsAffected: make([]ForgottenFactID, 0, len(sel.Facts)),
+					TokenBudgetCapped: sel.Capped, FactsAffected: make([]forgottenFactID, 0, len(sel.Facts)),
 					InitiatedAt: now.Format(time.RFC3339Nano), RecoveryWindowEndsAt: ends.Format(time.RFC3339Nano),
 				}
 				for _, f := range sel.Facts {
-					payload.FactsAffected = append(payload.FactsAffected, ForgottenFactID{
+					payload.FactsAffected = append(payload.FactsAffected, forgottenFactID{
 						FactID: f.ID, PreForgetValueHashHex: store.ValueHash(f.Value), Entity: f.Entity, Key: f.Key,
 					})
 				}
-				r, err := receipts.Append(tx, env.Signer, tenant, KindForget, c.Name(), payload, now)
+				r, err := receipts.Append(tx, env.Signer, tenant, kindForget, c.Name(), payload, now)
 				if err != nil {
 					return err
 				}
@@ -399,7 +399,7 @@ func RestoreForget(ctx context.Context, env *Env, receiptID string) (*RestoreRep
 		rep = nil
 		var restoreID string
 		rec, restored, err := store.RestoreForget(tx, receiptID, now, func(rec *store.ForgetRecord, restored []store.RestoredFact) (string, error) {
-			payload := ForgetRestoreReceipt{
+			payload := forgetRestoreReceipt{
 				SourceForgetReceiptID: rec.ID, RestoredFactIDs: make([]string, 0, len(restored)),
 				RestoredAt: now.Format(time.RFC3339Nano),
 			}
@@ -409,7 +409,7 @@ func RestoreForget(ctx context.Context, env *Env, receiptID string) (*RestoreRep
 					payload.Adjusted = append(payload.Adjusted, r)
 				}
 			}
-			r, err := receipts.Append(tx, env.Signer, rec.Tenant, KindForgetRestore, OperatorActor, payload, now)
+			r, err := receipts.Append(tx, env.Signer, rec.Tenant, kindForgetRestore, operatorActor, payload, now)
 			if err != nil {
 				return "", err
 			}
@@ -485,7 +485,7 @@ func PurgeForgets(ctx context.Context, env *Env) (*PurgeReport, error) {
 			var purgeID string
 			var ids []string
 			rec, err := store.PurgeForget(tx, id, now, func(rec *store.ForgetRecord, purged []string) (string, error) {
-				r, err := receipts.Append(tx, env.Signer, rec.Tenant, KindPermanentPurge, OperatorActor, PermanentPurgeReceipt{
+				r, err := receipts.Append(tx, env.Signer, rec.Tenant, kindPermanentPurge, operatorActor, permanentPurgeReceipt{
 					SourceForgetReceiptID: rec.ID, PurgedFactIDs: purged, PurgedAt: now.Format(time.RFC3339Nano),
 				}, now)
 				if err != nil {

@@ -27,29 +27,29 @@ import (
 //   - The two reads examine a bounded candidate set, never the whole store:
 //     the facts of entity and/or key through their indexes, else the
 //     tenant's live facts through the confidence index (most confident
-//     first), at most FreshnessMaxExamined facts in either case. examined
+//     first), at most freshnessMaxExamined facts in either case. examined
 //     and complete in the result say how far they got.
 //   - memory_set_horizon and memory_reverify change the current version of
 //     a fact only (a superseded one is a -32004 conflict naming the current
 //     version), in place: value, confidence and storage time, and so the
 //     fact's place in the confidence index, do not change.
 //   - The Reverify receipt is a signed, chained receipt of kind "reverify"
-//     (payload [ReverifyPayload]) found by its receipt_id; no fact is
+//     (payload reverifyPayload) found by its receipt_id; no fact is
 //     written under __reverify_receipts__:: as the reference does.
 
 // Limits and defaults of the freshness tools.
 const (
-	// FreshnessMaxExamined caps the facts memory_freshness and
+	// freshnessMaxExamined caps the facts memory_freshness and
 	// memory_sweep_candidates read in one call.
-	FreshnessMaxExamined = 5000
-	// FreshnessTopK is memory_freshness's default number of rows.
-	FreshnessTopK = 20
-	// FreshnessTokenBudget is memory_freshness's default token budget.
-	FreshnessTokenBudget = 500
-	// SweepTopK is memory_sweep_candidates's default number of rows.
-	SweepTopK = 50
-	// SweepTokenBudget is memory_sweep_candidates's default token budget.
-	SweepTokenBudget = 500
+	freshnessMaxExamined = 5000
+	// freshnessTopK is memory_freshness's default number of rows.
+	freshnessTopK = 20
+	// freshnessTokenBudget is memory_freshness's default token budget.
+	freshnessTokenBudget = 500
+	// sweepTopK is memory_sweep_candidates's default number of rows.
+	sweepTopK = 50
+	// sweepTokenBudget is memory_sweep_candidates's default token budget.
+	sweepTokenBudget = 500
 	// freshnessMinRowTokens is the least a row costs against a token budget.
 	freshnessMinRowTokens = 8
 )
@@ -59,13 +59,13 @@ func freshnessOn(f *feature.Flags) bool { return f.Freshness }
 // freshnessOff is the sentence every freshness description ends with.
 const freshnessOff = " Switched off by " + feature.EnvFreshness + "=0 (or false, off, no; on by default): every call then fails with -32030 (CAPABILITY_DENIED)."
 
-// ReceiptKindReverify is the kind of the receipt memory_reverify mints.
-const ReceiptKindReverify = "reverify"
+// receiptKindReverify is the kind of the receipt memory_reverify mints.
+const receiptKindReverify = "reverify"
 
-// ReverifyPayload is the payload of a reverify receipt: which fact was
+// reverifyPayload is the payload of a reverify receipt: which fact was
 // confirmed, the BLAKE3 (hex) of the value confirmed, by whom and when
 // (RFC 3339). Decode it with receipts.Receipt.Payload.
-type ReverifyPayload struct {
+type reverifyPayload struct {
 	FactID string `cbor:"fact_id" json:"fact_id"`
 	// Entity, Key and ValueHash (BLAKE3 hex of the value) are empty and
 	// Redacted is true for a private fact: receipts are readable across the
@@ -78,8 +78,8 @@ type ReverifyPayload struct {
 	ReverifiedAt string `cbor:"reverified_at" json:"reverified_at"`
 }
 
-// FreshnessRow is one fact of memory_freshness.
-type FreshnessRow struct {
+// freshnessRow is one fact of memory_freshness.
+type freshnessRow struct {
 	FactID       string  `json:"fact_id"`
 	Entity       string  `json:"entity"`
 	Key          string  `json:"key"`
@@ -92,8 +92,8 @@ type FreshnessRow struct {
 	Private      bool    `json:"private,omitempty"`
 }
 
-// SweepRow is one candidate of memory_sweep_candidates.
-type SweepRow struct {
+// sweepRow is one candidate of memory_sweep_candidates.
+type sweepRow struct {
 	FactID       string  `json:"fact_id"`
 	Entity       string  `json:"entity"`
 	Key          string  `json:"key"`
@@ -105,16 +105,16 @@ type SweepRow struct {
 	StoredAt     string  `json:"stored_at"`
 }
 
-// DecayPolicyView is the decay policy as the freshness tools report it.
-type DecayPolicyView struct {
+// decayPolicyView is the decay policy as the freshness tools report it.
+type decayPolicyView struct {
 	VolatileStaleHours float64 `json:"volatile_stale_hours"`
 	MediumStaleDays    float64 `json:"medium_stale_days"`
 	StableStaleDays    float64 `json:"stable_stale_days"`
 }
 
-func decayPolicyView(p store.DecayPolicy) DecayPolicyView {
+func newDecayPolicyView(p store.DecayPolicy) decayPolicyView {
 	const day = 24 * time.Hour
-	return DecayPolicyView{
+	return decayPolicyView{
 		VolatileStaleHours: p.VolatileStale.Hours(),
 		MediumStaleDays:    float64(p.MediumStale) / float64(day),
 		StableStaleDays:    float64(p.StableStale) / float64(day),
@@ -185,14 +185,14 @@ type memoryFreshnessArgs struct {
 }
 
 type memoryFreshnessOut struct {
-	Rows                   []FreshnessRow  `json:"rows"`
-	Policy                 DecayPolicyView `json:"policy"`
+	Rows                   []freshnessRow  `json:"rows"`
+	Policy                 decayPolicyView `json:"policy"`
 	Now                    string          `json:"now"`
 	Examined               int             `json:"examined"`
 	Complete               bool            `json:"complete"`
 	TotalTokens            int             `json:"total_tokens"`
 	TruncatedByTokenBudget bool            `json:"truncated_by_token_budget"`
-	Envelope               *Envelope       `json:"envelope,omitempty"`
+	Envelope               *envelope       `json:"envelope,omitempty"`
 }
 
 func memoryFreshness() *Tool {
@@ -204,9 +204,9 @@ func memoryFreshness() *Tool {
 			"stored or last reverified, and whether you pinned it. Stale means older than its class's horizon " +
 			"(policy: volatile, medium and stable, from CORECRUXD_DECAY_*; class none never goes stale). Filter " +
 			"by entity and/or key; without them it examines your tenant's live facts most confident first. At most " +
-			strconv.Itoa(FreshnessMaxExamined) + " facts are examined per call: examined counts them and complete " +
-			"is false when it stopped early (narrow with entity or key). top_k defaults to " + strconv.Itoa(FreshnessTopK) +
-			" (at most 500); token_budget (default " + strconv.Itoa(FreshnessTokenBudget) + ") caps the rows, each " +
+			strconv.Itoa(freshnessMaxExamined) + " facts are examined per call: examined counts them and complete " +
+			"is false when it stopped early (narrow with entity or key). top_k defaults to " + strconv.Itoa(freshnessTopK) +
+			" (at most 500); token_budget (default " + strconv.Itoa(freshnessTokenBudget) + ") caps the rows, each " +
 			"costing its JSON bytes / 4 and at least 8, the first row always kept. Read-only; reserved entities " +
 			"(starting with __) are never shown. With " + feature.EnvAuditEnvelope + " on, the result also carries the " +
 			"audit envelope (the facts reported, as memories_used)." + freshnessOff,
@@ -224,7 +224,7 @@ func memoryFreshness() *Tool {
 			if store.IsReserved(in.Entity) {
 				return nil, reservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not reported")
 			}
-			topK, limit := FreshnessTopK, FreshnessTokenBudget
+			topK, limit := freshnessTopK, freshnessTokenBudget
 			if in.TopK != nil {
 				topK = *in.TopK
 			}
@@ -232,13 +232,13 @@ func memoryFreshness() *Tool {
 				limit = *in.TokenBudget
 			}
 			now := env.now()
-			out := memoryFreshnessOut{Policy: decayPolicyView(env.decay()), Now: now.Format(time.RFC3339Nano)}
+			out := memoryFreshnessOut{Policy: newDecayPolicyView(env.decay()), Now: now.Format(time.RFC3339Nano)}
 			var used []store.RankedFact
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
 				stats, err := store.ScanFacts(tx, store.FactScan{
 					Scope: c.Scope(), Entity: in.Entity, Key: in.Key,
-					MaxExamined: FreshnessMaxExamined,
+					MaxExamined: freshnessMaxExamined,
 				}, func(f *store.Fact) error {
 					top = keepTop(top, decayOf(env.decay(), f, now), topK, stalest)
 					return nil
@@ -247,7 +247,7 @@ func memoryFreshness() *Tool {
 					return err
 				}
 				out.Examined, out.Complete = stats.Examined, stats.Complete
-				out.Rows, used = []FreshnessRow{}, nil
+				out.Rows, used = []freshnessRow{}, nil
 				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
@@ -255,7 +255,7 @@ func memoryFreshness() *Tool {
 					if err != nil {
 						return err
 					}
-					row := FreshnessRow{
+					row := freshnessRow{
 						FactID: f.ID, Entity: f.Entity, Key: f.Key, HorizonClass: f.HorizonClass,
 						Freshness: d.freshness, AgeHours: roundHours(d.age),
 						StoredAt: f.StoredAt.Format(time.RFC3339Nano), Pinned: pinned, Private: f.Private,
@@ -297,7 +297,7 @@ type sweepArgs struct {
 }
 
 type sweepOut struct {
-	Rows                   []SweepRow `json:"rows"`
+	Rows                   []sweepRow `json:"rows"`
 	DryRun                 bool       `json:"dry_run"`
 	Now                    string     `json:"now"`
 	Examined               int        `json:"examined"`
@@ -343,9 +343,9 @@ func memorySweepCandidates() *Tool {
 			"(past their horizon class, see memory_freshness) or superseded by a later version, with reason stale, " +
 			"superseded or stale+superseded; stale+superseded first, then superseded, then stale, the oldest first. " +
 			"Facts you pinned are never candidates, and reserved entities (starting with __) are never listed. It " +
-			"examines your tenant's live facts most confident first, at most " + strconv.Itoa(FreshnessMaxExamined) +
+			"examines your tenant's live facts most confident first, at most " + strconv.Itoa(freshnessMaxExamined) +
 			" per call: examined counts them and complete is false when it stopped early. top_k defaults to " +
-			strconv.Itoa(SweepTopK) + " (at most 500); token_budget (default " + strconv.Itoa(SweepTokenBudget) +
+			strconv.Itoa(sweepTopK) + " (at most 500); token_budget (default " + strconv.Itoa(sweepTokenBudget) +
 			") caps the rows, each costing its JSON bytes / 4 and at least 8, the first row always kept." + freshnessOff,
 		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
@@ -353,7 +353,7 @@ func memorySweepCandidates() *Tool {
 		schema: schemaFor(name),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sweepArgs) (*Result, error) {
-			topK, limit := SweepTopK, SweepTokenBudget
+			topK, limit := sweepTopK, sweepTokenBudget
 			if in.TopK != nil {
 				topK = *in.TopK
 			}
@@ -365,7 +365,7 @@ func memorySweepCandidates() *Tool {
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
 				stats, err := store.ScanFacts(tx, store.FactScan{
-					Scope: c.Scope(), IncludeSuperseded: true, MaxExamined: FreshnessMaxExamined,
+					Scope: c.Scope(), IncludeSuperseded: true, MaxExamined: freshnessMaxExamined,
 				}, func(f *store.Fact) error {
 					d := decayOf(env.decay(), f, now)
 					if sweepReason(d) == "" {
@@ -382,11 +382,11 @@ func memorySweepCandidates() *Tool {
 					return err
 				}
 				out.Examined, out.Complete = stats.Examined, stats.Complete
-				out.Rows = []SweepRow{}
+				out.Rows = []sweepRow{}
 				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
-					row := SweepRow{
+					row := sweepRow{
 						FactID: f.ID, Entity: f.Entity, Key: f.Key, Reason: sweepReason(d), Freshness: d.freshness,
 						HorizonClass: f.HorizonClass, AgeHours: roundHours(d.age), SupersededBy: f.SupersededBy,
 						StoredAt: f.StoredAt.Format(time.RFC3339Nano),
@@ -494,11 +494,11 @@ func memoryReverify() *Tool {
 					return err
 				}
 				at := now.Format(time.RFC3339Nano)
-				payload := ReverifyPayload{FactID: f.ID, ReverifiedBy: c.Name(), ReverifiedAt: at, Redacted: f.Private}
+				payload := reverifyPayload{FactID: f.ID, ReverifiedBy: c.Name(), ReverifiedAt: at, Redacted: f.Private}
 				if !f.Private {
 					payload.Entity, payload.Key, payload.ValueHash = f.Entity, f.Key, store.ValueHash(f.Value)
 				}
-				r, err := receipts.Append(tx, env.Signer, c.TenantID(), ReceiptKindReverify, c.Name(), payload, now)
+				r, err := receipts.Append(tx, env.Signer, c.TenantID(), receiptKindReverify, c.Name(), payload, now)
 				if err != nil {
 					return err
 				}

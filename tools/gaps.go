@@ -24,8 +24,8 @@ type getGapsArgs struct {
 	Limit *int   `json:"limit,omitempty"`
 }
 
-// GapRow is one gap observation as get_gaps returns it.
-type GapRow struct {
+// gapRow is one gap observation as get_gaps returns it.
+type gapRow struct {
 	Entity   string `json:"entity"`
 	Key      string `json:"key"`
 	Value    string `json:"value"`
@@ -89,16 +89,16 @@ func getGaps() *Tool {
 				limit = *in.Limit
 			}
 			out := struct {
-				Gaps        []GapRow `json:"gaps"`
+				Gaps        []gapRow `json:"gaps"`
 				TotalTokens int      `json:"total_tokens"`
-			}{Gaps: []GapRow{}}
+			}{Gaps: []gapRow{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				out.Gaps, out.TotalTokens = out.Gaps[:0], 0
 				return store.Gaps(tx, c.TenantID(), func(g *store.Gap) error {
 					if len(terms) > 0 && !wordsMatch(gapText(g.Value), terms) {
 						return nil
 					}
-					row := GapRow{Entity: store.GapEntity, Key: g.Key, Value: g.Value,
+					row := gapRow{Entity: store.GapEntity, Key: g.Key, Value: g.Value,
 						StoredAt: g.StoredAt.Format(time.RFC3339Nano), Count: g.Count}
 					out.Gaps = append(out.Gaps, row)
 					out.TotalTokens += rowTokens(row)

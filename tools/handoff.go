@@ -26,11 +26,11 @@ import (
 // tenant_id, from_agent, target_agent, created_at, session {session_id,
 // state}, facts [{entity, key, value, confidence}], message, task_record,
 // key_id, content_hash, signature}. Its canonical content
-// ([HandoffCanonical]) is the package without content_hash and signature,
+// (handoffCanonical) is the package without content_hash and signature,
 // re-encoded with every object's keys sorted, no insignificant whitespace
 // and no HTML escaping; content_hash is the hex BLAKE3-256 of it, and
 // signature the hex Ed25519 signature by the server's receipt key
-// (env.Signer, key_id naming it) of HandoffSigningPrefix + content_hash.
+// (env.Signer, key_id naming it) of handoffSigningPrefix + content_hash.
 // The prefix keeps handoff signatures apart from receipt signatures made
 // with the same key. The package is recorded in the store (content hash,
 // target, creator) with a "handoff" receipt, in one transaction.
@@ -40,7 +40,7 @@ import (
 // those whose entity name equals the session id or occurs, as a whole
 // string, among the string values or object keys of the state (compared
 // case-insensitively; entities in name order, best ranked first), at most
-// [MaxHandoffFacts] in all. Private and reserved facts (decisions included)
+// maxHandoffFacts in all. Private and reserved facts (decisions included)
 // are never carried.
 //
 // accept_handoff takes package_json verbatim. It recomputes the canonical
@@ -61,35 +61,35 @@ import (
 
 // Handoff limits and names.
 const (
-	// HandoffSchema names the package format.
-	HandoffSchema = "crux.handoff.v1"
-	// HandoffSigningPrefix is prepended to the hex content hash before
+	// handoffSchema names the package format.
+	handoffSchema = "crux.handoff.v1"
+	// handoffSigningPrefix is prepended to the hex content hash before
 	// signing.
-	HandoffSigningPrefix = "crux.handoff.v1:"
-	// MaxHandoffFacts caps the relevant facts a package carries.
-	MaxHandoffFacts = 100
-	// MaxHandoffPackageBytes caps the package accept_handoff parses.
-	MaxHandoffPackageBytes = 4 << 20
+	handoffSigningPrefix = "crux.handoff.v1:"
+	// maxHandoffFacts caps the relevant facts a package carries.
+	maxHandoffFacts = 100
+	// maxHandoffPackageBytes caps the package accept_handoff parses.
+	maxHandoffPackageBytes = 4 << 20
 	// maxHandoffListItems caps each list of task_record.
 	maxHandoffListItems = 100
 )
 
-// HandoffFact is a fact carried in a handoff package.
-type HandoffFact struct {
+// handoffFact is a fact carried in a handoff package.
+type handoffFact struct {
 	Entity     string  `json:"entity"`
 	Key        string  `json:"key"`
 	Value      string  `json:"value"`
 	Confidence float64 `json:"confidence"`
 }
 
-// HandoffSession is the session carried in a handoff package.
-type HandoffSession struct {
+// handoffSession is the session carried in a handoff package.
+type handoffSession struct {
 	SessionID string          `json:"session_id"`
 	State     json.RawMessage `json:"state"`
 }
 
-// TaskRecord is the structured statement of intent of a handoff.
-type TaskRecord struct {
+// taskRecord is the structured statement of intent of a handoff.
+type taskRecord struct {
 	Requester          string   `json:"requester,omitempty"`
 	DesiredOutcome     string   `json:"desired_outcome,omitempty"`
 	Sources            []string `json:"sources,omitempty"`
@@ -98,27 +98,27 @@ type TaskRecord struct {
 	BlockerRule        string   `json:"blocker_rule,omitempty"`
 }
 
-// HandoffPackage is the package create_handoff returns as package_json.
-type HandoffPackage struct {
+// handoffPackage is the package create_handoff returns as package_json.
+type handoffPackage struct {
 	Schema      string         `json:"schema"`
 	HandoffID   string         `json:"handoff_id"`
 	TenantID    string         `json:"tenant_id"`
 	FromAgent   string         `json:"from_agent"`
 	TargetAgent string         `json:"target_agent"`
 	CreatedAt   string         `json:"created_at"`
-	Session     HandoffSession `json:"session"`
-	Facts       []HandoffFact  `json:"facts"`
+	Session     handoffSession `json:"session"`
+	Facts       []handoffFact  `json:"facts"`
 	Message     string         `json:"message"`
-	TaskRecord  *TaskRecord    `json:"task_record"`
+	TaskRecord  *taskRecord    `json:"task_record"`
 	KeyID       string         `json:"key_id"`
 	ContentHash string         `json:"content_hash"`
 	Signature   string         `json:"signature"`
 }
 
-// HandoffCanonical returns the canonical content of a package given as
+// handoffCanonical returns the canonical content of a package given as
 // JSON: the object without content_hash and signature, encoded with sorted
 // keys, no whitespace and no HTML escaping (numbers kept as written).
-func HandoffCanonical(pkg []byte) ([]byte, error) {
+func handoffCanonical(pkg []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(pkg))
 	dec.UseNumber()
 	var m map[string]any
@@ -142,8 +142,8 @@ func HandoffCanonical(pkg []byte) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// HandoffContentHash is the hex BLAKE3-256 of canonical.
-func HandoffContentHash(canonical []byte) string {
+// handoffContentHash is the hex BLAKE3-256 of canonical.
+func handoffContentHash(canonical []byte) string {
 	sum := blake3.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
 }
@@ -155,7 +155,7 @@ type createHandoffArgs struct {
 	IncludeFacts bool        `json:"include_facts,omitempty"`
 	TargetAgent  string      `json:"target_agent,omitempty"`
 	Message      string      `json:"message,omitempty"`
-	TaskRecord   *TaskRecord `json:"task_record,omitempty"`
+	TaskRecord   *taskRecord `json:"task_record,omitempty"`
 }
 
 type createHandoffOut struct {
@@ -167,7 +167,7 @@ type createHandoffOut struct {
 	ReceiptID         string `json:"receipt_id"`
 }
 
-func checkTaskRecord(tool string, tr *TaskRecord) error {
+func checkTaskRecord(tool string, tr *taskRecord) error {
 	if tr == nil {
 		return nil
 	}
@@ -179,7 +179,7 @@ func checkTaskRecord(tool string, tr *TaskRecord) error {
 		list []string
 	}{{"task_record.sources", tr.Sources}, {"task_record.acceptance_criteria", tr.AcceptanceCriteria}, {"task_record.boundaries", tr.Boundaries}} {
 		if len(l.list) > maxHandoffListItems {
-			return InvalidParams(tool, l.name, fmt.Sprintf("at most %d items", maxHandoffListItems))
+			return invalidParams(tool, l.name, fmt.Sprintf("at most %d items", maxHandoffListItems))
 		}
 	}
 	return nil
@@ -217,16 +217,16 @@ func stateMentions(state []byte) map[string]bool {
 var factIDPattern = regexp.MustCompile(`^f_[0-9a-f]{32}$`)
 
 // relevantFacts returns the current shared facts the session refers to
-// (see the package comment), at most MaxHandoffFacts, without duplicates.
-func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte) ([]HandoffFact, error) {
-	out := []HandoffFact{}
+// (see the package comment), at most maxHandoffFacts, without duplicates.
+func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte) ([]handoffFact, error) {
+	out := []handoffFact{}
 	seen := map[string]bool{}
 	add := func(f *store.Fact) {
-		if len(out) >= MaxHandoffFacts || seen[f.ID] || f.Tenant != tenant || !store.Public(f) || !f.Current() {
+		if len(out) >= maxHandoffFacts || seen[f.ID] || f.Tenant != tenant || !store.Public(f) || !f.Current() {
 			return
 		}
 		seen[f.ID] = true
-		out = append(out, HandoffFact{Entity: f.Entity, Key: f.Key, Value: f.Value, Confidence: f.Confidence})
+		out = append(out, handoffFact{Entity: f.Entity, Key: f.Key, Value: f.Value, Confidence: f.Confidence})
 	}
 	mentions := stateMentions(state)
 	// Facts the state cites by id, in id order.
@@ -254,13 +254,13 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 		return nil, err
 	}
 	for _, e := range entities {
-		if len(out) >= MaxHandoffFacts {
+		if len(out) >= maxHandoffFacts {
 			break
 		}
 		if store.IsReserved(e) || !mentions[strings.ToLower(e)] {
 			continue
 		}
-		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant}, Entity: e, Limit: MaxHandoffFacts, Now: env.now()})
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant}, Entity: e, Limit: maxHandoffFacts, Now: env.now()})
 		if err != nil {
 			return nil, err
 		}
@@ -310,28 +310,28 @@ func createHandoff() *Tool {
 				if err != nil {
 					return err
 				}
-				facts := []HandoffFact{}
+				facts := []handoffFact{}
 				if in.IncludeFacts {
 					if facts, err = relevantFacts(tx, env, scope.Tenant, s.ID, s.State); err != nil {
 						return err
 					}
 				}
-				pkg := HandoffPackage{
-					Schema: HandoffSchema, HandoffID: "ho_" + strings.TrimPrefix(store.NewFactID(), "f_"),
+				pkg := handoffPackage{
+					Schema: handoffSchema, HandoffID: "ho_" + strings.TrimPrefix(store.NewFactID(), "f_"),
 					TenantID: scope.Tenant, FromAgent: scope.Agent, TargetAgent: in.TargetAgent, CreatedAt: stamp(now),
-					Session: HandoffSession{SessionID: s.ID, State: s.State}, Facts: facts,
+					Session: handoffSession{SessionID: s.ID, State: s.State}, Facts: facts,
 					Message: in.Message, TaskRecord: in.TaskRecord, KeyID: env.Signer.KeyID(),
 				}
 				raw, err := codec.MarshalNoEscape(pkg)
 				if err != nil {
 					return err
 				}
-				canon, err := HandoffCanonical(raw)
+				canon, err := handoffCanonical(raw)
 				if err != nil {
 					return err
 				}
-				pkg.ContentHash = HandoffContentHash(canon)
-				sig, err := env.Signer.Sign([]byte(HandoffSigningPrefix + pkg.ContentHash))
+				pkg.ContentHash = handoffContentHash(canon)
+				sig, err := env.Signer.Sign([]byte(handoffSigningPrefix + pkg.ContentHash))
 				if err != nil {
 					return err
 				}
@@ -382,34 +382,34 @@ type acceptHandoffOut struct {
 	Verified      bool        `json:"verified"`
 	FromAgent     string      `json:"from_agent,omitempty"`
 	Message       string      `json:"message,omitempty"`
-	TaskRecord    *TaskRecord `json:"task_record,omitempty"`
+	TaskRecord    *taskRecord `json:"task_record,omitempty"`
 	ReceiptID     string      `json:"receipt_id"`
 }
 
 // verifyHandoff parses and checks a package against the server's key. The
 // error is a -32602 naming package.
-func verifyHandoff(tool string, env *Env, raw string) (*HandoffPackage, error) {
-	refuse := func(reason string) error { return InvalidParams(tool, "package", reason) }
+func verifyHandoff(tool string, env *Env, raw string) (*handoffPackage, error) {
+	refuse := func(reason string) error { return invalidParams(tool, "package", reason) }
 	if raw == "" {
 		return nil, refuse("required: the package_json string create_handoff returned")
 	}
-	if len(raw) > MaxHandoffPackageBytes {
-		return nil, refuse(fmt.Sprintf("longer than %d bytes", MaxHandoffPackageBytes))
+	if len(raw) > maxHandoffPackageBytes {
+		return nil, refuse(fmt.Sprintf("longer than %d bytes", maxHandoffPackageBytes))
 	}
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
-	pkg := new(HandoffPackage)
+	pkg := new(handoffPackage)
 	if err := dec.Decode(pkg); err != nil {
 		return nil, refuse("not a handoff package: " + err.Error())
 	}
-	if pkg.Schema != HandoffSchema {
-		return nil, refuse(fmt.Sprintf("schema is %q, want %q", pkg.Schema, HandoffSchema))
+	if pkg.Schema != handoffSchema {
+		return nil, refuse(fmt.Sprintf("schema is %q, want %q", pkg.Schema, handoffSchema))
 	}
-	canon, err := HandoffCanonical([]byte(raw))
+	canon, err := handoffCanonical([]byte(raw))
 	if err != nil {
 		return nil, refuse("not a handoff package: " + err.Error())
 	}
-	want := HandoffContentHash(canon)
+	want := handoffContentHash(canon)
 	if subtle.ConstantTimeCompare([]byte(want), []byte(pkg.ContentHash)) != 1 {
 		return nil, refuse("content hash mismatch: the package was altered")
 	}
@@ -421,7 +421,7 @@ func verifyHandoff(tool string, env *Env, raw string) (*HandoffPackage, error) {
 	}
 	sig, err := hex.DecodeString(pkg.Signature)
 	if err != nil || len(sig) != ed25519.SignatureSize ||
-		!ed25519.Verify(env.Signer.Public(), []byte(HandoffSigningPrefix+pkg.ContentHash), sig) {
+		!ed25519.Verify(env.Signer.Public(), []byte(handoffSigningPrefix+pkg.ContentHash), sig) {
 		return nil, refuse("signature verification failed")
 	}
 	return pkg, nil
@@ -450,7 +450,7 @@ func acceptHandoff() *Tool {
 			}
 			scope, me, now := c.Scope(), c.Identity(), env.now()
 			if pkg.TenantID != scope.Tenant {
-				return nil, InvalidParams(name, "package", "the package belongs to another tenant")
+				return nil, invalidParams(name, "package", "the package belongs to another tenant")
 			}
 			if pkg.TargetAgent != "" && pkg.TargetAgent != me {
 				return nil, &Error{Code: CodeCapabilityDenied,
@@ -458,7 +458,7 @@ func acceptHandoff() *Tool {
 					Data:    map[string]any{"handoff_id": pkg.HandoffID, "reason": "not_target_agent"}}
 			}
 			if err := checkSessionID(name, pkg.Session.SessionID); err != nil || pkg.Session.SessionID == "" {
-				return nil, InvalidParams(name, "package", "bad session id")
+				return nil, invalidParams(name, "package", "bad session id")
 			}
 			var out acceptHandoffOut
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
@@ -466,16 +466,16 @@ func acceptHandoff() *Tool {
 					FromAgent: pkg.FromAgent, Message: pkg.Message, TaskRecord: pkg.TaskRecord}
 				rec, err := store.GetHandoff(tx, scope.Tenant, pkg.HandoffID)
 				if errors.Is(err, store.ErrNotFound) {
-					return InvalidParams(name, "package", "no such handoff was created here")
+					return invalidParams(name, "package", "no such handoff was created here")
 				}
 				if err != nil {
 					return err
 				}
 				if subtle.ConstantTimeCompare([]byte(rec.ContentHash), []byte(pkg.ContentHash)) != 1 {
-					return InvalidParams(name, "package", "content hash does not match the recorded handoff")
+					return invalidParams(name, "package", "content hash does not match the recorded handoff")
 				}
 				if rec.Accepted {
-					return InvalidParams(name, "package", "handoff already accepted")
+					return invalidParams(name, "package", "handoff already accepted")
 				}
 				sess := &store.Session{ID: pkg.Session.SessionID, Tenant: scope.Tenant, Owner: me,
 					State: pkg.Session.State, WrittenBy: me, UpdatedAt: now}

@@ -20,12 +20,12 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-// HexBytes is a byte string that JSON shows as lowercase hex (and CBOR as a
+// hexBytes is a byte string that JSON shows as lowercase hex (and CBOR as a
 // byte string).
-type HexBytes []byte
+type hexBytes []byte
 
 // MarshalJSON writes the bytes as a hex string, or null when nil.
-func (h HexBytes) MarshalJSON() ([]byte, error) {
+func (h hexBytes) MarshalJSON() ([]byte, error) {
 	if h == nil {
 		return []byte("null"), nil
 	}
@@ -34,8 +34,8 @@ func (h HexBytes) MarshalJSON() ([]byte, error) {
 
 // capabilityOf is what the server's router says about one tool: its
 // decision, or an unenforced allow when there is no router.
-func capabilityOf(ctx context.Context, env *Env, name string) CapabilityNode {
-	n := CapabilityNode{Tool: name, Capability: surface.Capability(name), Tier: env.Surface.Tier(name).String(),
+func capabilityOf(ctx context.Context, env *Env, name string) capabilityNode {
+	n := capabilityNode{Tool: name, Capability: surface.Capability(name), Tier: env.Surface.Tier(name).String(),
 		Affinity: string(surface.AffinityOf(name)), Allowed: true, Mode: "unenforced", BackendID: rcx.LocalBackendID}
 	if env.Router == nil {
 		return n
@@ -45,8 +45,8 @@ func capabilityOf(ctx context.Context, env *Env, name string) CapabilityNode {
 	return n
 }
 
-// CapabilityNode is one tool in a session plan's capability graph.
-type CapabilityNode struct {
+// capabilityNode is one tool in a session plan's capability graph.
+type capabilityNode struct {
 	Tool       string `json:"tool" cbor:"tool"`
 	Capability string `json:"capability" cbor:"capability"`
 	Tier       string `json:"tier" cbor:"tier"`
@@ -57,42 +57,42 @@ type CapabilityNode struct {
 	ReasonCode string `json:"reason_code,omitempty" cbor:"reason_code,omitempty"`
 }
 
-// PlanReceipt binds a session plan: hash is BLAKE3 of the plan's RFC 8949
+// planReceipt binds a session plan: hash is BLAKE3 of the plan's RFC 8949
 // core deterministic CBOR with hash zeroed and signature and signer_kid
 // null; signature is Ed25519 over the 32-byte hash by signer_kid.
-type PlanReceipt struct {
+type planReceipt struct {
 	Mode        string     `json:"mode" cbor:"mode"`
-	Hash        HexBytes   `json:"hash" cbor:"hash"`
-	Signature   HexBytes   `json:"signature" cbor:"signature"`
+	Hash        hexBytes   `json:"hash" cbor:"hash"`
+	Signature   hexBytes   `json:"signature" cbor:"signature"`
 	SignerKID   *string    `json:"signer_kid" cbor:"signer_kid"`
-	ParentChain []HexBytes `json:"parent_chain,omitempty" cbor:"parent_chain,omitempty"`
+	ParentChain []hexBytes `json:"parent_chain,omitempty" cbor:"parent_chain,omitempty"`
 	// ReceiptID is the stored receipt (kind session_plan) that records the
 	// plan's hash; `crux verify receipt` checks it. Not part of the hash.
 	ReceiptID string `json:"receipt_id" cbor:"-"`
 }
 
-// SessionPlan is what cuecrux_session returns.
-type SessionPlan struct {
+// sessionPlan is what cuecrux_session returns.
+type sessionPlan struct {
 	PlanID          string           `json:"plan_id" cbor:"plan_id"`
 	SessionID       string           `json:"session_id" cbor:"session_id"`
 	Passport        string           `json:"passport" cbor:"passport"`
 	TenantID        string           `json:"tenant_id" cbor:"tenant_id"`
 	Intent          string           `json:"intent" cbor:"intent"`
 	Channels        map[string]any   `json:"channels" cbor:"channels"`
-	CapabilityGraph []CapabilityNode `json:"capability_graph" cbor:"capability_graph"`
-	Excluded        []CapabilityNode `json:"excluded" cbor:"excluded"`
+	CapabilityGraph []capabilityNode `json:"capability_graph" cbor:"capability_graph"`
+	Excluded        []capabilityNode `json:"excluded" cbor:"excluded"`
 	Budget          map[string]any   `json:"budget" cbor:"budget"`
 	Notes           []string         `json:"notes" cbor:"notes"`
-	Receipt         PlanReceipt      `json:"receipt" cbor:"receipt"`
+	Receipt         planReceipt      `json:"receipt" cbor:"receipt"`
 	MintedAt        string           `json:"minted_at" cbor:"minted_at"`
 	SessionTTLs     int64            `json:"session_ttl_s" cbor:"session_ttl_s"`
 }
 
 var detCBOR = codec.Must(cbor.CoreDetEncOptions().EncMode())
 
-// PlanHash is the hash that binds p (see PlanReceipt).
-func PlanHash(p SessionPlan) ([32]byte, error) {
-	p.Receipt.Hash = make(HexBytes, 32)
+// planHash is the hash that binds p (see planReceipt).
+func planHash(p sessionPlan) ([32]byte, error) {
+	p.Receipt.Hash = make(hexBytes, 32)
 	p.Receipt.Signature, p.Receipt.SignerKID = nil, nil
 	b, err := detCBOR.Marshal(p)
 	if err != nil {
@@ -130,10 +130,10 @@ func cuecruxSession() *Tool {
 			now := env.now()
 			intent, known := surface.ParseIntent(in.Intent)
 
-			p := SessionPlan{
+			p := sessionPlan{
 				PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
 				Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
-				CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
+				CapabilityGraph: []capabilityNode{}, Excluded: []capabilityNode{}, Notes: []string{},
 				MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
 			}
 			if in.Intent != "" && !known {
@@ -155,7 +155,7 @@ func cuecruxSession() *Tool {
 					p.Excluded = append(p.Excluded, n)
 				}
 			}
-			slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
+			slices.SortStableFunc(p.CapabilityGraph, func(a, b capabilityNode) int {
 				return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
 			})
 			if m := in.Hints.MaxCapabilities; m != nil && *m < len(p.CapabilityGraph) {
@@ -170,12 +170,12 @@ func cuecruxSession() *Tool {
 					if err != nil {
 						return err
 					}
-					q.Receipt.ParentChain = []HexBytes{}
+					q.Receipt.ParentChain = []hexBytes{}
 					if parent != nil {
 						q.Receipt.ParentChain = append(q.Receipt.ParentChain, parent)
 					}
 				}
-				hash, err := PlanHash(q)
+				hash, err := planHash(q)
 				if err != nil {
 					return err
 				}
@@ -202,7 +202,7 @@ func cuecruxSession() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			env.Intents.Record(c, intent, now) // only once the plan is stored: a failed call changes nothing
+			env.intents.Record(c, intent, now) // only once the plan is stored: a failed call changes nothing
 			return jsonResult(p)
 		}),
 	}
@@ -214,8 +214,8 @@ type autonomyArgs struct {
 	TokenBudget int `json:"token_budget,omitempty"`
 }
 
-// AutonomyRow is one tool of the autonomy matrix.
-type AutonomyRow struct {
+// autonomyRow is one tool of the autonomy matrix.
+type autonomyRow struct {
 	Name        string `json:"name"`
 	Allowed     bool   `json:"allowed"`
 	Scope       string `json:"scope"`
@@ -244,14 +244,14 @@ func autonomyContract() *Tool {
 				info := env.Router.Info()
 				out["tier"], out["token_id"], out["token_hash"] = info.Tier, info.TokenID, info.TokenHash
 			}
-			rows := []AutonomyRow{}
+			rows := []autonomyRow{}
 			allowed, denied, total := 0, 0, 0
 			b := budget{Limit: in.TokenBudget}
 			if out["feature_enabled"] == true {
 				total = len(env.Tools)
 				for _, t := range env.Tools {
 					n := capabilityOf(ctx, env, t)
-					row := AutonomyRow{Name: t, Allowed: n.Allowed, Scope: n.Capability, BackendID: n.BackendID, Mode: n.Mode, WhyDenied: n.ReasonCode}
+					row := autonomyRow{Name: t, Allowed: n.Allowed, Scope: n.Capability, BackendID: n.BackendID, Mode: n.Mode, WhyDenied: n.ReasonCode}
 					if n.Allowed {
 						allowed++
 					} else {
@@ -279,8 +279,8 @@ type resolveArgs struct {
 
 var errSessionExpired = errors.New("session expired")
 
-// Principal is who resolve_principal found.
-type Principal struct {
+// principal is who resolve_principal found.
+type principal struct {
 	PassportID    string   `json:"passport_id"`
 	Category      string   `json:"category"`
 	Tier          string   `json:"tier"`
@@ -310,7 +310,7 @@ func resolvePrincipal() *Tool {
 				return nil, err
 			}
 			tenant, now := c.TenantID(), env.now()
-			var p Principal
+			var p principal
 			var param string
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				switch {
@@ -328,7 +328,7 @@ func resolvePrincipal() *Tool {
 				case c.Identity() != "":
 					p.PassportID, p.ResolvedVia, param = c.Identity(), "identity_link:"+c.Identity(), "caller"
 				default:
-					return InvalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
+					return invalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
 				}
 				p.TenantID, p.Tier, p.Category, p.AgentWorkGate = tenant, store.TierUnverified, "personal", "open"
 				rec, err := store.GetPassport(tx, tenant, p.PassportID)

@@ -7,14 +7,14 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-// maxIntents bounds the intents an IntentBook keeps; past it, expired
+// maxIntents bounds the intents an intentBook keeps; past it, expired
 // entries are dropped, then the oldest.
 const maxIntents = 4096
 
-// IntentBook remembers, per caller, the last intent declared with
+// intentBook remembers, per caller, the last intent declared with
 // cuecrux_session, for [surface.IntentTTL]. The dynamic tool surface reads
 // it. It is safe for concurrent use; the zero value is ready.
-type IntentBook struct {
+type intentBook struct {
 	mu sync.Mutex
 	m  map[string]intentEntry // guarded by mu
 }
@@ -33,7 +33,7 @@ func intentKey(c Caller) string {
 }
 
 // Record sets c's intent as of now; an empty intent clears it.
-func (b *IntentBook) Record(c Caller, intent surface.Intent, now time.Time) {
+func (b *intentBook) Record(c Caller, intent surface.Intent, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := intentKey(c)
@@ -51,7 +51,7 @@ func (b *IntentBook) Record(c Caller, intent surface.Intent, now time.Time) {
 }
 
 // Intent returns c's intent if it was recorded within the TTL.
-func (b *IntentBook) Intent(c Caller, now time.Time) (surface.Intent, bool) {
+func (b *intentBook) Intent(c Caller, now time.Time) (surface.Intent, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.m[intentKey(c)]
@@ -62,7 +62,7 @@ func (b *IntentBook) Intent(c Caller, now time.Time) (surface.Intent, bool) {
 }
 
 // evict drops expired entries, or the oldest one when none has expired.
-func (b *IntentBook) evict(now time.Time) {
+func (b *intentBook) evict(now time.Time) {
 	oldest, oldestAt := "", now
 	for k, e := range b.m {
 		if now.Sub(e.at) > surface.IntentTTL {

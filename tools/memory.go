@@ -36,12 +36,12 @@ import (
 
 // Limits of memory_view.
 const (
-	// MemoryViewTopK is memory_view's default number of facts.
-	MemoryViewTopK = 20
-	// MemoryViewMaxTopK is the largest top_k memory_view accepts.
-	MemoryViewMaxTopK = 500
-	// MemoryViewTokenBudget is memory_view's default token budget.
-	MemoryViewTokenBudget = 2000
+	// memoryViewTopK is memory_view's default number of facts.
+	memoryViewTopK = 20
+	// memoryViewMaxTopK is the largest top_k memory_view accepts.
+	memoryViewMaxTopK = 500
+	// memoryViewTokenBudget is memory_view's default token budget.
+	memoryViewTokenBudget = 2000
 )
 
 // panelOff is the sentence every panel description ends with.
@@ -60,9 +60,9 @@ func memFlagGate(code int, tool, flag string, on func(*feature.Flags) bool) func
 	})
 }
 
-// PanelFact is a fact as the memory panel shows it. Pinned says whether the
+// panelFact is a fact as the memory panel shows it. Pinned says whether the
 // caller pinned it; other agents' pins never show.
-type PanelFact struct {
+type panelFact struct {
 	ID            string  `json:"id"`
 	Entity        string  `json:"entity"`
 	Key           string  `json:"key"`
@@ -75,8 +75,8 @@ type PanelFact struct {
 	Private       bool    `json:"private,omitempty"`
 }
 
-func panelFact(f *store.Fact, pinned bool) PanelFact {
-	return PanelFact{
+func newPanelFact(f *store.Fact, pinned bool) panelFact {
+	return panelFact{
 		ID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, Version: f.Version,
 		StoredAt: f.StoredAt.Format(time.RFC3339Nano), Confidence: f.Confidence, Pinned: pinned,
 		SourceReceipt: f.SourceReceipt, Private: f.Private,
@@ -156,7 +156,7 @@ type memoryViewArgs struct {
 }
 
 type memoryViewOut struct {
-	Facts                  []PanelFact `json:"facts"`
+	Facts                  []panelFact `json:"facts"`
 	TotalTokens            int         `json:"total_tokens"`
 	Returned               int         `json:"returned"`
 	TruncatedByTokenBudget bool        `json:"truncated_by_token_budget"`
@@ -169,8 +169,8 @@ func memoryView() *Tool {
 		Description: "Read your memories as a panel: the current facts you can see (the shared pool and your own " +
 			"private facts), ranked as query_facts ranks them, optionally for one entity and/or key. Each fact says " +
 			"whether you pinned it. Reserved entities (starting with __) are never shown. top_k (default " +
-			strconv.Itoa(MemoryViewTopK) + ", at most " + strconv.Itoa(MemoryViewMaxTopK) + ") caps the facts; " +
-			"token_budget (default " + strconv.Itoa(MemoryViewTokenBudget) + " when omitted) caps their estimated " +
+			strconv.Itoa(memoryViewTopK) + ", at most " + strconv.Itoa(memoryViewMaxTopK) + ") caps the facts; " +
+			"token_budget (default " + strconv.Itoa(memoryViewTokenBudget) + " when omitted) caps their estimated " +
 			"tokens (JSON bytes / 4), always keeping the first fact. The text is a readable list; structuredContent " +
 			"has the rows." + panelOff,
 		Annotations: Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
@@ -185,16 +185,16 @@ func memoryView() *Tool {
 			if store.IsReserved(in.Entity) {
 				return nil, reservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved and not shown in the memory panel")
 			}
-			topK, limit := MemoryViewTopK, MemoryViewTokenBudget
+			topK, limit := memoryViewTopK, memoryViewTokenBudget
 			if in.TopK != nil {
 				topK = *in.TopK
 			}
 			if in.TokenBudget != nil {
 				limit = *in.TokenBudget
 			}
-			out := memoryViewOut{Facts: []PanelFact{}}
+			out := memoryViewOut{Facts: []panelFact{}}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
-				out = memoryViewOut{Facts: []PanelFact{}}
+				out = memoryViewOut{Facts: []panelFact{}}
 				res, err := store.SearchFacts(tx, store.FactQuery{
 					Scope: c.Scope(), Entity: in.Entity, Key: in.Key,
 					Limit: topK, Now: env.now(), Policy: env.decay(),
@@ -211,7 +211,7 @@ func memoryView() *Tool {
 					if err != nil {
 						return err
 					}
-					row := panelFact(r.Fact, pinned)
+					row := newPanelFact(r.Fact, pinned)
 					if !b.take(rowTokens(row)) {
 						break
 					}
@@ -267,13 +267,13 @@ type memoryEditArgs struct {
 
 type memoryEditOut struct {
 	OldFactID string    `json:"old_fact_id"`
-	NewFact   PanelFact `json:"new_fact"`
+	NewFact   panelFact `json:"new_fact"`
 	Reason    string    `json:"reason"`
 }
 
-// EditSourceReceipt is the source_receipt memory_edit gives the new version:
+// editSourceReceipt is the source_receipt memory_edit gives the new version:
 // "memory_edit:<reason>", or "memory_edit" without a reason.
-func EditSourceReceipt(reason string) string {
+func editSourceReceipt(reason string) string {
 	if reason == "" {
 		return "memory_edit"
 	}
@@ -307,7 +307,7 @@ func memoryEdit() *Tool {
 				}
 				nf, _, err := store.PutFact(tx, store.NewFact{Scope: c.Scope(),
 					Entity: old.Entity, Key: old.Key, Value: in.NewValue,
-					SourceReceipt: EditSourceReceipt(in.Reason), Confidence: old.Confidence, Private: old.Private,
+					SourceReceipt: editSourceReceipt(in.Reason), Confidence: old.Confidence, Private: old.Private,
 					HorizonClass: old.HorizonClass, Now: env.now(),
 				})
 				if err != nil {
@@ -325,7 +325,7 @@ func memoryEdit() *Tool {
 						return err
 					}
 				}
-				out = memoryEditOut{OldFactID: old.ID, NewFact: panelFact(nf, pinned), Reason: in.Reason}
+				out = memoryEditOut{OldFactID: old.ID, NewFact: newPanelFact(nf, pinned), Reason: in.Reason}
 				return nil
 			})
 			if err != nil {
@@ -387,8 +387,8 @@ type memoryHistoryArgs struct {
 	FactID string `json:"fact_id,omitempty"`
 }
 
-// MemoryVersion is one version in memory_history.
-type MemoryVersion struct {
+// memoryVersion is one version in memory_history.
+type memoryVersion struct {
 	ID            string  `json:"id"`
 	Value         string  `json:"value"`
 	Version       uint32  `json:"version"`
@@ -417,13 +417,13 @@ func memoryHistory() *Tool {
 			byPair := in.Entity != "" || in.Key != ""
 			switch {
 			case in.FactID != "" && byPair:
-				return nil, InvalidParams(name, "fact_id", "give either fact_id or entity and key, not both")
+				return nil, invalidParams(name, "fact_id", "give either fact_id or entity and key, not both")
 			case in.FactID == "" && !byPair:
-				return nil, InvalidParams(name, "fact_id", "give either fact_id or entity and key")
+				return nil, invalidParams(name, "fact_id", "give either fact_id or entity and key")
 			case byPair && in.Entity == "":
-				return nil, InvalidParams(name, "entity", "is required with key")
+				return nil, invalidParams(name, "entity", "is required with key")
 			case byPair && in.Key == "":
-				return nil, InvalidParams(name, "key", "is required with entity")
+				return nil, invalidParams(name, "key", "is required with entity")
 			}
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -457,9 +457,9 @@ func memoryHistory() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			versions := make([]MemoryVersion, 0, len(fs))
+			versions := make([]memoryVersion, 0, len(fs))
 			for _, f := range fs {
-				v := MemoryVersion{
+				v := memoryVersion{
 					ID: f.ID, Value: f.Value, Version: f.Version, StoredAt: f.StoredAt.Format(time.RFC3339Nano),
 					SupersededBy: f.SupersededBy, Deleted: f.Deleted, SourceReceipt: f.SourceReceipt, Private: f.Private,
 				}

@@ -168,7 +168,7 @@ func TestMemoryEditErrors(t *testing.T) {
 	v1 := call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"one"}`)["fact_id"].(string)
 	v2 := call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"two"}`)["fact_id"].(string)
 
-	// Anonymous callers cannot edit.
+	// anonymous callers cannot edit.
 	text := toolError(t, srv, anon, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
 	assert.Equal(t, "memory_edit needs an authenticated caller; anonymous callers cannot change memories", text)
 	unauth := crux.Caller{Agent: "alice"} // named but not vouched for

@@ -40,8 +40,8 @@ import (
 // serves the local tier, so they are accepted, counted in
 // retrieved_chunk_ids_ignored and not recorded.
 
-// ReceiptKindMemoryUse is the kind of the receipt memory_acknowledge_use mints.
-const ReceiptKindMemoryUse = "memory_use"
+// receiptKindMemoryUse is the kind of the receipt memory_acknowledge_use mints.
+const receiptKindMemoryUse = "memory_use"
 
 // Intents memory_acknowledge_use documents. Any other value is recorded as given.
 var memoryUseIntents = []string{"answer", "decision", "tool_call", "implicit"}
@@ -55,16 +55,16 @@ type ackArgs struct {
 	Note              *string  `json:"note,omitempty"`
 }
 
-// MemoryUseReceipt is the payload of a "memory_use" receipt, with the
+// memoryUseReceipt is the payload of a "memory_use" receipt, with the
 // fields of the reference's MemoryUse body (its schema, kind, receipt_id
 // and tenant_id are in the receipt's own header) and RedactedCount, crux's
 // addition.
-type MemoryUseReceipt struct {
+type memoryUseReceipt struct {
 	TurnID        string           `json:"turn_id" cbor:"turn_id"`
 	ActorPassport string           `json:"actor_passport" cbor:"actor_passport"`
 	Intent        string           `json:"intent" cbor:"intent"`
 	CreatedAt     string           `json:"created_at" cbor:"created_at"` // RFC 3339, UTC
-	Entries       []MemoryUseEntry `json:"entries" cbor:"entries"`
+	Entries       []memoryUseEntry `json:"entries" cbor:"entries"`
 	// RetrievedChunkIDs is always empty: chunk ids are a paid-tier feature.
 	RetrievedChunkIDs []string `json:"retrieved_chunk_ids" cbor:"retrieved_chunk_ids"`
 	Confidence        *float64 `json:"confidence,omitempty" cbor:"confidence,omitempty"`
@@ -74,14 +74,14 @@ type MemoryUseReceipt struct {
 	RedactedCount int `json:"redacted_count" cbor:"redacted_count"`
 }
 
-// MemoryUseEntry is one fact a memory_use receipt records.
-type MemoryUseEntry struct {
+// memoryUseEntry is one fact a memory_use receipt records.
+type memoryUseEntry struct {
 	FactID string `json:"fact_id" cbor:"fact_id"`
 	Entity string `json:"entity" cbor:"entity"`
 }
 
-// AckedMemory is one row of memory_acknowledge_use's memories_used.
-type AckedMemory struct {
+// ackedMemory is one row of memory_acknowledge_use's memories_used.
+type ackedMemory struct {
 	FactID string `json:"fact_id"`
 	// Topic is the fact's entity; empty for a redacted (own private) fact.
 	Topic string `json:"topic"`
@@ -96,14 +96,14 @@ type ackOut struct {
 	Intent                   string        `json:"intent"`
 	FeatureEnabled           bool          `json:"feature_enabled"`
 	ReceiptRef               string        `json:"receipt_ref"`
-	MemoriesUsed             []AckedMemory `json:"memories_used"`
+	MemoriesUsed             []ackedMemory `json:"memories_used"`
 	FilteredCount            int           `json:"filtered_count"`
 	RedactedCount            int           `json:"redacted_count"`
 	NotFoundCount            int           `json:"not_found_count"`
 	NotVisibleCount          int           `json:"not_visible_count"`
 	RetrievedChunkIDsIgnored int           `json:"retrieved_chunk_ids_ignored"`
 	Notes                    []string      `json:"notes"`
-	Envelope                 *Envelope     `json:"envelope,omitempty"`
+	Envelope                 *envelope     `json:"envelope,omitempty"`
 }
 
 // memoryAckOff is the answer while CORECRUXD_FEATURE_MEMORY_ACK is off: a
@@ -115,7 +115,7 @@ func memoryAckOff(env *Env) (*Result, error) {
 	}
 	return jsonResult(map[string]any{
 		"feature_enabled": false, "feature_flag": feature.EnvMemoryAck, "tool": "memory_acknowledge_use",
-		"receipt_ref": nil, "memories_used": []AckedMemory{},
+		"receipt_ref": nil, "memories_used": []ackedMemory{},
 		"filtered_count": 0, "redacted_count": 0, "not_found_count": 0, "not_visible_count": 0,
 		"note": "nothing was recorded: " + feature.EnvMemoryAck + " is off (off by default; set it to 1 to enable)",
 	})
@@ -176,11 +176,11 @@ func memoryAcknowledgeUse() *Tool {
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				now = env.now()
 				o := base // a retried transaction starts again from here
-				o.MemoriesUsed = []AckedMemory{}
+				o.MemoriesUsed = []ackedMemory{}
 				shared = nil
-				body := MemoryUseReceipt{
+				body := memoryUseReceipt{
 					TurnID: in.TurnID, ActorPassport: me, Intent: o.Intent,
-					CreatedAt: now.Format(time.RFC3339Nano), Entries: []MemoryUseEntry{},
+					CreatedAt: now.Format(time.RFC3339Nano), Entries: []memoryUseEntry{},
 					RetrievedChunkIDs: []string{}, Confidence: in.Confidence,
 				}
 				if in.Note != nil {
@@ -207,16 +207,16 @@ func memoryAcknowledgeUse() *Tool {
 						o.NotVisibleCount++
 					case f.Private: // visible, so the caller's own
 						o.RedactedCount++
-						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, AgeDays: ageDays(f, now), Redacted: true})
+						o.MemoriesUsed = append(o.MemoriesUsed, ackedMemory{FactID: f.ID, AgeDays: ageDays(f, now), Redacted: true})
 					default:
-						body.Entries = append(body.Entries, MemoryUseEntry{FactID: f.ID, Entity: f.Entity})
-						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
+						body.Entries = append(body.Entries, memoryUseEntry{FactID: f.ID, Entity: f.Entity})
+						o.MemoriesUsed = append(o.MemoriesUsed, ackedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
 						fr := env.decay().Freshness(f.HorizonClass, f.Anchor(), now)
 						shared = append(shared, store.RankedFact{Fact: f, Freshness: fr, Effective: store.EffectiveConfidence(f.Confidence, fr)})
 					}
 				}
 				body.RedactedCount = o.RedactedCount
-				rec, err := receipts.Append(tx, env.Signer, scope.Tenant, ReceiptKindMemoryUse, c.Name(), body, now)
+				rec, err := receipts.Append(tx, env.Signer, scope.Tenant, receiptKindMemoryUse, c.Name(), body, now)
 				if err != nil {
 					return err
 				}
@@ -231,7 +231,7 @@ func memoryAcknowledgeUse() *Tool {
 				return jsonResult(out)
 			}
 			e := readEnvelope(name, shared, now)
-			e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "receipt_emit"})
+			e.PredictedEffects = append(e.PredictedEffects, effect{Kind: "receipt_emit"})
 			e.Links["verify"] = "crux verify receipt " + out.ReceiptRef
 			out.Envelope = e
 			result, err := jsonResult(out)

@@ -173,6 +173,6 @@ func (e *Env) Listed(ctx context.Context, c Caller) []string {
 		}
 		names = allowed
 	}
-	intent, _ := e.Intents.Intent(c, e.now())
+	intent, _ := e.intents.Intent(c, e.now())
 	return surface.Shape(string(e.Flags.ToolSurface), names, intent)
 }

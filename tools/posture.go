@@ -31,8 +31,8 @@ import (
 //     contract's daemon_loopback_configured and data_dir_configured are left
 //     out and a note says why.
 
-// RouteAccess is one route of a crux transport and what it requires.
-type RouteAccess struct {
+// routeAccess is one route of a crux transport and what it requires.
+type routeAccess struct {
 	Transport        string   `json:"transport"`
 	Route            string   `json:"route"`
 	RequiredAnyScope []string `json:"required_any_scope"`
@@ -66,7 +66,7 @@ func routeAccessMatrix() *Tool {
 					"<tool>, or " + surface.QueryCapability + " for query, query_scan and query_expand; refused with -32030 otherwise"
 				listNote = "lists only the tools the token allows"
 			}
-			routes := []RouteAccess{
+			routes := []routeAccess{
 				{Transport: "stdio", Route: "initialize", RequiredAnyScope: []string{}, Enforced: false,
 					PassportBinding: passport, TenantBinding: tenant, Notes: "protocol handshake; needs no capability"},
 				{Transport: "stdio", Route: "tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
@@ -90,8 +90,8 @@ type execplanGateArgs struct {
 	Notes        string   `json:"notes,omitempty"`
 }
 
-// GateRecord is the value of an execplan_gate fact, as JSON.
-type GateRecord struct {
+// gateRecord is the value of an execplan_gate fact, as JSON.
+type gateRecord struct {
 	Slug         string   `json:"slug"`
 	Milestone    string   `json:"milestone"`
 	Status       string   `json:"status"`
@@ -104,8 +104,8 @@ type GateRecord struct {
 	RecordedAt   string   `json:"recorded_at"`
 }
 
-// ExecplanPrefix starts the entity of an execution plan's facts.
-const ExecplanPrefix = "execplan:"
+// execplanPrefix starts the entity of an execution plan's facts.
+const execplanPrefix = "execplan:"
 
 var commitSHA = regexp.MustCompile(`^[0-9a-fA-F]{7,64}$`)
 
@@ -125,23 +125,23 @@ func execplanGate() *Tool {
 			slug := strings.TrimSpace(in.Slug)
 			switch {
 			case slug == "":
-				return nil, InvalidParams(name, "slug", "must not be empty")
-			case strings.HasPrefix(slug, ExecplanPrefix):
-				return nil, InvalidParams(name, "slug", "give the slug without the execplan: prefix")
+				return nil, invalidParams(name, "slug", "must not be empty")
+			case strings.HasPrefix(slug, execplanPrefix):
+				return nil, invalidParams(name, "slug", "give the slug without the execplan: prefix")
 			}
 			milestone := strings.TrimPrefix(strings.TrimSpace(in.Milestone), "gate:")
 			if milestone == "" {
-				return nil, InvalidParams(name, "milestone", "must name a milestone, such as M2 or gate:M2")
+				return nil, invalidParams(name, "milestone", "must name a milestone, such as M2 or gate:M2")
 			}
 			if !commitSHA.MatchString(in.CommitSHA) {
-				return nil, InvalidParams(name, "commit_sha", "must be 7 to 64 hexadecimal digits")
+				return nil, invalidParams(name, "commit_sha", "must be 7 to 64 hexadecimal digits")
 			}
-			entity, key := ExecplanPrefix+slug, "gate:"+milestone
+			entity, key := execplanPrefix+slug, "gate:"+milestone
 			if err := checkNames(name, "slug", entity, "milestone", key); err != nil {
 				return nil, err
 			}
 			now := env.now()
-			rec := GateRecord{
+			rec := gateRecord{
 				Slug: slug, Milestone: milestone, Status: in.Status, CommitSHA: strings.ToLower(in.CommitSHA),
 				TestsPassing: in.TestsPassing, Artifacts: in.Artifacts, Notes: in.Notes, TokenBudget: in.TokenBudget,
 				RecordedBy: c.Name(), RecordedAt: now.Format(time.RFC3339Nano),
@@ -173,15 +173,15 @@ func execplanGate() *Tool {
 	}
 }
 
-// AuthPosture is what auth_posture_audit reports.
-type AuthPosture struct {
+// authPosture is what auth_posture_audit reports.
+type authPosture struct {
 	Schema                     string     `json:"schema"`
 	CheckedAt                  string     `json:"checked_at"`
 	MCPAgent                   string     `json:"mcp_agent"`
 	Authenticated              bool       `json:"authenticated"`
 	Tenant                     string     `json:"tenant"`
 	RCXRouterConfigured        bool       `json:"rcx_router_configured"`
-	Token                      *TokenInfo `json:"token,omitempty"`
+	Token                      *tokenInfo `json:"token,omitempty"`
 	AgentPassportsEnabled      bool       `json:"agent_passports_enabled"`
 	PassportRevocationEnforced bool       `json:"passport_revocation_enforced"`
 	ReceiptSignerKeyID         string     `json:"receipt_signer_key_id"`
@@ -189,8 +189,8 @@ type AuthPosture struct {
 	RecommendedChecks          []string   `json:"recommended_checks"`
 }
 
-// TokenInfo names the capability token a server enforces.
-type TokenInfo struct {
+// tokenInfo names the capability token a server enforces.
+type tokenInfo struct {
 	ID   string `json:"id"`
 	Tier string `json:"tier"`
 }
@@ -210,7 +210,7 @@ func authPostureAudit() *Tool {
 			"recommended_checks: [string]}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
-			p := AuthPosture{
+			p := authPosture{
 				Schema: "crux.auth_posture_audit.v1", CheckedAt: env.now().Format(time.RFC3339Nano),
 				MCPAgent: c.Name(), Authenticated: c.Identity() != "", Tenant: c.TenantID(),
 				RCXRouterConfigured: env.Router != nil, AgentPassportsEnabled: env.Flags.AgentPassports,
@@ -227,7 +227,7 @@ func authPostureAudit() *Tool {
 			}
 			if env.Router != nil {
 				info := env.Router.Info()
-				p.Token = &TokenInfo{ID: info.TokenID, Tier: info.Tier}
+				p.Token = &tokenInfo{ID: info.TokenID, Tier: info.Tier}
 				p.Notes = append(p.Notes, "calls are checked against capability token "+info.TokenID+" (tier "+info.Tier+")")
 			} else {
 				p.Notes = append(p.Notes, "no RCX router: every call is allowed (fail-open)")

@@ -22,7 +22,7 @@ import (
 // separate. Session ids starting with __agent_session:: are refused, so an
 // anonymous caller can never name an agent's session.
 //
-// Expiry: ttl_seconds (0 = never, at most [MaxSessionTTL]) sets a deadline
+// Expiry: ttl_seconds (0 = never, at most maxSessionTTL) sets a deadline
 // on each save. A session past it is gone for every tool; it is deleted
 // when a tool comes across it (get, list, delete) and every save or
 // checkpoint reclaims up to [sessionReclaimBatch] expired sessions of its
@@ -34,15 +34,15 @@ import (
 
 // Limits of the session tools.
 const (
-	// MaxSessionStateBytes caps a session's state as compact JSON.
-	MaxSessionStateBytes = 1 << 20
-	// MaxSessionTTL is the longest ttl_seconds accepted.
-	MaxSessionTTL = 365 * 24 * time.Hour
-	// MaxListedSessions is the most ids list_sessions returns; it reports
+	// maxSessionStateBytes caps a session's state as compact JSON.
+	maxSessionStateBytes = 1 << 20
+	// maxSessionTTL is the longest ttl_seconds accepted.
+	maxSessionTTL = 365 * 24 * time.Hour
+	// maxListedSessions is the most ids list_sessions returns; it reports
 	// truncated when more match.
-	MaxListedSessions = 1000
-	// CheckpointSchema names the state session_checkpoint stores.
-	CheckpointSchema = "crux.session_checkpoint.v1"
+	maxListedSessions = 1000
+	// checkpointSchema names the state session_checkpoint stores.
+	checkpointSchema = "crux.session_checkpoint.v1"
 )
 
 // sessionReclaimBatch is how many expired sessions one write reclaims.
@@ -55,7 +55,7 @@ func checkSessionID(tool, id string) error {
 		return err
 	}
 	if strings.HasPrefix(id, store.AgentSessionPrefix) {
-		return InvalidParams(tool, "session_id", "ids starting with "+store.AgentSessionPrefix+" are reserved for crux")
+		return invalidParams(tool, "session_id", "ids starting with "+store.AgentSessionPrefix+" are reserved for crux")
 	}
 	return nil
 }
@@ -65,11 +65,11 @@ func sessionTokens(b []byte) int { return max(1, len(b)/4) }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// checkTTL enforces MaxSessionTTL. (The schema does not carry it as a
+// checkTTL enforces maxSessionTTL. (The schema does not carry it as a
 // maximum: its message would print the bound as 3.1536e+07.)
 func checkTTL(tool string, ttl int64) error {
-	if ttl > int64(MaxSessionTTL/time.Second) {
-		return InvalidParams(tool, "ttl_seconds", fmt.Sprintf("must be <= %d (365 days)", int64(MaxSessionTTL/time.Second)))
+	if ttl > int64(maxSessionTTL/time.Second) {
+		return invalidParams(tool, "ttl_seconds", fmt.Sprintf("must be <= %d (365 days)", int64(maxSessionTTL/time.Second)))
 	}
 	return nil
 }
@@ -140,8 +140,8 @@ type sessionIDArgs struct {
 	SessionID string `json:"session_id"`
 }
 
-// SessionOut is a session as get_session returns it.
-type SessionOut struct {
+// sessionOut is a session as get_session returns it.
+type sessionOut struct {
 	SessionID     string          `json:"session_id"`
 	State         json.RawMessage `json:"state"`
 	UpdatedAt     string          `json:"updated_at"`
@@ -191,7 +191,7 @@ func getSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			out := SessionOut{
+			out := sessionOut{
 				SessionID: s.ID, State: s.State, UpdatedAt: stamp(s.UpdatedAt), TotalTokens: sessionTokens(s.State),
 				Archived: s.Archived, ArchiveReason: s.ArchiveReason, WrittenBy: s.WrittenBy,
 			}
@@ -236,10 +236,10 @@ func saveSession() *Tool {
 			}
 			var state bytes.Buffer
 			if err := json.Compact(&state, in.State); err != nil {
-				return nil, InvalidParams(name, "state", "must be a JSON object")
+				return nil, invalidParams(name, "state", "must be a JSON object")
 			}
-			if state.Len() > MaxSessionStateBytes {
-				return nil, InvalidParams(name, "state", fmt.Sprintf("larger than %d bytes as compact JSON", MaxSessionStateBytes))
+			if state.Len() > maxSessionStateBytes {
+				return nil, invalidParams(name, "state", fmt.Sprintf("larger than %d bytes as compact JSON", maxSessionStateBytes))
 			}
 			s, err := writeSession(ctx, env, c, in.SessionID, state.Bytes(), in.TTLSeconds)
 			if err != nil {
@@ -266,12 +266,12 @@ type checkpointArgs struct {
 	TTLSeconds       int64             `json:"ttl_seconds,omitempty"`
 }
 
-// Checkpoint is the state session_checkpoint stores (schema
+// checkpoint is the state session_checkpoint stores (schema
 // crux.session_checkpoint.v1). Fields not given are left out. Trimmed
 // maps each field cut to fit the token budget to what was cut: entries
 // dropped from a list (oldest first), bytes cut from the end of a text, 1
 // for a dropped test_status.
-type Checkpoint struct {
+type checkpoint struct {
 	Schema           string            `json:"schema"`
 	Objective        string            `json:"objective,omitempty"`
 	CurrentMilestone string            `json:"current_milestone,omitempty"`
@@ -290,7 +290,7 @@ type Checkpoint struct {
 // objective, current_milestone and next_action, cut at a rune boundary.
 // It returns the JSON, or the tokens the smallest checkpoint needs when
 // even that does not fit.
-func (cp *Checkpoint) fit(budget int) ([]byte, int, error) {
+func (cp *checkpoint) fit(budget int) ([]byte, int, error) {
 	b, err := codec.MarshalNoEscape(cp)
 	if err != nil {
 		return nil, 0, err
@@ -374,7 +374,7 @@ func sessionCheckpoint() *Tool {
 	const name = "session_checkpoint"
 	return &Tool{
 		Name: name,
-		Description: "Checkpoint one of your sessions compactly: stores a " + CheckpointSchema + " state built from the " +
+		Description: "Checkpoint one of your sessions compactly: stores a " + checkpointSchema + " state built from the " +
 			"typed fields (objective, current_milestone, decisions, open_questions, files_touched, commands_run, " +
 			"test_status, next_action), replacing the session's state; get_session reads it back. token_budget is " +
 			"required and must be greater than 0: the stored state is trimmed to fit it (JSON bytes / 4) by cutting " +
@@ -393,10 +393,10 @@ func sessionCheckpoint() *Tool {
 				return nil, err
 			}
 			if in.TokenBudget <= 0 { // the schema says so too; keep the rule where the value is used
-				return nil, InvalidParams(name, "token_budget", "must be greater than 0")
+				return nil, invalidParams(name, "token_budget", "must be greater than 0")
 			}
-			cp := Checkpoint{
-				Schema: CheckpointSchema, Objective: in.Objective, CurrentMilestone: in.CurrentMilestone,
+			cp := checkpoint{
+				Schema: checkpointSchema, Objective: in.Objective, CurrentMilestone: in.CurrentMilestone,
 				FilesTouched: in.FilesTouched, CommandsRun: in.CommandsRun, NextAction: in.NextAction,
 			}
 			for _, src := range []struct {
@@ -423,9 +423,9 @@ func sessionCheckpoint() *Tool {
 			case err != nil:
 				return nil, err
 			case state == nil:
-				return nil, InvalidParams(name, "token_budget", fmt.Sprintf("too small: a checkpoint needs at least %d tokens", need))
-			case len(state) > MaxSessionStateBytes:
-				return nil, InvalidParams(name, "token_budget", fmt.Sprintf("lets the checkpoint exceed %d bytes; lower it", MaxSessionStateBytes))
+				return nil, invalidParams(name, "token_budget", fmt.Sprintf("too small: a checkpoint needs at least %d tokens", need))
+			case len(state) > maxSessionStateBytes:
+				return nil, invalidParams(name, "token_budget", fmt.Sprintf("lets the checkpoint exceed %d bytes; lower it", maxSessionStateBytes))
 			}
 			s, err := writeSession(ctx, env, c, in.SessionID, state, in.TTLSeconds)
 			if err != nil {
@@ -453,7 +453,7 @@ func listSessions() *Tool {
 		Description: fmt.Sprintf("List the ids of your sessions, sorted (byte order), at most %d; truncated says "+
 			"when more matched (narrow them with prefix). Archived sessions are left out unless include_archived; "+
 			"expired ones never appear. prefix keeps the ids starting with it (a crux addition: the reference had "+
-			"no filter). Sessions are per agent: another agent's never appear.", MaxListedSessions),
+			"no filter). Sessions are per agent: another agent's never appear.", maxListedSessions),
 		Annotations: Annotations{Title: "List sessions", IdempotentHint: true},
 		Output:      "{sessions: [string], count, truncated}",
 		schema:      schemaFor(name),
@@ -463,7 +463,7 @@ func listSessions() *Tool {
 			}
 			q := store.SessionQuery{
 				Scope: c.Scope(), Prefix: in.Prefix,
-				IncludeArchived: in.IncludeArchived, Limit: MaxListedSessions, Now: env.now(),
+				IncludeArchived: in.IncludeArchived, Limit: maxListedSessions, Now: env.now(),
 			}
 			var res store.SessionList
 			err := env.Store.View(ctx, func(tx store.Tx) error {

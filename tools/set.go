@@ -22,10 +22,10 @@ const (
 	MaxValueBytes = 1 << 20
 )
 
-// CommonArguments are accepted by every tool in addition to its own:
+// commonArguments are accepted by every tool in addition to its own:
 // turn_id (an opaque per-host turn identifier) and contract (an output
 // contract name). Tools that do not use them ignore them.
-var CommonArguments = []string{"turn_id", "contract"}
+var commonArguments = []string{"turn_id", "contract"}
 
 // Set is a compiled list of tools, ready to run calls. It is immutable and
 // safe for concurrent use.
@@ -75,7 +75,7 @@ func compileSchema(t *Tool) (*jsonschema.Schema, error) {
 	if !ok {
 		return nil, errors.New("schema: properties must be an object")
 	}
-	for _, name := range CommonArguments {
+	for _, name := range commonArguments {
 		if _, ok := props[name]; !ok {
 			props[name] = map[string]any{"type": "string"}
 		}
@@ -114,15 +114,15 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 		args = json.RawMessage("{}")
 	}
 	if len(args) > MaxArgumentBytes {
-		return nil, InvalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
+		return nil, invalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
 	}
 	var props map[string]json.RawMessage
 	if err := json.Unmarshal(args, &props); err != nil || props == nil {
-		return nil, InvalidParams(tool, "arguments", "must be a JSON object")
+		return nil, invalidParams(tool, "arguments", "must be a JSON object")
 	}
 	for name, raw := range props {
 		if !utf8.Valid(raw) {
-			return nil, InvalidParams(tool, name, "is not valid UTF-8")
+			return nil, invalidParams(tool, name, "is not valid UTF-8")
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
@@ -130,25 +130,25 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	var doc any
 	var err error
 	if err = dec.Decode(&doc); err != nil {
-		return nil, InvalidParams(tool, "arguments", "must be a JSON object")
+		return nil, invalidParams(tool, "arguments", "must be a JSON object")
 	}
 	if path, reason := checkStrings(doc, props, ""); path != "" {
-		return nil, InvalidParams(tool, path, reason)
+		return nil, invalidParams(tool, path, reason)
 	}
 	if integral(doc) {
 		// JSON Schema counts 5.0 as an integer; Go's decoder does not. Say
 		// 5.0 as 5 so that what the schema accepts decodes.
 		if args, err = json.Marshal(doc); err != nil {
-			return nil, InvalidParams(tool, "arguments", err.Error())
+			return nil, invalidParams(tool, "arguments", err.Error())
 		}
 	}
 	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			param, reason := explain(ve)
-			return nil, InvalidParams(tool, param, reason)
+			return nil, invalidParams(tool, param, reason)
 		}
-		return nil, InvalidParams(tool, "arguments", err.Error())
+		return nil, invalidParams(tool, "arguments", err.Error())
 	}
 	return args, nil
 }

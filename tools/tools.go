@@ -70,9 +70,9 @@ type ParamError struct {
 	ErrorCode string `json:"error_code,omitempty"`
 }
 
-// InvalidParams returns the -32602 error for an argument of tool:
+// invalidParams returns the -32602 error for an argument of tool:
 // "<tool>: <param>: <reason>", with data {param, reason}.
-func InvalidParams(tool, param, reason string) *Error {
+func invalidParams(tool, param, reason string) *Error {
 	return &Error{
 		Code:    CodeInvalidParams,
 		Message: tool + ": " + param + ": " + reason,
@@ -80,8 +80,8 @@ func InvalidParams(tool, param, reason string) *Error {
 	}
 }
 
-// Anonymous is the name of a caller without an authenticated identity.
-const Anonymous = "anonymous"
+// anonymous is the name of a caller without an authenticated identity.
+const anonymous = "anonymous"
 
 // DefaultTenant is the tenant of a caller that names none.
 const DefaultTenant = "default"
@@ -91,7 +91,7 @@ const DefaultTenant = "default"
 // bearer token to an agent.
 //
 // Only an authenticated caller has an identity: every tool treats an
-// unauthenticated caller as anonymous, whatever Agent says. Anonymous
+// unauthenticated caller as anonymous, whatever Agent says. anonymous
 // callers share the public pool and have no private scope.
 type Caller struct {
 	Agent         string // the agent's name
@@ -112,8 +112,8 @@ func (c Caller) Validate() error {
 	switch {
 	case strings.Contains(c.Agent, "::") || strings.HasSuffix(c.Agent, ":") || strings.IndexFunc(c.Agent, unicode.IsControl) >= 0:
 		return fmt.Errorf(`crux: invalid caller agent name %q: it must not contain "::", end with ":" or contain control characters`, c.Agent)
-	case c.Authenticated && c.Agent == Anonymous:
-		return fmt.Errorf("crux: invalid caller: an authenticated agent cannot be called %q", Anonymous)
+	case c.Authenticated && c.Agent == anonymous:
+		return fmt.Errorf("crux: invalid caller: an authenticated agent cannot be called %q", anonymous)
 	case strings.IndexFunc(c.Tenant, unicode.IsControl) >= 0:
 		return fmt.Errorf("crux: invalid caller tenant %q: it must not contain control characters", c.Tenant)
 	}
@@ -133,7 +133,7 @@ func (c Caller) Name() string {
 	if id := c.Identity(); id != "" {
 		return id
 	}
-	return Anonymous
+	return anonymous
 }
 
 // TenantID is the caller's tenant, DefaultTenant when unset.
@@ -178,8 +178,8 @@ type Env struct {
 	Flags feature.Flags
 	// Surface is the tier table resolved under Flags.
 	Surface surface.Table
-	// Intents holds the intent each caller declared with cuecrux_session.
-	Intents *IntentBook
+	// intents holds the intent each caller declared with cuecrux_session.
+	intents *intentBook
 	// Tools names the tools the server serves, in catalogue order.
 	Tools []string
 	// Logger receives reports of recovered panics and internal errors.
@@ -203,7 +203,7 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 	}
 	return &Env{
 		Store: st, Now: now, Signer: signer, Router: router, Flags: flags,
-		Surface: surface.Resolve(flags.AgentPassports), Intents: new(IntentBook), Tools: names, Logger: logger,
+		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, Logger: logger,
 	}
 }
 
@@ -272,9 +272,9 @@ func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, 
 		if err := json.Unmarshal(args, in); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) && te.Field != "" {
-				return nil, InvalidParams(name, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
+				return nil, invalidParams(name, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
 			}
-			return nil, InvalidParams(name, "arguments", err.Error())
+			return nil, invalidParams(name, "arguments", err.Error())
 		}
 		return fn(ctx, env, c, in)
 	}
