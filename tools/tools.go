@@ -219,10 +219,11 @@ func (e *Env) decay() store.DecayPolicy {
 }
 
 // capabilityCall is the capability check a call to the named tool makes:
-// the tool's capability string, preferring the hosted backend when the
-// tool is hosted-gated.
+// the tool's capability string, on the local backend. A hosted-gated tool
+// asks for the local backend too: crux runs no hosted platform, so a
+// refusal receipt never names one.
 func (e *Env) capabilityCall(name string) rcx.Call {
-	return rcx.ToolCall(surface.Capability(name), !e.Surface.IsLocal(name))
+	return rcx.ToolCall(surface.Capability(name), false)
 }
 
 // handler is a tool's implementation after argument checking.
