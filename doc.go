@@ -15,7 +15,7 @@
 //
 // # Tools
 //
-// The tools follow the contracts of the reference manual's chapter 12: the
+// The tools are compatible with the CueCrux tool contract: the
 // session handshake (cuecrux_session) and autonomy_contract; facts
 // (store_fact, query_facts, delete_fact, list_entities, get_bootstrap,
 // fact_history); acknowledged memory use; scoped forget and its dry run; the
@@ -25,9 +25,9 @@
 // issue_passport); decisions; constraints, config audit and action
 // enrichment; and the hosted-tier sync_pull and sync_push. Each description is
 // prefixed with its tier marker ([local] or [hosted], package surface) and
-// ends with a hint to open a session first. Where the reference silently
-// drops a parameter, crux honours it (query_facts' entity_prefix and key,
-// get_bootstrap's token_budget); an argument a tool does not declare is an
+// ends with a hint to open a session first. Every declared parameter takes
+// effect (query_facts' entity_prefix and key, get_bootstrap's
+// token_budget included); an argument a tool does not declare is an
 // error, never ignored, except turn_id and contract, which every tool
 // accepts.
 //
@@ -48,12 +48,12 @@
 // BLAKE3-hashed, chained per tenant), stored in the same transaction as the
 // change it attests, and verifiable offline with [Server.Keyring].
 //
-// With [Options.Router] (package rcx: a capability token and the reference
-// router), tools/list shows only what the token grants, annotated with the
-// token, and a call it does not grant fails with -32030 "RCX capability
-// denied: <reason_code>" before the tool runs; the error data carries the
-// signed refusal receipt. Without a router every call is allowed: the
-// fail-open default of the reference, reported by [Server.Enforcing]. The
+// With [Options.Router] (package rcx: a capability token and the router
+// that decides each call by it), tools/list shows only what the token
+// grants, annotated with the token, and a call it does not grant fails with
+// -32030 "RCX capability denied: <reason_code>" before the tool runs; the
+// error data carries the signed refusal receipt. Without a router every call
+// is allowed (the server fails open), as [Server.Enforcing] reports. The
 // crux command always enforces a free-local token signed with the key of
 // its data directory. With Flags.PassportRevocation, a caller whose passport
 // record is revoked may call only get_passport and get_agent_identity.
@@ -87,8 +87,8 @@
 //
 // # Flags
 //
-// [Flags] holds every feature flag and setting of the reference manual with
-// its documented default; [FlagsFromEnv] reads them from the environment
+// [Flags] holds every feature flag and setting of the CueCrux tool
+// contract with its default; [FlagsFromEnv] reads them from the environment
 // with each flag's own parsing rule. The library never reads the
 // environment by itself: pass the flags in [Options].
 //
