@@ -8,8 +8,8 @@
 //
 // # Wire model
 //
-// A receipt is two byte strings, following the reference's CROWN v1 wire
-// model ("bytes-first"):
+// A receipt is two byte strings, in the CueCrux signed-receipt wire model
+// ("bytes-first": the stored bytes are the signed bytes):
 //
 //   - The body: a CBOR map whose keys appear in this order: schema
 //     ("crux.receipt.body.v1"), kind, receipt_id, tenant_id, seq, prev_hash,
@@ -22,24 +22,25 @@
 //     always encode alike; the body's own keys keep the declared order. The
 //     body is encoded once: the stored bytes are the bytes that were hashed
 //     and signed, and verifiers never re-encode them.
-//   - The signature record: a CBOR map with the reference's ReceiptSigV1
-//     fields: schema ("crux.receipt.sig.v1"), receipt_id, alg ("ed25519"),
-//     key_id, signed_at (RFC 3339), signature (64 bytes, Ed25519 over the raw
-//     body bytes) and signed_payload_hash (32 bytes, BLAKE3 of the body).
+//   - The signature record: a CBOR map with the fields of the CueCrux receipt
+//     signature record: schema ("crux.receipt.sig.v1"), receipt_id, alg
+//     ("ed25519"), key_id, signed_at (RFC 3339), signature (64 bytes, Ed25519
+//     over the raw body bytes) and signed_payload_hash (32 bytes, BLAKE3 of
+//     the body).
 //
-// The stored payload hash (BLAKE3 of the body, kept next to it) plays the
-// part of the reference's event-header hash.
+// The stored payload hash (BLAKE3 of the body, kept next to it) is what the
+// signature record's signed_payload_hash must equal.
 //
 // # Keys
 //
 // A [Signer] signs; [Ed25519Signer] is the default implementation, and an
 // embedder may implement Signer over an HSM or a KMS. A key id is the
 // key's [Fingerprint]: "p_" and the lowercase hex of the first 16 bytes of
-// BLAKE3 of the public key (the reference's passport fingerprint).
+// BLAKE3 of the public key (CueCrux's passport-fingerprint format).
 // [LoadOrCreateKey] keeps the seed in <dir>/signing.key (lowercase hex and a
 // newline, mode 0600), created once, atomically, and never replaced. A
-// [Keyring] holds public keys only; its JSON form is the reference's
-// keyring v1: {"v":1,"keys":[{"keyId":"…","pubKeyBase64":"…"}]}.
+// [Keyring] holds public keys only; its JSON form is the CueCrux keyring
+// format, version 1: {"v":1,"keys":[{"keyId":"…","pubKeyBase64":"…"}]}.
 //
 // # Storage layout
 //
@@ -62,8 +63,8 @@
 //
 // # Verification
 //
-// [Verify] follows the reference's verify_receipt_v1 (§1.3 of the internals
-// notes) and reports one [Code]:
+// [Verify] checks a receipt the way CueCrux receipt verification (version 1)
+// does and reports one [Code]:
 //
 //  1. BLAKE3 of the body is compared with the stored payload hash
 //     (integrity.payload_hash_matches).
@@ -91,13 +92,13 @@
 //     receipt, and still verify.
 //
 // Strictness: Go's [ed25519.Verify] rejects signatures whose S is not
-// canonical (S ≥ ℓ) and, because it compares the encoding of the recomputed
-// R with the signature's bytes, non-canonical R encodings; it accepts
+// canonical (S ≥ ℓ) and, because it compares the encoding of the recomputed R
+// with the signature's bytes, non-canonical R encodings; it accepts
 // small-order public keys and R points and non-canonical public-key
 // encodings. Verify adds what Rust's verify_strict checks on top: the public
 // key must be a canonical encoding of a curve point that is not of small
-// order (else [PubkeyInvalid]; the reference reports a small-order key as
-// SIG_INVALID), and R must not be of small order (else [SigInvalid]). With
+// order (else [PubkeyInvalid], which names the key rather than the signature
+// as the defect), and R must not be of small order (else [SigInvalid]). With
 // the identity as public key, for example, Go's Verify accepts the
 // signature R = identity, S = 0 for every message; Verify does not.
 //

@@ -17,7 +17,8 @@ import (
 const KeyringVersion = 1
 
 // Keyring maps key ids to Ed25519 public keys: all a verifier needs. It
-// holds public keys only. Its JSON form is the reference's keyring v1:
+// holds public keys only. Its JSON form is the CueCrux keyring format,
+// version 1:
 //
 //	{"v":1,"keys":[{"keyId":"p_…","pubKeyBase64":"<std base64 of 32 bytes>"}]}
 //

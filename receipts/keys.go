@@ -31,7 +31,7 @@ type Signer interface {
 }
 
 // Fingerprint is the key id of pub: "p_" and the lowercase hex of the first
-// 16 bytes of BLAKE3(pub), the reference's passport fingerprint.
+// 16 bytes of BLAKE3(pub), in CueCrux's passport-fingerprint format.
 func Fingerprint(pub ed25519.PublicKey) string {
 	sum := blake3.Sum256(pub)
 	return "p_" + hex.EncodeToString(sum[:16])

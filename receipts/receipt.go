@@ -91,7 +91,8 @@ type wireHeader struct {
 	Actor     string `cbor:"actor"`
 }
 
-// SigRecord is the decoded signature record (the reference's ReceiptSigV1).
+// SigRecord is the decoded signature record (CueCrux's receipt signature
+// record, version 1).
 // It encodes to and decodes from its CBOR wire form with MarshalCBOR and
 // UnmarshalCBOR; decoding checks the schema and the time format only, so
 // that [Verify] can name every other defect.

@@ -10,8 +10,8 @@ import (
 	"lukechampine.com/blake3"
 )
 
-// Code names the outcome of [Verify]. The values are the reference's
-// verify_receipt_v1 codes, plus BODY_HEADER_MISMATCH.
+// Code names the outcome of [Verify]. The values are the codes of CueCrux
+// receipt verification (version 1), plus crux's BODY_HEADER_MISMATCH.
 type Code string
 
 // Verification codes, in the order Verify checks them (see the package
@@ -53,8 +53,8 @@ const (
 	BodyHeaderMismatch Code = "BODY_HEADER_MISMATCH"
 )
 
-// Report is the result of [Verify], in the reference's
-// crux.receipt.verify.v1 shape (without the retrieval-trace fields).
+// Report is the result of [Verify], in the crux.receipt.verify.v1 shape of
+// the CueCrux receipt format (without its retrieval-trace fields).
 type Report struct {
 	Schema      string `json:"schema"`
 	ReceiptID   string `json:"receipt_id"`
@@ -69,9 +69,9 @@ type Report struct {
 	// does not match.
 	SignatureValid bool `json:"signature_valid"`
 	// PubkeyFingerprint is the [Fingerprint] of the keyring's key for the
-	// record's key_id, when the keyring has one. (The reference reports the
-	// full BLAKE3 hex of the key; crux reports the passport fingerprint, so
-	// it compares directly with key ids and passport ids.)
+	// record's key_id, when the keyring has one: this fingerprint rather
+	// than the full BLAKE3 hex of the key, so it compares directly with key
+	// ids and passport fingerprints.
 	PubkeyFingerprint string `json:"pubkey_fingerprint,omitempty"`
 	ErrorCode         Code   `json:"error_code"`
 	ErrorMessage      string `json:"error_message,omitempty"`
