@@ -230,7 +230,7 @@ func (t *Token) check() error {
 }
 
 // Sig is an Ed25519 signature. It is a CBOR byte string on the wire and
-// lowercase hex in JSON, as in the reference's JSON mirror.
+// lowercase hex in JSON, as in the rcx-ct/1.0 JSON form.
 type Sig [SignatureSize]byte
 
 // MarshalText returns the signature as lowercase hex.

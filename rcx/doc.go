@@ -1,8 +1,8 @@
 // Package rcx implements RCX capability tokens (spec rcx-ct/1.0) and the
-// router that decides, per call, whether a token authorises a capability:
-// the token model, its deterministic CBOR encoding, BLAKE3 token hash and
-// Ed25519 signature, the free-local token every installation mints for
-// itself, and the reference decision algorithm with its reason codes,
+// router that decides, per call, whether a token authorises a capability: the
+// token model, its deterministic CBOR encoding, BLAKE3 token hash and Ed25519
+// signature, the free-local token every installation mints for itself, and
+// the decision algorithm of the CueCrux tool contract with its reason codes,
 // X-Crux-Mode stamps and refusal receipts.
 //
 // The package knows nothing of MCP, storage or tools: callers hand it
@@ -16,10 +16,10 @@
 // fallbacks and revocation pointers. [Token.Encode] writes RFC 8949 §4.2.1
 // core deterministic CBOR (map keys sorted bytewise by their encoding,
 // which is length first; shortest heads; no indefinite lengths, floats or
-// tags), the rules of the reference's hand-written encoder. Optional
+// tags), the encoding rules of CueCrux's rcx-ct/1.0 token format. Optional
 // values are CBOR null; team_scope and enterprise_scope are left out when
-// absent. The encoding reproduces the reference's golden vector byte for
-// byte (see the package tests).
+// absent. The encoding reproduces the format's golden token vector byte for
+// byte (the package tests hold it).
 //
 // The token hash ([Token.Hash]) is BLAKE3-256 of [Token.SigningBytes], the
 // encoding with signature.sig zeroed; the signature is Ed25519 over those
@@ -35,7 +35,8 @@
 // re-encoded hash, and spec rcx-ct/1.0 has none. Decode never panics
 // (FuzzDecodeToken).
 //
-// [Token.ValidateBasic] reports the reference's structural issue codes.
+// [Token.ValidateBasic] reports structural defects with the issue codes of
+// the rcx-ct/1.0 format.
 //
 // # The free-local token
 //
@@ -56,7 +57,7 @@
 // the Call an MCP tool makes; [UpgradeHintFor] gives the upgrade hint of
 // the five metered service scopes.
 //
-// [NewRouter] returns the reference router, [TokenRouter]. It verifies the
+// [NewRouter] returns the built-in router, [TokenRouter]. It verifies the
 // token's signature once against the trusted issuer key and precomputes
 // the token hash and a capability index, so an authorised Decide is a few
 // map lookups with no allocation. A token that fails verification does not
@@ -64,22 +65,21 @@
 // denied:token_invalid ([TokenRouter.Err] says why), so a misconfigured
 // embedder fails closed rather than running without a router.
 //
-// # Deliberate differences from the reference
+// # Strictness
 //
 //   - Every backend, local included, relies on the signature verified at
-//     construction; the reference skips the check for the local backend.
-//     A token that fails verification is refused even when expired with
-//     an on_expiry of degrade_to_local.
+//     construction, so a token that fails verification is refused even
+//     when expired with an on_expiry of degrade_to_local.
 //   - An expired token with on_expiry degrade_to_local authorises only
-//     capabilities the token lists on some backend; the reference
-//     authorises any capability in that case.
+//     capabilities the token lists on some backend: expiry never widens
+//     the grant.
 //   - Backend reachability comes from [RouterOptions].Reachable rather
 //     than from each call.
 //   - [Sign] checks the signer's output against its public key.
-//   - Upgrade hints use vendor-neutral wording.
+//   - Upgrade hints name no vendor and no hosted service.
 //
-// As in the reference, on_expiry queue refuses: only on_backend_unreachable
-// and on_credits_exhausted honour queue. token_not_yet_valid (issued_at in
-// the future) comes from the newer of the reference versions read; the
-// router treats it as denied:token_invalid.
+// on_expiry queue refuses: only on_backend_unreachable and
+// on_credits_exhausted honour queue. A token whose issued_at is in the
+// future has issue token_not_yet_valid, which the router treats as
+// denied:token_invalid.
 package rcx

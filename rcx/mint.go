@@ -10,11 +10,11 @@ import (
 // Free-local token parameters.
 const (
 	// DefaultTenant is the tenant of a free-local token when
-	// [FreeLocalOptions] names none, as the reference daemon uses.
+	// [FreeLocalOptions] names none.
 	DefaultTenant = "local"
 
 	// DefaultFreeLocalTTL is a free-local token's lifetime when
-	// [FreeLocalOptions] sets none: 366 days, as the reference daemon mints.
+	// [FreeLocalOptions] sets none: 366 days.
 	DefaultFreeLocalTTL = 366 * 24 * time.Hour
 
 	// RefreshLead is how long before expiry a free-local token's
@@ -26,13 +26,14 @@ const (
 )
 
 // FreeLocalOptions configures [MintFreeLocal]. The zero value mints the
-// token the reference daemon mints with default flags, issued now.
+// free-local token for tenant [DefaultTenant] with the default lifetime,
+// issued now, granting nothing.
 type FreeLocalOptions struct {
 	// Tenant is tenant_scope.tenant_id and the token id's suffix;
 	// [DefaultTenant] when empty.
 	Tenant string
 	// DaemonInstanceID is subject.daemon_instance_id, the installation
-	// (the reference passes its node id); null when empty.
+	// (a node id, say); null when empty.
 	DaemonInstanceID string
 	// IssuedAt is issued_at, truncated to the second; now when zero.
 	IssuedAt time.Time
@@ -46,8 +47,8 @@ type FreeLocalOptions struct {
 	Capabilities []string
 }
 
-// MintFreeLocal mints and signs the free-local token, as the reference's
-// mint_signed_free_local_token builds it:
+// MintFreeLocal mints and signs the free-local token, in the layout
+// CueCrux's rcx-ct/1.0 free-local tokens have:
 //
 //   - token_id "rcxct_free_<fpr16>_<tenant>", where fpr is s.KeyID() and
 //     fpr16 its first 16 characters after the "p_" prefix;
@@ -148,7 +149,7 @@ func MintFreeLocal(s Signer, opts FreeLocalOptions) (*Token, error) {
 }
 
 // shortFingerprint returns the first 16 characters of fpr after every
-// leading "p_", as the reference computes it.
+// leading "p_".
 func shortFingerprint(fpr string) string {
 	for strings.HasPrefix(fpr, "p_") {
 		fpr = fpr[2:]

@@ -122,7 +122,7 @@ func TestMintFreeLocalOptions(t *testing.T) {
 	}
 }
 
-// TestMintFreeLocalMatchesReference mints the reference's free fixture
+// TestMintFreeLocalMatchesReference mints the rcx-ct/1.0 free-local fixture
 // through MintFreeLocal: apart from the signature, the token (and so its
 // hash) is the golden one.
 func TestMintFreeLocalMatchesReference(t *testing.T) {

@@ -32,9 +32,9 @@ const (
 	ModeRefused Mode = "refused"
 )
 
-// Reason codes of decisions, those of the reference. A refused decision
-// always has one; a degraded decision carries the reason that triggered
-// the fallback; an ordinary authorised decision has none.
+// Reason codes of decisions, those of the CueCrux tool contract. A refused
+// decision always has one; a degraded decision carries the reason that
+// triggered the fallback; an ordinary authorised decision has none.
 const (
 	// ReasonTokenInvalid: the token fails verification or a structural
 	// check, or is not yet valid.
@@ -188,7 +188,7 @@ type RouterOptions struct {
 	Reachable func(backendID string) bool
 }
 
-// TokenRouter is the reference router over one capability token. It is
+// TokenRouter is the built-in router over one capability token. It is
 // immutable after [NewRouter] and safe for concurrent use. The zero value
 // refuses every call with [ReasonTokenInvalid].
 type TokenRouter struct {
@@ -205,7 +205,7 @@ type TokenRouter struct {
 	limit        uint64
 	// grants maps backend id, then capability, to the first matching
 	// permitted capability of the first backend with that id that lists
-	// it: the reference's select-backend-then-find-capability.
+	// it: select the backend, then find the capability.
 	grants map[string]map[string]*grant
 	// anywhere holds every capability some backend lists.
 	anywhere  map[string]bool
@@ -221,7 +221,7 @@ type grant struct {
 	cost      uint64
 }
 
-// NewRouter returns the reference router for t, trusting the issuer key
+// NewRouter returns the built-in router for t, trusting the issuer key
 // trusted.
 //
 // It verifies t's signature against trusted once, here ([Token.Verify]),
@@ -237,9 +237,9 @@ type grant struct {
 // that is not a usable Ed25519 public key ([ErrBadPublicKey]). The router
 // works on a deep copy of t, so later changes to t do not affect it.
 //
-// Unlike the reference, every backend, local included, relies on the
-// verified signature: the reference skips the signature for the local
-// backend, which is sound only for self-minted tokens.
+// Every backend, local included, relies on the verified signature:
+// skipping it for the local backend would be sound only for self-minted
+// tokens.
 func NewRouter(t *Token, trusted ed25519.PublicKey, opts *RouterOptions) (*TokenRouter, error) {
 	if t == nil {
 		return nil, errors.New("rcx: new router: nil token")
@@ -323,7 +323,8 @@ func (r *TokenRouter) Err() error { return r.invalid }
 // Info describes the router's token.
 func (r *TokenRouter) Info() Info { return r.info }
 
-// Decide decides c, following the reference's algorithm:
+// Decide decides c, following the decision algorithm of the CueCrux tool
+// contract:
 //
 //  1. Token validity. A token that failed verification or a structural
 //     check at [NewRouter], or whose issued_at is in the future, is refused
@@ -331,8 +332,7 @@ func (r *TokenRouter) Info() Info { return r.info }
 //     now) applies fallback.on_expiry: degrade_to_local authorises in
 //     [ModeDegradedLocal] with reason [ReasonTokenExpired], as long as
 //     some backend of the token lists the capability (the fallback never
-//     widens the grant, where the reference would authorise any
-//     capability); anything else, queue included, refuses with
+//     widens the grant); anything else, queue included, refuses with
 //     [ReasonTokenExpired].
 //  2. Backend selection: the first backend whose id is the preferred one
 //     (default "local") and which lists the capability; none refuses with
@@ -356,8 +356,7 @@ func (r *TokenRouter) Info() Info { return r.info }
 // A fallback of degrade_to_local authorises in [ModeDegradedLocal] on the
 // local backend; queue authorises in [ModeDegradedQueued] when the token
 // sets queue_ttl_seconds; anything else refuses. Every refusal carries a
-// [RefusalReceipt]. The signature check of the reference's step 3 happened
-// once, in NewRouter.
+// [RefusalReceipt]. The signature was checked once, in NewRouter.
 //
 // An authorised decision costs a few map lookups and allocates nothing.
 func (r *TokenRouter) Decide(_ context.Context, c Call) Decision {
@@ -529,7 +528,7 @@ func ToolCall(capability string, hosted bool) Call {
 	return c
 }
 
-// MarshalJSON writes the decision with the reference's wire shape:
+// MarshalJSON writes the decision in its CueCrux wire shape:
 // backend_id and reason_code are null when empty.
 func (d Decision) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
@@ -544,7 +543,7 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 	}{d.Authorised, d.Mode, nullable(d.BackendID), nullable(d.ReasonCode), d.TokenID, d.TokenHash, d.Stamp, d.RefusalReceipt})
 }
 
-// MarshalJSON writes the stamp with the reference's wire shape:
+// MarshalJSON writes the stamp in its CueCrux wire shape:
 // reason_code is null when empty.
 func (s Stamp) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {

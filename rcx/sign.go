@@ -91,7 +91,7 @@ func Sign(t *Token, s Signer) error {
 // not of small order, the signature's R must not be of small order, its S
 // must be canonical (crypto/ed25519 rejects S >= L), and the signature must
 // verify over the 32-byte token hash. This matches ed25519-dalek's
-// verify_strict, which the reference uses.
+// verify_strict.
 //
 // Verify does not look at the time or the token's structure; see
 // [Token.ValidateBasic]. Whether pub belongs to the issuer the token names

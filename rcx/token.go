@@ -24,8 +24,9 @@ const (
 	// have mode [ModeLocal].
 	LocalBackendID = "local"
 
-	// HostedBackendID is the reference platform's hosted backend. An airgap
-	// enterprise token must not list it (issue [IssueBackendNotPermitted]).
+	// HostedBackendID is the hosted backend's id in CueCrux's rcx-ct/1.0
+	// token format; crux runs no such backend. An airgap enterprise token
+	// must not list it (issue [IssueBackendNotPermitted]).
 	HostedBackendID = "hosted.vaultcrux.com"
 
 	// CustomerBackendPrefix starts the id of a customer-hosted backend;
@@ -244,8 +245,9 @@ func (r SeatRole) valid() bool {
 //
 // The struct tags are the wire names. Optional values are pointers and are
 // encoded as CBOR null when nil, except TeamScope and EnterpriseScope, which
-// are left out of the map entirely when nil; this is exactly how the
-// reference encodes them, so the bytes (and therefore the hash) agree.
+// are left out of the map entirely when nil, as the rcx-ct/1.0 format
+// requires, so the bytes (and therefore the hash) agree with other
+// implementations.
 // Slices are never encoded as null: a nil slice is an empty array.
 //
 // A Token is a plain value. Methods do not modify it, except [Sign], and are

@@ -48,8 +48,8 @@ func MeteredScopes() []string {
 // not one of the five metered service scopes. A refused tool (sync_pull,
 // say) gets no hint: a refusal says it was refused and sells nothing.
 //
-// The wording is crux's own, vendor-neutral paraphrase of the reference's;
-// the fields and their meaning are the reference's.
+// The fields and their meaning are those of the CueCrux tool contract; the
+// wording names no vendor and no hosted service.
 func UpgradeHintFor(capability string) *UpgradeHint {
 	var unlocks string
 	switch capability {

@@ -13,7 +13,7 @@ type Issue struct {
 	Message string `json:"message"`
 }
 
-// Issue codes of [Token.ValidateBasic], those of the reference.
+// Issue codes of [Token.ValidateBasic], those of the rcx-ct/1.0 format.
 const (
 	// IssueInvalidSpecVersion: spec_version is not [SpecVersion].
 	IssueInvalidSpecVersion = "invalid_spec_version"
@@ -66,15 +66,15 @@ const (
 )
 
 // ValidateBasic checks the token's structure at time now and returns every
-// issue found, in the reference's order, or nil when there is none. It
+// issue found, in the format's check order, or nil when there is none. It
 // does not check the signature; see [Token.Verify].
 //
 // Besides the time checks (token_not_yet_valid when issued_at is after now,
 // token_expired when expires_at is at or before now), it checks the spec
 // version, token id, refresh hint, signature algorithm and key id, that
 // there is a backend, and the team and enterprise scopes.
-// token_not_yet_valid comes from the newer of the reference versions read;
-// a token minted "now" and checked a moment later never trips it.
+// A token minted "now" and checked a moment later never trips
+// token_not_yet_valid.
 func (t *Token) ValidateBasic(now time.Time) []Issue {
 	return t.issues(unixSeconds(now), true)
 }
