@@ -71,9 +71,9 @@ const (
 	UpgradeRequires = "rcx_capability_token"
 
 	// DocsBase is the base of crux's documentation links: this package's
-	// documentation on pkg.go.dev, followed by an identifier anchor. The
-	// reference implementation links to its vendor's platform pages; crux
-	// links to its own documentation, which is what it can keep true.
+	// documentation on pkg.go.dev, followed by an identifier anchor: crux
+	// links to its own documentation, which it can keep true, and to no
+	// hosted platform's pages.
 	DocsBase = "https://pkg.go.dev/github.com/crux-go/crux/surface#"
 
 	// UpgradeDocs is the docs link of every [Upgrade]: the documentation

@@ -13,16 +13,16 @@
 // There are two tiers, [Local] and [HostedGated]. Exactly three of the
 // built-in tools are hosted-gated: issue_passport, sync_pull and sync_push.
 // issue_passport moves to [Local] when agent passports are enabled
-// (CORECRUXD_AGENT_PASSPORTS in the seed); it is the only tool whose tier
-// depends on a flag. sync_pull and sync_push never move.
+// (Flags.AgentPassports, environment variable CORECRUXD_AGENT_PASSPORTS); it
+// is the only tool whose tier depends on a flag. sync_pull and sync_push
+// never move.
 //
 // The table (see [Entries]) has an explicit entry for every one of the 70
-// chapter-12 tools, in catalogue order. [Missing] lets a test elsewhere fail
-// when a registered tool has no entry, which closes the structural risk of
-// a partial table (seed chapter 14, §14.6). A name that is not in the table
-// is nevertheless treated as [Local], as chapter 14 specifies: an unlisted
-// tool can never become paid by accident, so the table fails in the user's
-// favour.
+// tools of the CueCrux tool contract, in catalogue order. [Missing] lets a
+// test elsewhere fail when a registered tool has no entry, so the table
+// cannot silently go partial. A name that is not in the table is
+// nevertheless treated as [Local]: an unlisted tool can never become paid
+// by accident, so the table fails in the user's favour.
 //
 // Tiers are a product-honesty property, not a security boundary. Hosted
 // tools stay listed, marked [MarkerHosted] and carrying an [Upgrade] object,
@@ -41,8 +41,8 @@
 //
 // [Capability] names the RCX capability a tool is checked against:
 // "crux-mcp.<name>", except that query, query_scan and query_expand share
-// [QueryCapability] (seed §12.0 and §12.5), so a grant of one is a grant of
-// all three.
+// [QueryCapability], as in the CueCrux tool contract, so a grant of one is a
+// grant of all three.
 //
 // # Surface shaping
 //

@@ -45,7 +45,7 @@ func AffinityOf(name string) Affinity {
 // cuecrux_session but shapes nothing.
 type Intent string
 
-// The five intents, in the order of the seed's intent table.
+// The five intents, in the CueCrux tool contract's order.
 const (
 	// IntentAuditReview favours audit, then proof, then retrieval tools.
 	IntentAuditReview Intent = "audit_review"

@@ -47,8 +47,8 @@ func (t Tier) String() string {
 type Entry struct {
 	// Name is the MCP tool name.
 	Name string
-	// Group is the tool's group: the title of its seed chapter-12 section,
-	// such as "Facts" or "Scoped forget".
+	// Group is the tool's group in the CueCrux tool contract, such as
+	// "Facts" or "Scoped forget".
 	Group string
 	// Tier is the tool's tier with agent passports disabled.
 	Tier Tier
@@ -68,12 +68,11 @@ func (e Entry) TierWith(agentPassports bool) Tier {
 	return e.Tier
 }
 
-// table is the tier table: every chapter-12 tool in catalogue order, which
-// is the order of the ToolDefinition literals in the seed (its Definition
-// column). That order differs from the chapter's presentation order in one
-// place: memory_set_horizon and memory_reverify (section "Freshness and
-// decay") sit after the two consolidation tools. Affinities are those of
-// reference §2.4; tools it does not map have none.
+// table is the tier table: every tool of the CueCrux tool contract in
+// catalogue order, the order tools/list serves them in. In that order
+// memory_set_horizon and memory_reverify (group "Freshness and decay") sit
+// after the two consolidation tools. Affinities are those the CueCrux tool
+// contract assigns; tools it does not map have none.
 //
 // The table is never modified; accessors hand out copies.
 var table = [...]Entry{

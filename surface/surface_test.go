@@ -14,9 +14,10 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-// seedTool is one row of the seed's chapter-12 tool tables: the mod.rs line
-// where the tool's definition starts (the Definition column), its name, the
-// title of its section, and its Surface column with agent passports off.
+// seedTool is one row of the tool tables of the CueCrux tool contract: the
+// line where the tool's definition starts in the contract's source (which
+// fixes catalogue order), its name, its group, and its tier marker with
+// agent passports off.
 type seedTool struct {
 	line    int
 	name    string
@@ -24,8 +25,9 @@ type seedTool struct {
 	marker  string
 }
 
-// seedTools lists the 70 chapter-12 tools in the order the chapter presents
-// them. Catalogue (emission) order is the order of their definition lines.
+// seedTools lists the 70 tools of the CueCrux tool contract in the order its
+// tables present them. Catalogue (emission) order is the order of their
+// definition lines.
 var seedTools = []seedTool{
 	{163, "cuecrux_session", "Session handshake", "[local]"},
 	{169, "autonomy_contract", "Autonomy contract", "[local]"},
@@ -99,7 +101,7 @@ var seedTools = []seedTool{
 	{1747, "context_custody_audit", "Context-custody audit", "[local]"},
 }
 
-// catalogueOrder returns the seed's tools sorted by definition line.
+// catalogueOrder returns seedTools sorted by definition line.
 func catalogueOrder() []seedTool {
 	rows := slices.Clone(seedTools)
 	slices.SortFunc(rows, func(a, b seedTool) int { return cmp.Compare(a.line, b.line) })
@@ -180,7 +182,7 @@ func TestTableTier(t *testing.T) {
 		{"request_passport_mint", false, surface.Local},
 		{"cuecrux_session", false, surface.Local},
 		{"context_custody_audit", true, surface.Local},
-		// Names without an entry default to Local (seed chapter 14).
+		// Names without an entry default to Local.
 		{"list_projects", false, surface.Local},
 		{"no_such_tool", true, surface.Local},
 		{"", false, surface.Local},
@@ -359,8 +361,8 @@ func TestCoreFloor(t *testing.T) {
 	assert.False(t, surface.InCoreFloor("no_such_tool"))
 }
 
-// referenceAffinities is the tool → affinity mapping of reference §2.4,
-// restricted to chapter-12 tools. Every other chapter-12 tool has none.
+// referenceAffinities is the tool → affinity mapping of the CueCrux tool
+// contract, restricted to its 70 tools. Every other tool has none.
 var referenceAffinities = map[surface.Affinity][]string{
 	surface.AffinityRetrieval: {"query", "query_scan", "query_expand", "get_gaps"},
 	surface.AffinityMemory: {
