@@ -1,8 +1,8 @@
 package tools
 
-// Constraints, config audit and action enrichment (seed §12.22).
+// Constraints, config audit and action enrichment.
 //
-// Decisions where the seed is silent:
+// Decisions where the CueCrux tool contract is silent:
 //
 //   - Constraints belong to the caller's tenant: every agent of the tenant
 //     declares into, reads and is checked against the same list; no other
@@ -390,9 +390,8 @@ func getConstraints() *Tool {
 		Name: name,
 		Description: "List your tenant's constraints, most severe first (critical, high, medium, low), oldest first " +
 			"within a severity; at most 200, truncated saying whether more exist. status defaults to active. " +
-			"constraint_type filters by boundary, relationship, policy or context_flag: shell_pattern is not in the " +
-			"filter enum (as in the reference), so shell-pattern constraints cannot be filtered for; they are listed " +
-			"when no type is given. Always on: no feature flag.",
+			"constraint_type filters by boundary, relationship, policy or context_flag; shell_pattern constraints " +
+			"cannot be filtered for, only listed when no type is given. Always on: no feature flag.",
 		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
 		schema:      schemaFor(name),

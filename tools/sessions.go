@@ -14,7 +14,7 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// Sessions (seed §12.14) are an agent's working memory: one JSON object per
+// Sessions are an agent's working memory: one JSON object per
 // session id. They are per agent: an authenticated caller's session id is
 // stored as __agent_session::<agent>::<id> and only that agent sees it; an
 // anonymous caller's is stored under the raw id, in a space every anonymous
@@ -30,7 +30,7 @@ import (
 //
 // Archive status is kept by saves and checkpoints: only unarchive_session
 // brings a session back to the default listing. Session tools mint no
-// receipts: the reference's receipt classes do not include them.
+// receipts: the CueCrux receipt format has no receipt kind for them.
 
 // Limits of the session tools.
 const (
@@ -452,8 +452,7 @@ func listSessions() *Tool {
 		Name: name,
 		Description: fmt.Sprintf("List the ids of your sessions, sorted (byte order), at most %d; truncated says "+
 			"when more matched (narrow them with prefix). Archived sessions are left out unless include_archived; "+
-			"expired ones never appear. prefix keeps the ids starting with it (a crux addition: the reference had "+
-			"no filter). Sessions are per agent: another agent's never appear.", maxListedSessions),
+			"expired ones never appear. prefix keeps the ids starting with it. Sessions are per agent: another agent's never appear.", maxListedSessions),
 		Annotations: Annotations{Title: "List sessions", IdempotentHint: true},
 		Output:      "{sessions: [string], count, truncated}",
 		schema:      schemaFor(name),
