@@ -15,9 +15,9 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-// Artefacts (seed §12.13): deferred output parking.
+// Artefacts: deferred output parking.
 //
-// Decisions where the seed is silent or loose:
+// Decisions where the CueCrux tool contract is silent or loose:
 //   - Ownership is per passport. The stored record is keyed by (tenant,
 //     owner, id) and the id is the BLAKE3 content hash, so two passports
 //     that park identical bytes get the same id and each holds its own copy
@@ -30,13 +30,12 @@ import (
 //     4,000,000 base64 characters, which fits under MaxArgumentBytes with
 //     room for the other arguments. Larger content, empty content and
 //     invalid base64 are -32602 naming content_bytes_base64.
-//   - token_budget is optional on all three (the schema is the contract,
-//     not the prose that calls it mandatory) and never ignored: on put it
-//     is an admission gate (-32602 when the content's tokens exceed it,
-//     nothing stored); on get, content over the budget is withheld and
-//     the result says truncated true with the metadata and content_tokens;
-//     on list it drops the rows past the budget. A token is 4 base64
-//     characters, rounded up.
+//   - token_budget is optional on all three (as their schemas declare) and
+//     never ignored: on put it is an admission gate (-32602 when the
+//     content's tokens exceed it, nothing stored); on get, content over the
+//     budget is withheld and the result says truncated true with the metadata
+//     and content_tokens; on list it drops the rows past the budget. A token
+//     is 4 base64 characters, rounded up.
 //   - artefact_get of an id the caller does not hold but another passport
 //     of the tenant does is -32030 with data {artefact_id, reason:
 //     "cross_passport"}; an id nobody holds (or that expired) is an isError

@@ -138,8 +138,9 @@ type bootstrapFact struct {
 // maxBootstrapEntries caps one get_bootstrap answer.
 const maxBootstrapEntries = 100
 
-// normalizeTopic maps the topic spellings the reference accepts to the
-// four categories; anything else passes through trimmed.
+// normalizeTopic maps the accepted topic spellings (those of the CueCrux
+// tool contract) to the four categories; anything else passes through
+// trimmed.
 func normalizeTopic(t string) string {
 	t = strings.TrimSpace(t)
 	switch strings.ToLower(t) {

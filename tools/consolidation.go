@@ -11,7 +11,7 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// Contradiction surfacing and safe consolidation (seed §12.12).
+// Contradiction surfacing and safe consolidation.
 //
 // memory_contradictions compares the current facts a caller can see (the
 // shared pool and its own private facts) that share a logical (entity,
@@ -20,8 +20,8 @@ import (
 // scope holds one current fact per (entity, key) and such pairs meet where
 // scopes meet: the shared fact and the caller's own private fact. A chain
 // holding two current facts (a fact brought back outside store_fact) is
-// found as well. Superseded versions are history, not contradictions: the
-// seed compares active, non-superseded facts only, and memory_consolidate
+// found as well. Superseded versions are history, not contradictions: only
+// active, non-superseded facts are compared, and memory_consolidate
 // could not take a superseded fact as a target anyway. The scan is bounded
 // (store.Contradictions): without a filter it examines only the entities
 // where the caller holds private facts, and it reads at most
@@ -31,7 +31,7 @@ import (
 // writes the canonical fact (superseding the targets, whose history
 // stays), records the consolidation id and mints a signed "consolidation"
 // receipt. Both tools answer -32030 while CORECRUXD_FEATURE_CONSOLIDATION
-// is off, as the freshness tools do and as the reference does.
+// is off, as the freshness tools do.
 
 // consolidationOff is the gate of both tools: -32030 while the flag is off
 // (a fresh error each time, so no caller shares its data).

@@ -161,7 +161,7 @@ func TestConsolidationFlagOff(t *testing.T) {
 	got := call(t, srv, alice, "query_facts", `{"entity":"e"}`)
 	assert.Equal(t, []string{"v"}, values(t, got))
 
-	// =0 disables, as the seed says; unset leaves it on.
+	// =0 disables; unset leaves it on.
 	getenv := func(v string) func(string) string {
 		return func(k string) string {
 			if k == "CORECRUXD_FEATURE_CONSOLIDATION" {

@@ -101,7 +101,7 @@ func TestGetConstraints(t *testing.T) {
 	require.Len(t, objects(t, got, "constraints"), 1)
 	assert.Equal(t, high2, objects(t, got, "constraints")[0]["constraint_id"])
 
-	// shell_pattern is not in the filter enum, as the seed documents.
+	// shell_pattern is not in the filter enum.
 	e := callErr(t, srv, alice, "get_constraints", `{"constraint_type":"shell_pattern"}`)
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
 	assert.Equal(t, "constraint_type", paramOf(t, e).Param)

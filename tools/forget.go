@@ -15,26 +15,25 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// Scoped forget (seed §12.9): memory_forget and memory_forget_dry_run, and
-// the operator side, RestoreForget and PurgeForgets.
+// Scoped forget: memory_forget and memory_forget_dry_run, and the operator
+// side, RestoreForget and PurgeForgets.
 //
-// Decisions where the seed is silent:
+// Decisions where the CueCrux tool contract is silent:
 //
 //   - A scope selects facts, not chains: current, superseded and deleted
 //     versions alike. Forgetting only current facts would leave the values
 //     readable in fact_history.
 //   - Only facts the caller can see are touched, never reserved entities
-//     (starting with "__", which covers every reserved prefix of the
-//     reference), never another agent's private facts; facts pinned by any
-//     agent of the tenant survive unless include_pinned.
+//     (starting with "__", which covers every reserved prefix), never another
+//     agent's private facts; facts pinned by any agent of the tenant survive
+//     unless include_pinned.
 //   - token_budget counts facts: the first N in scope, oldest first (by
-//     stored_at, then fact id), as the seed says it "caps the number of
-//     facts the resolver touches". The dry run applies the same cap, so it
-//     previews exactly what a forget would do.
+//     stored_at, then fact id): it caps the number of facts the resolver
+//     touches. The dry run applies the same cap, so it previews exactly what
+//     a forget would do.
 //   - A tenant other than the caller's, as the top-level tenant_id or as a
 //     tenant_id scope, is refused with -32003 FORBIDDEN: the argument is
-//     well-formed, the caller lacks standing in that tenant (the reference
-//     answers cross-tenant requests with -32003 as well).
+//     well-formed, the caller lacks standing in that tenant.
 //   - A forget that matches nothing still mints its receipt: the request is
 //     on record.
 //   - anonymous callers may forget the shared pool, as they may delete_fact;
@@ -61,7 +60,8 @@ func forgetWindow(env *Env) time.Duration {
 }
 
 // forgetReceipt is the payload of a forget receipt (kind "forget"): the
-// reference's forget_v1 fields, plus what else shaped the selection.
+// fields of the CueCrux forget_v1 receipt, plus what else shaped the
+// selection.
 type forgetReceipt struct {
 	Schema               string            `cbor:"schema" json:"schema"` // ForgetReceiptSchema
 	TenantID             string            `cbor:"tenant_id" json:"tenant_id"`
@@ -200,7 +200,8 @@ type forgetOut struct {
 }
 
 // forgetGate answers -32601 while CORECRUXD_FEATURE_SCOPED_FORGET is off,
-// with data {feature_flag, enabled: false}, as the reference does.
+// with data {feature_flag, enabled: false}, compatible with the CueCrux
+// tool contract.
 func forgetGate(env *Env) (*Result, error) {
 	if env.Flags.ScopedForget {
 		return nil, nil

@@ -11,7 +11,7 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// Freshness and decay (seed §12.11): memory_freshness,
+// Freshness and decay: memory_freshness,
 // memory_sweep_candidates, memory_set_horizon and memory_reverify.
 //
 // A fact's freshness follows the server's decay policy (Env.Decay: 24 hours,
@@ -20,7 +20,7 @@ import (
 // from its reverification time, else its storage time. A fact stored without
 // a class gets the default of its entity's prefix (store.DefaultHorizon).
 //
-// Decisions where the seed is silent:
+// Decisions where the CueCrux tool contract is silent:
 //   - CORECRUXD_FEATURE_FRESHNESS off fails all four tools with -32030
 //     (CAPABILITY_DENIED), data {feature_flag, enabled: false, reason_code:
 //     "feature_disabled"}, before the arguments are checked.
@@ -34,8 +34,8 @@ import (
 //     version), in place: value, confidence and storage time, and so the
 //     fact's place in the confidence index, do not change.
 //   - The Reverify receipt is a signed, chained receipt of kind "reverify"
-//     (payload reverifyPayload) found by its receipt_id; no fact is
-//     written under __reverify_receipts__:: as the reference does.
+//     (payload reverifyPayload) found by its receipt_id; no fact records
+//     it (nothing is written under __reverify_receipts__::).
 
 // Limits and defaults of the freshness tools.
 const (

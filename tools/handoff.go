@@ -20,7 +20,7 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// Handoffs (seed §12.20) pass one agent's working session to another.
+// Handoffs pass one agent's working session to another.
 //
 // create_handoff builds a package: a JSON object {schema, handoff_id,
 // tenant_id, from_agent, target_agent, created_at, session {session_id,

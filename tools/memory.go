@@ -12,10 +12,10 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// The memory panel (seed §12.10): memory_view, memory_edit, memory_pin and
-// memory_history, a consumer's window on the facts it may see.
+// The memory panel: memory_view, memory_edit, memory_pin and memory_history,
+// a consumer's window on the facts it may see.
 //
-// Decisions where the seed is silent:
+// Decisions where the CueCrux tool contract is silent:
 //   - CORECRUXD_FEATURE_MEMORY_PANEL off (=0, false, off or no) fails every
 //     panel tool with -32601 "<tool> is disabled (...)" and data
 //     {feature_flag, enabled: false}, as memory_forget does when its flag is
@@ -23,8 +23,8 @@ import (
 //   - The panel never shows or touches a reserved entity (one starting with
 //     "__"): naming one is a -32602 with error_code RESERVED_ENTITY_PREFIX.
 //   - memory_edit, memory_pin (and the freshness writes) need an
-//     authenticated caller; an anonymous one gets an isError result saying
-//     so, as the reference does for callers without a passport.
+//     authenticated caller; an anonymous one (a caller without a passport)
+//     gets an isError result saying so.
 //   - A fact that does not exist, belongs to another tenant or is another
 //     agent's private fact is "not found" (an isError result): the panel
 //     does not reveal that it exists.

@@ -13,7 +13,7 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// Acknowledged memory use (seed §12.7).
+// Acknowledged memory use.
 //
 // memory_acknowledge_use records, in a signed "memory_use" receipt, which
 // facts a turn drew on. Each listed id is resolved in the caller's tenant
@@ -56,7 +56,7 @@ type ackArgs struct {
 }
 
 // memoryUseReceipt is the payload of a "memory_use" receipt, with the
-// fields of the reference's MemoryUse body (its schema, kind, receipt_id
+// fields of the CueCrux MemoryUse receipt body (its schema, kind, receipt_id
 // and tenant_id are in the receipt's own header) and RedactedCount, crux's
 // addition.
 type memoryUseReceipt struct {

@@ -1,6 +1,6 @@
 // Package tools holds every crux tool: its name, description, input schema,
 // annotations, typed arguments and handler, one descriptor per tool, in one
-// file per group of the reference manual (facts.go, identity.go, ...).
+// file per tool group (facts.go, identity.go, ...).
 //
 // [All] is the one explicit, ordered list of tools. A [Set] compiles their
 // schemas once and runs a call: it checks the arguments (size, UTF-8, the
@@ -28,7 +28,7 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-// JSON-RPC error codes used by crux, as the reference manual names them.
+// JSON-RPC error codes used by crux, named as in the CueCrux tool contract.
 const (
 	CodeParseError       = -32700 // the request is not valid JSON
 	CodeInvalidRequest   = -32600 // the request is not a valid JSON-RPC request
@@ -248,7 +248,7 @@ type Tool struct {
 	run    handler
 	// gate, when set, decides before the arguments are checked whether the
 	// tool may run under the server's flags: a non-nil result or error is
-	// the answer (the seed's per-tool behaviour when its flag is off).
+	// the answer (the tool's own behaviour when its flag is off).
 	gate func(env *Env) (*Result, error)
 }
 

@@ -42,7 +42,7 @@ func TestRegistryMetadata(t *testing.T) {
 	}
 	assert.Empty(t, surface.Missing(names), "every tool needs an entry in the surface table")
 
-	// Catalogue order is the reference manual's.
+	// Catalogue order is the tier table's (the CueCrux tool contract's).
 	var order []int
 	for _, n := range names {
 		for i, s := range surface.Names() {
