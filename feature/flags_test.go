@@ -354,11 +354,11 @@ func TestTableCoversEveryField(t *testing.T) {
 	}
 }
 
-// TestTableCoversSeed pins the variables the seed (chapters 12 and 14)
-// and the reference catalogue name, so none is dropped from the table.
+// TestTableCoversSeed pins the environment variables of the CueCrux tool
+// contract, so none is dropped from the table.
 func TestTableCoversSeed(t *testing.T) {
 	want := []string{
-		// Seed chapters 12 and 14.
+		// Feature flags and settings of the tools.
 		"CORECRUXD_AGENT_PASSPORTS",
 		"CORECRUXD_AUDIT_EXPORT_DIR",
 		"CORECRUXD_C2PA_KEY_ID",
@@ -389,7 +389,7 @@ func TestTableCoversSeed(t *testing.T) {
 		"CRUX_CONTEXT_CUSTODY_AUDIT",
 		"CRUX_MCP_HANDOFF_SECRET",
 		"CRUX_PASSPORT_REVOCATION",
-		// Reference catalogue and internals.
+		// Decay policy and tool-surface settings.
 		"CORECRUXD_DECAY_MEDIUM_DAYS",
 		"CORECRUXD_DECAY_STABLE_DAYS",
 		"CORECRUXD_DECAY_VOLATILE_HOURS",

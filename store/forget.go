@@ -43,7 +43,7 @@ const (
 	ScopeTenantID        = "tenant_id"        // every fact of the tenant Value (the caller's own)
 )
 
-// ScopeTypes lists the scope types in the order of the reference manual.
+// ScopeTypes lists the scope types in the order of the CueCrux tool contract.
 var ScopeTypes = []string{ScopeEntityPrefix, ScopeKeyGlob, ScopePassportID, ScopeBeforeTimestamp, ScopeTenantID}
 
 // AnonymousPassport is the passport_id that selects facts written by

@@ -168,8 +168,8 @@ func (s *setup) open(logger *slog.Logger) (srv *crux.Server, close func() error,
 
 // trust loads the data directory's signing key (created once, mode 0600)
 // and mints the free-local capability token under it, which the server
-// enforces: as the shipped daemon does, hosted-gated tools are absent from
-// tools/list and refused when called.
+// enforces: hosted-gated tools are absent from tools/list and refused when
+// called.
 func (s *setup) trust() (*receipts.Ed25519Signer, rcx.Router, error) {
 	signer, err := receipts.LoadOrCreateKey(s.dir)
 	if err != nil {
