@@ -216,7 +216,7 @@ func authPostureAudit() *Tool {
 				RCXRouterConfigured: env.Router != nil, AgentPassportsEnabled: env.Flags.AgentPassports,
 				PassportRevocationEnforced: env.Flags.PassportRevocation,
 				Notes: []string{
-					"crux has no daemon: the manual's daemon_loopback_configured does not apply",
+					"crux has no daemon: the CueCrux tool contract's daemon_loopback_configured does not apply",
 					"crux does not know its data directory (the embedder owns the store; the crux command keeps it under --data), so data_dir_configured is not reported",
 					"HTTP auth mode is not exposed: crux serves MCP over stdio, bound to the process's agent",
 				},
