@@ -350,7 +350,8 @@ type EnterpriseScope struct {
 	TrustRootKID string `cbor:"trust_root_kid" json:"trust_root_kid"`
 	// Airgap forbids listing [HostedBackendID].
 	Airgap bool `cbor:"airgap" json:"airgap"`
-	// CrossSignedByVaultcrux records a cross-signature by the platform.
+	// CrossSignedByVaultcrux records a cross-signature by the operator of
+	// [HostedBackendID]; crux only carries the flag.
 	CrossSignedByVaultcrux bool `cbor:"cross_signed_by_vaultcrux" json:"cross_signed_by_vaultcrux"`
 }
 
