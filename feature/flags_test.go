@@ -354,9 +354,9 @@ func TestTableCoversEveryField(t *testing.T) {
 	}
 }
 
-// TestTableCoversSeed pins the environment variables of the CueCrux tool
+// TestTableCoversContract pins the environment variables of the CueCrux tool
 // contract, so none is dropped from the table.
-func TestTableCoversSeed(t *testing.T) {
+func TestTableCoversContract(t *testing.T) {
 	want := []string{
 		// Feature flags and settings of the tools.
 		"CORECRUXD_AGENT_PASSPORTS",

@@ -122,10 +122,10 @@ func TestMintFreeLocalOptions(t *testing.T) {
 	}
 }
 
-// TestMintFreeLocalMatchesReference mints the rcx-ct/1.0 free-local fixture
+// TestMintFreeLocalMatchesFixture mints the rcx-ct/1.0 free-local fixture
 // through MintFreeLocal: apart from the signature, the token (and so its
 // hash) is the golden one.
-func TestMintFreeLocalMatchesReference(t *testing.T) {
+func TestMintFreeLocalMatchesFixture(t *testing.T) {
 	s := newSigner(5)
 	s.kid = fixtureFpr
 	tok, err := MintFreeLocal(s, FreeLocalOptions{

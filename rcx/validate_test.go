@@ -71,7 +71,7 @@ func TestValidateBasic(t *testing.T) {
 			enterprise(t)
 			t.Backends = append(t.Backends, Backend{BackendID: HostedBackendID})
 		}, now, nil},
-		{"several, in reference order", func(t *Token) {
+		{"several, in the contract's order", func(t *Token) {
 			t.SpecVersion = ""
 			t.TokenID = ""
 			t.Signature.Alg = ""

@@ -14,21 +14,21 @@ import (
 	"github.com/crux-go/crux/surface"
 )
 
-// seedTool is one row of the tool tables of the CueCrux tool contract: the
+// contractTool is one row of the tool tables of the CueCrux tool contract: the
 // line where the tool's definition starts in the contract's source (which
 // fixes catalogue order), its name, its group, and its tier marker with
 // agent passports off.
-type seedTool struct {
+type contractTool struct {
 	line    int
 	name    string
 	section string
 	marker  string
 }
 
-// seedTools lists the 70 tools of the CueCrux tool contract in the order its
+// contractTools lists the 70 tools of the CueCrux tool contract in the order its
 // tables present them. Catalogue (emission) order is the order of their
 // definition lines.
-var seedTools = []seedTool{
+var contractTools = []contractTool{
 	{163, "cuecrux_session", "Session handshake", "[local]"},
 	{169, "autonomy_contract", "Autonomy contract", "[local]"},
 	{175, "reuse_check", "Reuse check", "[local]"},
@@ -101,16 +101,16 @@ var seedTools = []seedTool{
 	{1747, "context_custody_audit", "Context-custody audit", "[local]"},
 }
 
-// catalogueOrder returns seedTools sorted by definition line.
-func catalogueOrder() []seedTool {
-	rows := slices.Clone(seedTools)
-	slices.SortFunc(rows, func(a, b seedTool) int { return cmp.Compare(a.line, b.line) })
+// catalogueOrder returns contractTools sorted by definition line.
+func catalogueOrder() []contractTool {
+	rows := slices.Clone(contractTools)
+	slices.SortFunc(rows, func(a, b contractTool) int { return cmp.Compare(a.line, b.line) })
 	return rows
 }
 
-func TestTableMatchesSeed(t *testing.T) {
+func TestTableMatchesContract(t *testing.T) {
 	want := catalogueOrder()
-	require.Len(t, want, 70, "the seed embedded in this test")
+	require.Len(t, want, 70, "the contract table embedded in this test")
 
 	entries := surface.Entries()
 	require.Len(t, entries, 70)
@@ -133,8 +133,8 @@ func TestTableMatchesSeed(t *testing.T) {
 	assert.Equal(t, "cuecrux_session", names[0])
 }
 
-func TestSeedSurfaceColumn(t *testing.T) {
-	for _, row := range seedTools {
+func TestContractSurfaceColumn(t *testing.T) {
+	for _, row := range contractTools {
 		assert.Equal(t, row.marker, surface.Resolve(false).Marker(row.name), "Marker(%q, false)", row.name)
 	}
 }
@@ -361,9 +361,9 @@ func TestCoreFloor(t *testing.T) {
 	assert.False(t, surface.InCoreFloor("no_such_tool"))
 }
 
-// referenceAffinities is the tool → affinity mapping of the CueCrux tool
+// contractAffinities is the tool → affinity mapping of the CueCrux tool
 // contract, restricted to its 70 tools. Every other tool has none.
-var referenceAffinities = map[surface.Affinity][]string{
+var contractAffinities = map[surface.Affinity][]string{
 	surface.AffinityRetrieval: {"query", "query_scan", "query_expand", "get_gaps"},
 	surface.AffinityMemory: {
 		"store_fact", "query_facts", "delete_fact", "fact_history", "get_bootstrap",
@@ -387,9 +387,9 @@ var referenceAffinities = map[surface.Affinity][]string{
 
 func TestAffinities(t *testing.T) {
 	want := map[string]surface.Affinity{}
-	for a, names := range referenceAffinities {
+	for a, names := range contractAffinities {
 		for _, n := range names {
-			require.True(t, surface.Known(n), "reference tool %q", n)
+			require.True(t, surface.Known(n), "contract tool %q", n)
 			want[n] = a
 		}
 	}
