@@ -88,9 +88,11 @@
 // # Flags
 //
 // [Flags] holds every feature flag and setting of the CueCrux tool
-// contract with its default; [FlagsFromEnv] reads them from the environment
-// with each flag's own parsing rule. The library never reads the
-// environment by itself: pass the flags in [Options].
+// contract with its default (package feature defines them);
+// [FlagsFromEnv] reads them from the environment with each flag's own
+// parsing rule, and reports values and names that look like mistakes. The
+// library never reads the environment by itself: pass the flags in
+// [Options]. A server reads its flags once, when it is created.
 //
 // # Concurrency
 //

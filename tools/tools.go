@@ -3,11 +3,16 @@
 // file per tool group (facts.go, identity.go, ...).
 //
 // [All] is the one explicit, ordered list of tools. A [Set] compiles their
-// schemas once and runs a call: it checks the arguments (size, UTF-8, the
-// JSON Schema, unknown names), decodes them into the tool's argument struct
-// and runs the handler with the caller and the server's dependencies
-// ([Env]). Package crux wraps a Set in its Server, adding the capability
-// checks, feature flags and panic recovery; most programs use that.
+// schemas once and runs a call through the pipeline every tool shares
+// ([Set.Call]): the caller's names, passport revocation, the capability
+// token (a refusal is a signed receipt), the tool's feature flag, the
+// arguments (size, UTF-8, the JSON Schema, unknown names, decoded into the
+// tool's argument struct), then the handler with the caller and the
+// server's dependencies ([Env]), with panics recovered. Package crux wraps
+// a Set and an Env in its Server; most programs use that.
+//
+// A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
+// every JSON Schema in step with its argument struct.
 package tools
 
 import (
