@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,4 +332,44 @@ func TestListFollowsTheServer(t *testing.T) {
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "cuecrux_session", Arguments: map[string]any{"intent": "session_review"}})
 	require.NoError(t, err)
 	assert.Contains(t, listed(), "delete_fact")
+}
+
+// closeRecorder records that Close was called on the reader or writer it
+// wraps.
+type closeRecorder struct {
+	io.Reader
+	io.Writer
+	closed atomic.Bool
+}
+
+func (c *closeRecorder) Close() error { c.closed.Store(true); return nil }
+
+// TestStdioTransport: the transport of ServeStdio and crux serve carries
+// calls over a pair of streams; when the client closes, Serve returns nil,
+// having closed the input but not the output.
+func TestStdioTransport(t *testing.T) {
+	srv := newCrux(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	in, out := &closeRecorder{Reader: inR}, &closeRecorder{Writer: outW}
+	done := make(chan error, 1)
+	go func() { done <- mcpserver.Serve(ctx, srv, tester, mcpserver.StdioTransport(in, out), nil) }()
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	require.NoError(t, err)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_agent_identity"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"agent_name": "tester"}, res.StructuredContent)
+	require.NoError(t, cs.Close())
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("Serve did not return after the client closed")
+	}
+	assert.True(t, in.closed.Load(), "the input is closed with the connection")
+	assert.False(t, out.closed.Load(), "the output is left open")
 }

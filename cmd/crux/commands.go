@@ -12,8 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/mcpserver"
 )
@@ -45,7 +43,7 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 
 	logger.Info("crux: serving MCP on stdio",
 		"db", filepath.Join(s.dir, dbFile), "agent", s.caller.Name(), "authenticated", s.caller.Authenticated)
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	t := mcpserver.StdioTransport(io.NopCloser(stdin), stdout)
 	err = mcpserver.Serve(ctx, srv, s.caller, t, &mcpserver.Options{Logger: logger})
 	switch {
 	case err == nil:
@@ -58,12 +56,6 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 		return fmt.Errorf("serving MCP: %w", err)
 	}
 }
-
-// nopWriteCloser is an io.WriteCloser whose Close does nothing: the caller
-// of run owns stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // toolsCmd is crux tools: the catalogue as the caller sees it.
 func toolsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
