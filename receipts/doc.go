@@ -111,6 +111,15 @@
 // its head together; anchoring head hashes elsewhere (an exported audit
 // bundle, say) closes that gap.
 //
+// [AuditChain] does both for a stored chain in one pass: each receipt as
+// Verify checks it, then its link, then the head. It reports the first
+// defect as a [ChainAudit]: its seq and a code, Verify's for a receipt
+// that fails on its own, else a chain code (CHAIN_GAP, CHAIN_SEQ_ORDER,
+// CHAIN_PREV_HASH_MISMATCH, CHAIN_HEAD_MISMATCH, CHAIN_RECEIPT_MISSING,
+// CHAIN_RECORD_MISMATCH, CHAIN_RECORD_UNREADABLE). A body altered in
+// place is thus reported at its own seq, as BODY_HASH_MISMATCH, rather
+// than at the next seq, whose prev_hash no longer links.
+//
 // [Export] and [Exported.Receipt] move a receipt through JSON, so it can be
 // verified from a file offline.
 package receipts
