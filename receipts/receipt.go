@@ -289,6 +289,15 @@ func head(tx store.Tx, tenant string) (seq uint64, hash [HashSize]byte, err erro
 // than [*Ed25519Signer] has its public key and its signature checked (as
 // [Verify] would) before anything is written.
 func Append(tx store.Tx, s Signer, tenant, kind, actor string, payload any, now time.Time) (*Receipt, error) {
+	pl, err := payloadEnc.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("receipts: append: payload: %w", err)
+	}
+	return appendEncoded(tx, s, tenant, kind, actor, pl, now)
+}
+
+// appendEncoded is [Append] with the payload already encoded.
+func appendEncoded(tx store.Tx, s Signer, tenant, kind, actor string, pl cbor.RawMessage, now time.Time) (*Receipt, error) {
 	switch {
 	case s == nil:
 		return nil, errors.New("receipts: append: nil signer")
@@ -320,10 +329,6 @@ func Append(tx store.Tx, s Signer, tenant, kind, actor string, payload any, now 
 		return nil, err
 	}
 
-	pl, err := payloadEnc.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("receipts: append: payload: %w", err)
-	}
 	now = now.UTC()
 	body, err := wireEnc.Marshal(wireBody{
 		Schema: BodySchema, Kind: kind, ReceiptID: id, TenantID: tenant, Seq: seq,
