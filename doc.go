@@ -52,7 +52,10 @@
 // that decides each call by it), tools/list shows only what the token
 // grants, annotated with the token, and a call it does not grant fails with
 // -32030 "RCX capability denied: <reason_code>" before the tool runs; the
-// error data carries the signed refusal receipt. Without a router every call
+// error data carries the signed refusal receipt. Identical refusals of one
+// caller within a minute share one stored receipt and are counted, so a
+// caller looping on a refused tool cannot grow the store with every call
+// (see package tools). Without a router every call
 // is allowed (the server fails open), as [Server.Enforcing] reports. The
 // crux command always enforces a free-local token signed with the key of
 // its data directory. With Flags.PassportRevocation, a caller whose passport

@@ -1,8 +1,10 @@
 package receipts_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,6 +115,9 @@ func TestVerifyChain(t *testing.T) {
 			assert.Equal(t, tt.seq, ce.Seq, ce.Reason)
 			assert.Contains(t, ce.Reason, tt.reason)
 			assert.Contains(t, err.Error(), tt.reason)
+			assert.Contains(t, err.Error(), string(ce.Code))
+			assert.Contains(t, []receipts.Code{receipts.ChainGap, receipts.ChainSeqOrder, receipts.ChainPrevHashMismatch,
+				receipts.ChainRecordMismatch}, ce.Code, ce.Reason)
 		})
 	}
 
@@ -191,27 +196,28 @@ func TestVerifyStoredChainTamper(t *testing.T) {
 		tamper func(t *testing.T, tx store.Tx, rs []*receipts.Receipt) error
 		seq    uint64
 		reason string
+		code   receipts.Code
 	}{
 		{
 			name: "index entry dropped",
 			tamper: func(_ *testing.T, tx store.Tx, _ []*receipts.Receipt) error {
 				return tx.Delete("receipts.chain", chainKey("acme", 3))
 			},
-			seq: 3, reason: "gap",
+			seq: 3, reason: "gap", code: receipts.ChainGap,
 		},
 		{
 			name: "first receipt dropped",
 			tamper: func(_ *testing.T, tx store.Tx, _ []*receipts.Receipt) error {
 				return tx.Delete("receipts.chain", chainKey("acme", 1))
 			},
-			seq: 1, reason: "starts at seq 2",
+			seq: 1, reason: "starts at seq 2", code: receipts.ChainGap,
 		},
 		{
 			name: "receipt record dropped",
 			tamper: func(_ *testing.T, tx store.Tx, rs []*receipts.Receipt) error {
 				return tx.Delete("receipts", []byte(rs[2].ID))
 			},
-			seq: 3, reason: "does not exist",
+			seq: 3, reason: "does not exist", code: receipts.ChainReceiptMissing,
 		},
 		{
 			name: "index entries swapped",
@@ -221,7 +227,7 @@ func TestVerifyStoredChainTamper(t *testing.T) {
 				}
 				return tx.Put("receipts.chain", chainKey("acme", 3), []byte(rs[1].ID))
 			},
-			seq: 2, reason: "gap",
+			seq: 2, reason: "gap", code: receipts.ChainGap,
 		},
 		{
 			name: "tail truncated, head intact",
@@ -231,7 +237,7 @@ func TestVerifyStoredChainTamper(t *testing.T) {
 				}
 				return tx.Delete("receipts.chain", chainKey("acme", 5))
 			},
-			seq: 5, reason: "chain head says seq 5",
+			seq: 5, reason: "chain head says seq 5", code: receipts.ChainHeadMismatch,
 		},
 		{
 			name: "head hash altered",
@@ -244,14 +250,14 @@ func TestVerifyStoredChainTamper(t *testing.T) {
 				v[20] ^= 0x01
 				return tx.Put("receipts.head", []byte("acme\x00"), v)
 			},
-			seq: 5, reason: "hash",
+			seq: 5, reason: "hash", code: receipts.ChainHeadMismatch,
 		},
 		{
 			name: "head missing",
 			tamper: func(_ *testing.T, tx store.Tx, _ []*receipts.Receipt) error {
 				return tx.Delete("receipts.head", []byte("acme\x00"))
 			},
-			seq: 0, reason: "chain head says seq 0",
+			seq: 0, reason: "chain head says seq 0", code: receipts.ChainHeadMismatch,
 		},
 	}
 	for _, tt := range tests {
@@ -263,7 +269,132 @@ func TestVerifyStoredChainTamper(t *testing.T) {
 			var ce *receipts.ChainError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tt.seq, ce.Seq, ce.Reason)
+			assert.Equal(t, tt.code, ce.Code, ce.Reason)
 			assert.Contains(t, ce.Reason, tt.reason)
+
+			// AuditChain finds the same defect.
+			a := audit(t, db, "acme", receipts.NewKeyring(signerFromByte(1).Public()))
+			assert.False(t, a.OK())
+			assert.Equal(t, tt.code, a.ErrorCode, a.ErrorMessage)
+			assert.Equal(t, tt.seq, a.ErrorSeq, a.ErrorMessage)
+			assert.Contains(t, a.ErrorMessage, tt.reason)
 		})
 	}
+}
+
+// audit runs AuditChain on tenant's stored chain.
+func audit(tb testing.TB, db store.Backend, tenant string, kr *receipts.Keyring) receipts.ChainAudit {
+	tb.Helper()
+	var a receipts.ChainAudit
+	require.NoError(tb, db.View(context.Background(), func(tx store.Tx) error {
+		var err error
+		a, err = receipts.AuditChain(tx, tenant, kr, testNow)
+		return err
+	}))
+	return a
+}
+
+func TestChainErrorCodes(t *testing.T) {
+	db := openDB(t)
+	rs := appendN(t, db, signerFromByte(1), "acme", 3)
+	for _, tt := range []struct {
+		name string
+		rs   []*receipts.Receipt
+		code receipts.Code
+	}{
+		{"gap", []*receipts.Receipt{rs[0], rs[2]}, receipts.ChainGap},
+		{"duplicate", []*receipts.Receipt{rs[0], rs[0]}, receipts.ChainSeqOrder},
+		{"out of order", []*receipts.Receipt{rs[1], rs[0]}, receipts.ChainSeqOrder},
+		{"nil", []*receipts.Receipt{rs[0], nil}, receipts.ChainRecordMismatch},
+	} {
+		var ce *receipts.ChainError
+		require.ErrorAs(t, receipts.VerifyChain(tt.rs), &ce, tt.name)
+		assert.Equal(t, tt.code, ce.Code, tt.name)
+	}
+}
+
+func TestAuditChain(t *testing.T) {
+	db := openDB(t)
+	s := signerFromByte(1)
+	kr := receipts.NewKeyring(s.Public())
+
+	empty := audit(t, db, "acme", kr)
+	assert.True(t, empty.OK())
+	assert.Equal(t, receipts.ChainAudit{TenantID: "acme", ErrorCode: receipts.OK}, empty)
+
+	rs := appendN(t, db, s, "acme", 4)
+	a := audit(t, db, "acme", kr)
+	require.True(t, a.OK(), a.ErrorMessage)
+	assert.Equal(t, uint64(4), a.Receipts)
+	assert.Equal(t, uint64(4), a.HeadSeq)
+	assert.Equal(t, hex.EncodeToString(rs[3].PayloadHash), a.HeadHash)
+	assert.Zero(t, a.ErrorSeq)
+
+	// Another key: the first receipt does not verify, and AuditChain says
+	// so with Verify's code.
+	a = audit(t, db, "acme", receipts.NewKeyring(signerFromByte(2).Public()))
+	assert.Equal(t, receipts.KeyNotFound, a.ErrorCode)
+	assert.Equal(t, uint64(1), a.ErrorSeq)
+	assert.Zero(t, a.Receipts)
+	a = audit(t, db, "acme", nil)
+	assert.Equal(t, receipts.KeyringMissing, a.ErrorCode)
+
+	// A stored body altered in place: seq 3 fails on its own (the body
+	// hash), before seq 4's prev_hash would.
+	tamperRecord(t, db, rs[2].ID, func(v []byte) []byte {
+		return bytes.Replace(v, []byte("agent-7"), []byte("agent-8"), 1)
+	})
+	a = audit(t, db, "acme", kr)
+	assert.Equal(t, receipts.BodyHashMismatch, a.ErrorCode, a.ErrorMessage)
+	assert.Equal(t, uint64(3), a.ErrorSeq)
+	assert.Equal(t, uint64(2), a.Receipts)
+	assert.Contains(t, a.ErrorMessage, rs[2].ID)
+	var ce *receipts.ChainError
+	require.ErrorAs(t, verifyStored(t, db, "acme"), &ce)
+	assert.Equal(t, receipts.ChainPrevHashMismatch, ce.Code, "the links alone break one seq later")
+	assert.Equal(t, uint64(4), ce.Seq)
+
+	// A stored record that does not decode.
+	tamperRecord(t, db, rs[1].ID, func([]byte) []byte { return []byte{0xff} })
+	a = audit(t, db, "acme", kr)
+	assert.Equal(t, receipts.ChainRecordUnreadable, a.ErrorCode, a.ErrorMessage)
+	assert.Equal(t, uint64(2), a.ErrorSeq)
+
+	assert.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
+		_, err := receipts.AuditChain(tx, "a\x00", kr, testNow)
+		assert.ErrorContains(t, err, "NUL")
+		return nil
+	}))
+}
+
+// tamperRecord rewrites the stored record of receipt id behind the
+// package's back.
+func tamperRecord(tb testing.TB, db store.Backend, id string, edit func([]byte) []byte) {
+	tb.Helper()
+	require.NoError(tb, db.Update(context.Background(), func(tx store.Tx) error {
+		v, err := tx.Get("receipts", []byte(id))
+		if err != nil {
+			return err
+		}
+		w := edit(bytes.Clone(v))
+		require.NotEqual(tb, v, w, "the edit changed nothing")
+		return tx.Put("receipts", []byte(id), w)
+	}))
+}
+
+func TestChainNewestFirst(t *testing.T) {
+	db := openDB(t)
+	rs := appendN(t, db, signerFromByte(1), "acme", 4)
+	appendN(t, db, signerFromByte(1), "acmex", 2)
+	var got []*receipts.Receipt
+	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
+		return receipts.ChainNewestFirst(tx, "acme", func(r *receipts.Receipt) error {
+			got = append(got, r)
+			if len(got) == 3 {
+				return store.ErrStop
+			}
+			return nil
+		})
+	}))
+	assert.Equal(t, []*receipts.Receipt{rs[3], rs[2], rs[1]}, got)
 }

@@ -53,6 +53,10 @@
 //     receipt id. A tenant's keys sort in chain order.
 //   - bucket "receipts.head": tenant, NUL → seq (8 bytes big-endian) and the
 //     BLAKE3 of that receipt's body (32 bytes): the tenant's chain head.
+//   - bucket "receipts.coalesce": tenant, NUL, BLAKE3 of (kind, actor,
+//     payload) → the open window of [AppendCoalesced] for them (the
+//     window's receipt id, kind, actor, count, start, end and last append;
+//     CBOR, unsigned). Retiring a window deletes its entry.
 //
 // Tenants may be empty but must not contain a NUL byte (keys would become
 // ambiguous). Append reads the head and writes the next receipt in one
@@ -110,6 +114,34 @@
 // attacker able to rewrite the store can still cut the tail of a chain and
 // its head together; anchoring head hashes elsewhere (an exported audit
 // bundle, say) closes that gap.
+//
+// [AuditChain] does both for a stored chain in one pass: each receipt as
+// Verify checks it, then its link, then the head. It reports the first
+// defect as a [ChainAudit]: its seq and a code, Verify's for a receipt
+// that fails on its own, else a chain code (CHAIN_GAP, CHAIN_SEQ_ORDER,
+// CHAIN_PREV_HASH_MISMATCH, CHAIN_HEAD_MISMATCH, CHAIN_RECEIPT_MISSING,
+// CHAIN_RECORD_MISMATCH, CHAIN_RECORD_UNREADABLE). A body altered in
+// place is thus reported at its own seq, as BODY_HASH_MISMATCH, rather
+// than at the next seq, whose prev_hash no longer links.
+//
+// # Coalescing
+//
+// An event that can repeat at a caller's whim (a refused call) must not
+// grow the store with every repetition, yet each repetition must be
+// answered with a receipt, and nothing signed may be rewritten or chained
+// receipt deleted. [AppendCoalesced] squares this with windows: the first
+// append of a (tenant, kind, actor, payload) mints a receipt and opens a
+// window of a given length from its created_at; identical appends within
+// the window return that receipt and the count so far, kept in an
+// unsigned window record; once the window has ended, the next append
+// that mints a receipt in the tenant retires it (the identical one
+// first, then up to 8 others), minting a summary receipt of kind
+// "<kind>_summary" (payload [Summary]: the window's receipt id, count,
+// start, end and last append) when the window counted more than one
+// append. The stored receipts then grow with time, not with appends: at
+// most two per window per (tenant, kind, actor, payload). A receipt
+// without a summary stood for one append, unless its window has not been
+// retired yet, in which case the count is still in the window record.
 //
 // [Export] and [Exported.Receipt] move a receipt through JSON, so it can be
 // verified from a file offline.

@@ -289,6 +289,15 @@ func head(tx store.Tx, tenant string) (seq uint64, hash [HashSize]byte, err erro
 // than [*Ed25519Signer] has its public key and its signature checked (as
 // [Verify] would) before anything is written.
 func Append(tx store.Tx, s Signer, tenant, kind, actor string, payload any, now time.Time) (*Receipt, error) {
+	pl, err := payloadEnc.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("receipts: append: payload: %w", err)
+	}
+	return appendEncoded(tx, s, tenant, kind, actor, pl, now)
+}
+
+// appendEncoded is [Append] with the payload already encoded.
+func appendEncoded(tx store.Tx, s Signer, tenant, kind, actor string, pl cbor.RawMessage, now time.Time) (*Receipt, error) {
 	switch {
 	case s == nil:
 		return nil, errors.New("receipts: append: nil signer")
@@ -320,10 +329,6 @@ func Append(tx store.Tx, s Signer, tenant, kind, actor string, payload any, now 
 		return nil, err
 	}
 
-	pl, err := payloadEnc.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("receipts: append: payload: %w", err)
-	}
 	now = now.UTC()
 	body, err := wireEnc.Marshal(wireBody{
 		Schema: BodySchema, Kind: kind, ReceiptID: id, TenantID: tenant, Seq: seq,
@@ -386,6 +391,12 @@ func Get(tx store.Tx, id string) (*Receipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receipts: receipt %s: %w", id, err)
 	}
+	return decodeRecord(id, v)
+}
+
+// decodeRecord decodes the stored record v of receipt id. The receipt
+// shares no memory with v.
+func decodeRecord(id string, v []byte) (*Receipt, error) {
 	var rec record
 	if err := wireDec.Unmarshal(v, &rec); err != nil { // copies every byte string out of v
 		return nil, fmt.Errorf("receipts: receipt %s: stored record: %w", id, err)
@@ -402,7 +413,21 @@ func Get(tx store.Tx, id string) (*Receipt, error) {
 // any other error ends it and is returned. Chain visits the index keys
 // below fromSeq without reading their receipts.
 func Chain(tx store.Tx, tenant string, fromSeq uint64, fn func(*Receipt) error) error {
-	return scanChain(tx, tenant, fromSeq, func(seq uint64, id string) error {
+	return walkChain(tx, tenant, fromSeq, false, fn)
+}
+
+// ChainNewestFirst calls fn for each receipt of tenant's chain, newest
+// (highest seq) first, as the chain index lists them. fn returning
+// store.ErrStop ends the walk without error; any other error ends it and
+// is returned. A walk stopped after n receipts reads n receipts.
+func ChainNewestFirst(tx store.Tx, tenant string, fn func(*Receipt) error) error {
+	return walkChain(tx, tenant, 0, true, fn)
+}
+
+// walkChain reads and visits the receipts of tenant's chain from fromSeq
+// on, in seq order or, with reverse, in reverse.
+func walkChain(tx store.Tx, tenant string, fromSeq uint64, reverse bool, fn func(*Receipt) error) error {
+	return scanChain(tx, tenant, fromSeq, reverse, func(seq uint64, id string) error {
 		r, err := Get(tx, id)
 		if err != nil {
 			return fmt.Errorf("receipts: chain of tenant %q at seq %d: %w", tenant, seq, err)
@@ -412,13 +437,14 @@ func Chain(tx store.Tx, tenant string, fromSeq uint64, fn func(*Receipt) error) 
 }
 
 // scanChain calls fn with the seq and receipt id of each entry of
-// tenant's chain index from fromSeq on.
-func scanChain(tx store.Tx, tenant string, fromSeq uint64, fn func(seq uint64, id string) error) error {
+// tenant's chain index from fromSeq on, in seq order or, with reverse, in
+// reverse.
+func scanChain(tx store.Tx, tenant string, fromSeq uint64, reverse bool, fn func(seq uint64, id string) error) error {
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}
 	prefix := headKey(tenant)
-	return tx.Scan(bucketChain, prefix, false, func(k, v []byte) error {
+	return tx.Scan(bucketChain, prefix, reverse, func(k, v []byte) error {
 		if len(k) != len(prefix)+8 {
 			return fmt.Errorf("receipts: chain of tenant %q: malformed index key %x", tenant, k)
 		}

@@ -11,7 +11,9 @@ import (
 )
 
 // Code names the outcome of [Verify]. The values are the codes of CueCrux
-// receipt verification (version 1), plus crux's BODY_HEADER_MISMATCH.
+// receipt verification (version 1), plus crux's BODY_HEADER_MISMATCH; the
+// chain codes (ChainGap, ...) name the defects of a broken chain, in a
+// [ChainError] or a [ChainAudit].
 type Code string
 
 // Verification codes, in the order Verify checks them (see the package

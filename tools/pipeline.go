@@ -23,7 +23,9 @@ import (
 //  2. a revoked passport may call only the read-only allowlist, when
 //     revocation is enforced (an isError result says why);
 //  3. with a router, the tool's capability must be granted (-32030, with a
-//     signed refusal receipt stored and returned in the error's data);
+//     signed refusal receipt returned in the error's data: stored, or,
+//     for a refusal identical to one within RefusalWindow, shared with it
+//     and counted);
 //  4. the tool's feature flag (each tool's own answer while it is off);
 //  5. the arguments: size and encoding limits, the JSON Schema, unknown
 //     names (-32602 naming the argument);
@@ -84,12 +86,26 @@ func (s *Set) call(ctx context.Context, env *Env, c Caller, i int, args json.Raw
 	return t.run.call(ctx, env, c, args)
 }
 
+// RefusalWindow is how long identical refusals share one stored receipt.
+// The first refusal of a caller (its name, in its tenant) for a given
+// refusal (token, capability, backend, egress classes, attestations,
+// reason code and receipt class) mints a signed refusal receipt and opens
+// a window of this length; the identical refusals that follow within it
+// are answered with that same receipt and counted, and when the window is
+// retired a refusal_summary receipt signs the count (see
+// receipts.AppendCoalesced). So a caller looping on a refused tool stores
+// at most two receipts a minute for it, however fast it calls.
+const RefusalWindow = time.Minute
+
 // refuse records a capability refusal as a signed receipt and returns the
 // -32030 error carrying it: the data object of the CueCrux contract
 // (reason_code, mode, token_id, token_hash, stamp, refusal_receipt,
 // upgrade_hint), whose refusal_receipt also has the receipt_id, key_id and
-// signature that crux verify checks. Should the receipt fail to persist,
-// the call is refused all the same and data.receipt_error says why.
+// signature that crux verify checks, plus refusal_window: the count of
+// identical refusals answered with that receipt so far, this one included,
+// and the window's started_at (the receipt's created_at) and ends_at (see
+// RefusalWindow). Should the receipt fail to persist, the call is refused
+// all the same and data.receipt_error says why.
 func refuse(ctx context.Context, env *Env, c Caller, name string, d rcx.Decision) error {
 	refusal := map[string]any{}
 	if b, err := json.Marshal(d.RefusalReceipt); err == nil {
@@ -99,18 +115,23 @@ func refuse(ctx context.Context, env *Env, c Caller, name string, d rcx.Decision
 		"reason_code": d.ReasonCode, "mode": d.Mode, "token_id": d.TokenID, "token_hash": d.TokenHash,
 		"stamp": d.Stamp, "refusal_receipt": refusal, "upgrade_hint": rcx.UpgradeHintFor(surface.Capability(name)),
 	}
-	var r *receipts.Receipt
+	var co receipts.Coalesced
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		r, err = receipts.Append(tx, env.Signer, c.TenantID(), "refusal", c.Name(), d.RefusalReceipt, env.Now())
+		co, err = receipts.AppendCoalesced(tx, env.Signer, c.TenantID(), "refusal", c.Name(), d.RefusalReceipt, env.Now(), RefusalWindow)
 		return err
 	})
 	if err == nil {
-		sig, serr := r.SigRecord()
+		sig, serr := co.Receipt.SigRecord()
 		err = serr
-		refusal["receipt_id"] = r.ID
+		refusal["receipt_id"] = co.Receipt.ID
 		refusal["key_id"] = sig.KeyID
 		refusal["signature"] = hex.EncodeToString(sig.Signature)
+		data["refusal_window"] = map[string]any{
+			"count":      co.Count,
+			"started_at": co.WindowStart.UTC().Format(time.RFC3339Nano),
+			"ends_at":    co.WindowEnd.UTC().Format(time.RFC3339Nano),
+		}
 	}
 	if err != nil {
 		env.Logger.Error("crux: recording a refusal receipt", "tool", name, "err", err)

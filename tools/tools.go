@@ -11,6 +11,27 @@
 // server's dependencies ([Env]), with panics recovered. Package crux wraps
 // a Set and an Env in its Server; most programs use that.
 //
+// # Refusals
+//
+// A call the capability router refuses fails with -32030 and a signed
+// refusal receipt, stored in the caller's tenant chain. Identical refusals
+// (same tenant, caller name, and refusal: token, capability, backend,
+// egress classes, attestations, reason code, receipt class) within
+// [RefusalWindow] of the first share its receipt: each answer carries that
+// receipt's id, key id and signature, and data.refusal_window says how
+// many identical refusals the receipt stands for so far (count, this call
+// included) and the window (started_at, the receipt's created_at, and
+// ends_at). The count is kept unsigned while the window is open. Once it
+// has ended, the window is retired by the next identical refusal, or by
+// any refusal in the tenant that mints a receipt (up to 8 ended windows
+// each); a window that counted more than one refusal is retired with a
+// refusal_summary receipt that signs the count, the window and the last
+// refusal's time. A caller looping on a refused tool so stores at most
+// two receipts per minute for that tool, however fast it calls; 10,000
+// identical refusals within a minute store one receipt. No receipt is
+// rewritten or deleted, so the chain stays whole and every receipt
+// verifies.
+//
 // A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
 // every JSON Schema in step with its argument struct.
 package tools

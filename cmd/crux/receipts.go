@@ -16,7 +16,7 @@ import (
 )
 
 // subcommand checks that args start with the word want (keys export,
-// export receipt, verify receipt) and returns the rest.
+// export receipt, receipts list) and returns the rest.
 func subcommand(cmd, want string, args []string) ([]string, error) {
 	if len(args) == 0 || args[0] != want {
 		return nil, usagef("%s takes the subcommand %q", cmd, want)
@@ -100,12 +100,15 @@ func exportCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envi
 
 // verifyCmd is crux verify receipt: offline verification with only the
 // public keyring. Status 0 when the report's code is OK; else 1, with the
-// code on stderr.
+// code on stderr. crux verify chain is verifyChainCmd.
 func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment) error {
-	args, err := subcommand("verify", "receipt", args)
-	if err != nil {
-		return err
+	if len(args) > 0 && args[0] == "chain" {
+		return verifyChainCmd(ctx, args[1:], stdout, stderr, osenv)
 	}
+	if len(args) == 0 || args[0] != "receipt" {
+		return usagef(`verify takes the subcommand "receipt" or "chain"`)
+	}
+	args = args[1:]
 	var cf commonFlags
 	fs := newFlagSet("verify receipt", &cf)
 	file := fs.String("file", "", "an exported receipt `file` (crux export receipt)")

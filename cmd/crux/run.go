@@ -53,6 +53,25 @@ Usage:
         verification report; exits 0 when the code is OK, else 1 and prints
         the code on standard error.
 
+  crux verify chain [--data DIR] [--tenant T] [--keyring FILE] [--json]
+        Verify a tenant's whole receipt chain (default tenant: default):
+        every receipt as verify receipt does, in seq order, each one's link
+        to the one before (its prev_hash is the BLAKE3 of that body) and
+        the chain head. Exits 0 and prints one summary line when it
+        verifies; else exits 1 and prints the code of the first defect and
+        its seq on standard error (a receipt's own code, such as
+        BODY_HASH_MISMATCH, or a chain code: CHAIN_GAP, CHAIN_SEQ_ORDER,
+        CHAIN_PREV_HASH_MISMATCH, CHAIN_HEAD_MISMATCH, CHAIN_RECEIPT_MISSING,
+        CHAIN_RECORD_MISMATCH, CHAIN_RECORD_UNREADABLE). --json prints the
+        audit as JSON.
+
+  crux receipts list [--data DIR] [--tenant T] [--kind K] [--limit N] [--json]
+        List a tenant's receipts, newest first: id, seq, kind, actor and
+        created_at, one line each, or with --json a JSON array. --kind keeps
+        one kind (refusal, refusal_summary, forget, decision, ...); --limit
+        lists at most N (default 50, at most 1000). Listing verifies
+        nothing: crux verify receipt and crux verify chain do.
+
   crux forget restore [--data DIR] RECEIPT_ID
         Put back the facts that the memory_forget with this receipt forgot,
         exactly as they were, while its recovery window lasts
@@ -74,6 +93,8 @@ Flags:
 
   --data DIR    the data directory; the store is DIR/crux.db
   --agent NAME  the agent calling; named means authenticated, else anonymous
+  --tenant T    the tenant whose receipt chain verify chain and receipts
+                list read (default: default, the tenant of the command's calls)
 
 Environment:
 
@@ -131,6 +152,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = exportCmd(ctx, rest, stdout, osenv)
 	case "verify":
 		err = verifyCmd(ctx, rest, stdout, stderr, osenv)
+	case "receipts":
+		err = receiptsCmd(ctx, rest, stdout, osenv)
 	case "forget":
 		err = forgetCmd(ctx, rest, stdout, osenv, logger)
 	case "purge":

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
+)
+
+// The chain commands: crux verify chain and crux receipts list. Both read
+// a tenant's receipt chain, read-only, and act for no agent.
+
+// Bounds of crux receipts list.
+const (
+	defaultListLimit = 50
+	maxListLimit     = 1000
+)
+
+// chainFlags are the flags of a chain command: the common ones (of which
+// --agent is refused: a chain is a tenant's, not an agent's) and --tenant.
+type chainFlags struct {
+	common commonFlags
+	tenant string
+	json   bool
+}
+
+// newChainFlagSet returns the flag set of the chain command called name.
+func newChainFlagSet(name string, cf *chainFlags) *flag.FlagSet {
+	fs := newFlagSet(name, &cf.common)
+	fs.StringVar(&cf.tenant, "tenant", crux.DefaultTenant, "the `tenant` whose chain to read")
+	fs.BoolVar(&cf.json, "json", false, "print JSON")
+	return fs
+}
+
+// resolveChain parses args with fs and checks the flags every chain
+// command shares. It returns the setup and the positional arguments.
+func resolveChain(name string, fs *flag.FlagSet, cf *chainFlags, args []string, osenv *environment) (*setup, []string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	agent := false
+	fs.Visit(func(f *flag.Flag) { agent = agent || f.Name == "agent" })
+	switch {
+	case agent:
+		return nil, nil, usagef("%s reads a tenant's chain, not an agent's: --agent does not apply (use --tenant)", name)
+	case strings.IndexByte(cf.tenant, 0) >= 0:
+		return nil, nil, usagef("--tenant must not contain a NUL byte")
+	}
+	s, err := resolve(fs, &cf.common, osenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, pos, nil
+}
+
+// viewStore runs fn in a read transaction of the data directory's store,
+// opened read-only; the store must exist.
+func viewStore(ctx context.Context, dir string, fn func(tx store.Tx) error) error {
+	path, err := existingStore(dir)
+	if err != nil {
+		return err
+	}
+	db, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
+	if errors.Is(err, bolt.ErrLocked) {
+		return &lockedError{path: path, err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("opening the database: %w", err)
+	}
+	defer db.Close()
+	return db.View(ctx, fn)
+}
+
+// verifyChainCmd is crux verify chain: every receipt of a tenant's chain
+// verified with the keyring, each link, and the head. Status 0 and one
+// summary line when the chain verifies; else 1, with the code and the
+// first bad seq on stderr.
+func verifyChainCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment) error {
+	var cf chainFlags
+	fs := newChainFlagSet("verify chain", &cf)
+	keyringFile := fs.String("keyring", "", "the keyring `file` (crux keys export); default: the data directory's key")
+	s, pos, err := resolveChain("verify chain", fs, &cf, args, osenv)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("verify chain takes no arguments, got %q (name the tenant with --tenant)", pos[0])
+	}
+	if _, err := existingStore(s.dir); err != nil {
+		return err
+	}
+	kr, err := loadKeyring(*keyringFile, s.dir)
+	if err != nil {
+		return err
+	}
+	var a receipts.ChainAudit
+	err = viewStore(ctx, s.dir, func(tx store.Tx) error {
+		var err error
+		a, err = receipts.AuditChain(tx, cf.tenant, kr, time.Now())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		if err := writeJSON(stdout, a); err != nil {
+			return err
+		}
+	} else if a.OK() {
+		if a.Receipts == 0 {
+			fmt.Fprintf(stdout, "OK: chain of tenant %q: no receipts\n", a.TenantID)
+		} else {
+			fmt.Fprintf(stdout, "OK: chain of tenant %q: %d receipts verified, seq 1 to %d, head hash %s\n",
+				a.TenantID, a.Receipts, a.HeadSeq, a.HeadHash)
+		}
+	}
+	if !a.OK() {
+		fmt.Fprintf(stderr, "crux: chain of tenant %q: %s at seq %d: %s\n", a.TenantID, a.ErrorCode, a.ErrorSeq, a.ErrorMessage)
+		return &reportedError{}
+	}
+	return nil
+}
+
+// listedReceipt is one line of crux receipts list.
+type listedReceipt struct {
+	ReceiptID string `json:"receipt_id"`
+	TenantID  string `json:"tenant_id"`
+	Seq       uint64 `json:"seq"`
+	Kind      string `json:"kind"`
+	Actor     string `json:"actor"`
+	CreatedAt string `json:"created_at"`
+}
+
+// receiptsCmd is crux receipts list: a tenant's receipts, newest first.
+func receiptsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment) error {
+	args, err := subcommand("receipts", "list", args)
+	if err != nil {
+		return err
+	}
+	var cf chainFlags
+	fs := newChainFlagSet("receipts list", &cf)
+	kind := fs.String("kind", "", "list only receipts of this `kind` (refusal, forget, ...)")
+	limit := fs.Int("limit", defaultListLimit, fmt.Sprintf("list at most `N` receipts (1 to %d)", maxListLimit))
+	s, pos, err := resolveChain("receipts list", fs, &cf, args, osenv)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef("receipts list takes no arguments, got %q", pos[0])
+	case *limit < 1 || *limit > maxListLimit:
+		return usagef("--limit must be between 1 and %d, got %d", maxListLimit, *limit)
+	}
+
+	list := []listedReceipt{}
+	var walkErr error
+	err = viewStore(ctx, s.dir, func(tx store.Tx) error {
+		walkErr = receipts.ChainNewestFirst(tx, cf.tenant, func(r *receipts.Receipt) error {
+			if *kind != "" && r.Kind != *kind {
+				return nil
+			}
+			l := listedReceipt{ReceiptID: r.ID, TenantID: r.Tenant, Seq: r.Seq, Kind: r.Kind}
+			if h, err := r.Header(); err == nil {
+				l.Actor, l.CreatedAt = h.Actor, h.CreatedAt.UTC().Format(time.RFC3339Nano)
+			}
+			list = append(list, l)
+			if len(list) == *limit {
+				return store.ErrStop
+			}
+			return nil
+		})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if walkErr != nil {
+		return fmt.Errorf("%w (crux verify chain --tenant %q checks the whole chain)", walkErr, cf.tenant)
+	}
+	if cf.json {
+		return writeJSON(stdout, list)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	for _, l := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", l.ReceiptID, l.Seq, l.Kind, orDash(l.Actor), orDash(l.CreatedAt))
+	}
+	return tw.Flush()
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
