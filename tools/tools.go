@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/rcx"
@@ -108,13 +109,19 @@ type Caller struct {
 // identity.
 func (c Caller) Scope() store.Scope { return store.Scope{Tenant: c.TenantID(), Agent: c.Identity()} }
 
-// Validate checks the names a transport put in c. An agent name is part of
-// the stored name of its private entities, so it must not contain "::" or
-// end with ":" (either would let two agents' names run together), nor
-// control characters; an authenticated agent must not be called
-// "anonymous". A tenant must not contain control characters.
+// Validate checks the names a transport put in c. Both names end up in
+// stored records, so both must be valid UTF-8 (a record holding invalid
+// UTF-8 could not be read back). An agent name is part of the stored name
+// of its private entities, so it must not contain "::" or end with ":"
+// (either would let two agents' names run together), nor control
+// characters; an authenticated agent must not be called "anonymous". A
+// tenant must not contain control characters.
 func (c Caller) Validate() error {
 	switch {
+	case !utf8.ValidString(c.Agent):
+		return fmt.Errorf("crux: invalid caller agent name %q: it is not valid UTF-8", c.Agent)
+	case !utf8.ValidString(c.Tenant):
+		return fmt.Errorf("crux: invalid caller tenant %q: it is not valid UTF-8", c.Tenant)
 	case strings.Contains(c.Agent, "::") || strings.HasSuffix(c.Agent, ":") || strings.IndexFunc(c.Agent, unicode.IsControl) >= 0:
 		return fmt.Errorf(`crux: invalid caller agent name %q: it must not contain "::", end with ":" or contain control characters`, c.Agent)
 	case c.Authenticated && c.Agent == anonymous:
