@@ -328,8 +328,20 @@ var (
 	factDec = codec.Must(cbor.DecOptions{}.DecMode())
 )
 
+// encodeRecord encodes v, the record named record, with factEnc. A string
+// of v that is not valid UTF-8 is a [*TextError]: factDec would reject it,
+// so the record could never be read back, and it is not encoded.
+func encodeRecord(record string, v any) ([]byte, error) {
+	if err := CheckText(record, v); err != nil {
+		return nil, err
+	}
+	return factEnc.Marshal(v)
+}
+
+// writeFact stores f under its id. A fact holding a string that is not
+// valid UTF-8 is refused with a [*TextError].
 func writeFact(tx Tx, f *Fact) error {
-	b, err := factEnc.Marshal(f)
+	b, err := encodeRecord("fact "+f.ID, f)
 	if err != nil {
 		return err
 	}

@@ -301,7 +301,7 @@ func dueKey(t time.Time, id string) []byte {
 }
 
 func writeForget(tx Tx, rec *ForgetRecord) error {
-	b, err := factEnc.Marshal(rec)
+	b, err := encodeRecord("forget "+rec.ID, rec)
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func writeForget(tx Tx, rec *ForgetRecord) error {
 }
 
 func writeForgottenFact(tx Tx, forgetID string, ff *ForgottenFact) error {
-	b, err := factEnc.Marshal(ff)
+	b, err := encodeRecord("forgotten fact "+ff.ID+" of forget "+forgetID, ff)
 	if err != nil {
 		return err
 	}
@@ -393,7 +393,7 @@ func Forget(tx Tx, rec *ForgetRecord, facts []*Fact) error {
 		if f.Tenant != rec.Tenant || IsForgotten(f) {
 			return fmt.Errorf("store: forget %s: fact %s is not a live fact of tenant %q", rec.ID, f.ID, rec.Tenant)
 		}
-		original, err := factEnc.Marshal(f)
+		original, err := encodeRecord("fact "+f.ID, f)
 		if err != nil {
 			return err
 		}
