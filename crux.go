@@ -131,7 +131,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 		info := opts.Router.Info()
 		s.token = &info
 	}
-	if err := tools.SeedBootstrap(context.Background(), st, s.env.Now().UTC(), set.Tools()); err != nil {
+	if err := tools.SeedBootstrap(context.Background(), s.env.Store, s.env.Now().UTC(), set.Tools()); err != nil {
 		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
 	}
 	s.purgeOnOpen()

@@ -191,9 +191,9 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		if f.Version == 0 {
 			f.Version = binary.BigEndian.Uint32(k[len(k)-4:]) + 1
 		}
-		old, err := GetFact(tx, string(v))
+		old, err := indexedFact(tx, bucketEntity, string(v))
 		if err != nil {
-			return err
+			return SkipCorrupt(tx, err)
 		}
 		// A chain holds one scope: the shared pool, or one owner's private
 		// facts. Anything else under the same stored name is not ours.
@@ -307,7 +307,8 @@ func DeleteFact(tx Tx, s Scope, id string, now time.Time) (f *Fact, deleted bool
 	return f, true, nil
 }
 
-// GetFact reads one fact by id, or returns ErrNotFound.
+// GetFact reads one fact by id, or returns ErrNotFound. A stored fact that
+// does not decode is a [*CorruptRecordError].
 func GetFact(tx Tx, id string) (*Fact, error) {
 	v, err := tx.Get(bucketFacts, []byte(id))
 	if err != nil {
@@ -315,7 +316,7 @@ func GetFact(tx Tx, id string) (*Fact, error) {
 	}
 	f := new(Fact)
 	if err := factDec.Unmarshal(v, f); err != nil {
-		return nil, fmt.Errorf("store: fact %s: %w", id, err)
+		return nil, &CorruptRecordError{Bucket: bucketFacts, Key: []byte(id), ID: id, Err: err}
 	}
 	return f, nil
 }
@@ -461,9 +462,9 @@ func History(tx Tx, s Scope, entity, key string) ([]*Fact, error) {
 	var out []*Fact
 	for _, stored := range s.storedNames(entity) {
 		err := tx.Scan(bucketEntity, indexKey(s.Tenant, stored, key, ""), false, func(_, v []byte) error {
-			f, err := GetFact(tx, string(v))
+			f, err := indexedFact(tx, bucketEntity, string(v))
 			if err != nil {
-				return err
+				return SkipCorrupt(tx, err)
 			}
 			if s.Sees(f) {
 				out = append(out, f)

@@ -206,9 +206,9 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 				return nil
 			}
 			seen[id] = struct{}{}
-			f, err := GetFact(tx, id)
+			f, err := indexedFact(tx, s.bucket, id)
 			if err != nil {
-				return err
+				return SkipCorrupt(tx, err)
 			}
 			if !q.SeesClientFact(f) || IsForgotten(f) || !match(f) {
 				return nil
@@ -331,7 +331,7 @@ func GetForget(tx Tx, id string) (*ForgetRecord, error) {
 	}
 	rec := new(ForgetRecord)
 	if err := factDec.Unmarshal(v, rec); err != nil {
-		return nil, fmt.Errorf("store: forget %s: %w", id, err)
+		return nil, &CorruptRecordError{Bucket: bucketForgets, Key: []byte(id), ID: id, Err: err}
 	}
 	return rec, nil
 }
@@ -339,10 +339,10 @@ func GetForget(tx Tx, id string) (*ForgetRecord, error) {
 // ForgottenFacts calls fn with every fact of the forget id, in fact id
 // order.
 func ForgottenFacts(tx Tx, id string, fn func(*ForgottenFact) error) error {
-	return tx.Scan(bucketForgetFacts, indexKey(id, ""), false, func(_, v []byte) error {
+	return tx.Scan(bucketForgetFacts, indexKey(id, ""), false, func(k, v []byte) error {
 		ff := new(ForgottenFact)
 		if err := factDec.Unmarshal(v, ff); err != nil {
-			return fmt.Errorf("store: forget %s: %w", id, err)
+			return &CorruptRecordError{Bucket: bucketForgetFacts, Key: bytes.Clone(k), ID: id, Err: err}
 		}
 		return fn(ff)
 	})
@@ -480,7 +480,7 @@ func RestoreForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetReco
 	err = ForgottenFacts(tx, id, func(ff *ForgottenFact) error {
 		f := new(Fact)
 		if err := factDec.Unmarshal(ff.Original, f); err != nil {
-			return fmt.Errorf("store: forget %s: fact %s: %w", id, ff.ID, err)
+			return &CorruptRecordError{Bucket: bucketForgetFacts, Key: forgetFactKey(id, ff.ID), ID: ff.ID, Err: err}
 		}
 		entries, originals = append(entries, ff), append(originals, f)
 		return nil
@@ -575,9 +575,9 @@ func chainCurrent(tx Tx, f *Fact) (*Fact, error) {
 		if string(v) == f.ID {
 			return nil
 		}
-		g, err := GetFact(tx, string(v))
+		g, err := indexedFact(tx, bucketEntity, string(v))
 		if err != nil {
-			return err
+			return SkipCorrupt(tx, err)
 		}
 		if !IsForgotten(g) && g.Current() && g.Private == f.Private && (!f.Private || g.Owner == f.Owner) {
 			cur = g

@@ -243,7 +243,10 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 			continue
 		}
 		if err != nil {
-			return nil, err
+			if err := store.SkipCorrupt(tx, err); err != nil {
+				return nil, err
+			}
+			continue // unreadable: reported, and not carried
 		}
 		add(f)
 	}

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -182,6 +183,9 @@ type Annotations struct {
 // Env is what handlers need from the server that runs them. It is fixed
 // when the server is created; build it with [NewEnv].
 type Env struct {
+	// Store is the server's store, as NewEnv wrapped it (store.Reporting)
+	// so that every scan reports the unreadable records it skips to
+	// ReportCorrupt.
 	Store  store.Backend
 	Now    func() time.Time
 	Signer receipts.Signer // signs every receipt
@@ -194,8 +198,11 @@ type Env struct {
 	intents *intentBook
 	// Tools names the tools the server serves, in catalogue order.
 	Tools []string
-	// Logger receives reports of recovered panics and internal errors.
+	// Logger receives reports of recovered panics and internal errors,
+	// and of the unreadable records scans skipped (see [Env.ReportCorrupt]).
 	Logger *slog.Logger
+	// corrupt holds the unreadable records already logged.
+	corrupt *corruptLog
 }
 
 // NewEnv returns the Env of a server serving set over st: now is the clock,
@@ -213,10 +220,47 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 	for i, t := range set.tools {
 		names[i] = t.Name
 	}
-	return &Env{
-		Store: st, Now: now, Signer: signer, Router: router, Flags: flags,
+	e := &Env{
+		Now: now, Signer: signer, Router: router, Flags: flags,
 		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, Logger: logger,
+		corrupt: &corruptLog{seen: make(map[string]struct{})},
 	}
+	e.Store = store.Reporting(st, e.ReportCorrupt)
+	return e
+}
+
+// maxCorruptLogged bounds the set of unreadable records an Env remembers
+// having logged; past it, each further record is logged every time a scan
+// meets it.
+const maxCorruptLogged = 4096
+
+// corruptLog is the set of unreadable records already logged, by bucket
+// and key.
+type corruptLog struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+// ReportCorrupt logs, once per record for the Env's lifetime, an
+// unreadable record that a scan skipped: an error through Logger with its
+// bucket, key, id, the index that named it and the cause. The scan itself
+// goes on and serves every other record, so this log line is how an
+// operator learns of the record; crux doctor lists such records and crux
+// doctor --repair removes them. NewEnv wraps the store so that every scan
+// reports here.
+func (e *Env) ReportCorrupt(err *store.CorruptRecordError) {
+	key := err.Bucket + "\x00" + string(err.Key)
+	e.corrupt.mu.Lock()
+	_, logged := e.corrupt.seen[key]
+	if !logged && len(e.corrupt.seen) < maxCorruptLogged {
+		e.corrupt.seen[key] = struct{}{}
+	}
+	e.corrupt.mu.Unlock()
+	if logged {
+		return
+	}
+	e.Logger.Error("crux: skipped an unreadable record; crux doctor lists it and crux doctor --repair removes it",
+		"bucket", err.Bucket, "key", fmt.Sprintf("%q", err.Key), "id", err.ID, "index", err.Index, "err", err.Err)
 }
 
 func (e *Env) now() time.Time { return e.Now().UTC() }
