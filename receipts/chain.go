@@ -131,3 +131,16 @@ func VerifyStoredChain(tx store.Tx, tenant string) error {
 	}
 	return nil
 }
+
+// Tenants returns the tenants that have a receipt chain, in byte order.
+func Tenants(tx store.Tx) ([]string, error) {
+	var out []string
+	err := tx.Scan(bucketHead, nil, false, func(k, _ []byte) error {
+		if len(k) == 0 || k[len(k)-1] != 0 {
+			return fmt.Errorf("receipts: malformed chain head key %q", k)
+		}
+		out = append(out, string(k[:len(k)-1]))
+		return nil
+	})
+	return out, err
+}

@@ -390,7 +390,8 @@ func Append(tx store.Tx, s Signer, tenant, kind, actor string, payload any, now 
 }
 
 // Get reads the receipt id. It returns an error wrapping store.ErrNotFound
-// when there is none.
+// when there is none, and a *store.CorruptRecordError when its stored
+// record does not decode.
 func Get(tx store.Tx, id string) (*Receipt, error) {
 	if id == "" {
 		return nil, fmt.Errorf("receipts: empty receipt id: %w", store.ErrNotFound)
@@ -401,7 +402,7 @@ func Get(tx store.Tx, id string) (*Receipt, error) {
 	}
 	var rec record
 	if err := wireDec.Unmarshal(v, &rec); err != nil { // copies every byte string out of v
-		return nil, fmt.Errorf("receipts: receipt %s: stored record: %w", id, err)
+		return nil, &store.CorruptRecordError{Bucket: bucketReceipts, Key: []byte(id), ID: id, Err: err}
 	}
 	return &Receipt{
 		ID: id, Tenant: rec.Tenant, Kind: rec.Kind, Seq: rec.Seq,

@@ -44,7 +44,7 @@ func (e *CorruptRecordError) Error() string {
 	if e.Index != "" {
 		via = ", named by index " + e.Index
 	}
-	return fmt.Sprintf("store: record %s (bucket %q, key %q%s) cannot be read: %v; crux doctor lists such records and crux doctor --repair removes them",
+	return fmt.Sprintf("store: record %s (bucket %q, key %q%s) cannot be read: %v; crux doctor lists such records (and --repair removes unreadable facts)",
 		e.ID, e.Bucket, e.Key, via, e.Err)
 }
 
