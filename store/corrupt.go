@@ -6,28 +6,26 @@ import (
 	"fmt"
 )
 
-// Undecodable records.
-//
-// A record that does not decode (written by an older version that let
-// invalid UTF-8 through, or damaged on disk) must not take every caller
-// down with it. Reading it directly ([GetFact] by id) returns a
-// [*CorruptRecordError]. A scan that meets it — every function of this
-// package that walks an index and reads the facts it names ([SearchFacts],
-// [ScanFacts], [History], [SelectForget], [Contradictions], and the chain
-// walks of [PutFact], [Consolidate] and [RestoreForget]) — skips it, reports
-// the error to the transaction's reporter (see [Reporting]) and serves every
-// other record. An index entry naming a fact that does not exist is met
-// and reported the same way. A forget record or a forgotten fact that does
-// not decode is a [*CorruptRecordError] too: the restore, purge or status
-// of that one forget fails with it. The crux doctor command lists such
-// records and removes them ([Diagnose], [Repair]).
-
 // ErrMissingRecord is the cause of a [*CorruptRecordError] for an index
 // entry that names a record which does not exist.
 var ErrMissingRecord = errors.New("store: the record an index names does not exist")
 
 // CorruptRecordError reports a stored record that cannot be read: its
 // bytes do not decode, or an index names it and it does not exist.
+//
+// Such a record (written by an older version that let invalid UTF-8
+// through, or damaged on disk) must not take every caller down with it.
+// Reading it directly ([GetFact] by id) returns this error. A scan that
+// meets it — every function of this package that walks an index and reads
+// the facts it names ([SearchFacts], [ScanFacts], [History],
+// [SelectForget], [Contradictions], and the chain walks of [PutFact],
+// [Consolidate] and [RestoreForget]) — skips it, reports it to the
+// transaction's reporter (see [Reporting]) and serves every other record.
+// An index entry naming a fact that does not exist is met and reported the
+// same way. A forget record or a forgotten fact that does not decode is
+// this error too: the restore, purge or status of that one forget fails
+// with it. The crux doctor command lists such records and removes the
+// unreadable facts ([Diagnose], [Repair]).
 type CorruptRecordError struct {
 	Bucket string // the bucket the record is (or should be) in, such as "facts"
 	Key    []byte // its key there
