@@ -48,8 +48,10 @@ type Options struct {
 	Flags *Flags
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
-	// Logger receives reports of recovered panics and internal errors. Nil
-	// discards them.
+	// Logger receives reports of recovered panics and internal errors, and
+	// an error for each stored record that cannot be read, logged once the
+	// first time a scan meets and skips it (its bucket, key, id and cause;
+	// crux doctor lists and removes such records). Nil discards them.
 	Logger *slog.Logger
 	// Signer signs every receipt the server mints (refusals, session
 	// plans, ...). Nil means a fresh Ed25519 key held in memory for the
@@ -131,7 +133,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 		info := opts.Router.Info()
 		s.token = &info
 	}
-	if err := tools.SeedBootstrap(context.Background(), st, s.env.Now().UTC(), set.Tools()); err != nil {
+	if err := tools.SeedBootstrap(context.Background(), s.env.Store, s.env.Now().UTC(), set.Tools()); err != nil {
 		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
 	}
 	s.purgeOnOpen()

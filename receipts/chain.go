@@ -247,3 +247,16 @@ func AuditChain(tx store.Tx, tenant string, kr *Keyring, now time.Time) (ChainAu
 	}
 	return a, nil
 }
+
+// Tenants returns the tenants that have a receipt chain, in byte order.
+func Tenants(tx store.Tx) ([]string, error) {
+	var out []string
+	err := tx.Scan(bucketHead, nil, false, func(k, _ []byte) error {
+		if len(k) == 0 || k[len(k)-1] != 0 {
+			return fmt.Errorf("receipts: malformed chain head key %q", k)
+		}
+		out = append(out, string(k[:len(k)-1]))
+		return nil
+	})
+	return out, err
+}

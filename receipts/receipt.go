@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
 	"lukechampine.com/blake3"
@@ -285,7 +286,11 @@ func head(tx store.Tx, tenant string) (seq uint64, hash [HashSize]byte, err erro
 // a struct or a map), has s sign it, and writes the receipt, its chain
 // index entry and the new head, all in tx: the receipt commits or rolls
 // back with the change it attests, and Append has no effect outside tx. kind
-// must not be empty, and tenant must not contain a NUL byte. A Signer other
+// must not be empty, and tenant must not contain a NUL byte. tenant, kind,
+// actor and every text string of the payload must be valid UTF-8 (else the
+// error wraps store.ErrInvalidUTF8 and nothing is written): the body is
+// decoded to verify the receipt, and a decoder rejects invalid text, so
+// such a receipt could never verify. A Signer other
 // than [*Ed25519Signer] has its public key and its signature checked (as
 // [Verify] would) before anything is written.
 func Append(tx store.Tx, s Signer, tenant, kind, actor string, payload any, now time.Time) (*Receipt, error) {
@@ -309,6 +314,11 @@ func appendEncoded(tx store.Tx, s Signer, tenant, kind, actor string, pl cbor.Ra
 	if err := checkTenant(tenant); err != nil {
 		return nil, err
 	}
+	for _, f := range []struct{ name, s string }{{"tenant_id", tenant}, {"kind", kind}, {"actor", actor}} {
+		if !utf8.ValidString(f.s) {
+			return nil, fmt.Errorf("receipts: append: %w", &store.TextError{Record: "receipt body", Field: f.name})
+		}
+	}
 	keyID := s.KeyID()
 	if keyID == "" {
 		return nil, errors.New("receipts: append: signer has an empty key id")
@@ -329,6 +339,9 @@ func appendEncoded(tx store.Tx, s Signer, tenant, kind, actor string, pl cbor.Ra
 		return nil, err
 	}
 
+	if err := checkPayloadText(pl); err != nil {
+		return nil, fmt.Errorf("receipts: append: %w", err)
+	}
 	now = now.UTC()
 	body, err := wireEnc.Marshal(wireBody{
 		Schema: BodySchema, Kind: kind, ReceiptID: id, TenantID: tenant, Seq: seq,
@@ -382,7 +395,8 @@ func appendEncoded(tx store.Tx, s Signer, tenant, kind, actor string, pl cbor.Ra
 }
 
 // Get reads the receipt id. It returns an error wrapping store.ErrNotFound
-// when there is none.
+// when there is none, and a *store.CorruptRecordError when its stored
+// record does not decode.
 func Get(tx store.Tx, id string) (*Receipt, error) {
 	if id == "" {
 		return nil, fmt.Errorf("receipts: empty receipt id: %w", store.ErrNotFound)
@@ -399,7 +413,7 @@ func Get(tx store.Tx, id string) (*Receipt, error) {
 func decodeRecord(id string, v []byte) (*Receipt, error) {
 	var rec record
 	if err := wireDec.Unmarshal(v, &rec); err != nil { // copies every byte string out of v
-		return nil, fmt.Errorf("receipts: receipt %s: stored record: %w", id, err)
+		return nil, &store.CorruptRecordError{Bucket: bucketReceipts, Key: []byte(id), ID: id, Err: err}
 	}
 	return &Receipt{
 		ID: id, Tenant: rec.Tenant, Kind: rec.Kind, Seq: rec.Seq,
@@ -454,6 +468,23 @@ func scanChain(tx store.Tx, tenant string, fromSeq uint64, reverse bool, fn func
 		}
 		return fn(seq, string(v))
 	})
+}
+
+// checkPayloadText returns a *store.TextError when the encoded payload pl
+// holds text that is not valid UTF-8, which [Receipt.Payload] could not
+// decode. Decoding it in full also covers a payload given pre-encoded (a
+// cbor.RawMessage), whose text no check of Go strings would see.
+func checkPayloadText(pl []byte) error {
+	var v any
+	err := wireDec.Unmarshal(pl, &v)
+	var se *cbor.SemanticError
+	if errors.As(err, &se) && strings.Contains(se.Error(), "UTF-8") {
+		return &store.TextError{Record: "receipt body", Field: "payload"}
+	}
+	if err != nil {
+		return fmt.Errorf("payload does not decode: %w", err)
+	}
+	return nil
 }
 
 // zeroHash reports whether h is HashSize zero bytes.

@@ -151,9 +151,9 @@ func Contradictions(tx Tx, q ContradictionQuery) (ContradictionResult, error) {
 					return errScanFull
 				}
 				res.FactsRead++
-				f, err := GetFact(tx, string(v))
+				f, err := indexedFact(tx, bucketEntity, string(v))
 				if err != nil {
-					return err
+					return SkipCorrupt(tx, err)
 				}
 				if q.Sees(f) && f.Current() && Polarity(f.Value) != "" {
 					byKey[f.Key] = append(byKey[f.Key], f)
@@ -470,9 +470,9 @@ func Consolidate(tx Tx, r ConsolidateRequest) (*Consolidation, error) {
 	// The canonical version retires the pair's current shared fact (the
 	// one PutFact finds first): it must have passed the guards above.
 	err := tx.Scan(bucketEntity, indexKey(r.Tenant, r.Entity, r.Key, ""), true, func(_, v []byte) error {
-		f, err := GetFact(tx, string(v))
+		f, err := indexedFact(tx, bucketEntity, string(v))
 		if err != nil {
-			return err
+			return SkipCorrupt(tx, err)
 		}
 		if f.Current() && !f.Private {
 			if !slices.Contains(r.Targets, f.ID) {

@@ -191,9 +191,9 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		if f.Version == 0 {
 			f.Version = binary.BigEndian.Uint32(k[len(k)-4:]) + 1
 		}
-		old, err := GetFact(tx, string(v))
+		old, err := indexedFact(tx, bucketEntity, string(v))
 		if err != nil {
-			return err
+			return SkipCorrupt(tx, err)
 		}
 		// A chain holds one scope: the shared pool, or one owner's private
 		// facts. Anything else under the same stored name is not ours.
@@ -307,7 +307,8 @@ func DeleteFact(tx Tx, s Scope, id string, now time.Time) (f *Fact, deleted bool
 	return f, true, nil
 }
 
-// GetFact reads one fact by id, or returns ErrNotFound.
+// GetFact reads one fact by id, or returns ErrNotFound. A stored fact that
+// does not decode is a [*CorruptRecordError].
 func GetFact(tx Tx, id string) (*Fact, error) {
 	v, err := tx.Get(bucketFacts, []byte(id))
 	if err != nil {
@@ -315,7 +316,7 @@ func GetFact(tx Tx, id string) (*Fact, error) {
 	}
 	f := new(Fact)
 	if err := factDec.Unmarshal(v, f); err != nil {
-		return nil, fmt.Errorf("store: fact %s: %w", id, err)
+		return nil, &CorruptRecordError{Bucket: bucketFacts, Key: []byte(id), ID: id, Err: err}
 	}
 	return f, nil
 }
@@ -328,8 +329,20 @@ var (
 	factDec = codec.Must(cbor.DecOptions{}.DecMode())
 )
 
+// encodeRecord encodes v, the record named record, with factEnc. A string
+// of v that is not valid UTF-8 is a [*TextError]: factDec would reject it,
+// so the record could never be read back, and it is not encoded.
+func encodeRecord(record string, v any) ([]byte, error) {
+	if err := CheckText(record, v); err != nil {
+		return nil, err
+	}
+	return factEnc.Marshal(v)
+}
+
+// writeFact stores f under its id. A fact holding a string that is not
+// valid UTF-8 is refused with a [*TextError].
 func writeFact(tx Tx, f *Fact) error {
-	b, err := factEnc.Marshal(f)
+	b, err := encodeRecord("fact "+f.ID, f)
 	if err != nil {
 		return err
 	}
@@ -449,9 +462,9 @@ func History(tx Tx, s Scope, entity, key string) ([]*Fact, error) {
 	var out []*Fact
 	for _, stored := range s.storedNames(entity) {
 		err := tx.Scan(bucketEntity, indexKey(s.Tenant, stored, key, ""), false, func(_, v []byte) error {
-			f, err := GetFact(tx, string(v))
+			f, err := indexedFact(tx, bucketEntity, string(v))
 			if err != nil {
-				return err
+				return SkipCorrupt(tx, err)
 			}
 			if s.Sees(f) {
 				out = append(out, f)

@@ -206,9 +206,9 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 				return nil
 			}
 			seen[id] = struct{}{}
-			f, err := GetFact(tx, id)
+			f, err := indexedFact(tx, s.bucket, id)
 			if err != nil {
-				return err
+				return SkipCorrupt(tx, err)
 			}
 			if !q.SeesClientFact(f) || IsForgotten(f) || !match(f) {
 				return nil
@@ -301,7 +301,7 @@ func dueKey(t time.Time, id string) []byte {
 }
 
 func writeForget(tx Tx, rec *ForgetRecord) error {
-	b, err := factEnc.Marshal(rec)
+	b, err := encodeRecord("forget "+rec.ID, rec)
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func writeForget(tx Tx, rec *ForgetRecord) error {
 }
 
 func writeForgottenFact(tx Tx, forgetID string, ff *ForgottenFact) error {
-	b, err := factEnc.Marshal(ff)
+	b, err := encodeRecord("forgotten fact "+ff.ID+" of forget "+forgetID, ff)
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func GetForget(tx Tx, id string) (*ForgetRecord, error) {
 	}
 	rec := new(ForgetRecord)
 	if err := factDec.Unmarshal(v, rec); err != nil {
-		return nil, fmt.Errorf("store: forget %s: %w", id, err)
+		return nil, &CorruptRecordError{Bucket: bucketForgets, Key: []byte(id), ID: id, Err: err}
 	}
 	return rec, nil
 }
@@ -339,10 +339,10 @@ func GetForget(tx Tx, id string) (*ForgetRecord, error) {
 // ForgottenFacts calls fn with every fact of the forget id, in fact id
 // order.
 func ForgottenFacts(tx Tx, id string, fn func(*ForgottenFact) error) error {
-	return tx.Scan(bucketForgetFacts, indexKey(id, ""), false, func(_, v []byte) error {
+	return tx.Scan(bucketForgetFacts, indexKey(id, ""), false, func(k, v []byte) error {
 		ff := new(ForgottenFact)
 		if err := factDec.Unmarshal(v, ff); err != nil {
-			return fmt.Errorf("store: forget %s: %w", id, err)
+			return &CorruptRecordError{Bucket: bucketForgetFacts, Key: bytes.Clone(k), ID: id, Err: err}
 		}
 		return fn(ff)
 	})
@@ -393,7 +393,7 @@ func Forget(tx Tx, rec *ForgetRecord, facts []*Fact) error {
 		if f.Tenant != rec.Tenant || IsForgotten(f) {
 			return fmt.Errorf("store: forget %s: fact %s is not a live fact of tenant %q", rec.ID, f.ID, rec.Tenant)
 		}
-		original, err := factEnc.Marshal(f)
+		original, err := encodeRecord("fact "+f.ID, f)
 		if err != nil {
 			return err
 		}
@@ -480,7 +480,7 @@ func RestoreForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetReco
 	err = ForgottenFacts(tx, id, func(ff *ForgottenFact) error {
 		f := new(Fact)
 		if err := factDec.Unmarshal(ff.Original, f); err != nil {
-			return fmt.Errorf("store: forget %s: fact %s: %w", id, ff.ID, err)
+			return &CorruptRecordError{Bucket: bucketForgetFacts, Key: forgetFactKey(id, ff.ID), ID: ff.ID, Err: err}
 		}
 		entries, originals = append(entries, ff), append(originals, f)
 		return nil
@@ -575,9 +575,9 @@ func chainCurrent(tx Tx, f *Fact) (*Fact, error) {
 		if string(v) == f.ID {
 			return nil
 		}
-		g, err := GetFact(tx, string(v))
+		g, err := indexedFact(tx, bucketEntity, string(v))
 		if err != nil {
-			return err
+			return SkipCorrupt(tx, err)
 		}
 		if !IsForgotten(g) && g.Current() && g.Private == f.Private && (!f.Private || g.Owner == f.Owner) {
 			cur = g

@@ -49,15 +49,16 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 	}
 	var st ScanStats
 	halted := false // the cap or fn ended the scan
+	var bucket string
 	visit := func(id []byte) error {
 		if s.MaxExamined > 0 && st.Examined >= s.MaxExamined {
 			halted = true
 			return ErrStop
 		}
 		st.Examined++
-		f, err := GetFact(tx, string(id))
+		f, err := indexedFact(tx, bucket, string(id))
 		if err != nil {
-			return err
+			return SkipCorrupt(tx, err)
 		}
 		switch {
 		case !s.SeesClientFact(f), f.Deleted,
@@ -73,7 +74,6 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 		return err
 	}
 
-	var bucket string
 	var prefixes [][]byte
 	switch {
 	case s.Entity != "":

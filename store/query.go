@@ -135,7 +135,7 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 			}
 		}
 		sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
-		return rankStream(tx, q, func(visit func([]byte) error) error {
+		return rankStream(tx, q, bucketWords, func(visit func([]byte) error) error {
 			for _, k := range keys {
 				if err := visit(k); err != nil {
 					return err
@@ -146,7 +146,7 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 	}
 	// The shared pool's partition, then the caller's own: each in rank
 	// order, so each stops early on its own.
-	return rankStream(tx, q, func(visit func([]byte) error) error {
+	return rankStream(tx, q, bucketRank, func(visit func([]byte) error) error {
 		for _, p := range rankPrefixes(q.Tenant, q.Agent) {
 			if err := tx.Scan(bucketRank, p, false, func(k, _ []byte) error { return visit(k[len(p):]) }); err != nil {
 				return err
@@ -168,9 +168,9 @@ func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, 
 					return nil
 				}
 			}
-			f, err := GetFact(tx, string(v))
+			f, err := indexedFact(tx, bucket, string(v))
 			if err != nil {
-				return err
+				return SkipCorrupt(tx, err)
 			}
 			r, ok, err := q.rank(tx, f, true)
 			if err != nil {
@@ -197,11 +197,11 @@ func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, 
 }
 
 // rankStream ranks candidates that each yields as a rank key (^confidence,
-// ^stored_at, fact id) in ascending key order, that is by stored
+// ^stored_at, fact id) read from the index bucket, in ascending key order, that is by stored
 // confidence, highest first. A fact's effective confidence never exceeds
 // its stored one, so once an entry cannot beat the weakest of a full
 // result, no later one can either.
-func rankStream(tx Tx, q FactQuery, each func(visit func(key []byte) error) error) (FactResult, error) {
+func rankStream(tx Tx, q FactQuery, index string, each func(visit func(key []byte) error) error) (FactResult, error) {
 	var res FactResult
 	err := each(func(k []byte) error {
 		conf := math.Float64frombits(^binary.BigEndian.Uint64(k))
@@ -212,9 +212,9 @@ func rankStream(tx Tx, q FactQuery, each func(visit func(key []byte) error) erro
 				return ErrStop
 			}
 		}
-		f, err := GetFact(tx, string(k[16:]))
+		f, err := indexedFact(tx, index, string(k[16:]))
 		if err != nil {
-			return err
+			return SkipCorrupt(tx, err)
 		}
 		r, ok, err := q.rank(tx, f, false)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"lukechampine.com/blake3"
 
@@ -243,7 +244,11 @@ func narrative(description, toolName, command string, operations []string, risk 
 	fmt.Fprintf(&b, "Call %s", toolName)
 	if command != "" {
 		if len(command) > 200 {
-			command = command[:200] + "…"
+			n := 200
+			for n > 0 && !utf8.RuneStart(command[n]) {
+				n-- // never cut a character in two
+			}
+			command = command[:n] + "…"
 		}
 		fmt.Fprintf(&b, " running %q", command)
 	}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +98,12 @@ func TestEnrichCapsAndRelationships(t *testing.T) {
 	assert.Equal(t, "c1", p.RelationshipHits[0].ConstraintID)
 	assert.Contains(t, p.Consequences, "touches 1 declared relationship(s)")
 	assert.Contains(t, p.Narrative, "Tidy up. Call write_file")
+}
+
+func TestNarrativeCutsLongCommandsBetweenCharacters(t *testing.T) {
+	command := strings.Repeat("a", 199) + strings.Repeat("é", 10)
+	p, err := enrich("default", "bash", map[string]any{"command": command}, "", nil)
+	require.NoError(t, err)
+	assert.Contains(t, p.Narrative, `running "`+strings.Repeat("a", 199)+`…"`)
+	assert.NotContains(t, p.Narrative, `\x`, "no character cut in two")
 }

@@ -243,7 +243,10 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 			continue
 		}
 		if err != nil {
-			return nil, err
+			if err := store.SkipCorrupt(tx, err); err != nil {
+				return nil, err
+			}
+			continue // unreadable: reported, and not carried
 		}
 		add(f)
 	}
@@ -395,6 +398,11 @@ func verifyHandoff(tool string, env *Env, raw string) (*handoffPackage, error) {
 	}
 	if len(raw) > maxHandoffPackageBytes {
 		return nil, refuse(fmt.Sprintf("longer than %d bytes", maxHandoffPackageBytes))
+	}
+	if loneSurrogate([]byte(raw)) {
+		// Decoding would turn the escape into U+FFFD, silently; crux never
+		// writes one, so the package was altered.
+		return nil, refuse("is not valid UTF-8: it holds an unpaired surrogate escape")
 	}
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()

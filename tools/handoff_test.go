@@ -127,6 +127,26 @@ func TestAcceptHandoffTamperedRefused(t *testing.T) {
 	call(t, srv, bob, "accept_handoff", acceptArgs(t, raw))
 }
 
+// A package whose text was swapped for an unpaired surrogate escape, which
+// decodes to the same U+FFFD and so keeps the content hash, is refused.
+func TestAcceptHandoffLoneSurrogateRefused(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"plan":"a\ufffdb"}}`)
+	raw := call(t, srv, alice, "create_handoff", `{"session_id":"s1"}`)["package_json"].(string)
+	require.Contains(t, raw, `a\ufffdb`)
+	bad := strings.Replace(raw, `a\ufffdb`, `a\ud800b`, 1)
+	canon, err := tools.ExportHandoffCanonical([]byte(raw))
+	require.NoError(t, err)
+	canonBad, err := tools.ExportHandoffCanonical([]byte(bad))
+	require.NoError(t, err)
+	require.Equal(t, string(canon), string(canonBad), "the swap keeps the content hash")
+
+	e := callErr(t, srv, bob, "accept_handoff", acceptArgs(t, bad))
+	assertInvalidParam(t, e, "accept_handoff", "package", "is not valid UTF-8: it holds an unpaired surrogate escape")
+	assert.Equal(t, "session not found: s1", toolError(t, srv, bob, "get_session", `{"session_id":"s1"}`))
+	call(t, srv, bob, "accept_handoff", acceptArgs(t, raw))
+}
+
 func TestAcceptHandoffOtherKeyRefused(t *testing.T) {
 	srv1, _, _ := newTestServer(t, withSigner(newSigner(t)))
 	srv2, _, _ := newTestServer(t, withSigner(newSigner(t)))

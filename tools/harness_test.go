@@ -11,6 +11,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -70,6 +71,7 @@ type setup struct {
 	clock  *clock
 	path   string        // the store's file; empty: one in a fresh temp dir
 	bolt   *bolt.Options // how the store is opened
+	logger *slog.Logger  // nil: logs are discarded
 }
 
 type option func(*setup)
@@ -82,6 +84,9 @@ func withSigner(sg receipts.Signer) option { return func(s *setup) { s.signer = 
 
 // withRouter enforces capability tokens with r (see freeLocal).
 func withRouter(r rcx.Router) option { return func(s *setup) { s.router = r } }
+
+// withLogger sends the server's logs to l.
+func withLogger(l *slog.Logger) option { return func(s *setup) { s.logger = l } }
 
 // withClock runs the server on c instead of a new clock at start.
 func withClock(c *clock) option { return func(s *setup) { s.clock = c } }
@@ -110,7 +115,7 @@ func newTestServer(t testing.TB, opts ...option) (*crux.Server, *clock, *bolt.DB
 	db, err := bolt.Open(s.path, s.bolt)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	srv, err := crux.NewServer(db, &crux.Options{Flags: s.flags, Now: s.clock.Now, Signer: s.signer, Router: s.router})
+	srv, err := crux.NewServer(db, &crux.Options{Flags: s.flags, Now: s.clock.Now, Signer: s.signer, Router: s.router, Logger: s.logger})
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	return srv, s.clock, db

@@ -192,12 +192,16 @@ func memoryAcknowledgeUse() *Tool {
 						continue
 					}
 					f, err := store.GetFact(tx, id)
+					if err != nil && !errors.Is(err, store.ErrNotFound) {
+						if err := store.SkipCorrupt(tx, err); err != nil {
+							return err
+						}
+						err = store.ErrNotFound // unreadable: reported, and counted as not found
+					}
 					switch {
 					case errors.Is(err, store.ErrNotFound) || err == nil && f.Tenant != scope.Tenant:
 						o.NotFoundCount++
 						continue
-					case err != nil:
-						return err
 					}
 					switch {
 					case !scope.SeesClientFact(f):

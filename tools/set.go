@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -120,10 +121,8 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	if err := json.Unmarshal(args, &props); err != nil || props == nil {
 		return nil, invalidParams(tool, "arguments", "must be a JSON object")
 	}
-	for name, raw := range props {
-		if !utf8.Valid(raw) {
-			return nil, invalidParams(tool, name, "is not valid UTF-8")
-		}
+	if !utf8.Valid(args) || loneSurrogate(args) {
+		return nil, invalidParams(tool, badTextPath(props), "is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
@@ -132,7 +131,7 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	if err = dec.Decode(&doc); err != nil {
 		return nil, invalidParams(tool, "arguments", "must be a JSON object")
 	}
-	if path, reason := checkStrings(doc, props, ""); path != "" {
+	if path, reason := checkStrings(doc, ""); path != "" {
 		return nil, invalidParams(tool, path, reason)
 	}
 	if integral(doc) {
@@ -153,35 +152,134 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	return args, nil
 }
 
-// checkStrings walks the decoded arguments for oversized strings and for
-// invalid UTF-8 that JSON decoding replaced by U+FFFD (an unpaired
-// surrogate escape). It returns the path of the first bad value.
-func checkStrings(v any, top map[string]json.RawMessage, path string) (string, string) {
+// checkStrings walks the decoded arguments for oversized strings. It
+// returns the path of the first one.
+func checkStrings(v any, path string) (string, string) {
 	switch v := v.(type) {
 	case string:
 		if len(v) > MaxValueBytes {
 			return path, fmt.Sprintf("longer than %d bytes", MaxValueBytes)
 		}
-		if strings.ContainsRune(v, utf8.RuneError) {
-			raw := top[strings.SplitN(path, ".", 2)[0]]
-			if !bytes.Contains(raw, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
-				return path, "is not valid UTF-8"
-			}
-		}
 	case map[string]any:
 		for k, x := range v {
-			if p, r := checkStrings(x, top, join(path, k)); p != "" {
+			if p, r := checkStrings(x, join(path, k)); p != "" {
 				return p, r
 			}
 		}
 	case []any:
 		for i, x := range v {
-			if p, r := checkStrings(x, top, join(path, strconv.Itoa(i))); p != "" {
+			if p, r := checkStrings(x, join(path, strconv.Itoa(i))); p != "" {
 				return p, r
 			}
 		}
 	}
 	return "", ""
+}
+
+// loneSurrogate reports whether the JSON text b holds a \u escape of a
+// UTF-16 surrogate that is not half of a pair (a high surrogate directly
+// followed by the escape of a low one). Such an escape stands for no
+// character: JSON decoding turns it into U+FFFD, silently changing the
+// text, so crux refuses it as it refuses invalid UTF-8 bytes. Outside
+// strings valid JSON has no backslash, so b is scanned as a whole.
+func loneSurrogate(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r, ok := escapedRune(b, i)
+		if !ok {
+			i++ // a one-character escape such as \" or \\
+			continue
+		}
+		i += 5
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true // a low surrogate with no high one before it
+		case r >= 0xD800 && r <= 0xDBFF:
+			lo, ok := escapedRune(b, i+1)
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// escapedRune decodes the \uXXXX escape at b[i:], if there is one.
+func escapedRune(b []byte, i int) (rune, bool) {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+	return rune(n), err == nil
+}
+
+// badTextPath names the argument that holds invalid UTF-8 bytes or an
+// unpaired surrogate escape: the path of the offending string (a value or
+// an object key) when it can be told apart from a genuine U+FFFD, else the
+// top-level argument, else "arguments".
+func badTextPath(props map[string]json.RawMessage) string {
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		raw := props[name]
+		if utf8.Valid(raw) && !loneSurrogate(raw) {
+			continue
+		}
+		if bytes.Contains(raw, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {
+			return name // a genuine U+FFFD too: the replaced one cannot be told apart
+		}
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			if p := replacedText(v, name); p != "" {
+				return p
+			}
+		}
+		return name
+	}
+	for _, name := range names {
+		if strings.ContainsRune(name, utf8.RuneError) {
+			return name // the name itself: decoding replaced what was wrong in it
+		}
+	}
+	return "arguments"
+}
+
+// replacedText returns the path of the first string in v, an object key or
+// a value, holding U+FFFD (object keys in sorted order).
+func replacedText(v any, path string) string {
+	switch v := v.(type) {
+	case string:
+		if strings.ContainsRune(v, utf8.RuneError) {
+			return path
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if strings.ContainsRune(k, utf8.RuneError) {
+				return join(path, k)
+			}
+			if p := replacedText(v[k], join(path, k)); p != "" {
+				return p
+			}
+		}
+	case []any:
+		for i, x := range v {
+			if p := replacedText(x, join(path, strconv.Itoa(i))); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 // integral rewrites, in place, every number in v written with a fraction or

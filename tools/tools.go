@@ -44,8 +44,10 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/rcx"
@@ -129,13 +131,19 @@ type Caller struct {
 // identity.
 func (c Caller) Scope() store.Scope { return store.Scope{Tenant: c.TenantID(), Agent: c.Identity()} }
 
-// Validate checks the names a transport put in c. An agent name is part of
-// the stored name of its private entities, so it must not contain "::" or
-// end with ":" (either would let two agents' names run together), nor
-// control characters; an authenticated agent must not be called
-// "anonymous". A tenant must not contain control characters.
+// Validate checks the names a transport put in c. Both names end up in
+// stored records, so both must be valid UTF-8 (a record holding invalid
+// UTF-8 could not be read back). An agent name is part of the stored name
+// of its private entities, so it must not contain "::" or end with ":"
+// (either would let two agents' names run together), nor control
+// characters; an authenticated agent must not be called "anonymous". A
+// tenant must not contain control characters.
 func (c Caller) Validate() error {
 	switch {
+	case !utf8.ValidString(c.Agent):
+		return fmt.Errorf("crux: invalid caller agent name %q: it is not valid UTF-8", c.Agent)
+	case !utf8.ValidString(c.Tenant):
+		return fmt.Errorf("crux: invalid caller tenant %q: it is not valid UTF-8", c.Tenant)
 	case strings.Contains(c.Agent, "::") || strings.HasSuffix(c.Agent, ":") || strings.IndexFunc(c.Agent, unicode.IsControl) >= 0:
 		return fmt.Errorf(`crux: invalid caller agent name %q: it must not contain "::", end with ":" or contain control characters`, c.Agent)
 	case c.Authenticated && c.Agent == anonymous:
@@ -196,6 +204,9 @@ type Annotations struct {
 // Env is what handlers need from the server that runs them. It is fixed
 // when the server is created; build it with [NewEnv].
 type Env struct {
+	// Store is the server's store, as NewEnv wrapped it (store.Reporting)
+	// so that every scan reports the unreadable records it skips to
+	// ReportCorrupt.
 	Store  store.Backend
 	Now    func() time.Time
 	Signer receipts.Signer // signs every receipt
@@ -208,8 +219,11 @@ type Env struct {
 	intents *intentBook
 	// Tools names the tools the server serves, in catalogue order.
 	Tools []string
-	// Logger receives reports of recovered panics and internal errors.
+	// Logger receives reports of recovered panics and internal errors,
+	// and of the unreadable records scans skipped (see [Env.ReportCorrupt]).
 	Logger *slog.Logger
+	// corrupt holds the unreadable records already logged.
+	corrupt *corruptLog
 }
 
 // NewEnv returns the Env of a server serving set over st: now is the clock,
@@ -227,10 +241,47 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 	for i, t := range set.tools {
 		names[i] = t.Name
 	}
-	return &Env{
-		Store: st, Now: now, Signer: signer, Router: router, Flags: flags,
+	e := &Env{
+		Now: now, Signer: signer, Router: router, Flags: flags,
 		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, Logger: logger,
+		corrupt: &corruptLog{seen: make(map[string]struct{})},
 	}
+	e.Store = store.Reporting(st, e.ReportCorrupt)
+	return e
+}
+
+// maxCorruptLogged bounds the set of unreadable records an Env remembers
+// having logged; past it, each further record is logged every time a scan
+// meets it.
+const maxCorruptLogged = 4096
+
+// corruptLog is the set of unreadable records already logged, by bucket
+// and key.
+type corruptLog struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+// ReportCorrupt logs, once per record for the Env's lifetime, an
+// unreadable record that a scan skipped: an error through Logger with its
+// bucket, key, id, the index that named it and the cause. The scan itself
+// goes on and serves every other record, so this log line is how an
+// operator learns of the record; crux doctor lists such records and crux
+// doctor --repair removes them. NewEnv wraps the store so that every scan
+// reports here.
+func (e *Env) ReportCorrupt(err *store.CorruptRecordError) {
+	key := err.Bucket + "\x00" + string(err.Key)
+	e.corrupt.mu.Lock()
+	_, logged := e.corrupt.seen[key]
+	if !logged && len(e.corrupt.seen) < maxCorruptLogged {
+		e.corrupt.seen[key] = struct{}{}
+	}
+	e.corrupt.mu.Unlock()
+	if logged {
+		return
+	}
+	e.Logger.Error("crux: skipped an unreadable record; crux doctor lists it and crux doctor --repair removes it",
+		"bucket", err.Bucket, "key", fmt.Sprintf("%q", err.Key), "id", err.ID, "index", err.Index, "err", err.Err)
 }
 
 func (e *Env) now() time.Time { return e.Now().UTC() }

@@ -99,7 +99,9 @@ type setup struct {
 }
 
 // resolve applies the common flags of fs (registered into cf) and the
-// environment.
+// environment. An agent name that crux would refuse on every call (see
+// crux.Caller.Validate: not UTF-8, "::" in it, ...) is a usage error, so a
+// serve with such a name stops at once instead of refusing each call.
 func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -107,11 +109,11 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, err
 	if err != nil {
 		return nil, err
 	}
-	return &setup{
-		dir:    dir,
-		caller: callerFor(cf.agent, set["agent"], osenv.getenv),
-		flags:  osenv.flags,
-	}, nil
+	caller := callerFor(cf.agent, set["agent"], osenv.getenv)
+	if err := caller.Validate(); err != nil {
+		return nil, usagef("%s", strings.TrimPrefix(err.Error(), "crux: "))
+	}
+	return &setup{dir: dir, caller: caller, flags: osenv.flags}, nil
 }
 
 // resolveNoArgs parses the flags of a command that takes no positional

@@ -22,10 +22,14 @@ import (
 // Both act for no agent (their receipts name the actor "operator"), so
 // --agent is refused rather than ignored.
 
-// operatorFlags parses the flags of an operator command: --data only.
-func operatorFlags(name string, args []string, osenv *environment) (*setup, []string, error) {
+// operatorFlags parses the flags of an operator command: --data, and
+// those that register adds to the flag set.
+func operatorFlags(name string, args []string, osenv *environment, register ...func(*flag.FlagSet)) (*setup, []string, error) {
 	var cf commonFlags
 	fset := newFlagSet(name, &cf)
+	for _, r := range register {
+		r(fset)
+	}
 	pos, err := parseArgs(fset, args)
 	if err != nil {
 		return nil, nil, err

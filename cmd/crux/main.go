@@ -6,6 +6,7 @@
 //	crux serve [--data DIR] [--agent NAME]
 //	crux tools [--data DIR] [--agent NAME] [--json]
 //	crux call  [--data DIR] [--agent NAME] TOOL [JSON|-]
+//	crux doctor [--data DIR] [--repair]
 //	crux help
 //
 // serve speaks MCP on standard input and output until the client closes
@@ -13,8 +14,11 @@
 // error. tools prints the tool catalogue. call runs one tool with the JSON
 // arguments given (default {}; - reads them from standard input) and prints
 // the MCP result object; a protocol-level error is printed as
-// {"error":{"code","message","data"}} and exits with status 1. A usage
-// error exits with status 2.
+// {"error":{"code","message","data"}} and exits with status 1. doctor
+// lists the records of the store that cannot be read, by bucket and key,
+// and with --repair removes the unreadable facts and the index entries
+// naming them; it exits with status 1 while problems remain. A usage error
+// exits with status 2. crux help lists every command.
 //
 // The data lives in DIR/crux.db, where DIR is --data, else $CRUX_DATA_DIR,
 // else $XDG_DATA_HOME/crux, else ~/.local/share/crux. One process at a time

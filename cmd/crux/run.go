@@ -86,6 +86,17 @@ Usage:
         it. Prints the purge report as JSON. Every command that opens the
         store purges what is due as well.
 
+  crux doctor [--data DIR] [--repair]
+        Check the store: list each record that cannot be read (a fact, a
+        forget record, a forgotten fact) and each index entry that names
+        such a fact or names none, by bucket and key, and check each
+        tenant's receipt chain. With --repair, first remove in one
+        transaction the unreadable facts, the index entries and pins naming
+        them and the index entries naming no fact, printing each removal;
+        forget records and receipts are never removed. Exits 0 when the
+        store is clean, else 1. Tools skip unreadable records and log each
+        once; this is how to find and remove them.
+
   crux help
         Print this text.
 
@@ -158,6 +169,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = forgetCmd(ctx, rest, stdout, osenv, logger)
 	case "purge":
 		err = purgeCmd(ctx, rest, stdout, osenv, logger)
+	case "doctor":
+		err = doctorCmd(ctx, rest, stdout, osenv)
 	default:
 		err = usagef("unknown command %q", cmd)
 	}

@@ -241,6 +241,9 @@ func TestUsageErrors(t *testing.T) {
 		{"verify no id", []string{"verify", "receipt", "--data", dir}, "one receipt id"},
 		{"verify id and file", []string{"verify", "receipt", "--data", dir, "--file", "f", "r_1"}, "one receipt id"},
 		{"export no id", []string{"export", "receipt", "--data", dir}, "one receipt id"},
+		{"agent not UTF-8", []string{"call", "--data", dir, "--agent", "bad\xff", "query_facts"}, "not valid UTF-8"},
+		{"serve agent not UTF-8", []string{"serve", "--data", dir, "--agent", "bad\xff"}, "not valid UTF-8"},
+		{"agent with ::", []string{"tools", "--data", dir, "--agent", "a::b"}, `"::"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCrux(t, nil, "", tc.args...)

@@ -1,0 +1,226 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Problem is a record of the store that cannot be read, or an index entry
+// that names such a record or one that does not exist, as [Diagnose]
+// finds it.
+type Problem struct {
+	Bucket string // the bucket holding the record or the index entry
+	Key    []byte // its key there
+	ID     string // the record concerned: a fact id, or a forget's receipt id
+	Reason string // why it is a problem
+	// Repairable reports whether [Repair] removes it: unreadable facts and
+	// the index entries naming them or naming no fact are removed; an
+	// unreadable forget record or forgotten fact is only listed, since
+	// removing it would lose what restoring that forget needs.
+	Repairable bool
+}
+
+// String is the problem on one line: bucket, key and reason.
+func (p Problem) String() string {
+	return fmt.Sprintf("%s %q: %s", p.Bucket, p.Key, p.Reason)
+}
+
+// factIndexes are the index buckets of facts, and how to find the fact id
+// in each entry.
+var factIndexes = []struct {
+	bucket string
+	id     func(k, v []byte) (string, bool)
+}{
+	{bucketEntity, func(_, v []byte) (string, bool) { return string(v), true }},
+	{bucketKey, func(_, v []byte) (string, bool) { return string(v), true }},
+	// tenant, word, fact id: neither a tenant nor a word holds a NUL byte.
+	{bucketWords, func(k, _ []byte) (string, bool) {
+		i := bytes.LastIndexByte(k, 0)
+		return string(k[i+1:]), i >= 0
+	}},
+	// tenant, scope, 16 bytes of rank, fact id: the rank bytes may hold
+	// NUL bytes, the tenant and the scope (an agent name) do not.
+	{bucketRank, func(k, _ []byte) (string, bool) {
+		parts := bytes.SplitN(k, []byte{0}, 3)
+		if len(parts) != 3 || len(parts[2]) <= 16 {
+			return "", false
+		}
+		return string(parts[2][16:]), true
+	}},
+}
+
+// Diagnose reads every fact, forget record and forgotten fact of the store
+// and every entry of the fact indexes, and returns the problems it finds:
+// records that do not decode, and index entries that name an unreadable
+// fact or one that does not exist, in bucket order and, within a bucket,
+// in key order. It changes nothing.
+func Diagnose(tx Tx) ([]Problem, error) {
+	var out []Problem
+	unreadable := make(map[string]bool)
+	err := tx.Scan(bucketFacts, nil, false, func(k, v []byte) error {
+		if err := factDec.Unmarshal(v, new(Fact)); err != nil {
+			unreadable[string(k)] = true
+			out = append(out, Problem{Bucket: bucketFacts, Key: bytes.Clone(k), ID: string(k),
+				Reason: "the fact cannot be read: " + err.Error(), Repairable: true})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, ix := range factIndexes {
+		err := tx.Scan(ix.bucket, nil, false, func(k, v []byte) error {
+			id, ok := ix.id(k, v)
+			p := Problem{Bucket: ix.bucket, Key: bytes.Clone(k), ID: id, Repairable: true}
+			switch {
+			case !ok:
+				p.Reason = "malformed index entry"
+			case unreadable[id]:
+				p.Reason = "names the unreadable fact " + id
+			default:
+				if _, err := tx.Get(bucketFacts, []byte(id)); errors.Is(err, ErrNotFound) {
+					p.Reason = "names the fact " + id + ", which does not exist"
+				} else if err != nil {
+					return err
+				} else {
+					return nil
+				}
+			}
+			out = append(out, p)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	err = tx.Scan(bucketForgets, nil, false, func(k, v []byte) error {
+		if err := factDec.Unmarshal(v, new(ForgetRecord)); err != nil {
+			out = append(out, Problem{Bucket: bucketForgets, Key: bytes.Clone(k), ID: string(k),
+				Reason: "the forget record cannot be read: " + err.Error()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = tx.Scan(bucketForgetFacts, nil, false, func(k, v []byte) error {
+		ff := new(ForgottenFact)
+		err := factDec.Unmarshal(v, ff)
+		if err == nil {
+			err = factDec.Unmarshal(ff.Original, new(Fact))
+		}
+		if err != nil {
+			id, _, _ := bytes.Cut(k, []byte{0})
+			out = append(out, Problem{Bucket: bucketForgetFacts, Key: bytes.Clone(k), ID: string(id),
+				Reason: "the forgotten fact cannot be read: " + err.Error()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Repair removes in tx what [Diagnose] finds repairable: each unreadable
+// fact, and each index entry that names an unreadable fact or a fact that
+// does not exist (entity and key indexes, keyword postings, the confidence
+// index), together with the pins of the facts removed. It then recounts
+// the current facts of every entity an index entry it removed belonged
+// to, so that entity listings stay right. A removed fact's content is
+// lost: the version it had retired stays retired, and the next write of
+// its (entity, key) starts a new current version. It returns what it
+// removed; run it in one Update so that the store is repaired whole or not
+// at all.
+func Repair(tx Tx) ([]Problem, error) {
+	problems, err := Diagnose(tx)
+	if err != nil {
+		return nil, err
+	}
+	var removed []Problem
+	removedFacts := make(map[string]bool)
+	type entity struct{ tenant, stored string }
+	recount := make(map[entity]bool)
+	for _, p := range problems {
+		if !p.Repairable {
+			continue
+		}
+		if err := tx.Delete(p.Bucket, p.Key); err != nil {
+			return nil, err
+		}
+		removed = append(removed, p)
+		switch p.Bucket {
+		case bucketFacts:
+			removedFacts[p.ID] = true
+		case bucketEntity:
+			// tenant, stored entity, key, version
+			if parts := bytes.SplitN(p.Key, []byte{0}, 3); len(parts) == 3 {
+				recount[entity{string(parts[0]), string(parts[1])}] = true
+			}
+		}
+	}
+	// Pins of the removed facts, both ways.
+	var pins []Problem
+	err = tx.Scan(bucketPinsByFact, nil, false, func(k, _ []byte) error {
+		parts := bytes.SplitN(k, []byte{0}, 3) // tenant, fact id, agent
+		if len(parts) == 3 && removedFacts[string(parts[1])] {
+			id := string(parts[1])
+			pins = append(pins,
+				Problem{Bucket: bucketPinsByFact, Key: bytes.Clone(k), ID: id, Reason: "pins the removed fact " + id, Repairable: true},
+				Problem{Bucket: bucketPins, Key: indexKey(string(parts[0]), string(parts[2]), id), ID: id, Reason: "pins the removed fact " + id, Repairable: true})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pins {
+		if err := tx.Delete(p.Bucket, p.Key); err != nil {
+			return nil, err
+		}
+	}
+	removed = append(removed, pins...)
+	entities := make([]entity, 0, len(recount))
+	for e := range recount {
+		entities = append(entities, e)
+	}
+	sort.Slice(entities, func(i, j int) bool {
+		if entities[i].tenant != entities[j].tenant {
+			return entities[i].tenant < entities[j].tenant
+		}
+		return entities[i].stored < entities[j].stored
+	})
+	for _, e := range entities {
+		if err := recountActive(tx, e.tenant, e.stored); err != nil {
+			return nil, err
+		}
+	}
+	return removed, nil
+}
+
+// recountActive sets the number of current facts of a stored entity from
+// its version chains.
+func recountActive(tx Tx, tenant, stored string) error {
+	var n uint64
+	err := tx.Scan(bucketEntity, indexKey(tenant, stored, ""), false, func(_, v []byte) error {
+		f, err := GetFact(tx, string(v))
+		if err != nil {
+			return err
+		}
+		if f.Current() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	k := indexKey(tenant, stored)
+	if n == 0 {
+		return tx.Delete(bucketActive, k)
+	}
+	return tx.Put(bucketActive, k, binary.BigEndian.AppendUint64(nil, n))
+}

@@ -1,0 +1,87 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux/store"
+)
+
+func TestDiagnoseAndRepair(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	shared := store.Scope{Tenant: "t"}
+	alice := store.Scope{Tenant: "t", Agent: "alice"}
+	keep := putFact(t, db, store.NewFact{Scope: shared, Entity: "svc", Key: "port", Value: "8080", Now: now})
+	v1 := putFact(t, db, store.NewFact{Scope: shared, Entity: "svc", Key: "host", Value: "db1", Now: now})
+	bad := putFact(t, db, store.NewFact{Scope: shared, Entity: "svc", Key: "host", Value: "db2 BADTEXT", Now: now.Add(time.Second)})
+	lone := putFact(t, db, store.NewFact{Scope: shared, Entity: "gone", Key: "k", Value: "only", Now: now})
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error { return store.SetPin(tx, alice, bad.ID, true) }))
+	plantInvalidText(t, db, bad.ID, "BADTEXT")
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		if err := tx.Put("facts", []byte(lone.ID), []byte{0xff}); err != nil { // not CBOR at all
+			return err
+		}
+		return tx.Put("forgets", []byte("r_broken"), []byte{0x61, 0xff}) // a forget record that does not read
+	}))
+
+	var problems []store.Problem
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		var err error
+		problems, err = store.Diagnose(tx)
+		return err
+	}))
+	byBucket := map[string]int{}
+	for _, p := range problems {
+		byBucket[p.Bucket]++
+		assert.Equal(t, p.Bucket != "forgets", p.Repairable, p.String())
+		assert.NotEqual(t, keep.ID, p.ID)
+		assert.NotEqual(t, v1.ID, p.ID)
+	}
+	assert.Equal(t, 2, byBucket["facts"])
+	assert.Equal(t, 2, byBucket["facts.entity"])
+	assert.Equal(t, 2, byBucket["facts.key"])
+	assert.Equal(t, 2, byBucket["facts.rank"])
+	assert.Positive(t, byBucket["facts.words"])
+	assert.Equal(t, 1, byBucket["forgets"])
+	assert.Contains(t, problems[0].String(), "cannot be read")
+
+	var removed []store.Problem
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		var err error
+		removed, err = store.Repair(tx)
+		return err
+	}))
+	assert.Len(t, removed, len(problems)-1+2, "every repairable problem, and alice's pin both ways")
+
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		left, err := store.Diagnose(tx)
+		require.NoError(t, err)
+		require.Len(t, left, 1, "the forget record is listed, never removed")
+		assert.Equal(t, "forgets", left[0].Bucket)
+
+		pinned, err := store.PinnedByAnyone(tx, "t", bad.ID)
+		require.NoError(t, err)
+		assert.False(t, pinned)
+		// The entity whose only fact went is no longer listed; svc is,
+		// by its remaining current fact.
+		entities, err := store.ListEntities(tx, shared)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"svc"}, entities)
+		hist, err := store.History(tx, shared, "svc", "host")
+		require.NoError(t, err)
+		require.Len(t, hist, 1)
+		assert.Equal(t, v1.ID, hist[0].ID)
+		return nil
+	}))
+	// The pair takes a new version after the one that is left; version 1
+	// stays retired by the fact that is gone.
+	f := putFact(t, db, store.NewFact{Scope: shared, Entity: "svc", Key: "host", Value: "db3", Now: now.Add(time.Hour)})
+	assert.EqualValues(t, 2, f.Version)
+	assert.Empty(t, f.Supersedes)
+}
