@@ -246,7 +246,7 @@ func TestAuditConfig(t *testing.T) {
 	assert.Equal(t, "2026-03-01T13:00:00Z", again["audited_at"])
 	hist := call(t, srv, alice, "fact_history", `{"entity":"__ops::config-audit","key":"sha256:`+hashA+`"}`)
 	require.Len(t, objects(t, hist, "versions"), 2)
-	assert.Equal(t, got["fact_id"], objects(t, hist, "versions")[0]["fact_id"])
+	assert.Equal(t, got["fact_id"], objects(t, hist, "versions")[1]["fact_id"], "newest first")
 
 	// Reserved: never in an unfiltered query.
 	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{}`)))

@@ -407,6 +407,7 @@ func listEntities() *Tool {
 type factHistoryArgs struct {
 	Entity string `json:"entity"`
 	Key    string `json:"key"`
+	historyPageArgs
 }
 
 type versionRow struct {
@@ -425,33 +426,34 @@ func factHistory() *Tool {
 	const name = "fact_history"
 	return &Tool{
 		Name: name,
-		Description: "The full version chain of one (entity, key), oldest first: superseded and deleted " +
-			"versions included. Your private chain for the same pair is included, marked private.",
+		Description: "The version chain of one (entity, key): superseded and deleted versions included, and your " +
+			"private chain of the same pair, marked private, merged with the shared one by stored_at. " +
+			historyPageHelp,
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, private?}]}",
-		schema:      schemaFor(name),
+		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
+			"private?}], next_cursor?, truncated}",
+		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
 			}
-			var fs []*store.Fact
+			var out *historyOut[versionRow]
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
-				fs, err = store.History(tx, c.Scope(), in.Entity, in.Key)
+				out, err = readHistoryPage(tx, name, c, store.HistoryQuery{Scope: c.Scope(), Entity: in.Entity, Key: in.Key},
+					in.historyPageArgs, func(f *store.Fact) versionRow {
+						return versionRow{
+							FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
+							SupersededBy: f.SupersededBy, Confidence: f.Confidence,
+							StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,
+						}
+					})
 				return err
 			})
 			if err != nil {
 				return nil, err
 			}
-			rows := make([]versionRow, 0, len(fs))
-			for _, f := range fs {
-				rows = append(rows, versionRow{
-					FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
-					SupersededBy: f.SupersededBy, Confidence: f.Confidence,
-					StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,
-				})
-			}
-			return jsonResult(map[string]any{"versions": rows})
+			return jsonResult(out)
 		}),
 	}
 }

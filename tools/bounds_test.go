@@ -1,0 +1,256 @@
+package tools_test
+
+// Bounded answers: every listing is capped, counted and says truncated, and
+// a default answer stays under 64 KB whatever the store holds.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/store"
+)
+
+// maxDefaultAnswer is the size every default answer stays under.
+const maxDefaultAnswer = 64 << 10
+
+// answerSize is the size of a tool's whole result as JSON, as a client
+// receives it (text and structuredContent).
+func answerSize(t testing.TB, srv *crux.Server, c crux.Caller, name, args string) int {
+	t.Helper()
+	b, err := json.Marshal(result(t, srv, c, name, args))
+	require.NoError(t, err)
+	return len(b)
+}
+
+// fillChain writes n versions of (entity, key) as agent (private or
+// shared) straight into the store, one millisecond apart from at, in one
+// transaction, and returns their ids, oldest first. value names each.
+func fillChain(t testing.TB, db store.Backend, agent, entity, key string, private bool, n int, at time.Time, value func(i int) string) []string {
+	t.Helper()
+	ids := make([]string, 0, n)
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		ids = ids[:0]
+		for i := range n {
+			f, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tenant, Agent: agent},
+				Entity: entity, Key: key, Value: value(i), Confidence: 1, Private: private,
+				Now: at.Add(time.Duration(i) * time.Millisecond)})
+			if err != nil {
+				return err
+			}
+			ids = append(ids, f.ID)
+		}
+		return nil
+	}))
+	return ids
+}
+
+// reversed returns ids newest first.
+func reversed(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[len(ids)-1-i] = id
+	}
+	return out
+}
+
+// historyIDs are the version ids of a history page, in order; idField
+// names them (fact_id in fact_history, id in memory_history).
+func historyIDs(t testing.TB, got map[string]any, idField string) []string {
+	t.Helper()
+	var ids []string
+	for _, v := range objects(t, got, "versions") {
+		ids = append(ids, v[idField].(string))
+	}
+	return ids
+}
+
+// walkHistory reads every page of a history, passing each next_cursor
+// back, and returns the ids in order and the number of pages.
+func walkHistory(t testing.TB, srv *crux.Server, c crux.Caller, name, idField string, args map[string]any) ([]string, int) {
+	t.Helper()
+	var ids []string
+	for pages := 1; pages < 10_000; pages++ {
+		b, err := json.Marshal(args)
+		require.NoError(t, err)
+		got := call(t, srv, c, name, string(b))
+		ids = append(ids, historyIDs(t, got, idField)...)
+		cursor, more := got["next_cursor"].(string)
+		assert.Equal(t, more, got["truncated"], "truncated says whether a next_cursor follows")
+		if !more {
+			return ids, pages
+		}
+		require.NotEmpty(t, historyIDs(t, got, idField), "a page with a next_cursor lists a version")
+		args["cursor"] = cursor
+	}
+	t.Fatal("the walk does not end")
+	return nil, 0
+}
+
+func TestHistoryLimit(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	ids := fillChain(t, db, "", "e", "k", false, 100, clk.Now(), func(i int) string { return fmt.Sprint("v", i) })
+
+	for _, name := range []string{"fact_history", "memory_history"} {
+		idField := map[string]string{"fact_history": "fact_id", "memory_history": "id"}[name]
+		// 100 versions: the default limit, one page.
+		got := call(t, srv, alice, name, `{"entity":"e","key":"k"}`)
+		assert.Equal(t, reversed(ids), historyIDs(t, got, idField), "%s: newest first", name)
+		assert.Equal(t, false, got["truncated"], name)
+		assert.NotContains(t, got, "next_cursor", name)
+		assert.Less(t, answerSize(t, srv, alice, name, `{"entity":"e","key":"k"}`), maxDefaultAnswer, name)
+
+		// An explicit limit, at the chain's length and one below.
+		got = call(t, srv, alice, name, `{"entity":"e","key":"k","limit":100}`)
+		assert.Len(t, historyIDs(t, got, idField), 100, name)
+		assert.NotContains(t, got, "next_cursor", name)
+		got = call(t, srv, alice, name, `{"entity":"e","key":"k","limit":99}`)
+		assert.Equal(t, reversed(ids)[:99], historyIDs(t, got, idField), name)
+		assert.Equal(t, true, got["truncated"], name)
+		got = call(t, srv, alice, name, fmt.Sprintf(`{"entity":"e","key":"k","limit":99,"cursor":%q}`, got["next_cursor"]))
+		assert.Equal(t, []string{ids[0]}, historyIDs(t, got, idField), name)
+		assert.NotContains(t, got, "next_cursor", name)
+	}
+
+	// 101 versions: the default page holds 100, the next one the oldest.
+	more := fillChain(t, db, "", "e", "k", false, 1, clk.Now().Add(time.Hour), func(int) string { return "v100" })
+	all := append(ids, more...)
+	for _, name := range []string{"fact_history", "memory_history"} {
+		idField := map[string]string{"fact_history": "fact_id", "memory_history": "id"}[name]
+		got := call(t, srv, alice, name, `{"entity":"e","key":"k"}`)
+		assert.Equal(t, reversed(all)[:100], historyIDs(t, got, idField), name)
+		assert.Equal(t, true, got["truncated"], name)
+		require.IsType(t, "", got["next_cursor"], name)
+		got = call(t, srv, alice, name, fmt.Sprintf(`{"entity":"e","key":"k","cursor":%q}`, got["next_cursor"]))
+		assert.Equal(t, []string{ids[0]}, historyIDs(t, got, idField), name)
+		assert.Equal(t, false, got["truncated"], name)
+	}
+
+	// memory_history by fact_id pages the same way.
+	got := call(t, srv, alice, "memory_history", fmt.Sprintf(`{"fact_id":%q,"limit":1}`, ids[5]))
+	assert.Equal(t, more, historyIDs(t, got, "id"))
+	got = call(t, srv, alice, "memory_history", fmt.Sprintf(`{"fact_id":%q,"limit":1,"cursor":%q}`, ids[5], got["next_cursor"]))
+	assert.Equal(t, []string{ids[99]}, historyIDs(t, got, "id"))
+}
+
+func TestHistoryCursorWalksEveryVersionOnce(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	// A shared chain and alice's private chain of the same pair, interleaved,
+	// and bob's private chain, which alice never sees.
+	shared := fillChain(t, db, "bob", "e", "k", false, 700, clk.Now(), func(i int) string { return fmt.Sprint("shared ", i) })
+	private := fillChain(t, db, "alice", "e", "k", true, 555, clk.Now().Add(time.Second/2), func(i int) string { return fmt.Sprint("private ", i) })
+	fillChain(t, db, "bob", "e", "k", true, 10, clk.Now(), func(i int) string { return "bob's" })
+
+	// The newest-first merge of the two chains by stored_at.
+	var want []string
+	for i, j := len(shared)-1, len(private)-1; i >= 0 || j >= 0; {
+		// shared[i] is stored at i ms, private[j] at 500+j ms; shared first on a tie.
+		if j < 0 || i >= 0 && i >= 500+j {
+			want, i = append(want, shared[i]), i-1
+		} else {
+			want, j = append(want, private[j]), j-1
+		}
+	}
+	for _, tc := range []struct {
+		limit any
+		pages int
+	}{{nil, 13}, {1000, 0}, {7, 180}, {1, 1255}} {
+		for _, name := range []string{"fact_history", "memory_history"} {
+			idField := map[string]string{"fact_history": "fact_id", "memory_history": "id"}[name]
+			args := map[string]any{"entity": "e", "key": "k"}
+			if tc.limit != nil {
+				args["limit"] = tc.limit
+			}
+			if tc.limit == 1 && name == "memory_history" {
+				continue // one walk of 1255 pages is enough
+			}
+			got, pages := walkHistory(t, srv, alice, name, idField, args)
+			assert.Equal(t, want, got, "%s limit %v: every version once, newest first", name, tc.limit)
+			if tc.pages > 0 {
+				assert.Equal(t, tc.pages, pages, "%s limit %v", name, tc.limit)
+			} else {
+				assert.Greater(t, pages, 1, "%s limit %v: the answer size ends a page early", name, tc.limit)
+			}
+		}
+	}
+	// By fact_id: the private chain alone, and the shared one alone.
+	got, _ := walkHistory(t, srv, alice, "memory_history", "id", map[string]any{"fact_id": private[3], "limit": 50})
+	assert.Equal(t, reversed(private), got)
+	got, _ = walkHistory(t, srv, alice, "memory_history", "id", map[string]any{"fact_id": shared[3], "limit": 50})
+	assert.Equal(t, reversed(shared), got)
+	// anonymous: the shared chain.
+	got, _ = walkHistory(t, srv, anon, "fact_history", "fact_id", map[string]any{"entity": "e", "key": "k"})
+	assert.Equal(t, reversed(shared), got)
+}
+
+func TestHistoryWalkIgnoresLaterWrites(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	ids := fillChain(t, db, "", "e", "k", false, 5, clk.Now(), func(i int) string { return fmt.Sprint(i) })
+	got := call(t, srv, alice, "fact_history", `{"entity":"e","key":"k","limit":2}`)
+	first := historyIDs(t, got, "fact_id")
+	clk.Advance(time.Hour)
+	storeID(t, srv, alice, `{"entity":"e","key":"k","value":"late"}`)
+	storeID(t, srv, alice, `{"entity":"e","key":"k","value":"private late","private":true}`)
+	rest, _ := walkHistory(t, srv, alice, "fact_history", "fact_id", map[string]any{"entity": "e", "key": "k", "limit": 2, "cursor": got["next_cursor"]})
+	assert.Equal(t, reversed(ids), append(first, rest...), "the walk lists the history as it stood at its first page")
+	assert.Len(t, objects(t, call(t, srv, alice, "fact_history", `{"entity":"e","key":"k"}`), "versions"), 7, "a new walk sees them")
+}
+
+func TestHistoryPageStopsBeforeTheAnswerGrowsTooLarge(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	big := strings.Repeat(`"quoted" <text> `, 256) // 4 KiB, and more once escaped
+	ids := fillChain(t, db, "", "e", "k", false, 40, clk.Now(), func(i int) string { return fmt.Sprint(i, big) })
+	for _, name := range []string{"fact_history", "memory_history"} {
+		idField := map[string]string{"fact_history": "fact_id", "memory_history": "id"}[name]
+		got := call(t, srv, alice, name, `{"entity":"e","key":"k"}`)
+		n := len(historyIDs(t, got, idField))
+		assert.Less(t, n, 40, name)
+		assert.Greater(t, n, 1, name)
+		assert.Equal(t, true, got["truncated"], name)
+		assert.Less(t, answerSize(t, srv, alice, name, `{"entity":"e","key":"k"}`), maxDefaultAnswer, name)
+		walked, _ := walkHistory(t, srv, alice, name, idField, map[string]any{"entity": "e", "key": "k", "limit": 1000})
+		assert.Equal(t, reversed(ids), walked, name)
+	}
+	// A version larger than the answer budget comes back alone.
+	huge := fillChain(t, db, "", "huge", "k", false, 2, clk.Now(), func(int) string { return strings.Repeat("x", 100_000) })
+	got := call(t, srv, alice, "fact_history", `{"entity":"huge","key":"k"}`)
+	assert.Equal(t, []string{huge[1]}, historyIDs(t, got, "fact_id"))
+	assert.Equal(t, true, got["truncated"])
+}
+
+func TestHistoryCursorErrors(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	ids := fillChain(t, db, "", "e", "k", false, 3, clk.Now(), func(i int) string { return fmt.Sprint(i) })
+	fillChain(t, db, "", "other", "k", false, 3, clk.Now(), func(i int) string { return fmt.Sprint(i) })
+	cursor := call(t, srv, alice, "fact_history", `{"entity":"e","key":"k","limit":1}`)["next_cursor"].(string)
+
+	for _, tc := range []struct {
+		c          crux.Caller
+		name, args string
+		reason     string
+	}{
+		{alice, "fact_history", `{"entity":"e","key":"k","cursor":"nonsense"}`, "is not a next_cursor this tool returned; pass it back unchanged"},
+		{alice, "fact_history", `{"entity":"e","key":"k","cursor":"h1.AAAAAAAAAAAAAAAAAAAAAA"}`, "is not a next_cursor this tool returned; pass it back unchanged"},
+		{alice, "fact_history", fmt.Sprintf(`{"entity":"e","key":"k","cursor":%q}`, cursor+"A"), "is not a next_cursor this tool returned; pass it back unchanged"},
+		{alice, "fact_history", fmt.Sprintf(`{"entity":"other","key":"k","cursor":%q}`, cursor), "belongs to another history: pass it with the same arguments as the call that returned it"},
+		{bob, "fact_history", fmt.Sprintf(`{"entity":"e","key":"k","cursor":%q}`, cursor), "belongs to another history: pass it with the same arguments as the call that returned it"},
+		{alice, "memory_history", fmt.Sprintf(`{"entity":"e","key":"k","cursor":%q}`, cursor), "belongs to another history: pass it with the same arguments as the call that returned it"},
+		{alice, "memory_history", fmt.Sprintf(`{"fact_id":%q,"cursor":%q}`, ids[0], cursor), "belongs to another history: pass it with the same arguments as the call that returned it"},
+	} {
+		assertInvalidParam(t, callErr(t, srv, tc.c, tc.name, tc.args), tc.name, "cursor", tc.reason)
+	}
+	for _, name := range []string{"fact_history", "memory_history"} {
+		for _, args := range []string{`{"entity":"e","key":"k","limit":0}`, `{"entity":"e","key":"k","limit":1001}`, `{"entity":"e","key":"k","cursor":""}`} {
+			e := callErr(t, srv, alice, name, args)
+			assert.Equal(t, crux.CodeInvalidParams, e.Code, args)
+			assert.Equal(t, map[bool]string{true: "cursor", false: "limit"}[strings.Contains(args, "cursor")], paramOf(t, e).Param, args)
+		}
+	}
+}
