@@ -254,3 +254,95 @@ func TestHistoryCursorErrors(t *testing.T) {
 		}
 	}
 }
+
+// fillFacts writes n shared facts, one per entity named by entity, as
+// agent straight into the store in one transaction, and returns their ids
+// in order.
+func fillFacts(t testing.TB, db store.Backend, agent string, n int, at time.Time, entity func(i int) string) []string {
+	t.Helper()
+	ids := make([]string, 0, n)
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		ids = ids[:0]
+		for i := range n {
+			f, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tenant, Agent: agent},
+				Entity: entity(i), Key: "k", Value: "v", Confidence: 1, Now: at.Add(time.Duration(i) * time.Millisecond)})
+			if err != nil {
+				return err
+			}
+			ids = append(ids, f.ID)
+		}
+		return nil
+	}))
+	return ids
+}
+
+// strs converts a JSON array of strings.
+func strs(t testing.TB, v any) []string {
+	t.Helper()
+	raw, ok := v.([]any)
+	require.True(t, ok, "%v is not an array", v)
+	out := make([]string, len(raw))
+	for i, s := range raw {
+		out[i] = s.(string)
+	}
+	return out
+}
+
+func TestForgetListsAreCapped(t *testing.T) {
+	const scope = `{"type":"entity_prefix","value":"p:"}`
+	for _, n := range []int{100, 101} {
+		srv, clk, db := newTestServer(t)
+		ids := fillFacts(t, db, "alice", n, clk.Now(), func(i int) string { return fmt.Sprintf("p:%03d", i) })
+
+		dry := call(t, srv, alice, "memory_forget_dry_run", `{"scope":`+scope+`}`)
+		assert.EqualValues(t, n, dry["count"], "count is every fact selected")
+		assert.Equal(t, ids[:100], forgetAffected(t, dry), "the first 100, oldest first")
+		assert.Equal(t, n > 100, dry["truncated"], n)
+
+		got := call(t, srv, alice, "memory_forget", `{"scope":`+scope+`,"reason":"cap"}`)
+		assert.EqualValues(t, n, got["facts_affected"])
+		assert.Equal(t, ids[:100], strs(t, got["fact_ids"]))
+		assert.Equal(t, n > 100, got["truncated"], n)
+		// The forget applies to every fact selected, listed or not.
+		_, p := forgetReceipt(t, db, got["forget_receipt_id"].(string))
+		assert.Len(t, p.FactsAffected, n, "the receipt names every fact")
+		assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{"entity_prefix":"p:","top_k":1000}`)))
+		assert.EqualValues(t, 0, call(t, srv, alice, "memory_forget_dry_run", `{"scope":`+scope+`}`)["count"])
+	}
+}
+
+func TestForgetReceiptBodyInlineUpToALimit(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	fillFacts(t, db, "alice", 3, clk.Now(), func(i int) string { return fmt.Sprintf("small:%d", i) })
+	fillFacts(t, db, "alice", 200, clk.Now(), func(i int) string { return fmt.Sprintf("large:%d", i) })
+
+	small := call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"small:"},"reason":"r"}`)
+	r := getReceipt(t, db, small["forget_receipt_id"].(string))
+	assert.Equal(t, false, small["receipt_body_omitted"])
+	assert.EqualValues(t, len(r.Body), small["receipt_body_bytes"])
+	assert.Equal(t, fmt.Sprintf("%x", r.Body), small["receipt_body_cbor_hex"])
+
+	large := call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"large:"},"reason":"r"}`)
+	r = getReceipt(t, db, large["forget_receipt_id"].(string))
+	assert.Greater(t, len(r.Body), 8<<10)
+	assert.Equal(t, true, large["receipt_body_omitted"])
+	assert.EqualValues(t, len(r.Body), large["receipt_body_bytes"])
+	assert.NotContains(t, large, "receipt_body_cbor_hex")
+	assert.Equal(t, fmt.Sprintf("%x", r.PayloadHash), large["receipt_body_hash_hex"], "the hash always names the body")
+	assert.Len(t, strs(t, large["fact_ids"]), 100)
+}
+
+func TestForgetDryRunStopsBeforeTheAnswerGrowsTooLarge(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	long := strings.Repeat("<&>", 300) // 900 bytes, escaped to 5,400
+	ids := fillFacts(t, db, "alice", 60, clk.Now(), func(i int) string { return fmt.Sprintf("p:%03d%s", i, long) })
+	args := `{"scope":{"type":"entity_prefix","value":"p:"}}`
+	dry := call(t, srv, alice, "memory_forget_dry_run", args)
+	listed := forgetAffected(t, dry)
+	assert.Less(t, len(listed), 60)
+	assert.Greater(t, len(listed), 1)
+	assert.Equal(t, ids[:len(listed)], listed)
+	assert.EqualValues(t, 60, dry["count"])
+	assert.Equal(t, true, dry["truncated"])
+	assert.Less(t, answerSize(t, srv, alice, "memory_forget_dry_run", args), maxDefaultAnswer)
+}
