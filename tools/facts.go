@@ -222,7 +222,8 @@ func queryFacts() *Tool {
 			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
 			"sets a floor and filtered_below_threshold tells how many fell under it; token_budget trims rows. " +
 			"With " + feature.EnvAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
-			"A keyword query that finds nothing is recorded, for the tenant, as a gap that get_gaps lists.",
+			"A keyword query that finds nothing is recorded as a gap of yours that get_gaps lists (the query cut to " +
+			fmt.Sprint(maxGapTextBytes) + " bytes); other agents see only its words, counted in the tenant summary.",
 		Annotations: Annotations{Title: "Query facts"}, // not read-only: an empty keyword query records a gap
 		Output: "{rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
@@ -271,7 +272,7 @@ func queryFacts() *Tool {
 			out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
 			out.Count = len(out.Rows)
 			if in.Query != "" && out.Count == 0 {
-				// A gap observation for get_gaps (hardening.go). Recording it
+				// A gap observation for get_gaps (gaps.go). Recording it
 				// must never fail the query: on error the result is returned
 				// all the same and the gap is simply not recorded.
 				_ = recordGap(ctx, env, c, in)
