@@ -346,3 +346,113 @@ func TestForgetDryRunStopsBeforeTheAnswerGrowsTooLarge(t *testing.T) {
 	assert.Equal(t, true, dry["truncated"])
 	assert.Less(t, answerSize(t, srv, alice, "memory_forget_dry_run", args), maxDefaultAnswer)
 }
+
+func TestListEntitiesIsCapped(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	fillFacts(t, db, "", 200, clk.Now(), func(i int) string { return fmt.Sprintf("e:%03d", i) })
+	got := call(t, srv, alice, "list_entities", `{}`)
+	assert.Len(t, strs(t, got["entities"]), 200)
+	assert.EqualValues(t, 200, got["count"])
+	assert.Equal(t, false, got["truncated"])
+
+	fillFacts(t, db, "", 1, clk.Now(), func(int) string { return "e:200" })
+	got = call(t, srv, alice, "list_entities", `{}`)
+	names := strs(t, got["entities"])
+	assert.Len(t, names, 200)
+	assert.Equal(t, "e:199", names[199], "sorted: the first 200")
+	assert.EqualValues(t, 201, got["count"])
+	assert.Equal(t, true, got["truncated"])
+	got = call(t, srv, alice, "list_entities", `{"limit":201}`)
+	assert.Len(t, strs(t, got["entities"]), 201)
+	assert.Equal(t, false, got["truncated"])
+
+	// prefix narrows them.
+	got = call(t, srv, alice, "list_entities", `{"prefix":"e:19"}`)
+	assert.Equal(t, []string{"e:190", "e:191", "e:192", "e:193", "e:194", "e:195", "e:196", "e:197", "e:198", "e:199"}, strs(t, got["entities"]))
+	assert.EqualValues(t, 10, got["count"])
+	assert.Equal(t, false, got["truncated"])
+
+	// Long names: the answer size stops the list first.
+	fillFacts(t, db, "", 100, clk.Now(), func(i int) string { return fmt.Sprintf("long:%03d:%s", i, strings.Repeat("n", 1000)) })
+	got = call(t, srv, alice, "list_entities", `{"prefix":"long:"}`)
+	n := len(strs(t, got["entities"]))
+	assert.Less(t, n, 100)
+	assert.Greater(t, n, 1)
+	assert.EqualValues(t, 100, got["count"])
+	assert.Equal(t, true, got["truncated"])
+	assert.Less(t, answerSize(t, srv, alice, "list_entities", `{"prefix":"long:","limit":1000}`), maxDefaultAnswer)
+
+	for _, args := range []string{`{"limit":0}`, `{"limit":1001}`, `{"prefix":""}`} {
+		assert.Equal(t, crux.CodeInvalidParams, callErr(t, srv, alice, "list_entities", args).Code, args)
+	}
+}
+
+func TestListSessionsAndConstraintsStopBeforeTheAnswerGrowsTooLarge(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	for i := range 80 {
+		id := fmt.Sprintf("%03d-%s", i, strings.Repeat("s", 1000))
+		call(t, srv, alice, "save_session", fmt.Sprintf(`{"session_id":%q,"state":{}}`, id))
+	}
+	got := call(t, srv, alice, "list_sessions", `{}`)
+	n := len(strs(t, got["sessions"]))
+	assert.Less(t, n, 80)
+	assert.Greater(t, n, 1)
+	assert.EqualValues(t, n, got["count"])
+	assert.Equal(t, true, got["truncated"])
+	assert.Less(t, answerSize(t, srv, alice, "list_sessions", `{}`), maxDefaultAnswer)
+
+	// Constraints: 100 long ones that all match the same action.
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		for i := range 100 {
+			if err := store.PutConstraint(tx, &store.Constraint{Tenant: tenant, Type: "policy", Severity: "high",
+				Assertion: fmt.Sprintf("never drop the production database %d %s", i, strings.Repeat("x", 2000)),
+				CreatedAt: clk.Now()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	got = call(t, srv, alice, "get_constraints", `{}`)
+	n = len(objects(t, got, "constraints"))
+	assert.Less(t, n, 100)
+	assert.Greater(t, n, 1)
+	assert.EqualValues(t, n, got["count"])
+	assert.Equal(t, true, got["truncated"])
+	assert.Less(t, answerSize(t, srv, alice, "get_constraints", `{}`), maxDefaultAnswer)
+
+	args := `{"action_description":"drop the production database"}`
+	got = call(t, srv, alice, "check_constraints", args)
+	assert.Equal(t, "warn", got["verdict"])
+	n = len(objects(t, got, "matched_constraints"))
+	assert.Less(t, n, 100)
+	assert.Greater(t, n, 1)
+	assert.EqualValues(t, 100, got["matched_count"])
+	assert.Equal(t, true, got["truncated"])
+	assert.Less(t, answerSize(t, srv, alice, "check_constraints", args), maxDefaultAnswer)
+}
+
+func TestCheckConstraintsListsAtMost100Matches(t *testing.T) {
+	for _, n := range []int{100, 101} {
+		srv, clk, db := newTestServer(t)
+		require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+			for i := range n {
+				severity := "low"
+				if i == n-1 {
+					severity = "critical" // declared last, listed first
+				}
+				if err := store.PutConstraint(tx, &store.Constraint{Tenant: tenant, Type: "policy", Severity: severity,
+					Assertion: fmt.Sprintf("never drop production %d", i), CreatedAt: clk.Now()}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		got := call(t, srv, alice, "check_constraints", `{"action_description":"drop production"}`)
+		matched := objects(t, got, "matched_constraints")
+		assert.Len(t, matched, 100, n)
+		assert.Equal(t, "critical", matched[0]["severity"], "most severe first")
+		assert.Equal(t, "block", got["verdict"])
+		assert.EqualValues(t, n, got["matched_count"])
+		assert.Equal(t, n > 100, got["truncated"], n)
+	}
+}

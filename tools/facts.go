@@ -220,7 +220,8 @@ func queryFacts() *Tool {
 			"entity, entity_prefix, key and keywords (query); every parameter is honoured and an unknown one is " +
 			"an error. With no filter it returns the top facts of the whole store. as_of reads the facts valid " +
 			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
-			"sets a floor and filtered_below_threshold tells how many fell under it; token_budget trims rows. " +
+			"sets a floor and filtered_below_threshold tells how many fell under it; top_k (default 10, at most 1000) caps " +
+			"the rows and token_budget trims them. " +
 			"With " + feature.EnvAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
 			"A keyword query that finds nothing is recorded as a gap of yours that get_gaps lists (the query cut to " +
 			fmt.Sprint(maxGapTextBytes) + " bytes); other agents see only its words, counted in the tenant summary.",
@@ -377,15 +378,43 @@ func deleteFact() *Tool {
 
 // ---- list_entities ----
 
+// Limits of list_entities.
+const (
+	listEntitiesLimit    = 200  // default names
+	listEntitiesMaxLimit = 1000 // largest limit
+)
+
+type listEntitiesArgs struct {
+	Prefix string `json:"prefix,omitempty"`
+	Limit  *int   `json:"limit,omitempty"`
+}
+
+type listEntitiesOut struct {
+	Entities  []string `json:"entities"`
+	Count     int      `json:"count"`     // names that match, listed or not
+	Truncated bool     `json:"truncated"` // Entities lists fewer than Count
+}
+
 func listEntities() *Tool {
 	const name = "list_entities"
 	return &Tool{
-		Name:        name,
-		Description: "List the entities holding at least one current fact you can see, sorted, without duplicates. Your private entities appear under their own names.",
+		Name: name,
+		Description: "List the entities holding at least one current fact you can see, sorted, without duplicates. " +
+			"Your private entities appear under their own names. prefix keeps the names starting with it. At most " +
+			"limit names (default " + fmt.Sprint(listEntitiesLimit) + ", at most " + fmt.Sprint(listEntitiesMaxLimit) +
+			"), stopping before the answer passes " + answerSizeHelp + "; count is how many matched and truncated " +
+			"says some were left out (narrow them with prefix).",
 		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{entities: [string]}",
+		Output:      "{entities: [string], count, truncated}",
 		schema:      schemaFor(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listEntitiesArgs) (*Result, error) {
+			if err := checkName(name, "prefix", in.Prefix); err != nil {
+				return nil, err
+			}
+			limit := listEntitiesLimit
+			if in.Limit != nil {
+				limit = *in.Limit
+			}
 			var names []string
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
@@ -395,10 +424,24 @@ func listEntities() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			if names == nil {
-				names = []string{}
+			out := listEntitiesOut{Entities: []string{}}
+			for _, n := range names {
+				if strings.HasPrefix(n, in.Prefix) {
+					out.Count++
+				}
 			}
-			return jsonResult(map[string]any{"entities": names})
+			rc := newRowCap(limit, listEntitiesOut{Entities: []string{}, Count: out.Count, Truncated: true})
+			for _, n := range names {
+				if !strings.HasPrefix(n, in.Prefix) {
+					continue
+				}
+				if !rc.take(n) {
+					break
+				}
+				out.Entities = append(out.Entities, n)
+			}
+			out.Truncated = len(out.Entities) < out.Count
+			return jsonResult(out)
 		}),
 	}
 }
