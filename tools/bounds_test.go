@@ -456,3 +456,72 @@ func TestCheckConstraintsListsAtMost100Matches(t *testing.T) {
 		assert.Equal(t, n > 100, got["truncated"], n)
 	}
 }
+
+// TestDefaultAnswersStayUnder64KB fills a store as an abusive tenant would
+// (20,000 facts, a 5,000-version chain, big unanswered queries from every
+// kind of caller; an eighth of the facts under the race detector, still far
+// beyond every cap) and checks every listing tool's default answer.
+func TestDefaultAnswersStayUnder64KB(t *testing.T) {
+	srv, clk, db := newTestServer(t)
+	ctx := context.Background()
+	facts, versions := 20_000, 5_000
+	if raceDetector {
+		facts, versions = 2_500, 1_000
+	}
+	for from := 0; from < facts; from += 5_000 {
+		require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+			for i := from; i < min(from+5_000, facts); i++ {
+				_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tenant, Agent: "alice"},
+					Entity: fmt.Sprintf("project:%05d", i), Key: "status", Value: fmt.Sprint("value ", i),
+					Confidence: 1, Private: i%4 == 0, Now: clk.Now()})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	fillChain(t, db, "alice", "chain", "k", false, versions, clk.Now(), func(i int) string { return fmt.Sprint("version ", i) })
+	// Big unanswered queries: many distinct words, then a long tail.
+	tail := strings.Repeat("zq", 1<<18)
+	for i, c := range []crux.Caller{alice, bob, anon, alice, bob, anon, alice, bob, anon, anon} {
+		var words []string
+		for j := range 100 {
+			words = append(words, fmt.Sprintf("w%dx%d", i, j))
+		}
+		args, err := json.Marshal(map[string]any{"query": strings.Join(words, " ") + " " + tail, "entity_prefix": strings.Repeat("p", 1000)})
+		require.NoError(t, err)
+		res, err := srv.CallTool(ctx, c, "query_facts", args)
+		require.NoError(t, err)
+		require.Empty(t, rows(t, structured(t, res)))
+	}
+	for i := range 120 {
+		call(t, srv, alice, "save_session", fmt.Sprintf(`{"session_id":"session-%03d-%s","state":{}}`, i, strings.Repeat("s", 200)))
+	}
+
+	for _, tc := range []struct {
+		c          crux.Caller
+		name, args string
+	}{
+		{alice, "memory_forget_dry_run", `{"scope":{"type":"tenant_id","value":"default"}}`},
+		{alice, "fact_history", `{"entity":"chain","key":"k"}`},
+		{alice, "memory_history", `{"entity":"chain","key":"k"}`},
+		{anon, "get_gaps", `{}`},
+		{alice, "get_gaps", `{}`},
+		{alice, "list_entities", `{}`},
+		{anon, "list_entities", `{}`},
+		{alice, "query_facts", `{}`},
+		{alice, "memory_view", `{}`},
+		{alice, "memory_freshness", `{}`},
+		{alice, "memory_sweep_candidates", `{}`},
+		{alice, "memory_contradictions", `{}`},
+		{alice, "list_sessions", `{}`},
+		{alice, "get_constraints", `{}`},
+		{alice, "check_constraints", `{}`},
+		{alice, "get_bootstrap", `{}`},
+		{alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"project:0"},"reason":"size"}`}, // last: it forgets 2,500 facts or more
+	} {
+		size := answerSize(t, srv, tc.c, tc.name, tc.args)
+		assert.Less(t, size, maxDefaultAnswer, "%s %s by %s: %d bytes", tc.name, tc.args, tc.c.Name(), size)
+	}
+}
