@@ -492,10 +492,10 @@ type HistoryPos struct {
 // sees it.
 type HistoryQuery struct {
 	Scope
-	Entity, Key string
-	Chains      HistoryChain
-	From        HistoryPos // the zero value starts at the newest versions
-	Limit       int        // most versions on the page; 0 or less: no limit
+	Entity, Key string       // the logical entity and the key
+	Chains      HistoryChain // which chains to walk
+	From        HistoryPos   // the zero value starts at the newest versions
+	Limit       int          // most versions on the page; 0 or less: no limit
 }
 
 // HistoryPage is one page of a history.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -523,5 +524,44 @@ func TestDefaultAnswersStayUnder64KB(t *testing.T) {
 	} {
 		size := answerSize(t, srv, tc.c, tc.name, tc.args)
 		assert.Less(t, size, maxDefaultAnswer, "%s %s by %s: %d bytes", tc.name, tc.args, tc.c.Name(), size)
+	}
+}
+
+// TestMeasureAnswerSizes logs the answer sizes of the big-store cases:
+// 50,000 facts, a 15,000-version chain, twenty 1 MiB unanswered queries.
+// It runs only with CRUX_MEASURE=1:
+//
+//	CRUX_MEASURE=1 go test ./tools -run TestMeasureAnswerSizes -v
+func TestMeasureAnswerSizes(t *testing.T) {
+	if os.Getenv("CRUX_MEASURE") != "1" {
+		t.Skip("set CRUX_MEASURE=1 to measure")
+	}
+	srv, clk, db := newTestServer(t)
+	ctx := context.Background()
+	for from := 0; from < 50_000; from += 5_000 {
+		fillFacts(t, db, "alice", 5_000, clk.Now(), func(i int) string { return fmt.Sprintf("project:%05d", from+i) })
+	}
+	fillChain(t, db, "alice", "chain", "k", false, 15_000, clk.Now(), func(i int) string { return fmt.Sprint("value ", i) })
+	big := strings.Repeat("zq", 1<<19-16)
+	for i := range 20 {
+		_, err := srv.CallTool(ctx, bob, "query_facts", json.RawMessage(fmt.Sprintf(`{"query":"%d %s"}`, i, big)))
+		require.NoError(t, err)
+	}
+	for _, tc := range []struct {
+		c          crux.Caller
+		name, args string
+	}{
+		{alice, "memory_forget_dry_run", `{"scope":{"type":"tenant_id","value":"default"}}`},
+		{bob, "get_gaps", `{}`},
+		{alice, "get_gaps", `{}`},
+		{alice, "fact_history", `{"entity":"chain","key":"k"}`},
+		{alice, "memory_history", `{"entity":"chain","key":"k"}`},
+		{alice, "list_entities", `{}`},
+		{alice, "memory_forget", `{"scope":{"type":"tenant_id","value":"default"},"reason":"measure"}`},
+	} {
+		res := result(t, srv, tc.c, tc.name, tc.args)
+		b, err := json.Marshal(res)
+		require.NoError(t, err)
+		t.Logf("%-22s by %-5s %-62s result %9d bytes, text %9d bytes", tc.name, tc.c.Name(), tc.args, len(b), len(res.Content[0].Text))
 	}
 }
