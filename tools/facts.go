@@ -472,7 +472,7 @@ func factHistory() *Tool {
 		Name: name,
 		Description: "The version chain of one (entity, key): superseded and deleted versions included, and your " +
 			"private chain of the same pair, marked private, merged with the shared one by stored_at. " +
-			historyPageHelp,
+			strings.TrimSpace(historyPageHelp),
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?}], next_cursor?, truncated}",

@@ -141,7 +141,7 @@ func getGaps() *Tool {
 			strconv.Itoa(store.MaxGapsPerAgent) + "), stopping before the answer passes " + answerSizeHelp + "; count is " +
 			"how many of your records match and truncated says some were left out. Anonymous callers share one " +
 			"record log. Another agent's query text is never shown: tenant_summary counts, over every agent's " +
-			"records of your tenant, how often each query word (lowercased letters and digits, at least two) was " +
+			"records of your tenant, how often each query word (a run of at least two letters or digits, lowercased) was " +
 			"asked without an answer, listing the " + strconv.Itoa(maxGapSummaryTerms) + " most asked (distinct_terms " +
 			"counts them all, truncated says some were left out). query keeps the records whose text has a word " +
 			"starting with one of its words, and the terms starting with one. You keep at most " +
