@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -262,11 +263,18 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	wg.Wait()
 	// The shared chain has one version per public write, numbered without gaps.
-	got := call(t, srv, anon, "fact_history", `{"entity":"shared","key":"counter"}`)
-	versions := got["versions"].([]any)
+	var versions []any // every page, newest first
+	for args := `{"entity":"shared","key":"counter"}`; args != ""; {
+		got := call(t, srv, anon, "fact_history", args)
+		versions = append(versions, got["versions"].([]any)...)
+		args = ""
+		if cursor, ok := got["next_cursor"].(string); ok {
+			args = fmt.Sprintf(`{"entity":"shared","key":"counter","cursor":%q}`, cursor)
+		}
+	}
 	require.Len(t, versions, workers*each/2)
-	for i, v := range versions {
-		assert.EqualValues(t, i+1, v.(map[string]any)["version"])
+	for i, v := range versions { // newest first
+		assert.EqualValues(t, len(versions)-i, v.(map[string]any)["version"])
 	}
 }
 

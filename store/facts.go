@@ -479,6 +479,146 @@ func History(tx Tx, s Scope, entity, key string) ([]*Fact, error) {
 	return out, nil
 }
 
+// HistoryChain selects the version chains of (entity, key) a
+// [HistoryQuery] walks.
+type HistoryChain int
+
+// The chains a history walks: both (the shared chain and the scope's own
+// private chain), or one of them.
+const (
+	BothChains   HistoryChain = iota // the shared chain and the scope's private chain
+	SharedChain                      // the shared chain only
+	PrivateChain                     // the scope's private chain only (none for an anonymous scope)
+)
+
+// HistoryPos is where a newest-first walk of a history stands. In each
+// chain, the versions still to come are those numbered below the chain's
+// position; 0 means the walk has not started, and the first page then
+// fixes the position at one past the chain's newest version, so versions
+// written after the walk began do not join it.
+type HistoryPos struct {
+	Shared  uint32
+	Private uint32
+}
+
+// HistoryQuery asks for one page of the history of (Entity, Key) as Scope
+// sees it.
+type HistoryQuery struct {
+	Scope
+	Entity, Key string       // the logical entity and the key
+	Chains      HistoryChain // which chains to walk
+	From        HistoryPos   // the zero value starts at the newest versions
+	Limit       int          // most versions on the page; 0 or less: no limit
+}
+
+// HistoryPage is one page of a history.
+type HistoryPage struct {
+	// Facts are the versions on the page, newest first: each chain in
+	// descending version order, the two merged by stored_at (the shared
+	// version first when they tie).
+	Facts []*Fact
+	// Next is where the following page starts when the caller keeps every
+	// fact of the page; [HistoryPage.After] gives it for a shorter prefix.
+	Next HistoryPos
+	// More reports that versions remain after the page.
+	More bool
+
+	start HistoryPos // where the page started, every chain's position fixed
+}
+
+// After is the position following the first n facts of the page: the
+// caller kept only those (a page cut short for size, say). More versions
+// remain when n is less than len(p.Facts) or p.More.
+func (p *HistoryPage) After(n int) HistoryPos {
+	pos := p.start
+	for _, f := range p.Facts[:n] {
+		if f.Private {
+			pos.Private = f.Version
+		} else {
+			pos.Shared = f.Version
+		}
+	}
+	return pos
+}
+
+// ReadHistory returns one page of the history of (q.Entity, q.Key): the
+// versions q.Scope sees (superseded and deleted ones included) of the
+// chains q.Chains selects, newest first, starting at q.From. Walking page
+// after page from the zero position, each passing the previous page's
+// Next, returns every version once.
+func ReadHistory(tx Tx, q HistoryQuery) (*HistoryPage, error) {
+	type chain struct {
+		stored  string
+		private bool
+		from    uint32  // versions below it are still to come
+		facts   []*Fact // newest first, at most Limit
+		more    bool    // a visible version follows facts
+	}
+	var chains []*chain
+	if q.Chains != PrivateChain {
+		chains = append(chains, &chain{stored: q.Entity, from: q.From.Shared})
+	}
+	if q.Chains != SharedChain && q.Agent != "" {
+		chains = append(chains, &chain{stored: PrivateEntity(q.Agent, q.Entity), private: true, from: q.From.Private})
+	}
+	page := &HistoryPage{}
+	for _, c := range chains {
+		err := tx.Scan(bucketEntity, indexKey(q.Tenant, c.stored, q.Key, ""), true, func(k, v []byte) error {
+			ver := binary.BigEndian.Uint32(k[len(k)-4:])
+			if c.from == 0 {
+				c.from = ver + 1 // the walk starts here: later versions do not join it
+			}
+			if ver >= c.from {
+				return nil
+			}
+			f, err := indexedFact(tx, bucketEntity, string(v))
+			if err != nil {
+				return SkipCorrupt(tx, err) // reported, and left out of the page
+			}
+			if !q.Sees(f) || f.Private != c.private {
+				return nil // a forgotten fact's tombstone, say
+			}
+			if q.Limit > 0 && len(c.facts) == q.Limit {
+				c.more = true
+				return ErrStop
+			}
+			c.facts = append(c.facts, f)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if c.from == 0 {
+			c.from = 1 // an empty chain: there is nothing below version 1
+		}
+		if c.private {
+			page.start.Private = c.from
+		} else {
+			page.start.Shared = c.from
+		}
+	}
+
+	var shared, private []*Fact
+	for _, c := range chains {
+		if c.private {
+			private = c.facts
+		} else {
+			shared = c.facts
+		}
+		page.More = page.More || c.more
+	}
+	for (q.Limit <= 0 || len(page.Facts) < q.Limit) && (len(shared) > 0 || len(private) > 0) {
+		if len(private) == 0 || len(shared) > 0 && !shared[0].StoredAt.Before(private[0].StoredAt) {
+			page.Facts, shared = append(page.Facts, shared[0]), shared[1:]
+		} else {
+			page.Facts, private = append(page.Facts, private[0]), private[1:]
+		}
+	}
+	page.More = page.More || len(shared) > 0 || len(private) > 0
+	page.Next = page.After(len(page.Facts))
+	return page, nil
+}
+
 // ListEntities returns, sorted and without duplicates, the logical names of
 // the entities in tenant that hold at least one current fact visible to
 // agent. Reserved entities are left out.

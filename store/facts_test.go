@@ -251,3 +251,77 @@ func TestPins(t *testing.T) {
 		return nil
 	}))
 }
+
+func TestReadHistoryWalksEveryVersionOnce(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	alice := store.Scope{Tenant: "t", Agent: "alice"}
+	// Shared and private writes interleaved, with two of them at the same instant.
+	var want []string // newest first
+	for i := range 23 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		if i == 7 {
+			at = t0.Add(6 * time.Second)
+		}
+		f := putFact(t, db, store.NewFact{Scope: alice, Entity: "e", Key: "k", Value: fmt.Sprint(i), Private: i%3 == 0, Now: at})
+		want = append([]string{f.ID}, want...)
+	}
+	putFact(t, db, store.NewFact{Scope: store.Scope{Tenant: "t", Agent: "bob"}, Entity: "e", Key: "k", Value: "bob's", Private: true, Now: t0})
+
+	walk := func(s store.Scope, chains store.HistoryChain, limit int, between func()) []string {
+		var got []string
+		var from store.HistoryPos
+		for range 100 {
+			var p *store.HistoryPage
+			require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+				var err error
+				p, err = store.ReadHistory(tx, store.HistoryQuery{Scope: s, Entity: "e", Key: "k", Chains: chains, From: from, Limit: limit})
+				return err
+			}))
+			require.LessOrEqual(t, len(p.Facts), limit)
+			for _, f := range p.Facts {
+				got = append(got, f.ID)
+			}
+			if !p.More {
+				return got
+			}
+			from = p.Next
+			if between != nil {
+				between()
+				between = nil
+			}
+		}
+		t.Fatal("the walk does not end")
+		return nil
+	}
+	for _, limit := range []int{1, 2, 5, 22, 23, 24} {
+		assert.Equal(t, want, walk(alice, store.BothChains, limit, nil), "limit %d", limit)
+	}
+	// A version written during the walk does not join it.
+	assert.Equal(t, want, walk(alice, store.BothChains, 4, func() {
+		putFact(t, db, store.NewFact{Scope: alice, Entity: "e", Key: "k", Value: "late", Now: t0.Add(time.Hour)})
+	}))
+	var shared []string
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		h, err := store.History(tx, store.Scope{Tenant: "t"}, "e", "k")
+		for i := len(h) - 1; i >= 0; i-- {
+			shared = append(shared, h[i].ID)
+		}
+		return err
+	}))
+	assert.Equal(t, shared, walk(store.Scope{Tenant: "t"}, store.BothChains, 3, nil), "anonymous: the shared chain")
+	assert.Equal(t, shared, walk(alice, store.SharedChain, 3, nil))
+	assert.Len(t, walk(alice, store.PrivateChain, 3, nil), 8)
+	assert.Empty(t, walk(store.Scope{Tenant: "t", Agent: "carol"}, store.PrivateChain, 3, nil))
+
+	// After(n) resumes right after the first n facts.
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		p, err := store.ReadHistory(tx, store.HistoryQuery{Scope: alice, Entity: "e", Key: "k", Limit: 10})
+		require.NoError(t, err)
+		q, err := store.ReadHistory(tx, store.HistoryQuery{Scope: alice, Entity: "e", Key: "k", From: p.After(4), Limit: 3})
+		require.NoError(t, err)
+		assert.Equal(t, p.Facts[4:7], q.Facts)
+		return nil
+	}))
+}

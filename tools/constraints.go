@@ -58,8 +58,11 @@ import (
 const (
 	// maxShellPatternBytes caps a shell_pattern assertion.
 	maxShellPatternBytes = 1024
-	// maxListedConstraints caps the constraints get_constraints returns.
-	maxListedConstraints = 200
+	// maxListedConstraints caps the constraints get_constraints returns:
+	// 100 typical rows keep its answer well under 64 KB.
+	maxListedConstraints = 100
+	// maxListedMatches is the most matches check_constraints lists.
+	maxListedMatches = 100
 	// matchThreshold is the lowest keyword match score that counts as a
 	// match in check_constraints and enrich_action.
 	matchThreshold = 0.5
@@ -389,7 +392,8 @@ func getConstraints() *Tool {
 	return &Tool{
 		Name: name,
 		Description: "List your tenant's constraints, most severe first (critical, high, medium, low), oldest first " +
-			"within a severity; at most 200, truncated saying whether more exist. status defaults to active. " +
+			"within a severity; at most " + strconv.Itoa(maxListedConstraints) + ", stopping before the answer passes " + answerSizeHelp + "; count is how " +
+			"many are listed and truncated says whether more exist. status defaults to active. " +
 			"constraint_type filters by boundary, relationship, policy or context_flag; shell_pattern constraints " +
 			"cannot be filtered for, only listed when no type is given. Always on: no feature flag.",
 		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
@@ -415,7 +419,15 @@ func getConstraints() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{"constraints": rows, "count": len(rows), "truncated": truncated})
+			listed := []constraintRow{}
+			rc := newRowCap(0, map[string]any{"constraints": listed, "count": len(rows), "truncated": true})
+			for _, r := range rows {
+				if !rc.take(r) {
+					break
+				}
+				listed = append(listed, r)
+			}
+			return jsonResult(map[string]any{"constraints": listed, "count": len(listed), "truncated": truncated || rc.truncated})
 		}),
 	}
 }
@@ -441,11 +453,14 @@ func checkConstraints() *Tool {
 			"enriched deterministically, as enrich_action does, and the enrichment's words count too. shell_pattern " +
 			"constraints are matched as Go (RE2, linear-time) regular expressions against tool_parameters.command " +
 			"when tool_name is bash, sh or shell (any case), scoring 1. verdict: block if a critical constraint " +
-			"matches, else warn if a high one does, else pass. Every argument is optional: {} passes. tenant_id must " +
+			"matches, else warn if a high one does, else pass, whatever the list shows: matched_constraints lists " +
+			"the matches most severe first, then best scored, at most " + strconv.Itoa(maxListedMatches) + " and " +
+			"stopping before the answer passes " + answerSizeHelp + "; matched_count counts them all and truncated says " +
+			"some were left out. Every argument is optional: {} passes. tenant_id must " +
 			"be your own tenant or omitted (-32602 otherwise). Read-only; always on: no feature flag.",
 		Annotations: Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
-			"constraints_checked, enrichment_receipt?{hash, alg}}",
+			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConstraintsArgs) (*Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
@@ -473,7 +488,17 @@ func checkConstraints() *Tool {
 					verdict = "warn"
 				}
 			}
-			out["verdict"], out["matched_constraints"], out["constraints_checked"] = verdict, matched, len(cs)
+			out["verdict"], out["constraints_checked"], out["matched_count"] = verdict, len(cs), len(matched)
+			out["matched_constraints"], out["truncated"] = []constraintMatch{}, true
+			listed := []constraintMatch{}
+			rc := newRowCap(maxListedMatches, out)
+			for _, m := range matched {
+				if !rc.take(m) {
+					break
+				}
+				listed = append(listed, m)
+			}
+			out["matched_constraints"], out["truncated"] = listed, len(listed) < len(matched)
 			return jsonResult(out)
 		}),
 	}

@@ -17,7 +17,7 @@ import (
 
 const (
 	maxShellPatternBytes = 1024 // the longest shell_pattern assertion
-	maxListedConstraints = 200  // get_constraints returns at most this many
+	maxListedConstraints = 100  // get_constraints returns at most this many
 )
 
 func declare(t *testing.T, srv *crux.Server, c crux.Caller, typ, assertion, severity string) string {
@@ -118,12 +118,17 @@ func TestGetConstraints(t *testing.T) {
 
 func TestGetConstraintsBounded(t *testing.T) {
 	srv, _, _ := newTestServer(t)
-	for i := 0; i < maxListedConstraints+1; i++ {
+	for i := 0; i < maxListedConstraints; i++ {
 		declare(t, srv, alice, "policy", "rule number "+strings.Repeat("x", i%7+1), "low")
 	}
 	got := call(t, srv, alice, "get_constraints", `{}`)
 	assert.Equal(t, float64(maxListedConstraints), got["count"])
+	assert.Equal(t, false, got["truncated"])
+	declare(t, srv, alice, "policy", "one rule too many", "low")
+	got = call(t, srv, alice, "get_constraints", `{}`)
+	assert.Equal(t, float64(maxListedConstraints), got["count"])
 	assert.Equal(t, true, got["truncated"])
+	assert.Less(t, answerSize(t, srv, alice, "get_constraints", `{}`), maxDefaultAnswer)
 }
 
 func matchedIDs(t *testing.T, got map[string]any) []string {
@@ -246,7 +251,7 @@ func TestAuditConfig(t *testing.T) {
 	assert.Equal(t, "2026-03-01T13:00:00Z", again["audited_at"])
 	hist := call(t, srv, alice, "fact_history", `{"entity":"__ops::config-audit","key":"sha256:`+hashA+`"}`)
 	require.Len(t, objects(t, hist, "versions"), 2)
-	assert.Equal(t, got["fact_id"], objects(t, hist, "versions")[0]["fact_id"])
+	assert.Equal(t, got["fact_id"], objects(t, hist, "versions")[1]["fact_id"], "newest first")
 
 	// Reserved: never in an unfiltered query.
 	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{}`)))

@@ -220,9 +220,11 @@ func queryFacts() *Tool {
 			"entity, entity_prefix, key and keywords (query); every parameter is honoured and an unknown one is " +
 			"an error. With no filter it returns the top facts of the whole store. as_of reads the facts valid " +
 			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
-			"sets a floor and filtered_below_threshold tells how many fell under it; token_budget trims rows. " +
+			"sets a floor and filtered_below_threshold tells how many fell under it; top_k (default 10, at most 1000) caps " +
+			"the rows and token_budget trims them. " +
 			"With " + feature.EnvAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
-			"A keyword query that finds nothing is recorded, for the tenant, as a gap that get_gaps lists.",
+			"A keyword query that finds nothing is recorded as a gap of yours that get_gaps lists (the query cut to " +
+			fmt.Sprint(maxGapTextBytes) + " bytes); other agents see only its words, counted in the tenant summary.",
 		Annotations: Annotations{Title: "Query facts"}, // not read-only: an empty keyword query records a gap
 		Output: "{rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
@@ -271,7 +273,7 @@ func queryFacts() *Tool {
 			out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
 			out.Count = len(out.Rows)
 			if in.Query != "" && out.Count == 0 {
-				// A gap observation for get_gaps (hardening.go). Recording it
+				// A gap observation for get_gaps (gaps.go). Recording it
 				// must never fail the query: on error the result is returned
 				// all the same and the gap is simply not recorded.
 				_ = recordGap(ctx, env, c, in)
@@ -376,15 +378,43 @@ func deleteFact() *Tool {
 
 // ---- list_entities ----
 
+// Limits of list_entities.
+const (
+	listEntitiesLimit    = 200  // default names
+	listEntitiesMaxLimit = 1000 // largest limit
+)
+
+type listEntitiesArgs struct {
+	Prefix string `json:"prefix,omitempty"`
+	Limit  *int   `json:"limit,omitempty"`
+}
+
+type listEntitiesOut struct {
+	Entities  []string `json:"entities"`
+	Count     int      `json:"count"`     // names that match, listed or not
+	Truncated bool     `json:"truncated"` // Entities lists fewer than Count
+}
+
 func listEntities() *Tool {
 	const name = "list_entities"
 	return &Tool{
-		Name:        name,
-		Description: "List the entities holding at least one current fact you can see, sorted, without duplicates. Your private entities appear under their own names.",
+		Name: name,
+		Description: "List the entities holding at least one current fact you can see, sorted, without duplicates. " +
+			"Your private entities appear under their own names. prefix keeps the names starting with it. At most " +
+			"limit names (default " + fmt.Sprint(listEntitiesLimit) + ", at most " + fmt.Sprint(listEntitiesMaxLimit) +
+			"), stopping before the answer passes " + answerSizeHelp + "; count is how many matched and truncated " +
+			"says some were left out (narrow them with prefix).",
 		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{entities: [string]}",
+		Output:      "{entities: [string], count, truncated}",
 		schema:      schemaFor(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listEntitiesArgs) (*Result, error) {
+			if err := checkName(name, "prefix", in.Prefix); err != nil {
+				return nil, err
+			}
+			limit := listEntitiesLimit
+			if in.Limit != nil {
+				limit = *in.Limit
+			}
 			var names []string
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
@@ -394,10 +424,24 @@ func listEntities() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			if names == nil {
-				names = []string{}
+			out := listEntitiesOut{Entities: []string{}}
+			for _, n := range names {
+				if strings.HasPrefix(n, in.Prefix) {
+					out.Count++
+				}
 			}
-			return jsonResult(map[string]any{"entities": names})
+			rc := newRowCap(limit, listEntitiesOut{Entities: []string{}, Count: out.Count, Truncated: true})
+			for _, n := range names {
+				if !strings.HasPrefix(n, in.Prefix) {
+					continue
+				}
+				if !rc.take(n) {
+					break
+				}
+				out.Entities = append(out.Entities, n)
+			}
+			out.Truncated = len(out.Entities) < out.Count
+			return jsonResult(out)
 		}),
 	}
 }
@@ -407,6 +451,7 @@ func listEntities() *Tool {
 type factHistoryArgs struct {
 	Entity string `json:"entity"`
 	Key    string `json:"key"`
+	historyPageArgs
 }
 
 type versionRow struct {
@@ -425,33 +470,34 @@ func factHistory() *Tool {
 	const name = "fact_history"
 	return &Tool{
 		Name: name,
-		Description: "The full version chain of one (entity, key), oldest first: superseded and deleted " +
-			"versions included. Your private chain for the same pair is included, marked private.",
+		Description: "The version chain of one (entity, key): superseded and deleted versions included, and your " +
+			"private chain of the same pair, marked private, merged with the shared one by stored_at. " +
+			strings.TrimSpace(historyPageHelp),
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, private?}]}",
-		schema:      schemaFor(name),
+		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
+			"private?}], next_cursor?, truncated}",
+		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
 			}
-			var fs []*store.Fact
+			var out *historyOut[versionRow]
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
-				fs, err = store.History(tx, c.Scope(), in.Entity, in.Key)
+				out, err = readHistoryPage(tx, name, c, store.HistoryQuery{Scope: c.Scope(), Entity: in.Entity, Key: in.Key},
+					in.historyPageArgs, func(f *store.Fact) versionRow {
+						return versionRow{
+							FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
+							SupersededBy: f.SupersededBy, Confidence: f.Confidence,
+							StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,
+						}
+					})
 				return err
 			})
 			if err != nil {
 				return nil, err
 			}
-			rows := make([]versionRow, 0, len(fs))
-			for _, f := range fs {
-				rows = append(rows, versionRow{
-					FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
-					SupersededBy: f.SupersededBy, Confidence: f.Confidence,
-					StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,
-				})
-			}
-			return jsonResult(map[string]any{"versions": rows})
+			return jsonResult(out)
 		}),
 	}
 }

@@ -40,7 +40,7 @@ func TestStoreFactVersionChain(t *testing.T) {
 	hist := call(t, srv, bob, "fact_history", `{"entity":"project:crux","key":"language"}`)
 	vs := hist["versions"].([]any)
 	require.Len(t, vs, 2)
-	v1, v2 := vs[0].(map[string]any), vs[1].(map[string]any)
+	v1, v2 := vs[1].(map[string]any), vs[0].(map[string]any) // newest first
 	assert.Equal(t, "Rust", v1["value"])
 	assert.Equal(t, second["fact_id"], v1["superseded_by"])
 	assert.Equal(t, first["fact_id"], v2["supersedes"])

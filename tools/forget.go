@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ import (
 //     well-formed, the caller lacks standing in that tenant.
 //   - A forget that matches nothing still mints its receipt: the request is
 //     on record.
+//   - The answers cap what they list, never what is forgotten: the receipt
+//     names every fact, the answer the first maxListedForget (and the
+//     receipt body only up to maxInlineReceiptBody bytes).
 //   - anonymous callers may forget the shared pool, as they may delete_fact;
 //     the receipt names them "anonymous".
 //   - Restore and purge are operator functions of the Go API and the crux
@@ -185,12 +189,27 @@ type forgetArgs struct {
 	IncludePinned bool            `json:"include_pinned,omitempty"`
 }
 
+// Limits of the forget answers. They cap what is listed, never what is
+// forgotten.
+const (
+	// maxListedForget is the most facts memory_forget and
+	// memory_forget_dry_run list.
+	maxListedForget = 100
+	// maxInlineReceiptBody is the largest receipt body (CBOR bytes)
+	// memory_forget returns inline.
+	maxInlineReceiptBody = 8 << 10
+)
+
 type forgetOut struct {
 	ForgetReceiptID       string            `json:"forget_receipt_id"`
 	FactsAffected         int               `json:"facts_affected"`
+	FactIDs               []string          `json:"fact_ids"`  // the first maxListedForget, oldest first
+	Truncated             bool              `json:"truncated"` // fact_ids lists fewer than facts_affected
 	RecoveryWindowSeconds int64             `json:"recovery_window_seconds"`
 	RecoveryWindowEndsAt  string            `json:"recovery_window_ends_at"`
-	ReceiptBodyCBORHex    string            `json:"receipt_body_cbor_hex"`
+	ReceiptBodyCBORHex    string            `json:"receipt_body_cbor_hex,omitempty"`
+	ReceiptBodyBytes      int               `json:"receipt_body_bytes"`
+	ReceiptBodyOmitted    bool              `json:"receipt_body_omitted"`
 	ReceiptBodyHashHex    string            `json:"receipt_body_hash_hex"`
 	Scope                 store.ForgetScope `json:"scope"`
 	PassportID            string            `json:"passport_id"`
@@ -233,11 +252,18 @@ func memoryForget() *Tool {
 			"server starts, or by the operator: crux purge) removes their values from the store for good. The " +
 			"receipt keeps each value's BLAKE3 hash, which can confirm a guessed value. " + forgetScopeHelp + forgetSelectionHelp + "reason is required and recorded. " +
 			"The result is a signed forget receipt naming your passport and, per fact, the BLAKE3 hash of its value. " +
+			"The answer counts the facts forgotten (facts_affected) and lists the ids of the first " +
+			strconv.Itoa(maxListedForget) + ", oldest first (fact_ids; truncated says it lists fewer than " +
+			"facts_affected: the forget applies to them all). It carries the receipt body (receipt_body_cbor_hex) " +
+			"when it takes at most " + strconv.Itoa(maxInlineReceiptBody) + " bytes; a larger one is left out " +
+			"(receipt_body_omitted, receipt_body_bytes) and `crux export receipt <forget_receipt_id>` prints it; " +
+			"receipt_body_hash_hex always names it. " +
 			"Preview with memory_forget_dry_run. On by default: " + feature.EnvScopedForget + " unset or empty, 1, or true " +
 			"(any case) keeps it on; any other value (0, yes, on, ...) turns it off, and the call then fails with -32601.",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
-		Output: "{forget_receipt_id, facts_affected, recovery_window_seconds, recovery_window_ends_at, " +
-			"receipt_body_cbor_hex, receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
+		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
+			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
+			"receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
 			"token_budget_capped, pinned_skipped}",
 		schema: schemaFor(name),
 		gate:   forgetGate,
@@ -285,12 +311,21 @@ func memoryForget() *Tool {
 				if err != nil {
 					return err
 				}
+				listed := sel.Facts[:min(len(sel.Facts), maxListedForget)]
 				out = forgetOut{
-					ForgetReceiptID: r.ID, FactsAffected: len(sel.Facts),
+					ForgetReceiptID: r.ID, FactsAffected: len(sel.Facts), FactIDs: make([]string, 0, len(listed)),
+					Truncated:             len(listed) < len(sel.Facts),
 					RecoveryWindowSeconds: int64(window / time.Second), RecoveryWindowEndsAt: ends.Format(time.RFC3339Nano),
-					ReceiptBodyCBORHex: hex.EncodeToString(r.Body), ReceiptBodyHashHex: hex.EncodeToString(r.PayloadHash),
-					Scope: scope, PassportID: c.Name(), TenantID: tenant,
+					ReceiptBodyBytes: len(r.Body), ReceiptBodyOmitted: len(r.Body) > maxInlineReceiptBody,
+					ReceiptBodyHashHex: hex.EncodeToString(r.PayloadHash),
+					Scope:              scope, PassportID: c.Name(), TenantID: tenant,
 					TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped,
+				}
+				for _, f := range listed {
+					out.FactIDs = append(out.FactIDs, f.ID)
+				}
+				if !out.ReceiptBodyOmitted {
+					out.ReceiptBodyCBORHex = hex.EncodeToString(r.Body)
 				}
 				return nil
 			})
@@ -322,8 +357,9 @@ type forgetDryRunFact struct {
 
 type forgetDryRunOut struct {
 	Scope             store.ForgetScope  `json:"scope"`
-	Count             int                `json:"count"`
+	Count             int                `json:"count"` // every fact selected, listed or not
 	Facts             []forgetDryRunFact `json:"facts_that_would_be_affected"`
+	Truncated         bool               `json:"truncated"` // Facts lists fewer than Count
 	DryRun            bool               `json:"dry_run"`
 	TokenBudgetCapped bool               `json:"token_budget_capped"`
 	PinnedSkipped     int                `json:"pinned_skipped"`
@@ -334,11 +370,14 @@ func memoryForgetDryRun() *Tool {
 	return &Tool{
 		Name: name,
 		Description: "Preview memory_forget without changing anything: the facts that the same scope, token_budget " +
-			"and include_pinned would forget, oldest first. " + forgetScopeHelp + forgetSelectionHelp +
+			"and include_pinned would forget, oldest first. count is the number of facts selected; " +
+			"facts_that_would_be_affected lists the first " + strconv.Itoa(maxListedForget) + " of them and stops " +
+			"before the answer passes " + answerSizeHelp + "; truncated says it lists fewer than count. " +
+			forgetScopeHelp + forgetSelectionHelp +
 			"Always available: it does not depend on " + feature.EnvScopedForget + ".",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
-			"tokens, private?}], dry_run: true, token_budget_capped, pinned_skipped}",
+			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetDryRunArgs) (*Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
@@ -357,15 +396,21 @@ func memoryForgetDryRun() *Tool {
 				return nil, err
 			}
 			out := forgetDryRunOut{
-				Scope: scope, Count: len(sel.Facts), Facts: make([]forgetDryRunFact, 0, len(sel.Facts)), DryRun: true,
+				Scope: scope, Count: len(sel.Facts), Facts: []forgetDryRunFact{}, Truncated: true, DryRun: true,
 				TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped,
 			}
+			rc := newRowCap(maxListedForget, out)
 			for _, f := range sel.Facts {
-				out.Facts = append(out.Facts, forgetDryRunFact{
+				row := forgetDryRunFact{
 					FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
 					StoredAt: f.StoredAt.Format(time.RFC3339Nano), Tokens: f.Tokens, Private: f.Private,
-				})
+				}
+				if !rc.take(row) {
+					break
+				}
+				out.Facts = append(out.Facts, row)
 			}
+			out.Truncated = len(out.Facts) < out.Count
 			return jsonResult(out)
 		}),
 	}

@@ -607,8 +607,8 @@ func TestForgetRestoreAfterNewVersion(t *testing.T) {
 	assert.Equal(t, []string{"Berlin"}, values(t, call(t, srv, alice, "query_facts", `{"entity":"city"}`)), "the newer write stays current")
 	versions := call(t, srv, alice, "fact_history", `{"entity":"city","key":"home"}`)["versions"].([]any)
 	require.Len(t, versions, 2)
-	assert.Equal(t, "Paris", versions[0].(map[string]any)["value"])
-	assert.Equal(t, newer["fact_id"], versions[0].(map[string]any)["superseded_by"])
+	assert.Equal(t, "Paris", versions[1].(map[string]any)["value"], "newest first")
+	assert.Equal(t, newer["fact_id"], versions[1].(map[string]any)["superseded_by"])
 	assert.Equal(t, []any{"city"}, call(t, srv, alice, "list_entities", `{}`)["entities"])
 }
 

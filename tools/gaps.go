@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"lukechampine.com/blake3"
 
@@ -15,9 +18,23 @@ import (
 // Observability: get_gaps, and the gap observations empty keyword
 // queries of query_facts record.
 //
-// Gap observations are tenant-wide and do not name the agent that asked;
-// one record per distinct query and filters, at most
+// A gap observation belongs to the agent that asked (anonymous callers
+// share one log): get_gaps shows an agent its own records, and of the
+// tenant's only a summary that counts query words, never another agent's
+// text. Each text of a record is cut to maxGapTextBytes. The store keeps
+// at most store.MaxGapsPerAgent records per agent and
 // store.MaxGapObservations per tenant (least recently seen evicted).
+
+// Limits of the gap observations and of get_gaps.
+const (
+	// maxGapTextBytes is the most bytes of a query, or of one of its
+	// filters, a gap record keeps.
+	maxGapTextBytes = 512
+	// gapsLimit is get_gaps' default number of records.
+	gapsLimit = 50
+	// maxGapSummaryTerms is the most terms the tenant summary lists.
+	maxGapSummaryTerms = 50
+)
 
 type getGapsArgs struct {
 	Query string `json:"query,omitempty"`
@@ -33,6 +50,30 @@ type gapRow struct {
 	Count    int    `json:"count"`
 }
 
+// gapTerm is one normalised query word of the tenant summary, and how
+// many unanswered queries held it.
+type gapTerm struct {
+	Term  string `json:"term"`
+	Count int    `json:"count"`
+}
+
+// gapSummary is the tenant's gaps, summarised so that no agent's query
+// text shows: counts per normalised query word.
+type gapSummary struct {
+	Records       int       `json:"records"`        // gap records of the tenant, every agent's
+	Terms         []gapTerm `json:"terms"`          // most asked first, at most maxGapSummaryTerms
+	DistinctTerms int       `json:"distinct_terms"` // terms in all
+	Truncated     bool      `json:"truncated"`      // Terms lists fewer than DistinctTerms
+}
+
+type getGapsOut struct {
+	Gaps          []gapRow   `json:"gaps"`
+	Count         int        `json:"count"`     // the caller's records that match, listed or not
+	Truncated     bool       `json:"truncated"` // Gaps lists fewer than Count
+	TotalTokens   int        `json:"total_tokens"`
+	TenantSummary gapSummary `json:"tenant_summary"`
+}
+
 // gapQuery is the value of a gap observation: what query_facts was asked.
 type gapQuery struct {
 	Query             string `json:"query"`
@@ -43,14 +84,36 @@ type gapQuery struct {
 	IncludeSuperseded bool   `json:"include_superseded,omitempty"`
 	MinEffective      any    `json:"min_effective_confidence,omitempty"`
 	Tool              string `json:"tool"`
+	// Truncated says a text above was cut to maxGapTextBytes.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// cutGapText cuts s to maxGapTextBytes on a UTF-8 boundary, reporting
+// whether it did.
+func cutGapText(s string) (string, bool) {
+	if len(s) <= maxGapTextBytes {
+		return s, false
+	}
+	s = s[:maxGapTextBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s, true
 }
 
 // recordGap records a keyword query_facts call that returned no rows as a
-// gap observation, in its own transaction. It stores the query and its
-// filters, not the caller.
+// gap observation of the caller, in its own transaction. It stores the
+// query and its filters, each cut to maxGapTextBytes.
 func recordGap(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) error {
-	g := gapQuery{Query: in.Query, Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key,
-		AsOf: in.AsOf, IncludeSuperseded: in.IncludeSuperseded, Tool: "query_facts"}
+	g := gapQuery{IncludeSuperseded: in.IncludeSuperseded, Tool: "query_facts"}
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{{&g.Query, in.Query}, {&g.Entity, in.Entity}, {&g.EntityPrefix, in.EntityPrefix}, {&g.Key, in.Key}, {&g.AsOf, in.AsOf}} {
+		var cut bool
+		*f.dst, cut = cutGapText(f.src)
+		g.Truncated = g.Truncated || cut
+	}
 	if in.MinEffective != nil {
 		g.MinEffective = *in.MinEffective
 	}
@@ -62,7 +125,7 @@ func recordGap(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) erro
 	key := "gap:" + hex.EncodeToString(sum[:8])
 	now := env.now()
 	return env.Store.Update(ctx, func(tx store.Tx) error {
-		_, err := store.RecordGap(tx, c.TenantID(), key, string(value), now)
+		_, err := store.RecordGap(tx, c.Scope(), key, string(value), now)
 		return err
 	})
 }
@@ -71,39 +134,53 @@ func getGaps() *Tool {
 	const name = "get_gaps"
 	return &Tool{
 		Name: name,
-		Description: "What the memory could not answer: every query_facts call with a keyword query that returned " +
-			"no rows is recorded as a gap observation of your tenant (the query and its filters, not who asked; one " +
-			"record per distinct query, with a count; at most 1000 kept, least recently seen dropped first). Most " +
-			"recently seen first; query keeps the gaps whose text has a word starting with one of its words. Check " +
-			"it after a low-coverage query. Retrieval queries are not recorded yet.",
+		Description: "What the memory could not answer. Every query_facts call with a keyword query that returned " +
+			"no rows is recorded as a gap observation of the agent that asked: the query and its filters, each cut " +
+			"to " + strconv.Itoa(maxGapTextBytes) + " bytes, one record per distinct query with a count. gaps lists " +
+			"your own records, most recently seen first: at most limit (default " + strconv.Itoa(gapsLimit) + ", at most " +
+			strconv.Itoa(store.MaxGapsPerAgent) + "), stopping before the answer passes " + answerSizeHelp + "; count is " +
+			"how many of your records match and truncated says some were left out. Anonymous callers share one " +
+			"record log. Another agent's query text is never shown: tenant_summary counts, over every agent's " +
+			"records of your tenant, how often each query word (a run of at least two letters or digits, lowercased) was " +
+			"asked without an answer, listing the " + strconv.Itoa(maxGapSummaryTerms) + " most asked (distinct_terms " +
+			"counts them all, truncated says some were left out). query keeps the records whose text has a word " +
+			"starting with one of its words, and the terms starting with one. You keep at most " +
+			strconv.Itoa(store.MaxGapsPerAgent) + " records and your tenant " + strconv.Itoa(store.MaxGapObservations) +
+			": beyond either, the least recently seen are dropped first. Check it after a low-coverage query. " +
+			"Retrieval queries are not recorded yet.",
 		Annotations: Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{gaps: [{entity, key, value, stored_at, count}], total_tokens}",
-		schema:      schemaFor(name),
+		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +
+			"tenant_summary: {records, terms: [{term, count}], distinct_terms, truncated}}",
+		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getGapsArgs) (*Result, error) {
 			terms, err := queryTerms(name, in.Query)
 			if err != nil {
 				return nil, err
 			}
-			limit := 50
+			limit := gapsLimit
 			if in.Limit != nil {
 				limit = *in.Limit
 			}
-			out := struct {
-				Gaps        []gapRow `json:"gaps"`
-				TotalTokens int      `json:"total_tokens"`
-			}{Gaps: []gapRow{}}
+			var out getGapsOut
 			err = env.Store.View(ctx, func(tx store.Tx) error {
-				out.Gaps, out.TotalTokens = out.Gaps[:0], 0
-				return store.Gaps(tx, c.TenantID(), func(g *store.Gap) error {
+				out = getGapsOut{Gaps: []gapRow{}}
+				var err error
+				if out.TenantSummary, err = summariseGaps(tx, c.TenantID(), terms); err != nil {
+					return err
+				}
+				empty := out
+				empty.Truncated, empty.Count, empty.TotalTokens = true, store.MaxGapsPerAgent, 1<<20
+				rc := newRowCap(limit, empty)
+				return store.Gaps(tx, c.Scope(), func(g *store.Gap) error {
 					if len(terms) > 0 && !wordsMatch(gapText(g.Value), terms) {
 						return nil
 					}
+					out.Count++
 					row := gapRow{Entity: store.GapEntity, Key: g.Key, Value: g.Value,
 						StoredAt: g.StoredAt.Format(time.RFC3339Nano), Count: g.Count}
-					out.Gaps = append(out.Gaps, row)
-					out.TotalTokens += rowTokens(row)
-					if len(out.Gaps) >= limit {
-						return store.ErrStop
+					if rc.take(row) {
+						out.Gaps = append(out.Gaps, row)
+						out.TotalTokens += rowTokens(row)
 					}
 					return nil
 				})
@@ -111,9 +188,48 @@ func getGaps() *Tool {
 			if err != nil {
 				return nil, err
 			}
+			out.Truncated = len(out.Gaps) < out.Count
 			return jsonResult(out)
 		}),
 	}
+}
+
+// summariseGaps counts, over every gap record of tenant, how many times
+// each word of the recorded queries was asked; with terms, only the words
+// starting with one of them.
+func summariseGaps(tx store.Tx, tenant string, terms []string) (gapSummary, error) {
+	sum := gapSummary{Terms: []gapTerm{}}
+	counts := map[string]int{}
+	err := store.TenantGaps(tx, tenant, func(g *store.Gap) error {
+		sum.Records++
+		var q gapQuery
+		if json.Unmarshal([]byte(g.Value), &q) != nil {
+			return nil
+		}
+		for _, w := range store.Words(q.Query) {
+			if len(terms) == 0 || wordsMatch(w, terms) {
+				counts[w] += g.Count
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return sum, err
+	}
+	for w, n := range counts {
+		sum.Terms = append(sum.Terms, gapTerm{Term: w, Count: n})
+	}
+	slices.SortFunc(sum.Terms, func(a, b gapTerm) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return strings.Compare(a.Term, b.Term)
+	})
+	sum.DistinctTerms = len(sum.Terms)
+	if len(sum.Terms) > maxGapSummaryTerms {
+		sum.Terms, sum.Truncated = sum.Terms[:maxGapSummaryTerms], true
+	}
+	return sum, nil
 }
 
 // gapText is the searchable text of a gap value: its query and filters.

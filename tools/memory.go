@@ -32,7 +32,8 @@ import (
 //     deleted fact is a -32004 conflict naming the current version. The
 //     editor's own pin moves to the new version; other agents' pins stay
 //     where they are (on the old version).
-//   - memory_history takes fact_id or {entity, key}, not both.
+//   - memory_history takes fact_id or {entity, key}, not both, and pages
+//     like fact_history: newest first, with limit and cursor.
 
 // Limits of memory_view.
 const (
@@ -385,6 +386,7 @@ type memoryHistoryArgs struct {
 	Entity string `json:"entity,omitempty"`
 	Key    string `json:"key,omitempty"`
 	FactID string `json:"fact_id,omitempty"`
+	historyPageArgs
 }
 
 // memoryVersion is one version in memory_history.
@@ -404,15 +406,16 @@ func memoryHistory() *Tool {
 	const name = "memory_history"
 	return &Tool{
 		Name: name,
-		Description: "Every version of a memory, oldest first, superseded and deleted ones included. Give either " +
-			"fact_id (the version chain that fact belongs to) or entity and key together (the shared chain and " +
-			"your private chain of that pair, private versions marked); neither, both, or only one of entity and " +
-			"key is a -32602. Reserved entities (starting with __) are refused with -32602: operators use " +
-			"fact_history for those. A fact_id you cannot see is not found." + panelOff,
+		Description: "Every version of a memory, superseded and deleted ones included. Give either fact_id (the " +
+			"version chain that fact belongs to) or entity and key together (the shared chain and your private " +
+			"chain of that pair, private versions marked, merged by stored_at); neither, both, or only one of " +
+			"entity and key is a -32602. " + historyPageHelp + "Reserved entities (starting with __) are refused " +
+			"with -32602: operators use fact_history for those. A fact_id you cannot see is not found." + panelOff,
 		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, private?}]}",
-		schema:      schemaFor(name),
-		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
+			"private?}], next_cursor?, truncated}",
+		schema: schemaFor(name),
+		gate:   memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryHistoryArgs) (*Result, error) {
 			byPair := in.Entity != "" || in.Key != ""
 			switch {
@@ -431,44 +434,36 @@ func memoryHistory() *Tool {
 			if store.IsReserved(in.Entity) {
 				return nil, reservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved; use fact_history")
 			}
-			var fs []*store.Fact
+			var out *historyOut[memoryVersion]
 			err := env.Store.View(ctx, func(tx store.Tx) error {
-				entity, key := in.Entity, in.Key
-				var of *store.Fact
+				q := store.HistoryQuery{Scope: c.Scope(), Entity: in.Entity, Key: in.Key}
 				if in.FactID != "" {
 					f, err := store.VisibleFact(tx, c.Scope(), in.FactID)
 					if err != nil {
 						return err
 					}
-					entity, key, of = f.Entity, f.Key, f
-				}
-				all, err := store.History(tx, c.Scope(), entity, key)
-				if err != nil {
-					return err
-				}
-				fs = fs[:0]
-				for _, f := range all {
-					if of == nil || f.Private == of.Private { // fact_id: its own chain only
-						fs = append(fs, f)
+					q.Entity, q.Key, q.Chains = f.Entity, f.Key, store.SharedChain
+					if f.Private { // fact_id: its own chain only
+						q.Chains = store.PrivateChain
 					}
 				}
-				return nil
+				var err error
+				out, err = readHistoryPage(tx, name, c, q, in.historyPageArgs, func(f *store.Fact) memoryVersion {
+					v := memoryVersion{
+						ID: f.ID, Value: f.Value, Version: f.Version, StoredAt: f.StoredAt.Format(time.RFC3339Nano),
+						SupersededBy: f.SupersededBy, Deleted: f.Deleted, SourceReceipt: f.SourceReceipt, Private: f.Private,
+					}
+					if f.Supersedes != "" {
+						v.Supersedes = &f.Supersedes
+					}
+					return v
+				})
+				return err
 			})
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			versions := make([]memoryVersion, 0, len(fs))
-			for _, f := range fs {
-				v := memoryVersion{
-					ID: f.ID, Value: f.Value, Version: f.Version, StoredAt: f.StoredAt.Format(time.RFC3339Nano),
-					SupersededBy: f.SupersededBy, Deleted: f.Deleted, SourceReceipt: f.SourceReceipt, Private: f.Private,
-				}
-				if f.Supersedes != "" {
-					v.Supersedes = &f.Supersedes
-				}
-				versions = append(versions, v)
-			}
-			return jsonResult(map[string]any{"versions": versions})
+			return jsonResult(out)
 		}),
 	}
 }

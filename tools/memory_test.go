@@ -154,8 +154,8 @@ func TestMemoryEdit(t *testing.T) {
 	h := call(t, srv, alice, "memory_history", `{"entity":"project:crux","key":"language"}`)
 	vs := h["versions"].([]any)
 	require.Len(t, vs, 2)
-	assert.Equal(t, nf["id"], vs[0].(map[string]any)["superseded_by"])
-	assert.Equal(t, oldID, vs[1].(map[string]any)["supersedes"])
+	assert.Equal(t, nf["id"], vs[1].(map[string]any)["superseded_by"], "newest first")
+	assert.Equal(t, oldID, vs[0].(map[string]any)["supersedes"])
 
 	// Without a reason the source_receipt is memory_edit.
 	got = call(t, srv, alice, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"Go 1.26"}`, nf["id"]))
@@ -242,8 +242,8 @@ func TestMemoryPanelAcrossAgents(t *testing.T) {
 	h = call(t, srv, alice, "memory_history", fmt.Sprintf(`{"fact_id":%q}`, mine))
 	vs := h["versions"].([]any)
 	require.Len(t, vs, 2)
-	assert.Equal(t, "memory_edit:typo", vs[1].(map[string]any)["source_receipt"])
-	assert.Equal(t, true, vs[1].(map[string]any)["private"])
+	assert.Equal(t, "memory_edit:typo", vs[0].(map[string]any)["source_receipt"], "newest first")
+	assert.Equal(t, true, vs[0].(map[string]any)["private"])
 }
 
 func TestMemoryPin(t *testing.T) {
@@ -301,8 +301,8 @@ func TestMemoryHistory(t *testing.T) {
 	for _, v := range got["versions"].([]any) {
 		ids = append(ids, v.(map[string]any)["id"])
 	}
-	assert.Equal(t, []any{v1, v2, p1}, ids, "the shared and the caller's private chain, oldest first")
-	first := got["versions"].([]any)[0].(map[string]any)
+	assert.Equal(t, []any{p1, v2, v1}, ids, "the shared and the caller's private chain, newest first")
+	first := got["versions"].([]any)[2].(map[string]any)
 	assert.Equal(t, map[string]any{"id": v1, "value": "Leeds", "version": 1.0, "stored_at": "2026-03-01T12:00:00Z",
 		"supersedes": nil, "superseded_by": v2, "deleted": false, "source_receipt": "r_1"}, first)
 	assert.Equal(t, true, got["versions"].([]any)[1].(map[string]any)["deleted"])

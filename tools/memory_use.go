@@ -19,13 +19,13 @@ import (
 // facts a turn drew on. Each listed id is resolved in the caller's tenant
 // and counted once, by the first rule that applies:
 //
-//   - filtered: the id itself, or the stored entity of its fact, starts
-//     with a reserved prefix (__agent::, __ops::, __bootstrap__:: and every
-//     other __ entity crux keeps). Another agent's private fact is stored
-//     under __agent::<owner>::, so it lands here too, indistinguishable
-//     from crux's own entities: nothing tells the caller whose it is.
-//   - not_found: no fact with that id in the caller's tenant (another
-//     tenant's facts do not exist for it).
+//   - filtered: the id itself, or the entity of a fact the caller sees,
+//     starts with a reserved prefix (__ops::, __bootstrap__:: and every
+//     other __ entity crux keeps).
+//   - not_found: no fact with that id that the caller sees: none at all,
+//     another tenant's, another agent's private fact, a forgotten one. The
+//     three answer alike, so nothing reveals that another agent's private
+//     fact exists.
 //   - not_visible: the fact was soft-deleted: it left every query (only
 //     fact_history shows it), so it is not recorded as used.
 //   - redacted: the caller's own private fact. Receipts are tenant-wide
@@ -128,8 +128,9 @@ func memoryAcknowledgeUse() *Tool {
 		Description: "Declare which stored facts (fact_ids) you consulted for the current turn (turn_id), so a host " +
 			"can show \"I used this\". Records them in a signed memory_use receipt (receipt_ref names it; `crux " +
 			"verify receipt` checks it) and returns memories_used. Each id counts once, by the first rule: " +
-			"filtered (the id or its fact's entity is under a reserved prefix such as __agent::, __ops::, " +
-			"__bootstrap__::, which includes other agents' private facts), not_found (no such fact in your tenant), " +
+			"filtered (the id or its fact's entity is under a reserved prefix such as __ops:: or __bootstrap__::), " +
+			"not_found (no fact you can see: none, another tenant's, or another agent's private fact, answered " +
+			"alike so that nothing reveals it exists), " +
 			"not_visible (soft-deleted), redacted (your own private fact: listed without its topic and left out " +
 			"of the receipt), else recorded. intent defaults to answer; documented values are answer, decision, " +
 			"tool_call and implicit, and any other is recorded as given. retrieved_chunk_ids are paid tier only: " +
@@ -191,22 +192,23 @@ func memoryAcknowledgeUse() *Tool {
 						o.FilteredCount++
 						continue
 					}
-					f, err := store.GetFact(tx, id)
-					if err != nil && !errors.Is(err, store.ErrNotFound) {
+					f, err := store.VisibleFact(tx, scope, id)
+					if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrReserved) {
 						if err := store.SkipCorrupt(tx, err); err != nil {
 							return err
 						}
 						err = store.ErrNotFound // unreadable: reported, and counted as not found
 					}
 					switch {
-					case errors.Is(err, store.ErrNotFound) || err == nil && f.Tenant != scope.Tenant:
+					case errors.Is(err, store.ErrNotFound):
+						// None, another tenant's, another agent's private fact: alike.
 						o.NotFoundCount++
+						continue
+					case errors.Is(err, store.ErrReserved):
+						o.FilteredCount++ // crux's own
 						continue
 					}
 					switch {
-					case !scope.SeesClientFact(f):
-						// Another agent's private fact (stored under __agent::) or crux's own.
-						o.FilteredCount++
 					case f.Deleted:
 						o.NotVisibleCount++
 					case f.Private: // visible, so the caller's own

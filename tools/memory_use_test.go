@@ -121,8 +121,8 @@ func TestMemoryAcknowledgeUseCounts(t *testing.T) {
 	assert.Equal(t, true, got["feature_enabled"])
 	assert.Equal(t, "turn-7", got["turn_id"])
 	assert.Equal(t, "answer", got["intent"])
-	assert.EqualValues(t, 3, got["filtered_count"], "bob's private fact, the __ops:: fact, the __ops:: id")
-	assert.EqualValues(t, 2, got["not_found_count"], "unknown id, another tenant's fact")
+	assert.EqualValues(t, 2, got["filtered_count"], "the __ops:: fact, the __ops:: id")
+	assert.EqualValues(t, 3, got["not_found_count"], "unknown id, another tenant's fact, bob's private fact")
 	assert.EqualValues(t, 1, got["not_visible_count"], "deleted")
 	assert.EqualValues(t, 1, got["redacted_count"], "alice's own private fact")
 	assert.Empty(t, got["notes"])
@@ -160,10 +160,22 @@ func TestMemoryAcknowledgeUseCounts(t *testing.T) {
 func TestMemoryAcknowledgeUseVisibility(t *testing.T) {
 	srv, clk, db := ackServer(t, true)
 	mine := storeID(t, srv, alice, `{"entity":"journal","key":"plan","value":"alice secret","private":true}`)
-	// Bob cannot tell alice's private fact from crux's own entities, and learns nothing of it.
+	// Bob cannot tell alice's private fact from no fact at all, and learns nothing of it.
 	got := call(t, srv, bob, "memory_acknowledge_use", fmt.Sprintf(`{"turn_id":"b1","fact_ids":[%q]}`, mine))
-	assert.EqualValues(t, 1, got["filtered_count"])
+	assert.EqualValues(t, 1, got["not_found_count"])
+	assert.EqualValues(t, 0, got["filtered_count"])
 	assert.Empty(t, got["memories_used"])
+	none := call(t, srv, bob, "memory_acknowledge_use", `{"turn_id":"b1","fact_ids":["f_ffffffffffffffffffffffffffffffff"]}`)
+	same := func(answer map[string]any) map[string]any {
+		out := map[string]any{}
+		for k, v := range answer {
+			if k != "receipt_ref" && k != "envelope" {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	assert.Equal(t, same(none), same(got), "another agent's private fact answers as no such fact")
 	assert.NotContains(t, fmt.Sprint(got), "journal")
 	p := ackReceipt(t, srv, db, got["receipt_ref"].(string), clk.Now())
 	assert.Empty(t, p.Entries)

@@ -450,8 +450,9 @@ func listSessions() *Tool {
 	const name = "list_sessions"
 	return &Tool{
 		Name: name,
-		Description: fmt.Sprintf("List the ids of your sessions, sorted (byte order), at most %d; truncated says "+
-			"when more matched (narrow them with prefix). Archived sessions are left out unless include_archived; "+
+		Description: fmt.Sprintf("List the ids of your sessions, sorted (byte order), at most %d and stopping before "+
+			"the answer passes "+answerSizeHelp+"; count is how many are listed and truncated says when more matched "+
+			"(narrow them with prefix). Archived sessions are left out unless include_archived; "+
 			"expired ones never appear. prefix keeps the ids starting with it. Sessions are per agent: another agent's never appear.", maxListedSessions),
 		Annotations: Annotations{Title: "List sessions", IdempotentHint: true},
 		Output:      "{sessions: [string], count, truncated}",
@@ -486,11 +487,15 @@ func listSessions() *Tool {
 					return nil, err
 				}
 			}
-			ids := res.IDs
-			if ids == nil {
-				ids = []string{}
+			ids := []string{}
+			rc := newRowCap(0, map[string]any{"sessions": ids, "count": len(res.IDs), "truncated": true})
+			for _, id := range res.IDs {
+				if !rc.take(id) {
+					break
+				}
+				ids = append(ids, id)
 			}
-			return jsonResult(map[string]any{"sessions": ids, "count": len(ids), "truncated": res.Truncated})
+			return jsonResult(map[string]any{"sessions": ids, "count": len(ids), "truncated": res.Truncated || rc.truncated})
 		}),
 	}
 }
