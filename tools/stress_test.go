@@ -509,16 +509,27 @@ func TestConcurrentMixedCallsKeepChainsPrivacyAndReceipts(t *testing.T) {
 						shared = append(shared, v)
 					}
 				}
+				var current []string
 				for _, vs := range [][]chainVersion{shared, private} {
 					slices.SortFunc(vs, func(x, y chainVersion) int { return int(x.Version) - int(y.Version) })
 					what := fmt.Sprintf("%s sees (%s, %s) %s", a.Name(), e, stressKey(k), map[bool]string{true: "private", false: "shared"}[len(vs) > 0 && vs[0].Private])
 					if checkChain(t, r, what, vs) {
 						withCurrent[e] = true
+						current = append(current, vs[len(vs)-1].FactID)
 					}
 					if len(vs) > 0 {
 						chains++
 					}
 				}
+				// The query indexes agree with the chains: a query of the
+				// pair finds exactly its current versions.
+				sc, _, ce = r.call(a, "query_facts", map[string]any{"entity": e, "key": stressKey(k), "top_k": 1000})
+				require.Nil(t, ce)
+				var found []string
+				for _, row := range rows(t, sc) {
+					found = append(found, row["fact_id"].(string))
+				}
+				assert.ElementsMatch(t, current, found, "query_facts (%s, %s) as %s", e, stressKey(k), a.Name())
 			}
 		}
 		sc, _, ce := r.call(a, "list_entities", map[string]any{})
