@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Crash cycles: crux serve and crux purge are SIGKILLed at random moments,
