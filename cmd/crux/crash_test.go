@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,7 +344,7 @@ func TestCrashCyclesKeepAcknowledgedWrites(t *testing.T) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history", Arguments: map[string]any{"entity": a.entity, "key": a.key}})
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history", Arguments: map[string]any{"entity": a.entity, "key": a.key, "limit": 1000}})
 			if !assert.NoError(t, err) || !assert.False(t, res.IsError, "%+v", res.Content) {
 				return
 			}
@@ -353,7 +354,7 @@ func TestCrashCyclesKeepAcknowledgedWrites(t *testing.T) {
 	wg.Wait()
 	for i := range crashChains {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history",
-			Arguments: map[string]any{"entity": fmt.Sprintf("crash:chain:%d", i), "key": "counter"}})
+			Arguments: map[string]any{"entity": fmt.Sprintf("crash:chain:%d", i), "key": "counter", "limit": 1000}})
 		require.NoError(t, err)
 		var h struct {
 			Versions []struct {
@@ -363,8 +364,11 @@ func TestCrashCyclesKeepAcknowledgedWrites(t *testing.T) {
 				SupersededBy string `json:"superseded_by"`
 				Deleted      bool   `json:"deleted"`
 			} `json:"versions"`
+			NextCursor string `json:"next_cursor"`
 		}
 		require.NoError(t, json.Unmarshal(structuredJSON(t, res), &h))
+		require.Empty(t, h.NextCursor, "chain %d fits one page", i)
+		slices.Reverse(h.Versions) // fact_history lists newest first
 		current := 0
 		for j, v := range h.Versions {
 			assert.Equal(t, uint32(j+1), v.Version, "chain %d: versions are consecutive", i)
