@@ -495,12 +495,14 @@ func TestConcurrentMixedCallsKeepChainsPrivacyAndReceipts(t *testing.T) {
 		withCurrent := map[string]bool{}
 		for _, e := range entities {
 			for k := range stressKeys {
-				sc, _, ce := r.call(a, "fact_history", map[string]any{"entity": e, "key": stressKey(k)})
+				sc, _, ce := r.call(a, "fact_history", map[string]any{"entity": e, "key": stressKey(k), "limit": 1000})
 				require.Nil(t, ce)
 				var h struct {
-					Versions []chainVersion `json:"versions"`
+					Versions   []chainVersion `json:"versions"`
+					NextCursor string         `json:"next_cursor"`
 				}
 				decode(t, sc, &h)
+				require.Empty(t, h.NextCursor, "(%s, %s) fits one page", e, stressKey(k))
 				var shared, private []chainVersion
 				for _, v := range h.Versions {
 					if v.Private {
