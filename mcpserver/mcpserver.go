@@ -179,8 +179,9 @@
 // The workaround can go when the runtime no longer has the race (when
 // reentersyscall checks sched.gcwaiting after its switch to _Gsyscall, or
 // stopTheWorldWithSema looks for syscalling Ps again while it waits):
-// StdioTransport is then an mcp.IOTransport. run.sh shows whether a runtime
-// still stalls, as long as its patch applies.
+// the framing layer of StdioTransport then reads the input and writes the
+// output directly. run.sh shows whether a runtime still stalls, as long as
+// its patch applies.
 package mcpserver
 
 import (
