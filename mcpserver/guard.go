@@ -21,18 +21,29 @@ const (
 )
 
 // StdioTransport returns the transport of [ServeStdio] and of the crux
-// command: newline-delimited JSON-RPC, as [mcp.IOTransport], read from r
-// and written to w, with a runtime timer kept pending while a read of r
-// begins and while a request is being answered. The timer bounds a stall of
-// the Go runtime that can otherwise hold a reply for up to a minute; see
+// command: newline-delimited JSON-RPC, read from r and written to w, on
+// the SDK's [mcp.IOTransport], with two layers in front of it.
+//
+// The framing layer checks every line before the SDK reads it: a line that
+// is not one well-formed JSON-RPC message is answered with -32700 or
+// -32600 and skipped, and the session goes on (see "Malformed input" in
+// the package documentation). It also holds back the end of the input
+// until every call read has been answered, and with [Serve] it stops
+// reading when the context ends and finishes the calls it has read (see
+// "Shutting down").
+//
+// The guard keeps a runtime timer pending while a read of r begins and
+// while a request is being answered. The timer bounds a stall of the Go
+// runtime that can otherwise hold a reply for up to a minute; see
 // "Standard input and the Go runtime" in the package documentation. It
 // does not run while the server waits for input with every reply written.
 //
-// Closing the connection closes r (wrap it in io.NopCloser to keep it
-// open) but not w.
+// The transport connects once. Closing the connection closes r (wrap it in
+// io.NopCloser to keep it open) but not w. Replies and the framing layer's
+// answers are written to w whole, one line per Write, never interleaved.
 func StdioTransport(r io.ReadCloser, w io.Writer) mcp.Transport {
 	g := newGuard(r, w)
-	return &mcp.IOTransport{Reader: g, Writer: guardWriter{g}}
+	return &stdioTransport{f: newFramer(g, guardWriter{g})}
 }
 
 // guard is the input of a StdioTransport, and through guardWriter its

@@ -42,6 +42,81 @@
 // tokens) builds one server per caller, for example from the getServer
 // function of mcp.NewStreamableHTTPHandler.
 //
+// # Malformed input
+//
+// [StdioTransport] reads one JSON-RPC message per line and checks every
+// line before the SDK sees it. The SDK's own transport ends the session,
+// without an answer, at the first line it cannot take; a StdioTransport
+// answers such a line itself and goes on serving. The answer is a JSON-RPC
+// error response on the output, as one line:
+//
+//   - -32700 (parse error), id null: a line that is not one JSON value and
+//     nothing else, such as `{bad json`, a NaN or Infinity literal, a NUL or
+//     a second value after the first, a line cut off by the end of the
+//     input, or nesting deeper than 10,000 levels (the limit of Go's JSON
+//     decoder).
+//   - -32600 (invalid request), with the id when it is a string or a number
+//     (sent back as it came), else null: a value that is not an object; no
+//     "jsonrpc":"2.0"; an id that is null (MCP forbids it), an object, an
+//     array or a boolean, or a number that is not an integer of at most
+//     2^53-1 in magnitude written without fraction or exponent (the SDK
+//     reads ids as float64 and would reply with another id); a "method"
+//     that is not a string; "params" that are not an object or an array;
+//     neither "method" nor "result" nor "error"; a member named twice;
+//     nesting deeper than 1000 levels.
+//   - -32600 with the id, if it appears in the first 16 MiB: a line longer
+//     than 16 MiB (16,777,216 bytes, not counting the newline). Only its
+//     first 16 MiB are held; the rest is read and discarded.
+//   - -32600, id null: a call whose id is that of a call still in flight
+//     (an answer carrying the id would be taken for the first call's; the
+//     SDK would send none).
+//   - Batches (a JSON array) are not supported, whatever the protocol
+//     version. MCP 2025-06-18 and later have none; earlier versions allowed
+//     them, but the SDK ends the session at one bad element. Nothing in a
+//     batch runs. The answer is an array holding one -32600 per call in it
+//     (with its id) and per element that is not a message (id null);
+//     notifications and responses in it get none. An empty array, or one
+//     that leaves no such element, gets a single -32600 with id null.
+//
+// A response of the client ("result" or "error" and no "method") is never
+// answered, since an error answer to an unreadable error response could
+// start an endless exchange: it is passed on when the SDK can read it
+// (with a string or integer id and a well-formed error) and dropped
+// otherwise. Blank lines are skipped; a carriage return before the newline
+// is allowed. Everything else is passed on, and only if the SDK decodes it
+// as the same kind of message with the same id. Each answered or dropped
+// line is logged at level WARN to [Options.Logger] by [Serve]. The SDK's
+// replies and these answers share the output: each is written whole, with
+// one Write of the output, and never interleaves with another.
+//
+// # Shutting down
+//
+// [Serve] over a [StdioTransport] ends in one of two ways, and in both it
+// answers every call it has read:
+//
+//   - The input ends (the client closes it): no more is read, and once
+//     every call read has been answered, Serve returns nil.
+//   - ctx is done (for the crux command, SIGINT or SIGTERM): no more is
+//     read. Lines already read are still checked and handed on; a line not
+//     complete yet is not taken, and neither is whatever a read already in
+//     progress returns later (it is abandoned, and may leave a goroutine
+//     blocked in it until the input is closed). Every call handed on runs
+//     to the end and its reply is written; then Serve returns ctx.Err().
+//
+// A call that never finishes therefore holds the shutdown (the crux
+// command exits at once on a second signal). If a write to the output
+// fails, replies can no longer be delivered, and Serve stops without
+// waiting for them.
+//
+// The SDK on its own drops those replies: once its reader has reported the
+// end of the input, or once the session is closed because the context of
+// Server.Run is done, its JSON-RPC connection refuses every write, and
+// calls still running finish without their replies. A StdioTransport
+// therefore reports the end of the input to the SDK only when no call is
+// unanswered, and Serve runs the SDK with a context that is never done,
+// stopping the transport instead. [New] followed by Server.Run keeps the
+// SDK's behaviour when its context ends.
+//
 // # Standard input and the Go runtime
 //
 // [ServeStdio] and the crux command serve through [StdioTransport], which
@@ -104,8 +179,9 @@
 // The workaround can go when the runtime no longer has the race (when
 // reentersyscall checks sched.gcwaiting after its switch to _Gsyscall, or
 // stopTheWorldWithSema looks for syscalling Ps again while it waits):
-// StdioTransport is then an mcp.IOTransport. run.sh shows whether a runtime
-// still stalls, as long as its patch applies.
+// the framing layer of StdioTransport then reads the input and writes the
+// output directly. run.sh shows whether a runtime still stalls, as long as
+// its patch applies.
 package mcpserver
 
 import (
@@ -196,8 +272,21 @@ func New(srv *crux.Server, caller crux.Caller, opts *Options) *mcp.Server {
 // client disconnects or ctx is done. It returns nil when the client closes
 // the connection and ctx.Err() when ctx ends the session, after in-flight
 // calls have finished.
+//
+// Over a [StdioTransport], every call read before the end of the input or
+// of ctx is answered before Serve returns (see "Shutting down" in the
+// package documentation), and the lines the framing layer answers are
+// logged to [Options.Logger]. Over other transports, the SDK's session
+// ends when ctx is done, and replies to calls still running are lost.
 func Serve(ctx context.Context, srv *crux.Server, caller crux.Caller, t mcp.Transport, opts *Options) error {
-	return New(srv, caller, opts).Run(ctx, t)
+	s := New(srv, caller, opts)
+	if st, ok := t.(*stdioTransport); ok {
+		if opts != nil {
+			st.f.setLogger(opts.Logger)
+		}
+		return st.serve(ctx, s)
+	}
+	return s.Run(ctx, t)
 }
 
 // ServeStdio serves srv to caller over standard input and output (see

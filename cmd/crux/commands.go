@@ -22,8 +22,9 @@ import (
 const maxStdinArgs = 64 << 20
 
 // serveCmd is crux serve: MCP over stdin and stdout until the client closes
-// stdin (a clean exit) or ctx is cancelled by a signal (also clean, after
-// in-flight calls have finished). The store is closed before it returns.
+// stdin (a clean exit) or ctx is cancelled by a signal (also clean). Either
+// way, every call read from stdin is answered first (see "Shutting down"
+// in the mcpserver documentation). The store is closed before it returns.
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, osenv *environment, logger *slog.Logger) (err error) {
 	var cf commonFlags
 	fs := newFlagSet("serve", &cf)

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,4 +235,143 @@ func TestCallWhileServing(t *testing.T) {
 	assert.Contains(t, msg, "locked by another process")
 	assert.Contains(t, msg, "stop that process")
 	assert.Contains(t, msg, "--data")
+}
+
+// storeCall is a tools/call of store_fact with the given id. Every call
+// writes a new version of the same fact, so the version of the fact
+// counts the calls that were stored.
+func storeCall(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"store_fact","arguments":{"entity":"probe","key":"n","value":"%d"}}}`, id, id)
+}
+
+// storedCalls is the number of store_fact calls stored in dir: the version
+// of the probe fact, 0 when there is none.
+func storedCalls(t *testing.T, dir string) int {
+	t.Helper()
+	q := runCrux(t, nil, "", "call", "--data", dir, "--agent", "tester", "query_facts", `{"entity":"probe","key":"n"}`)
+	require.Equal(t, exitOK, q.code, q.stderr)
+	var out struct {
+		StructuredContent struct {
+			Rows []struct {
+				Version int `json:"version"`
+			} `json:"rows"`
+		} `json:"structuredContent"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(q.stdout), &out), q.stdout)
+	if len(out.StructuredContent.Rows) == 0 {
+		return 0
+	}
+	return out.StructuredContent.Rows[0].Version
+}
+
+// answeredCalls reads the replies in out and returns the ids of the
+// tools/call replies with a result (id 0 is initialize), failing on an
+// error reply or an id answered twice.
+func answeredCalls(t *testing.T, out string) map[int]bool {
+	t.Helper()
+	ids := map[int]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var r wireReply
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "%.200s", line)
+		require.Nil(t, r.Error, "%.200s", line)
+		var id int
+		require.NoError(t, json.Unmarshal(r.ID, &id), "%.200s", line)
+		if id == 0 {
+			continue
+		}
+		require.False(t, ids[id], "id %d answered twice", id)
+		ids[id] = true
+	}
+	return ids
+}
+
+// TestServeBurstThenEOF: calls written all at once, followed at once by
+// the end of the input, as from printf '...' | crux serve, are all
+// answered before crux serve exits 0, and all stored.
+func TestServeBurstThenEOF(t *testing.T) {
+	const n = 300
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	var in strings.Builder
+	in.WriteString(initializeLine + "\n" + initializedLine + "\n")
+	for i := 1; i <= n; i++ {
+		in.WriteString(storeCall(i) + "\n")
+	}
+	cmd := exec.CommandContext(ctx, cruxBinary(t), "serve", "--data", dir, "--agent", "tester")
+	cmd.Env = subprocessEnv()
+	cmd.Stdin = strings.NewReader(in.String())
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %.2000s", stderr.String())
+
+	answered := answeredCalls(t, stdout.String())
+	stored := storedCalls(t, dir)
+	t.Logf("burst then EOF: %d sent, %d answered, %d stored", n, len(answered), stored)
+	assert.Len(t, answered, n, "every call is answered")
+	assert.Equal(t, n, stored)
+	assert.Contains(t, stderr.String(), "client closed the connection")
+}
+
+// TestServeSIGTERMAnswersReadCalls: with calls streaming in, SIGTERM makes
+// crux serve stop reading, finish every call it has read and write its
+// reply, then exit 0: every stored call is answered, and every answer is a
+// result.
+func TestServeSIGTERMAnswersReadCalls(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	const max = 20000 // calls the client is ready to send
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, cruxBinary(t), "serve", "--data", dir, "--agent", "tester")
+	cmd.Env = subprocessEnv()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+
+	_, err = io.WriteString(stdin, initializeLine+"\n"+initializedLine+"\n")
+	require.NoError(t, err)
+	sent := make(chan int, 1)
+	go func() { // writes calls until crux serve no longer reads them
+		i := 0
+		for i < max {
+			if _, err := io.WriteString(stdin, storeCall(i+1)+"\n"); err != nil {
+				break
+			}
+			i++
+		}
+		sent <- i
+	}()
+
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	lines := 0
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		lines++
+		if lines == 101 { // initialize and 100 calls answered, more in flight
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		}
+	}
+	require.NoError(t, cmd.Wait(), "stderr: %.2000s", stderr.String())
+	n := <-sent
+
+	answered := answeredCalls(t, out.String())
+	stored := storedCalls(t, dir)
+	t.Logf("SIGTERM: %d sent, %d answered, %d stored", n, len(answered), stored)
+	require.Greater(t, lines, 101, "SIGTERM was sent")
+	assert.Equal(t, stored, len(answered), "every stored call is answered")
+	for id := 1; id <= len(answered); id++ {
+		assert.True(t, answered[id], "call %d is answered: calls are read in order", id)
+	}
+	assert.Contains(t, stderr.String(), "stopping on signal")
 }

@@ -10,8 +10,10 @@
 //	crux help
 //
 // serve speaks MCP on standard input and output until the client closes
-// standard input or the process gets SIGINT or SIGTERM; logs go to standard
-// error. tools prints the tool catalogue. call runs one tool with the JSON
+// standard input or the process gets SIGINT or SIGTERM; either way it
+// stops reading, answers every call it has read, and exits 0. A line that
+// is not a well-formed JSON-RPC message is answered with -32700 or -32600
+// and serving goes on. Logs go to standard error. tools prints the tool catalogue. call runs one tool with the JSON
 // arguments given (default {}; - reads them from standard input) and prints
 // the MCP result object; a protocol-level error is printed as
 // {"error":{"code","message","data"}} and exits with status 1. doctor

@@ -24,7 +24,10 @@ Usage:
 
   crux serve [--data DIR] [--agent NAME]
         Serve MCP over standard input and output until the client closes
-        standard input, or on SIGINT or SIGTERM. Logs go to standard error.
+        standard input, or on SIGINT or SIGTERM; then stop reading, answer
+        every call already read, and exit. A malformed line is answered
+        with JSON-RPC -32700 or -32600 and serving goes on. Logs go to
+        standard error.
         Calls are checked against a free-local capability token signed with
         the data directory's key (DIR/signing.key): hosted-tier tools are
         not listed and are refused with -32030 and a signed refusal receipt.
