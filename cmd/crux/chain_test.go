@@ -27,12 +27,12 @@ func chainOfThree(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	forgetFact(t, dir, "secret")
-	for range 2 {
-		r := runCrux(t, nil, "", "call", "--data", dir, "--agent", "tester", "sync_pull")
-		require.Equal(t, exitFailure, r.code, r.stderr)
-		require.Equal(t, crux.CodeCapabilityDenied, decodeCall(t, r.stdout).Error.Code)
-	}
-	r := runCrux(t, nil, "", "call", "--data", dir, "--agent", "tester", "record_decision",
+	// One refusal: each crux call mints its own token (issued now, to the
+	// second), so two calls a second apart make two different refusals.
+	r := runCrux(t, nil, "", "call", "--data", dir, "--agent", "tester", "sync_pull")
+	require.Equal(t, exitFailure, r.code, r.stderr)
+	require.Equal(t, crux.CodeCapabilityDenied, decodeCall(t, r.stdout).Error.Code)
+	r = runCrux(t, nil, "", "call", "--data", dir, "--agent", "tester", "record_decision",
 		`{"action":"ship","rationale":"green"}`)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	return dir
