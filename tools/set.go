@@ -20,6 +20,9 @@ const (
 	MaxArgumentBytes = 4 << 20
 	// MaxValueBytes caps any single string value in the arguments.
 	MaxValueBytes = 1 << 20
+	// MaxDepth caps how deeply objects and arrays nest in the arguments;
+	// the arguments object itself is level 1.
+	MaxDepth = 64
 )
 
 // commonArguments are accepted by every tool in addition to its own:
@@ -116,6 +119,9 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	if len(args) > MaxArgumentBytes {
 		return nil, invalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
 	}
+	if nesting(args) > MaxDepth {
+		return nil, invalidParams(tool, "arguments", fmt.Sprintf("nested deeper than %d levels", MaxDepth))
+	}
 	var props map[string]json.RawMessage
 	if err := json.Unmarshal(args, &props); err != nil || props == nil {
 		return nil, invalidParams(tool, "arguments", "must be a JSON object")
@@ -151,6 +157,31 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 		return nil, invalidParams(tool, "arguments", err.Error())
 	}
 	return args, nil
+}
+
+// nesting returns how deeply objects and arrays nest in the JSON text b
+// (0 for a scalar), counting brackets outside strings; it does not need b
+// to be valid.
+func nesting(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // checkStrings walks the decoded arguments for oversized strings and for
@@ -267,7 +298,13 @@ func explain(ve *jsonschema.ValidationError) (param, reason string) {
 		} else {
 			reason = strings.SplitN(msg, ",", 2)[0]
 		}
-	case "maxLength", "minItems", "maxItems":
+	case "maxLength":
+		// length must be <= 255, but got 256 (a length in characters)
+		reason = "longer than " + firstNumber(msg) + " characters"
+	case "maxItems":
+		// maximum 256 items required, but found 257 items
+		reason = "more than " + firstNumber(msg) + " items"
+	case "minItems":
 		reason = strings.SplitN(msg, ", but", 2)[0]
 	case "format":
 		reason = "must be a valid " + strings.Trim(msg[strings.LastIndexByte(msg, ' ')+1:], "'")
@@ -278,6 +315,19 @@ func explain(ve *jsonschema.ValidationError) (param, reason string) {
 		param = "arguments"
 	}
 	return param, reason
+}
+
+// firstNumber returns the first run of digits in s.
+func firstNumber(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' })
+	if i < 0 {
+		return s
+	}
+	j := strings.IndexFunc(s[i:], func(r rune) bool { return r < '0' || r > '9' })
+	if j < 0 {
+		return s[i:]
+	}
+	return s[i : i+j]
 }
 
 func firstQuoted(s string) string {
