@@ -55,13 +55,6 @@ func fixtureServer(t testing.TB, st store.Backend) *crux.Server {
 	return srv
 }
 
-// newMemStore is an empty in-memory store, closed when the test ends.
-func newMemStore(t testing.TB) *memstore.Store {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // swapStore is a backend whose store can be replaced between calls, so
 // that one server (which takes tens of milliseconds to build) serves many
 // fresh copies of the fixture.

@@ -26,8 +26,8 @@ const (
 // call that makes n operations.
 func failurePoints(n int) []int {
 	var pts []int
+	stride := max(1, (n-faultsDense-faultsTail)/faultsSparse)
 	for i := 1; i <= n; i++ {
-		stride := max(1, (n-faultsDense-faultsTail)/faultsSparse)
 		if i <= faultsDense || i > n-faultsTail || (i-faultsDense)%stride == 0 {
 			pts = append(pts, i)
 		}
@@ -115,4 +115,17 @@ func TestStoreFaults(t *testing.T) {
 			t.Logf("%s: %d operations, %d failure points", name, ops, tested)
 		})
 	}
+}
+
+// TestFailurePoints: a short call has every operation failed; a long one
+// the first faultsDense, about faultsSparse more, and its last faultsTail.
+func TestFailurePoints(t *testing.T) {
+	require.Equal(t, []int{1, 2, 3}, failurePoints(3))
+	pts := failurePoints(5000)
+	require.Equal(t, 1, pts[0])
+	require.Equal(t, faultsDense, pts[faultsDense-1])
+	require.Equal(t, 5000, pts[len(pts)-1])
+	require.Equal(t, 5000-faultsTail+1, pts[len(pts)-faultsTail])
+	require.InDelta(t, faultsDense+faultsSparse+faultsTail, len(pts), 3)
+	require.IsIncreasing(t, pts)
 }
