@@ -75,7 +75,8 @@
 // # Limits
 //
 // The arguments of one call are at most 4 MiB of JSON nesting at most 64
-// levels deep, any single string value at most 1 MiB and valid UTF-8, entity
+// levels deep, any single string value at most 1 MiB and valid UTF-8, any
+// number at most 64 characters and within the range of a float64, entity
 // names, keys and session ids at most 1024 bytes without control
 // characters. Entities starting with "__" are reserved for crux itself. A
 // call over a limit is refused with -32602, whose message names the argument

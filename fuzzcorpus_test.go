@@ -52,6 +52,8 @@ func fuzzSeeds() []fuzzSeed {
 		{"args_string", "store_fact", `"x"`, "alice", "", true},
 		{"args_huge_number", "query_facts", `{"top_k":1e400}`, "alice", "", true},
 		{"args_int_overflow", "memory_view", `{"top_k":9223372036854775808}`, "alice", "", true},
+		{"args_exponent_beyond_reason", "memory_view", `{"top_k":1E1000001,"token_budget":-1E-1000001}`, "alice", "", true},
+		{"args_long_number", "save_session", `{"session_id":"n","state":{"pi":3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798214808651}}`, "alice", "", true},
 		{"args_lone_surrogate", "store_fact", `{"entity":"e","key":"k","value":"a\ud800b"}`, "alice", "", true},
 		{"args_deep_state", "save_session", `{"session_id":"deep","state":{"a":` + deep(200) + `}}`, "alice", "", true},
 		{"args_deep_parameters", "check_constraints", `{"tool_name":"Bash","tool_parameters":{"a":` + deep(200) + `}}`, "alice", "", true},

@@ -109,6 +109,12 @@ func limitCases() []limitCase {
 		{row: "string", tool: "check_constraints", args: `{"tool_name":"Bash","tool_parameters":{"command":"@@"}}`,
 			param: "tool_parameters.command", limit: tools.MaxValueBytes, reason: "longer than 1048576 bytes"},
 
+		{row: "number", tool: "save_session", args: `{"session_id":"n","state":{"x":@@}}`, param: "state.x",
+			limit: tools.MaxNumberChars, reason: "a number longer than 64 characters",
+			value: func(n int) string { return "0." + strings.Repeat("1", n-2) }},
+		{row: "number", tool: "save_session", param: "state.x", limit: tools.MaxNumberChars,
+			reason: "a number out of range", check: numberRange},
+
 		{row: "record_decision.session_id", tool: "record_decision", args: `{"action":"a","rationale":"r","session_id":"@@"}`,
 			param: "session_id", limit: 1009, reason: "longer than 1009 bytes"},
 		{row: "execplan_gate.slug", tool: "execplan_gate", args: `{"slug":"@@","milestone":"M1","status":"passed","commit_sha":"3277c67","token_budget":5}`,
@@ -273,6 +279,18 @@ func assertInvalidParam(t *testing.T, e *crux.Error, tool, param, reason string)
 	require.True(t, ok, "data is %T", e.Data)
 	assert.Equal(t, param, pe.Param)
 	assert.Equal(t, reason, pe.Reason)
+}
+
+// numberRange: numbers within the range of a float64 are accepted, others
+// refused.
+func numberRange(t *testing.T, srv *crux.Server) {
+	for _, n := range []string{"1e308", "-1.7976931348623157e308", "4.9e-324", "-0", "0e-999999999", "0.000e999999999"} {
+		call(t, srv, alice, "save_session", `{"session_id":"n","state":{"x":`+n+`}}`)
+	}
+	for _, n := range []string{"1e309", "-1e309", "1e-400", "-2E-1000001", "1E1000001", "0.0001e-321"} {
+		e := callErr(t, srv, alice, "save_session", `{"session_id":"n","state":{"x":`+n+`}}`)
+		assertInvalidParam(t, e, "save_session", "state.x", "a number out of range")
+	}
 }
 
 // storedState is the state get_session returns for alice's session id.

@@ -23,6 +23,9 @@ const (
 	// MaxDepth caps how deeply objects and arrays nest in the arguments;
 	// the arguments object itself is level 1.
 	MaxDepth = 64
+	// MaxNumberChars caps how long a number in the arguments is written;
+	// its value must also be within the range of a float64.
+	MaxNumberChars = 64
 )
 
 // commonArguments are accepted by every tool in addition to its own:
@@ -138,7 +141,7 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	if err = dec.Decode(&doc); err != nil {
 		return nil, invalidParams(tool, "arguments", "must be a JSON object")
 	}
-	if path, reason := checkStrings(doc, props, ""); path != "" {
+	if path, reason := checkValues(doc, props, ""); path != "" {
 		return nil, invalidParams(tool, path, reason)
 	}
 	if integral(doc) {
@@ -184,11 +187,21 @@ func nesting(b []byte) int {
 	return deepest
 }
 
-// checkStrings walks the decoded arguments for oversized strings and for
+// checkValues walks the decoded arguments for oversized strings, for
 // invalid UTF-8 that JSON decoding replaced by U+FFFD (an unpaired
-// surrogate escape). It returns the path of the first bad value.
-func checkStrings(v any, top map[string]json.RawMessage, path string) (string, string) {
+// surrogate escape), and for numbers too long or out of range (the schema
+// validator would spend seconds on a number of a million digits, and fail
+// on one whose exponent is in the millions). It returns the path of the
+// first bad value and why.
+func checkValues(v any, top map[string]json.RawMessage, path string) (string, string) {
 	switch v := v.(type) {
+	case json.Number:
+		if len(v) > MaxNumberChars {
+			return path, fmt.Sprintf("a number longer than %d characters", MaxNumberChars)
+		}
+		if !float64Range(string(v)) {
+			return path, "a number out of range"
+		}
 	case string:
 		if len(v) > MaxValueBytes {
 			return path, fmt.Sprintf("longer than %d bytes", MaxValueBytes)
@@ -201,18 +214,33 @@ func checkStrings(v any, top map[string]json.RawMessage, path string) (string, s
 		}
 	case map[string]any:
 		for k, x := range v {
-			if p, r := checkStrings(x, top, join(path, k)); p != "" {
+			if p, r := checkValues(x, top, join(path, k)); p != "" {
 				return p, r
 			}
 		}
 	case []any:
 		for i, x := range v {
-			if p, r := checkStrings(x, top, join(path, strconv.Itoa(i))); p != "" {
+			if p, r := checkValues(x, top, join(path, strconv.Itoa(i))); p != "" {
 				return p, r
 			}
 		}
 	}
 	return "", ""
+}
+
+// float64Range reports whether the JSON number n is within the range of a
+// float64: finite, and not so small that it rounds to zero unless it is
+// zero.
+func float64Range(n string) bool {
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return false
+	}
+	if f == 0 {
+		mantissa, _, _ := strings.Cut(strings.ToLower(n), "e")
+		return strings.Trim(mantissa, "-0.") == ""
+	}
+	return true
 }
 
 // integral rewrites, in place, every number in v written with a fraction or
