@@ -77,10 +77,16 @@
 //
 // # Limits
 //
-// The arguments of one call are at most 4 MiB of JSON, any single string at
-// most 1 MiB and valid UTF-8, entity names and keys at most 1024 bytes
-// without control characters. Entities starting with "__" are reserved for
-// crux itself.
+// The arguments of one call are at most 4 MiB of JSON nesting at most 64
+// levels deep, any single string value at most 1 MiB and valid UTF-8, any
+// number at most 64 characters and within the range of a float64, entity
+// names, keys and session ids at most 1024 bytes without control
+// characters. Entities starting with "__" are reserved for crux itself. A
+// call over a limit is refused with -32602, whose message names the argument
+// and the limit, and stores nothing. Tools have limits of their own (the
+// size of an artefact, of a session's state, of a handoff package, the
+// length of lists, ...): docs/limits.md lists every limit with the refusal
+// it gives, and a test hits each at the limit and one past it.
 //
 // # Callers and tenants
 //

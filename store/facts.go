@@ -220,7 +220,12 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 			continue
 		}
 		old, err := GetFact(tx, id)
-		if err != nil || !(Scope{Tenant: n.Tenant, Agent: n.Agent}).Sees(old) || old.Deleted {
+		switch {
+		case errors.Is(err, ErrNotFound) || errors.Is(err, ErrEmptyKey):
+			return nil, nil, &SupersedeError{ID: id}
+		case err != nil:
+			return nil, nil, err // a failing store is not a bad id
+		case !(Scope{Tenant: n.Tenant, Agent: n.Agent}).Sees(old) || old.Deleted:
 			return nil, nil, &SupersedeError{ID: id}
 		}
 		if old.SupersededBy != "" {

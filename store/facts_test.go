@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -193,6 +194,52 @@ func TestPutFactRollsBackOnBadSupersedes(t *testing.T) {
 		assert.Len(t, h, 1)
 		return err
 	}))
+}
+
+// failingGets is a transaction whose Get of key fails with err.
+type failingGets struct {
+	store.Tx
+	key string
+	err error
+}
+
+func (tx failingGets) Get(bucket string, key []byte) ([]byte, error) {
+	if string(key) == tx.key {
+		return nil, tx.err
+	}
+	return tx.Tx.Get(bucket, key)
+}
+
+// TestPutFactSupersedesStoreFailure: a store that fails to read a
+// supersedes id is an error of the store, not a missing fact; an empty id
+// is a missing fact.
+func TestPutFactSupersedesStoreFailure(t *testing.T) {
+	db := openDB(t)
+	old := putFact(t, db, store.NewFact{Entity: "e", Key: "k", Value: "v1", Now: time.Now()})
+	broken := errors.New("disk on fire")
+	for _, tc := range []struct {
+		id      string
+		err     error // what reading id fails with; nil: no failure
+		missing bool  // PutFact reports a *SupersedeError
+	}{
+		{id: old.ID, err: broken},
+		{id: old.ID, err: store.ErrNotFound, missing: true},
+		{id: "", missing: true},
+	} {
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			if tc.err != nil {
+				tx = failingGets{Tx: tx, key: tc.id, err: tc.err}
+			}
+			_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t"}, Entity: "x", Key: "k", Value: "v",
+				Confidence: 1, Now: time.Now(), Supersedes: []string{tc.id}})
+			return err
+		})
+		var se *store.SupersedeError
+		assert.Equal(t, tc.missing, errors.As(err, &se), "id %q failing with %v: %v", tc.id, tc.err, err)
+		if tc.err != nil && !tc.missing {
+			assert.ErrorIs(t, err, tc.err)
+		}
+	}
 }
 
 func TestPassports(t *testing.T) {

@@ -50,10 +50,10 @@ func recordDecision() *Tool {
 			if session == "" {
 				session = "_default"
 			}
-			entity := store.DecisionsPrefix + session
-			if err := checkNames(name, "session_id", entity); err != nil {
+			if err := checkPrefixedName(name, "session_id", store.DecisionsPrefix, session); err != nil {
 				return nil, err
 			}
+			entity := store.DecisionsPrefix + session
 			content := store.DecisionContent{Action: in.Action, Alternatives: in.Alternatives, Confidence: 1,
 				ContextRefs: in.ContextRefs, Rationale: in.Rationale, SessionID: session}
 			if in.Confidence != nil {

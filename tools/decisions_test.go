@@ -3,6 +3,8 @@ package tools_test
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/tools"
 )
 
 func TestRecordDecision(t *testing.T) {
@@ -107,4 +110,24 @@ func TestRecordDecisionErrors(t *testing.T) {
 		assert.Contains(t, e.Message, tc.param, tc.args)
 	}
 	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{"entity_prefix":"__decisions__::"}`)), "nothing written")
+}
+
+// TestPrefixedNameLimits: a value crux stores behind a prefix is limited to
+// what the prefix leaves of MaxNameBytes, and the refusal says that limit.
+func TestPrefixedNameLimits(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	for _, tc := range []struct {
+		tool, param, args string // args holds %s where the value goes
+		limit             int
+	}{
+		{"record_decision", "session_id", `{"action":"a","rationale":"r","session_id":"%s"}`, tools.MaxNameBytes - len("__decisions__::")},
+		{"execplan_gate", "slug", `{"slug":"%s","milestone":"M1","status":"passed","commit_sha":"3277c67","token_budget":5}`, tools.MaxNameBytes - len("execplan:")},
+		{"execplan_gate", "milestone", `{"slug":"s","milestone":"%s","status":"passed","commit_sha":"3277c67","token_budget":5}`, tools.MaxNameBytes - len("gate:")},
+	} {
+		call(t, srv, alice, tc.tool, fmt.Sprintf(tc.args, strings.Repeat("x", tc.limit)))
+		e := callErr(t, srv, alice, tc.tool, fmt.Sprintf(tc.args, strings.Repeat("x", tc.limit+1)))
+		assertInvalidParam(t, e, tc.tool, tc.param, fmt.Sprintf("longer than %d bytes", tc.limit))
+	}
+	// gate: is not part of the milestone's length.
+	call(t, srv, alice, "execplan_gate", `{"slug":"s","milestone":"gate:`+strings.Repeat("x", tools.MaxNameBytes-len("gate:"))+`","status":"passed","commit_sha":"3277c67","token_budget":5}`)
 }

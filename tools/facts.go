@@ -42,6 +42,16 @@ func checkName(tool, param, s string) error {
 	return nil
 }
 
+// checkPrefixedName applies checkName to a name crux stores as prefix +
+// value, and states the limit in terms of the value the caller gave:
+// MaxNameBytes less the prefix.
+func checkPrefixedName(tool, param, prefix, value string) error {
+	if limit := MaxNameBytes - len(prefix); len(value) > limit {
+		return invalidParams(tool, param, fmt.Sprintf("longer than %d bytes", limit))
+	}
+	return checkName(tool, param, value)
+}
+
 // checkNames applies checkName to (param, value) pairs.
 func checkNames(tool string, pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {

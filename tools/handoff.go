@@ -68,8 +68,10 @@ const (
 	handoffSigningPrefix = "crux.handoff.v1:"
 	// maxHandoffFacts caps the relevant facts a package carries.
 	maxHandoffFacts = 100
-	// maxHandoffPackageBytes caps the package accept_handoff parses.
-	maxHandoffPackageBytes = 4 << 20
+	// maxHandoffPackageBytes caps a package: accept_handoff takes it as a
+	// string argument, which is at most MaxValueBytes, so create_handoff
+	// makes none larger.
+	maxHandoffPackageBytes = MaxValueBytes
 	// maxHandoffListItems caps each list of task_record.
 	maxHandoffListItems = 100
 )
@@ -283,7 +285,8 @@ func createHandoff() *Tool {
 			"name is the session id or appears as a whole string value or key in the state; at most 100), a target agent, a message and a task record. The package is signed with " +
 			"the server's Ed25519 key over the BLAKE3 hash of its canonical content and recorded, so it can be " +
 			"accepted once with accept_handoff, also after a restart. Pass package_json to accept_handoff " +
-			"exactly as returned. A missing or expired session gives an error result, session not found.",
+			"exactly as returned. A missing or expired session gives an error result, session not found; so " +
+			"does a package over 1048576 bytes, the most accept_handoff takes (nothing is recorded).",
 		Annotations: Annotations{Title: "Create handoff"},
 		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
 		schema:      schemaFor(name),
@@ -302,9 +305,9 @@ func createHandoff() *Tool {
 			}
 			scope, now := c.Scope(), env.now()
 			var out createHandoffOut
-			missing := false
+			missing, tooLarge := false, 0
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				missing = false
+				missing, tooLarge = false, 0
 				s, err := store.GetSession(tx, scope, in.SessionID, now)
 				if errors.Is(err, store.ErrNotFound) {
 					missing = true
@@ -343,6 +346,10 @@ func createHandoff() *Tool {
 				if err != nil {
 					return err
 				}
+				if len(raw) > maxHandoffPackageBytes {
+					tooLarge = len(raw)
+					return nil // nothing is written
+				}
 				rec := &store.Handoff{ID: pkg.HandoffID, Tenant: scope.Tenant, From: scope.Agent, Target: in.TargetAgent,
 					ContentHash: pkg.ContentHash, CreatedAt: now}
 				if err := store.PutHandoff(tx, rec); err != nil {
@@ -363,6 +370,11 @@ func createHandoff() *Tool {
 			}
 			if missing {
 				return sessionNotFound(in.SessionID), nil
+			}
+			if tooLarge > 0 {
+				return errorResult("the package would be %d bytes, more than the %d accept_handoff takes; nothing was "+
+					"recorded: shorten the session state, the message or the task record, or leave out include_facts",
+					tooLarge, maxHandoffPackageBytes), nil
 			}
 			return jsonResult(out)
 		}),

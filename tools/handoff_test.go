@@ -202,6 +202,23 @@ func TestCreateHandoffMissingSession(t *testing.T) {
 	assert.Contains(t, res.Content[0].Text, "session not found")
 }
 
+// TestCreateHandoffTooLarge: create_handoff makes no package larger than
+// accept_handoff takes (a string argument, at most 1 MiB): it answers an
+// error result and records nothing.
+func TestCreateHandoffTooLarge(t *testing.T) {
+	srv, _, db := newTestServer(t)
+	call(t, srv, alice, "save_session", `{"session_id":"s1","state":{"a":"`+strings.Repeat("x", 700_000)+`"}}`)
+	receipts := receiptCount(t, db)
+	msg := `{"session_id":"s1","target_agent":"bob","message":"` + strings.Repeat("m", 400_000) + `"}`
+	text := toolError(t, srv, alice, "create_handoff", msg)
+	assert.Regexp(t, `^the package would be 1100\d\d\d bytes, more than the 1048576 accept_handoff takes; nothing was recorded`, text)
+	assert.Equal(t, receipts, receiptCount(t, db), "no receipt")
+
+	// Without the message it fits, and bob accepts it.
+	out := call(t, srv, alice, "create_handoff", `{"session_id":"s1","target_agent":"bob"}`)
+	call(t, srv, bob, "accept_handoff", acceptArgs(t, out["package_json"].(string)))
+}
+
 func TestCreateHandoffInvalidParams(t *testing.T) {
 	srv, _, _ := newTestServer(t)
 	for args, param := range map[string]string{

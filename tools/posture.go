@@ -104,8 +104,12 @@ type gateRecord struct {
 	RecordedAt   string   `json:"recorded_at"`
 }
 
-// execplanPrefix starts the entity of an execution plan's facts.
-const execplanPrefix = "execplan:"
+// execplanPrefix starts the entity of an execution plan's facts, and
+// execplanGatePrefix the key of a milestone's gate.
+const (
+	execplanPrefix     = "execplan:"
+	execplanGatePrefix = "gate:"
+)
 
 var commitSHA = regexp.MustCompile(`^[0-9a-fA-F]{7,64}$`)
 
@@ -129,17 +133,20 @@ func execplanGate() *Tool {
 			case strings.HasPrefix(slug, execplanPrefix):
 				return nil, invalidParams(name, "slug", "give the slug without the execplan: prefix")
 			}
-			milestone := strings.TrimPrefix(strings.TrimSpace(in.Milestone), "gate:")
+			milestone := strings.TrimPrefix(strings.TrimSpace(in.Milestone), execplanGatePrefix)
 			if milestone == "" {
 				return nil, invalidParams(name, "milestone", "must name a milestone, such as M2 or gate:M2")
 			}
 			if !commitSHA.MatchString(in.CommitSHA) {
 				return nil, invalidParams(name, "commit_sha", "must be 7 to 64 hexadecimal digits")
 			}
-			entity, key := execplanPrefix+slug, "gate:"+milestone
-			if err := checkNames(name, "slug", entity, "milestone", key); err != nil {
+			if err := checkPrefixedName(name, "slug", execplanPrefix, slug); err != nil {
 				return nil, err
 			}
+			if err := checkPrefixedName(name, "milestone", execplanGatePrefix, milestone); err != nil {
+				return nil, err
+			}
+			entity, key := execplanPrefix+slug, execplanGatePrefix+milestone
 			now := env.now()
 			rec := gateRecord{
 				Slug: slug, Milestone: milestone, Status: in.Status, CommitSHA: strings.ToLower(in.CommitSHA),

@@ -21,6 +21,12 @@ const (
 	MaxArgumentBytes = 4 << 20
 	// MaxValueBytes caps any single string value in the arguments.
 	MaxValueBytes = 1 << 20
+	// MaxDepth caps how deeply objects and arrays nest in the arguments;
+	// the arguments object itself is level 1.
+	MaxDepth = 64
+	// MaxNumberChars caps how long a number in the arguments is written;
+	// its value must also be within the range of a float64.
+	MaxNumberChars = 64
 )
 
 // commonArguments are accepted by every tool in addition to its own:
@@ -117,6 +123,9 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	if len(args) > MaxArgumentBytes {
 		return nil, invalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
 	}
+	if nesting(args) > MaxDepth {
+		return nil, invalidParams(tool, "arguments", fmt.Sprintf("nested deeper than %d levels", MaxDepth))
+	}
 	var props map[string]json.RawMessage
 	if err := json.Unmarshal(args, &props); err != nil || props == nil {
 		return nil, invalidParams(tool, "arguments", "must be a JSON object")
@@ -131,7 +140,7 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	if err = dec.Decode(&doc); err != nil {
 		return nil, invalidParams(tool, "arguments", "must be a JSON object")
 	}
-	if path, reason := checkStrings(doc, ""); path != "" {
+	if path, reason := checkValues(doc, ""); path != "" {
 		return nil, invalidParams(tool, path, reason)
 	}
 	if integral(doc) {
@@ -152,23 +161,58 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	return args, nil
 }
 
-// checkStrings walks the decoded arguments for oversized strings. It
-// returns the path of the first one.
-func checkStrings(v any, path string) (string, string) {
+// nesting returns how deeply objects and arrays nest in the JSON text b
+// (0 for a scalar), counting brackets outside strings; it does not need b
+// to be valid.
+func nesting(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// checkValues walks the decoded arguments for oversized strings and for
+// numbers too long or out of range (the schema
+// validator would spend seconds on a number of a million digits, and fail
+// on one whose exponent is in the millions). It returns the path of the
+// first bad value and why.
+func checkValues(v any, path string) (string, string) {
 	switch v := v.(type) {
+	case json.Number:
+		if len(v) > MaxNumberChars {
+			return path, fmt.Sprintf("a number longer than %d characters", MaxNumberChars)
+		}
+		if !float64Range(string(v)) {
+			return path, "a number out of range"
+		}
 	case string:
 		if len(v) > MaxValueBytes {
 			return path, fmt.Sprintf("longer than %d bytes", MaxValueBytes)
 		}
 	case map[string]any:
 		for k, x := range v {
-			if p, r := checkStrings(x, join(path, k)); p != "" {
+			if p, r := checkValues(x, join(path, k)); p != "" {
 				return p, r
 			}
 		}
 	case []any:
 		for i, x := range v {
-			if p, r := checkStrings(x, join(path, strconv.Itoa(i))); p != "" {
+			if p, r := checkValues(x, join(path, strconv.Itoa(i))); p != "" {
 				return p, r
 			}
 		}
@@ -282,6 +326,21 @@ func replacedText(v any, path string) string {
 	return ""
 }
 
+// float64Range reports whether the JSON number n is within the range of a
+// float64: finite, and not so small that it rounds to zero unless it is
+// zero.
+func float64Range(n string) bool {
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return false
+	}
+	if f == 0 {
+		mantissa, _, _ := strings.Cut(strings.ToLower(n), "e")
+		return strings.Trim(mantissa, "-0.") == ""
+	}
+	return true
+}
+
 // integral rewrites, in place, every number in v written with a fraction or
 // an exponent whose value is a whole number of at most 2^53 (5.0, 1e3) as
 // that integer. It reports whether it rewrote any.
@@ -365,7 +424,13 @@ func explain(ve *jsonschema.ValidationError) (param, reason string) {
 		} else {
 			reason = strings.SplitN(msg, ",", 2)[0]
 		}
-	case "maxLength", "minItems", "maxItems":
+	case "maxLength":
+		// length must be <= 255, but got 256 (a length in characters)
+		reason = "longer than " + firstNumber(msg) + " characters"
+	case "maxItems":
+		// maximum 256 items required, but found 257 items
+		reason = "more than " + firstNumber(msg) + " items"
+	case "minItems":
 		reason = strings.SplitN(msg, ", but", 2)[0]
 	case "format":
 		reason = "must be a valid " + strings.Trim(msg[strings.LastIndexByte(msg, ' ')+1:], "'")
@@ -376,6 +441,19 @@ func explain(ve *jsonschema.ValidationError) (param, reason string) {
 		param = "arguments"
 	}
 	return param, reason
+}
+
+// firstNumber returns the first run of digits in s.
+func firstNumber(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' })
+	if i < 0 {
+		return s
+	}
+	j := strings.IndexFunc(s[i:], func(r rune) bool { return r < '0' || r > '9' })
+	if j < 0 {
+		return s[i:]
+	}
+	return s[i : i+j]
 }
 
 func firstQuoted(s string) string {

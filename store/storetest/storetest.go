@@ -13,6 +13,11 @@
 //
 // The suite checks the contract documented in package store. Run it with
 // -race: several subtests are concurrent.
+//
+// [Faulty] serves the other side of the contract: it wraps a backend and
+// fails one chosen operation, so that a test of code using a store can
+// check that a failure at any point returns an error and leaves the store
+// as it was ([Faulty.Snapshot] reads it back).
 package storetest
 
 import (

@@ -1,0 +1,309 @@
+package crux_test
+
+// A fixture store and one valid call of every tool, shared by the fuzz
+// target (whose seed corpus holds these calls) and the fault-injection test.
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/examples/memstore"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/storetest"
+	"github.com/crux-go/crux/tools"
+)
+
+// fixtureTime is the fixture servers' clock: it does not move, so that a
+// call replays the same way.
+var fixtureTime = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// fixtureFlags are the defaults with every switch a tool depends on turned
+// on, so that each tool runs its code rather than its flag-off answer.
+func fixtureFlags() crux.Flags {
+	f := crux.DefaultFlags()
+	f.AutonomyContract = true
+	f.MemoryAck = true
+	f.Artefacts = true
+	f.AgentPassports = true
+	f.PassportRevocation = true
+	f.HandoffObservations = true
+	f.AuditEnvelope = true
+	return f
+}
+
+// fixtureServer is a server over st with the fixture's flags, its clock and
+// a signer whose key is the same in every run.
+func fixtureServer(t testing.TB, st store.Backend) *crux.Server {
+	t.Helper()
+	flags := fixtureFlags()
+	signer := receipts.NewEd25519Signer(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+	srv, err := crux.NewServer(st, &crux.Options{Flags: &flags, Now: func() time.Time { return fixtureTime }, Signer: signer})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// swapStore is a backend whose store can be replaced between calls, so
+// that one server (which takes tens of milliseconds to build) serves many
+// fresh copies of the fixture.
+type swapStore struct {
+	mu  sync.RWMutex
+	cur store.Backend
+}
+
+func (s *swapStore) set(b store.Backend) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur = b
+}
+
+func (s *swapStore) get() store.Backend {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cur
+}
+
+func (s *swapStore) View(ctx context.Context, fn func(store.Tx) error) error {
+	return s.get().View(ctx, fn)
+}
+
+func (s *swapStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return s.get().Update(ctx, fn)
+}
+
+func (s *swapStore) Close() error { return s.get().Close() }
+
+// fixtureState is the fixture, built once per test binary: the content of
+// its store and the values of its placeholders.
+type fixtureState struct {
+	snap storetest.Snapshot
+	fx   *fixture
+}
+
+var builtFixture struct {
+	sync.Mutex
+	state *fixtureState
+}
+
+// loadFixture builds the fixture on first use.
+func loadFixture(t testing.TB) *fixtureState {
+	t.Helper()
+	builtFixture.Lock()
+	defer builtFixture.Unlock()
+	if builtFixture.state == nil {
+		fb := storetest.NewFaulty(memstore.New())
+		srv := fixtureServer(t, fb)
+		fx := fillFixture(t, srv)
+		snap, err := fb.Snapshot(context.Background())
+		require.NoError(t, err)
+		builtFixture.state = &fixtureState{snap: snap, fx: fx}
+	}
+	return builtFixture.state
+}
+
+// restore returns a fresh in-memory store holding the fixture, wrapped in
+// a disarmed Faulty that knows its buckets.
+func (fs *fixtureState) restore(t testing.TB) *storetest.Faulty {
+	t.Helper()
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	require.NoError(t, st.Update(context.Background(), func(tx store.Tx) error {
+		for b, kv := range fs.snap {
+			for k, v := range kv {
+				if err := tx.Put(b, []byte(k), []byte(v)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+	return storetest.NewFaulty(st, slices.Collect(maps.Keys(fs.snap))...)
+}
+
+// fixtureRig is a fixture server over a swapStore that holds a fresh copy
+// of the fixture; set other copies in with swap.set(fs.restore(t)).
+func fixtureRig(t testing.TB) (*crux.Server, *swapStore, *fixtureState) {
+	t.Helper()
+	fs := loadFixture(t)
+	swap := &swapStore{cur: fs.restore(t)}
+	return fixtureServer(t, swap), swap, fs
+}
+
+// configSHA is the SHA-256 the fixture audits cfg/app.yaml with.
+const configSHA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+// fixture is what fillFixture stored: the values of the placeholders that
+// valid calls (and fuzz inputs) name instead of ids known only at run time.
+type fixture struct {
+	replace *strings.Replacer
+}
+
+// The placeholders of a call's arguments. $PACKAGE stands for a JSON
+// string, quotes included.
+const (
+	phFact     = "$FACT"     // alice's shared fact project:crux/language
+	phPrivate  = "$PRIVATE"  // alice's private fact project:crux/editor
+	phBobFact  = "$BOBFACT"  // bob's shared fact service:api/cache
+	phArtefact = "$ARTEFACT" // alice's artefact
+	phPackage  = "$PACKAGE"  // the handoff package alice made for bob, as a JSON string
+	phPlan     = "$PLAN"     // the session id of alice's cuecrux_session plan
+)
+
+// fillFixture stores, through srv, what the valid calls act on: facts of
+// alice (shared and private) and bob, contradicting values, sessions (one
+// archived), an artefact, a handoff package for bob, a constraint, a config
+// audit, a decision, a gap and a session plan.
+func fillFixture(t testing.TB, srv *crux.Server) *fixture {
+	t.Helper()
+	do := func(c crux.Caller, tool, args string) map[string]any { return call(t, srv, c, tool, args) }
+	str := func(m map[string]any, field string) string {
+		s, ok := m[field].(string)
+		require.True(t, ok, "no %s in %v", field, m)
+		return s
+	}
+	fact := str(do(alice, "store_fact", `{"entity":"project:crux","key":"language","value":"Go","horizon_class":"volatile"}`), "fact_id")
+	private := str(do(alice, "store_fact", `{"entity":"project:crux","key":"editor","value":"vim","private":true}`), "fact_id")
+	bobFact := str(do(bob, "store_fact", `{"entity":"service:api","key":"cache","value":"enabled","confidence":0.5}`), "fact_id")
+	do(alice, "store_fact", `{"entity":"service:api","key":"cache","value":"Disabled.","private":true}`)
+	do(alice, "save_session", `{"session_id":"s1","state":{"title":"port","focus":"project:crux","n":1.5}}`)
+	do(alice, "save_session", `{"session_id":"s2","state":{"title":"old"}}`)
+	do(alice, "archive_session", `{"session_id":"s2","reason":"done"}`)
+	artefact := str(do(alice, "artefact_put", `{"content_bytes_base64":"aGVsbG8=","mime_type":"text/plain","tool_origin":"fixture"}`), "artefact_id")
+	pkg, err := json.Marshal(str(do(alice, "create_handoff", `{"session_id":"s1","target_agent":"bob","include_facts":true}`), "package_json"))
+	require.NoError(t, err)
+	do(alice, "declare_constraint", `{"constraint_type":"policy","assertion":"never push to main","severity":"high"}`)
+	do(alice, "audit_config", `{"path":"cfg/app.yaml","sha256":"`+configSHA+`","auditor":"alice"}`)
+	do(alice, "record_decision", `{"action":"use bbolt","rationale":"embedded"}`)
+	do(anon, "query_facts", `{"query":"kubernetes"}`)
+	plan := str(do(alice, "cuecrux_session", `{"intent":"write code"}`), "session_id")
+	return &fixture{replace: strings.NewReplacer(phFact, fact, phPrivate, private, phBobFact, bobFact,
+		phArtefact, artefact, phPackage, string(pkg), phPlan, plan)}
+}
+
+// expand replaces the placeholders in args by the fixture's values.
+func (fx *fixture) expand(args string) string { return fx.replace.Replace(args) }
+
+// validCall is a call of one tool that succeeds on the fixture.
+type validCall struct {
+	caller crux.Caller
+	tool   string
+	args   string // with placeholders
+	// isError: the tool answers every call with an error result (sync
+	// without a sync client).
+	isError bool
+}
+
+// validCalls holds one valid call of every tool, in catalogue order.
+var validCalls = []validCall{
+	{caller: alice, tool: "cuecrux_session", args: `{"intent":"review code","hints":{"want_parent_chain":true,"max_capabilities":5}}`},
+	{caller: alice, tool: "autonomy_contract", args: `{"token_budget":2000}`},
+	{caller: alice, tool: "store_fact", args: `{"entity":"project:crux","key":"language","value":"Go 1.26","confidence":0.9,"supersedes":["$PRIVATE"]}`},
+	{caller: alice, tool: "query_facts", args: `{"query":"crux language","top_k":5,"min_effective_confidence":0.1}`},
+	{caller: alice, tool: "delete_fact", args: `{"fact_id":"$FACT"}`},
+	{caller: alice, tool: "list_entities", args: `{}`},
+	{caller: alice, tool: "get_bootstrap", args: `{"topic":"docs","token_budget":500}`},
+	{caller: alice, tool: "fact_history", args: `{"entity":"project:crux","key":"language"}`},
+	{caller: alice, tool: "memory_acknowledge_use", args: `{"turn_id":"t1","fact_ids":["$FACT","$PRIVATE"],"intent":"answer","confidence":0.8,"note":"used"}`},
+	{caller: alice, tool: "memory_forget", args: `{"scope":{"type":"entity_prefix","value":"project:"},"reason":"cleanup"}`},
+	{caller: alice, tool: "memory_forget_dry_run", args: `{"scope":{"type":"entity_prefix","value":"project:"}}`},
+	{caller: alice, tool: "memory_view", args: `{"top_k":10}`},
+	{caller: alice, tool: "memory_edit", args: `{"fact_id":"$FACT","new_value":"Go 1.26","reason":"upgrade"}`},
+	{caller: alice, tool: "memory_pin", args: `{"fact_id":"$FACT"}`},
+	{caller: alice, tool: "memory_history", args: `{"entity":"project:crux","key":"language"}`},
+	{caller: alice, tool: "memory_freshness", args: `{"top_k":5}`},
+	{caller: alice, tool: "memory_sweep_candidates", args: `{}`},
+	{caller: alice, tool: "memory_contradictions", args: `{}`},
+	{caller: alice, tool: "memory_consolidate", args: `{"entity":"service:api","key":"cache","canonical_value":"enabled (consolidated)","target_fact_ids":["$BOBFACT"],"confidence":0.8,"consolidation_id":"c-1"}`},
+	{caller: alice, tool: "memory_set_horizon", args: `{"fact_id":"$FACT","horizon_class":"stable"}`},
+	{caller: alice, tool: "memory_reverify", args: `{"fact_id":"$FACT"}`},
+	{caller: alice, tool: "artefact_put", args: `{"content_bytes_base64":"d29ybGQ=","mime_type":"text/plain","ttl_seconds":3600}`},
+	{caller: alice, tool: "artefact_get", args: `{"artefact_id":"$ARTEFACT"}`},
+	{caller: alice, tool: "artefact_list", args: `{"scope":"text"}`},
+	{caller: alice, tool: "get_session", args: `{"session_id":"s1"}`},
+	{caller: alice, tool: "save_session", args: `{"session_id":"s3","state":{"step":1,"notes":["a","b"]},"ttl_seconds":3600}`},
+	{caller: alice, tool: "session_checkpoint", args: `{"session_id":"s1","token_budget":500,"objective":"port","decisions":["use bbolt"],"next_action":"test"}`},
+	{caller: alice, tool: "list_sessions", args: `{"include_archived":true}`},
+	{caller: alice, tool: "delete_session", args: `{"session_id":"s1"}`},
+	{caller: alice, tool: "archive_session", args: `{"session_id":"s1","reason":"done"}`},
+	{caller: alice, tool: "unarchive_session", args: `{"session_id":"s2"}`},
+	{caller: alice, tool: "route_access_matrix", args: `{}`},
+	{caller: alice, tool: "execplan_gate", args: `{"slug":"issue9","milestone":"m1","status":"passed","commit_sha":"3277c67","token_budget":500,"tests_passing":true,"artifacts":["ci.log"]}`},
+	{caller: alice, tool: "auth_posture_audit", args: `{}`},
+	{caller: alice, tool: "egress_policy_check", args: `{"target":"https://example.com/api","purpose":"docs"}`},
+	{caller: alice, tool: "get_gaps", args: `{}`},
+	{caller: alice, tool: "get_agent_identity", args: `{}`},
+	{caller: alice, tool: "resolve_principal", args: `{"session_id":"$PLAN"}`},
+	{caller: alice, tool: "create_handoff", args: `{"session_id":"s1","target_agent":"bob","include_facts":true,"message":"over to you","task_record":{"requester":"carol","desired_outcome":"done","sources":["a"],"acceptance_criteria":["tests pass"],"boundaries":["no deletes"],"blocker_rule":"ask"}}`},
+	{caller: bob, tool: "accept_handoff", args: `{"package":$PACKAGE}`},
+	{caller: alice, tool: "record_decision", args: `{"action":"ship","rationale":"ready","alternatives":["wait"],"context_refs":["$FACT"]}`},
+	{caller: alice, tool: "declare_constraint", args: `{"constraint_type":"shell_pattern","assertion":"rm\\s+-rf\\s+/","severity":"critical"}`},
+	{caller: alice, tool: "get_constraints", args: `{}`},
+	{caller: alice, tool: "check_constraints", args: `{"action_description":"push to main","tool_name":"Bash","tool_parameters":{"command":"git push origin main"}}`},
+	{caller: alice, tool: "audit_config", args: `{"path":"cfg/other.yaml","sha256":"` + configSHA + `","auditor":"alice","note":"PR 1"}`},
+	{caller: alice, tool: "check_config_audit", args: `{"paths":[{"path":"cfg/app.yaml","sha256":"` + configSHA + `"}]}`},
+	{caller: alice, tool: "enrich_action", args: `{"tool_name":"Bash","tool_parameters":{"command":"rm -rf /tmp/x"},"action_description":"clean up"}`},
+	{caller: alice, tool: "issue_passport", args: `{"sponsor_id":"carol"}`},
+	{caller: alice, tool: "sync_pull", args: `{"entity_prefix":"project:"}`, isError: true},
+	{caller: alice, tool: "sync_push", args: `{"allowlist":["project:crux"]}`, isError: true},
+}
+
+// TestValidCallsCoverEveryTool: the table names every tool once, in
+// catalogue order, so that a new tool gets a fuzz seed and a
+// fault-injection run.
+func TestValidCallsCoverEveryTool(t *testing.T) {
+	var want, got []string
+	for _, tl := range tools.All() {
+		want = append(want, tl.Name)
+	}
+	for _, vc := range validCalls {
+		got = append(got, vc.tool)
+	}
+	require.Equal(t, want, got)
+}
+
+// TestValidCalls: each valid call does what the table says on a fresh
+// copy of the fixture, and leaves every agent able to read the store.
+func TestValidCalls(t *testing.T) {
+	srv, swap, fs := fixtureRig(t)
+	for _, vc := range validCalls {
+		t.Run(vc.tool, func(t *testing.T) {
+			swap.set(fs.restore(t))
+			res, err := srv.CallTool(context.Background(), vc.caller, vc.tool, json.RawMessage(fs.fx.expand(vc.args)))
+			require.NoError(t, err)
+			require.Equal(t, vc.isError, res.IsError, "%v", res.Content)
+			requireReadable(t, srv)
+		})
+	}
+}
+
+// readers are the callers requireReadable reads as.
+var readers = []crux.Caller{alice, bob, anon, {Agent: "carol", Authenticated: true, Tenant: "other"}}
+
+// requireReadable checks that every reader (and extra callers) can still
+// query facts and view its memory.
+func requireReadable(t testing.TB, srv *crux.Server, extra ...crux.Caller) {
+	t.Helper()
+	for _, c := range slices.Concat(readers, extra) {
+		for _, q := range []struct{ tool, args string }{{"query_facts", `{}`}, {"memory_view", `{}`}} {
+			res, err := srv.CallTool(context.Background(), c, q.tool, json.RawMessage(q.args))
+			if err != nil {
+				t.Fatalf("%+v cannot read: %s: %v", c, q.tool, err)
+			}
+			if res.IsError {
+				t.Fatalf("%+v cannot read: %s: %v", c, q.tool, res.Content)
+			}
+		}
+	}
+}
