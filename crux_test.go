@@ -317,6 +317,14 @@ func TestInvalidCaller(t *testing.T) {
 		e := callErr(t, srv, c, "list_entities", `{}`)
 		assert.Equal(t, crux.CodeInvalidRequest, e.Code, "%+v", c)
 	}
+	// Names are at most 256 bytes: they become part of index keys.
+	long := strings.Repeat("a", 256)
+	call(t, srv, crux.Caller{Agent: long, Tenant: long, Authenticated: true}, "store_fact", `{"entity":"e","key":"k","value":"v","private":true}`)
+	for _, c := range []crux.Caller{{Agent: long + "a", Authenticated: true}, {Tenant: long + "a"}} {
+		e := callErr(t, srv, c, "store_fact", `{"entity":"e","key":"k","value":"v"}`)
+		assert.Equal(t, crux.CodeInvalidRequest, e.Code)
+		assert.Contains(t, e.Message, "longer than 256 bytes")
+	}
 }
 
 func TestIntegralNumbersAccepted(t *testing.T) {

@@ -127,6 +127,10 @@ type Caller struct {
 	Tenant        string // the caller's tenant; "" means DefaultTenant
 }
 
+// MaxCallerNameBytes caps a caller's agent name and tenant: they become
+// part of index keys, which a store bounds (bbolt: 32 KiB).
+const MaxCallerNameBytes = 256
+
 // Scope is the scope c reads and writes the store in: its tenant and its
 // identity.
 func (c Caller) Scope() store.Scope { return store.Scope{Tenant: c.TenantID(), Agent: c.Identity()} }
@@ -137,9 +141,14 @@ func (c Caller) Scope() store.Scope { return store.Scope{Tenant: c.TenantID(), A
 // of its private entities, so it must not contain "::" or end with ":"
 // (either would let two agents' names run together), nor control
 // characters; an authenticated agent must not be called "anonymous". A
-// tenant must not contain control characters.
+// tenant must not contain control characters. Each is at most
+// MaxCallerNameBytes long.
 func (c Caller) Validate() error {
 	switch {
+	case len(c.Agent) > MaxCallerNameBytes:
+		return fmt.Errorf("crux: invalid caller agent name: longer than %d bytes", MaxCallerNameBytes)
+	case len(c.Tenant) > MaxCallerNameBytes:
+		return fmt.Errorf("crux: invalid caller tenant: longer than %d bytes", MaxCallerNameBytes)
 	case !utf8.ValidString(c.Agent):
 		return fmt.Errorf("crux: invalid caller agent name %q: it is not valid UTF-8", c.Agent)
 	case !utf8.ValidString(c.Tenant):
