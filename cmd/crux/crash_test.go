@@ -344,43 +344,29 @@ func TestCrashCyclesKeepAcknowledgedWrites(t *testing.T) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history", Arguments: map[string]any{"entity": a.entity, "key": a.key, "limit": 1000}})
-			if !assert.NoError(t, err) || !assert.False(t, res.IsError, "%+v", res.Content) {
-				return
+			found := false
+			for _, v := range historyOf(t, ctx, cs, a.entity, a.key) {
+				found = found || v.FactID == a.factID
 			}
-			assert.Contains(t, string(structuredJSON(t, res)), `"fact_id":"`+a.factID+`"`, "%s/%s", a.entity, a.key)
+			assert.True(t, found, "%s/%s has %s", a.entity, a.key, a.factID)
 		})
 	}
 	wg.Wait()
 	for i := range crashChains {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history",
-			Arguments: map[string]any{"entity": fmt.Sprintf("crash:chain:%d", i), "key": "counter", "limit": 1000}})
-		require.NoError(t, err)
-		var h struct {
-			Versions []struct {
-				FactID       string `json:"fact_id"`
-				Version      uint32 `json:"version"`
-				Supersedes   string `json:"supersedes"`
-				SupersededBy string `json:"superseded_by"`
-				Deleted      bool   `json:"deleted"`
-			} `json:"versions"`
-			NextCursor string `json:"next_cursor"`
-		}
-		require.NoError(t, json.Unmarshal(structuredJSON(t, res), &h))
-		require.Empty(t, h.NextCursor, "chain %d fits one page", i)
-		slices.Reverse(h.Versions) // fact_history lists newest first
+		vs := historyOf(t, ctx, cs, fmt.Sprintf("crash:chain:%d", i), "counter")
+		slices.Reverse(vs) // fact_history lists newest first
 		current := 0
-		for j, v := range h.Versions {
+		for j, v := range vs {
 			assert.Equal(t, uint32(j+1), v.Version, "chain %d: versions are consecutive", i)
 			if j > 0 {
-				assert.Equal(t, h.Versions[j-1].FactID, v.Supersedes, "chain %d v%d", i, v.Version)
-				assert.Equal(t, v.FactID, h.Versions[j-1].SupersededBy, "chain %d v%d", i, v.Version-1)
+				assert.Equal(t, vs[j-1].FactID, v.Supersedes, "chain %d v%d", i, v.Version)
+				assert.Equal(t, v.FactID, vs[j-1].SupersededBy, "chain %d v%d", i, v.Version-1)
 			}
 			if v.SupersededBy == "" && !v.Deleted {
 				current++
 			}
 		}
-		if len(h.Versions) > 0 {
+		if len(vs) > 0 {
 			assert.Equal(t, 1, current, "chain %d has exactly one current version", i)
 		}
 	}
@@ -565,4 +551,41 @@ func TestCrashDuringPurgeKeepsAcknowledgedWrites(t *testing.T) {
 	checkStore(t, dir, keep)
 	t.Logf("%d purge cycles in %s: %d killed while compacting, %d ran to the end before the kill, %d purged before the kill; %d acknowledged facts kept, 0 lost",
 		cycles, time.Since(began).Round(time.Millisecond), inCompaction, completed, purgedSeen, len(keep))
+}
+
+// historyVersion is one row of fact_history.
+type historyVersion struct {
+	FactID       string `json:"fact_id"`
+	Version      uint32 `json:"version"`
+	Supersedes   string `json:"supersedes"`
+	SupersededBy string `json:"superseded_by"`
+	Deleted      bool   `json:"deleted"`
+}
+
+// historyOf reads the whole history of (entity, key) through fact_history,
+// page after page (newest first).
+func historyOf(t *testing.T, ctx context.Context, cs *mcp.ClientSession, entity, key string) []historyVersion {
+	t.Helper()
+	var all []historyVersion
+	cursor := ""
+	for page := 0; page < 1000; page++ {
+		args := map[string]any{"entity": entity, "key": key, "limit": 1000}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history", Arguments: args})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%+v", res.Content)
+		var h struct {
+			Versions   []historyVersion `json:"versions"`
+			NextCursor string           `json:"next_cursor"`
+		}
+		require.NoError(t, json.Unmarshal(structuredJSON(t, res), &h))
+		all = append(all, h.Versions...)
+		if cursor = h.NextCursor; cursor == "" {
+			return all
+		}
+	}
+	t.Fatalf("history of %s/%s: too many pages", entity, key)
+	return nil
 }
