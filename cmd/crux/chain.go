@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/store/bolt"
 )
 
 // The chain commands: crux verify chain and crux receipts list. Both read
@@ -66,16 +64,9 @@ func resolveChain(name string, fs *flag.FlagSet, cf *chainFlags, args []string, 
 // viewStore runs fn in a read transaction of the data directory's store,
 // opened read-only; the store must exist.
 func viewStore(ctx context.Context, dir string, fn func(tx store.Tx) error) error {
-	path, err := existingStore(dir)
+	db, err := openExisting(dir, true)
 	if err != nil {
 		return err
-	}
-	db, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
-	if errors.Is(err, bolt.ErrLocked) {
-		return &lockedError{path: path, err: err}
-	}
-	if err != nil {
-		return fmt.Errorf("opening the database: %w", err)
 	}
 	defer db.Close()
 	return db.View(ctx, fn)

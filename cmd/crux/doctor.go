@@ -9,7 +9,6 @@ import (
 
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/store/bolt"
 )
 
 // doctorCmd is crux doctor [--repair]: lists the records of the store that
@@ -30,16 +29,9 @@ func doctorCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envi
 	if len(pos) > 0 {
 		return usagef("doctor takes no arguments, got %q", pos[0])
 	}
-	path, err := existingStore(s.dir)
+	db, err := openExisting(s.dir, !repair)
 	if err != nil {
 		return err
-	}
-	db, err := bolt.Open(path, &bolt.Options{ReadOnly: !repair})
-	if errors.Is(err, bolt.ErrLocked) {
-		return &lockedError{path: path, err: err}
-	}
-	if err != nil {
-		return fmt.Errorf("opening the database: %w", err)
 	}
 	defer func() {
 		if cerr := db.Close(); cerr != nil {

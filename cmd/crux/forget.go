@@ -59,6 +59,28 @@ func existingStore(dir string) (string, error) {
 	return path, nil
 }
 
+// openExisting opens the store of the data directory dir, which must exist
+// (see existingStore); read-only when readOnly is set. Another process
+// holding it is a lockedError.
+func openExisting(dir string, readOnly bool) (*bolt.DB, error) {
+	path, err := existingStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	var opts *bolt.Options
+	if readOnly {
+		opts = &bolt.Options{ReadOnly: true}
+	}
+	db, err := bolt.Open(path, opts)
+	if errors.Is(err, bolt.ErrLocked) {
+		return nil, &lockedError{path: path, err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the database: %w", err)
+	}
+	return db, nil
+}
+
 // forgetCmd is crux forget restore RECEIPT_ID: puts back what a forget
 // forgot, within its recovery window, and prints the restore report.
 func forgetCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
@@ -103,16 +125,9 @@ func purgeCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envir
 	if len(pos) > 0 {
 		return usagef("purge takes no arguments, got %q", pos[0])
 	}
-	path, err := existingStore(s.dir)
+	db, err := openExisting(s.dir, false)
 	if err != nil {
 		return err
-	}
-	db, err := bolt.Open(path, nil)
-	if errors.Is(err, bolt.ErrLocked) {
-		return &lockedError{path: path, err: err}
-	}
-	if err != nil {
-		return fmt.Errorf("opening the database: %w", err)
 	}
 	defer func() {
 		if cerr := db.Close(); cerr != nil {

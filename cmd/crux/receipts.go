@@ -12,7 +12,6 @@ import (
 
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/store/bolt"
 )
 
 // subcommand checks that args start with the word want (keys export,
@@ -48,26 +47,14 @@ func keysCmd(args []string, stdout io.Writer, osenv *environment) error {
 
 // readReceipt reads receipt id from the data directory's store, read-only.
 func readReceipt(ctx context.Context, dir, id string) (*receipts.Receipt, error) {
-	path := filepath.Join(dir, dbFile)
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("no store at %s: %w", path, err)
-	}
-	db, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
-	if errors.Is(err, bolt.ErrLocked) {
-		return nil, &lockedError{path: path, err: err}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("opening the database: %w", err)
-	}
-	defer db.Close()
 	var r *receipts.Receipt
-	err = db.View(ctx, func(tx store.Tx) error {
+	err := viewStore(ctx, dir, func(tx store.Tx) error {
 		var err error
 		r, err = receipts.Get(tx, id)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no receipt %s in %s", id, path)
+		return nil, fmt.Errorf("no receipt %s in %s", id, filepath.Join(dir, dbFile))
 	}
 	return r, err
 }
