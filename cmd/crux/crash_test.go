@@ -388,15 +388,8 @@ func forgetPast(t *testing.T, dir, prefix, secret string, bulk int) (string, ack
 	t.Helper()
 	// NoSync: a SIGKILL loses nothing the kernel has, and this setup is
 	// not what the test kills.
-	db, err := bolt.Open(filepath.Join(dir, dbFile), &bolt.Options{LockTimeout: 5 * time.Second, NoSync: true})
-	require.NoError(t, err)
-	defer db.Close()
-	signer, err := receipts.LoadOrCreateKey(dir)
-	require.NoError(t, err)
-	then := time.Now().Add(-10 * 24 * time.Hour)
-	srv, err := crux.NewServer(db, &crux.Options{Signer: signer, Now: func() time.Time { return then }})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv, closeAll := serverInThePast(t, dir, &bolt.Options{LockTimeout: 5 * time.Second, NoSync: true})
+	defer closeAll()
 	ctx := context.Background()
 	caller := crux.Caller{Agent: crashAgent, Authenticated: true}
 	callOK := func(name string, args map[string]any) map[string]any {

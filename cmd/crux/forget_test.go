@@ -64,23 +64,33 @@ func TestForgetRestoreCommand(t *testing.T) {
 	assert.Contains(t, r.stderr, "no forget r_unknown")
 }
 
-// forgetInThePast makes a forget ten days ago in the store of dir, with the
-// data directory's key, so that its recovery window has ended now.
-func forgetInThePast(t *testing.T, dir, secret string) string {
+// serverInThePast opens the store of dir (created if need be; opts as
+// bolt.Open takes them) and returns a server over it whose clock stands ten
+// days ago, signing with the data directory's key, so that the recovery
+// window of any forget it makes has ended now. closeAll closes the server
+// and the store.
+func serverInThePast(t *testing.T, dir string, opts *bolt.Options) (srv *crux.Server, closeAll func()) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o700))
-	db, err := bolt.Open(filepath.Join(dir, dbFile), nil)
+	db, err := bolt.Open(filepath.Join(dir, dbFile), opts)
 	require.NoError(t, err)
-	defer db.Close()
 	signer, err := receipts.LoadOrCreateKey(dir)
 	require.NoError(t, err)
 	then := time.Now().Add(-10 * 24 * time.Hour)
-	srv, err := crux.NewServer(db, &crux.Options{Signer: signer, Now: func() time.Time { return then }})
+	srv, err = crux.NewServer(db, &crux.Options{Signer: signer, Now: func() time.Time { return then }})
 	require.NoError(t, err)
-	defer srv.Close()
+	return srv, func() { srv.Close(); db.Close() }
+}
+
+// forgetInThePast makes a forget ten days ago in the store of dir, so that
+// its recovery window has ended now.
+func forgetInThePast(t *testing.T, dir, secret string) string {
+	t.Helper()
+	srv, closeAll := serverInThePast(t, dir, nil)
+	defer closeAll()
 	ctx := context.Background()
 	tester := crux.Caller{Agent: "tester", Authenticated: true}
-	_, err = srv.CallTool(ctx, tester, "store_fact", json.RawMessage(`{"entity":"vault","key":"code","value":"`+secret+`"}`))
+	_, err := srv.CallTool(ctx, tester, "store_fact", json.RawMessage(`{"entity":"vault","key":"code","value":"`+secret+`"}`))
 	require.NoError(t, err)
 	res, err := srv.CallTool(ctx, tester, "memory_forget", json.RawMessage(`{"scope":{"type":"entity_prefix","value":"vault"},"reason":"test"}`))
 	require.NoError(t, err)
