@@ -214,10 +214,6 @@ type Table struct {
 // Resolve returns the tier table with agent passports enabled or not.
 func Resolve(agentPassports bool) Table { return Table{agentPassports: agentPassports} }
 
-// AgentPassports reports whether the table was resolved with agent
-// passports enabled.
-func (t Table) AgentPassports() bool { return t.agentPassports }
-
 // Tier returns the tier of the named tool. A name with no table entry is
 // [Local]: a new tool never becomes hosted by accident.
 func (t Table) Tier(name string) Tier {
