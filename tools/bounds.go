@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -27,10 +28,14 @@ const answerSizeHelp = "about 60 KB (a single larger row comes back alone)"
 
 // wireBytes is what v adds to a tool result as JSON: its JSON once as
 // structuredContent and once more, escaped, as the text content.
+//
+// Quoted as a JSON string, that JSON grows by one byte for each quote and
+// backslash: json.Marshal writes no other byte a string must escape
+// (control characters, <, >, &, U+2028 and U+2029 come out as \u
+// escapes, whose backslash is counted).
 func wireBytes(v any) int {
 	b, _ := json.Marshal(v)
-	s, _ := json.Marshal(string(b))
-	return len(b) + len(s) - 2
+	return 2*len(b) + bytes.Count(b, []byte{'"'}) + bytes.Count(b, []byte{'\\'})
 }
 
 // rowCap admits the rows of one listing, in order: at most maxRows
