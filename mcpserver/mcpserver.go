@@ -223,9 +223,35 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Backend answers tools/list and tools/call on behalf of a caller. [Local]
+// makes one of a *crux.Server; the crux command uses another, which
+// forwards the calls to the process owning its data directory.
+type Backend interface {
+	// ListTools returns the tools c sees, as crux.Server.ListTools does.
+	// An error fails the tools/list request: an *crux.Error with its
+	// code, any other with -32603.
+	ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error)
+	// CallTool runs one call, as crux.Server.CallTool does.
+	CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error)
+}
+
+// Local returns the Backend of srv: its own ListTools and CallTool.
+func Local(srv *crux.Server) Backend { return local{srv} }
+
+// local is the Backend of a *crux.Server.
+type local struct{ srv *crux.Server }
+
+func (l local) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error) {
+	return l.srv.ListTools(ctx, c), nil
+}
+
+func (l local) CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error) {
+	return l.srv.CallTool(ctx, c, name, args)
+}
+
 // adapter holds what the handlers of one *mcp.Server share.
 type adapter struct {
-	srv    *crux.Server
+	b      Backend
 	caller crux.Caller
 	logger *slog.Logger
 }
@@ -240,6 +266,15 @@ type adapter struct {
 func New(srv *crux.Server, caller crux.Caller, opts *Options) *mcp.Server {
 	if srv == nil {
 		panic("mcpserver: New needs a crux server")
+	}
+	return NewBackend(Local(srv), caller, opts)
+}
+
+// NewBackend is [New] over any Backend: tools/list answers
+// b.ListTools(ctx, caller) and tools/call runs b.CallTool.
+func NewBackend(b Backend, caller crux.Caller, opts *Options) *mcp.Server {
+	if b == nil {
+		panic("mcpserver: NewBackend needs a backend")
 	}
 	var o Options
 	if opts != nil {
@@ -263,7 +298,7 @@ func New(srv *crux.Server, caller crux.Caller, opts *Options) *mcp.Server {
 		// "logging" capability, which crux does not use.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
-	a := &adapter{srv: srv, caller: caller, logger: logger}
+	a := &adapter{b: b, caller: caller, logger: logger}
 	s.AddReceivingMiddleware(a.middleware)
 	return s
 }
@@ -279,7 +314,15 @@ func New(srv *crux.Server, caller crux.Caller, opts *Options) *mcp.Server {
 // logged to [Options.Logger]. Over other transports, the SDK's session
 // ends when ctx is done, and replies to calls still running are lost.
 func Serve(ctx context.Context, srv *crux.Server, caller crux.Caller, t mcp.Transport, opts *Options) error {
-	s := New(srv, caller, opts)
+	if srv == nil {
+		panic("mcpserver: Serve needs a crux server")
+	}
+	return ServeBackend(ctx, Local(srv), caller, t, opts)
+}
+
+// ServeBackend is [Serve] over any Backend (see [NewBackend]).
+func ServeBackend(ctx context.Context, b Backend, caller crux.Caller, t mcp.Transport, opts *Options) error {
+	s := NewBackend(b, caller, opts)
 	if st, ok := t.(*stdioTransport); ok {
 		if opts != nil {
 			st.f.setLogger(opts.Logger)
@@ -319,7 +362,7 @@ func sdkTool(t crux.Tool) *mcp.Tool {
 // call runs one tool call through crux and converts the outcome. An error
 // it returns is the JSON-RPC error of the response (see wireError).
 func (a *adapter) call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	res, err := a.srv.CallTool(ctx, a.caller, name, args)
+	res, err := a.b.CallTool(ctx, a.caller, name, args)
 	if err != nil {
 		return nil, a.wireError(name, err)
 	}
@@ -414,7 +457,10 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return a.call(ctx, r.Params.Name, r.Params.Arguments)
 		case *mcp.ListToolsRequest:
-			list := a.srv.ListTools(ctx, a.caller)
+			list, err := a.b.ListTools(ctx, a.caller)
+			if err != nil {
+				return nil, a.wireError("tools/list", err)
+			}
 			res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(list))}
 			for _, t := range list {
 				res.Tools = append(res.Tools, sdkTool(t))

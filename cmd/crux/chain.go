@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
-	"github.com/crux-go/crux/store"
 )
 
 // The chain commands: crux verify chain and crux receipts list. Both read
@@ -61,22 +61,11 @@ func resolveChain(name string, fs *flag.FlagSet, cf *chainFlags, args []string, 
 	return s, pos, nil
 }
 
-// viewStore runs fn in a read transaction of the data directory's store,
-// opened read-only; the store must exist.
-func viewStore(ctx context.Context, dir string, fn func(tx store.Tx) error) error {
-	db, err := openExisting(dir, true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return db.View(ctx, fn)
-}
-
 // verifyChainCmd is crux verify chain: every receipt of a tenant's chain
 // verified with the keyring, each link, and the head. Status 0 and one
 // summary line when the chain verifies; else 1, with the code and the
 // first bad seq on stderr.
-func verifyChainCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment) error {
+func verifyChainCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment, logger *slog.Logger) error {
 	var cf chainFlags
 	fs := newChainFlagSet("verify chain", &cf)
 	keyringFile := fs.String("keyring", "", "the keyring `file` (crux keys export); default: the data directory's key")
@@ -94,13 +83,14 @@ func verifyChainCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	var a receipts.ChainAudit
-	err = viewStore(ctx, s.dir, func(tx store.Tx) error {
-		var err error
-		a, err = receipts.AuditChain(tx, cf.tenant, kr, time.Now())
-		return err
-	})
+	krJSON, err := json.Marshal(kr)
 	if err != nil {
+		return err
+	}
+	var a receipts.ChainAudit
+	if err := s.withSession(ctx, logger, func(sess *session) error {
+		return sess.do(ctx, opChain, chainReq{Tenant: cf.tenant, Keyring: krJSON}, &a)
+	}); err != nil {
 		return err
 	}
 	if cf.json {
@@ -133,7 +123,7 @@ type listedReceipt struct {
 }
 
 // receiptsCmd is crux receipts list: a tenant's receipts, newest first.
-func receiptsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment) error {
+func receiptsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
 	args, err := subcommand("receipts", "list", args)
 	if err != nil {
 		return err
@@ -153,31 +143,16 @@ func receiptsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *en
 		return usagef("--limit must be between 1 and %d, got %d", maxListLimit, *limit)
 	}
 
-	list := []listedReceipt{}
-	var walkErr error
-	err = viewStore(ctx, s.dir, func(tx store.Tx) error {
-		walkErr = receipts.ChainNewestFirst(tx, cf.tenant, func(r *receipts.Receipt) error {
-			if *kind != "" && r.Kind != *kind {
-				return nil
-			}
-			l := listedReceipt{ReceiptID: r.ID, TenantID: r.Tenant, Seq: r.Seq, Kind: r.Kind}
-			if h, err := r.Header(); err == nil {
-				l.Actor, l.CreatedAt = h.Actor, h.CreatedAt.UTC().Format(time.RFC3339Nano)
-			}
-			list = append(list, l)
-			if len(list) == *limit {
-				return store.ErrStop
-			}
-			return nil
-		})
-		return nil
-	})
-	if err != nil {
+	var ans receiptsAnswer
+	if err := s.withSession(ctx, logger, func(sess *session) error {
+		return sess.do(ctx, opReceipts, receiptsReq{Tenant: cf.tenant, Kind: *kind, Limit: *limit}, &ans)
+	}); err != nil {
 		return err
 	}
-	if walkErr != nil {
-		return fmt.Errorf("%w (crux verify chain --tenant %q checks the whole chain)", walkErr, cf.tenant)
+	if ans.WalkError != "" {
+		return fmt.Errorf("%s (crux verify chain --tenant %q checks the whole chain)", ans.WalkError, cf.tenant)
 	}
+	list := ans.Receipts
 	if cf.json {
 		return writeJSON(stdout, list)
 	}

@@ -32,20 +32,21 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	srv, closeStore, err := s.open(logger)
+	sess, err := s.join(ctx, logger)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := closeStore(); cerr != nil {
+		if cerr := sess.close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
 		}
 	}()
 
 	logger.Info("crux: serving MCP on stdio",
-		"db", filepath.Join(s.dir, dbFile), "agent", s.caller.Name(), "authenticated", s.caller.Authenticated)
+		"db", filepath.Join(s.dir, dbFile), "agent", s.caller.Name(), "authenticated", s.caller.Authenticated,
+		"owner", sess.conn.Owner())
 	t := mcpserver.StdioTransport(io.NopCloser(stdin), stdout)
-	err = mcpserver.Serve(ctx, srv, s.caller, t, &mcpserver.Options{Logger: logger})
+	err = mcpserver.ServeBackend(ctx, sess, s.caller, t, &mcpserver.Options{Logger: logger})
 	switch {
 	case err == nil:
 		logger.Info("crux: client closed the connection; stopping")
@@ -67,13 +68,16 @@ func toolsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envir
 	if err != nil {
 		return err
 	}
-	srv, closeStore, err := s.open(logger)
+	sess, err := s.join(ctx, logger)
 	if err != nil {
 		return err
 	}
-	list := srv.ListTools(ctx, s.caller)
-	if err := closeStore(); err != nil {
-		return fmt.Errorf("closing the store: %w", err)
+	list, err := sess.ListTools(ctx, s.caller)
+	if cerr := sess.close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
+	}
+	if err != nil {
+		return err
 	}
 
 	if *asJSON {
@@ -127,12 +131,12 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	srv, closeStore, err := s.open(logger)
+	sess, err := s.join(ctx, logger)
 	if err != nil {
 		return err
 	}
-	res, callErr := srv.CallTool(ctx, s.caller, name, callArgs)
-	if err := closeStore(); err != nil {
+	res, callErr := sess.CallTool(ctx, s.caller, name, callArgs)
+	if err := sess.close(); err != nil {
 		return fmt.Errorf("closing the store: %w", err)
 	}
 

@@ -208,6 +208,8 @@ func TestServeSubprocess(t *testing.T) {
 	assert.Contains(t, v.stderr, "BODY_HASH_MISMATCH")
 }
 
+// crux call runs while a crux serve owns the data directory: it forwards
+// the call to the serve process, which answers as the call's own agent.
 func TestCallWhileServing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -219,22 +221,21 @@ func TestCallWhileServing(t *testing.T) {
 
 	callCtx, callCancel := context.WithTimeout(ctx, 15*time.Second)
 	defer callCancel()
-	call := exec.CommandContext(callCtx, cruxBinary(t), "call", "--data", dir, "get_agent_identity")
+	call := exec.CommandContext(callCtx, cruxBinary(t), "call", "--data", dir, "--agent", "shell", "get_agent_identity")
 	call.Env = subprocessEnv()
 	var stdout, stderr bytes.Buffer
 	call.Stdout, call.Stderr = &stdout, &stderr
-	err := call.Run()
-	require.NoError(t, callCtx.Err(), "crux call did not give up on the lock")
+	require.NoError(t, call.Run(), "stderr: %s", stderr.String())
+	var out struct {
+		StructuredContent map[string]any `json:"structuredContent"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), stdout.String())
+	assert.Equal(t, map[string]any{"agent_name": "shell"}, out.StructuredContent)
 
-	var ee *exec.ExitError
-	require.True(t, errors.As(err, &ee), "want exit status 1, got %v", err)
-	assert.Equal(t, exitFailure, ee.ExitCode())
-	assert.Empty(t, stdout.String())
-	msg := stderr.String()
-	assert.Contains(t, msg, filepath.Join(dir, "crux.db"))
-	assert.Contains(t, msg, "locked by another process")
-	assert.Contains(t, msg, "stop that process")
-	assert.Contains(t, msg, "--data")
+	// The serve's own client sees the same store.
+	stored, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_agent_identity"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"agent_name": "tester"}, stored.StructuredContent)
 }
 
 // storeCall is a tools/call of store_fact with the given id. Every call

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,11 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/crux-go/crux"
-	"github.com/crux-go/crux/rcx"
-	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/internal/owner"
 	"github.com/crux-go/crux/store/bolt"
 )
 
@@ -42,6 +45,19 @@ func newEnvironment(environ []string) *environment {
 	}
 	e.flags, e.warnings = crux.FlagsFromEnv(environ, commandVariables...)
 	return e
+}
+
+// flagVars returns the variables that may change a server's behaviour
+// (see flagVariable), as NAME=value entries.
+func (e *environment) flagVars() []string {
+	var out []string
+	for k, v := range e.vars {
+		if flagVariable(k) {
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // getenv returns the value of the variable k, or "" when it is unset.
@@ -96,6 +112,7 @@ type setup struct {
 	dir    string
 	caller crux.Caller
 	flags  crux.Flags
+	env    []string // the flag variables the flags were read from
 }
 
 // resolve applies the common flags of fs (registered into cf) and the
@@ -113,7 +130,7 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, err
 	if err := caller.Validate(); err != nil {
 		return nil, usagef("%s", strings.TrimPrefix(err.Error(), "crux: "))
 	}
-	return &setup{dir: dir, caller: caller, flags: osenv.flags}, nil
+	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars()}, nil
 }
 
 // resolveNoArgs parses the flags of a command that takes no positional
@@ -129,64 +146,155 @@ func resolveNoArgs(name string, fs *flag.FlagSet, cf *commonFlags, args []string
 	return resolve(fs, cf, osenv)
 }
 
-// lockedError reports that another process holds the store.
+// lockedError reports that another process holds the store and does not
+// share it.
 type lockedError struct {
 	path string
 	err  error // wraps bolt.ErrLocked
 }
 
 func (e *lockedError) Error() string {
-	return fmt.Sprintf("the database %s is locked by another process (is a crux serve running on it?); "+
+	return fmt.Sprintf("the database %s is locked by another process that does not share it "+
+		"(a crux older than the shared data directory, or another program); "+
 		"stop that process, or use another data directory with --data", e.path)
 }
 
 func (e *lockedError) Unwrap() error { return e.err }
 
-// open creates the data directory if needed (mode 0700), opens the store in
-// it and returns a crux server over it. close releases both.
-func (s *setup) open(logger *slog.Logger) (srv *crux.Server, close func() error, err error) {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("creating the data directory: %w", err)
-	}
-	path := filepath.Join(s.dir, dbFile)
-	db, err := bolt.Open(path, nil)
-	if errors.Is(err, bolt.ErrLocked) {
-		return nil, nil, &lockedError{path: path, err: err}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("opening the database: %w", err)
-	}
-	signer, router, err := s.trust()
-	if err != nil {
-		return nil, nil, errors.Join(err, db.Close())
-	}
-	flags := s.flags
-	srv, err = crux.NewServer(db, &crux.Options{Flags: &flags, Logger: logger, Signer: signer, Router: router})
-	if err != nil {
-		return nil, nil, errors.Join(err, db.Close())
-	}
-	return srv, func() error { return errors.Join(srv.Close(), db.Close()) }, nil
+// joinTimeout is how long a command tries to reach the process owning its
+// data directory, or to become it, before it gives up. A process that
+// holds the store without sharing it holds it for this long at least.
+var joinTimeout = 5 * time.Second
+
+// session is a command's access to the store of its data directory,
+// through the process that owns it, which may be this one (see host.go).
+type session struct {
+	conn *owner.Conn
+	env  []string // this process's flag variables, sent with each operation
 }
 
-// trust loads the data directory's signing key (created once, mode 0600)
-// and mints the free-local capability token under it, which the server
-// enforces: hosted-gated tools are absent from tools/list and refused when
-// called.
-func (s *setup) trust() (*receipts.Ed25519Signer, rcx.Router, error) {
-	signer, err := receipts.LoadOrCreateKey(s.dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the signing key: %w", err)
+// join returns the command's session on the data directory, creating the
+// directory (mode 0700) when needed. When no process owns the store, this
+// one opens it and owns it until the session is closed.
+func (s *setup) join(ctx context.Context, logger *slog.Logger) (*session, error) {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the data directory: %w", err)
 	}
-	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{
-		Tenant:       crux.DefaultTenant,
-		Capabilities: crux.FreeLocalCapabilities(s.flags),
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	conn, err := owner.Join(ctx, s.dir, owner.Options{
+		Open:        func() (owner.Host, error) { return openHost(s.dir, logger) },
+		Busy:        func(err error) bool { return errors.Is(err, bolt.ErrLocked) },
+		JoinTimeout: joinTimeout,
+		Logger:      logger,
 	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("minting the free-local token: %w", err)
+	if errors.Is(err, bolt.ErrLocked) {
+		return nil, &lockedError{path: filepath.Join(s.dir, dbFile), err: err}
 	}
-	router, err := rcx.NewRouter(tok, signer.Public(), nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("building the router: %w", err)
+		return nil, err
 	}
-	return signer, router, nil
+	return &session{conn: conn, env: s.env}, nil
+}
+
+// close ends the session; an owner hands the store over.
+func (ss *session) close() error { return ss.conn.Close() }
+
+// withSession runs fn with a session on the data directory's existing
+// store (an operator command never creates an empty one), and closes it.
+func (s *setup) withSession(ctx context.Context, logger *slog.Logger, fn func(*session) error) (err error) {
+	if _, err := existingStore(s.dir); err != nil {
+		return err
+	}
+	sess, err := s.join(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := sess.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
+		}
+	}()
+	return fn(sess)
+}
+
+// do runs the operation op with the request req and decodes its answer
+// into res. A *crux.Error of the operation comes back as a *crux.Error
+// with the same code, message and data; an owner that ended before
+// answering is a -32603 *crux.Error saying so.
+func (ss *session) do(ctx context.Context, op string, req, res any) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	out, err := ss.conn.Do(ctx, op, b)
+	var we *owner.Error
+	switch {
+	case errors.Is(err, owner.ErrOwnerGone):
+		return &crux.Error{Code: crux.CodeInternalError, Message: owner.ErrOwnerGone.Error()}
+	case errors.As(err, &we) && we.Code != 0:
+		ce := &crux.Error{Code: we.Code, Message: we.Message}
+		if we.Data != nil {
+			ce.Data = we.Data
+		}
+		return ce
+	case errors.As(err, &we):
+		return errors.New(we.Message)
+	case err != nil:
+		return err
+	}
+	return json.Unmarshal(out, res)
+}
+
+// ListTools is tools/list through the owner (see mcpserver.Backend).
+func (ss *session) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error) {
+	var wire []struct {
+		crux.Tool
+		Meta map[string]json.RawMessage `json:"_meta,omitempty"`
+	}
+	if err := ss.do(ctx, opList, listReq{Env: ss.env, Caller: toWire(c)}, &wire); err != nil {
+		return nil, err
+	}
+	out := make([]crux.Tool, len(wire))
+	for i, w := range wire {
+		out[i] = w.Tool
+		out[i].Meta = rawMap(w.Meta)
+	}
+	return out, nil
+}
+
+// CallTool is tools/call through the owner (see mcpserver.Backend). The
+// structured content and _meta are kept as the JSON the owner encoded, so
+// the answer is byte for byte the owner's.
+func (ss *session) CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error) {
+	var wire struct {
+		Content           []crux.Content             `json:"content"`
+		StructuredContent json.RawMessage            `json:"structuredContent,omitempty"`
+		IsError           bool                       `json:"isError,omitempty"`
+		Meta              map[string]json.RawMessage `json:"_meta,omitempty"`
+	}
+	if err := ss.do(ctx, opCall, callReq{Env: ss.env, Caller: toWire(c), Name: name, Args: args}, &wire); err != nil {
+		return nil, err
+	}
+	res := &crux.Result{Content: wire.Content, IsError: wire.IsError, Meta: rawMap(wire.Meta)}
+	if res.Content == nil {
+		res.Content = []crux.Content{}
+	}
+	if wire.StructuredContent != nil {
+		res.StructuredContent = wire.StructuredContent
+	}
+	return res, nil
+}
+
+// rawMap is m with each value as its JSON, or nil for an empty m.
+func rawMap(m map[string]json.RawMessage) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

@@ -10,12 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"time"
 
 	"github.com/crux-go/crux"
-	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/store/bolt"
 )
 
 // The operator side of memory_forget: crux forget restore and crux purge.
@@ -59,28 +55,6 @@ func existingStore(dir string) (string, error) {
 	return path, nil
 }
 
-// openExisting opens the store of the data directory dir, which must exist
-// (see existingStore); read-only when readOnly is set. Another process
-// holding it is a lockedError.
-func openExisting(dir string, readOnly bool) (*bolt.DB, error) {
-	path, err := existingStore(dir)
-	if err != nil {
-		return nil, err
-	}
-	var opts *bolt.Options
-	if readOnly {
-		opts = &bolt.Options{ReadOnly: true}
-	}
-	db, err := bolt.Open(path, opts)
-	if errors.Is(err, bolt.ErrLocked) {
-		return nil, &lockedError{path: path, err: err}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("opening the database: %w", err)
-	}
-	return db, nil
-}
-
 // forgetCmd is crux forget restore RECEIPT_ID: puts back what a forget
 // forgot, within its recovery window, and prints the restore report.
 func forgetCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
@@ -95,29 +69,19 @@ func forgetCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envi
 	if len(pos) != 1 || pos[0] == "" {
 		return usagef("forget restore takes one forget receipt id")
 	}
-	if _, err := existingStore(s.dir); err != nil {
-		return err
-	}
-	srv, closeStore, err := s.open(logger)
-	if err != nil {
-		return err
-	}
-	rep, err := srv.RestoreForget(ctx, pos[0])
-	if cerr := closeStore(); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
-	}
-	if err != nil {
+	var rep crux.RestoreReport
+	if err := s.withSession(ctx, logger, func(sess *session) error {
+		return sess.do(ctx, opRestore, restoreReq{Env: sess.env, ReceiptID: pos[0]}, &rep)
+	}); err != nil {
 		return err
 	}
 	return writeJSON(stdout, rep)
 }
 
 // purgeCmd is crux purge: purges every forget past its recovery window and
-// compacts the store, printing the purge report. Opening the server already
-// purges (crux.NewServer does, as every command that opens the store), so
-// the report also lists the forgets that were due when the command started
-// and that the opening purged.
-func purgeCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) (err error) {
+// compacts the store, printing the purge report (see host.purge), in the
+// process that owns the store.
+func purgeCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
 	s, pos, err := operatorFlags("purge", args, osenv)
 	if err != nil {
 		return err
@@ -125,58 +89,11 @@ func purgeCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envir
 	if len(pos) > 0 {
 		return usagef("purge takes no arguments, got %q", pos[0])
 	}
-	db, err := openExisting(s.dir, false)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := db.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
-		}
-	}()
-	var due []string
-	if err := db.View(ctx, func(tx store.Tx) error {
-		var err error
-		due, err = store.DueForgets(tx, time.Now())
-		return err
+	var rep crux.PurgeReport
+	if err := s.withSession(ctx, logger, func(sess *session) error {
+		return sess.do(ctx, opPurge, purgeReq{Env: sess.env}, &rep)
 	}); err != nil {
 		return err
-	}
-	signer, router, err := s.trust()
-	if err != nil {
-		return err
-	}
-	flags := s.flags
-	srv, err := crux.NewServer(db, &crux.Options{Flags: &flags, Logger: logger, Signer: signer, Router: router})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	rep, err := srv.Purge(ctx)
-	if err != nil {
-		return err
-	}
-	var onOpen []crux.PurgedForget
-	for _, id := range due {
-		if slices.ContainsFunc(rep.Purged, func(p crux.PurgedForget) bool { return p.ForgetReceiptID == id }) {
-			continue
-		}
-		st, err := srv.ForgetStatus(ctx, id)
-		if err != nil {
-			return err
-		}
-		if st.State == "purged" {
-			onOpen = append(onOpen, crux.PurgedForget{
-				ForgetReceiptID: id, PurgeReceiptID: st.PurgeReceiptID, TenantID: st.TenantID,
-				PurgedFactIDs: st.FactIDs, RecoveryWindowEndedAt: st.RecoveryWindowEndsAt,
-			})
-		}
-	}
-	if len(onOpen) > 0 {
-		// The opening purge compacted, or left the work to Purge, which
-		// would have failed had it not succeeded.
-		rep.Purged = append(onOpen, rep.Purged...)
-		rep.Compacted = rep.Compacted || !rep.CompactionUnsupported
 	}
 	return writeJSON(stdout, rep)
 }

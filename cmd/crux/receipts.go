@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/crux-go/crux/receipts"
-	"github.com/crux-go/crux/store"
 )
 
 // subcommand checks that args start with the word want (keys export,
@@ -45,22 +44,19 @@ func keysCmd(args []string, stdout io.Writer, osenv *environment) error {
 	return writeJSON(stdout, receipts.NewKeyring(signer.Public()))
 }
 
-// readReceipt reads receipt id from the data directory's store, read-only.
-func readReceipt(ctx context.Context, dir, id string) (*receipts.Receipt, error) {
-	var r *receipts.Receipt
-	err := viewStore(ctx, dir, func(tx store.Tx) error {
-		var err error
-		r, err = receipts.Get(tx, id)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no receipt %s in %s", id, filepath.Join(dir, dbFile))
+// readReceipt reads receipt id from the data directory's store.
+func readReceipt(ctx context.Context, s *setup, logger *slog.Logger, id string) (*receipts.Receipt, error) {
+	var e receipts.Exported
+	if err := s.withSession(ctx, logger, func(sess *session) error {
+		return sess.do(ctx, opReceipt, receiptReq{ID: id}, &e)
+	}); err != nil {
+		return nil, err
 	}
-	return r, err
+	return e.Receipt()
 }
 
 // exportCmd is crux export receipt ID: a stored receipt as JSON.
-func exportCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment) error {
+func exportCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
 	args, err := subcommand("export", "receipt", args)
 	if err != nil {
 		return err
@@ -78,7 +74,7 @@ func exportCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envi
 	if err != nil {
 		return err
 	}
-	r, err := readReceipt(ctx, s.dir, pos[0])
+	r, err := readReceipt(ctx, s, logger, pos[0])
 	if err != nil {
 		return err
 	}
@@ -88,9 +84,9 @@ func exportCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envi
 // verifyCmd is crux verify receipt: offline verification with only the
 // public keyring. Status 0 when the report's code is OK; else 1, with the
 // code on stderr. crux verify chain is verifyChainCmd.
-func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment) error {
+func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment, logger *slog.Logger) error {
 	if len(args) > 0 && args[0] == "chain" {
-		return verifyChainCmd(ctx, args[1:], stdout, stderr, osenv)
+		return verifyChainCmd(ctx, args[1:], stdout, stderr, osenv, logger)
 	}
 	if len(args) == 0 || args[0] != "receipt" {
 		return usagef(`verify takes the subcommand "receipt" or "chain"`)
@@ -116,7 +112,7 @@ func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ose
 	if *file != "" {
 		r, err = readExported(*file)
 	} else {
-		r, err = readReceipt(ctx, s.dir, pos[0])
+		r, err = readReceipt(ctx, s, logger, pos[0])
 	}
 	if err != nil {
 		return err

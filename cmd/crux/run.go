@@ -163,17 +163,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "keys":
 		err = keysCmd(rest, stdout, osenv)
 	case "export":
-		err = exportCmd(ctx, rest, stdout, osenv)
+		err = exportCmd(ctx, rest, stdout, osenv, logger)
 	case "verify":
-		err = verifyCmd(ctx, rest, stdout, stderr, osenv)
+		err = verifyCmd(ctx, rest, stdout, stderr, osenv, logger)
 	case "receipts":
-		err = receiptsCmd(ctx, rest, stdout, osenv)
+		err = receiptsCmd(ctx, rest, stdout, osenv, logger)
 	case "forget":
 		err = forgetCmd(ctx, rest, stdout, osenv, logger)
 	case "purge":
 		err = purgeCmd(ctx, rest, stdout, osenv, logger)
 	case "doctor":
-		err = doctorCmd(ctx, rest, stdout, osenv)
+		err = doctorCmd(ctx, rest, stdout, osenv, logger)
 	default:
 		err = usagef("unknown command %q", cmd)
 	}

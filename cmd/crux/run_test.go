@@ -387,7 +387,12 @@ func TestCaller(t *testing.T) {
 	}
 }
 
+// A process that holds the store without sharing it (here the test
+// itself, through bolt.Open) makes a command fail once joinTimeout has
+// passed, with an error naming the file and the way out.
 func TestLockedInProcess(t *testing.T) {
+	defer func(d time.Duration) { joinTimeout = d }(joinTimeout)
+	joinTimeout = 300 * time.Millisecond
 	dir := t.TempDir()
 	path := filepath.Join(dir, "crux.db")
 	db, err := bolt.Open(path, nil)
@@ -398,10 +403,10 @@ func TestLockedInProcess(t *testing.T) {
 	assert.Equal(t, exitFailure, r.code)
 	assert.Empty(t, r.stdout)
 	assert.Contains(t, r.stderr, path)
-	assert.Contains(t, r.stderr, "locked by another process")
+	assert.Contains(t, r.stderr, "locked by another process that does not share it")
 	assert.Contains(t, r.stderr, "--data")
 
-	_, _, err = (&setup{dir: dir}).open(nil)
+	_, err = (&setup{dir: dir}).join(context.Background(), nil)
 	assert.ErrorIs(t, err, bolt.ErrLocked)
 }
 

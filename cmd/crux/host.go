@@ -1,0 +1,463 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/owner"
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
+)
+
+// Every command reaches the store through an owner.Conn: the process that
+// owns the data directory runs the command's operations on its open store,
+// whichever process asked (see package internal/owner). An operation is
+// one of the ops below, with a JSON request and a JSON answer; the owner's
+// own operations take the same path, so a forwarded operation answers
+// exactly what it would answer in the process that owns the store.
+const (
+	opList     = "tools/list"     // listReq → []crux.Tool
+	opCall     = "tools/call"     // callReq → crux.Result
+	opRestore  = "forget/restore" // restoreReq → crux.RestoreReport
+	opPurge    = "purge"          // purgeReq → crux.PurgeReport
+	opReceipt  = "receipt/get"    // receiptReq → receipts.Exported
+	opChain    = "chain/audit"    // chainReq → receipts.ChainAudit
+	opReceipts = "receipts/list"  // receiptsReq → receiptsAnswer
+	opDoctor   = "doctor"         // doctorReq → doctorAnswer
+)
+
+// wireCaller is a crux.Caller on the socket.
+type wireCaller struct {
+	Agent         string `json:"agent,omitempty"`
+	Authenticated bool   `json:"authenticated,omitempty"`
+	Tenant        string `json:"tenant,omitempty"`
+}
+
+func toWire(c crux.Caller) wireCaller {
+	return wireCaller{Agent: c.Agent, Authenticated: c.Authenticated, Tenant: c.Tenant}
+}
+
+func (w wireCaller) caller() crux.Caller {
+	return crux.Caller{Agent: w.Agent, Authenticated: w.Authenticated, Tenant: w.Tenant}
+}
+
+// The requests. Env is the forwarding process's CRUX_* and CORECRUXD_*
+// variables: the owner reads the feature flags from them, so a call runs
+// with the flags of the process that made it.
+type (
+	listReq struct {
+		Env    []string   `json:"env"`
+		Caller wireCaller `json:"caller"`
+	}
+	callReq struct {
+		Env    []string        `json:"env"`
+		Caller wireCaller      `json:"caller"`
+		Name   string          `json:"name"`
+		Args   json.RawMessage `json:"args,omitempty"`
+	}
+	restoreReq struct {
+		Env       []string `json:"env"`
+		ReceiptID string   `json:"receipt_id"`
+	}
+	purgeReq struct {
+		Env []string `json:"env"`
+	}
+	receiptReq struct {
+		ID string `json:"id"`
+	}
+	chainReq struct {
+		Tenant  string          `json:"tenant"`
+		Keyring json.RawMessage `json:"keyring"`
+	}
+	receiptsReq struct {
+		Tenant string `json:"tenant"`
+		Kind   string `json:"kind,omitempty"`
+		Limit  int    `json:"limit"`
+	}
+	doctorReq struct {
+		Repair bool `json:"repair,omitempty"`
+	}
+)
+
+// receiptsAnswer is the answer of opReceipts.
+type receiptsAnswer struct {
+	Receipts []listedReceipt `json:"receipts"`
+	// WalkError is the error that stopped the walk of the chain early
+	// (an unreadable receipt); the receipts before it are listed.
+	WalkError string `json:"walk_error,omitempty"`
+}
+
+// doctorAnswer is the answer of opDoctor: each line of the report.
+type doctorAnswer struct {
+	Removed    []string `json:"removed,omitempty"`  // what --repair removed
+	Problems   []string `json:"problems,omitempty"` // records and index entries
+	Repairable int      `json:"repairable"`         // how many Problems --repair removes
+	Chains     []string `json:"chains,omitempty"`   // receipt chains that do not link
+}
+
+// flagVariable reports whether the variable named k may change how a
+// server behaves (a feature flag or setting), and so travels with every
+// forwarded call.
+func flagVariable(k string) bool {
+	return strings.HasPrefix(k, "CORECRUXD_") || strings.HasPrefix(k, "CRUX_")
+}
+
+// host is the owner's side of the operations: the store it has open and a
+// crux server per set of feature flags that forwarding processes use.
+type host struct {
+	dir    string
+	db     *bolt.DB
+	signer *receipts.Ed25519Signer
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	servers map[string]*crux.Server // by the flag variables, sorted and joined
+}
+
+// maxServers bounds the servers a host keeps, one per distinct set of
+// flag variables it has been called with. Past it, the oldest is dropped.
+const maxServers = 16
+
+// openHost opens the store of the data directory dir (creating the
+// directory and the store if needed) and returns the host over it. The
+// lock is not waited for: owner.Join retries while another process holds
+// it.
+func openHost(dir string, logger *slog.Logger) (*host, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the data directory: %w", err)
+	}
+	signer, err := receipts.LoadOrCreateKey(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the signing key: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, dbFile), &bolt.Options{LockTimeout: -1})
+	if err != nil {
+		return nil, err // bolt.ErrLocked: owner.Join tries again
+	}
+	return &host{dir: dir, db: db, signer: signer, logger: logger, servers: map[string]*crux.Server{}}, nil
+}
+
+// server returns the crux server for the flag variables env, created on
+// first use: with the flags FlagsFromEnv reads from env and a free-local
+// capability token under the directory's key, which it enforces.
+func (h *host) server(env []string) (*crux.Server, error) {
+	env = slices.Clone(env)
+	sort.Strings(env)
+	key := strings.Join(env, "\x00")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.servers[key]; ok {
+		return s, nil
+	}
+	flags, _ := crux.FlagsFromEnv(env, commandVariables...) // the caller has reported the warnings
+	tok, err := rcx.MintFreeLocal(h.signer, rcx.FreeLocalOptions{
+		Tenant:       crux.DefaultTenant,
+		Capabilities: crux.FreeLocalCapabilities(flags),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("minting the free-local token: %w", err)
+	}
+	router, err := rcx.NewRouter(tok, h.signer.Public(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("building the router: %w", err)
+	}
+	srv, err := crux.NewServer(h.db, &crux.Options{Flags: &flags, Logger: h.logger, Signer: h.signer, Router: router})
+	if err != nil {
+		return nil, err
+	}
+	if len(h.servers) >= maxServers {
+		for k, s := range h.servers {
+			s.Close()
+			delete(h.servers, k)
+			break
+		}
+	}
+	h.servers[key] = srv
+	return srv, nil
+}
+
+// Close closes every server and the store.
+func (h *host) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.servers {
+		s.Close()
+	}
+	return h.db.Close()
+}
+
+// Handle runs one operation (see the op constants).
+func (h *host) Handle(ctx context.Context, op string, raw json.RawMessage) (json.RawMessage, error) {
+	var res any
+	var err error
+	switch op {
+	case opList:
+		var req listReq
+		if err = decodeReq(raw, &req); err == nil {
+			res, err = h.list(ctx, req)
+		}
+	case opCall:
+		var req callReq
+		if err = decodeReq(raw, &req); err == nil {
+			res, err = h.call(ctx, req)
+		}
+	case opRestore:
+		var req restoreReq
+		if err = decodeReq(raw, &req); err == nil {
+			res, err = h.restore(ctx, req)
+		}
+	case opPurge:
+		var req purgeReq
+		if err = decodeReq(raw, &req); err == nil {
+			res, err = h.purge(ctx, req)
+		}
+	case opReceipt:
+		var req receiptReq
+		if err = decodeReq(raw, &req); err == nil {
+			res, err = h.receipt(ctx, req)
+		}
+	case opChain:
+		var req chainReq
+		if err = decodeReq(raw, &req); err == nil {
+			res, err = h.chain(ctx, req)
+		}
+	case opReceipts:
+		var req receiptsReq
+		if err = decodeReq(raw, &req); err == nil {
+			res, err = h.receipts(ctx, req)
+		}
+	case opDoctor:
+		var req doctorReq
+		if err = decodeReq(raw, &req); err == nil {
+			res, err = h.doctor(ctx, req)
+		}
+	default:
+		err = fmt.Errorf("the owning process does not know the operation %q: it runs another crux version", op)
+	}
+	if err != nil {
+		var ce *crux.Error
+		if errors.As(err, &ce) {
+			we := &owner.Error{Code: ce.Code, Message: ce.Message}
+			if ce.Data != nil {
+				if we.Data, err = json.Marshal(ce.Data); err != nil {
+					return nil, fmt.Errorf("encoding the data of error %d: %w", ce.Code, err)
+				}
+			}
+			return nil, we
+		}
+		return nil, err
+	}
+	return marshal(res)
+}
+
+// marshal encodes an answer as compact JSON without escaping <, > and &,
+// so that crux call prints it as it printed a result of its own.
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// decodeReq decodes the request of an operation.
+func decodeReq(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("a malformed request to the owning process: %w", err)
+	}
+	return nil
+}
+
+func (h *host) list(ctx context.Context, req listReq) (any, error) {
+	srv, err := h.server(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	return srv.ListTools(ctx, req.Caller.caller()), nil
+}
+
+func (h *host) call(ctx context.Context, req callReq) (any, error) {
+	srv, err := h.server(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	res, err := srv.CallTool(ctx, req.Caller.caller(), req.Name, req.Args)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		res = &crux.Result{Content: []crux.Content{}}
+	}
+	return res, nil
+}
+
+func (h *host) restore(ctx context.Context, req restoreReq) (any, error) {
+	srv, err := h.server(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	return srv.RestoreForget(ctx, req.ReceiptID)
+}
+
+// purge purges every forget past its recovery window (see purgeCmd). A
+// server purges when it is created, so the report also lists the forgets
+// that were due when the operation began and that creating the server
+// purged.
+func (h *host) purge(ctx context.Context, req purgeReq) (any, error) {
+	var due []string
+	if err := h.db.View(ctx, func(tx store.Tx) error {
+		var err error
+		due, err = store.DueForgets(tx, time.Now())
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	srv, err := h.server(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := srv.Purge(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var onOpen []crux.PurgedForget
+	for _, id := range due {
+		if slices.ContainsFunc(rep.Purged, func(p crux.PurgedForget) bool { return p.ForgetReceiptID == id }) {
+			continue
+		}
+		st, err := srv.ForgetStatus(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if st.State == "purged" {
+			onOpen = append(onOpen, crux.PurgedForget{
+				ForgetReceiptID: id, PurgeReceiptID: st.PurgeReceiptID, TenantID: st.TenantID,
+				PurgedFactIDs: st.FactIDs, RecoveryWindowEndedAt: st.RecoveryWindowEndsAt,
+			})
+		}
+	}
+	if len(onOpen) > 0 {
+		// The creation's purge compacted, or left the work to Purge, which
+		// would have failed had it not succeeded.
+		rep.Purged = append(onOpen, rep.Purged...)
+		rep.Compacted = rep.Compacted || !rep.CompactionUnsupported
+	}
+	return rep, nil
+}
+
+func (h *host) receipt(ctx context.Context, req receiptReq) (any, error) {
+	var r *receipts.Receipt
+	err := h.db.View(ctx, func(tx store.Tx) error {
+		var err error
+		r, err = receipts.Get(tx, req.ID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no receipt %s in %s", req.ID, filepath.Join(h.dir, dbFile))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return receipts.Export(r), nil
+}
+
+func (h *host) chain(ctx context.Context, req chainReq) (any, error) {
+	kr, err := receipts.ParseKeyring(req.Keyring)
+	if err != nil {
+		return nil, err
+	}
+	var a receipts.ChainAudit
+	err = h.db.View(ctx, func(tx store.Tx) error {
+		var err error
+		a, err = receipts.AuditChain(tx, req.Tenant, kr, time.Now())
+		return err
+	})
+	return a, err
+}
+
+func (h *host) receipts(ctx context.Context, req receiptsReq) (any, error) {
+	out := receiptsAnswer{Receipts: []listedReceipt{}}
+	err := h.db.View(ctx, func(tx store.Tx) error {
+		walkErr := receipts.ChainNewestFirst(tx, req.Tenant, func(r *receipts.Receipt) error {
+			if req.Kind != "" && r.Kind != req.Kind {
+				return nil
+			}
+			l := listedReceipt{ReceiptID: r.ID, TenantID: r.Tenant, Seq: r.Seq, Kind: r.Kind}
+			if hd, err := r.Header(); err == nil {
+				l.Actor, l.CreatedAt = hd.Actor, hd.CreatedAt.UTC().Format(time.RFC3339Nano)
+			}
+			out.Receipts = append(out.Receipts, l)
+			if len(out.Receipts) == req.Limit {
+				return store.ErrStop
+			}
+			return nil
+		})
+		if walkErr != nil {
+			out.WalkError = walkErr.Error()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// doctor checks the store (see doctorCmd), repairing it first when asked.
+func (h *host) doctor(ctx context.Context, req doctorReq) (any, error) {
+	out := doctorAnswer{}
+	if req.Repair {
+		var removed []store.Problem
+		if err := h.db.Update(ctx, func(tx store.Tx) error {
+			var err error
+			removed, err = store.Repair(tx)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("repairing the store (nothing was removed): %w", err)
+		}
+		for _, p := range removed {
+			out.Removed = append(out.Removed, p.String())
+		}
+	}
+	err := h.db.View(ctx, func(tx store.Tx) error {
+		problems, err := store.Diagnose(tx)
+		if err != nil {
+			return err
+		}
+		for _, p := range problems {
+			out.Problems = append(out.Problems, p.String())
+			if p.Repairable {
+				out.Repairable++
+			}
+		}
+		tenants, err := receipts.Tenants(tx)
+		if err != nil {
+			return err
+		}
+		for _, t := range tenants {
+			err := receipts.VerifyStoredChain(tx, t)
+			var ce *receipts.ChainError
+			var re *store.CorruptRecordError
+			if errors.As(err, &ce) || errors.As(err, &re) {
+				out.Chains = append(out.Chains, err.Error())
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
