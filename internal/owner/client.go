@@ -147,9 +147,11 @@ func (cs *clientSide) do(ctx context.Context, op string, req json.RawMessage) (j
 	cs.wmu.Unlock()
 	if err != nil {
 		// The owner has gone (or is going): a request that could not be
-		// written whole was not read whole, so it did not run.
+		// written whole was not read whole, so it did not run. The reader
+		// ends the connection when it meets the goodbye or the end; the
+		// answers before them are still delivered.
 		cs.cancel(id)
-		cs.conn.Close()
+		<-cs.dead
 		return nil, errResend
 	}
 	select {
