@@ -23,8 +23,14 @@
 // exits with status 2. crux help lists every command.
 //
 // The data lives in DIR/crux.db, where DIR is --data, else $CRUX_DATA_DIR,
-// else $XDG_DATA_HOME/crux, else ~/.local/share/crux. One process at a time
-// may open it. The caller is --agent, else $CRUX_AGENT: a named agent is
+// else $XDG_DATA_HOME/crux, else ~/.local/share/crux. Any number of crux
+// processes may use one data directory at once (several MCP clients each
+// running crux serve, and crux call, verify, purge, ... beside them): the
+// first to find no owner opens the store, and the others forward their
+// calls to it over the Unix socket DIR/crux.sock (mode 0600), getting the
+// answers it would give; when it exits, another takes over without a call
+// failing (see package internal/owner). The caller is --agent, else
+// $CRUX_AGENT: a named agent is
 // authenticated (the process was started for it); without one, calls are
 // anonymous. Feature flags are read from the environment: see
 // `go doc github.com/crux-go/crux Flags`.

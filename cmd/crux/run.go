@@ -110,6 +110,18 @@ Flags:
   --tenant T    the tenant whose receipt chain verify chain and receipts
                 list read (default: default, the tenant of the command's calls)
 
+Sharing a data directory:
+
+  Any number of crux processes may use one data directory at once: MCP
+  clients each running crux serve, and crux call, verify, purge, ... beside
+  them. The first process to find none owning the directory opens the
+  store; the others forward every call to it over DIR/crux.sock (mode
+  0600: only the same user) and get the answers it would give, each call
+  as its own agent and with its own feature flags. When the owner exits,
+  the next process takes over and no call fails; if it is killed, the
+  calls it had been sent fail with -32603 "the owning process ended; the
+  call may or may not have been applied", and the next call succeeds.
+
 Environment:
 
   CRUX_DATA_DIR   the data directory when --data is not given

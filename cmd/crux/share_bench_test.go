@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
+)
+
+// BenchmarkForwarding measures what forwarding a call to the owning
+// process costs: get_agent_identity (almost no work of its own) and
+// query_facts over 1,000 facts, each called on the owner's crux.Server
+// in-process and forwarded from another session over the owner socket.
+// Each answer is encoded to JSON, as a transport sends it. The difference
+// of the two is the forwarding overhead.
+func BenchmarkForwarding(b *testing.B) {
+	ctx := context.Background()
+	h, fwd := ownedHost(b, nil)
+	srv, err := h.server(nil)
+	require.NoError(b, err)
+	c := crux.Caller{Agent: "bench", Authenticated: true}
+	for i := range 1000 {
+		_, err := srv.CallTool(ctx, c, "store_fact", json.RawMessage(fmt.Sprintf(`{"entity":"bench:%d","key":"k","value":"v%d"}`, i%50, i)))
+		require.NoError(b, err)
+	}
+	for _, call := range []struct{ tool, args string }{
+		{"get_agent_identity", `{}`},
+		{"query_facts", `{"query":"bench","top_k":10}`},
+	} {
+		args := json.RawMessage(call.args)
+		for _, via := range []struct {
+			name string
+			call func() (*crux.Result, error)
+		}{
+			{"in-process", func() (*crux.Result, error) { return srv.CallTool(ctx, c, call.tool, args) }},
+			{"forwarded", func() (*crux.Result, error) { return fwd.CallTool(ctx, c, call.tool, args) }},
+		} {
+			b.Run(call.tool+"/"+via.name, func(b *testing.B) {
+				for b.Loop() {
+					res, err := via.call()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := json.Marshal(res); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
