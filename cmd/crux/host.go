@@ -129,7 +129,9 @@ type host struct {
 }
 
 // maxServers bounds the servers a host keeps, one per distinct set of
-// flag variables it has been called with. Past it, the oldest is dropped.
+// flag variables it has been called with. Past it, one is dropped (and
+// made again, seeding and purging as any new server does, if its flags
+// come back).
 const maxServers = 16
 
 // openHost opens the store of the data directory dir (creating the
@@ -180,8 +182,9 @@ func (h *host) server(env []string) (*crux.Server, error) {
 		return nil, err
 	}
 	if len(h.servers) >= maxServers {
-		for k, s := range h.servers {
-			s.Close()
+		// Drop one. It is not closed: a call may still be running on it,
+		// and a server holds nothing but memory (the store is the host's).
+		for k := range h.servers {
 			delete(h.servers, k)
 			break
 		}
