@@ -14,9 +14,11 @@ import (
 // BenchmarkForwarding measures what forwarding a call to the owning
 // process costs: get_agent_identity (almost no work of its own) and
 // query_facts over 1,000 facts, each called on the owner's crux.Server
-// in-process and forwarded from another session over the owner socket.
-// Each answer is encoded to JSON, as a transport sends it. The difference
-// of the two is the forwarding overhead.
+// in-process (directly, and on a goroutine of its own, as a transport
+// such as the MCP SDK's runs each request) and forwarded from another
+// session over the owner socket. Each answer is encoded to JSON, as a
+// transport sends it. Forwarded less in-process is the forwarding
+// overhead.
 func BenchmarkForwarding(b *testing.B) {
 	ctx := context.Background()
 	h, fwd := ownedHost(b, nil)
@@ -37,6 +39,16 @@ func BenchmarkForwarding(b *testing.B) {
 			call func() (*crux.Result, error)
 		}{
 			{"in-process", func() (*crux.Result, error) { return srv.CallTool(ctx, c, call.tool, args) }},
+			{"in-process-goroutine", func() (*crux.Result, error) {
+				type outcome struct {
+					res *crux.Result
+					err error
+				}
+				ch := make(chan outcome, 1)
+				go func() { r, err := srv.CallTool(ctx, c, call.tool, args); ch <- outcome{r, err} }()
+				o := <-ch
+				return o.res, o.err
+			}},
 			{"forwarded", func() (*crux.Result, error) { return fwd.CallTool(ctx, c, call.tool, args) }},
 		} {
 			b.Run(call.tool+"/"+via.name, func(b *testing.B) {
