@@ -186,7 +186,7 @@ func Join(ctx context.Context, dir string, opts Options) (*Conn, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.join(ctx); err != nil {
+	if err := c.join(ctx, false); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -242,7 +242,7 @@ func (c *Conn) current(ctx context.Context) (*ownerSide, *clientSide, error) {
 		c.remote = nil
 	}
 	if c.own == nil && c.remote == nil {
-		if err := c.join(ctx); err != nil {
+		if err := c.join(ctx, true); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -259,8 +259,8 @@ func (c *Conn) drop(cs *clientSide) {
 }
 
 // join connects to the owner or becomes it, trying until the join timeout
-// or ctx ends. c.mu is held.
-func (c *Conn) join(ctx context.Context) error {
+// or ctx ends; again says that an earlier owner has ended. c.mu is held.
+func (c *Conn) join(ctx context.Context, again bool) error {
 	deadline := time.Now().Add(c.opts.JoinTimeout)
 	var last error
 	for delay := time.Millisecond; ; delay = min(2*delay, 25*time.Millisecond) {
@@ -277,6 +277,9 @@ func (c *Conn) join(ctx context.Context) error {
 				return errors.Join(fmt.Errorf("owner: listening on %s: %w", c.sock, err), host.Close())
 			}
 			c.own = own
+			if again {
+				c.logger.Info("crux: took over the store from the process that owned it", "dir", c.dir)
+			}
 			return nil
 		}
 		if !c.opts.Busy(err) {
