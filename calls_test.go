@@ -38,6 +38,7 @@ func fixtureFlags() crux.Flags {
 	f.Artefacts = true
 	f.AgentPassports = true
 	f.PassportRevocation = true
+	f.PassportMintRequests = true
 	f.HandoffObservations = true
 	f.AuditEnvelope = true
 	return f
@@ -164,7 +165,8 @@ const (
 // fillFixture stores, through srv, what the valid calls act on: facts of
 // alice (shared and private) and bob, contradicting values, sessions (one
 // archived), an artefact, a handoff package for bob, a constraint, a config
-// audit, a decision, a gap and a session plan.
+// audit, a decision, a gap, a session plan, and the passports of bob and of
+// erin (sponsored by alice).
 func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	t.Helper()
 	do := func(c crux.Caller, tool, args string) map[string]any { return call(t, srv, c, tool, args) }
@@ -188,6 +190,8 @@ func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	do(alice, "record_decision", `{"action":"use bbolt","rationale":"embedded"}`)
 	do(anon, "query_facts", `{"query":"kubernetes"}`)
 	plan := str(do(alice, "cuecrux_session", `{"intent":"write code"}`), "session_id")
+	do(bob, "issue_passport", `{}`)
+	do(crux.Caller{Agent: "erin", Authenticated: true}, "issue_passport", `{"sponsor_id":"alice"}`)
 	return &fixture{replace: strings.NewReplacer(phFact, fact, phPrivate, private, phBobFact, bobFact,
 		phArtefact, artefact, phPackage, string(pkg), phPlan, plan)}
 }
@@ -255,6 +259,9 @@ var validCalls = []validCall{
 	{caller: alice, tool: "check_config_audit", args: `{"paths":[{"path":"cfg/app.yaml","sha256":"` + configSHA + `"}]}`},
 	{caller: alice, tool: "enrich_action", args: `{"tool_name":"Bash","tool_parameters":{"command":"rm -rf /tmp/x"},"action_description":"clean up"}`},
 	{caller: alice, tool: "issue_passport", args: `{"sponsor_id":"carol"}`},
+	{caller: alice, tool: "request_passport_mint", args: `{"requested_category":"work","reason":"a work account"}`},
+	{caller: bob, tool: "get_passport", args: `{}`},
+	{caller: alice, tool: "revoke_passport", args: `{"target_passport":"erin","reason":"left the team"}`},
 	{caller: alice, tool: "sync_pull", args: `{"entity_prefix":"project:"}`, isError: true},
 	{caller: alice, tool: "sync_push", args: `{"allowlist":["project:crux"]}`, isError: true},
 }
@@ -292,7 +299,8 @@ func TestValidCalls(t *testing.T) {
 var readers = []crux.Caller{alice, bob, anon, {Agent: "carol", Authenticated: true, Tenant: "other"}}
 
 // requireReadable checks that every reader (and extra callers) can still
-// query facts and view its memory.
+// query facts and view its memory; a caller whose passport a call revoked
+// gets the revocation answer instead, as it should.
 func requireReadable(t testing.TB, srv *crux.Server, extra ...crux.Caller) {
 	t.Helper()
 	for _, c := range slices.Concat(readers, extra) {
@@ -301,9 +309,15 @@ func requireReadable(t testing.TB, srv *crux.Server, extra ...crux.Caller) {
 			if err != nil {
 				t.Fatalf("%+v cannot read: %s: %v", c, q.tool, err)
 			}
-			if res.IsError {
+			if res.IsError && !revokedAnswer(c, res) {
 				t.Fatalf("%+v cannot read: %s: %v", c, q.tool, res.Content)
 			}
 		}
 	}
+}
+
+// revokedAnswer reports whether res is the answer to a call of c refused
+// because c's passport is revoked.
+func revokedAnswer(c crux.Caller, res *crux.Result) bool {
+	return len(res.Content) == 1 && strings.HasPrefix(res.Content[0].Text, "passport "+c.Agent+" was revoked at ")
 }

@@ -88,7 +88,9 @@ var ErrServerClosed = errors.New("crux: server is closed")
 const DefaultTenant = tools.DefaultTenant
 
 // NewServer returns a server over st. It seeds the bootstrap knowledge that
-// get_bootstrap serves into st, once per crux version, and purges the
+// get_bootstrap serves into st, once per crux version, counts the receipts
+// of each passport in a store written before crux kept the counts, and
+// purges the
 // forgets whose recovery window has ended (see Server.Purge; a failure is
 // logged, not returned).
 func NewServer(st store.Backend, opts *Options) (*Server, error) {
@@ -135,6 +137,11 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	}
 	if err := tools.SeedBootstrap(context.Background(), s.env.Store, s.env.Now().UTC(), set.Tools()); err != nil {
 		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
+	}
+	// Passport tiers read per-passport receipt counts; a store written
+	// before they were kept gets them counted, once.
+	if err := s.env.Store.Update(context.Background(), receipts.BuildActorCounts); err != nil {
+		return nil, fmt.Errorf("crux: counting receipts per passport: %w", err)
 	}
 	s.purgeOnOpen()
 	return s, nil

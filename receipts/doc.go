@@ -53,6 +53,11 @@
 //     receipt id. A tenant's keys sort in chain order.
 //   - bucket "receipts.head": tenant, NUL → seq (8 bytes big-endian) and the
 //     BLAKE3 of that receipt's body (32 bytes): the tenant's chain head.
+//   - bucket "receipts.actors": tenant, NUL, actor → the number of the
+//     tenant's receipts naming that actor, refusals and their summaries
+//     excepted (8 bytes big-endian), kept by Append; and the key 0xff once
+//     the counts cover every receipt ([BuildActorCounts] counts a store
+//     written before they existed). [ActorReceipts] reads one.
 //   - bucket "receipts.coalesce": tenant, NUL, BLAKE3 of (kind, actor,
 //     payload) → the open window of [AppendCoalesced] for them (the
 //     window's receipt id, kind, actor, count, start, end and last append;

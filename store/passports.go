@@ -1,9 +1,13 @@
 package store
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"lukechampine.com/blake3"
 )
 
 const bucketPassports = "passports" // tenant, principal id → JSON Passport
@@ -140,4 +144,68 @@ func LastPlanHash(tx Tx, tenant, passport string) ([]byte, error) {
 		return nil, nil
 	}
 	return append([]byte(nil), v...), err
+}
+
+// Hash is the passport's identity hash: the lowercase hex of the BLAKE3 of
+// its principal id, tenant, sponsor and issue time (RFC 3339, nanoseconds,
+// UTC), NUL-separated. It does not change with the tier or a revocation.
+func (p *Passport) Hash() string {
+	h := blake3.New(32, nil)
+	for _, s := range []string{p.PrincipalID, p.Tenant, p.SponsorID, p.IssuedAt.UTC().Format(time.RFC3339Nano)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+const bucketMintRequests = "passports.mintreq" // tenant, requester → JSON MintRequest
+
+// MintRequest is a passport's request, filed with request_passport_mint,
+// that an operator mint it a passport of another category. A passport has
+// at most one pending request.
+type MintRequest struct {
+	RequestID         string    `json:"request_id"`
+	Tenant            string    `json:"tenant_id"`
+	RequesterID       string    `json:"requester_id"`
+	RequestedCategory string    `json:"requested_category"`
+	Reason            string    `json:"reason,omitempty"`
+	Status            string    `json:"status"` // pending
+	RequestedAt       time.Time `json:"requested_at"`
+	ReceiptID         string    `json:"receipt_id"`
+}
+
+// GetMintRequest reads the request of requester in tenant, or returns
+// ErrNotFound.
+func GetMintRequest(tx Tx, tenant, requester string) (*MintRequest, error) {
+	v, err := tx.Get(bucketMintRequests, indexKey(tenant, requester))
+	if err != nil {
+		return nil, err
+	}
+	r := new(MintRequest)
+	if err := json.Unmarshal(v, r); err != nil {
+		return nil, fmt.Errorf("store: mint request of %s: %w", requester, err)
+	}
+	return r, nil
+}
+
+// PutMintRequest writes r, replacing the requester's earlier request.
+func PutMintRequest(tx Tx, r *MintRequest) error {
+	if r.RequesterID == "" {
+		return ErrEmptyKey
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return tx.Put(bucketMintRequests, indexKey(r.Tenant, r.RequesterID), b)
+}
+
+// NewMintRequestID returns a new request id: "pmr_" and 32 lowercase hex
+// digits (crypto/rand).
+func NewMintRequestID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return "pmr_" + hex.EncodeToString(b[:])
 }

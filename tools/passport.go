@@ -3,8 +3,11 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
 
@@ -46,6 +49,263 @@ func issuePassport() *Tool {
 			return jsonResult(map[string]any{
 				"principal_id": p.PrincipalID, "reputation_tier": p.Tier, "receipt_count": p.ReceiptCount,
 				"sponsor_id": p.SponsorID, "issued_at": p.IssuedAt.Format(time.RFC3339Nano), "created": created,
+			})
+		}),
+	}
+}
+
+// maxPassportReason bounds the reason of request_passport_mint and
+// revoke_passport, in UTF-8 bytes.
+const maxPassportReason = 2048
+
+// earnedTier is the tier the passport id of tenant has earned: by the
+// receipts that name it (refusals excepted), counted as they are minted.
+func earnedTier(tx store.Tx, tenant, id string) (string, uint64, error) {
+	n, err := receipts.ActorReceipts(tx, tenant, id)
+	if err != nil {
+		return "", 0, err
+	}
+	return store.TierFor(n), n, nil
+}
+
+// passportView is a passport as get_passport shows it.
+func passportView(p *store.Passport) map[string]any {
+	out := map[string]any{
+		"principal_id": p.PrincipalID, "tenant_id": p.Tenant, "reputation_tier": p.Tier, "receipt_count": p.ReceiptCount,
+		"sponsor_id": p.SponsorID, "issued_at": p.IssuedAt.UTC().Format(time.RFC3339Nano), "passport_hash": p.Hash(),
+		"revoked": p.Revoked(),
+	}
+	if p.Revoked() {
+		out["revoked_at"] = p.RevokedAt.UTC().Format(time.RFC3339Nano)
+		out["revoked_by"] = p.RevokedBy
+	}
+	return out
+}
+
+// errNoPassport is the failure of a passport tool for an id without a
+// passport record.
+var errNoPassport = errors.New("no passport")
+
+func getPassport() *Tool {
+	const name = "get_passport"
+	return &Tool{
+		Name: name,
+		Description: "Your passport: tier, receipt count, sponsor, issue time, identity hash and whether it is " +
+			"revoked. The tier follows the receipts that name you (refusals excepted): basic at 10, established " +
+			"at 100, trusted at 500, elite at 2000; reaching one upgrades the record (crux's own bookkeeping; " +
+			"tiers never go down). Needs an authenticated caller with a passport (issue_passport). A revoked " +
+			"passport may still call it.",
+		Annotations: Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
+		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+			id, tenant := c.Identity(), c.TenantID()
+			if id == "" {
+				return errorResult("get_passport needs an authenticated agent identity; anonymous callers have no passport"), nil
+			}
+			// read looks the passport up and reports whether its tier is
+			// behind the receipts it has earned.
+			read := func(tx store.Tx) (*store.Passport, bool, error) {
+				p, err := store.GetPassport(tx, tenant, id)
+				if errors.Is(err, store.ErrNotFound) {
+					return nil, false, errNoPassport
+				}
+				if err != nil {
+					return nil, false, err
+				}
+				tier, n, err := earnedTier(tx, tenant, id)
+				if err != nil {
+					return nil, false, err
+				}
+				p.ReceiptCount = n
+				behind := store.TierRank(tier) > store.TierRank(p.Tier)
+				if behind {
+					p.Tier = tier
+				}
+				return p, behind, nil
+			}
+			var p *store.Passport
+			var behind bool
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				p, behind, err = read(tx)
+				return err
+			})
+			if err == nil && behind {
+				err = env.Store.Update(ctx, func(tx store.Tx) error {
+					var err error
+					if p, behind, err = read(tx); err != nil || !behind {
+						return err
+					}
+					return store.PutPassport(tx, p)
+				})
+			}
+			if errors.Is(err, errNoPassport) {
+				return errorResult("no passport for %s in tenant %s; issue_passport issues one", id, tenant), nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(passportView(p))
+		}),
+	}
+}
+
+type mintRequestArgs struct {
+	RequestedCategory string `json:"requested_category,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+}
+
+func requestPassportMint() *Tool {
+	const name = "request_passport_mint"
+	return &Tool{
+		Name: name,
+		Description: "Ask an operator to mint you a passport of another category (personal, work or public; by " +
+			"default your passport's own, else personal). It mints nothing: it files one pending request, " +
+			"with a signed receipt; while it is pending, asking again returns it unchanged. Needs an " +
+			"authenticated caller. Exists only with CORECRUXD_FEATURE_PASSPORT_MINT_REQUESTS on.",
+		Annotations: Annotations{Title: "Request passport mint", IdempotentHint: true},
+		Output:      "{request_id, requester_id, requested_category, status, receipt_id, requested_at, already_pending}",
+		schema:      schemaFor(name),
+		present:     func(f *feature.Flags) bool { return f.PassportMintRequests },
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *mintRequestArgs) (*Result, error) {
+			if len(in.Reason) > maxPassportReason {
+				return nil, invalidParams(name, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
+			}
+			id, tenant := c.Identity(), c.TenantID()
+			if id == "" {
+				return errorResult("request_passport_mint needs an authenticated agent identity"), nil
+			}
+			var req *store.MintRequest
+			pending := false
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				pending = false
+				prev, err := store.GetMintRequest(tx, tenant, id)
+				switch {
+				case err == nil && prev.Status == "pending":
+					req, pending = prev, true
+					return nil
+				case err != nil && !errors.Is(err, store.ErrNotFound):
+					return err
+				}
+				category := in.RequestedCategory
+				if category == "" {
+					category = "personal"
+					if p, err := store.GetPassport(tx, tenant, id); err == nil && p.Category != "" {
+						category = p.Category
+					} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+						return err
+					}
+				}
+				now := env.now()
+				req = &store.MintRequest{RequestID: store.NewMintRequestID(), Tenant: tenant, RequesterID: id,
+					RequestedCategory: category, Reason: in.Reason, Status: "pending", RequestedAt: now}
+				r, err := receipts.Append(tx, env.Signer, tenant, "passport_mint_request", c.Name(), map[string]any{
+					"request_id": req.RequestID, "requester_id": id, "requested_category": category, "reason": in.Reason,
+				}, now)
+				if err != nil {
+					return err
+				}
+				req.ReceiptID = r.ID
+				return store.PutMintRequest(tx, req)
+			})
+			if err != nil {
+				return nil, err
+			}
+			return jsonResult(map[string]any{
+				"request_id": req.RequestID, "requester_id": req.RequesterID, "requested_category": req.RequestedCategory,
+				"status": req.Status, "receipt_id": req.ReceiptID, "requested_at": req.RequestedAt.Format(time.RFC3339Nano),
+				"already_pending": pending,
+			})
+		}),
+	}
+}
+
+type revokePassportArgs struct {
+	TargetPassport string `json:"target_passport,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+func revokePassport() *Tool {
+	const name = "revoke_passport"
+	return &Tool{
+		Name: name,
+		Description: "Revoke a passport (yours by default): terminal, it is never un-revoked. Allowed to the " +
+			"passport itself, its sponsor, or an elite-tier operator; records who revoked it and why, with a " +
+			"signed receipt. With CRUX_PASSPORT_REVOCATION on, a revoked passport may then call only " +
+			"get_passport and get_agent_identity.",
+		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true},
+		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
+		schema:      schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *revokePassportArgs) (*Result, error) {
+			if err := checkNames(name, "target_passport", in.TargetPassport); err != nil {
+				return nil, err
+			}
+			if len(in.Reason) > maxPassportReason {
+				return nil, invalidParams(name, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
+			}
+			caller, tenant := c.Identity(), c.TenantID()
+			if caller == "" {
+				return errorResult("revoke_passport needs an authenticated agent identity"), nil
+			}
+			target := in.TargetPassport
+			if target == "" {
+				target = caller
+			}
+			var refusal string
+			var receiptID string
+			now := env.now()
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				refusal, receiptID = "", ""
+				p, err := store.GetPassport(tx, tenant, target)
+				if errors.Is(err, store.ErrNotFound) {
+					refusal = fmt.Sprintf("no passport %s in tenant %s", target, tenant)
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if p.Revoked() {
+					refusal = fmt.Sprintf("passport %s was already revoked at %s by %s; revocation is terminal",
+						target, p.RevokedAt.UTC().Format(time.RFC3339), p.RevokedBy)
+					return nil
+				}
+				allowed := caller == target || p.SponsorID != "" && caller == p.SponsorID
+				if !allowed {
+					own, err := store.GetPassport(tx, tenant, caller)
+					if err != nil && !errors.Is(err, store.ErrNotFound) {
+						return err
+					}
+					tier, _, err := earnedTier(tx, tenant, caller)
+					if err != nil {
+						return err
+					}
+					allowed = own != nil && !own.Revoked() && tier == store.TierElite
+				}
+				if !allowed {
+					refusal = fmt.Sprintf("%s may not revoke passport %s: only the passport itself, its sponsor or an "+
+						"elite-tier operator may", caller, target)
+					return nil
+				}
+				r, err := receipts.Append(tx, env.Signer, tenant, "passport_revoke", c.Name(), map[string]any{
+					"target_passport": target, "revoker_passport": caller, "reason": in.Reason,
+				}, now)
+				if err != nil {
+					return err
+				}
+				receiptID = r.ID
+				p.RevokedAt, p.RevokedBy, p.RevokeReason = &now, caller, in.Reason
+				return store.PutPassport(tx, p)
+			})
+			if err != nil {
+				return nil, err
+			}
+			if refusal != "" {
+				return errorResult("%s", refusal), nil
+			}
+			return jsonResult(map[string]any{
+				"revoked": target, "revoker_passport": caller, "reason": in.Reason, "receipt_id": receiptID,
+				"revoked_at": now.Format(time.RFC3339Nano), "tenant_id": tenant,
 			})
 		}),
 	}

@@ -37,7 +37,7 @@ import (
 // set and a nil error.
 func (s *Set) Call(ctx context.Context, env *Env, c Caller, name string, args json.RawMessage) (res *Result, err error) {
 	i, ok := s.byName[name]
-	if !ok {
+	if !ok || s.tools[i].present != nil && !s.tools[i].present(&env.Flags) {
 		return nil, &Error{Code: CodeMethodNotFound, Message: "unknown tool: " + name}
 	}
 	if err := c.Validate(); err != nil {
@@ -118,7 +118,7 @@ func refuse(ctx context.Context, env *Env, c Caller, name string, d rcx.Decision
 	var co receipts.Coalesced
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		co, err = receipts.AppendCoalesced(tx, env.Signer, c.TenantID(), "refusal", c.Name(), d.RefusalReceipt, env.Now(), RefusalWindow)
+		co, err = receipts.AppendCoalesced(tx, env.Signer, c.TenantID(), receipts.KindRefusal, c.Name(), d.RefusalReceipt, env.Now(), RefusalWindow)
 		return err
 	})
 	if err == nil {

@@ -226,7 +226,8 @@ type Env struct {
 	Surface surface.Table
 	// intents holds the intent each caller declared with cuecrux_session.
 	intents *intentBook
-	// Tools names the tools the server serves, in catalogue order.
+	// Tools names the tools the server serves, in catalogue order: every
+	// tool of its set present under its flags.
 	Tools []string
 	// Logger receives reports of recovered panics and internal errors,
 	// and of the unreadable records scans skipped (see [Env.ReportCorrupt]).
@@ -246,9 +247,11 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	names := make([]string, len(set.tools))
-	for i, t := range set.tools {
-		names[i] = t.Name
+	names := make([]string, 0, len(set.tools))
+	for _, t := range set.tools {
+		if t.present == nil || t.present(&flags) {
+			names = append(names, t.Name)
+		}
 	}
 	e := &Env{
 		Now: now, Signer: signer, Router: router, Flags: flags,
@@ -336,6 +339,10 @@ type Tool struct {
 	// tool may run under the server's flags: a non-nil result or error is
 	// the answer (the tool's own behaviour when its flag is off).
 	gate func(env *Env) (*Result, error)
+	// present, when set, says whether the tool exists under the server's
+	// flags: when it reports false the tool is not listed, and a call to it
+	// is answered as a call to an unknown tool (-32601).
+	present func(*feature.Flags) bool
 }
 
 // New returns a tool descriptor. schema is the JSON Schema of its
@@ -389,7 +396,7 @@ func All() []*Tool {
 		createHandoff(), acceptHandoff(), // handoff.go
 		recordDecision(),                                                                                             // decisions.go
 		declareConstraint(), getConstraints(), checkConstraints(), auditConfig(), checkConfigAudit(), enrichAction(), // constraints.go
-		issuePassport(),        // passport.go
+		issuePassport(), requestPassportMint(), getPassport(), revokePassport(), // passport.go
 		syncPull(), syncPush(), // sync.go
 	}
 }

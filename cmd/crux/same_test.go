@@ -111,7 +111,7 @@ func TestForwardedAnswersAreTheOwners(t *testing.T) {
 		fwdList, err := json.Marshal(list)
 		require.NoError(t, err)
 		assert.Equal(t, string(inList), string(fwdList))
-		assert.LessOrEqual(t, len(list), 10, "the forwarding process's minimal surface applies")
+		assert.Less(t, len(list), 20, "the forwarding process's minimal surface applies")
 	}
 
 	// The owner's own flags (none set) give the full surface.
