@@ -39,6 +39,7 @@ func fixtureFlags() crux.Flags {
 	f.AgentPassports = true
 	f.PassportRevocation = true
 	f.PassportMintRequests = true
+	f.ReceiptVerify = true
 	f.HandoffObservations = true
 	f.AuditEnvelope = true
 	return f
@@ -160,6 +161,7 @@ const (
 	phArtefact = "$ARTEFACT" // alice's artefact
 	phPackage  = "$PACKAGE"  // the handoff package alice made for bob, as a JSON string
 	phPlan     = "$PLAN"     // the session id of alice's cuecrux_session plan
+	phReceipt  = "$RECEIPT"  // the receipt of alice's decision
 )
 
 // fillFixture stores, through srv, what the valid calls act on: facts of
@@ -187,13 +189,13 @@ func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	require.NoError(t, err)
 	do(alice, "declare_constraint", `{"constraint_type":"policy","assertion":"never push to main","severity":"high"}`)
 	do(alice, "audit_config", `{"path":"cfg/app.yaml","sha256":"`+configSHA+`","auditor":"alice"}`)
-	do(alice, "record_decision", `{"action":"use bbolt","rationale":"embedded"}`)
+	receipt := str(do(alice, "record_decision", `{"action":"use bbolt","rationale":"embedded"}`), "receipt_id")
 	do(anon, "query_facts", `{"query":"kubernetes"}`)
 	plan := str(do(alice, "cuecrux_session", `{"intent":"write code"}`), "session_id")
 	do(bob, "issue_passport", `{}`)
 	do(crux.Caller{Agent: "erin", Authenticated: true}, "issue_passport", `{"sponsor_id":"alice"}`)
 	return &fixture{replace: strings.NewReplacer(phFact, fact, phPrivate, private, phBobFact, bobFact,
-		phArtefact, artefact, phPackage, string(pkg), phPlan, plan)}
+		phArtefact, artefact, phPackage, string(pkg), phPlan, plan, phReceipt, receipt)}
 }
 
 // expand replaces the placeholders in args by the fixture's values.
@@ -247,6 +249,7 @@ var validCalls = []validCall{
 	{caller: alice, tool: "auth_posture_audit", args: `{}`},
 	{caller: alice, tool: "egress_policy_check", args: `{"target":"https://example.com/api","purpose":"docs"}`},
 	{caller: alice, tool: "get_gaps", args: `{}`},
+	{caller: alice, tool: "receipt_verify", args: `{"receipt_id":"$RECEIPT"}`},
 	{caller: alice, tool: "get_agent_identity", args: `{}`},
 	{caller: alice, tool: "resolve_principal", args: `{"session_id":"$PLAN"}`},
 	{caller: alice, tool: "create_handoff", args: `{"session_id":"s1","target_agent":"bob","include_facts":true,"message":"over to you","task_record":{"requester":"carol","desired_outcome":"done","sources":["a"],"acceptance_criteria":["tests pass"],"boundaries":["no deletes"],"blocker_rule":"ask"}}`},

@@ -21,8 +21,10 @@
 // fact_history); acknowledged memory use; scoped forget and its dry run; the
 // memory panel (memory_view, memory_edit, memory_pin, memory_history);
 // freshness and decay; contradictions and consolidation; sessions;
-// artefacts; handoffs; hardening and get_gaps; identity (get_agent_identity, resolve_principal,
-// issue_passport); decisions; constraints, config audit and action
+// artefacts; handoffs; hardening and get_gaps; receipt_verify; identity
+// (get_agent_identity, resolve_principal); passports (issue_passport,
+// request_passport_mint, get_passport, revoke_passport); decisions;
+// constraints, config audit and action
 // enrichment; and the hosted-tier sync_pull and sync_push. Each description is
 // prefixed with its tier marker ([local] or [hosted], package surface) and
 // ends with a hint to open a session first. Every declared parameter takes

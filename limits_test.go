@@ -91,6 +91,8 @@ var nameArguments = []struct{ tool, param, args string }{
 	{"list_sessions", "prefix", `{"prefix":"@@"}`},
 	{"create_handoff", "target_agent", `{"session_id":"s1","target_agent":"@@"}`},
 	{"create_handoff", "task_record.requester", `{"session_id":"s1","task_record":{"requester":"@@"}}`},
+	{"receipt_verify", "receipt_id", `{"receipt_id":"@@"}`},
+	{"revoke_passport", "target_passport", `{"target_passport":"@@"}`},
 }
 
 const sha = `"sha256":"` + configSHA + `"`
@@ -119,6 +121,10 @@ func limitCases() []limitCase {
 			param: "session_id", limit: 1009, reason: "longer than 1009 bytes"},
 		{row: "execplan_gate.slug", tool: "execplan_gate", args: `{"slug":"@@","milestone":"M1","status":"passed","commit_sha":"3277c67","token_budget":5}`,
 			param: "slug", limit: 1015, reason: "longer than 1015 bytes"},
+		{row: "request_passport_mint.reason", tool: "request_passport_mint", args: `{"reason":"@@"}`,
+			param: "reason", limit: 2048, reason: "longer than 2048 bytes"},
+		{row: "revoke_passport.reason", tool: "revoke_passport", args: `{"target_passport":"nobody","reason":"@@"}`,
+			param: "reason", limit: 2048, reason: "longer than 2048 bytes"},
 		{row: "execplan_gate.milestone", tool: "execplan_gate", args: `{"slug":"s","milestone":"gate:@@","status":"passed","commit_sha":"3277c67","token_budget":5}`,
 			param: "milestone", limit: 1019, reason: "longer than 1019 bytes"},
 	}

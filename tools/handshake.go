@@ -280,17 +280,21 @@ type resolveArgs struct {
 var errSessionExpired = errors.New("session expired")
 
 // principal is who resolve_principal found.
+// principal is what resolve_principal answers. What only a passport
+// record can say (tier, category, the work gate) is null for an id without
+// one: nothing is invented.
 type principal struct {
 	PassportID    string   `json:"passport_id"`
-	Category      string   `json:"category"`
-	Tier          string   `json:"tier"`
-	TierRank      int      `json:"tier_rank"`
+	Category      *string  `json:"category"`
+	Tier          *string  `json:"tier"`
+	TierRank      *int     `json:"tier_rank"`
 	Capabilities  []string `json:"capabilities"`
 	TenantID      string   `json:"tenant_id"`
-	AgentWorkGate string   `json:"agent_work_gate"`
+	AgentWorkGate *string  `json:"agent_work_gate"`
 	ResolvedVia   string   `json:"resolved_via"`
 	HasRecord     bool     `json:"has_passport_record"`
 	Revoked       bool     `json:"revoked"`
+	Note          string   `json:"note,omitempty"`
 }
 
 func resolvePrincipal() *Tool {
@@ -298,12 +302,13 @@ func resolvePrincipal() *Tool {
 	return &Tool{
 		Name: name,
 		Description: "Resolve a principal: the passport bound to session_id (from cuecrux_session), else passport_id, " +
-			"else your own identity; with none of the three, -32602. Returns its tier and rank, category, the " +
-			"capabilities the server's token grants, and whether a passport record exists (an agent without one " +
-			"resolves as unverified under its own name). Tenant-scoped.",
+			"else your own identity; with none of the three, -32602. Returns whether a passport record exists and, " +
+			"from it, the tier and rank (as earned by its receipts), category and work gate (closed when revoked " +
+			"under CRUX_PASSPORT_REVOCATION); for an id without a record these are null and a note says so. Also " +
+			"the capabilities the server's token grants. Tenant-scoped.",
 		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
-			"resolved_via, has_passport_record, revoked}, resolved_param}",
+			"resolved_via, has_passport_record, revoked, note?}, resolved_param}; tier, tier_rank, category, agent_work_gate null without a record",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *resolveArgs) (*Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
@@ -330,16 +335,32 @@ func resolvePrincipal() *Tool {
 				default:
 					return invalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
 				}
-				p.TenantID, p.Tier, p.Category, p.AgentWorkGate = tenant, store.TierUnverified, "personal", "open"
+				p.TenantID = tenant
 				rec, err := store.GetPassport(tx, tenant, p.PassportID)
 				switch {
-				case err == nil:
-					p.HasRecord, p.Tier, p.Revoked = true, rec.Tier, rec.Revoked()
-					if rec.Category != "" {
-						p.Category = rec.Category
-					}
-				case !errors.Is(err, store.ErrNotFound):
+				case errors.Is(err, store.ErrNotFound):
+					p.Note = "no passport record for " + p.PassportID + " in tenant " + tenant + ": its tier, category " +
+						"and work gate are unknown (issue_passport issues one)"
+					return nil
+				case err != nil:
 					return err
+				}
+				earned, _, err := earnedTier(tx, tenant, p.PassportID)
+				if err != nil {
+					return err
+				}
+				tier := rec.Tier
+				if store.TierRank(earned) > store.TierRank(tier) {
+					tier = earned // get_passport stores the upgrade when it is asked
+				}
+				rank := store.TierRank(tier)
+				gate := "open"
+				if rec.Revoked() && env.Flags.PassportRevocation {
+					gate = "closed"
+				}
+				p.HasRecord, p.Tier, p.TierRank, p.Revoked, p.AgentWorkGate = true, &tier, &rank, rec.Revoked(), &gate
+				if rec.Category != "" {
+					p.Category = &rec.Category
 				}
 				return nil
 			})
@@ -354,7 +375,6 @@ func resolvePrincipal() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			p.TierRank = store.TierRank(p.Tier)
 			p.Capabilities = []string{}
 			for _, t := range env.Tools {
 				if n := capabilityOf(ctx, env, t); n.Allowed && !slices.Contains(p.Capabilities, n.Capability) {

@@ -153,9 +153,24 @@ func TestResolvePrincipal(t *testing.T) {
 	got := call(t, srv, alice, "resolve_principal", `{}`)
 	p := got["principal"].(map[string]any)
 	assert.Equal(t, "alice", p["passport_id"])
-	assert.Equal(t, "unverified", p["tier"])
 	assert.Equal(t, false, p["has_passport_record"])
 	assert.Equal(t, "caller", got["resolved_param"])
+	for _, f := range []string{"tier", "tier_rank", "category", "agent_work_gate"} {
+		assert.Nil(t, p[f], "%s: nothing is invented for an id without a record", f)
+	}
+	assert.Equal(t, "no passport record for alice in tenant default: its tier, category and work gate are unknown (issue_passport issues one)", p["note"])
+
+	// A record answers from itself; its tier follows the receipts earned.
+	call(t, srv, alice, "issue_passport", `{}`)
+	p = call(t, srv, alice, "resolve_principal", `{}`)["principal"].(map[string]any)
+	assert.Equal(t, "unverified", p["tier"])
+	assert.Equal(t, "open", p["agent_work_gate"])
+	assert.Nil(t, p["category"], "issue_passport records no category")
+	assert.NotContains(t, p, "note")
+	earn(t, db, tenant, "alice", 100)
+	p = call(t, srv, alice, "resolve_principal", `{}`)["principal"].(map[string]any)
+	assert.Equal(t, "established", p["tier"])
+	assert.EqualValues(t, 2, p["tier_rank"])
 
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		return store.PutPassport(tx, &store.Passport{PrincipalID: "carol", Tenant: tenant, Tier: store.TierTrusted, Category: "work"})

@@ -127,6 +127,9 @@ func TestRevokePassport(t *testing.T) {
 	p := call(t, srv, bob, "get_passport", `{}`)
 	assert.Equal(t, true, p["revoked"])
 	assert.Equal(t, "alice", p["revoked_by"])
+	rp := call(t, srv, alice, "resolve_principal", `{"passport_id":"bob"}`)["principal"].(map[string]any)
+	assert.Equal(t, true, rp["revoked"])
+	assert.Equal(t, "closed", rp["agent_work_gate"])
 
 	// A revoked passport may call only get_passport and get_agent_identity.
 	assert.Contains(t, toolError(t, srv, bob, "store_fact", `{"entity":"e","key":"k","value":"v"}`), "passport bob was revoked at")

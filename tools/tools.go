@@ -392,6 +392,7 @@ func All() []*Tool {
 		getSession(), saveSession(), sessionCheckpoint(), listSessions(), deleteSession(), archiveSession(), unarchiveSession(), // sessions.go
 		routeAccessMatrix(), execplanGate(), authPostureAudit(), egressPolicyCheck(), // posture.go, egress.go
 		getGaps(),                              // gaps.go
+		receiptVerify(),                        // receipt_verify.go
 		getAgentIdentity(), resolvePrincipal(), // identity.go
 		createHandoff(), acceptHandoff(), // handoff.go
 		recordDecision(),                                                                                             // decisions.go

@@ -1,0 +1,200 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+type receiptVerifyArgs struct {
+	ReceiptID string `json:"receipt_id"`
+	TenantID  string `json:"tenant_id,omitempty"`
+}
+
+// chainSegment is what receipt_verify reports of the receipt's place in
+// its tenant's chain: the receipts just before and after it, and whether
+// they link.
+type chainSegment struct {
+	FromSeq      uint64         `json:"from_seq"`
+	ToSeq        uint64         `json:"to_seq"`
+	Linked       bool           `json:"linked"`
+	ErrorCode    receipts.Code  `json:"error_code,omitempty"`
+	ErrorMessage string         `json:"error_message,omitempty"`
+	Receipts     []segmentEntry `json:"receipts"`
+}
+
+type segmentEntry struct {
+	ReceiptID string `json:"receipt_id"`
+	Seq       uint64 `json:"seq"`
+	Kind      string `json:"kind"`
+}
+
+// receiptVerifyOut is the answer of receipt_verify.
+type receiptVerifyOut struct {
+	ReceiptID      string           `json:"receipt_id"`
+	TenantID       string           `json:"tenant_id"`
+	FeatureEnabled bool             `json:"feature_enabled"`
+	Verified       bool             `json:"verified"`
+	SignerPassport *string          `json:"signer_passport"`
+	Errors         []string         `json:"errors"`
+	HTTPStatus     int              `json:"http_status"`
+	Report         *receipts.Report `json:"report,omitempty"`
+	Chain          *chainSegment    `json:"chain,omitempty"`
+}
+
+func receiptVerify() *Tool {
+	const name = "receipt_verify"
+	return &Tool{
+		Name: name,
+		Description: "Verify a stored receipt as crux verify receipt does, offline: its body hash, its Ed25519 " +
+			"signature with this server's keyring, its header, and its links to the receipts just before and " +
+			"after it in the tenant's chain. Only the passport the receipt names (its signer_passport) or an " +
+			"operator (trusted tier or above) may verify it; others get -32003. tenant_id defaults to yours; " +
+			"another tenant's is -32003. Errors name codes such as RECEIPT_NOT_FOUND, BODY_HASH_MISMATCH, " +
+			"SIG_INVALID or CHAIN_PREV_HASH_MISMATCH. With CORECRUXD_FEATURE_RECEIPT_VERIFY off (the default) " +
+			"it verifies nothing and says FEATURE_DISABLED.",
+		Annotations: Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{receipt_id, tenant_id, feature_enabled, verified, signer_passport, errors: [string], http_status, " +
+			"report?{schema, receipt_id, tenant_id, kind, payload_hash, signature{alg, key_id}, integrity, signature_valid, " +
+			"pubkey_fingerprint, error_code, error_message?, verified_at}, chain?{from_seq, to_seq, linked, error_code?, " +
+			"error_message?, receipts: [{receipt_id, seq, kind}]}}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *receiptVerifyArgs) (*Result, error) {
+			if err := checkNames(name, "receipt_id", in.ReceiptID, "tenant_id", in.TenantID); err != nil {
+				return nil, err
+			}
+			out := receiptVerifyOut{ReceiptID: in.ReceiptID, TenantID: in.TenantID, Errors: []string{}}
+			if out.TenantID == "" {
+				out.TenantID = c.TenantID()
+			}
+			if !env.Flags.ReceiptVerify {
+				out.Errors, out.HTTPStatus = []string{"FEATURE_DISABLED"}, http.StatusForbidden
+				return jsonResult(out)
+			}
+			out.FeatureEnabled = true
+			id := c.Identity()
+			if id == "" {
+				return errorResult("receipt_verify needs an authenticated agent identity: only a receipt's signer or an operator verifies it"), nil
+			}
+			if out.TenantID != c.TenantID() {
+				return nil, &Error{Code: CodeForbidden, Message: fmt.Sprintf(
+					"%s: tenant_id: a caller of tenant %s may not verify the receipts of tenant %s", name, c.TenantID(), out.TenantID)}
+			}
+			var forbidden error
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				r, err := receipts.Get(tx, in.ReceiptID)
+				if errors.Is(err, store.ErrNotFound) || err == nil && r.Tenant != out.TenantID {
+					out.Errors, out.HTTPStatus = []string{"RECEIPT_NOT_FOUND"}, http.StatusNotFound
+					return nil
+				}
+				var cre *store.CorruptRecordError
+				if errors.As(err, &cre) {
+					out.Errors, out.HTTPStatus = []string{string(receipts.ChainRecordUnreadable)}, http.StatusUnprocessableEntity
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				h, herr := r.Header()
+				if herr == nil {
+					actor := h.Actor
+					out.SignerPassport = &actor
+				}
+				if out.SignerPassport == nil || *out.SignerPassport != id {
+					tier, _, err := earnedTier(tx, out.TenantID, id)
+					if err != nil {
+						return err
+					}
+					if store.TierRank(tier) < store.TierRank(store.TierTrusted) {
+						forbidden = &Error{Code: CodeForbidden, Message: fmt.Sprintf(
+							"%s: only the receipt's signer passport or an operator (trusted tier or above) may verify it; %s is %s",
+							name, id, tier)}
+						return nil
+					}
+				}
+				rep := receipts.Verify(r, receipts.NewKeyring(env.Signer.Public()), env.now())
+				out.Report = &rep
+				if !rep.OK() {
+					out.Errors = append(out.Errors, string(rep.ErrorCode))
+				}
+				seg, err := segmentAround(tx, r)
+				if err != nil {
+					return err
+				}
+				out.Chain = seg
+				if !seg.Linked {
+					out.Errors = append(out.Errors, string(seg.ErrorCode))
+				}
+				out.Verified = len(out.Errors) == 0
+				out.HTTPStatus = http.StatusOK
+				if !out.Verified {
+					out.HTTPStatus = http.StatusUnprocessableEntity
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if forbidden != nil {
+				return nil, forbidden
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// segmentAround checks r's links within its tenant's chain: from the
+// receipt before it (if any) to the one after it (if any).
+func segmentAround(tx store.Tx, r *receipts.Receipt) (*chainSegment, error) {
+	from := r.Seq
+	if from > 1 {
+		from--
+	}
+	var rs []*receipts.Receipt
+	err := receipts.Chain(tx, r.Tenant, from, func(x *receipts.Receipt) error {
+		rs = append(rs, x)
+		if len(rs) == 3 || x.Seq > r.Seq {
+			return store.ErrStop
+		}
+		return nil
+	})
+	seg := &chainSegment{FromSeq: from, ToSeq: r.Seq, Receipts: []segmentEntry{}}
+	var cre *store.CorruptRecordError
+	if errors.As(err, &cre) {
+		seg.ErrorCode, seg.ErrorMessage = receipts.ChainRecordUnreadable, cre.Error()
+		return seg, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range rs {
+		seg.Receipts = append(seg.Receipts, segmentEntry{ReceiptID: x.ID, Seq: x.Seq, Kind: x.Kind})
+		seg.ToSeq = x.Seq
+	}
+	if !containsReceipt(rs, r.ID) {
+		seg.ErrorCode, seg.ErrorMessage = receipts.ChainReceiptMissing, "the chain index does not list the receipt at its seq"
+		return seg, nil
+	}
+	var ce *receipts.ChainError
+	if err := receipts.VerifyChain(rs); errors.As(err, &ce) {
+		seg.ErrorCode, seg.ErrorMessage = ce.Code, ce.Reason
+		return seg, nil
+	} else if err != nil {
+		return nil, err
+	}
+	seg.Linked = true
+	return seg, nil
+}
+
+func containsReceipt(rs []*receipts.Receipt, id string) bool {
+	for _, r := range rs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
