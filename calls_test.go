@@ -40,6 +40,7 @@ func fixtureFlags() crux.Flags {
 	f.PassportRevocation = true
 	f.PassportMintRequests = true
 	f.ReceiptVerify = true
+	f.Observe = true
 	f.HandoffObservations = true
 	f.AuditEnvelope = true
 	return f
@@ -162,13 +163,14 @@ const (
 	phPackage  = "$PACKAGE"  // the handoff package alice made for bob, as a JSON string
 	phPlan     = "$PLAN"     // the session id of alice's cuecrux_session plan
 	phReceipt  = "$RECEIPT"  // the receipt of alice's decision
+	phObs      = "$OBS"      // an observation of alice's session s1
 )
 
 // fillFixture stores, through srv, what the valid calls act on: facts of
 // alice (shared and private) and bob, contradicting values, sessions (one
 // archived), an artefact, a handoff package for bob, a constraint, a config
-// audit, a decision, a gap, a session plan, and the passports of bob and of
-// erin (sponsored by alice).
+// audit, a decision, a gap, a session plan, an observation of alice's
+// session s1, and the passports of bob and of erin (sponsored by alice).
 func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	t.Helper()
 	do := func(c crux.Caller, tool, args string) map[string]any { return call(t, srv, c, tool, args) }
@@ -192,10 +194,13 @@ func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	receipt := str(do(alice, "record_decision", `{"action":"use bbolt","rationale":"embedded"}`), "receipt_id")
 	do(anon, "query_facts", `{"query":"kubernetes"}`)
 	plan := str(do(alice, "cuecrux_session", `{"intent":"write code"}`), "session_id")
+	obs, err := srv.Observe(context.Background(), alice, crux.Observation{SessionID: "s1", Provider: "claude-code",
+		Kind: "tool_call", Payload: json.RawMessage(`{"tool":"Bash","command":"go test ./..."}`)})
+	require.NoError(t, err)
 	do(bob, "issue_passport", `{}`)
 	do(crux.Caller{Agent: "erin", Authenticated: true}, "issue_passport", `{"sponsor_id":"alice"}`)
 	return &fixture{replace: strings.NewReplacer(phFact, fact, phPrivate, private, phBobFact, bobFact,
-		phArtefact, artefact, phPackage, string(pkg), phPlan, plan, phReceipt, receipt)}
+		phArtefact, artefact, phPackage, string(pkg), phPlan, plan, phReceipt, receipt, phObs, obs.ObservationID)}
 }
 
 // expand replaces the placeholders in args by the fixture's values.
@@ -249,6 +254,9 @@ var validCalls = []validCall{
 	{caller: alice, tool: "auth_posture_audit", args: `{}`},
 	{caller: alice, tool: "egress_policy_check", args: `{"target":"https://example.com/api","purpose":"docs"}`},
 	{caller: alice, tool: "get_gaps", args: `{}`},
+	{caller: alice, tool: "list_observations", args: `{"session_id":"s1","provider":"claude-code","limit":10}`},
+	{caller: alice, tool: "get_observation", args: `{"session_id":"s1","observation_id":"$OBS"}`},
+	{caller: alice, tool: "verify_observation", args: `{"session_id":"s1","observation_id":"$OBS"}`},
 	{caller: alice, tool: "receipt_verify", args: `{"receipt_id":"$RECEIPT"}`},
 	{caller: alice, tool: "get_agent_identity", args: `{}`},
 	{caller: alice, tool: "resolve_principal", args: `{"session_id":"$PLAN"}`},

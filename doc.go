@@ -21,7 +21,9 @@
 // fact_history); acknowledged memory use; scoped forget and its dry run; the
 // memory panel (memory_view, memory_edit, memory_pin, memory_history);
 // freshness and decay; contradictions and consolidation; sessions;
-// artefacts; handoffs; hardening and get_gaps; receipt_verify; identity
+// artefacts; handoffs; hardening and get_gaps; session observations
+// (list_observations, get_observation, verify_observation, recorded with
+// [Server.Observe]); receipt_verify; identity
 // (get_agent_identity, resolve_principal); passports (issue_passport,
 // request_passport_mint, get_passport, revoke_passport); decisions;
 // constraints, config audit and action

@@ -91,6 +91,12 @@ var nameArguments = []struct{ tool, param, args string }{
 	{"list_sessions", "prefix", `{"prefix":"@@"}`},
 	{"create_handoff", "target_agent", `{"session_id":"s1","target_agent":"@@"}`},
 	{"create_handoff", "task_record.requester", `{"session_id":"s1","task_record":{"requester":"@@"}}`},
+	{"list_observations", "session_id", `{"session_id":"@@"}`},
+	{"list_observations", "provider", `{"session_id":"s1","provider":"@@"}`},
+	{"get_observation", "session_id", `{"session_id":"@@","observation_id":"obs_1"}`},
+	{"get_observation", "observation_id", `{"session_id":"s1","observation_id":"@@"}`},
+	{"verify_observation", "session_id", `{"session_id":"@@","observation_id":"obs_1"}`},
+	{"verify_observation", "observation_id", `{"session_id":"s1","observation_id":"@@"}`},
 	{"receipt_verify", "receipt_id", `{"receipt_id":"@@"}`},
 	{"revoke_passport", "target_passport", `{"target_passport":"@@"}`},
 }

@@ -361,6 +361,10 @@ func createHandoff() *Tool {
 				if err != nil {
 					return err
 				}
+				payload["receipt_id"] = r.ID
+				if err := observeHandoff(tx, env, c, in.SessionID, "handoff.created", payload); err != nil {
+					return err
+				}
 				out = createHandoffOut{PackageJSON: string(raw), ContentHash: pkg.ContentHash, Signature: pkg.Signature,
 					RelevantFactCount: len(facts), HandoffID: pkg.HandoffID, ReceiptID: r.ID}
 				return nil
@@ -529,13 +533,18 @@ func acceptHandoff() *Tool {
 				if err := store.PutHandoff(tx, rec); err != nil {
 					return err
 				}
-				r, err := receipts.Append(tx, env.Signer, scope.Tenant, "handoff_accept", c.Name(), map[string]any{
+				payload := map[string]any{
 					"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash, "session_id": pkg.Session.SessionID,
-					"facts_loaded": out.FactsLoaded, "facts_written": out.FactsWritten}, now)
+					"facts_loaded": out.FactsLoaded, "facts_written": out.FactsWritten}
+				r, err := receipts.Append(tx, env.Signer, scope.Tenant, "handoff_accept", c.Name(), payload, now)
 				if err != nil {
 					return err
 				}
 				out.ReceiptID = r.ID
+				payload["receipt_id"] = r.ID
+				if err := observeHandoff(tx, env, c, pkg.Session.SessionID, "handoff.accepted", payload); err != nil {
+					return err
+				}
 				return nil
 			})
 			if err != nil {
@@ -544,4 +553,19 @@ func acceptHandoff() *Tool {
 			return jsonResult(out)
 		}),
 	}
+}
+
+// observeHandoff records, when Flags.HandoffObservations is on, an
+// observation of kind (provider crux) in c's session, in tx: what the
+// handoff receipt attests, and the receipt's id.
+func observeHandoff(tx store.Tx, env *Env, c Caller, session, kind string, payload map[string]any) error {
+	if !env.Flags.HandoffObservations {
+		return nil
+	}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	_, err = recordObservation(tx, env, c, Observation{SessionID: session, Provider: "crux", Kind: kind, Payload: b})
+	return err
 }

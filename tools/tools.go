@@ -391,7 +391,8 @@ func All() []*Tool {
 		artefactPut(), artefactGet(), artefactList(), // artefacts.go
 		getSession(), saveSession(), sessionCheckpoint(), listSessions(), deleteSession(), archiveSession(), unarchiveSession(), // sessions.go
 		routeAccessMatrix(), execplanGate(), authPostureAudit(), egressPolicyCheck(), // posture.go, egress.go
-		getGaps(),                              // gaps.go
+		getGaps(),                                                 // gaps.go
+		listObservations(), getObservation(), verifyObservation(), // observations.go
 		receiptVerify(),                        // receipt_verify.go
 		getAgentIdentity(), resolvePrincipal(), // identity.go
 		createHandoff(), acceptHandoff(), // handoff.go
