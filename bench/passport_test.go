@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"context"
+	"crypto/ed25519"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
+)
+
+// BenchmarkGetPassport is get_passport in a tenant holding 100,000
+// receipts, 2,000 of them the caller's: the tier comes from the caller's
+// receipt count, read from one counter, so the answer costs the same
+// whatever the tenant holds.
+func BenchmarkGetPassport(b *testing.B) {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	srv, err := crux.NewServer(db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mustCall(b, srv, "issue_passport", []byte(`{}`))
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	signer := receipts.NewEd25519Signer(priv)
+	now := time.Now()
+	for batch := range 10 {
+		if err := db.Update(context.Background(), func(tx store.Tx) error {
+			for i := range 10_000 {
+				actor := "someone-else"
+				if (batch*10_000+i)%50 == 0 {
+					actor = caller.Agent
+				}
+				if _, err := receipts.Append(tx, signer, "default", "decision", actor, map[string]int{"i": i}, now); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	res := mustCall(b, srv, "get_passport", []byte(`{}`))
+	if got := res.StructuredContent.(map[string]any)["reputation_tier"]; got != "elite" {
+		b.Fatalf("tier %v, want elite (2,000 receipts)", got)
+	}
+	var lat []time.Duration
+	for b.Loop() {
+		t := time.Now()
+		mustCall(b, srv, "get_passport", []byte(`{}`))
+		lat = append(lat, time.Since(t))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
