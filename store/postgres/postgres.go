@@ -1,0 +1,332 @@
+// Package postgres is a [store.Backend] on PostgreSQL, for deployments that
+// outgrow one machine: several crux servers, on several machines, share
+// one database and see each other's writes.
+//
+//	db, err := postgres.Open(ctx, "postgres://crux@db.internal/crux", nil)
+//	...
+//	srv, err := crux.NewServer(db, nil)
+//
+// # Schema
+//
+// Every bucket lives in one table, kv (bucket text, key bytea, value bytea,
+// primary key (bucket, key)), in the schema [Options.Schema] names (else
+// the connection's search_path, normally public). Its primary key is a
+// B-tree, so Get is an index lookup and a prefix Scan an ordered index
+// range: keys compare as bytes, as in every crux backend. The schema is
+// created and brought up to date by [Open]: the migrations embedded in
+// this package are applied in order, each once, in a transaction holding
+// an advisory lock (so servers starting together do not race), and each
+// is recorded in the table crux_migrations (version, applied_at).
+//
+// # Transactions
+//
+// [DB.Update] runs in a SERIALIZABLE transaction, so concurrent Updates,
+// from this process or any other, behave as if they ran one after the
+// other: two servers storing a version of the same fact at once cannot
+// both make it current, and a tenant's receipt chain cannot fork. When
+// PostgreSQL aborts one of them (SQLSTATE 40001, serialization failure, or
+// 40P01, deadlock), Update runs fn again in a new transaction, after a
+// short random backoff, until it commits, ctx ends, or
+// [Options.MaxRetries] attempts have failed. fn may therefore run more
+// than once, which the store contract allows: crux's transaction
+// functions compute everything from what they read in the transaction
+// and have no effect outside it (random ids and signatures are made
+// afresh in each run, and only the committed run's are kept). [DB.View]
+// runs in a REPEATABLE READ READ ONLY transaction: one consistent
+// snapshot, never blocking or aborting writers.
+//
+// A Scan reads its range a page at a time ([scanPage] rows), so its
+// callback may call Get, Put and Delete on the same transaction.
+//
+// # Connections
+//
+// The pool is pgxpool's: [Options.MaxConns] connections at most (default
+// 4 per CPU, at least 4), each statement bounded by ctx. A transaction
+// holds one connection for its whole run; Open fails if the server cannot
+// be reached within [Options.ConnectTimeout] (default 10 s).
+//
+// # Purge and compaction
+//
+// A purged value is deleted from kv: no query can read it. PostgreSQL
+// keeps a deleted row's bytes in its page until VACUUM reclaims the space;
+// [DB.Compact] (store.Compacter, which crux purge calls) runs VACUUM on kv,
+// after which they are gone from the table's live pages. VACUUM FULL, which
+// rewrites the table file, needs an exclusive lock and is left to the
+// operator.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/crux-go/crux/store"
+)
+
+// Options configures [Open]. A nil *Options means all defaults.
+type Options struct {
+	// Schema is the PostgreSQL schema holding crux's tables, created if
+	// missing. Empty means the connection's search_path (normally public).
+	Schema string
+	// MaxConns bounds the pool. Zero means 4 per CPU, at least 4.
+	MaxConns int32
+	// ConnectTimeout bounds how long Open waits for the server. Zero means
+	// 10 s.
+	ConnectTimeout time.Duration
+	// MaxRetries bounds the attempts of one Update aborted by serialization
+	// failures or deadlocks. Zero means 100.
+	MaxRetries int
+}
+
+// DB is a [store.Backend] on PostgreSQL. It is safe for concurrent use.
+type DB struct {
+	pool       *pgxpool.Pool
+	maxRetries int
+	closed     atomic.Bool
+}
+
+var (
+	_ store.Backend   = (*DB)(nil)
+	_ store.Compacter = (*DB)(nil)
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// maxKey is the longest key the store contract allows.
+const maxKey = 32 << 10
+
+// Open connects to the database at dsn (a postgres:// URL or a key=value
+// connection string), creates or migrates crux's schema, and returns the
+// store.
+func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = int32(max(4, 4*runtime.NumCPU()))
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = 100
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store/postgres: %w", err)
+	}
+	cfg.MaxConns = o.MaxConns
+	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	if o.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	}
+	octx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(octx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store/postgres: %w", err)
+	}
+	if err := pool.Ping(octx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store/postgres: connecting: %w", err)
+	}
+	if err := migrate(octx, pool, o.Schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &DB{pool: pool, maxRetries: o.MaxRetries}, nil
+}
+
+// migrationLock is the advisory lock key that serialises migrations.
+const migrationLock = 0x63727578 // "crux"
+
+// migrate applies, in one transaction holding the advisory lock, every
+// embedded migration not yet recorded in crux_migrations.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	entries, err := migrations.ReadDir("migrations")
+	if err != nil {
+		return err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+			return fmt.Errorf("store/postgres: migration lock: %w", err)
+		}
+		if schema != "" {
+			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+				return fmt.Errorf("store/postgres: creating schema %s: %w", schema, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS crux_migrations (
+			version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("store/postgres: %w", err)
+		}
+		applied := map[int]bool{}
+		rows, err := tx.Query(ctx, "SELECT version FROM crux_migrations")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				return err
+			}
+			applied[v] = true
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			num, _, ok := strings.Cut(e.Name(), "_")
+			v, err := strconv.Atoi(num)
+			if !ok || err != nil {
+				return fmt.Errorf("store/postgres: migration %s: the name must start with its number", e.Name())
+			}
+			if applied[v] {
+				continue
+			}
+			sql, err := migrations.ReadFile("migrations/" + e.Name())
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return fmt.Errorf("store/postgres: migration %s: %w", e.Name(), err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO crux_migrations (version) VALUES ($1)", v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Close closes the pool. Later calls fail with store.ErrClosed. Close is
+// idempotent.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
+	db.pool.Close()
+	return nil
+}
+
+// View runs fn in a read-only snapshot transaction.
+func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ptx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return db.wrap(ctx, err)
+	}
+	defer ptx.Rollback(context.WithoutCancel(ctx))
+	t := &tx{ctx: ctx, ptx: ptx}
+	err = fn(t)
+	t.done = true
+	if err == nil {
+		err = t.ctxErr
+	}
+	return err
+}
+
+// Update runs fn in a serializable transaction and commits it, running fn
+// again when PostgreSQL aborts the transaction for a serialization failure
+// or a deadlock (see the package documentation).
+func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		if db.closed.Load() {
+			return store.ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := db.attempt(ctx, fn)
+		if !retryable(err) {
+			return err
+		}
+		if attempt >= db.maxRetries {
+			return fmt.Errorf("store/postgres: update aborted %d times by concurrent transactions: %w", attempt, err)
+		}
+		backoff := time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(time.Millisecond)))
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// attempt runs fn once in a serializable transaction.
+func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error) error {
+	ptx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		return db.wrap(ctx, err)
+	}
+	defer ptx.Rollback(context.WithoutCancel(ctx))
+	t := &tx{ctx: ctx, ptx: ptx, writable: true}
+	err = fn(t)
+	t.done = true
+	if err != nil {
+		if t.pgErr != nil {
+			return t.pgErr // a retryable abort fn saw (and may have passed on)
+		}
+		return err
+	}
+	if t.ctxErr != nil {
+		return t.ctxErr
+	}
+	if t.pgErr != nil {
+		return t.pgErr
+	}
+	if err := ptx.Commit(ctx); err != nil {
+		return db.wrap(ctx, err)
+	}
+	return nil
+}
+
+// retryable reports whether err aborted a transaction that may run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// wrap turns a driver error into the store's: ctx's error when ctx ended.
+func (db *DB) wrap(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
+	return err
+}
+
+// Compact runs VACUUM on the table, so the space of deleted and
+// overwritten values (purged facts among them) is reclaimed (see the
+// package documentation). It implements store.Compacter.
+func (db *DB) Compact(ctx context.Context) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
+	_, err := db.pool.Exec(ctx, "VACUUM kv")
+	return db.wrap(ctx, err)
+}

@@ -1,0 +1,65 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/postgres"
+	"github.com/crux-go/crux/store/storetest"
+)
+
+// testDSN is the database the tests use: $CRUX_TEST_POSTGRES. Without it
+// the tests skip, except in CI ($CI set), where a missing server fails
+// them.
+func testDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("CRUX_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CRUX_TEST_POSTGRES is not set: CI must run the PostgreSQL tests (.ci/run sets it)")
+		}
+		t.Skip("CRUX_TEST_POSTGRES is not set (for example postgres://postgres@127.0.0.1:5432/test); skipping the PostgreSQL tests")
+	}
+	return dsn
+}
+
+// openTest opens a store in a schema of its own, dropped when the test
+// ends, so test runs do not see each other.
+func openTest(t testing.TB, opts *postgres.Options) *postgres.DB {
+	t.Helper()
+	dsn := testDSN(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "crux_test_" + hex.EncodeToString(b[:])
+	o := postgres.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Schema = schema
+	db, err := postgres.Open(context.Background(), dsn, &o)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		db.Close()
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return db
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Backend { return openTest(t, nil) })
+}
