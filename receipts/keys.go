@@ -118,6 +118,11 @@ func LoadOrCreateKey(dir string) (*Ed25519Signer, error) {
 	return loadKey(path)
 }
 
+// LoadKey reads the existing key file at path, in the format of
+// LoadOrCreateKey, with the same checks (a regular file, mode 0600). It
+// never creates one: a missing file is an error wrapping fs.ErrNotExist.
+func LoadKey(path string) (*Ed25519Signer, error) { return loadKey(path) }
+
 // loadKey reads and checks the key file at path. A missing file is
 // reported with an error wrapping fs.ErrNotExist.
 func loadKey(path string) (*Ed25519Signer, error) {

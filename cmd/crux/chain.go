@@ -76,10 +76,12 @@ func verifyChainCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(pos) > 0 {
 		return usagef("verify chain takes no arguments, got %q (name the tenant with --tenant)", pos[0])
 	}
-	if _, err := existingStore(s.dir); err != nil {
-		return err
+	if s.storeURL == "" {
+		if _, err := existingStore(s.dir); err != nil {
+			return err // before the keyring's error: there is nothing to verify
+		}
 	}
-	kr, err := loadKeyring(*keyringFile, s.dir)
+	kr, err := loadKeyring(*keyringFile, s)
 	if err != nil {
 		return err
 	}

@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/internal/owner"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store/bolt"
 )
 
@@ -31,7 +33,7 @@ type environment struct {
 }
 
 // commandVariables are the CRUX_* variables the command reads itself.
-var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT"}
+var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE"}
 
 // newEnvironment reads environ, NAME=value entries as os.Environ returns
 // them; the first entry of a name wins, as with os.Getenv.
@@ -52,7 +54,7 @@ func newEnvironment(environ []string) *environment {
 func (e *environment) flagVars() []string {
 	var out []string
 	for k, v := range e.vars {
-		if flagVariable(k) {
+		if flagVariable(k) && !slices.Contains(commandVariables, k) {
 			out = append(out, k+"="+v)
 		}
 	}
@@ -109,10 +111,12 @@ func callerFor(flagAgent string, flagSet bool, getenv func(string) string) crux.
 // setup is what a command that serves the tools has resolved from its
 // flags and the environment.
 type setup struct {
-	dir    string
-	caller crux.Caller
-	flags  crux.Flags
-	env    []string // the flag variables the flags were read from
+	dir      string
+	caller   crux.Caller
+	flags    crux.Flags
+	env      []string // the flag variables the flags were read from
+	storeURL string   // a postgres:// store (--store, $CRUX_STORE); empty: DIR/crux.db
+	keyFile  string   // the signing key (--key); empty: DIR/signing.key
 }
 
 // resolve applies the common flags of fs (registered into cf) and the
@@ -130,7 +134,17 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, err
 	if err := caller.Validate(); err != nil {
 		return nil, usagef("%s", strings.TrimPrefix(err.Error(), "crux: "))
 	}
-	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars()}, nil
+	storeURL := cf.store
+	if !set["store"] {
+		storeURL = osenv.getenv("CRUX_STORE")
+	}
+	if storeURL != "" && !strings.HasPrefix(storeURL, "postgres://") && !strings.HasPrefix(storeURL, "postgresql://") {
+		return nil, usagef("--store must be a postgres:// URL, got %q (without it the store is DIR/%s)", storeURL, dbFile)
+	}
+	if set["key"] && cf.key == "" {
+		return nil, usagef("--key must not be empty")
+	}
+	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars(), storeURL: storeURL, keyFile: cf.key}, nil
 }
 
 // resolveNoArgs parses the flags of a command that takes no positional
@@ -166,12 +180,32 @@ func (e *lockedError) Unwrap() error { return e.err }
 // holds the store without sharing it holds it for this long at least.
 var joinTimeout = 5 * time.Second
 
-// session is a command's access to the store of its data directory,
-// through the process that owns it, which may be this one (see host.go).
+// session is a command's access to its store: through the process that
+// owns the data directory, which may be this one (see host.go), or, for a
+// PostgreSQL store, directly.
 type session struct {
-	conn *owner.Conn
+	conn conn
 	env  []string // this process's flag variables, sent with each operation
 }
+
+// conn runs a session's operations: an *owner.Conn, or direct.
+type conn interface {
+	Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error)
+	Owner() bool
+	Close() error
+}
+
+// direct runs the operations on a host of this process's own: the store is
+// a database, which every process opens for itself.
+type direct struct{ h *host }
+
+func (d direct) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
+	return d.h.Handle(ctx, op, req)
+}
+
+func (d direct) Owner() bool { return true }
+
+func (d direct) Close() error { return d.h.Close() }
 
 // join returns the command's session on the data directory, creating the
 // directory (mode 0700) when needed. When no process owns the store, this
@@ -183,8 +217,16 @@ func (s *setup) join(ctx context.Context, logger *slog.Logger) (*session, error)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if s.storeURL != "" {
+		// A database serves every process itself: no owner.
+		h, err := openHost(ctx, s, logger)
+		if err != nil {
+			return nil, err
+		}
+		return &session{conn: direct{h}, env: s.env}, nil
+	}
 	conn, err := owner.Join(ctx, s.dir, owner.Options{
-		Open:        func() (owner.Host, error) { return openHost(s.dir, logger) },
+		Open:        func() (owner.Host, error) { return openHost(ctx, s, logger) },
 		Busy:        func(err error) bool { return errors.Is(err, bolt.ErrLocked) },
 		JoinTimeout: joinTimeout,
 		Logger:      logger,
@@ -204,8 +246,10 @@ func (ss *session) close() error { return ss.conn.Close() }
 // withSession runs fn with a session on the data directory's existing
 // store (an operator command never creates an empty one), and closes it.
 func (s *setup) withSession(ctx context.Context, logger *slog.Logger, fn func(*session) error) (err error) {
-	if _, err := existingStore(s.dir); err != nil {
-		return err
+	if s.storeURL == "" {
+		if _, err := existingStore(s.dir); err != nil {
+			return err
+		}
 	}
 	sess, err := s.join(ctx, logger)
 	if err != nil {
@@ -297,4 +341,24 @@ func rawMap(m map[string]json.RawMessage) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// signer loads the signing key: --key FILE (which must exist), else the
+// data directory's, created once.
+func (s *setup) signer() (*receipts.Ed25519Signer, error) {
+	if s.keyFile != "" {
+		k, err := receipts.LoadKey(s.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading the signing key %s: %w", s.keyFile, err)
+		}
+		return k, nil
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the data directory: %w", err)
+	}
+	k, err := receipts.LoadOrCreateKey(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the signing key: %w", err)
+	}
+	return k, nil
 }

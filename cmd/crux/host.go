@@ -21,6 +21,7 @@ import (
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/store/postgres"
 )
 
 // Every command reaches the store through an owner.Conn: the process that
@@ -119,8 +120,8 @@ func flagVariable(k string) bool {
 // host is the owner's side of the operations: the store it has open and a
 // crux server per set of feature flags that forwarding processes use.
 type host struct {
-	dir    string
-	db     *bolt.DB
+	where  string // the store, for messages: DIR/crux.db or the database
+	db     store.Backend
 	signer *receipts.Ed25519Signer
 	logger *slog.Logger
 
@@ -134,23 +135,34 @@ type host struct {
 // come back).
 const maxServers = 16
 
-// openHost opens the store of the data directory dir (creating the
-// directory and the store if needed) and returns the host over it. The
-// lock is not waited for: owner.Join retries while another process holds
-// it.
-func openHost(dir string, logger *slog.Logger) (*host, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// openHost opens the store (a PostgreSQL database, or DIR/crux.db,
+// creating the directory and the file if needed) and returns the host over
+// it. The bbolt lock is not waited for: owner.Join retries while another
+// process holds it.
+func openHost(ctx context.Context, s *setup, logger *slog.Logger) (*host, error) {
+	signer, err := s.signer()
+	if err != nil {
+		return nil, err
+	}
+	h := &host{signer: signer, logger: logger, servers: map[string]*crux.Server{}}
+	if s.storeURL != "" {
+		db, err := postgres.Open(ctx, s.storeURL, nil)
+		if err != nil {
+			return nil, err
+		}
+		h.db, h.where = db, "the PostgreSQL store"
+		return h, nil
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data directory: %w", err)
 	}
-	signer, err := receipts.LoadOrCreateKey(dir)
-	if err != nil {
-		return nil, fmt.Errorf("loading the signing key: %w", err)
-	}
-	db, err := bolt.Open(filepath.Join(dir, dbFile), &bolt.Options{LockTimeout: -1})
+	h.where = filepath.Join(s.dir, dbFile)
+	db, err := bolt.Open(h.where, &bolt.Options{LockTimeout: -1})
 	if err != nil {
 		return nil, err // bolt.ErrLocked: owner.Join tries again
 	}
-	return &host{dir: dir, db: db, signer: signer, logger: logger, servers: map[string]*crux.Server{}}, nil
+	h.db = db
+	return h, nil
 }
 
 // server returns the crux server for the flag variables env, created on
@@ -372,7 +384,7 @@ func (h *host) receipt(ctx context.Context, req receiptReq) (any, error) {
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no receipt %s in %s", req.ID, filepath.Join(h.dir, dbFile))
+		return nil, fmt.Errorf("no receipt %s in %s", req.ID, h.where)
 	}
 	if err != nil {
 		return nil, err

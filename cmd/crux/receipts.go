@@ -34,12 +34,9 @@ func keysCmd(args []string, stdout io.Writer, osenv *environment) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return fmt.Errorf("creating the data directory: %w", err)
-	}
-	signer, err := receipts.LoadOrCreateKey(s.dir)
+	signer, err := s.signer()
 	if err != nil {
-		return fmt.Errorf("loading the signing key: %w", err)
+		return err
 	}
 	return writeJSON(stdout, receipts.NewKeyring(signer.Public()))
 }
@@ -117,7 +114,7 @@ func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ose
 	if err != nil {
 		return err
 	}
-	kr, err := loadKeyring(*keyringFile, s.dir)
+	kr, err := loadKeyring(*keyringFile, s)
 	if err != nil {
 		return err
 	}
@@ -145,9 +142,9 @@ func readExported(path string) (*receipts.Receipt, error) {
 }
 
 // loadKeyring reads the keyring file, or, without one, derives the keyring
-// from the data directory's existing key (it never creates one: verifying
-// with a fresh key would prove nothing).
-func loadKeyring(path, dir string) (*receipts.Keyring, error) {
+// from the signing key (--key, else the data directory's), which must
+// exist: verifying with a fresh key would prove nothing.
+func loadKeyring(path string, s *setup) (*receipts.Keyring, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -155,6 +152,14 @@ func loadKeyring(path, dir string) (*receipts.Keyring, error) {
 		}
 		return receipts.ParseKeyring(b)
 	}
+	if s.keyFile != "" {
+		signer, err := s.signer()
+		if err != nil {
+			return nil, err
+		}
+		return receipts.NewKeyring(signer.Public()), nil
+	}
+	dir := s.dir
 	if _, err := os.Stat(filepath.Join(dir, receipts.KeyFileName)); err != nil {
 		return nil, fmt.Errorf("no keyring: give --keyring FILE, or a --data directory holding %s: %w", receipts.KeyFileName, err)
 	}

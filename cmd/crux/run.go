@@ -225,6 +225,8 @@ func (*reportedError) Error() string { return "exit status 1" }
 type commonFlags struct {
 	data  string
 	agent string
+	store string
+	key   string
 }
 
 // newFlagSet returns a flag set for the command called name with the common
@@ -234,6 +236,8 @@ func newFlagSet(name string, cf *commonFlags) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cf.data, "data", "", "the data `directory`; the store is DIR/crux.db")
 	fs.StringVar(&cf.agent, "agent", "", "the agent `name` calling; named means authenticated")
+	fs.StringVar(&cf.store, "store", "", "a PostgreSQL store, postgres://`URL`; default DIR/crux.db")
+	fs.StringVar(&cf.key, "key", "", "the signing key `file`; default DIR/signing.key")
 	return fs
 }
 

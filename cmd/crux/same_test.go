@@ -19,7 +19,7 @@ import (
 func ownedHost(t testing.TB, env []string) (*host, *session) {
 	t.Helper()
 	dir := t.TempDir()
-	h, err := openHost(dir, nil)
+	h, err := openHost(context.Background(), &setup{dir: dir}, nil)
 	require.NoError(t, err)
 	own, err := owner.Join(context.Background(), dir, owner.Options{Open: func() (owner.Host, error) { return h, nil }})
 	require.NoError(t, err)

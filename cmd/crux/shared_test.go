@@ -63,27 +63,36 @@ type sharedVersion struct {
 	Value string `json:"value"`
 }
 
-// chainValues reads the history of (entity, "k") through cs and checks it
-// is one linear chain: versions n down to 1, each superseding the next
-// older, exactly one current. It returns the values.
+// chainValues reads the history of (entity, "k") through cs, page after
+// page, and checks it is one linear chain: versions n down to 1, each
+// superseding the next older, exactly one current. It returns the values.
 func chainValues(t *testing.T, ctx context.Context, cs *mcp.ClientSession, entity string) []string {
 	t.Helper()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history",
-		Arguments: map[string]any{"entity": entity, "key": "k", "limit": 1000}})
-	require.NoError(t, err)
-	require.False(t, res.IsError, "%+v", res.Content)
-	var h struct {
-		Versions   []sharedVersion `json:"versions"`
-		NextCursor string          `json:"next_cursor"`
+	var versions []sharedVersion
+	for cursor := ""; ; {
+		args := map[string]any{"entity": entity, "key": "k", "limit": 1000}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history", Arguments: args})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%+v", res.Content)
+		var h struct {
+			Versions   []sharedVersion `json:"versions"`
+			NextCursor string          `json:"next_cursor"`
+		}
+		require.NoError(t, json.Unmarshal(structuredJSON(t, res), &h))
+		versions = append(versions, h.Versions...)
+		if cursor = h.NextCursor; cursor == "" {
+			break
+		}
 	}
-	require.NoError(t, json.Unmarshal(structuredJSON(t, res), &h))
-	require.Empty(t, h.NextCursor, "a history of %s longer than one page", entity)
 	var values []string
 	current := 0
-	for i, v := range h.Versions {
-		assert.Equal(t, uint32(len(h.Versions)-i), v.Version, "%s: versions newest first, without gaps", entity)
-		if i+1 < len(h.Versions) {
-			assert.Equal(t, h.Versions[i+1].FactID, v.Supersedes, "%s v%d supersedes the version before it", entity, v.Version)
+	for i, v := range versions {
+		assert.Equal(t, uint32(len(versions)-i), v.Version, "%s: versions newest first, without gaps", entity)
+		if i+1 < len(versions) {
+			assert.Equal(t, versions[i+1].FactID, v.Supersedes, "%s v%d supersedes the version before it", entity, v.Version)
 		}
 		if v.SupersededBy == "" {
 			current++

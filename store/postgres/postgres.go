@@ -26,7 +26,7 @@
 // both make it current, and a tenant's receipt chain cannot fork. When
 // PostgreSQL aborts one of them (SQLSTATE 40001, serialization failure, or
 // 40P01, deadlock), Update runs fn again in a new transaction, after a
-// short random backoff, until it commits, ctx ends, or
+// random backoff growing to at most 64 ms, until it commits, ctx ends, or
 // [Options.MaxRetries] attempts have failed. fn may therefore run more
 // than once, which the store contract allows: crux's transaction
 // functions compute everything from what they read in the transaction
@@ -86,7 +86,8 @@ type Options struct {
 	// 10 s.
 	ConnectTimeout time.Duration
 	// MaxRetries bounds the attempts of one Update aborted by serialization
-	// failures or deadlocks. Zero means 100.
+	// failures or deadlocks. Zero means 1000 (with the backoff, over a
+	// minute of contention).
 	MaxRetries int
 }
 
@@ -123,7 +124,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		o.MaxConns = int32(max(4, 4*runtime.NumCPU()))
 	}
 	if o.MaxRetries == 0 {
-		o.MaxRetries = 100
+		o.MaxRetries = 1000
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -264,7 +265,9 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		if attempt >= db.maxRetries {
 			return fmt.Errorf("store/postgres: update aborted %d times by concurrent transactions: %w", attempt, err)
 		}
-		backoff := time.Duration(rand.Int64N(int64(min(attempt, 20)) * int64(time.Millisecond)))
+		// Full jitter, growing exponentially to at most 64 ms, so that
+		// transactions that keep colliding spread out.
+		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
