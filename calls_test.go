@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
@@ -331,4 +332,41 @@ func requireReadable(t testing.TB, srv *crux.Server, extra ...crux.Caller) {
 // because c's passport is revoked.
 func revokedAnswer(c crux.Caller, res *crux.Result) bool {
 	return len(res.Content) == 1 && strings.HasPrefix(res.Content[0].Text, "passport "+c.Agent+" was revoked at ")
+}
+
+// TestValidCallsRerun: every valid call gives the same answer, and leaves
+// the same number of records in each bucket, when each of its transaction
+// functions first runs in a transaction that is rolled back, as a backend
+// may run it (bbolt's group commit after a failure in the batch,
+// PostgreSQL after a serialization failure). So no transaction function
+// has an effect outside its transaction.
+func TestValidCallsRerun(t *testing.T) {
+	srv, swap, fs := fixtureRig(t)
+	shape := func(f *storetest.Faulty) map[string]int {
+		snap, err := f.Snapshot(context.Background())
+		require.NoError(t, err)
+		out := map[string]int{}
+		for b, kv := range snap {
+			out[b] = len(kv)
+		}
+		return out
+	}
+	for _, vc := range validCalls {
+		t.Run(vc.tool, func(t *testing.T) {
+			args := json.RawMessage(fs.fx.expand(vc.args))
+			once := fs.restore(t)
+			swap.set(once)
+			want, err := srv.CallTool(context.Background(), vc.caller, vc.tool, args)
+			require.NoError(t, err)
+
+			twice := fs.restore(t)
+			swap.set(storetest.Twice(twice))
+			got, err := srv.CallTool(context.Background(), vc.caller, vc.tool, args)
+			require.NoError(t, err)
+			require.Equal(t, want.IsError, got.IsError, "%v", got.Content)
+			assert.Equal(t, len(want.Content[0].Text), len(got.Content[0].Text), "the same answer, ids and times aside:\n%s\n%s",
+				want.Content[0].Text, got.Content[0].Text)
+			assert.Equal(t, shape(once), shape(twice), "the same records")
+		})
+	}
 }
