@@ -333,3 +333,14 @@ func (db *DB) Compact(ctx context.Context) error {
 	_, err := db.pool.Exec(ctx, "VACUUM kv")
 	return db.wrap(ctx, err)
 }
+
+// CountRowsHolding counts the rows of kv whose key or value contains b:
+// what an operator runs to check that a purged value is gone.
+func (db *DB) CountRowsHolding(ctx context.Context, b []byte) (int, error) {
+	if db.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	var n int
+	err := db.pool.QueryRow(ctx, "SELECT count(*) FROM kv WHERE position($1::bytea IN key) > 0 OR position($1::bytea IN value) > 0", b).Scan(&n)
+	return n, db.wrap(ctx, err)
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux/store"
@@ -33,6 +34,12 @@ func testDSN(t testing.TB) string {
 // openTest opens a store in a schema of its own, dropped when the test
 // ends, so test runs do not see each other.
 func openTest(t testing.TB, opts *postgres.Options) *postgres.DB {
+	db, _ := openSchema(t, opts)
+	return db
+}
+
+// openSchema is openTest, also returning the schema's name.
+func openSchema(t testing.TB, opts *postgres.Options) (*postgres.DB, string) {
 	t.Helper()
 	dsn := testDSN(t)
 	var b [6]byte
@@ -57,9 +64,36 @@ func openTest(t testing.TB, opts *postgres.Options) *postgres.DB {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})
-	return db
+	return db, schema
 }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Backend { return openTest(t, nil) })
+}
+
+// Opening runs each migration once: a second Open of the same schema, and
+// two Opens at once, find them applied.
+func TestMigrationsOnce(t *testing.T) {
+	first, schema := openSchema(t, nil)
+	first.Close()
+	dsn := testDSN(t)
+	conn, err := pgx.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			db, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema})
+			if err == nil {
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	var n int
+	require.NoError(t, conn.QueryRow(context.Background(),
+		"SELECT count(*) FROM "+pgx.Identifier{schema, "crux_migrations"}.Sanitize()).Scan(&n))
+	assert.Equal(t, 1, n, "one migration, recorded once")
 }
