@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/postgres"
+	"github.com/crux-go/crux/tools"
+)
+
+// The core's benchmarks on PostgreSQL, beside the bbolt ones of
+// bench_test.go: run both in one go test invocation to compare them.
+//
+//	CRUX_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test \
+//	CRUX_BENCH_PG_FACTS=100000 go test -run '^$' -bench 'StoreFact|QueryFactsByKeyword|Postgres' ./bench
+//
+// They skip without CRUX_TEST_POSTGRES. The query corpus has
+// $CRUX_BENCH_PG_FACTS facts (default 10,000, so that a one-iteration run
+// stays short; filling 100,000 takes a few minutes).
+
+// pgStore opens a store in a fresh schema of the benchmark database,
+// dropped at the end.
+func pgStore(b *testing.B) *postgres.DB {
+	b.Helper()
+	dsn := os.Getenv("CRUX_TEST_POSTGRES")
+	if dsn == "" {
+		b.Skip("CRUX_TEST_POSTGRES is not set")
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	schema := "crux_bench_" + hex.EncodeToString(r[:])
+	db, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		db.Close()
+		if conn, err := pgx.Connect(context.Background(), dsn); err == nil {
+			conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+			conn.Close(context.Background())
+		}
+	})
+	return db
+}
+
+func pgServer(b *testing.B, db store.Backend) *crux.Server {
+	b.Helper()
+	srv, err := crux.NewServer(db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv
+}
+
+// BenchmarkPostgresStoreFactSequential: one caller, each store_fact
+// committed before the next starts.
+func BenchmarkPostgresStoreFactSequential(b *testing.B) {
+	srv := pgServer(b, pgStore(b))
+	i := 0
+	start := time.Now()
+	for b.Loop() {
+		mustCall(b, srv, "store_fact", storeArgs(i))
+		i++
+	}
+	b.ReportMetric(float64(i)/time.Since(start).Seconds(), "facts/s")
+}
+
+// BenchmarkPostgresStoreFact32Concurrent: 32 callers writing at once, each
+// in its own serializable transaction.
+func BenchmarkPostgresStoreFact32Concurrent(b *testing.B) {
+	srv := pgServer(b, pgStore(b))
+	var n atomic.Int64
+	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			mustCall(b, srv, "store_fact", storeArgs(int(n.Add(1))))
+		}
+	})
+	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "facts/s")
+}
+
+// BenchmarkPostgresQueryFactsByKeyword: as BenchmarkQueryFactsByKeyword,
+// over a PostgreSQL store of $CRUX_BENCH_PG_FACTS facts.
+func BenchmarkPostgresQueryFactsByKeyword(b *testing.B) {
+	n := 10_000
+	if v := os.Getenv("CRUX_BENCH_PG_FACTS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 100 {
+			b.Fatalf("CRUX_BENCH_PG_FACTS=%q: want a number of at least 100", v)
+		}
+	}
+	b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
+		db := pgStore(b)
+		now := time.Now()
+		for from := 0; from < n; from += 1000 {
+			if err := db.Update(context.Background(), func(tx store.Tx) error {
+				for i := from; i < min(n, from+1000); i++ {
+					if _, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tools.DefaultTenant},
+						Entity: fmt.Sprintf("entity:%d", i/10), Key: fmt.Sprintf("k%d", i%10),
+						Value:      fmt.Sprintf("note %d about topic%04d and widget%d", i, i%(n/100), i%5000),
+						Confidence: float64(i%100) / 100, Now: now.Add(-time.Duration(i) * time.Second),
+					}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		srv := pgServer(b, db)
+		var lat []time.Duration
+		i := 0
+		for b.Loop() {
+			t0 := time.Now()
+			mustCall(b, srv, "query_facts", fmt.Appendf(nil, `{"query":"topic%04d"}`, (i*7919)%(n/100)))
+			lat = append(lat, time.Since(t0))
+			i++
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	})
+}
