@@ -97,3 +97,27 @@ func TestMigrationsOnce(t *testing.T) {
 		"SELECT count(*) FROM "+pgx.Identifier{schema, "crux_migrations"}.Sanitize()).Scan(&n))
 	assert.Equal(t, 1, n, "one migration, recorded once")
 }
+
+// ScanFrom starts inside the prefix, at the first key not less than from.
+func TestScanFrom(t *testing.T) {
+	db := openTest(t, nil)
+	ctx := context.Background()
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		for _, k := range []string{"a1", "a2", "a3", "b1"} {
+			if err := tx.Put("b", []byte(k), []byte(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var got []string
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		return tx.(interface {
+			ScanFrom(bucket string, prefix, from []byte, fn func(key, value []byte) error) error
+		}).ScanFrom("b", []byte("a"), []byte("a2"), func(k, _ []byte) error {
+			got = append(got, string(k))
+			return nil
+		})
+	}))
+	assert.Equal(t, []string{"a2", "a3"}, got)
+}

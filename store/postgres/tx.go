@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -152,6 +153,31 @@ func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value
 	if len(lo) == 0 {
 		lo, hi = []byte{}, nil
 	}
+	return t.scanRange(bucket, lo, hi, reverse, fn)
+}
+
+// ScanFrom visits the keys of bucket starting with prefix that are not
+// less than from, in ascending order, seeking to from (store.Seeker).
+func (t *tx) ScanFrom(bucket string, prefix, from []byte, fn func(key, value []byte) error) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if bucket == "" {
+		return store.ErrEmptyKey
+	}
+	lo, hi := prefix, successor(prefix)
+	if len(prefix) == 0 {
+		hi = nil
+	}
+	if bytes.Compare(from, lo) > 0 {
+		lo = from
+	}
+	return t.scanRange(bucket, lo, hi, false, fn)
+}
+
+// scanRange visits the keys of bucket in [lo, hi) (hi nil: no upper
+// bound), a page at a time.
+func (t *tx) scanRange(bucket string, lo, hi []byte, reverse bool, fn func(key, value []byte) error) error {
 	for {
 		page, err := t.page(bucket, lo, hi, reverse)
 		if err != nil {
