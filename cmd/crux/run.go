@@ -107,6 +107,11 @@ Flags:
 
   --data DIR    the data directory; the store is DIR/crux.db
   --agent NAME  the agent calling; named means authenticated, else anonymous
+  --store URL   a PostgreSQL store, postgres://..., instead of DIR/crux.db:
+                every process (on any machine) opens the database itself,
+                and the data directory holds only the signing key
+  --key FILE    the signing key (a key file as DIR/signing.key); default
+                DIR/signing.key, created once
   --tenant T    the tenant whose receipt chain verify chain and receipts
                 list read (default: default, the tenant of the command's calls)
 
@@ -128,6 +133,7 @@ Environment:
   XDG_DATA_HOME   without either, the data directory is $XDG_DATA_HOME/crux,
                   else ~/.local/share/crux (created with mode 0700)
   CRUX_AGENT      the agent when --agent is not given
+  CRUX_STORE      the store when --store is not given
   feature flags:  see ` + "`go doc github.com/crux-go/crux Flags`" + `
 
 Exit status: 0 on success, 1 on an error, 2 on a usage error.
