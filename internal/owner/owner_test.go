@@ -203,10 +203,15 @@ func TestHandOverLosesNothing(t *testing.T) {
 	}
 	require.NoError(t, <-held)
 	require.NoError(t, <-closed)
+	// Whatever a answered before its goodbye, the next operation finds no
+	// owner but b itself.
+	res, err := b.Do(ctx, "echo", json.RawMessage(`"after"`))
+	require.NoError(t, err)
+	assert.Equal(t, "b", by(t, res))
 	assert.True(t, b.Owner(), "b took over")
 
 	runs := st.runs()
-	assert.Len(t, runs, 41, "every operation ran once: %v", runs)
+	assert.Len(t, runs, 42, "every operation ran once: %v", runs)
 	seen := map[string]int{}
 	for _, r := range runs {
 		seen[r]++
