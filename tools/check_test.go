@@ -538,3 +538,37 @@ func (g *generator) encode(v any) string {
 	enc(v)
 	return b.String()
 }
+
+// BenchmarkArguments compares checking and decoding typical arguments of
+// the hot tools in one pass with the reference (decoded three times,
+// validated by the schema library).
+func BenchmarkArguments(b *testing.B) {
+	s, err := NewSet(All())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct{ tool, args string }{
+		{"store_fact", `{"entity":"project:42","key":"k3","value":"value 42 of the durable write benchmark","confidence":0.9}`},
+		{"query_facts", `{"query":"topic0042","top_k":10}`},
+	}
+	for _, c := range cases {
+		i := s.byName[c.tool]
+		args := json.RawMessage(c.args)
+		b.Run(c.tool+"/one-pass", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := onePass(s, i, args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.tool+"/reference", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := referenceArguments(c.tool, s.schema[i], s.tools[i].run.args, args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
