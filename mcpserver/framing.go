@@ -58,10 +58,12 @@ const (
 // until every call it passed on has been answered.
 
 // A framer is the input and output of a StdioTransport between the guard
-// and the SDK's transport: a goroutine (pump) reads lines from in and
-// checks each one, answers a bad line itself on out, and hands good ones
-// to the SDK, which reads them through Read and writes its replies through
-// framerWriter. Every write to out is one whole line, under wmu.
+// and the SDK: a goroutine (pump) reads lines from in and checks each one,
+// answers a bad line itself on out, and hands good ones on, decoded, to
+// the SDK, which reads them through framerConn (next) and writes its
+// replies through it. Read and framerWriter offer the same lines as a
+// byte stream, as the SDK's own IOTransport would read them. Every write
+// to out is one whole line, under wmu.
 type framer struct {
 	in      io.ReadCloser
 	out     io.Writer
@@ -69,7 +71,7 @@ type framer struct {
 
 	wmu sync.Mutex // serialises writes to out, one line each
 
-	lines     chan []byte   // good lines, newline-terminated, for Read
+	lines     chan inbound  // good lines, for Read and next
 	ended     chan struct{} // closed when no line will come any more
 	endOnce   sync.Once
 	closedCh  chan struct{} // closed by Close
@@ -94,12 +96,20 @@ type framer struct {
 	cur []byte // the rest of the line Read is handing out (SDK goroutine only)
 }
 
+// inbound is a line the framer passes on: its text, newline-terminated,
+// and the message the SDK's decoder (jsonrpc.DecodeMessage) made of it
+// when check read it.
+type inbound struct {
+	line []byte
+	msg  jsonrpc.Message
+}
+
 func newFramer(in io.ReadCloser, out io.Writer) *framer {
 	f := &framer{
 		in:       in,
 		out:      out,
 		maxLine:  maxLineLength,
-		lines:    make(chan []byte),
+		lines:    make(chan inbound),
 		ended:    make(chan struct{}),
 		closedCh: make(chan struct{}),
 		logger:   slog.New(slog.DiscardHandler),
@@ -242,15 +252,15 @@ func (f *framer) endInput(err error) {
 	f.endLocked()
 }
 
-// Read hands the SDK the good lines, one at a time. At the end of the input
-// it waits until every call handed on has been answered (or the output has
-// failed, or the framer is closed), then returns io.EOF, or the error that
-// ended the input.
+// Read hands out the good lines as a byte stream, one at a time. At the
+// end of the input it waits until every call handed on has been answered
+// (or the output has failed, or the framer is closed), then returns
+// io.EOF, or the error that ended the input.
 func (f *framer) Read(p []byte) (int, error) {
 	if len(f.cur) == 0 {
 		select {
-		case line := <-f.lines:
-			f.cur = line
+		case in := <-f.lines:
+			f.cur = in.line
 		case <-f.ended:
 			return 0, f.drain()
 		case <-f.closedCh:
@@ -260,6 +270,22 @@ func (f *framer) Read(p []byte) (int, error) {
 	n := copy(p, f.cur)
 	f.cur = f.cur[n:]
 	return n, nil
+}
+
+// next returns the next message passed on, decoded: what the connection
+// of a StdioTransport reads. At the end of the input it waits as Read
+// does, and returns its error.
+func (f *framer) next(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case in := <-f.lines:
+		return in.msg, nil
+	case <-f.ended:
+		return nil, f.drain()
+	case <-f.closedCh:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // drain waits until no call handed on is unanswered, the output has
@@ -313,11 +339,11 @@ func (f *framer) handle(line []byte) {
 			f.pending[v.id] = true
 			f.mu.Unlock()
 		}
-		msg := make([]byte, len(line)+1)
-		copy(msg, line)
-		msg[len(line)] = '\n'
+		text := make([]byte, len(line)+1)
+		copy(text, line)
+		text[len(line)] = '\n'
 		select {
-		case f.lines <- msg:
+		case f.lines <- inbound{line: text, msg: v.msg}:
 			f.mu.Lock()
 			f.passed++
 			f.mu.Unlock()
@@ -374,14 +400,20 @@ type framerWriter struct{ f *framer }
 
 func (w framerWriter) Write(p []byte) (int, error) {
 	if id, ok := replyID(p); ok {
-		w.f.mu.Lock()
-		if w.f.pending[id] {
-			delete(w.f.pending, id)
-			w.f.cond.Broadcast()
-		}
-		w.f.mu.Unlock()
+		w.f.replied(id)
 	}
 	return w.f.writeLine(p)
+}
+
+// replied clears id (int64 or string) from the pending calls: its reply
+// is about to be written.
+func (f *framer) replied(id any) {
+	f.mu.Lock()
+	if f.pending[id] {
+		delete(f.pending, id)
+		f.cond.Broadcast()
+	}
+	f.mu.Unlock()
 }
 
 // Close does nothing: the transport does not own the output.
@@ -461,10 +493,11 @@ const (
 // A verdict is check's decision on a line.
 type verdict struct {
 	outcome int
-	call    bool   // pass: a request with an id, which the SDK will answer
-	id      any    // pass: the id of the call (int64 or string)
-	reply   []byte // answer: the reply, without newline
-	reason  string // drop: why
+	call    bool            // pass: a request with an id, which the SDK will answer
+	id      any             // pass: the id of the call (int64 or string)
+	msg     jsonrpc.Message // pass: the message, as the SDK decodes it
+	reply   []byte          // answer: the reply, without newline
+	reason  string          // drop: why
 }
 
 // message holds the members of a JSON-RPC message object that check reads.
@@ -543,9 +576,9 @@ func check(line []byte) verdict {
 		return answerWith(id, jsonrpc.CodeInvalidRequest, "Invalid Request: the message cannot be read unambiguously")
 	}
 	if !req.ID.IsValid() {
-		return verdict{outcome: outcomePass}
+		return verdict{outcome: outcomePass, msg: req}
 	}
-	return verdict{outcome: outcomePass, call: true, id: req.ID.Raw()}
+	return verdict{outcome: outcomePass, call: true, id: req.ID.Raw(), msg: req}
 }
 
 // checkResponse decides on a response of the client: passed on when the
@@ -569,7 +602,7 @@ func checkResponse(line []byte, m message) verdict {
 	if resp, ok := msg.(*jsonrpc.Response); !ok || resp.ID.Raw() != idValue(m.id) {
 		return verdict{outcome: outcomeDrop, reason: "the message cannot be read unambiguously"}
 	}
-	return verdict{outcome: outcomePass}
+	return verdict{outcome: outcomePass, msg: msg}
 }
 
 // checkBatch answers a batch (see check).
@@ -842,16 +875,15 @@ func excerpt(line []byte) string {
 	return string(line)
 }
 
-// stdioTransport is the transport StdioTransport returns: the SDK's
-// IOTransport over a framer.
+// stdioTransport is the transport StdioTransport returns: a connection
+// over a framer.
 type stdioTransport struct{ f *framer }
 
 // errConnected is the error of a second Connect.
 var errConnected = errors.New("mcpserver: a StdioTransport connects only once")
 
-// Connect starts reading the input and returns the SDK's connection over
-// the framer. The SDK's own line limit is set above the framer's, which
-// answers longer lines before the SDK sees them.
+// Connect starts reading the input and returns the connection over the
+// framer.
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.f.mu.Lock()
 	connected := t.f.connected
@@ -861,13 +893,41 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, errConnected
 	}
 	t.f.start()
-	io := &mcp.IOTransport{Reader: t.f, Writer: framerWriter{t.f}, MaxLineLength: t.f.maxLine + sdkLineSlack}
-	return io.Connect(ctx)
+	return &framerConn{f: t.f}, nil
 }
 
-// sdkLineSlack is what the SDK's line limit allows beyond the framer's: the
-// newline, which the SDK counts, with room to spare.
-const sdkLineSlack = 1024
+// framerConn is the SDK's connection over a framer. It does what the SDK's
+// own newline-delimited connection (mcp.IOTransport) does, less the
+// decoding: the framer has checked each line with the SDK's decoder
+// already, and Read returns the message it made, so a message is decoded
+// once, not three times (the SDK's reader decodes each line with
+// json.Decoder, then twice more, each time zeroing a 32 KiB buffer).
+// Write encodes a message with the SDK's encoder and writes it as one
+// line; a reply clears its call from the framer's pending calls first.
+// Batches, which the SDK's connection also handles, never reach it: the
+// framer answers them.
+type framerConn struct{ f *framer }
+
+func (c *framerConn) Read(ctx context.Context) (jsonrpc.Message, error) { return c.f.next(ctx) }
+
+func (c *framerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		c.f.replied(resp.ID.Raw())
+	}
+	_, err = c.f.writeLine(append(data, '\n'))
+	return err
+}
+
+func (c *framerConn) Close() error { return c.f.Close() }
+
+func (c *framerConn) SessionID() string { return "" }
 
 // serve runs s over t until the input ends or ctx is done. When ctx is
 // done, the framer stops reading; the calls it has read run to completion
