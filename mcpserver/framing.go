@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -566,6 +568,12 @@ func check(line []byte) verdict {
 	if m.params != nil && m.params[0] != '{' && m.params[0] != '[' && string(m.params) != "null" {
 		return answerWith(id, jsonrpc.CodeInvalidRequest, `Invalid Request: "params" must be an object or an array`)
 	}
+	if req, ok := plainRequest(line, m); ok {
+		if !req.ID.IsValid() {
+			return verdict{outcome: outcomePass, msg: req}
+		}
+		return verdict{outcome: outcomePass, call: true, id: req.ID.Raw(), msg: req}
+	}
 	// The SDK must read the line as a request with the same id.
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
@@ -579,6 +587,32 @@ func check(line []byte) verdict {
 		return verdict{outcome: outcomePass, msg: req}
 	}
 	return verdict{outcome: outcomePass, call: true, id: req.ID.Raw(), msg: req}
+}
+
+// plainRequest builds the request of a line that check has found to be a
+// well-formed request, from the members it read, when the line is plain:
+// valid UTF-8, a method name without escapes and params that are not
+// null. For such a line it is the message jsonrpc.DecodeMessage returns
+// (a test holds them equal), without the SDK decoder's two passes, each of
+// which zeroes a 32 KiB buffer. For any other line it reports false, and
+// check asks the SDK's decoder.
+func plainRequest(line []byte, m message) (*jsonrpc.Request, bool) {
+	if !utf8.Valid(line) || bytes.IndexByte(m.method, '\\') >= 0 || string(m.params) == "null" {
+		return nil, false
+	}
+	req := &jsonrpc.Request{Method: string(m.method[1 : len(m.method)-1]), Params: m.params}
+	if m.id != nil {
+		var v any = idValue(m.id)
+		if n, ok := v.(int64); ok {
+			v = float64(n) // as the SDK's decoder reads a number; exact up to 2^53
+		}
+		id, err := jsonrpc.MakeID(v)
+		if err != nil {
+			return nil, false
+		}
+		req.ID = id
+	}
+	return req, true
 }
 
 // checkResponse decides on a response of the client: passed on when the
@@ -914,15 +948,42 @@ func (c *framerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	resp, _ := msg.(*jsonrpc.Response)
+	line, err := encodeLine(msg, resp)
 	if err != nil {
 		return err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+	if resp != nil && resp.ID.IsValid() {
 		c.f.replied(resp.ID.Raw())
 	}
-	_, err = c.f.writeLine(append(data, '\n'))
+	_, err = c.f.writeLine(line)
 	return err
+}
+
+// encodeLine is the line jsonrpc.EncodeMessage(msg) and a newline make. A
+// response with a result is written directly: the result compacted as the
+// SDK's encoder does (without HTML escaping), around it the members the
+// encoder writes, without its reflection over the message (a test holds
+// the two equal).
+func encodeLine(msg jsonrpc.Message, resp *jsonrpc.Response) ([]byte, error) {
+	if resp != nil && resp.Error == nil && resp.Result != nil && resp.ID.IsValid() {
+		if id, err := codec.MarshalNoEscape(resp.ID.Raw()); err == nil {
+			var b bytes.Buffer
+			b.Grow(len(`{"jsonrpc":"2.0","id":,"result":}`) + len(id) + len(resp.Result) + 1)
+			b.WriteString(`{"jsonrpc":"2.0","id":`)
+			b.Write(id)
+			b.WriteString(`,"result":`)
+			if json.Compact(&b, resp.Result) == nil {
+				b.WriteString("}\n")
+				return b.Bytes(), nil
+			}
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 func (c *framerConn) Close() error { return c.f.Close() }
