@@ -50,6 +50,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
@@ -451,11 +452,11 @@ func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 // jsonResult is a result whose text is v as JSON and whose structured
 // content is v.
 func jsonResult(v any) (*Result, error) {
-	b, err := json.Marshal(v)
+	text, err := codec.MarshalString(v)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Content: []Content{{Type: "text", Text: string(b)}}, StructuredContent: v}, nil
+	return &Result{Content: []Content{{Type: "text", Text: text}}, StructuredContent: v}, nil
 }
 
 // errorResult is a tool failure the model can read.
