@@ -961,22 +961,22 @@ func (c *framerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 // encodeLine is the line jsonrpc.EncodeMessage(msg) and a newline make. A
-// response with a result is written directly: the result compacted as the
-// SDK's encoder does (without HTML escaping), around it the members the
-// encoder writes, without its reflection over the message (a test holds
-// the two equal).
+// response with a result is written directly, the result spliced in as it
+// is between the members the encoder writes: the SDK marshals every result
+// with its own encoder (jsonrpc2.NewResponse), so it is compact and valid,
+// and the encoder's pass over it would change nothing (a test holds the
+// two equal). That pass costs more than the rest of the write: about 5 ns
+// a byte of the answer. A result holding a newline, which no compact
+// encoding does, goes through the encoder.
 func encodeLine(msg jsonrpc.Message, resp *jsonrpc.Response) ([]byte, error) {
-	if resp != nil && resp.Error == nil && resp.Result != nil && resp.ID.IsValid() {
+	if resp != nil && resp.Error == nil && len(resp.Result) > 0 && resp.ID.IsValid() && bytes.IndexByte(resp.Result, '\n') < 0 {
 		if id, err := codec.MarshalNoEscape(resp.ID.Raw()); err == nil {
-			var b bytes.Buffer
-			b.Grow(len(`{"jsonrpc":"2.0","id":,"result":}`) + len(id) + len(resp.Result) + 1)
-			b.WriteString(`{"jsonrpc":"2.0","id":`)
-			b.Write(id)
-			b.WriteString(`,"result":`)
-			if json.Compact(&b, resp.Result) == nil {
-				b.WriteString("}\n")
-				return b.Bytes(), nil
-			}
+			line := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(resp.Result)+1)
+			line = append(line, `{"jsonrpc":"2.0","id":`...)
+			line = append(line, id...)
+			line = append(line, `,"result":`...)
+			line = append(line, resp.Result...)
+			return append(line, "}\n"...), nil
 		}
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
