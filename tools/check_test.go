@@ -89,6 +89,10 @@ func onePass(s *Set, i int, args json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.run.decode == nil { // a tool built with New takes the JSON text
+		text, err := a.text()
+		return &text, err
+	}
 	return t.run.decode(a)
 }
 
