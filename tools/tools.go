@@ -32,6 +32,18 @@
 // rewritten or deleted, so the chain stays whole and every receipt
 // verifies.
 //
+// # Arguments
+//
+// A call's arguments are parsed once. A check compiled from the tool's
+// JSON Schema decides whether they pass; the schema library (the
+// reference) is consulted only for arguments the check refuses, and its
+// explanation is the -32602 the call gets, so the schema stays the
+// contract and every refusal reads as it always has. The argument struct
+// is then filled from the parsed tree, except for argument types that hold
+// raw JSON or decode themselves, which are decoded from the text. Tests
+// hold this path to the reference (parse, validate, decode again) over a
+// table, the fuzz corpus and arguments generated from every schema.
+//
 // A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
 // every JSON Schema in step with its argument struct.
 package tools
