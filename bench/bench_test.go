@@ -1,12 +1,19 @@
 // Package bench holds crux's end-to-end benchmarks: the cost of a call
 // through crux.Server, durable writes sequentially and from 32 concurrent
-// callers, and fact queries over a large store.
+// callers, fact queries over a large store, and store_fact and query_facts
+// over the stdio transport of crux serve (framing layer and SDK included,
+// through in-memory pipes).
 //
 //	go test -run '^$' -bench . -benchtime 2s ./bench
 //
-// Query benchmarks report p50-µs and p99-µs besides ns/op; write
+// Query and stdio benchmarks report p50-µs and p99-µs besides ns/op; write
 // benchmarks report facts/s. Writes use the production setting (fsync on
-// every commit).
+// every commit) unless a benchmark says sync=off.
+//
+// Beside the Go benchmarks: callpath.sh times a crux serve process of this
+// tree against an older crux (stdio-latency drives them), and
+// peer/mcp-peer-bench.mjs compares crux serve with the reference MCP memory
+// server; each script's header says how to run it.
 package bench
 
 import (

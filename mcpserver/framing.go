@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,10 +60,12 @@ const (
 // until every call it passed on has been answered.
 
 // A framer is the input and output of a StdioTransport between the guard
-// and the SDK's transport: a goroutine (pump) reads lines from in and
-// checks each one, answers a bad line itself on out, and hands good ones
-// to the SDK, which reads them through Read and writes its replies through
-// framerWriter. Every write to out is one whole line, under wmu.
+// and the SDK: a goroutine (pump) reads lines from in and checks each one,
+// answers a bad line itself on out, and hands good ones on, decoded, to
+// the SDK, which reads them through framerConn (next) and writes its
+// replies through it. Read and framerWriter offer the same lines as a
+// byte stream, as the SDK's own IOTransport would read them. Every write
+// to out is one whole line, under wmu.
 type framer struct {
 	in      io.ReadCloser
 	out     io.Writer
@@ -69,7 +73,7 @@ type framer struct {
 
 	wmu sync.Mutex // serialises writes to out, one line each
 
-	lines     chan []byte   // good lines, newline-terminated, for Read
+	lines     chan inbound  // good lines, for Read and next
 	ended     chan struct{} // closed when no line will come any more
 	endOnce   sync.Once
 	closedCh  chan struct{} // closed by Close
@@ -94,12 +98,20 @@ type framer struct {
 	cur []byte // the rest of the line Read is handing out (SDK goroutine only)
 }
 
+// inbound is a line the framer passes on: its text, newline-terminated,
+// and the message the SDK's decoder (jsonrpc.DecodeMessage) made of it
+// when check read it.
+type inbound struct {
+	line []byte
+	msg  jsonrpc.Message
+}
+
 func newFramer(in io.ReadCloser, out io.Writer) *framer {
 	f := &framer{
 		in:       in,
 		out:      out,
 		maxLine:  maxLineLength,
-		lines:    make(chan []byte),
+		lines:    make(chan inbound),
 		ended:    make(chan struct{}),
 		closedCh: make(chan struct{}),
 		logger:   slog.New(slog.DiscardHandler),
@@ -242,15 +254,15 @@ func (f *framer) endInput(err error) {
 	f.endLocked()
 }
 
-// Read hands the SDK the good lines, one at a time. At the end of the input
-// it waits until every call handed on has been answered (or the output has
-// failed, or the framer is closed), then returns io.EOF, or the error that
-// ended the input.
+// Read hands out the good lines as a byte stream, one at a time. At the
+// end of the input it waits until every call handed on has been answered
+// (or the output has failed, or the framer is closed), then returns
+// io.EOF, or the error that ended the input.
 func (f *framer) Read(p []byte) (int, error) {
 	if len(f.cur) == 0 {
 		select {
-		case line := <-f.lines:
-			f.cur = line
+		case in := <-f.lines:
+			f.cur = in.line
 		case <-f.ended:
 			return 0, f.drain()
 		case <-f.closedCh:
@@ -260,6 +272,22 @@ func (f *framer) Read(p []byte) (int, error) {
 	n := copy(p, f.cur)
 	f.cur = f.cur[n:]
 	return n, nil
+}
+
+// next returns the next message passed on, decoded: what the connection
+// of a StdioTransport reads. At the end of the input it waits as Read
+// does, and returns its error.
+func (f *framer) next(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case in := <-f.lines:
+		return in.msg, nil
+	case <-f.ended:
+		return nil, f.drain()
+	case <-f.closedCh:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // drain waits until no call handed on is unanswered, the output has
@@ -313,11 +341,11 @@ func (f *framer) handle(line []byte) {
 			f.pending[v.id] = true
 			f.mu.Unlock()
 		}
-		msg := make([]byte, len(line)+1)
-		copy(msg, line)
-		msg[len(line)] = '\n'
+		text := make([]byte, len(line)+1)
+		copy(text, line)
+		text[len(line)] = '\n'
 		select {
-		case f.lines <- msg:
+		case f.lines <- inbound{line: text, msg: v.msg}:
 			f.mu.Lock()
 			f.passed++
 			f.mu.Unlock()
@@ -374,14 +402,20 @@ type framerWriter struct{ f *framer }
 
 func (w framerWriter) Write(p []byte) (int, error) {
 	if id, ok := replyID(p); ok {
-		w.f.mu.Lock()
-		if w.f.pending[id] {
-			delete(w.f.pending, id)
-			w.f.cond.Broadcast()
-		}
-		w.f.mu.Unlock()
+		w.f.replied(id)
 	}
 	return w.f.writeLine(p)
+}
+
+// replied clears id (int64 or string) from the pending calls: its reply
+// is about to be written.
+func (f *framer) replied(id any) {
+	f.mu.Lock()
+	if f.pending[id] {
+		delete(f.pending, id)
+		f.cond.Broadcast()
+	}
+	f.mu.Unlock()
 }
 
 // Close does nothing: the transport does not own the output.
@@ -461,10 +495,11 @@ const (
 // A verdict is check's decision on a line.
 type verdict struct {
 	outcome int
-	call    bool   // pass: a request with an id, which the SDK will answer
-	id      any    // pass: the id of the call (int64 or string)
-	reply   []byte // answer: the reply, without newline
-	reason  string // drop: why
+	call    bool            // pass: a request with an id, which the SDK will answer
+	id      any             // pass: the id of the call (int64 or string)
+	msg     jsonrpc.Message // pass: the message, as the SDK decodes it
+	reply   []byte          // answer: the reply, without newline
+	reason  string          // drop: why
 }
 
 // message holds the members of a JSON-RPC message object that check reads.
@@ -533,6 +568,12 @@ func check(line []byte) verdict {
 	if m.params != nil && m.params[0] != '{' && m.params[0] != '[' && string(m.params) != "null" {
 		return answerWith(id, jsonrpc.CodeInvalidRequest, `Invalid Request: "params" must be an object or an array`)
 	}
+	if req, ok := plainRequest(line, m); ok {
+		if !req.ID.IsValid() {
+			return verdict{outcome: outcomePass, msg: req}
+		}
+		return verdict{outcome: outcomePass, call: true, id: req.ID.Raw(), msg: req}
+	}
 	// The SDK must read the line as a request with the same id.
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
@@ -543,9 +584,35 @@ func check(line []byte) verdict {
 		return answerWith(id, jsonrpc.CodeInvalidRequest, "Invalid Request: the message cannot be read unambiguously")
 	}
 	if !req.ID.IsValid() {
-		return verdict{outcome: outcomePass}
+		return verdict{outcome: outcomePass, msg: req}
 	}
-	return verdict{outcome: outcomePass, call: true, id: req.ID.Raw()}
+	return verdict{outcome: outcomePass, call: true, id: req.ID.Raw(), msg: req}
+}
+
+// plainRequest builds the request of a line that check has found to be a
+// well-formed request, from the members it read, when the line is plain:
+// valid UTF-8, a method name without escapes and params that are not
+// null. For such a line it is the message jsonrpc.DecodeMessage returns
+// (a test holds them equal), without the SDK decoder's two passes, each of
+// which zeroes a 32 KiB buffer. For any other line it reports false, and
+// check asks the SDK's decoder.
+func plainRequest(line []byte, m message) (*jsonrpc.Request, bool) {
+	if !utf8.Valid(line) || bytes.IndexByte(m.method, '\\') >= 0 || string(m.params) == "null" {
+		return nil, false
+	}
+	req := &jsonrpc.Request{Method: string(m.method[1 : len(m.method)-1]), Params: m.params}
+	if m.id != nil {
+		var v any = idValue(m.id)
+		if n, ok := v.(int64); ok {
+			v = float64(n) // as the SDK's decoder reads a number; exact up to 2^53
+		}
+		id, err := jsonrpc.MakeID(v)
+		if err != nil {
+			return nil, false
+		}
+		req.ID = id
+	}
+	return req, true
 }
 
 // checkResponse decides on a response of the client: passed on when the
@@ -569,7 +636,7 @@ func checkResponse(line []byte, m message) verdict {
 	if resp, ok := msg.(*jsonrpc.Response); !ok || resp.ID.Raw() != idValue(m.id) {
 		return verdict{outcome: outcomeDrop, reason: "the message cannot be read unambiguously"}
 	}
-	return verdict{outcome: outcomePass}
+	return verdict{outcome: outcomePass, msg: msg}
 }
 
 // checkBatch answers a batch (see check).
@@ -842,16 +909,15 @@ func excerpt(line []byte) string {
 	return string(line)
 }
 
-// stdioTransport is the transport StdioTransport returns: the SDK's
-// IOTransport over a framer.
+// stdioTransport is the transport StdioTransport returns: a connection
+// over a framer.
 type stdioTransport struct{ f *framer }
 
 // errConnected is the error of a second Connect.
 var errConnected = errors.New("mcpserver: a StdioTransport connects only once")
 
-// Connect starts reading the input and returns the SDK's connection over
-// the framer. The SDK's own line limit is set above the framer's, which
-// answers longer lines before the SDK sees them.
+// Connect starts reading the input and returns the connection over the
+// framer.
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.f.mu.Lock()
 	connected := t.f.connected
@@ -861,13 +927,68 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, errConnected
 	}
 	t.f.start()
-	io := &mcp.IOTransport{Reader: t.f, Writer: framerWriter{t.f}, MaxLineLength: t.f.maxLine + sdkLineSlack}
-	return io.Connect(ctx)
+	return &framerConn{f: t.f}, nil
 }
 
-// sdkLineSlack is what the SDK's line limit allows beyond the framer's: the
-// newline, which the SDK counts, with room to spare.
-const sdkLineSlack = 1024
+// framerConn is the SDK's connection over a framer. It does what the SDK's
+// own newline-delimited connection (mcp.IOTransport) does, less the
+// decoding: the framer has checked each line with the SDK's decoder
+// already, and Read returns the message it made, so a message is decoded
+// once, not three times (the SDK's reader decodes each line with
+// json.Decoder, then twice more, each time zeroing a 32 KiB buffer).
+// Write encodes a message with the SDK's encoder and writes it as one
+// line; a reply clears its call from the framer's pending calls first.
+// Batches, which the SDK's connection also handles, never reach it: the
+// framer answers them.
+type framerConn struct{ f *framer }
+
+func (c *framerConn) Read(ctx context.Context) (jsonrpc.Message, error) { return c.f.next(ctx) }
+
+func (c *framerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	resp, _ := msg.(*jsonrpc.Response)
+	line, err := encodeLine(msg, resp)
+	if err != nil {
+		return err
+	}
+	if resp != nil && resp.ID.IsValid() {
+		c.f.replied(resp.ID.Raw())
+	}
+	_, err = c.f.writeLine(line)
+	return err
+}
+
+// encodeLine is the line jsonrpc.EncodeMessage(msg) and a newline make. A
+// response with a result is written directly, the result spliced in as it
+// is between the members the encoder writes: the SDK marshals every result
+// with its own encoder (jsonrpc2.NewResponse), so it is compact and valid,
+// and the encoder's pass over it would change nothing (a test holds the
+// two equal). That pass costs more than the rest of the write: about 5 ns
+// a byte of the answer. A result holding a newline, which no compact
+// encoding does, goes through the encoder.
+func encodeLine(msg jsonrpc.Message, resp *jsonrpc.Response) ([]byte, error) {
+	if resp != nil && resp.Error == nil && len(resp.Result) > 0 && resp.ID.IsValid() && bytes.IndexByte(resp.Result, '\n') < 0 {
+		if id, err := codec.MarshalNoEscape(resp.ID.Raw()); err == nil {
+			line := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(resp.Result)+1)
+			line = append(line, `{"jsonrpc":"2.0","id":`...)
+			line = append(line, id...)
+			line = append(line, `,"result":`...)
+			line = append(line, resp.Result...)
+			return append(line, "}\n"...), nil
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+func (c *framerConn) Close() error { return c.f.Close() }
+
+func (c *framerConn) SessionID() string { return "" }
 
 // serve runs s over t until the input ends or ctx is done. When ctx is
 // done, the framer stops reading; the calls it has read run to completion

@@ -682,6 +682,9 @@ func FuzzFraming(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const final = `{"jsonrpc":"2.0","id":"fuzz-final","method":"ping"}`
 		input := append(append(bytes.Clone(data), '\n'), final+"\n"...)
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			requireSDKMessage(t, l) // what is passed on is the SDK decoder's message
+		}
 		fr, out, msgs := runFramer(t, input, fuzzMaxLine)
 
 		want := 0

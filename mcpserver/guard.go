@@ -21,8 +21,10 @@ const (
 )
 
 // StdioTransport returns the transport of [ServeStdio] and of the crux
-// command: newline-delimited JSON-RPC, read from r and written to w, on
-// the SDK's [mcp.IOTransport], with two layers in front of it.
+// command: newline-delimited JSON-RPC, read from r and written to w, as
+// the SDK's [mcp.IOTransport] reads and writes it (with the SDK's own
+// message encoding, each message decoded once), with two layers in front
+// of it.
 //
 // The framing layer checks every line before the SDK reads it: a line that
 // is not one well-formed JSON-RPC message is answered with -32700 or

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
 )
 
@@ -271,7 +271,7 @@ func queryFacts() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := queryFactsOut{Rows: []factRow{}, FilteredBelowThreshold: res.BelowFloor}
+			out := queryFactsOut{Rows: make([]factRow, 0, len(res.Facts)), FilteredBelowThreshold: res.BelowFloor}
 			b := budget{Limit: in.TokenBudget}
 			for _, r := range res.Facts {
 				row := newFactRow(r, now)
@@ -342,8 +342,7 @@ func (b *budget) take(cost int) bool {
 // rowTokens is the token estimate of one row as it is sent: its JSON
 // length divided by four, at least 1.
 func rowTokens(v any) int {
-	b, _ := json.Marshal(v)
-	return max(1, len(b)/4)
+	return max(1, codec.MarshalledLen(v)/4)
 }
 
 // ---- delete_fact ----

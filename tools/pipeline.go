@@ -79,11 +79,11 @@ func (s *Set) call(ctx context.Context, env *Env, c Caller, i int, args json.Raw
 			return res, err
 		}
 	}
-	args, err := checkArguments(t.Name, s.schema[i], args)
+	a, err := checkArguments(t.Name, s.schema[i], s.check[i], args)
 	if err != nil {
 		return nil, err
 	}
-	return t.run.call(ctx, env, c, args)
+	return t.run.call(ctx, env, c, a)
 }
 
 // RefusalWindow is how long identical refusals share one stored receipt.

@@ -40,6 +40,9 @@ type Set struct {
 	tools  []*Tool
 	byName map[string]int
 	schema []*jsonschema.Schema
+	// check holds each schema compiled for checkArguments' fast path
+	// (see check.go); nil for a schema it cannot compile.
+	check []*check
 }
 
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
@@ -58,29 +61,33 @@ func NewSet(ts []*Tool) (*Set, error) {
 		if strings.TrimSpace(t.Description) == "" || t.run.call == nil {
 			return nil, fmt.Errorf("tools: %s: missing description or handler", t.Name)
 		}
-		sch, err := compileSchema(t)
+		sch, chk, err := compileSchema(t)
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 		}
 		s.byName[t.Name] = i
 		s.schema = append(s.schema, sch)
+		s.check = append(s.check, chk)
 	}
 	return s, nil
 }
 
 // compileSchema compiles t's schema, with the common arguments added to the
-// properties it accepts.
-func compileSchema(t *Tool) (*jsonschema.Schema, error) {
+// properties it accepts: for the schema library, and as the fast check of
+// check.go (nil when the schema uses a keyword the check does not know).
+func compileSchema(t *Tool) (*jsonschema.Schema, *check, error) {
 	var doc map[string]any
-	if err := json.Unmarshal(t.schema, &doc); err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(t.schema))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, nil, fmt.Errorf("schema: %w", err)
 	}
 	if doc["type"] != "object" {
-		return nil, errors.New(`schema: type must be "object"`)
+		return nil, nil, errors.New(`schema: type must be "object"`)
 	}
 	props, ok := doc["properties"].(map[string]any)
 	if !ok {
-		return nil, errors.New("schema: properties must be an object")
+		return nil, nil, errors.New("schema: properties must be an object")
 	}
 	for _, name := range commonArguments {
 		if _, ok := props[name]; !ok {
@@ -89,16 +96,24 @@ func compileSchema(t *Tool) (*jsonschema.Schema, error) {
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
 	url := "crux:///tools/" + t.Name + ".json"
 	if err := c.AddResource(url, bytes.NewReader(b)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c.Compile(url)
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	chk, err := compileCheck(doc)
+	if err != nil {
+		chk = nil // the library alone validates this tool's arguments
+	}
+	return sch, chk, nil
 }
 
 // Tools returns the tools in order.
@@ -113,9 +128,35 @@ func (s *Set) Lookup(name string) (*Tool, bool) {
 	return s.tools[i], true
 }
 
-// checkArguments applies the size and encoding limits and the schema. It
-// returns the arguments to decode ("{}" when none were given).
-func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (json.RawMessage, error) {
+// arguments are a call's arguments once checkArguments has passed them:
+// the JSON text, and the tree it was decoded into, once.
+type arguments struct {
+	// raw is the text as given, trimmed; "{}" when none was given.
+	raw json.RawMessage
+	// doc is raw decoded with UseNumber, whole numbers written with a
+	// fraction or an exponent rewritten as integers (see integral).
+	doc map[string]any
+	// rewritten reports whether integral rewrote a number of doc, so that
+	// raw no longer says what doc does.
+	rewritten bool
+}
+
+// text returns the arguments as JSON text that says what doc does: raw,
+// or doc marshalled again when a whole number was rewritten (JSON Schema
+// counts 5.0 as an integer; Go's decoder does not, so 5.0 is said as 5 for
+// what the schema accepts to decode).
+func (a *arguments) text() (json.RawMessage, error) {
+	if !a.rewritten {
+		return a.raw, nil
+	}
+	return json.Marshal(a.doc)
+}
+
+// checkArguments applies the size and encoding limits and the schema, on
+// the arguments decoded once. The compiled check chk (nil for none) decides
+// quickly whether they pass; if it says they do not, or there is none, the
+// schema library decides and explains (see check.go).
+func checkArguments(tool string, sch *jsonschema.Schema, chk *check, args json.RawMessage) (*arguments, error) {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = json.RawMessage("{}")
@@ -126,29 +167,23 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 	if nesting(args) > MaxDepth {
 		return nil, invalidParams(tool, "arguments", fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 	}
-	var props map[string]json.RawMessage
-	if err := json.Unmarshal(args, &props); err != nil || props == nil {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil || doc == nil || dec.InputOffset() != int64(len(args)) {
 		return nil, invalidParams(tool, "arguments", "must be a JSON object")
 	}
 	if !utf8.Valid(args) || loneSurrogate(args) {
+		var props map[string]json.RawMessage
+		_ = json.Unmarshal(args, &props)
 		return nil, invalidParams(tool, badTextPath(props), "is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var doc any
-	var err error
-	if err = dec.Decode(&doc); err != nil {
-		return nil, invalidParams(tool, "arguments", "must be a JSON object")
 	}
 	if path, reason := checkValues(doc, ""); path != "" {
 		return nil, invalidParams(tool, path, reason)
 	}
-	if integral(doc) {
-		// JSON Schema counts 5.0 as an integer; Go's decoder does not. Say
-		// 5.0 as 5 so that what the schema accepts decodes.
-		if args, err = json.Marshal(doc); err != nil {
-			return nil, invalidParams(tool, "arguments", err.Error())
-		}
+	a := &arguments{raw: args, doc: doc, rewritten: integral(doc)}
+	if chk != nil && chk.valid(doc) {
+		return a, nil
 	}
 	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
@@ -158,7 +193,7 @@ func checkArguments(tool string, sch *jsonschema.Schema, args json.RawMessage) (
 		}
 		return nil, invalidParams(tool, "arguments", err.Error())
 	}
-	return args, nil
+	return a, nil
 }
 
 // nesting returns how deeply objects and arrays nest in the JSON text b

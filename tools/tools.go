@@ -32,6 +32,18 @@
 // rewritten or deleted, so the chain stays whole and every receipt
 // verifies.
 //
+// # Arguments
+//
+// A call's arguments are parsed once. A check compiled from the tool's
+// JSON Schema decides whether they pass; the schema library (the
+// reference) is consulted only for arguments the check refuses, and its
+// explanation is the -32602 the call gets, so the schema stays the
+// contract and every refusal reads as it always has. The argument struct
+// is then filled from the parsed tree, except for argument types that hold
+// raw JSON or decode themselves, which are decoded from the text. Tests
+// hold this path to the reference (parse, validate, decode again) over a
+// table, the fuzz corpus and arguments generated from every schema.
+//
 // A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
 // every JSON Schema in step with its argument struct.
 package tools
@@ -50,6 +62,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
@@ -317,11 +330,17 @@ func (e *Env) capabilityCall(name string) rcx.Call {
 
 // handler is a tool's implementation after argument checking.
 type handler struct {
-	call func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)
+	call func(ctx context.Context, env *Env, c Caller, args *arguments) (*Result, error)
 	// args is the type the arguments decode into (a struct, or
 	// json.RawMessage for a tool built with New); a test keeps each
 	// schema in step with it.
 	args reflect.Type
+	// decode decodes checked arguments into a new value of type args,
+	// returned as a pointer (nil for a tool built with New).
+	decode func(a *arguments) (any, error)
+	// tree reports whether decode fills the struct from the decoded tree
+	// (see treeDecoder) rather than decoding the JSON text again.
+	tree bool
 }
 
 // Tool describes one tool. Its fields are fixed at construction.
@@ -350,8 +369,19 @@ type Tool struct {
 // that passed it, as JSON.
 func New(name, description string, schema json.RawMessage, ann Annotations,
 	run func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)) *Tool {
+	if run == nil {
+		return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
+			run: handler{args: reflect.TypeFor[json.RawMessage]()}}
+	}
+	call := func(ctx context.Context, env *Env, c Caller, a *arguments) (*Result, error) {
+		args, err := a.text()
+		if err != nil {
+			return nil, invalidParams(name, "arguments", err.Error())
+		}
+		return run(ctx, env, c, args)
+	}
 	return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
-		run: handler{call: run, args: reflect.TypeFor[json.RawMessage]()}}
+		run: handler{call: call, args: reflect.TypeFor[json.RawMessage]()}}
 }
 
 // InputSchema is the tool's JSON Schema for its arguments.
@@ -359,20 +389,46 @@ func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil
 
 // bind adapts a handler taking typed arguments. The arguments have passed
 // schema validation when it runs, so decoding fails only on values JSON
-// Schema cannot express (an integer too large for Go's int, say).
+// Schema cannot express (an integer too large for Go's int, say). They are
+// decoded from the tree checkArguments made (see treeDecoder); when that
+// cannot be done, or for an argument type it does not handle, from the
+// JSON text with json.Unmarshal, whose error is the answer.
 func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, in *In) (*Result, error)) handler {
-	call := func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error) {
+	tree := newTreeDecoder(reflect.TypeFor[In]())
+	decode := func(a *arguments) (*In, error) {
 		in := new(In)
-		if err := json.Unmarshal(args, in); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) && te.Field != "" {
-				return nil, invalidParams(name, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
-			}
-			return nil, invalidParams(name, "arguments", err.Error())
+		if tree != nil && tree.decode(a.doc, in) {
+			return in, nil
+		}
+		return unmarshalArguments[In](name, a)
+	}
+	call := func(ctx context.Context, env *Env, c Caller, a *arguments) (*Result, error) {
+		in, err := decode(a)
+		if err != nil {
+			return nil, err
 		}
 		return fn(ctx, env, c, in)
 	}
-	return handler{call: call, args: reflect.TypeFor[In]()}
+	return handler{call: call, args: reflect.TypeFor[In](), tree: tree != nil,
+		decode: func(a *arguments) (any, error) { return decode(a) }}
+}
+
+// unmarshalArguments decodes the JSON text of a into a new In, and turns a
+// failure into the -32602 naming the argument.
+func unmarshalArguments[In any](name string, a *arguments) (*In, error) {
+	args, err := a.text()
+	if err != nil {
+		return nil, invalidParams(name, "arguments", err.Error())
+	}
+	in := new(In)
+	if err := json.Unmarshal(args, in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, invalidParams(name, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
+		}
+		return nil, invalidParams(name, "arguments", err.Error())
+	}
+	return in, nil
 }
 
 // All returns every tool crux implements, in catalogue order: the order
@@ -417,11 +473,11 @@ func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 // jsonResult is a result whose text is v as JSON and whose structured
 // content is v.
 func jsonResult(v any) (*Result, error) {
-	b, err := json.Marshal(v)
+	text, err := codec.MarshalString(v)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Content: []Content{{Type: "text", Text: string(b)}}, StructuredContent: v}, nil
+	return &Result{Content: []Content{{Type: "text", Text: text}}, StructuredContent: v}, nil
 }
 
 // errorResult is a tool failure the model can read.

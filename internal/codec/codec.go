@@ -5,6 +5,8 @@ package codec
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
+	"sync"
 )
 
 // Must returns v, and panics if err is not nil. It is for values built
@@ -28,4 +30,49 @@ func MarshalNoEscape(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// scratch is a reusable buffer with an encoder writing to it, as
+// json.Marshal encodes (HTML escaped).
+type scratch struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// scratches holds the buffers of MarshalledLen.
+var scratches = sync.Pool{New: func() any {
+	s := new(scratch)
+	s.enc = json.NewEncoder(&s.buf)
+	return s
+}}
+
+// maxScratch is the largest buffer kept for reuse.
+const maxScratch = 64 << 10
+
+// MarshalledLen returns len(json.Marshal(v)), or 0 if v cannot be
+// marshalled, without keeping the encoding: it encodes into a buffer
+// reused across calls.
+func MarshalledLen(v any) int {
+	s := scratches.Get().(*scratch)
+	s.buf.Reset()
+	n := 0
+	if s.enc.Encode(v) == nil {
+		n = s.buf.Len() - 1 // Encode ends the value with a newline
+	}
+	if s.buf.Cap() <= maxScratch {
+		scratches.Put(s)
+	}
+	return n
+}
+
+// MarshalString returns json.Marshal(v) as a string, encoded straight
+// into the string's memory (json.Marshal's bytes converted to a string
+// would be copied once more).
+func MarshalString(v any) (string, error) {
+	var b strings.Builder
+	if err := json.NewEncoder(&b).Encode(v); err != nil {
+		return "", err
+	}
+	s := b.String()
+	return s[:len(s)-1], nil // Encode ends the value with a newline
 }

@@ -1,7 +1,9 @@
 package codec
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -28,4 +30,35 @@ func TestMust(t *testing.T) {
 		}
 	}()
 	Must(0, errors.New("boom"))
+}
+
+func TestMarshalledLenAndString(t *testing.T) {
+	values := []any{
+		map[string]any{"a": "<b> & c", "u": "\u2028", "n": 1.5, "l": []int{1, 2}},
+		"plain", 42, nil, []string{}, struct {
+			X string `json:"x,omitempty"`
+		}{},
+		strings.Repeat("long text ", 20000), // beyond the buffers kept for reuse
+	}
+	for range 3 { // and again, through reused buffers
+		for _, v := range values {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := MarshalledLen(v); got != len(want) {
+				t.Errorf("MarshalledLen(%.40v) = %d, want %d", v, got, len(want))
+			}
+			got, err := MarshalString(v)
+			if err != nil || got != string(want) {
+				t.Errorf("MarshalString(%.40v) = %.60q, %v, want %.60q", v, got, err, want)
+			}
+		}
+	}
+	if got := MarshalledLen(func() {}); got != 0 {
+		t.Errorf("MarshalledLen(func) = %d, want 0", got)
+	}
+	if _, err := MarshalString(func() {}); err == nil {
+		t.Error("MarshalString(func) succeeded")
+	}
 }

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/mcpserver"
+	"github.com/crux-go/crux/store/bolt"
+)
+
+// stdioSession is an MCP session with a crux server over the stdio
+// transport the crux command uses, through in-memory pipes: the framing
+// layer, the SDK and the call path all run, in this process.
+type stdioSession struct {
+	w    *io.PipeWriter
+	sc   *bufio.Scanner
+	done chan error
+}
+
+func newStdioSession(b *testing.B, srv *crux.Server) *stdioSession {
+	b.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &stdioSession{w: inW, sc: bufio.NewScanner(outR), done: make(chan error, 1)}
+	s.sc.Buffer(make([]byte, 64<<10), 16<<20)
+	go func() {
+		s.done <- mcpserver.Serve(context.Background(), srv, caller, mcpserver.StdioTransport(inR, outW), nil)
+		outW.Close()
+	}()
+	b.Cleanup(func() {
+		inW.Close()
+		for s.sc.Scan() {
+		}
+		if err := <-s.done; err != nil {
+			b.Error(err)
+		}
+	})
+	s.roundTrip(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`)
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// roundTrip sends one request line and returns the reply line.
+func (s *stdioSession) roundTrip(b *testing.B, req string) []byte {
+	if _, err := io.WriteString(s.w, req+"\n"); err != nil {
+		b.Fatal(err)
+	}
+	if !s.sc.Scan() {
+		b.Fatalf("no reply to %s: %v", req, s.sc.Err())
+	}
+	return s.sc.Bytes()
+}
+
+// benchStdio times tools/call requests built by params(i) over a stdio
+// session and reports their latency percentiles.
+func benchStdio(b *testing.B, srv *crux.Server, params func(i int) string) {
+	s := newStdioSession(b, srv)
+	var lat []time.Duration
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		out := s.roundTrip(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, params(i)))
+		lat = append(lat, time.Since(t0))
+		if i == 0 && !json200(out) {
+			b.Fatalf("reply %s", out)
+		}
+		i++
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// json200 reports whether a reply line is a result that is not an error.
+func json200(line []byte) bool {
+	return len(line) > 0 && !bytes.Contains(line, []byte(`"error":`)) && !bytes.Contains(line, []byte(`"isError":true`))
+}
+
+// BenchmarkStdioStoreFact: one client writing facts one at a time over the
+// stdio transport, into a store of 2,000 facts and growing. sync=off
+// leaves out the fsync, so the figure is the CPU of the call path; sync=on
+// is the production setting.
+func BenchmarkStdioStoreFact(b *testing.B) {
+	for _, noSync := range []bool{true, false} {
+		b.Run(fmt.Sprintf("sync=%v", map[bool]string{true: "off", false: "on"}[noSync]), func(b *testing.B) {
+			srv := newServer(b, filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: noSync})
+			for i := range 2000 {
+				mustCall(b, srv, "store_fact", storeArgs(i))
+			}
+			benchStdio(b, srv, func(i int) string {
+				return fmt.Sprintf(`{"name":"store_fact","arguments":%s}`, storeArgs(2000+i))
+			})
+		})
+	}
+}
+
+// BenchmarkStdioQueryFacts: one client querying by keyword (10 rows of the
+// 100 facts sharing a word) over the stdio transport, in a store of 50,000
+// facts.
+func BenchmarkStdioQueryFacts(b *testing.B) {
+	const n = 50_000
+	srv := newServer(b, corpus(b, n), &bolt.Options{NoSync: true})
+	benchStdio(b, srv, func(i int) string {
+		return fmt.Sprintf(`{"name":"query_facts","arguments":{"query":"topic%04d"}}`, (i*7919)%(n/100))
+	})
+}
