@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 
 // cruxBinary builds the command once and returns its path. It skips the
 // test when the go command is not available.
-func cruxBinary(t *testing.T) string {
+func cruxBinary(t testing.TB) string {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {

@@ -313,15 +313,16 @@ func (ss *session) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, e
 // the answer is byte for byte the owner's.
 func (ss *session) CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error) {
 	var wire struct {
-		Content           []crux.Content             `json:"content"`
-		StructuredContent json.RawMessage            `json:"structuredContent,omitempty"`
-		IsError           bool                       `json:"isError,omitempty"`
-		Meta              map[string]json.RawMessage `json:"_meta,omitempty"`
+		callAnswer
+		Meta map[string]json.RawMessage `json:"_meta,omitempty"`
 	}
 	if err := ss.do(ctx, opCall, callReq{Env: ss.env, Caller: toWire(c), Name: name, Args: args}, &wire); err != nil {
 		return nil, err
 	}
 	res := &crux.Result{Content: wire.Content, IsError: wire.IsError, Meta: rawMap(wire.Meta)}
+	if wire.TextIsStructured {
+		res.Content = []crux.Content{{Type: "text", Text: string(wire.StructuredContent)}}
+	}
 	if res.Content == nil {
 		res.Content = []crux.Content{}
 	}

@@ -32,7 +32,7 @@ import (
 // exactly what it would answer in the process that owns the store.
 const (
 	opList     = "tools/list"     // listReq → []crux.Tool
-	opCall     = "tools/call"     // callReq → crux.Result
+	opCall     = "tools/call"     // callReq → callAnswer
 	opRestore  = "forget/restore" // restoreReq → crux.RestoreReport
 	opPurge    = "purge"          // purgeReq → crux.PurgeReport
 	opReceipt  = "receipt/get"    // receiptReq → receipts.Exported
@@ -307,6 +307,18 @@ func (h *host) list(ctx context.Context, req listReq) (any, error) {
 	return srv.ListTools(ctx, req.Caller.caller()), nil
 }
 
+// callAnswer is a crux.Result on the socket. When its one text item is
+// the structured content's JSON, as most tools answer, the text is not
+// sent a second time: TextIsStructured says to make it from the
+// structured content, which is the same bytes.
+type callAnswer struct {
+	Content           []crux.Content  `json:"content,omitempty"`
+	TextIsStructured  bool            `json:"text_is_structured,omitempty"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	Meta              map[string]any  `json:"_meta,omitempty"`
+}
+
 func (h *host) call(ctx context.Context, req callReq) (any, error) {
 	srv, err := h.server(req.Env)
 	if err != nil {
@@ -317,9 +329,18 @@ func (h *host) call(ctx context.Context, req callReq) (any, error) {
 		return nil, err
 	}
 	if res == nil {
-		res = &crux.Result{Content: []crux.Content{}}
+		res = &crux.Result{}
 	}
-	return res, nil
+	out := &callAnswer{Content: res.Content, IsError: res.IsError, Meta: res.Meta}
+	if res.StructuredContent != nil {
+		if out.StructuredContent, err = marshal(res.StructuredContent); err != nil {
+			return nil, err
+		}
+		if len(res.Content) == 1 && res.Content[0].Type == "text" && res.Content[0].Text == string(out.StructuredContent) {
+			out.Content, out.TextIsStructured = nil, true
+		}
+	}
+	return out, nil
 }
 
 func (h *host) restore(ctx context.Context, req restoreReq) (any, error) {

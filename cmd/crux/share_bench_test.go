@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
@@ -63,5 +67,46 @@ func BenchmarkForwarding(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkServeForwarding measures forwarding between processes, as MCP
+// clients meet it: two crux serve processes on one data directory, the
+// first owning it; query_facts over 1,000 facts through each one's stdio.
+// Both pay for stdio and the call; the second also for forwarding, so the
+// difference of their p50 is what forwarding adds.
+func BenchmarkServeForwarding(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	bin := cruxBinary(b)
+	var sessions []*mcp.ClientSession
+	for _, agent := range []string{"owner", "forwarder"} {
+		cmd := exec.Command(bin, "serve", "--data", dir, "--agent", agent)
+		cmd.Env = subprocessEnv()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "test"}, nil).
+			Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+		require.NoError(b, err)
+		b.Cleanup(func() { cs.Close() })
+		sessions = append(sessions, cs)
+	}
+	for i := range 1000 {
+		_, err := sessions[0].CallTool(ctx, &mcp.CallToolParams{Name: "store_fact",
+			Arguments: map[string]any{"entity": fmt.Sprintf("bench:%d", i%50), "key": "k", "value": fmt.Sprintf("v%d", i)}})
+		require.NoError(b, err)
+	}
+	args := map[string]any{"query": "bench", "top_k": 10}
+	for i, name := range []string{"owner", "forwarded"} {
+		b.Run(name, func(b *testing.B) {
+			var lat []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := sessions[i].CallTool(ctx, &mcp.CallToolParams{Name: "query_facts", Arguments: args}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		})
 	}
 }

@@ -91,6 +91,10 @@ func (cs *clientSide) read(r *bufio.Reader) {
 		if err != nil {
 			return
 		}
+		if id, res, ok := parseResult(line); ok {
+			cs.deliver(id, answer{res: res}) // readLine returns a line of its own
+			continue
+		}
 		var m wireMsg
 		if err := json.Unmarshal(line, &m); err != nil {
 			cs.logger.Error("crux: a malformed message from the owner; dropping the connection", "err", err)
@@ -102,14 +106,23 @@ func (cs *clientSide) read(r *bufio.Reader) {
 			cs.mu.Unlock()
 			continue
 		}
-		ch, ok := cs.pending[m.ID]
-		delete(cs.pending, m.ID)
 		cs.mu.Unlock()
-		if ok && m.Err != nil {
-			ch <- answer{err: m.Err}
-		} else if ok {
-			ch <- answer{res: m.Res}
+		if m.Err != nil {
+			cs.deliver(m.ID, answer{err: m.Err})
+		} else {
+			cs.deliver(m.ID, answer{res: m.Res})
 		}
+	}
+}
+
+// deliver hands a to the request id, if it still waits.
+func (cs *clientSide) deliver(id uint64, a answer) {
+	cs.mu.Lock()
+	ch, ok := cs.pending[id]
+	delete(cs.pending, id)
+	cs.mu.Unlock()
+	if ok {
+		ch <- a
 	}
 }
 

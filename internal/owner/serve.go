@@ -2,12 +2,14 @@ package owner
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -169,6 +171,10 @@ func (sc *serverConn) serve() {
 func (sc *serverConn) run(m wireMsg) {
 	defer sc.o.calls.Done()
 	res, err := sc.o.host.Handle(context.Background(), m.Op, m.Req)
+	if err == nil && resultLine(res) {
+		sc.writeLine(appendResult(nil, m.ID, res))
+		return
+	}
 	out := &wireMsg{ID: m.ID}
 	if err != nil {
 		out.Err = asWireError(err)
@@ -181,6 +187,44 @@ func (sc *serverConn) run(m wireMsg) {
 	sc.write(out)
 }
 
+// resultPrefix starts the line of an answer with a result, which
+// appendResult writes and parseResult reads without decoding the result.
+const resultPrefix = `{"id":`
+
+// resultLine reports whether res may be sent as it is by appendResult: a
+// JSON value on one line (json.Marshal's output is; a value with a raw
+// newline is sent re-encoded by write instead).
+func resultLine(res json.RawMessage) bool {
+	return len(res) > 0 && bytes.IndexByte(res, '\n') < 0
+}
+
+// appendResult appends the line {"id":N,"res":RES} to b.
+func appendResult(b []byte, id uint64, res json.RawMessage) []byte {
+	b = append(b, resultPrefix...)
+	b = strconv.AppendUint(b, id, 10)
+	b = append(b, `,"res":`...)
+	b = append(b, res...)
+	return append(b, '}', '\n')
+}
+
+// parseResult reads a line appendResult wrote: its id and result. ok is
+// false for any other line.
+func parseResult(line []byte) (id uint64, res json.RawMessage, ok bool) {
+	rest, found := bytes.CutPrefix(line, []byte(resultPrefix))
+	if !found {
+		return 0, nil, false
+	}
+	digits, rest, found := bytes.Cut(rest, []byte(`,"res":`))
+	if !found || len(rest) < 2 || rest[len(rest)-1] != '}' {
+		return 0, nil, false
+	}
+	id, err := strconv.ParseUint(string(digits), 10, 64)
+	if err != nil || id == 0 {
+		return 0, nil, false
+	}
+	return id, rest[:len(rest)-1], true
+}
+
 // write sends one message. A failed write means the peer is gone; the
 // answers it would have got are dropped.
 func (sc *serverConn) write(m *wireMsg) {
@@ -188,7 +232,11 @@ func (sc *serverConn) write(m *wireMsg) {
 	if err != nil {
 		b, _ = json.Marshal(&wireMsg{ID: m.ID, Err: &Error{Code: -32603, Message: "owner: answer not encodable: " + err.Error()}})
 	}
-	b = append(b, '\n')
+	sc.writeLine(append(b, '\n'))
+}
+
+// writeLine sends one line, newline included.
+func (sc *serverConn) writeLine(b []byte) {
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
 	if sc.werr != nil {
