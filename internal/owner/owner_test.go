@@ -88,6 +88,8 @@ func (h *fakeHost) Handle(ctx context.Context, op string, req json.RawMessage) (
 		return nil, &Error{Code: -32602, Message: "bad", Data: json.RawMessage(`{"param":"x"}`)}
 	case "plain":
 		return nil, errors.New("plain failure")
+	case "multiline":
+		return json.RawMessage("[1,\n 2]"), nil
 	}
 	return nil, fmt.Errorf("unknown op %q", op)
 }
@@ -153,9 +155,29 @@ func TestFirstOwnsOthersForward(t *testing.T) {
 		assert.Equal(t, &Error{Message: "plain failure"}, we)
 	}
 
+	// An answer spanning lines is sent re-encoded on one.
+	res, err := b.Do(ctx, "multiline", nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[1,2]`, string(res))
+
 	fi, err := os.Lstat(filepath.Join(dir, SocketName))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
+
+// The framing of a result reads back what it wrote, and nothing else.
+func TestResultFraming(t *testing.T) {
+	for _, res := range []string{`{}`, `"x"`, `{"a":{"res":1},"b":"}"}`, `null`} {
+		id, got, ok := parseResult(appendResult(nil, 42, json.RawMessage(res))[:len(appendResult(nil, 42, json.RawMessage(res)))-1])
+		require.True(t, ok, res)
+		assert.EqualValues(t, 42, id)
+		assert.Equal(t, res, string(got))
+	}
+	for _, line := range []string{`{"id":3,"err":{"code":1,"message":"m"}}`, `{"hello":"crux-owner/1","pid":1}`, `{"bye":true}`,
+		`{"id":x,"res":1}`, `{"id":0,"res":1}`, `{"id":3,"res":1`} {
+		_, _, ok := parseResult([]byte(line))
+		assert.False(t, ok, line)
+	}
 }
 
 // The owner closes while a forwarded operation runs and others wait to be
