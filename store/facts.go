@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -99,8 +100,58 @@ func (f *Fact) ValidAt(t time.Time) bool {
 	return !t.Before(f.ValidFrom) && (f.ValidTo == nil || t.Before(*f.ValidTo))
 }
 
-// NewFactID returns a fresh fact id: "f_" and 32 hex digits.
-func NewFactID() string { return NewID("f_") }
+// NewFactID returns a fresh fact id: "f_" and 32 hex digits, which sort in
+// the order the ids were made (see [NewOrderedID]).
+func NewFactID() string { return NewOrderedID("f_") }
+
+// orderedIDs is the state of NewOrderedID: the last id's time and random
+// part.
+var orderedIDs struct {
+	sync.Mutex
+	ms   uint64
+	rand [10]byte
+}
+
+// NewOrderedID returns prefix followed by 32 hex digits that sort in the
+// order the ids were made, in the manner of a ULID: the first 12 digits are
+// the Unix time in milliseconds, the other 20 are random (80 bits from
+// crypto/rand) and, for ids made in the same millisecond, one more than
+// the previous id's. Keys that grow like this are appended to the end of a
+// B+tree instead of landing on a random leaf, so a commit writing a few of
+// them dirties few pages and pages are filled. Should the clock step back,
+// the ids made until it catches up are still unique but sort before the
+// newest older ones.
+func NewOrderedID(prefix string) string {
+	ms := uint64(time.Now().UnixMilli())
+	var b [16]byte
+	orderedIDs.Lock()
+	if ms == orderedIDs.ms && increment(orderedIDs.rand[:]) {
+		// same millisecond: the next number keeps the order
+	} else {
+		if _, err := rand.Read(orderedIDs.rand[:]); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+		// Leave room to count up within the millisecond.
+		orderedIDs.rand[0] &= 0x7f
+		orderedIDs.ms = ms
+	}
+	binary.BigEndian.PutUint64(b[:8], ms<<16)
+	copy(b[6:], orderedIDs.rand[:])
+	orderedIDs.Unlock()
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// increment adds one to the big-endian number b and reports whether it did
+// not overflow.
+func increment(b []byte) bool {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i]++
+		if b[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // NewID returns prefix followed by 32 random hex digits (128 bits from
 // crypto/rand).

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -371,4 +373,24 @@ func TestReadHistoryWalksEveryVersionOnce(t *testing.T) {
 		assert.Equal(t, p.Facts[4:7], q.Facts)
 		return nil
 	}))
+}
+
+// TestNewFactIDOrdered: fact ids keep the f_ + 32 lowercase hex form, are
+// unique, and sort in the order they were made, also many to a
+// millisecond.
+func TestNewFactIDOrdered(t *testing.T) {
+	form := regexp.MustCompile(`^f_[0-9a-f]{32}$`)
+	prev := ""
+	seen := make(map[string]bool)
+	for i := range 20_000 {
+		id := store.NewFactID()
+		require.Regexp(t, form, id)
+		require.False(t, seen[id], "id %s made twice", id)
+		seen[id] = true
+		require.Greater(t, id, prev, "id %d", i)
+		prev = id
+	}
+	ms, err := strconv.ParseUint(prev[2:14], 16, 64)
+	require.NoError(t, err)
+	assert.InDelta(t, time.Now().UnixMilli(), int64(ms), 5000, "the first 12 digits are the time in ms")
 }
