@@ -114,6 +114,9 @@ type reportingTx struct {
 
 func (t reportingTx) ReportCorrupt(e *CorruptRecordError) { t.report(e) }
 
+// HintAppend passes the hint on; see [AppendHinter].
+func (t reportingTx) HintAppend(bucket string) { hintAppend(t.Tx, bucket) }
+
 // indexedFact reads the fact id that an entry of the index bucket names.
 // A fact that does not decode or does not exist is a *CorruptRecordError
 // naming the index.

@@ -41,6 +41,11 @@ var factIndexes = []struct {
 		i := bytes.LastIndexByte(k, 0)
 		return string(k[i+1:]), i >= 0
 	}},
+	// tenant, fact id: the tenant holds no NUL byte.
+	{bucketFresh, func(k, _ []byte) (string, bool) {
+		i := bytes.IndexByte(k, 0)
+		return string(k[i+1:]), i >= 0
+	}},
 	// tenant, scope, 16 bytes of rank, fact id: the rank bytes may hold
 	// NUL bytes, the tenant and the scope (an agent name) do not.
 	{bucketRank, func(k, _ []byte) (string, bool) {

@@ -27,7 +27,13 @@ const (
 	bucketWords  = "facts.words"  // tenant, word, fact id → rank key prefix (facts not deleted, superseded ones included)
 	bucketRank   = "facts.rank"   // tenant, scope, ^confidence, ^stored_at, fact id → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
+	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, then the fact's words (postings not yet in facts.words)
 )
+
+// freshMax is how many facts the fresh postings hold at most: the write
+// that brings them to freshMax moves them all into facts.words (see
+// indexLive).
+const freshMax = 64
 
 // Reserved entity prefixes. Entities starting with "__" belong to crux
 // itself: clients cannot write them with store_fact, and queries return
@@ -402,25 +408,113 @@ func writeFact(tx Tx, f *Fact) error {
 	if err != nil {
 		return err
 	}
+	hintAppend(tx, bucketFacts) // ids are time-ordered
 	return tx.Put(bucketFacts, []byte(f.ID), b)
 }
 
 // indexLive adds (add=true) or removes the word postings and the rank entry
 // of a live fact.
+//
+// A fact's postings, one per word, would land on as many leaves of
+// facts.words, each a page to write. So a new fact's postings first go, as
+// one entry, to facts.fresh, whose keys (ids being time-ordered) append;
+// once facts.fresh holds freshMax facts, the write that brings it there
+// moves them all into facts.words, where postings of the same word then
+// share leaves. Keyword queries read both.
 func indexLive(tx Tx, f *Fact, add bool) error {
 	rank := rankKey(f) // posting values carry it, so keyword queries can order candidates unread
-	put := func(bucket string, key, value []byte) error {
-		if add {
-			return tx.Put(bucket, key, value)
+	words := Words(f.Value + " " + f.Key + " " + f.Entity)
+	rankEntry := append(rankPrefix(f.Tenant, rankScope(f)), rank...)
+	if !add {
+		for _, w := range words {
+			if err := tx.Delete(bucketWords, indexKey(f.Tenant, w, f.ID)); err != nil {
+				return err
+			}
 		}
-		return tx.Delete(bucket, key)
+		if err := tx.Delete(bucketFresh, indexKey(f.Tenant, f.ID)); err != nil {
+			return err
+		}
+		return tx.Delete(bucketRank, rankEntry)
 	}
-	for _, w := range Words(f.Value + " " + f.Key + " " + f.Entity) {
-		if err := put(bucketWords, indexKey(f.Tenant, w, f.ID), rank[:16]); err != nil {
+	v := append(make([]byte, 0, 16+len(f.Value)+len(f.Key)+len(f.Entity)), rank[:16]...)
+	for i, w := range words {
+		if i > 0 {
+			v = append(v, 0)
+		}
+		v = append(v, w...)
+	}
+	hintAppend(tx, bucketFresh)
+	if err := tx.Put(bucketFresh, indexKey(f.Tenant, f.ID), v); err != nil {
+		return err
+	}
+	if err := tx.Put(bucketRank, rankEntry, nil); err != nil {
+		return err
+	}
+	return flushFresh(tx, freshMax)
+}
+
+// freshEntry is one entry of facts.fresh.
+type freshEntry struct {
+	tenant, id string
+	rank       []byte   // 16 bytes: ^confidence, ^stored_at
+	words      []string // the fact's words
+}
+
+// parseFresh splits an entry of facts.fresh. The entry's bytes are copied.
+func parseFresh(k, v []byte) (freshEntry, bool) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || len(v) < 16 {
+		return freshEntry{}, false
+	}
+	e := freshEntry{tenant: string(k[:i]), id: string(k[i+1:]), rank: bytes.Clone(v[:16])}
+	if len(v) > 16 {
+		for w := range bytes.SplitSeq(v[16:], []byte{0}) {
+			e.words = append(e.words, string(w))
+		}
+	}
+	return e, true
+}
+
+// flushFresh moves every posting of facts.fresh into facts.words when
+// facts.fresh holds at least min facts (min 0 or 1: always). A malformed
+// entry is dropped; crux doctor reports nothing for it, since it names no
+// fact it could not read.
+func flushFresh(tx Tx, min int) error {
+	var entries []freshEntry
+	var keys [][]byte
+	n := 0
+	err := tx.Scan(bucketFresh, nil, false, func(k, _ []byte) error {
+		if n++; n >= min {
+			return ErrStop
+		}
+		return nil
+	})
+	if err != nil || n < min {
+		return err
+	}
+	err = tx.Scan(bucketFresh, nil, false, func(k, v []byte) error {
+		keys = append(keys, bytes.Clone(k))
+		if e, ok := parseFresh(k, v); ok {
+			entries = append(entries, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		for _, w := range e.words {
+			if err := tx.Put(bucketWords, indexKey(e.tenant, w, e.id), e.rank); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range keys {
+		if err := tx.Delete(bucketFresh, k); err != nil {
 			return err
 		}
 	}
-	return put(bucketRank, append(rankPrefix(f.Tenant, rankScope(f)), rank...), nil)
+	return nil
 }
 
 // rankScope is the rank-index partition of f: "" for the shared pool, the

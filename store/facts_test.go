@@ -7,8 +7,10 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -393,4 +395,60 @@ func TestNewFactIDOrdered(t *testing.T) {
 	ms, err := strconv.ParseUint(prev[2:14], 16, 64)
 	require.NoError(t, err)
 	assert.InDelta(t, time.Now().UnixMilli(), int64(ms), 5000, "the first 12 digits are the time in ms")
+}
+
+// TestKeywordSearchAcrossFreshPostings: keyword queries find every live
+// fact whose words match, whether its postings still wait in facts.fresh or
+// were already moved to facts.words, and never a deleted one, deleted
+// before or after the move; the doctor finds nothing amiss.
+func TestKeywordSearchAcrossFreshPostings(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	s := store.Scope{Tenant: "t"}
+	var facts []*store.Fact
+	deleted := map[string]bool{}
+	for i := range 300 { // several moves of freshMax facts, and some left over
+		facts = append(facts, putFact(t, db, store.NewFact{Scope: s, Entity: fmt.Sprintf("e%d", i),
+			Key: "k", Value: fmt.Sprintf("word%d common%d", i%10, i%3), Now: now.Add(time.Duration(i) * time.Second)}))
+		if i%7 == 0 { // delete a fact of the moment, its postings still fresh
+			f := facts[i]
+			require.NoError(t, db.Update(ctx, func(tx store.Tx) error { _, _, err := store.DeleteFact(tx, s, f.ID, now); return err }))
+			deleted[f.ID] = true
+		}
+	}
+	for _, i := range []int{3, 17, 101} { // and older ones, moved by now
+		f := facts[i]
+		require.NoError(t, db.Update(ctx, func(tx store.Tx) error { _, _, err := store.DeleteFact(tx, s, f.ID, now); return err }))
+		deleted[f.ID] = true
+	}
+	for _, terms := range [][]string{{"word3"}, {"common1"}, {"word"}, {"word7", "common2"}, {"e29"}} {
+		var want []string
+		for _, f := range facts {
+			if deleted[f.ID] {
+				continue
+			}
+			for _, w := range store.Words(f.Value + " " + f.Key + " " + f.Entity) {
+				if slices.ContainsFunc(terms, func(t string) bool { return strings.HasPrefix(w, t) }) {
+					want = append(want, f.ID)
+					break
+				}
+			}
+		}
+		var got []string
+		require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+			r, err := store.SearchFacts(tx, store.FactQuery{Scope: s, Terms: terms, Now: now, Policy: store.DefaultDecayPolicy})
+			for _, f := range r.Facts {
+				got = append(got, f.ID)
+			}
+			return err
+		}))
+		require.NotEmpty(t, want)
+		assert.ElementsMatch(t, want, got, "%v", terms)
+	}
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		problems, err := store.Diagnose(tx)
+		assert.Empty(t, problems)
+		return err
+	}))
 }

@@ -134,6 +134,27 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 				return FactResult{}, err
 			}
 		}
+		// The postings not yet moved to the keyword index (see indexLive).
+		err := tx.Scan(bucketFresh, indexKey(q.Tenant, ""), false, func(k, v []byte) error {
+			if len(v) < 16 {
+				return nil // malformed; the fact stays reachable by the other indexes
+			}
+			id := k[len(q.Tenant)+1:]
+			if _, ok := seen[string(id)]; ok {
+				return nil
+			}
+			for w := range bytes.SplitSeq(v[16:], []byte{0}) {
+				if matchesAnyTerm(w, q.Terms) {
+					seen[string(id)] = struct{}{}
+					keys = append(keys, append(v[:16:16], id...))
+					return nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return FactResult{}, err
+		}
 		sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
 		return rankStream(tx, q, bucketWords, func(visit func([]byte) error) error {
 			for _, k := range keys {
@@ -276,6 +297,16 @@ func (q *FactQuery) rank(tx Tx, f *Fact, checkTerms bool) (RankedFact, bool, err
 		}
 	}
 	return r, true, nil
+}
+
+// matchesAnyTerm reports whether the word w starts with one of terms.
+func matchesAnyTerm(w []byte, terms []string) bool {
+	for _, t := range terms {
+		if bytes.HasPrefix(w, []byte(t)) {
+			return true
+		}
+	}
+	return false
 }
 
 func matchesTerms(f *Fact, terms []string) bool {

@@ -85,3 +85,20 @@ type Tx interface {
 	// Writable reports whether the transaction may write.
 	Writable() bool
 }
+
+// AppendHinter is implemented by a [Tx] whose backend can lay out a bucket
+// better when it knows how its keys grow. HintAppend tells it that the new
+// keys of bucket mostly sort after every key already there (time-ordered
+// ids, say), so that it may fill the pages it splits instead of leaving
+// room for keys that will not come. A hint changes no result; a backend
+// without the method loses nothing but space.
+type AppendHinter interface {
+	HintAppend(bucket string)
+}
+
+// hintAppend passes the append hint for bucket to tx, if it takes hints.
+func hintAppend(tx Tx, bucket string) {
+	if h, ok := tx.(AppendHinter); ok {
+		h.HintAppend(bucket)
+	}
+}

@@ -156,7 +156,10 @@ type DB struct {
 	}
 }
 
-var _ store.Backend = (*DB)(nil)
+var (
+	_ store.Backend      = (*DB)(nil)
+	_ store.AppendHinter = (*tx)(nil)
+)
 
 // Open opens the bbolt database at path, creating the file (mode 0600) if it
 // does not exist unless opts.ReadOnly is set. The parent directory must

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/bbolt"
 
@@ -15,6 +16,11 @@ import (
 // returned. Such a Tx may share its bbolt transaction with other callers'
 // functions, so it must not touch it.
 var errTxDone = errors.New("store/bolt: transaction used after its function returned")
+
+// appendFillPercent is how full bbolt fills the pages it splits in a
+// bucket whose keys are appended (see tx.HintAppend). Other buckets keep
+// bbolt's default, half full, which suits keys that land anywhere.
+const appendFillPercent = 0.95
 
 // scanCheckEvery is how many keys Scan visits between context checks.
 const scanCheckEvery = 256
@@ -39,8 +45,9 @@ type tx struct {
 
 // writeState is shared by the tx values of one read-write bbolt transaction.
 type writeState struct {
-	gen     uint64 // incremented by every write; a running Scan then repositions
-	buckets bucketCache
+	gen       uint64 // incremented by every write; a running Scan then repositions
+	buckets   bucketCache
+	appending []string // buckets hinted as appended to
 }
 
 // bucketCache remembers a few open buckets of a transaction, so repeated
@@ -98,6 +105,7 @@ func (t *tx) bucket(name string) *bbolt.Bucket {
 	}
 	b := t.btx.Bucket([]byte(name))
 	if b != nil {
+		t.setFill(name, b)
 		c.put(name, b)
 	}
 	return b
@@ -113,8 +121,31 @@ func (t *tx) writableBucket(name string) (*bbolt.Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/bolt: create bucket %q: %w", name, err)
 	}
+	t.setFill(name, b)
 	c.put(name, b)
 	return b, nil
+}
+
+// setFill sets the fill percent of b, the bucket name just opened in a
+// read-write transaction.
+func (t *tx) setFill(name string, b *bbolt.Bucket) {
+	if t.w != nil && slices.Contains(t.w.appending, name) {
+		b.FillPercent = appendFillPercent
+	}
+}
+
+// HintAppend tells the transaction that the new keys of bucket mostly sort
+// after the keys already there: the pages of bucket that this transaction
+// splits are then filled to appendFillPercent instead of half. It
+// implements [store.AppendHinter]; in a View it does nothing.
+func (t *tx) HintAppend(bucket string) {
+	if t.w == nil || t.done || slices.Contains(t.w.appending, bucket) {
+		return
+	}
+	t.w.appending = append(t.w.appending, bucket)
+	if b := t.cache().get(bucket); b != nil {
+		b.FillPercent = appendFillPercent
+	}
 }
 
 // Get returns the value stored under key in bucket, or store.ErrNotFound.
