@@ -294,12 +294,20 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		f.Retires = append(f.Retires, id)
 		retired = append(retired, id)
 	}
+	active := int64(1) // the change to the count of current facts under (tenant, stored)
 	for _, id := range retired {
 		old, err := GetFact(tx, id)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := retire(tx, old, f.ID, f.StoredAt); err != nil {
+		if old.Tenant == f.Tenant && old.StoredEntity() == stored {
+			// Counted below with the new fact: a new version of a chain
+			// leaves the count as it was, and then costs no write.
+			active--
+			if err := markRetired(tx, old, f.ID, f.StoredAt); err != nil {
+				return nil, nil, err
+			}
+		} else if err := retire(tx, old, f.ID, f.StoredAt); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -316,22 +324,30 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	if err := indexLive(tx, f, true); err != nil {
 		return nil, nil, err
 	}
-	if err := addActive(tx, f.Tenant, stored, 1); err != nil {
-		return nil, nil, err
+	if active != 0 {
+		if err := addActive(tx, f.Tenant, stored, active); err != nil {
+			return nil, nil, err
+		}
 	}
 	return f, retired, nil
 }
 
 // retire marks the current fact old as superseded by id at t.
 func retire(tx Tx, old *Fact, id string, t time.Time) error {
+	if err := markRetired(tx, old, id, t); err != nil {
+		return err
+	}
+	return addActive(tx, old.Tenant, old.StoredEntity(), -1)
+}
+
+// markRetired is retire without the count of current facts, which the
+// caller keeps.
+func markRetired(tx Tx, old *Fact, id string, t time.Time) error {
 	old.SupersededBy = id
 	if old.ValidTo == nil {
 		old.ValidTo = &t
 	}
-	if err := writeFact(tx, old); err != nil {
-		return err
-	}
-	return addActive(tx, old.Tenant, old.StoredEntity(), -1)
+	return writeFact(tx, old)
 }
 
 // DeleteFact soft-deletes the fact id as seen by agent in tenant: it stays
