@@ -35,6 +35,7 @@ var factIndexes = []struct {
 	id     func(k, v []byte) (string, bool)
 }{
 	{bucketEntity, func(_, v []byte) (string, bool) { return string(v), true }},
+	// One entry per chain, with an empty value: checked by keyEntryProblem.
 	{bucketKey, func(_, v []byte) (string, bool) { return string(v), true }},
 	// tenant, word, fact id: neither a tenant nor a word holds a NUL byte.
 	{bucketWords, func(k, _ []byte) (string, bool) {
@@ -78,6 +79,13 @@ func Diagnose(tx Tx) ([]Problem, error) {
 	}
 	for _, ix := range factIndexes {
 		err := tx.Scan(ix.bucket, nil, false, func(k, v []byte) error {
+			if ix.bucket == bucketKey && len(v) == 0 {
+				p, err := keyEntryProblem(tx, k, unreadable)
+				if p != nil {
+					out = append(out, *p)
+				}
+				return err
+			}
 			id, ok := ix.id(k, v)
 			p := Problem{Bucket: ix.bucket, Key: bytes.Clone(k), ID: id, Repairable: true}
 			switch {
@@ -128,6 +136,39 @@ func Diagnose(tx Tx) ([]Problem, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// keyEntryProblem checks the key-index entry k of a version chain: the
+// chain must hold a version that exists and can be read.
+func keyEntryProblem(tx Tx, k []byte, unreadable map[string]bool) (*Problem, error) {
+	i := bytes.IndexByte(k, 0)
+	key, stored, ok := "", "", i >= 0
+	if ok {
+		key, stored, ok = parseKeyEntry(k, string(k[:i]))
+	}
+	p := &Problem{Bucket: bucketKey, Key: bytes.Clone(k), Repairable: true}
+	if !ok {
+		p.Reason = "malformed index entry"
+		return p, nil
+	}
+	found := false
+	err := tx.Scan(bucketEntity, indexKey(string(k[:i]), stored, key, ""), false, func(_, v []byte) error {
+		if unreadable[string(v)] {
+			return nil
+		}
+		if _, err := tx.Get(bucketFacts, v); errors.Is(err, ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		found = true
+		return ErrStop
+	})
+	if err != nil || found {
+		return nil, err
+	}
+	p.Reason = fmt.Sprintf("names the version chain of %q under key %q, which holds no readable fact", stored, key)
+	return p, nil
 }
 
 // Repair removes in tx what [Diagnose] finds repairable: each unreadable

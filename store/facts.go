@@ -23,7 +23,7 @@ import (
 const (
 	bucketFacts  = "facts"        // fact id → JSON Fact
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
-	bucketKey    = "facts.key"    // tenant, key, stored entity, version → fact id
+	bucketKey    = "facts.key"    // tenant, key, stored entity → empty: the chain (stored entity, key) exists
 	bucketWords  = "facts.words"  // tenant, word, fact id → rank key prefix (facts not deleted, superseded ones included)
 	bucketRank   = "facts.rank"   // tenant, scope, ^confidence, ^stored_at, fact id → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
@@ -318,8 +318,12 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	if err := tx.Put(bucketEntity, indexKey(f.Tenant, stored, f.Key, version(f.Version)), []byte(f.ID)); err != nil {
 		return nil, nil, err
 	}
-	if err := tx.Put(bucketKey, indexKey(f.Tenant, f.Key, stored, version(f.Version)), []byte(f.ID)); err != nil {
-		return nil, nil, err
+	if current == nil {
+		// A new chain, or one whose entry the key index may lack (a chain
+		// that was all retired, deleted or repaired away).
+		if err := putKeyEntry(tx, f.Tenant, f.Key, stored); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := indexLive(tx, f, true); err != nil {
 		return nil, nil, err
@@ -556,20 +560,76 @@ func rankPrefixes(tenant, agent string) [][]byte {
 	return p
 }
 
-// keyIndexEntity returns the stored entity of a key-index key k found under
-// prefix ("tenant\x00key\x00"), and whether agent may see it: shared
-// entities that are not reserved, and agent's own private ones. Callers use
-// it to skip other agents' private facts without reading them.
-func keyIndexEntity(k, prefix []byte, agent string) (string, bool) {
-	rest := k[len(prefix):]
-	if len(rest) < 5 { // stored entity, NUL, 4-byte version
-		return "", false
+// The key index holds one entry per version chain, (tenant, key, stored
+// entity) with an empty value, not one per version: the versions are in the
+// entity index already, under (tenant, stored entity, key), and a new
+// version of a chain then writes nothing here. [scanKeyIndex] walks a
+// chain's versions from its entry.
+
+// putKeyEntry adds the key-index entry of the chain (stored, key), unless
+// it is there already.
+func putKeyEntry(tx Tx, tenant, key, stored string) error {
+	k := indexKey(tenant, key, stored)
+	if _, err := tx.Get(bucketKey, k); !errors.Is(err, ErrNotFound) {
+		return err // there (nil), or the store failed
 	}
-	stored := string(rest[:len(rest)-5])
+	return tx.Put(bucketKey, k, nil)
+}
+
+// parseKeyEntry splits a key-index key into its key and stored entity. The
+// tenant is the first len(tenant) bytes and a NUL; neither a key nor an
+// entity holds a NUL byte.
+func parseKeyEntry(k []byte, tenant string) (key, stored string, ok bool) {
+	if len(k) <= len(tenant)+1 {
+		return "", "", false
+	}
+	kb, sb, ok := bytes.Cut(k[len(tenant)+1:], []byte{0})
+	if !ok || len(kb) == 0 || len(sb) == 0 {
+		return "", "", false
+	}
+	return string(kb), string(sb), true
+}
+
+// errStopKeyScan carries an ErrStop of scanKeyIndex's fn out of the inner
+// scan of a chain.
+var errStopKeyScan = errors.New("store: stop key scan")
+
+// scanKeyIndex calls fn with the id of every version of every chain whose
+// key-index entry starts with prefix (the tenant, a NUL, then a prefix of
+// keys, or a whole key and a NUL): chain after chain in index order (by key,
+// then stored entity), each chain's versions oldest first. skip, unless nil,
+// sees each chain's key and stored entity first and returns true to pass it
+// over unread. fn returning ErrStop ends the walk without error.
+func scanKeyIndex(tx Tx, tenant string, prefix []byte, skip func(key, stored string) bool, fn func(id []byte) error) error {
+	err := tx.Scan(bucketKey, prefix, false, func(k, _ []byte) error {
+		key, stored, ok := parseKeyEntry(k, tenant)
+		if !ok || skip != nil && skip(key, stored) {
+			return nil
+		}
+		return tx.Scan(bucketEntity, indexKey(tenant, stored, key, ""), false, func(_, v []byte) error {
+			if err := fn(v); errors.Is(err, ErrStop) {
+				return errStopKeyScan
+			} else if err != nil {
+				return err
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errStopKeyScan) {
+		return nil
+	}
+	return err
+}
+
+// keyEntrySeen reports whether agent may see the chain of the stored entity
+// stored: shared entities that are not reserved, and agent's own private
+// ones. Callers use it to skip other agents' private facts without reading
+// them.
+func keyEntrySeen(stored, agent string) bool {
 	if !IsReserved(stored) {
-		return stored, true
+		return true
 	}
-	return stored, agent != "" && strings.HasPrefix(stored, PrivateEntity(agent, ""))
+	return agent != "" && strings.HasPrefix(stored, PrivateEntity(agent, ""))
 }
 
 // rankKey orders facts by confidence, highest first, then newest first:

@@ -88,7 +88,15 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 		}
 	case s.Key != "":
 		bucket = bucketKey
-		prefixes = [][]byte{append(indexKey(s.Tenant, s.Key), 0)}
+		err := scanKeyIndex(tx, s.Tenant, append(indexKey(s.Tenant, s.Key), 0),
+			// another agent's private fact, or crux's own: not read, not counted
+			func(_, stored string) bool { return !keyEntrySeen(stored, s.Agent) },
+			visit)
+		if err != nil {
+			return st, err
+		}
+		st.Complete = !halted
+		return st, nil
 	default:
 		bucket = bucketRank
 		prefixes = rankPrefixes(s.Tenant, s.Agent)
@@ -98,10 +106,6 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 			switch bucket {
 			case bucketRank:
 				return visit(k[len(p)+16:]) // ^confidence, ^stored_at, id
-			case bucketKey:
-				if _, ok := keyIndexEntity(k, p, s.Agent); !ok {
-					return nil // another agent's private fact, or crux's own: not read, not counted
-				}
 			}
 			return visit(v)
 		})

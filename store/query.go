@@ -115,7 +115,11 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		}
 		return rankIDs(tx, q, bucketEntity, prefixes)
 	case q.Key != "":
-		return rankIDs(tx, q, bucketKey, [][]byte{append(indexKey(q.Tenant, q.Key), 0)})
+		var res FactResult
+		err := scanKeyIndex(tx, q.Tenant, append(indexKey(q.Tenant, q.Key), 0),
+			func(_, stored string) bool { return !keyEntrySeen(stored, q.Agent) },
+			func(id []byte) error { return q.rankInto(tx, &res, bucketKey, id) })
+		return q.finish(res), err
 	case len(q.Terms) > 0:
 		// Postings hold the fact's rank key, so candidates are ordered
 		// without reading them; they match the terms by construction.
@@ -178,43 +182,46 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 }
 
 // rankIDs ranks every fact whose id is the value of a key under one of the
-// prefixes of bucket. In the key index, entries of entities the caller may
-// not see are skipped unread.
+// prefixes of bucket.
 func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, error) {
 	var res FactResult
 	for _, p := range prefixes {
-		err := tx.Scan(bucket, p, false, func(k, v []byte) error {
-			if bucket == bucketKey {
-				if _, ok := keyIndexEntity(k, p, q.Agent); !ok {
-					return nil
-				}
-			}
-			f, err := indexedFact(tx, bucket, string(v))
-			if err != nil {
-				return SkipCorrupt(tx, err)
-			}
-			r, ok, err := q.rank(tx, f, true)
-			if err != nil {
-				return err
-			}
-			if ok {
-				if r.Effective < q.MinEffective {
-					res.BelowFloor++
-				} else {
-					res.Facts = append(res.Facts, r)
-				}
-			}
-			return nil
-		})
+		err := tx.Scan(bucket, p, false, func(_, v []byte) error { return q.rankInto(tx, &res, bucket, v) })
 		if err != nil {
 			return res, err
 		}
 	}
+	return q.finish(res), nil
+}
+
+// rankInto reads the fact id, reached through index, and adds it to res
+// when it passes q.
+func (q *FactQuery) rankInto(tx Tx, res *FactResult, index string, id []byte) error {
+	f, err := indexedFact(tx, index, string(id))
+	if err != nil {
+		return SkipCorrupt(tx, err)
+	}
+	r, ok, err := q.rank(tx, f, true)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if r.Effective < q.MinEffective {
+			res.BelowFloor++
+		} else {
+			res.Facts = append(res.Facts, r)
+		}
+	}
+	return nil
+}
+
+// finish sorts the facts of res and cuts them to q.Limit.
+func (q *FactQuery) finish(res FactResult) FactResult {
 	sortRanked(res.Facts)
 	if q.Limit > 0 && len(res.Facts) > q.Limit {
 		res.Facts = res.Facts[:q.Limit]
 	}
-	return res, nil
+	return res
 }
 
 // rankStream ranks candidates that each yields as a rank key (^confidence,

@@ -31,6 +31,33 @@
 //
 // The conformance suite in package storetest checks all of this; every
 // backend's test file runs it.
+//
+// # Layout of facts
+//
+// A fact is one record and a handful of index entries, all written in the
+// transaction that stores it. The layout is chosen so that one store_fact
+// touches few pages of a B+tree store such as bbolt, where a commit writes
+// every page it dirtied, and the path from the root to it:
+//
+//   - facts: fact id → CBOR record. Fact ids are time-ordered
+//     ([NewFactID]), so new records append to the last leaf instead of
+//     landing on a random one (and the backend is told so, see
+//     [AppendHinter]). Retiring a version rewrites its record in place.
+//   - facts.entity: tenant, stored entity, key, 4-byte version → fact id.
+//     The version chains: a write reads its chain's newest versions here.
+//   - facts.key: tenant, key, stored entity → empty. One entry per chain,
+//     not per version (the versions are in facts.entity), so a new version
+//     of a chain writes nothing here.
+//   - facts.fresh: tenant, fact id → rank prefix and the fact's words. The
+//     keyword postings of new facts, one appended entry per fact instead of
+//     one entry per word on as many leaves; every 64 facts they move to
+//     facts.words together. Keyword queries read both.
+//   - facts.words: tenant, word, fact id → rank prefix (16 bytes).
+//   - facts.rank: tenant, scope, ^confidence, ^stored_at, fact id → empty.
+//   - facts.active: tenant, stored entity → count of current facts, kept
+//     for entity listings; a new version of a chain leaves it unwritten.
+//   - store.meta: "format" → [Format]. [Upgrade] brings a store written by
+//     an older crux to the current layout; crux.NewServer runs it on open.
 package store
 
 import (
