@@ -37,11 +37,8 @@ var factIndexes = []struct {
 	{bucketEntity, func(_, v []byte) (string, bool) { return string(v), true }},
 	// One entry per chain, with an empty value: checked by keyEntryProblem.
 	{bucketKey, func(_, v []byte) (string, bool) { return string(v), true }},
-	// tenant, word, fact id: neither a tenant nor a word holds a NUL byte.
-	{bucketWords, func(k, _ []byte) (string, bool) {
-		i := bytes.LastIndexByte(k, 0)
-		return string(k[i+1:]), i >= 0
-	}},
+	// Blocks of postings: checked posting by posting by blockProblems.
+	{bucketWords, nil},
 	// tenant, fact id: the tenant holds no NUL byte.
 	{bucketFresh, func(k, _ []byte) (string, bool) {
 		i := bytes.IndexByte(k, 0)
@@ -79,6 +76,11 @@ func Diagnose(tx Tx) ([]Problem, error) {
 	}
 	for _, ix := range factIndexes {
 		err := tx.Scan(ix.bucket, nil, false, func(k, v []byte) error {
+			if ix.bucket == bucketWords {
+				ps, err := blockProblems(tx, k, v, unreadable)
+				out = append(out, ps...)
+				return err
+			}
 			if ix.bucket == bucketKey && len(v) == 0 {
 				p, err := keyEntryProblem(tx, k, unreadable)
 				if p != nil {
@@ -134,6 +136,33 @@ func Diagnose(tx Tx) ([]Problem, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// blockProblems checks a block of keyword postings: it must decode, and
+// each posting must name a fact that exists and can be read. A problem
+// posting is reported with the block's key and the fact's id; [Repair]
+// removes that posting alone.
+func blockProblems(tx Tx, k, v []byte, unreadable map[string]bool) ([]Problem, error) {
+	ps, err := decodeBlock(v)
+	_, _, _, ok := parseBlockKey(k)
+	if err != nil || !ok {
+		return []Problem{{Bucket: bucketWords, Key: bytes.Clone(k), Reason: "malformed index entry", Repairable: true}}, nil
+	}
+	var out []Problem
+	for _, p := range ps {
+		reason := ""
+		if unreadable[p.id] {
+			reason = "names the unreadable fact " + p.id
+		} else if _, err := tx.Get(bucketFacts, []byte(p.id)); errors.Is(err, ErrNotFound) {
+			reason = "names the fact " + p.id + ", which does not exist"
+		} else if err != nil {
+			return nil, err
+		}
+		if reason != "" {
+			out = append(out, Problem{Bucket: bucketWords, Key: bytes.Clone(k), ID: p.id, Reason: reason, Repairable: true})
+		}
 	}
 	return out, nil
 }
@@ -194,7 +223,12 @@ func Repair(tx Tx) ([]Problem, error) {
 		if !p.Repairable {
 			continue
 		}
-		if err := tx.Delete(p.Bucket, p.Key); err != nil {
+		if tenant, word, _, ok := parseBlockKey(p.Key); ok && p.Bucket == bucketWords && p.ID != "" {
+			// One posting of a block: the others stay.
+			if err := removePosting(tx, tenant, word, p.ID); err != nil {
+				return nil, err
+			}
+		} else if err := tx.Delete(p.Bucket, p.Key); err != nil {
 			return nil, err
 		}
 		removed = append(removed, p)

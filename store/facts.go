@@ -2,12 +2,14 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,7 +26,7 @@ const (
 	bucketFacts  = "facts"        // fact id → JSON Fact
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity → empty: the chain (stored entity, key) exists
-	bucketWords  = "facts.words"  // tenant, word, fact id → rank key prefix (facts not deleted, superseded ones included)
+	bucketWords  = "facts.words"  // tenant, word, last fact id → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
 	bucketRank   = "facts.rank"   // tenant, scope, ^confidence, ^stored_at, fact id → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
 	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, then the fact's words (postings not yet in facts.words)
@@ -447,7 +449,7 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 	rankEntry := append(rankPrefix(f.Tenant, rankScope(f)), rank...)
 	if !add {
 		for _, w := range words {
-			if err := tx.Delete(bucketWords, indexKey(f.Tenant, w, f.ID)); err != nil {
+			if err := removePosting(tx, f.Tenant, w, f.ID); err != nil {
 				return err
 			}
 		}
@@ -522,11 +524,27 @@ func flushFresh(tx Tx, min int) error {
 	if err != nil {
 		return err
 	}
+	// The postings of each word, sorted by id, go in together.
+	type word struct{ tenant, word string }
+	byWord := make(map[word][]posting)
 	for _, e := range entries {
 		for _, w := range e.words {
-			if err := tx.Put(bucketWords, indexKey(e.tenant, w, e.id), e.rank); err != nil {
-				return err
-			}
+			k := word{e.tenant, w}
+			byWord[k] = append(byWord[k], posting{id: e.id, rank: e.rank})
+		}
+	}
+	words := make([]word, 0, len(byWord))
+	for w, ps := range byWord {
+		words = append(words, w)
+		slices.SortFunc(ps, func(a, b posting) int { return strings.Compare(a.id, b.id) })
+		byWord[w] = slices.CompactFunc(ps, func(a, b posting) bool { return a.id == b.id })
+	}
+	slices.SortFunc(words, func(a, b word) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.word, b.word))
+	})
+	for _, w := range words {
+		if err := addPostings(tx, w.tenant, w.word, byWord[w]); err != nil {
+			return err
 		}
 	}
 	for _, k := range keys {

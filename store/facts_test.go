@@ -417,12 +417,22 @@ func TestKeywordSearchAcrossFreshPostings(t *testing.T) {
 			deleted[f.ID] = true
 		}
 	}
-	for _, i := range []int{3, 17, 101} { // and older ones, moved by now
+	// Facts whose ids sort before the others (an id chosen by the caller),
+	// so that their postings go inside the blocks already written, not
+	// after them; and one id that is not of the standard form.
+	for i, id := range []string{"f_00000000000000000000000000000001", "f_0000000000000000000000000000000a", "custom-id"} {
+		facts = append(facts, putFact(t, db, store.NewFact{Scope: s, Entity: "early", Key: fmt.Sprint(i),
+			Value: "word3 common1 early", ID: id, Now: now}))
+	}
+	for range 70 { // and move them
+		putFact(t, db, store.NewFact{Scope: s, Entity: "filler", Key: "k", Value: "filler", Now: now})
+	}
+	for _, i := range []int{3, 17, 101, 301} { // and older ones, moved by now
 		f := facts[i]
 		require.NoError(t, db.Update(ctx, func(tx store.Tx) error { _, _, err := store.DeleteFact(tx, s, f.ID, now); return err }))
 		deleted[f.ID] = true
 	}
-	for _, terms := range [][]string{{"word3"}, {"common1"}, {"word"}, {"word7", "common2"}, {"e29"}} {
+	for _, terms := range [][]string{{"word3"}, {"common1"}, {"word"}, {"word7", "common2"}, {"e29"}, {"early"}} {
 		var want []string
 		for _, f := range facts {
 			if deleted[f.ID] {

@@ -17,10 +17,10 @@ import (
 //     (tenant, key, stored entity, version) → fact id.
 //   - 2: the key index holds one entry per version chain, (tenant, key,
 //     stored entity) with an empty value; the versions are found in the
-//     entity index. New facts' keyword postings may wait in facts.fresh
-//     before they move to facts.words (readers of version 1 would miss
-//     them, which is why the version changes). Fact ids are time-ordered;
-//     ids of either kind are valid in either version.
+//     entity index. The keyword index holds blocks of postings, (tenant,
+//     word, last fact id) → postings, and new facts' postings may wait in
+//     facts.fresh before they move there. Fact ids are time-ordered; ids of
+//     either kind are valid in either version.
 const Format = 2
 
 // bucketMeta holds the store's format record under formatKey: the format
@@ -70,6 +70,9 @@ func Upgrade(tx Tx) (from int, err error) {
 		if err := upgradeKeyIndex(tx); err != nil {
 			return from, fmt.Errorf("store: upgrading the key index: %w", err)
 		}
+		if err := upgradeWords(tx); err != nil {
+			return from, fmt.Errorf("store: upgrading the keyword index: %w", err)
+		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))
 }
@@ -99,6 +102,49 @@ func upgradeKeyIndex(tx Tx) error {
 	}
 	for k := range chains {
 		if err := tx.Put(bucketKey, []byte(k), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upgradeWords turns the keyword index's one-posting entries (tenant, word,
+// fact id → 16-byte rank prefix) into blocks (see postings.go). A block's
+// value is never 16 bytes long (each posting takes at least 18), so the
+// entries still in the old layout are told apart by their length.
+func upgradeWords(tx Tx) error {
+	type word struct{ tenant, word string }
+	var old [][]byte
+	var words []word
+	byWord := make(map[word][]posting)
+	err := tx.Scan(bucketWords, nil, false, func(k, v []byte) error {
+		if len(v) != rankLen {
+			return nil
+		}
+		t, rest, ok1 := bytes.Cut(k, []byte{0})
+		w, id, ok2 := bytes.Cut(rest, []byte{0})
+		if !ok1 || !ok2 || len(id) == 0 {
+			return nil // malformed: crux doctor reports it
+		}
+		old = append(old, bytes.Clone(k))
+		key := word{string(t), string(w)}
+		if _, ok := byWord[key]; !ok {
+			words = append(words, key)
+		}
+		// Scan order is key order: each word's ids come sorted.
+		byWord[key] = append(byWord[key], posting{id: string(id), rank: bytes.Clone(v)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := tx.Delete(bucketWords, k); err != nil {
+			return err
+		}
+	}
+	for _, w := range words {
+		if err := addPostings(tx, w.tenant, w.word, byWord[w]); err != nil {
 			return err
 		}
 	}

@@ -60,10 +60,11 @@ func fixtureKeyring() *receipts.Keyring {
 
 // TestUpgradeFormat1 opens a store written by the code of format 1 and
 // upgrades it: every fact record, the entity index (so every version
-// chain), the keyword postings, the confidence index, the entity counts and
-// every receipt chain are left byte for byte as they were; the key index
-// becomes one entry per chain, and a query by key finds exactly the facts
-// the old per-version entries named; crux doctor finds nothing amiss.
+// chain), the confidence index, the entity counts and every receipt chain
+// are left byte for byte as they were; the key index becomes one entry per
+// chain, and a query by key finds exactly the facts the old per-version
+// entries named; the keyword postings are the same, now in blocks; crux
+// doctor finds nothing amiss.
 // Upgrading again, in a second open, changes nothing and commits nothing.
 func TestUpgradeFormat1(t *testing.T) {
 	path := openFixture(t)
@@ -71,10 +72,10 @@ func TestUpgradeFormat1(t *testing.T) {
 	db, err := bolt.Open(path, nil)
 	require.NoError(t, err)
 
-	unchanged := []string{"facts", "facts.entity", "facts.words", "facts.rank", "facts.active",
+	unchanged := []string{"facts", "facts.entity", "facts.rank", "facts.active",
 		"receipts", "receipts.chain", "receipts.head"}
 	before := map[string]map[string]string{}
-	var oldKeys map[string]string
+	var oldKeys, oldPostings map[string]string
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
 		format, err := store.StoredFormat(tx)
 		require.NoError(t, err)
@@ -83,6 +84,7 @@ func TestUpgradeFormat1(t *testing.T) {
 			before[b] = dump(t, tx, b)
 		}
 		oldKeys = dump(t, tx, "facts.key")
+		oldPostings = dump(t, tx, "facts.words")
 		return nil
 	}))
 	require.Greater(t, len(before["facts"]), 150, "the fixture holds the facts generate.go wrote")
@@ -108,6 +110,12 @@ func TestUpgradeFormat1(t *testing.T) {
 			want[k[:len(k)-5]] = ""
 		}
 		assert.Equal(t, want, dump(t, tx, "facts.key"))
+
+		// The same postings, now in blocks: fewer entries.
+		postings, err := store.Postings(tx)
+		require.NoError(t, err)
+		assert.Equal(t, oldPostings, postings)
+		assert.Less(t, len(dump(t, tx, "facts.words")), len(oldPostings)/2)
 
 		// A query by key reaches the facts the old entries named.
 		type query struct{ tenant, agent, key string }
@@ -224,6 +232,8 @@ func TestOpenUpgradesFormat1(t *testing.T) {
 	assert.Contains(t, byKey2, newID)
 	assert.NotContains(t, byKey2, oldCurrent[0])
 	assert.Len(t, byKey2, len(byKey))
-	assert.True(t, slices.Contains(rows(`{"query":"upgrade","top_k":200}`), newID), "the keyword index finds the new fact")
+	found := rows(`{"query":"upgrade","top_k":200}`)
+	assert.True(t, slices.Contains(found, newID), "the keyword index finds the new fact")
+	assert.Greater(t, len(found), 50, "and the old ones")
 	auditChains(t, db)
 }

@@ -126,11 +126,16 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		seen := make(map[string]struct{})
 		var keys [][]byte
 		for _, t := range q.Terms {
-			err := tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(k, v []byte) error {
-				id := k[bytes.LastIndexByte(k, 0)+1:]
-				if _, ok := seen[string(id)]; !ok {
-					seen[string(id)] = struct{}{}
-					keys = append(keys, append(v[:16:16], id...))
+			err := tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(_, v []byte) error {
+				ps, err := decodeBlock(v)
+				if err != nil {
+					return nil // crux doctor reports it
+				}
+				for _, p := range ps {
+					if _, ok := seen[p.id]; !ok {
+						seen[p.id] = struct{}{}
+						keys = append(keys, append(p.rank, p.id...))
+					}
 				}
 				return nil
 			})

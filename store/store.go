@@ -52,7 +52,11 @@
 //     keyword postings of new facts, one appended entry per fact instead of
 //     one entry per word on as many leaves; every 64 facts they move to
 //     facts.words together. Keyword queries read both.
-//   - facts.words: tenant, word, fact id → rank prefix (16 bytes).
+//   - facts.words: tenant, word, last fact id → a block of up to 48
+//     postings of that word (fact id, 16-byte rank prefix), sorted by id.
+//     One key per block instead of one per posting makes the index about a
+//     third of its former size, and new facts' postings append to each
+//     word's last block.
 //   - facts.rank: tenant, scope, ^confidence, ^stored_at, fact id → empty.
 //   - facts.active: tenant, stored entity → count of current facts, kept
 //     for entity listings; a new version of a chain leaves it unwritten.

@@ -407,3 +407,31 @@ func TestFreelistRebuiltOnOpen(t *testing.T) {
 	}))
 	require.NoError(t, db.Close())
 }
+
+// TestScanReverseAfterDeletingEveryKey: a reverse scan of a bucket whose
+// every key the same transaction deleted visits nothing, and returns (bbolt's
+// cursor alone would search its empty leaves forever).
+func TestScanReverseAfterDeletingEveryKey(t *testing.T) {
+	db := openTest(t, &Options{NoSync: true})
+	require.NoError(t, db.Update(t.Context(), func(tx store.Tx) error {
+		for i := range 3000 {
+			if err := tx.Put("b", fmt.Appendf(nil, "k%05d", i), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, db.Update(t.Context(), func(tx store.Tx) error {
+		for i := range 3000 {
+			if err := tx.Delete("b", fmt.Appendf(nil, "k%05d", i)); err != nil {
+				return err
+			}
+		}
+		for _, prefix := range []string{"", "k", "k0"} {
+			n := 0
+			require.NoError(t, tx.Scan("b", []byte(prefix), true, func(_, _ []byte) error { n++; return nil }))
+			require.Zero(t, n, "prefix %q", prefix)
+		}
+		return nil
+	}))
+}

@@ -296,12 +296,22 @@ func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value
 func seekLast(c *bbolt.Cursor, prefix []byte) ([]byte, []byte) {
 	end := prefixEnd(prefix)
 	if end == nil {
-		return c.Last()
+		return lastKey(c)
 	}
 	if k, _ := c.Seek(end); k == nil {
-		return c.Last()
+		return lastKey(c)
 	}
 	return c.Prev()
+}
+
+// lastKey is c.Last, except in a bucket whose every key this transaction
+// deleted: its leaves are then all empty until the commit rebalances them,
+// and bbolt's Last would look for a key in them forever.
+func lastKey(c *bbolt.Cursor) ([]byte, []byte) {
+	if k, _ := c.First(); k == nil {
+		return nil, nil
+	}
+	return c.Last()
 }
 
 // reposition moves c to the key after (before, if reverse) last, which may
@@ -316,7 +326,7 @@ func reposition(c *bbolt.Cursor, last []byte, reverse bool) ([]byte, []byte) {
 		return k, v
 	}
 	if k == nil {
-		return c.Last() // every key is < last
+		return lastKey(c) // every key is < last
 	}
 	return c.Prev()
 }
