@@ -122,27 +122,23 @@ type block struct {
 
 // findBlock returns the block of word where id belongs: the one with the
 // smallest last id at or above id, or else the word's last block; nil when
-// the word has no block. It walks the word's blocks from the last, so
-// finding where a new id goes costs one block.
+// the word has no block. Blocks that do not decode are passed over (crux
+// doctor reports them).
 func findBlock(tx Tx, tenant, word, id string) (*block, error) {
 	prefix := wordPrefix(tenant, word)
 	var found *block
-	err := tx.Scan(bucketWords, prefix, true, func(k, v []byte) error {
-		last := string(k[len(prefix):])
-		if found != nil && last < id {
-			return ErrStop
-		}
+	visit := func(k, v []byte) error {
 		ps, err := decodeBlock(v)
 		if err != nil {
-			return nil // crux doctor reports it; writes go on around it
+			return nil
 		}
 		found = &block{key: bytes.Clone(k), ps: ps}
-		if last < id {
-			return ErrStop // the last block, and id is past it
-		}
-		return nil
-	})
-	return found, err
+		return ErrStop
+	}
+	if err := scanFrom(tx, bucketWords, prefix, append(bytes.Clone(prefix), id...), visit); err != nil || found != nil {
+		return found, err
+	}
+	return found, tx.Scan(bucketWords, prefix, true, visit) // id is past every block: the last one
 }
 
 // putBlocks writes ps (sorted by id) as blocks of at most blockMax

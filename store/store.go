@@ -65,6 +65,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 )
@@ -132,4 +133,26 @@ func hintAppend(tx Tx, bucket string) {
 	if h, ok := tx.(AppendHinter); ok {
 		h.HintAppend(bucket)
 	}
+}
+
+// Seeker is implemented by a [Tx] that can start a scan inside a prefix.
+// ScanFrom calls fn for every key in bucket that starts with prefix and is
+// not less than from, in ascending order, as [Tx.Scan] does for the whole
+// prefix (fn returning ErrStop ends it without error). Without it,
+// [scanFrom] walks the prefix from its start.
+type Seeker interface {
+	ScanFrom(bucket string, prefix, from []byte, fn func(key, value []byte) error) error
+}
+
+// scanFrom is Seeker.ScanFrom on any Tx.
+func scanFrom(tx Tx, bucket string, prefix, from []byte, fn func(key, value []byte) error) error {
+	if s, ok := tx.(Seeker); ok {
+		return s.ScanFrom(bucket, prefix, from, fn)
+	}
+	return tx.Scan(bucket, prefix, false, func(k, v []byte) error {
+		if bytes.Compare(k, from) < 0 {
+			return nil
+		}
+		return fn(k, v)
+	})
 }

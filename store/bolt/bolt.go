@@ -167,6 +167,7 @@ type DB struct {
 var (
 	_ store.Backend      = (*DB)(nil)
 	_ store.AppendHinter = (*tx)(nil)
+	_ store.Seeker       = (*tx)(nil)
 )
 
 // Open opens the bbolt database at path, creating the file (mode 0600) if it

@@ -435,3 +435,30 @@ func TestScanReverseAfterDeletingEveryKey(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestScanFrom: a scan from a key inside a prefix visits the keys of the
+// prefix from that key on, in order, and none outside the prefix.
+func TestScanFrom(t *testing.T) {
+	db := openTest(t, &Options{NoSync: true})
+	for _, k := range []string{"a1", "a3", "a5", "a7", "b1", "0"} {
+		put(t, db, k, "v")
+	}
+	for _, tc := range []struct{ prefix, from, want string }{
+		{"a", "a4", "a5 a7"},
+		{"a", "a5", "a5 a7"},
+		{"a", "", "a1 a3 a5 a7"},
+		{"a", "0", "a1 a3 a5 a7"},
+		{"a", "a8", ""},
+		{"a", "b", ""},
+		{"", "a6", "a7 b1"},
+	} {
+		var got []string
+		require.NoError(t, db.View(t.Context(), func(st store.Tx) error {
+			return st.(store.Seeker).ScanFrom("b", []byte(tc.prefix), []byte(tc.from), func(k, _ []byte) error {
+				got = append(got, string(k))
+				return nil
+			})
+		}))
+		assert.Equal(t, tc.want, strings.Join(got, " "), "%+v", tc)
+	}
+}

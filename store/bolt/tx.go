@@ -240,6 +240,18 @@ func (t *tx) gen() uint64 {
 // being scanned: the scan then continues after (before, if reverse) the last
 // key visited, and sees the keys written there.
 func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value []byte) error) error {
+	return t.scan(bucket, prefix, nil, reverse, fn)
+}
+
+// ScanFrom is Scan in ascending order, starting at the first key not less
+// than from. It implements [store.Seeker].
+func (t *tx) ScanFrom(bucket string, prefix, from []byte, fn func(key, value []byte) error) error {
+	return t.scan(bucket, prefix, from, false, fn)
+}
+
+// scan is Scan, starting at from when it is set and greater than prefix
+// (ascending scans only).
+func (t *tx) scan(bucket string, prefix, from []byte, reverse bool, fn func(key, value []byte) error) error {
 	if err := t.check(); err != nil {
 		return err
 	}
@@ -253,6 +265,8 @@ func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value
 	c := b.Cursor()
 	var k, v []byte
 	switch {
+	case !reverse && bytes.Compare(from, prefix) > 0:
+		k, v = c.Seek(from)
 	case !reverse && len(prefix) == 0:
 		k, v = c.First()
 	case !reverse:
