@@ -29,7 +29,7 @@ const (
 	bucketWords  = "facts.words"  // tenant, word, last fact id → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
 	bucketRank   = "facts.rank"   // tenant, scope, ^confidence, ^stored_at, fact id → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
-	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, then the fact's words (postings not yet in facts.words)
+	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, rank scope, NUL, the fact's words (entries not yet in facts.words and facts.rank)
 )
 
 // freshMax is how many facts the fresh postings hold at most: the write
@@ -437,16 +437,16 @@ func writeFact(tx Tx, f *Fact) error {
 // indexLive adds (add=true) or removes the word postings and the rank entry
 // of a live fact.
 //
-// A fact's postings, one per word, would land on as many leaves of
-// facts.words, each a page to write. So a new fact's postings first go, as
-// one entry, to facts.fresh, whose keys (ids being time-ordered) append;
-// once facts.fresh holds freshMax facts, the write that brings it there
-// moves them all into facts.words, where postings of the same word then
-// share leaves. Keyword queries read both.
+// A fact's postings, one per word, and its rank entry would land on as many
+// leaves of facts.words and facts.rank, each a page to write. So a new
+// fact's entries first go, as one entry, to facts.fresh, whose keys (ids
+// being time-ordered) append; once facts.fresh holds freshMax facts, the
+// write that brings it there moves them all to facts.words and facts.rank,
+// where entries of the same word and rank share leaves. Queries read
+// facts.fresh as well.
 func indexLive(tx Tx, f *Fact, add bool) error {
 	rank := rankKey(f) // posting values carry it, so keyword queries can order candidates unread
 	words := Words(f.Value + " " + f.Key + " " + f.Entity)
-	rankEntry := append(rankPrefix(f.Tenant, rankScope(f)), rank...)
 	if !add {
 		for _, w := range words {
 			if err := removePosting(tx, f.Tenant, w, f.ID); err != nil {
@@ -456,9 +456,11 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 		if err := tx.Delete(bucketFresh, indexKey(f.Tenant, f.ID)); err != nil {
 			return err
 		}
-		return tx.Delete(bucketRank, rankEntry)
+		return tx.Delete(bucketRank, append(rankPrefix(f.Tenant, rankScope(f)), rank...))
 	}
-	v := append(make([]byte, 0, 16+len(f.Value)+len(f.Key)+len(f.Entity)), rank[:16]...)
+	scope := rankScope(f)
+	v := make([]byte, 0, 16+len(scope)+1+len(f.Value)+len(f.Key)+len(f.Entity))
+	v = append(append(append(v, rank[:16]...), scope...), 0)
 	for i, w := range words {
 		if i > 0 {
 			v = append(v, 0)
@@ -469,9 +471,6 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 	if err := tx.Put(bucketFresh, indexKey(f.Tenant, f.ID), v); err != nil {
 		return err
 	}
-	if err := tx.Put(bucketRank, rankEntry, nil); err != nil {
-		return err
-	}
 	return flushFresh(tx, freshMax)
 }
 
@@ -479,6 +478,7 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 type freshEntry struct {
 	tenant, id string
 	rank       []byte   // 16 bytes: ^confidence, ^stored_at
+	scope      string   // the rank partition (see rankScope)
 	words      []string // the fact's words
 }
 
@@ -488,13 +488,76 @@ func parseFresh(k, v []byte) (freshEntry, bool) {
 	if i < 0 || len(v) < 16 {
 		return freshEntry{}, false
 	}
-	e := freshEntry{tenant: string(k[:i]), id: string(k[i+1:]), rank: bytes.Clone(v[:16])}
-	if len(v) > 16 {
-		for w := range bytes.SplitSeq(v[16:], []byte{0}) {
+	scope, words, ok := bytes.Cut(v[16:], []byte{0})
+	if !ok {
+		return freshEntry{}, false
+	}
+	e := freshEntry{tenant: string(k[:i]), id: string(k[i+1:]), rank: bytes.Clone(v[:16]), scope: string(scope)}
+	if len(words) > 0 {
+		for w := range bytes.SplitSeq(words, []byte{0}) {
 			e.words = append(e.words, string(w))
 		}
 	}
 	return e, true
+}
+
+// freshWords returns the words of the facts.fresh value v, or false when v
+// is malformed.
+func freshWords(v []byte) ([]byte, bool) {
+	if len(v) < 16 {
+		return nil, false
+	}
+	_, words, ok := bytes.Cut(v[16:], []byte{0})
+	return words, ok
+}
+
+// freshRanks returns the rank keys (^confidence, ^stored_at, id) of the
+// facts of facts.fresh in the rank partition of tenant and scope, sorted:
+// the rank entries they do not have yet.
+func freshRanks(tx Tx, tenant, scope string) ([][]byte, error) {
+	var keys [][]byte
+	err := tx.Scan(bucketFresh, indexKey(tenant, ""), false, func(k, v []byte) error {
+		if len(v) < 16 {
+			return nil
+		}
+		s, _, ok := bytes.Cut(v[16:], []byte{0})
+		if ok && string(s) == scope {
+			keys = append(keys, append(bytes.Clone(v[:16]), k[len(tenant)+1:]...))
+		}
+		return nil
+	})
+	slices.SortFunc(keys, bytes.Compare)
+	return keys, err
+}
+
+// scanRank calls visit with the rank key (^confidence, ^stored_at, id) of
+// every live fact of the rank partition prefix p (of tenant and scope), in
+// ascending order: the entries of facts.rank merged with those of the
+// facts still in facts.fresh. visit returning ErrStop ends the scan
+// without error.
+func scanRank(tx Tx, tenant, scope string, visit func(key []byte) error) error {
+	fresh, err := freshRanks(tx, tenant, scope)
+	if err != nil {
+		return err
+	}
+	p := rankPrefix(tenant, scope)
+	err = tx.Scan(bucketRank, p, false, func(k, _ []byte) error {
+		k = k[len(p):]
+		for len(fresh) > 0 && bytes.Compare(fresh[0], k) < 0 {
+			if err := visit(fresh[0]); err != nil {
+				return err
+			}
+			fresh = fresh[1:]
+		}
+		return visit(k)
+	})
+	for err == nil && len(fresh) > 0 {
+		err, fresh = visit(fresh[0]), fresh[1:]
+	}
+	if errors.Is(err, ErrStop) {
+		return nil
+	}
+	return err
 }
 
 // flushFresh moves every posting of facts.fresh into facts.words when
@@ -547,6 +610,14 @@ func flushFresh(tx Tx, min int) error {
 			return err
 		}
 	}
+	slices.SortFunc(entries, func(a, b freshEntry) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.scope, b.scope), bytes.Compare(a.rank, b.rank))
+	})
+	for _, e := range entries {
+		if err := tx.Put(bucketRank, append(append(rankPrefix(e.tenant, e.scope), e.rank...), e.id...), nil); err != nil {
+			return err
+		}
+	}
 	for _, k := range keys {
 		if err := tx.Delete(bucketFresh, k); err != nil {
 			return err
@@ -568,14 +639,13 @@ func rankScope(f *Fact) string {
 // rankPrefix is the rank-index prefix of a partition.
 func rankPrefix(tenant, scope string) []byte { return indexKey(tenant, scope, "") }
 
-// rankPrefixes are the partitions agent reads in tenant: the shared pool,
-// and its own private facts when it has an identity.
-func rankPrefixes(tenant, agent string) [][]byte {
-	p := [][]byte{rankPrefix(tenant, "")}
+// rankScopes are the partitions agent reads: the shared pool, and its own
+// private facts when it has an identity.
+func rankScopes(agent string) []string {
 	if agent != "" {
-		p = append(p, rankPrefix(tenant, agent))
+		return []string{"", agent}
 	}
-	return p
+	return []string{""}
 }
 
 // The key index holds one entry per version chain, (tenant, key, stored

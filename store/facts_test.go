@@ -462,3 +462,44 @@ func TestKeywordSearchAcrossFreshPostings(t *testing.T) {
 		return err
 	}))
 }
+
+// TestUnfilteredAcrossFreshEntries: an unfiltered query and an unfiltered
+// ScanFacts see every live fact the caller may see, in rank order, whether
+// its rank entry waits in facts.fresh or was moved to facts.rank, private
+// partitions included.
+func TestUnfilteredAcrossFreshEntries(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	var want []string    // alice's view, best first
+	for i := range 150 { // two moves of freshMax facts, and some left over
+		s := store.Scope{Tenant: "t", Agent: "alice"}
+		private := i%3 == 0
+		if i%5 == 0 {
+			s.Agent, private = "bob", true
+		}
+		f := putFact(t, db, store.NewFact{Scope: s, Entity: fmt.Sprintf("e%d", i), Key: "k", Value: "v",
+			Confidence: float64(i%7+1) / 8, Private: private, Now: now.Add(time.Duration(i) * time.Minute)})
+		if f.VisibleTo("alice") {
+			want = append(want, f.ID)
+		}
+	}
+	var got, scanned []string
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		alice := store.Scope{Tenant: "t", Agent: "alice"}
+		r, err := store.SearchFacts(tx, store.FactQuery{Scope: alice, Now: now, Policy: store.DefaultDecayPolicy})
+		for _, f := range r.Facts {
+			got = append(got, f.ID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = store.ScanFacts(tx, store.FactScan{Scope: alice}, func(f *store.Fact) error {
+			scanned = append(scanned, f.ID)
+			return nil
+		})
+		return err
+	}))
+	assert.ElementsMatch(t, want, got)
+	assert.ElementsMatch(t, want, scanned)
+}

@@ -18,8 +18,9 @@ import (
 //   - 2: the key index holds one entry per version chain, (tenant, key,
 //     stored entity) with an empty value; the versions are found in the
 //     entity index. The keyword index holds blocks of postings, (tenant,
-//     word, last fact id) → postings, and new facts' postings may wait in
-//     facts.fresh before they move there. Fact ids are time-ordered; ids of
+//     word, last fact id) → postings, and new facts' postings and rank
+//     entries may wait in facts.fresh before they move to facts.words and
+//     facts.rank. Fact ids are time-ordered; ids of
 //     either kind are valid in either version.
 const Format = 2
 

@@ -145,14 +145,15 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		}
 		// The postings not yet moved to the keyword index (see indexLive).
 		err := tx.Scan(bucketFresh, indexKey(q.Tenant, ""), false, func(k, v []byte) error {
-			if len(v) < 16 {
+			words, ok := freshWords(v)
+			if !ok {
 				return nil // malformed; the fact stays reachable by the other indexes
 			}
 			id := k[len(q.Tenant)+1:]
 			if _, ok := seen[string(id)]; ok {
 				return nil
 			}
-			for w := range bytes.SplitSeq(v[16:], []byte{0}) {
+			for w := range bytes.SplitSeq(words, []byte{0}) {
 				if matchesAnyTerm(w, q.Terms) {
 					seen[string(id)] = struct{}{}
 					keys = append(keys, append(v[:16:16], id...))
@@ -177,8 +178,8 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 	// The shared pool's partition, then the caller's own: each in rank
 	// order, so each stops early on its own.
 	return rankStream(tx, q, bucketRank, func(visit func([]byte) error) error {
-		for _, p := range rankPrefixes(q.Tenant, q.Agent) {
-			if err := tx.Scan(bucketRank, p, false, func(k, _ []byte) error { return visit(k[len(p):]) }); err != nil {
+		for _, scope := range rankScopes(q.Agent) {
+			if err := scanRank(tx, q.Tenant, scope, visit); err != nil {
 				return err
 			}
 		}

@@ -48,10 +48,11 @@
 //   - facts.key: tenant, key, stored entity → empty. One entry per chain,
 //     not per version (the versions are in facts.entity), so a new version
 //     of a chain writes nothing here.
-//   - facts.fresh: tenant, fact id → rank prefix and the fact's words. The
-//     keyword postings of new facts, one appended entry per fact instead of
-//     one entry per word on as many leaves; every 64 facts they move to
-//     facts.words together. Keyword queries read both.
+//   - facts.fresh: tenant, fact id → rank prefix, rank partition and the
+//     fact's words. The keyword postings and the rank entry of new facts,
+//     one appended entry per fact instead of one entry per word and one in
+//     the rank index, each on a leaf of its own; every 64 facts they move
+//     to facts.words and facts.rank together. Queries read both.
 //   - facts.words: tenant, word, last fact id → a block of up to 48
 //     postings of that word (fact id, 16-byte rank prefix), sorted by id.
 //     One key per block instead of one per posting makes the index about a
