@@ -531,10 +531,9 @@ func freshRanks(tx Tx, tenant, scope string) ([][]byte, error) {
 }
 
 // scanRank calls visit with the rank key (^confidence, ^stored_at, id) of
-// every live fact of the rank partition prefix p (of tenant and scope), in
-// ascending order: the entries of facts.rank merged with those of the
-// facts still in facts.fresh. visit returning ErrStop ends the scan
-// without error.
+// every live fact of the rank partition of tenant and scope, in ascending
+// order: the entries of facts.rank merged with those of the facts still in
+// facts.fresh. visit returning ErrStop ends the scan without error.
 func scanRank(tx Tx, tenant, scope string, visit func(key []byte) error) error {
 	fresh, err := freshRanks(tx, tenant, scope)
 	if err != nil {
@@ -560,10 +559,12 @@ func scanRank(tx Tx, tenant, scope string, visit func(key []byte) error) error {
 	return err
 }
 
-// flushFresh moves every posting of facts.fresh into facts.words when
-// facts.fresh holds at least min facts (min 0 or 1: always). A malformed
-// entry is dropped; crux doctor reports nothing for it, since it names no
-// fact it could not read.
+// flushFresh moves the postings and rank entries of every fact in
+// facts.fresh to facts.words and facts.rank when facts.fresh holds at least
+// min facts (min 0 or 1: whenever it holds any). An entry whose value does
+// not parse (a damaged page) is removed without moving anything: its fact
+// stays readable by id and through the entity and key indexes, and leaves
+// keyword and unfiltered queries.
 func flushFresh(tx Tx, min int) error {
 	var entries []freshEntry
 	var keys [][]byte
