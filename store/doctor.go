@@ -59,7 +59,8 @@ var factIndexes = []struct {
 // and every entry of the fact indexes, and returns the problems it finds:
 // records that do not decode, and index entries that name an unreadable
 // fact or one that does not exist, in bucket order and, within a bucket,
-// in key order. It changes nothing.
+// in key order. It changes nothing, and reads a store in an older layout
+// (one not yet upgraded, see [Upgrade]) as well.
 func Diagnose(tx Tx) ([]Problem, error) {
 	var out []Problem
 	unreadable := make(map[string]bool)
@@ -145,8 +146,13 @@ func Diagnose(tx Tx) ([]Problem, error) {
 // posting is reported with the block's key and the fact's id; [Repair]
 // removes that posting alone.
 func blockProblems(tx Tx, k, v []byte, unreadable map[string]bool) ([]Problem, error) {
+	_, _, last, ok := parseBlockKey(k)
+	if ok && len(v) == rankLen && len(last) <= postingIDMax {
+		// One posting, as a store not yet upgraded keeps them (see
+		// upgradeWords): the fact id ends the key.
+		return blockProblems(tx, k, encodeBlock([]posting{{id: last, rank: v}}), unreadable)
+	}
 	ps, err := decodeBlock(v)
-	_, _, _, ok := parseBlockKey(k)
 	if err != nil || !ok {
 		return []Problem{{Bucket: bucketWords, Key: bytes.Clone(k), Reason: "malformed index entry", Repairable: true}}, nil
 	}
@@ -209,8 +215,14 @@ func keyEntryProblem(tx Tx, k []byte, unreadable map[string]bool) (*Problem, err
 // lost: the version it had retired stays retired, and the next write of
 // its (entity, key) starts a new current version. It returns what it
 // removed; run it in one Update so that the store is repaired whole or not
-// at all.
+// at all. A store in an older layout is first brought to the current one
+// ([Upgrade]), in the same transaction.
 func Repair(tx Tx) ([]Problem, error) {
+	// A store an older crux wrote is upgraded first, so that what is
+	// removed is found in the current layout.
+	if _, err := Upgrade(tx); err != nil {
+		return nil, err
+	}
 	problems, err := Diagnose(tx)
 	if err != nil {
 		return nil, err

@@ -237,3 +237,36 @@ func TestOpenUpgradesFormat1(t *testing.T) {
 	assert.Greater(t, len(found), 50, "and the old ones")
 	auditChains(t, db)
 }
+
+// TestDoctorOnFormat1: the doctor reads a store not yet upgraded without
+// finding anything amiss, and its repair upgrades the store before
+// anything else, removing nothing: no index entry of the older layout is
+// taken for a malformed one.
+func TestDoctorOnFormat1(t *testing.T) {
+	path := openFixture(t)
+	ctx := context.Background()
+	db, err := bolt.Open(path, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	var before map[string]string
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		problems, err := store.Diagnose(tx)
+		require.NoError(t, err)
+		assert.Empty(t, problems)
+		before, err = store.Postings(tx)
+		return err
+	}))
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		removed, err := store.Repair(tx)
+		assert.Empty(t, removed)
+		return err
+	}))
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		format, err := store.StoredFormat(tx)
+		require.NoError(t, err)
+		assert.Equal(t, store.Format, format)
+		after, err := store.Postings(tx)
+		assert.Equal(t, before, after)
+		return err
+	}))
+}
