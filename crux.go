@@ -135,6 +135,11 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 		info := opts.Router.Info()
 		s.token = &info
 	}
+	// A store written by an older crux is brought to the current layout
+	// before anything reads it.
+	if _, err := store.UpgradeBackend(context.Background(), st); err != nil {
+		return nil, fmt.Errorf("crux: upgrading the store: %w", err)
+	}
 	if err := tools.SeedBootstrap(context.Background(), s.env.Store, s.env.Now().UTC(), set.Tools()); err != nil {
 		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
 	}

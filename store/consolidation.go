@@ -252,8 +252,8 @@ func contradictionEntities(tx Tx, q ContradictionQuery, budget int) (out []strin
 	case q.Key != "":
 		p := append(indexKey(q.Tenant, q.Key), 0)
 		err = tx.Scan(bucketKey, p, false, func(k, _ []byte) error {
-			stored, ok := keyIndexEntity(k, p, q.Agent)
-			if !ok {
+			_, stored, ok := parseKeyEntry(k, q.Tenant)
+			if !ok || !keyEntrySeen(stored, q.Agent) {
 				return nil // crux's own, or another agent's private entity
 			}
 			return add(strings.TrimPrefix(stored, own))

@@ -114,6 +114,14 @@ type reportingTx struct {
 
 func (t reportingTx) ReportCorrupt(e *CorruptRecordError) { t.report(e) }
 
+// HintAppend passes the hint on; see [AppendHinter].
+func (t reportingTx) HintAppend(bucket string) { hintAppend(t.Tx, bucket) }
+
+// ScanFrom passes the scan on; see [Seeker].
+func (t reportingTx) ScanFrom(bucket string, prefix, from []byte, fn func(key, value []byte) error) error {
+	return scanFrom(t.Tx, bucket, prefix, from, fn)
+}
+
 // indexedFact reads the fact id that an entry of the index bucket names.
 // A fact that does not decode or does not exist is a *CorruptRecordError
 // naming the index.

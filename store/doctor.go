@@ -35,10 +35,13 @@ var factIndexes = []struct {
 	id     func(k, v []byte) (string, bool)
 }{
 	{bucketEntity, func(_, v []byte) (string, bool) { return string(v), true }},
+	// One entry per chain, with an empty value: checked by keyEntryProblem.
 	{bucketKey, func(_, v []byte) (string, bool) { return string(v), true }},
-	// tenant, word, fact id: neither a tenant nor a word holds a NUL byte.
-	{bucketWords, func(k, _ []byte) (string, bool) {
-		i := bytes.LastIndexByte(k, 0)
+	// Blocks of postings: checked posting by posting by blockProblems.
+	{bucketWords, nil},
+	// tenant, fact id: the tenant holds no NUL byte.
+	{bucketFresh, func(k, _ []byte) (string, bool) {
+		i := bytes.IndexByte(k, 0)
 		return string(k[i+1:]), i >= 0
 	}},
 	// tenant, scope, 16 bytes of rank, fact id: the rank bytes may hold
@@ -56,7 +59,8 @@ var factIndexes = []struct {
 // and every entry of the fact indexes, and returns the problems it finds:
 // records that do not decode, and index entries that name an unreadable
 // fact or one that does not exist, in bucket order and, within a bucket,
-// in key order. It changes nothing.
+// in key order. It changes nothing, and reads a store in an older layout
+// (one not yet upgraded, see [Upgrade]) as well.
 func Diagnose(tx Tx) ([]Problem, error) {
 	var out []Problem
 	unreadable := make(map[string]bool)
@@ -73,6 +77,18 @@ func Diagnose(tx Tx) ([]Problem, error) {
 	}
 	for _, ix := range factIndexes {
 		err := tx.Scan(ix.bucket, nil, false, func(k, v []byte) error {
+			if ix.bucket == bucketWords {
+				ps, err := blockProblems(tx, k, v, unreadable)
+				out = append(out, ps...)
+				return err
+			}
+			if ix.bucket == bucketKey && len(v) == 0 {
+				p, err := keyEntryProblem(tx, k, unreadable)
+				if p != nil {
+					out = append(out, *p)
+				}
+				return err
+			}
 			id, ok := ix.id(k, v)
 			p := Problem{Bucket: ix.bucket, Key: bytes.Clone(k), ID: id, Repairable: true}
 			switch {
@@ -125,6 +141,71 @@ func Diagnose(tx Tx) ([]Problem, error) {
 	return out, nil
 }
 
+// blockProblems checks a block of keyword postings: it must decode, and
+// each posting must name a fact that exists and can be read. A problem
+// posting is reported with the block's key and the fact's id; [Repair]
+// removes that posting alone.
+func blockProblems(tx Tx, k, v []byte, unreadable map[string]bool) ([]Problem, error) {
+	_, _, last, ok := parseBlockKey(k)
+	if ok && len(v) == rankLen && len(last) <= postingIDMax {
+		// One posting, as a store not yet upgraded keeps them (see
+		// upgradeWords): the fact id ends the key.
+		return blockProblems(tx, k, encodeBlock([]posting{{id: last, rank: v}}), unreadable)
+	}
+	ps, err := decodeBlock(v)
+	if err != nil || !ok {
+		return []Problem{{Bucket: bucketWords, Key: bytes.Clone(k), Reason: "malformed index entry", Repairable: true}}, nil
+	}
+	var out []Problem
+	for _, p := range ps {
+		reason := ""
+		if unreadable[p.id] {
+			reason = "names the unreadable fact " + p.id
+		} else if _, err := tx.Get(bucketFacts, []byte(p.id)); errors.Is(err, ErrNotFound) {
+			reason = "names the fact " + p.id + ", which does not exist"
+		} else if err != nil {
+			return nil, err
+		}
+		if reason != "" {
+			out = append(out, Problem{Bucket: bucketWords, Key: bytes.Clone(k), ID: p.id, Reason: reason, Repairable: true})
+		}
+	}
+	return out, nil
+}
+
+// keyEntryProblem checks the key-index entry k of a version chain: the
+// chain must hold a version that exists and can be read.
+func keyEntryProblem(tx Tx, k []byte, unreadable map[string]bool) (*Problem, error) {
+	i := bytes.IndexByte(k, 0)
+	key, stored, ok := "", "", i >= 0
+	if ok {
+		key, stored, ok = parseKeyEntry(k, string(k[:i]))
+	}
+	p := &Problem{Bucket: bucketKey, Key: bytes.Clone(k), Repairable: true}
+	if !ok {
+		p.Reason = "malformed index entry"
+		return p, nil
+	}
+	found := false
+	err := tx.Scan(bucketEntity, indexKey(string(k[:i]), stored, key, ""), false, func(_, v []byte) error {
+		if unreadable[string(v)] {
+			return nil
+		}
+		if _, err := tx.Get(bucketFacts, v); errors.Is(err, ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		found = true
+		return ErrStop
+	})
+	if err != nil || found {
+		return nil, err
+	}
+	p.Reason = fmt.Sprintf("names the version chain of %q under key %q, which holds no readable fact", stored, key)
+	return p, nil
+}
+
 // Repair removes in tx what [Diagnose] finds repairable: each unreadable
 // fact, and each index entry that names an unreadable fact or a fact that
 // does not exist (entity and key indexes, keyword postings, the confidence
@@ -134,8 +215,14 @@ func Diagnose(tx Tx) ([]Problem, error) {
 // lost: the version it had retired stays retired, and the next write of
 // its (entity, key) starts a new current version. It returns what it
 // removed; run it in one Update so that the store is repaired whole or not
-// at all.
+// at all. A store in an older layout is first brought to the current one
+// ([Upgrade]), in the same transaction.
 func Repair(tx Tx) ([]Problem, error) {
+	// A store an older crux wrote is upgraded first, so that what is
+	// removed is found in the current layout.
+	if _, err := Upgrade(tx); err != nil {
+		return nil, err
+	}
 	problems, err := Diagnose(tx)
 	if err != nil {
 		return nil, err
@@ -148,7 +235,12 @@ func Repair(tx Tx) ([]Problem, error) {
 		if !p.Repairable {
 			continue
 		}
-		if err := tx.Delete(p.Bucket, p.Key); err != nil {
+		if tenant, word, _, ok := parseBlockKey(p.Key); ok && p.Bucket == bucketWords && p.ID != "" {
+			// One posting of a block: the others stay.
+			if err := removePosting(tx, tenant, word, p.ID); err != nil {
+				return nil, err
+			}
+		} else if err := tx.Delete(p.Bucket, p.Key); err != nil {
 			return nil, err
 		}
 		removed = append(removed, p)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,9 +46,9 @@ func TestDiagnoseAndRepair(t *testing.T) {
 	}
 	assert.Equal(t, 2, byBucket["facts"])
 	assert.Equal(t, 2, byBucket["facts.entity"])
-	assert.Equal(t, 2, byBucket["facts.key"])
-	assert.Equal(t, 2, byBucket["facts.rank"])
-	assert.Positive(t, byBucket["facts.words"])
+	assert.Equal(t, 1, byBucket["facts.key"], "one entry per chain: the chain whose only version cannot be read")
+	assert.Equal(t, 2, byBucket["facts.rank"]+byBucket["facts.fresh"], "the confidence index entries, moved or not yet")
+	assert.Positive(t, byBucket["facts.words"]+byBucket["facts.fresh"], "the keyword postings, moved or not yet")
 	assert.Equal(t, 1, byBucket["forgets"])
 	assert.Contains(t, problems[0].String(), "cannot be read")
 
@@ -84,4 +85,49 @@ func TestDiagnoseAndRepair(t *testing.T) {
 	f := putFact(t, db, store.NewFact{Scope: shared, Entity: "svc", Key: "host", Value: "db3", Now: now.Add(time.Hour)})
 	assert.EqualValues(t, 2, f.Version)
 	assert.Empty(t, f.Supersedes)
+}
+
+// TestRepairRemovesOnePostingOfABlock: a fact whose keyword postings were
+// moved into blocks shared with other facts' postings is unreadable; the
+// doctor reports its postings, and the repair removes them alone, so
+// keyword queries still find every other fact of those blocks.
+func TestRepairRemovesOnePostingOfABlock(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	s := store.Scope{Tenant: "t"}
+	var ids []string
+	for i := range 100 { // more than freshMax: the postings move to blocks
+		ids = append(ids, putFact(t, db, store.NewFact{Scope: s, Entity: fmt.Sprintf("e%d", i), Key: "k",
+			Value: fmt.Sprintf("shared words n%d MARKER", i), Now: now}).ID)
+	}
+	plantInvalidText(t, db, ids[10], "MARKER")
+	var problems []store.Problem
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		var err error
+		problems, err = store.Diagnose(tx)
+		return err
+	}))
+	words := 0
+	for _, p := range problems {
+		if p.Bucket == "facts.key" {
+			continue // names the chain e10/k, whose only fact that is
+		}
+		assert.Equal(t, ids[10], p.ID, p.String())
+		if p.Bucket == "facts.words" {
+			words++
+		}
+	}
+	assert.Equal(t, len(store.Words("shared words n10 marker k e10")), words, "each of its postings")
+
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error { _, err := store.Repair(tx); return err }))
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		left, err := store.Diagnose(tx)
+		require.NoError(t, err)
+		assert.Empty(t, left)
+		r, err := store.SearchFacts(tx, store.FactQuery{Scope: s, Terms: []string{"shared"}, Now: now, Policy: store.DefaultDecayPolicy})
+		require.NoError(t, err)
+		assert.Len(t, r.Facts, 99, "every other fact")
+		return nil
+	}))
 }

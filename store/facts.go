@@ -2,14 +2,17 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -22,11 +25,17 @@ import (
 const (
 	bucketFacts  = "facts"        // fact id → JSON Fact
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
-	bucketKey    = "facts.key"    // tenant, key, stored entity, version → fact id
-	bucketWords  = "facts.words"  // tenant, word, fact id → rank key prefix (facts not deleted, superseded ones included)
+	bucketKey    = "facts.key"    // tenant, key, stored entity → empty: the chain (stored entity, key) exists
+	bucketWords  = "facts.words"  // tenant, word, last fact id → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
 	bucketRank   = "facts.rank"   // tenant, scope, ^confidence, ^stored_at, fact id → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
+	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, rank scope, NUL, the fact's words (entries not yet in facts.words and facts.rank)
 )
+
+// freshMax is how many facts the fresh postings hold at most: the write
+// that brings them to freshMax moves them all into facts.words (see
+// indexLive).
+const freshMax = 64
 
 // Reserved entity prefixes. Entities starting with "__" belong to crux
 // itself: clients cannot write them with store_fact, and queries return
@@ -99,8 +108,58 @@ func (f *Fact) ValidAt(t time.Time) bool {
 	return !t.Before(f.ValidFrom) && (f.ValidTo == nil || t.Before(*f.ValidTo))
 }
 
-// NewFactID returns a fresh fact id: "f_" and 32 hex digits.
-func NewFactID() string { return NewID("f_") }
+// NewFactID returns a fresh fact id: "f_" and 32 hex digits, which sort in
+// the order the ids were made (see [NewOrderedID]).
+func NewFactID() string { return NewOrderedID("f_") }
+
+// orderedIDs is the state of NewOrderedID: the last id's time and random
+// part.
+var orderedIDs struct {
+	sync.Mutex
+	ms   uint64
+	rand [10]byte
+}
+
+// NewOrderedID returns prefix followed by 32 hex digits that sort in the
+// order the ids were made, in the manner of a ULID: the first 12 digits are
+// the Unix time in milliseconds, the other 20 are random (80 bits from
+// crypto/rand) and, for ids made in the same millisecond, one more than
+// the previous id's. Keys that grow like this are appended to the end of a
+// B+tree instead of landing on a random leaf, so a commit writing a few of
+// them dirties few pages and pages are filled. Should the clock step back,
+// the ids made until it catches up are still unique but sort before the
+// newest older ones.
+func NewOrderedID(prefix string) string {
+	ms := uint64(time.Now().UnixMilli())
+	var b [16]byte
+	orderedIDs.Lock()
+	if ms == orderedIDs.ms && increment(orderedIDs.rand[:]) {
+		// same millisecond: the next number keeps the order
+	} else {
+		if _, err := rand.Read(orderedIDs.rand[:]); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+		// Leave room to count up within the millisecond.
+		orderedIDs.rand[0] &= 0x7f
+		orderedIDs.ms = ms
+	}
+	binary.BigEndian.PutUint64(b[:8], ms<<16)
+	copy(b[6:], orderedIDs.rand[:])
+	orderedIDs.Unlock()
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// increment adds one to the big-endian number b and reports whether it did
+// not overflow.
+func increment(b []byte) bool {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i]++
+		if b[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // NewID returns prefix followed by 32 random hex digits (128 bits from
 // crypto/rand).
@@ -237,12 +296,20 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		f.Retires = append(f.Retires, id)
 		retired = append(retired, id)
 	}
+	active := int64(1) // the change to the count of current facts under (tenant, stored)
 	for _, id := range retired {
 		old, err := GetFact(tx, id)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := retire(tx, old, f.ID, f.StoredAt); err != nil {
+		if old.Tenant == f.Tenant && old.StoredEntity() == stored {
+			// Counted below with the new fact: a new version of a chain
+			// leaves the count as it was, and then costs no write.
+			active--
+			if err := markRetired(tx, old, f.ID, f.StoredAt); err != nil {
+				return nil, nil, err
+			}
+		} else if err := retire(tx, old, f.ID, f.StoredAt); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -253,28 +320,40 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	if err := tx.Put(bucketEntity, indexKey(f.Tenant, stored, f.Key, version(f.Version)), []byte(f.ID)); err != nil {
 		return nil, nil, err
 	}
-	if err := tx.Put(bucketKey, indexKey(f.Tenant, f.Key, stored, version(f.Version)), []byte(f.ID)); err != nil {
-		return nil, nil, err
+	if current == nil {
+		// A new chain, or one whose entry the key index may lack (a chain
+		// that was all retired, deleted or repaired away).
+		if err := putKeyEntry(tx, f.Tenant, f.Key, stored); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := indexLive(tx, f, true); err != nil {
 		return nil, nil, err
 	}
-	if err := addActive(tx, f.Tenant, stored, 1); err != nil {
-		return nil, nil, err
+	if active != 0 {
+		if err := addActive(tx, f.Tenant, stored, active); err != nil {
+			return nil, nil, err
+		}
 	}
 	return f, retired, nil
 }
 
 // retire marks the current fact old as superseded by id at t.
 func retire(tx Tx, old *Fact, id string, t time.Time) error {
+	if err := markRetired(tx, old, id, t); err != nil {
+		return err
+	}
+	return addActive(tx, old.Tenant, old.StoredEntity(), -1)
+}
+
+// markRetired is retire without the count of current facts, which the
+// caller keeps.
+func markRetired(tx Tx, old *Fact, id string, t time.Time) error {
 	old.SupersededBy = id
 	if old.ValidTo == nil {
 		old.ValidTo = &t
 	}
-	if err := writeFact(tx, old); err != nil {
-		return err
-	}
-	return addActive(tx, old.Tenant, old.StoredEntity(), -1)
+	return writeFact(tx, old)
 }
 
 // DeleteFact soft-deletes the fact id as seen by agent in tenant: it stays
@@ -351,25 +430,201 @@ func writeFact(tx Tx, f *Fact) error {
 	if err != nil {
 		return err
 	}
+	hintAppend(tx, bucketFacts) // ids are time-ordered
 	return tx.Put(bucketFacts, []byte(f.ID), b)
 }
 
 // indexLive adds (add=true) or removes the word postings and the rank entry
 // of a live fact.
+//
+// A fact's postings, one per word, and its rank entry would land on as many
+// leaves of facts.words and facts.rank, each a page to write. So a new
+// fact's entries first go, as one entry, to facts.fresh, whose keys (ids
+// being time-ordered) append; once facts.fresh holds freshMax facts, the
+// write that brings it there moves them all to facts.words and facts.rank,
+// where entries of the same word and rank share leaves. Queries read
+// facts.fresh as well.
 func indexLive(tx Tx, f *Fact, add bool) error {
 	rank := rankKey(f) // posting values carry it, so keyword queries can order candidates unread
-	put := func(bucket string, key, value []byte) error {
-		if add {
-			return tx.Put(bucket, key, value)
+	words := Words(f.Value + " " + f.Key + " " + f.Entity)
+	if !add {
+		for _, w := range words {
+			if err := removePosting(tx, f.Tenant, w, f.ID); err != nil {
+				return err
+			}
 		}
-		return tx.Delete(bucket, key)
+		if err := tx.Delete(bucketFresh, indexKey(f.Tenant, f.ID)); err != nil {
+			return err
+		}
+		return tx.Delete(bucketRank, append(rankPrefix(f.Tenant, rankScope(f)), rank...))
 	}
-	for _, w := range Words(f.Value + " " + f.Key + " " + f.Entity) {
-		if err := put(bucketWords, indexKey(f.Tenant, w, f.ID), rank[:16]); err != nil {
+	scope := rankScope(f)
+	v := make([]byte, 0, 16+len(scope)+1+len(f.Value)+len(f.Key)+len(f.Entity))
+	v = append(append(append(v, rank[:16]...), scope...), 0)
+	for i, w := range words {
+		if i > 0 {
+			v = append(v, 0)
+		}
+		v = append(v, w...)
+	}
+	hintAppend(tx, bucketFresh)
+	if err := tx.Put(bucketFresh, indexKey(f.Tenant, f.ID), v); err != nil {
+		return err
+	}
+	return flushFresh(tx, freshMax)
+}
+
+// freshEntry is one entry of facts.fresh.
+type freshEntry struct {
+	tenant, id string
+	rank       []byte   // 16 bytes: ^confidence, ^stored_at
+	scope      string   // the rank partition (see rankScope)
+	words      []string // the fact's words
+}
+
+// parseFresh splits an entry of facts.fresh. The entry's bytes are copied.
+func parseFresh(k, v []byte) (freshEntry, bool) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || len(v) < 16 {
+		return freshEntry{}, false
+	}
+	scope, words, ok := bytes.Cut(v[16:], []byte{0})
+	if !ok {
+		return freshEntry{}, false
+	}
+	e := freshEntry{tenant: string(k[:i]), id: string(k[i+1:]), rank: bytes.Clone(v[:16]), scope: string(scope)}
+	if len(words) > 0 {
+		for w := range bytes.SplitSeq(words, []byte{0}) {
+			e.words = append(e.words, string(w))
+		}
+	}
+	return e, true
+}
+
+// freshWords returns the words of the facts.fresh value v, or false when v
+// is malformed.
+func freshWords(v []byte) ([]byte, bool) {
+	if len(v) < 16 {
+		return nil, false
+	}
+	_, words, ok := bytes.Cut(v[16:], []byte{0})
+	return words, ok
+}
+
+// freshRanks returns the rank keys (^confidence, ^stored_at, id) of the
+// facts of facts.fresh in the rank partition of tenant and scope, sorted:
+// the rank entries they do not have yet.
+func freshRanks(tx Tx, tenant, scope string) ([][]byte, error) {
+	var keys [][]byte
+	err := tx.Scan(bucketFresh, indexKey(tenant, ""), false, func(k, v []byte) error {
+		if len(v) < 16 {
+			return nil
+		}
+		s, _, ok := bytes.Cut(v[16:], []byte{0})
+		if ok && string(s) == scope {
+			keys = append(keys, append(bytes.Clone(v[:16]), k[len(tenant)+1:]...))
+		}
+		return nil
+	})
+	slices.SortFunc(keys, bytes.Compare)
+	return keys, err
+}
+
+// scanRank calls visit with the rank key (^confidence, ^stored_at, id) of
+// every live fact of the rank partition of tenant and scope, in ascending
+// order: the entries of facts.rank merged with those of the facts still in
+// facts.fresh. visit returning ErrStop ends the scan without error.
+func scanRank(tx Tx, tenant, scope string, visit func(key []byte) error) error {
+	fresh, err := freshRanks(tx, tenant, scope)
+	if err != nil {
+		return err
+	}
+	p := rankPrefix(tenant, scope)
+	err = tx.Scan(bucketRank, p, false, func(k, _ []byte) error {
+		k = k[len(p):]
+		for len(fresh) > 0 && bytes.Compare(fresh[0], k) < 0 {
+			if err := visit(fresh[0]); err != nil {
+				return err
+			}
+			fresh = fresh[1:]
+		}
+		return visit(k)
+	})
+	for err == nil && len(fresh) > 0 {
+		err, fresh = visit(fresh[0]), fresh[1:]
+	}
+	if errors.Is(err, ErrStop) {
+		return nil
+	}
+	return err
+}
+
+// flushFresh moves the postings and rank entries of every fact in
+// facts.fresh to facts.words and facts.rank when facts.fresh holds at least
+// min facts (min 0 or 1: whenever it holds any). An entry whose value does
+// not parse (a damaged page) is removed without moving anything: its fact
+// stays readable by id and through the entity and key indexes, and leaves
+// keyword and unfiltered queries.
+func flushFresh(tx Tx, min int) error {
+	var entries []freshEntry
+	var keys [][]byte
+	n := 0
+	err := tx.Scan(bucketFresh, nil, false, func(k, _ []byte) error {
+		if n++; n >= min {
+			return ErrStop
+		}
+		return nil
+	})
+	if err != nil || n < min {
+		return err
+	}
+	err = tx.Scan(bucketFresh, nil, false, func(k, v []byte) error {
+		keys = append(keys, bytes.Clone(k))
+		if e, ok := parseFresh(k, v); ok {
+			entries = append(entries, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The postings of each word, sorted by id, go in together.
+	type word struct{ tenant, word string }
+	byWord := make(map[word][]posting)
+	for _, e := range entries {
+		for _, w := range e.words {
+			k := word{e.tenant, w}
+			byWord[k] = append(byWord[k], posting{id: e.id, rank: e.rank})
+		}
+	}
+	words := make([]word, 0, len(byWord))
+	for w, ps := range byWord {
+		words = append(words, w)
+		slices.SortFunc(ps, func(a, b posting) int { return strings.Compare(a.id, b.id) })
+		byWord[w] = slices.CompactFunc(ps, func(a, b posting) bool { return a.id == b.id })
+	}
+	slices.SortFunc(words, func(a, b word) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.word, b.word))
+	})
+	for _, w := range words {
+		if err := addPostings(tx, w.tenant, w.word, byWord[w]); err != nil {
 			return err
 		}
 	}
-	return put(bucketRank, append(rankPrefix(f.Tenant, rankScope(f)), rank...), nil)
+	slices.SortFunc(entries, func(a, b freshEntry) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.scope, b.scope), bytes.Compare(a.rank, b.rank))
+	})
+	for _, e := range entries {
+		if err := tx.Put(bucketRank, append(append(rankPrefix(e.tenant, e.scope), e.rank...), e.id...), nil); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if err := tx.Delete(bucketFresh, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rankScope is the rank-index partition of f: "" for the shared pool, the
@@ -385,30 +640,85 @@ func rankScope(f *Fact) string {
 // rankPrefix is the rank-index prefix of a partition.
 func rankPrefix(tenant, scope string) []byte { return indexKey(tenant, scope, "") }
 
-// rankPrefixes are the partitions agent reads in tenant: the shared pool,
-// and its own private facts when it has an identity.
-func rankPrefixes(tenant, agent string) [][]byte {
-	p := [][]byte{rankPrefix(tenant, "")}
+// rankScopes are the partitions agent reads: the shared pool, and its own
+// private facts when it has an identity.
+func rankScopes(agent string) []string {
 	if agent != "" {
-		p = append(p, rankPrefix(tenant, agent))
+		return []string{"", agent}
 	}
-	return p
+	return []string{""}
 }
 
-// keyIndexEntity returns the stored entity of a key-index key k found under
-// prefix ("tenant\x00key\x00"), and whether agent may see it: shared
-// entities that are not reserved, and agent's own private ones. Callers use
-// it to skip other agents' private facts without reading them.
-func keyIndexEntity(k, prefix []byte, agent string) (string, bool) {
-	rest := k[len(prefix):]
-	if len(rest) < 5 { // stored entity, NUL, 4-byte version
-		return "", false
+// The key index holds one entry per version chain, (tenant, key, stored
+// entity) with an empty value, not one per version: the versions are in the
+// entity index already, under (tenant, stored entity, key), and a new
+// version of a chain then writes nothing here. [scanKeyIndex] walks a
+// chain's versions from its entry.
+
+// putKeyEntry adds the key-index entry of the chain (stored, key), unless
+// it is there already.
+func putKeyEntry(tx Tx, tenant, key, stored string) error {
+	k := indexKey(tenant, key, stored)
+	if _, err := tx.Get(bucketKey, k); !errors.Is(err, ErrNotFound) {
+		return err // there (nil), or the store failed
 	}
-	stored := string(rest[:len(rest)-5])
+	return tx.Put(bucketKey, k, nil)
+}
+
+// parseKeyEntry splits a key-index key into its key and stored entity. The
+// tenant is the first len(tenant) bytes and a NUL; neither a key nor an
+// entity holds a NUL byte.
+func parseKeyEntry(k []byte, tenant string) (key, stored string, ok bool) {
+	if len(k) <= len(tenant)+1 {
+		return "", "", false
+	}
+	kb, sb, ok := bytes.Cut(k[len(tenant)+1:], []byte{0})
+	if !ok || len(kb) == 0 || len(sb) == 0 {
+		return "", "", false
+	}
+	return string(kb), string(sb), true
+}
+
+// errStopKeyScan carries an ErrStop of scanKeyIndex's fn out of the inner
+// scan of a chain.
+var errStopKeyScan = errors.New("store: stop key scan")
+
+// scanKeyIndex calls fn with the id of every version of every chain whose
+// key-index entry starts with prefix (the tenant, a NUL, then a prefix of
+// keys, or a whole key and a NUL): chain after chain in index order (by key,
+// then stored entity), each chain's versions oldest first. skip, unless nil,
+// sees each chain's key and stored entity first and returns true to pass it
+// over unread. fn returning ErrStop ends the walk without error.
+func scanKeyIndex(tx Tx, tenant string, prefix []byte, skip func(key, stored string) bool, fn func(id []byte) error) error {
+	err := tx.Scan(bucketKey, prefix, false, func(k, _ []byte) error {
+		key, stored, ok := parseKeyEntry(k, tenant)
+		if !ok || skip != nil && skip(key, stored) {
+			return nil
+		}
+		return tx.Scan(bucketEntity, indexKey(tenant, stored, key, ""), false, func(_, v []byte) error {
+			if err := fn(v); errors.Is(err, ErrStop) {
+				return errStopKeyScan
+			} else if err != nil {
+				return err
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errStopKeyScan) {
+		return nil
+	}
+	return err
+}
+
+// keyEntrySeen reports whether agent may see the chain of the stored entity
+// stored: shared entities that are not reserved, and agent's own private
+// ones. Callers use it to skip other agents' private facts without reading
+// them.
+func keyEntrySeen(stored, agent string) bool {
 	if !IsReserved(stored) {
-		return stored, true
+		return true
 	}
-	return stored, agent != "" && strings.HasPrefix(stored, PrivateEntity(agent, ""))
+	return agent != "" && strings.HasPrefix(stored, PrivateEntity(agent, ""))
 }
 
 // rankKey orders facts by confidence, highest first, then newest first:

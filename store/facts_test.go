@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -371,4 +375,131 @@ func TestReadHistoryWalksEveryVersionOnce(t *testing.T) {
 		assert.Equal(t, p.Facts[4:7], q.Facts)
 		return nil
 	}))
+}
+
+// TestNewFactIDOrdered: fact ids keep the f_ + 32 lowercase hex form, are
+// unique, and sort in the order they were made, also many to a
+// millisecond.
+func TestNewFactIDOrdered(t *testing.T) {
+	form := regexp.MustCompile(`^f_[0-9a-f]{32}$`)
+	prev := ""
+	seen := make(map[string]bool)
+	for i := range 20_000 {
+		id := store.NewFactID()
+		require.Regexp(t, form, id)
+		require.False(t, seen[id], "id %s made twice", id)
+		seen[id] = true
+		require.Greater(t, id, prev, "id %d", i)
+		prev = id
+	}
+	ms, err := strconv.ParseUint(prev[2:14], 16, 64)
+	require.NoError(t, err)
+	assert.InDelta(t, time.Now().UnixMilli(), int64(ms), 5000, "the first 12 digits are the time in ms")
+}
+
+// TestKeywordSearchAcrossFreshPostings: keyword queries find every live
+// fact whose words match, whether its postings still wait in facts.fresh or
+// were already moved to facts.words, and never a deleted one, deleted
+// before or after the move; the doctor finds nothing amiss.
+func TestKeywordSearchAcrossFreshPostings(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	s := store.Scope{Tenant: "t"}
+	var facts []*store.Fact
+	deleted := map[string]bool{}
+	for i := range 300 { // several moves of freshMax facts, and some left over
+		facts = append(facts, putFact(t, db, store.NewFact{Scope: s, Entity: fmt.Sprintf("e%d", i),
+			Key: "k", Value: fmt.Sprintf("word%d common%d", i%10, i%3), Now: now.Add(time.Duration(i) * time.Second)}))
+		if i%7 == 0 { // delete a fact of the moment, its postings still fresh
+			f := facts[i]
+			require.NoError(t, db.Update(ctx, func(tx store.Tx) error { _, _, err := store.DeleteFact(tx, s, f.ID, now); return err }))
+			deleted[f.ID] = true
+		}
+	}
+	// Facts whose ids sort before the others (an id chosen by the caller),
+	// so that their postings go inside the blocks already written, not
+	// after them; and one id that is not of the standard form.
+	for i, id := range []string{"f_00000000000000000000000000000001", "f_0000000000000000000000000000000a", "custom-id"} {
+		facts = append(facts, putFact(t, db, store.NewFact{Scope: s, Entity: "early", Key: fmt.Sprint(i),
+			Value: "word3 common1 early", ID: id, Now: now}))
+	}
+	for range 70 { // and move them
+		putFact(t, db, store.NewFact{Scope: s, Entity: "filler", Key: "k", Value: "filler", Now: now})
+	}
+	for _, i := range []int{3, 17, 101, 301} { // and older ones, moved by now
+		f := facts[i]
+		require.NoError(t, db.Update(ctx, func(tx store.Tx) error { _, _, err := store.DeleteFact(tx, s, f.ID, now); return err }))
+		deleted[f.ID] = true
+	}
+	for _, terms := range [][]string{{"word3"}, {"common1"}, {"word"}, {"word7", "common2"}, {"e29"}, {"early"}} {
+		var want []string
+		for _, f := range facts {
+			if deleted[f.ID] {
+				continue
+			}
+			for _, w := range store.Words(f.Value + " " + f.Key + " " + f.Entity) {
+				if slices.ContainsFunc(terms, func(t string) bool { return strings.HasPrefix(w, t) }) {
+					want = append(want, f.ID)
+					break
+				}
+			}
+		}
+		var got []string
+		require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+			r, err := store.SearchFacts(tx, store.FactQuery{Scope: s, Terms: terms, Now: now, Policy: store.DefaultDecayPolicy})
+			for _, f := range r.Facts {
+				got = append(got, f.ID)
+			}
+			return err
+		}))
+		require.NotEmpty(t, want)
+		assert.ElementsMatch(t, want, got, "%v", terms)
+	}
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		problems, err := store.Diagnose(tx)
+		assert.Empty(t, problems)
+		return err
+	}))
+}
+
+// TestUnfilteredAcrossFreshEntries: an unfiltered query and an unfiltered
+// ScanFacts see every live fact the caller may see, in rank order, whether
+// its rank entry waits in facts.fresh or was moved to facts.rank, private
+// partitions included.
+func TestUnfilteredAcrossFreshEntries(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	var want []string    // alice's view, best first
+	for i := range 150 { // two moves of freshMax facts, and some left over
+		s := store.Scope{Tenant: "t", Agent: "alice"}
+		private := i%3 == 0
+		if i%5 == 0 {
+			s.Agent, private = "bob", true
+		}
+		f := putFact(t, db, store.NewFact{Scope: s, Entity: fmt.Sprintf("e%d", i), Key: "k", Value: "v",
+			Confidence: float64(i%7+1) / 8, Private: private, Now: now.Add(time.Duration(i) * time.Minute)})
+		if f.VisibleTo("alice") {
+			want = append(want, f.ID)
+		}
+	}
+	var got, scanned []string
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		alice := store.Scope{Tenant: "t", Agent: "alice"}
+		r, err := store.SearchFacts(tx, store.FactQuery{Scope: alice, Now: now, Policy: store.DefaultDecayPolicy})
+		for _, f := range r.Facts {
+			got = append(got, f.ID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = store.ScanFacts(tx, store.FactScan{Scope: alice}, func(f *store.Fact) error {
+			scanned = append(scanned, f.ID)
+			return nil
+		})
+		return err
+	}))
+	assert.ElementsMatch(t, want, got)
+	assert.ElementsMatch(t, want, scanned)
 }

@@ -200,7 +200,7 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 	sel := &ForgetSelection{}
 	seen := make(map[string]struct{})
 	for _, s := range scans {
-		err := tx.Scan(s.bucket, s.prefix, false, func(_, v []byte) error {
+		visit := func(v []byte) error {
 			id := string(v)
 			if _, dup := seen[id]; dup {
 				return nil
@@ -231,7 +231,13 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 			}
 			sel.Facts = append(sel.Facts, f)
 			return nil
-		})
+		}
+		var err error
+		if s.bucket == bucketKey {
+			err = scanKeyIndex(tx, q.Tenant, s.prefix, nil, visit)
+		} else {
+			err = tx.Scan(s.bucket, s.prefix, false, func(_, v []byte) error { return visit(v) })
+		}
 		if err != nil {
 			return nil, err
 		}

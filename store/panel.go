@@ -88,23 +88,31 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 		}
 	case s.Key != "":
 		bucket = bucketKey
-		prefixes = [][]byte{append(indexKey(s.Tenant, s.Key), 0)}
+		err := scanKeyIndex(tx, s.Tenant, append(indexKey(s.Tenant, s.Key), 0),
+			// another agent's private fact, or crux's own: not read, not counted
+			func(_, stored string) bool { return !keyEntrySeen(stored, s.Agent) },
+			visit)
+		if err != nil {
+			return st, err
+		}
+		st.Complete = !halted
+		return st, nil
 	default:
 		bucket = bucketRank
-		prefixes = rankPrefixes(s.Tenant, s.Agent)
+		for _, scope := range rankScopes(s.Agent) {
+			// ^confidence, ^stored_at, id
+			if err := scanRank(tx, s.Tenant, scope, func(k []byte) error { return visit(k[16:]) }); err != nil {
+				return st, err
+			}
+			if halted {
+				break
+			}
+		}
+		st.Complete = !halted
+		return st, nil
 	}
 	for _, p := range prefixes {
-		err := tx.Scan(bucket, p, false, func(k, v []byte) error {
-			switch bucket {
-			case bucketRank:
-				return visit(k[len(p)+16:]) // ^confidence, ^stored_at, id
-			case bucketKey:
-				if _, ok := keyIndexEntity(k, p, s.Agent); !ok {
-					return nil // another agent's private fact, or crux's own: not read, not counted
-				}
-			}
-			return visit(v)
-		})
+		err := tx.Scan(bucket, p, false, func(_, v []byte) error { return visit(v) })
 		if err != nil {
 			return st, err
 		}

@@ -115,24 +115,55 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		}
 		return rankIDs(tx, q, bucketEntity, prefixes)
 	case q.Key != "":
-		return rankIDs(tx, q, bucketKey, [][]byte{append(indexKey(q.Tenant, q.Key), 0)})
+		var res FactResult
+		err := scanKeyIndex(tx, q.Tenant, append(indexKey(q.Tenant, q.Key), 0),
+			func(_, stored string) bool { return !keyEntrySeen(stored, q.Agent) },
+			func(id []byte) error { return q.rankInto(tx, &res, bucketKey, id) })
+		return q.finish(res), err
 	case len(q.Terms) > 0:
 		// Postings hold the fact's rank key, so candidates are ordered
 		// without reading them; they match the terms by construction.
 		seen := make(map[string]struct{})
 		var keys [][]byte
 		for _, t := range q.Terms {
-			err := tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(k, v []byte) error {
-				id := k[bytes.LastIndexByte(k, 0)+1:]
-				if _, ok := seen[string(id)]; !ok {
-					seen[string(id)] = struct{}{}
-					keys = append(keys, append(v[:16:16], id...))
+			err := tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(_, v []byte) error {
+				ps, err := decodeBlock(v)
+				if err != nil {
+					return nil // crux doctor reports it
+				}
+				for _, p := range ps {
+					if _, ok := seen[p.id]; !ok {
+						seen[p.id] = struct{}{}
+						keys = append(keys, append(p.rank, p.id...))
+					}
 				}
 				return nil
 			})
 			if err != nil {
 				return FactResult{}, err
 			}
+		}
+		// The postings not yet moved to the keyword index (see indexLive).
+		err := tx.Scan(bucketFresh, indexKey(q.Tenant, ""), false, func(k, v []byte) error {
+			words, ok := freshWords(v)
+			if !ok {
+				return nil // malformed; the fact stays reachable by the other indexes
+			}
+			id := k[len(q.Tenant)+1:]
+			if _, ok := seen[string(id)]; ok {
+				return nil
+			}
+			for w := range bytes.SplitSeq(words, []byte{0}) {
+				if matchesAnyTerm(w, q.Terms) {
+					seen[string(id)] = struct{}{}
+					keys = append(keys, append(v[:16:16], id...))
+					return nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return FactResult{}, err
 		}
 		sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
 		return rankStream(tx, q, bucketWords, func(visit func([]byte) error) error {
@@ -147,8 +178,8 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 	// The shared pool's partition, then the caller's own: each in rank
 	// order, so each stops early on its own.
 	return rankStream(tx, q, bucketRank, func(visit func([]byte) error) error {
-		for _, p := range rankPrefixes(q.Tenant, q.Agent) {
-			if err := tx.Scan(bucketRank, p, false, func(k, _ []byte) error { return visit(k[len(p):]) }); err != nil {
+		for _, scope := range rankScopes(q.Agent) {
+			if err := scanRank(tx, q.Tenant, scope, visit); err != nil {
 				return err
 			}
 		}
@@ -157,43 +188,46 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 }
 
 // rankIDs ranks every fact whose id is the value of a key under one of the
-// prefixes of bucket. In the key index, entries of entities the caller may
-// not see are skipped unread.
+// prefixes of bucket.
 func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, error) {
 	var res FactResult
 	for _, p := range prefixes {
-		err := tx.Scan(bucket, p, false, func(k, v []byte) error {
-			if bucket == bucketKey {
-				if _, ok := keyIndexEntity(k, p, q.Agent); !ok {
-					return nil
-				}
-			}
-			f, err := indexedFact(tx, bucket, string(v))
-			if err != nil {
-				return SkipCorrupt(tx, err)
-			}
-			r, ok, err := q.rank(tx, f, true)
-			if err != nil {
-				return err
-			}
-			if ok {
-				if r.Effective < q.MinEffective {
-					res.BelowFloor++
-				} else {
-					res.Facts = append(res.Facts, r)
-				}
-			}
-			return nil
-		})
+		err := tx.Scan(bucket, p, false, func(_, v []byte) error { return q.rankInto(tx, &res, bucket, v) })
 		if err != nil {
 			return res, err
 		}
 	}
+	return q.finish(res), nil
+}
+
+// rankInto reads the fact id, reached through index, and adds it to res
+// when it passes q.
+func (q *FactQuery) rankInto(tx Tx, res *FactResult, index string, id []byte) error {
+	f, err := indexedFact(tx, index, string(id))
+	if err != nil {
+		return SkipCorrupt(tx, err)
+	}
+	r, ok, err := q.rank(tx, f, true)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if r.Effective < q.MinEffective {
+			res.BelowFloor++
+		} else {
+			res.Facts = append(res.Facts, r)
+		}
+	}
+	return nil
+}
+
+// finish sorts the facts of res and cuts them to q.Limit.
+func (q *FactQuery) finish(res FactResult) FactResult {
 	sortRanked(res.Facts)
 	if q.Limit > 0 && len(res.Facts) > q.Limit {
 		res.Facts = res.Facts[:q.Limit]
 	}
-	return res, nil
+	return res
 }
 
 // rankStream ranks candidates that each yields as a rank key (^confidence,
@@ -276,6 +310,16 @@ func (q *FactQuery) rank(tx Tx, f *Fact, checkTerms bool) (RankedFact, bool, err
 		}
 	}
 	return r, true, nil
+}
+
+// matchesAnyTerm reports whether the word w starts with one of terms.
+func matchesAnyTerm(w []byte, terms []string) bool {
+	for _, t := range terms {
+		if bytes.HasPrefix(w, []byte(t)) {
+			return true
+		}
+	}
+	return false
 }
 
 func matchesTerms(f *Fact, terms []string) bool {

@@ -31,9 +31,42 @@
 //
 // The conformance suite in package storetest checks all of this; every
 // backend's test file runs it.
+//
+// # Layout of facts
+//
+// A fact is one record and a handful of index entries, all written in the
+// transaction that stores it. The layout is chosen so that one store_fact
+// touches few pages of a B+tree store such as bbolt, where a commit writes
+// every page it dirtied, and the path from the root to it:
+//
+//   - facts: fact id → CBOR record. Fact ids are time-ordered
+//     ([NewFactID]), so new records append to the last leaf instead of
+//     landing on a random one (and the backend is told so, see
+//     [AppendHinter]). Retiring a version rewrites its record in place.
+//   - facts.entity: tenant, stored entity, key, 4-byte version → fact id.
+//     The version chains: a write reads its chain's newest versions here.
+//   - facts.key: tenant, key, stored entity → empty. One entry per chain,
+//     not per version (the versions are in facts.entity), so a new version
+//     of a chain writes nothing here.
+//   - facts.fresh: tenant, fact id → rank prefix, rank partition and the
+//     fact's words. The keyword postings and the rank entry of new facts,
+//     one appended entry per fact instead of one entry per word and one in
+//     the rank index, each on a leaf of its own; every 64 facts they move
+//     to facts.words and facts.rank together. Queries read both.
+//   - facts.words: tenant, word, last fact id → a block of up to 48
+//     postings of that word (fact id, 16-byte rank prefix), sorted by id.
+//     One key per block instead of one per posting makes the index about a
+//     third of its former size, and new facts' postings append to each
+//     word's last block.
+//   - facts.rank: tenant, scope, ^confidence, ^stored_at, fact id → empty.
+//   - facts.active: tenant, stored entity → count of current facts, kept
+//     for entity listings; a new version of a chain leaves it unwritten.
+//   - store.meta: "format" → [Format]. [Upgrade] brings a store written by
+//     an older crux to the current layout; crux.NewServer runs it on open.
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 )
@@ -84,4 +117,43 @@ type Tx interface {
 	Scan(bucket string, prefix []byte, reverse bool, fn func(key, value []byte) error) error
 	// Writable reports whether the transaction may write.
 	Writable() bool
+}
+
+// AppendHinter is implemented by a [Tx] whose backend can lay out a bucket
+// better when it knows how its keys grow. HintAppend tells it that the new
+// keys of bucket mostly sort after every key already there (time-ordered
+// ids, say), so that it may fill the pages it splits instead of leaving
+// room for keys that will not come. A hint changes no result; a backend
+// without the method loses nothing but space.
+type AppendHinter interface {
+	HintAppend(bucket string)
+}
+
+// hintAppend passes the append hint for bucket to tx, if it takes hints.
+func hintAppend(tx Tx, bucket string) {
+	if h, ok := tx.(AppendHinter); ok {
+		h.HintAppend(bucket)
+	}
+}
+
+// Seeker is implemented by a [Tx] that can start a scan inside a prefix.
+// ScanFrom calls fn for every key in bucket that starts with prefix and is
+// not less than from, in ascending order, as [Tx.Scan] does for the whole
+// prefix (fn returning ErrStop ends it without error). Without it,
+// [scanFrom] walks the prefix from its start.
+type Seeker interface {
+	ScanFrom(bucket string, prefix, from []byte, fn func(key, value []byte) error) error
+}
+
+// scanFrom is Seeker.ScanFrom on any Tx.
+func scanFrom(tx Tx, bucket string, prefix, from []byte, fn func(key, value []byte) error) error {
+	if s, ok := tx.(Seeker); ok {
+		return s.ScanFrom(bucket, prefix, from, fn)
+	}
+	return tx.Scan(bucket, prefix, false, func(k, v []byte) error {
+		if bytes.Compare(k, from) < 0 {
+			return nil
+		}
+		return fn(k, v)
+	})
 }

@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -57,6 +58,7 @@ func (c *call) finishGoexit() {
 // reads self's result when lead returns.
 func (db *DB) lead(self *call) {
 	db.mu.Lock()
+	db.awaitRequeue()
 	n := min(len(db.pending), maxBatch)
 	batch := make([]*call, n)
 	copy(batch, db.pending)
@@ -67,6 +69,7 @@ func (db *DB) lead(self *call) {
 	if n == 0 || batch[0] != self {
 		panic("store/bolt: internal error: the group commit leader is not at the head of the queue")
 	}
+	db.lastBatch = n
 
 	// Runs also when self's own fn calls runtime.Goexit on this goroutine.
 	defer db.handoff()
@@ -95,6 +98,44 @@ func (db *DB) lead(self *call) {
 			}
 		}
 		batch = unfinished
+	}
+}
+
+// maxRequeueWait bounds how long a leader waits for the callers of the
+// previous batch to queue again (see awaitRequeue). Tests may lengthen it
+// through DB.requeueWait.
+const maxRequeueWait = time.Millisecond
+
+// awaitRequeue keeps batches full. Leadership passes as soon as a batch has
+// committed, when its callers have only just been woken: without waiting,
+// the next batch would hold only the calls that arrived during the commit,
+// and concurrent callers would split into two groups taking turns, each
+// paying a commit for half of them. So when fewer calls are queued than the
+// previous batch held, the leader waits for that many, but no longer than
+// half of the previous commit took, and at most maxRequeueWait. A caller
+// alone never waits: its previous batch held one call. db.mu is held on
+// entry and on return, and released while waiting.
+func (db *DB) awaitRequeue() {
+	want := min(db.lastBatch, maxBatch)
+	if want <= 1 || len(db.pending) >= want {
+		return
+	}
+	wait := min(db.lastCommit/2, db.requeueWait)
+	if wait <= 0 {
+		return
+	}
+	fill := make(chan struct{})
+	db.fill, db.fillWant = fill, want
+	db.mu.Unlock()
+	t := time.NewTimer(wait)
+	select {
+	case <-fill:
+	case <-t.C:
+	}
+	t.Stop()
+	db.mu.Lock()
+	if db.fill == fill {
+		db.fill = nil
 	}
 }
 
@@ -213,8 +254,12 @@ func (r *runner) attempt(calls []*call) (retry []*call, failed *call) {
 		}
 		return nil, nil
 	}
+	start := time.Now()
 	err = btx.Commit() // rolls back by itself on failure
+	r.db.noteCommit(time.Since(start))
 	r.btx = nil
+	st := btx.Stats()
+	r.db.stats.pages.Add(uint64(st.GetWrite()))
 	if err != nil {
 		err = fmt.Errorf("store/bolt: commit: %w", err)
 		for _, c := range ran {
@@ -252,4 +297,11 @@ func (r *runner) run(c *call, t *tx) (err error, panicked bool, pv any) {
 	}
 	normal = true
 	return err, false, nil
+}
+
+// noteCommit records how long the last commit took, for awaitRequeue.
+func (db *DB) noteCommit(d time.Duration) {
+	db.mu.Lock()
+	db.lastCommit = d
+	db.mu.Unlock()
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -374,4 +375,61 @@ func BenchmarkUpdate32Concurrent(b *testing.B) { benchUpdate(b, 32) }
 // BenchmarkStoretest runs the backend-independent benchmarks.
 func BenchmarkStoretest(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) store.Backend { return openBench(b) })
+}
+
+// waiting reports whether a leader waits for callers to queue again.
+func (db *DB) waiting() bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.fill != nil
+}
+
+// TestGroupCommitWaitsForRequeue: after a batch of n calls, the next leader
+// waits for n calls to queue before it takes its batch, so callers that
+// come back at once share the next commit instead of splitting it; and a
+// caller whose previous batch held it alone does not wait at all.
+func TestGroupCommitWaitsForRequeue(t *testing.T) {
+	db := openTest(t, nil)
+	db.mu.Lock()
+	db.requeueWait = time.Hour // only the requeue ends the wait
+	db.mu.Unlock()
+
+	// A batch of two: the blocker's commit, then c1 and c2 together.
+	b := block(t, db)
+	results := make(chan error, 4)
+	for _, k := range []string{"c1", "c2"} {
+		enqueue(t, db, func() {
+			results <- db.Update(t.Context(), func(tx store.Tx) error { return tx.Put("b", []byte(k), []byte("v")) })
+		})
+	}
+	b.release()
+	require.NoError(t, <-b.done)
+	require.NoError(t, <-results)
+	require.NoError(t, <-results)
+	db.mu.Lock()
+	require.Equal(t, 2, db.lastBatch)
+	db.lastCommit = 2 * time.Hour // as if that commit had taken long
+	db.mu.Unlock()
+	commits := db.Stats().Commits
+
+	// c3 alone leads and waits until c4 has queued; both share one commit.
+	go func() {
+		results <- db.Update(t.Context(), func(tx store.Tx) error { return tx.Put("b", []byte("c3"), []byte("v")) })
+	}()
+	waitFor(t, db.waiting)
+	go func() {
+		results <- db.Update(t.Context(), func(tx store.Tx) error { return tx.Put("b", []byte("c4"), []byte("v")) })
+	}()
+	require.NoError(t, <-results)
+	require.NoError(t, <-results)
+	assert.Equal(t, commits+1, db.Stats().Commits, "c3 and c4 share a commit")
+
+	// Callers one at a time: the first waits at most half of the short
+	// commit before it for a second caller, then each runs alone at once
+	// (an hour's wait would time the test out).
+	for i := range 3 {
+		put(t, db, fmt.Sprint("alone", i), "v")
+	}
+	assert.Equal(t, commits+4, db.Stats().Commits)
+	assert.False(t, db.waiting())
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/bbolt"
 
@@ -15,6 +16,15 @@ import (
 // returned. Such a Tx may share its bbolt transaction with other callers'
 // functions, so it must not touch it.
 var errTxDone = errors.New("store/bolt: transaction used after its function returned")
+
+// appendFillPercent is how full bbolt fills the pages it splits in a
+// bucket whose keys are appended (see tx.HintAppend). Other buckets keep
+// bbolt's default, half full, which suits keys that land anywhere. Not
+// quite full: records appended are often rewritten a little larger later
+// (a fact gains superseded_by and valid_to when it is retired), and a page
+// with no room left splits at the first such rewrite. Measured on 20,000
+// facts, 0.8 used the fewest pages (0.7 and 0.95 both about 5% more).
+const appendFillPercent = 0.8
 
 // scanCheckEvery is how many keys Scan visits between context checks.
 const scanCheckEvery = 256
@@ -39,8 +49,9 @@ type tx struct {
 
 // writeState is shared by the tx values of one read-write bbolt transaction.
 type writeState struct {
-	gen     uint64 // incremented by every write; a running Scan then repositions
-	buckets bucketCache
+	gen       uint64 // incremented by every write; a running Scan then repositions
+	buckets   bucketCache
+	appending []string // buckets hinted as appended to
 }
 
 // bucketCache remembers a few open buckets of a transaction, so repeated
@@ -98,6 +109,7 @@ func (t *tx) bucket(name string) *bbolt.Bucket {
 	}
 	b := t.btx.Bucket([]byte(name))
 	if b != nil {
+		t.setFill(name, b)
 		c.put(name, b)
 	}
 	return b
@@ -113,8 +125,31 @@ func (t *tx) writableBucket(name string) (*bbolt.Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/bolt: create bucket %q: %w", name, err)
 	}
+	t.setFill(name, b)
 	c.put(name, b)
 	return b, nil
+}
+
+// setFill sets the fill percent of b, the bucket name just opened in a
+// read-write transaction.
+func (t *tx) setFill(name string, b *bbolt.Bucket) {
+	if t.w != nil && slices.Contains(t.w.appending, name) {
+		b.FillPercent = appendFillPercent
+	}
+}
+
+// HintAppend tells the transaction that the new keys of bucket mostly sort
+// after the keys already there: the pages of bucket that this transaction
+// splits are then filled to appendFillPercent instead of half. It
+// implements [store.AppendHinter]; in a View it does nothing.
+func (t *tx) HintAppend(bucket string) {
+	if t.w == nil || t.done || slices.Contains(t.w.appending, bucket) {
+		return
+	}
+	t.w.appending = append(t.w.appending, bucket)
+	if b := t.cache().get(bucket); b != nil {
+		b.FillPercent = appendFillPercent
+	}
 }
 
 // Get returns the value stored under key in bucket, or store.ErrNotFound.
@@ -209,6 +244,18 @@ func (t *tx) gen() uint64 {
 // being scanned: the scan then continues after (before, if reverse) the last
 // key visited, and sees the keys written there.
 func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value []byte) error) error {
+	return t.scan(bucket, prefix, nil, reverse, fn)
+}
+
+// ScanFrom is Scan in ascending order, starting at the first key not less
+// than from. It implements [store.Seeker].
+func (t *tx) ScanFrom(bucket string, prefix, from []byte, fn func(key, value []byte) error) error {
+	return t.scan(bucket, prefix, from, false, fn)
+}
+
+// scan is Scan, starting at from when it is set and greater than prefix
+// (ascending scans only).
+func (t *tx) scan(bucket string, prefix, from []byte, reverse bool, fn func(key, value []byte) error) error {
 	if err := t.check(); err != nil {
 		return err
 	}
@@ -222,6 +269,8 @@ func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value
 	c := b.Cursor()
 	var k, v []byte
 	switch {
+	case !reverse && bytes.Compare(from, prefix) > 0:
+		k, v = c.Seek(from)
 	case !reverse && len(prefix) == 0:
 		k, v = c.First()
 	case !reverse:
@@ -265,12 +314,22 @@ func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value
 func seekLast(c *bbolt.Cursor, prefix []byte) ([]byte, []byte) {
 	end := prefixEnd(prefix)
 	if end == nil {
-		return c.Last()
+		return lastKey(c)
 	}
 	if k, _ := c.Seek(end); k == nil {
-		return c.Last()
+		return lastKey(c)
 	}
 	return c.Prev()
+}
+
+// lastKey is c.Last, except in a bucket whose every key this transaction
+// deleted: its leaves are then all empty until the commit rebalances them,
+// and bbolt's Last would look for a key in them forever.
+func lastKey(c *bbolt.Cursor) ([]byte, []byte) {
+	if k, _ := c.First(); k == nil {
+		return nil, nil
+	}
+	return c.Last()
 }
 
 // reposition moves c to the key after (before, if reverse) last, which may
@@ -285,7 +344,7 @@ func reposition(c *bbolt.Cursor, last []byte, reverse bool) ([]byte, []byte) {
 		return k, v
 	}
 	if k == nil {
-		return c.Last() // every key is < last
+		return lastKey(c) // every key is < last
 	}
 	return c.Prev()
 }

@@ -1,0 +1,174 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Format is the layout version of the records and indexes this package
+// writes. [Upgrade] brings an older store to it.
+//
+// Versions:
+//
+//   - 1 (no format record): the key index holds one entry per version,
+//     (tenant, key, stored entity, version) → fact id.
+//   - 2: the key index holds one entry per version chain, (tenant, key,
+//     stored entity) with an empty value; the versions are found in the
+//     entity index. The keyword index holds blocks of postings, (tenant,
+//     word, last fact id) → postings, and new facts' postings and rank
+//     entries may wait in facts.fresh before they move to facts.words and
+//     facts.rank. Fact ids are time-ordered; ids of
+//     either kind are valid in either version.
+const Format = 2
+
+// bucketMeta holds the store's format record under formatKey: the format
+// version, 4 bytes big-endian.
+const bucketMeta = "store.meta"
+
+var formatKey = []byte("format")
+
+// ErrNewerFormat reports a store written in a layout newer than [Format]:
+// this version of crux cannot read it.
+var ErrNewerFormat = errors.New("store: the store was written by a newer crux")
+
+// StoredFormat returns the format version of the store: 1 when it has no
+// format record.
+func StoredFormat(tx Tx) (int, error) {
+	v, err := tx.Get(bucketMeta, formatKey)
+	if errors.Is(err, ErrNotFound) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 4 {
+		return 0, fmt.Errorf("store: format record %x is not 4 bytes", v)
+	}
+	return int(binary.BigEndian.Uint32(v)), nil
+}
+
+// Upgrade rewrites, in tx, whatever of the store is in an older layout
+// than [Format], and records the format. It returns the format the store
+// had. A store already at Format is left untouched (nothing is written);
+// one newer than Format is refused with [ErrNewerFormat]. Upgrade may run
+// again in the same store after a rollback: each step only rewrites
+// entries still in the older layout.
+func Upgrade(tx Tx) (from int, err error) {
+	from, err = StoredFormat(tx)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case from == Format:
+		return from, nil
+	case from > Format:
+		return from, fmt.Errorf("%w (format %d; this crux reads up to %d)", ErrNewerFormat, from, Format)
+	}
+	if from < 2 {
+		if err := upgradeKeyIndex(tx); err != nil {
+			return from, fmt.Errorf("store: upgrading the key index: %w", err)
+		}
+		if err := upgradeWords(tx); err != nil {
+			return from, fmt.Errorf("store: upgrading the keyword index: %w", err)
+		}
+	}
+	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))
+}
+
+// upgradeKeyIndex turns the key index's per-version entries (tenant, key,
+// stored entity, NUL, 4-byte version → fact id) into one entry per chain.
+// Entries with an empty value are in the new layout already, and a
+// malformed entry is left for crux doctor to report.
+func upgradeKeyIndex(tx Tx) error {
+	var old [][]byte
+	chains := make(map[string]bool)
+	err := tx.Scan(bucketKey, nil, false, func(k, v []byte) error {
+		if len(v) == 0 || len(k) < 6 || k[len(k)-5] != 0 {
+			return nil
+		}
+		old = append(old, bytes.Clone(k))
+		chains[string(k[:len(k)-5])] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := tx.Delete(bucketKey, k); err != nil {
+			return err
+		}
+	}
+	for k := range chains {
+		if err := tx.Put(bucketKey, []byte(k), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upgradeWords turns the keyword index's one-posting entries (tenant, word,
+// fact id → 16-byte rank prefix) into blocks (see postings.go). A block's
+// value is never 16 bytes long (each posting takes at least 18), so the
+// entries still in the old layout are told apart by their length.
+func upgradeWords(tx Tx) error {
+	type word struct{ tenant, word string }
+	var old [][]byte
+	var words []word
+	byWord := make(map[word][]posting)
+	err := tx.Scan(bucketWords, nil, false, func(k, v []byte) error {
+		if len(v) != rankLen {
+			return nil
+		}
+		t, rest, ok1 := bytes.Cut(k, []byte{0})
+		w, id, ok2 := bytes.Cut(rest, []byte{0})
+		if !ok1 || !ok2 || len(id) == 0 {
+			return nil // malformed: crux doctor reports it
+		}
+		old = append(old, bytes.Clone(k))
+		key := word{string(t), string(w)}
+		if _, ok := byWord[key]; !ok {
+			words = append(words, key)
+		}
+		// Scan order is key order: each word's ids come sorted.
+		byWord[key] = append(byWord[key], posting{id: string(id), rank: bytes.Clone(v)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := tx.Delete(bucketWords, k); err != nil {
+			return err
+		}
+	}
+	for _, w := range words {
+		if err := addPostings(tx, w.tenant, w.word, byWord[w]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UpgradeBackend brings the store of b to [Format] (see [Upgrade]), in one
+// transaction, and returns the format it had. It reads first, so a store
+// already at Format costs no write and may be read-only.
+func UpgradeBackend(ctx context.Context, b Backend) (from int, err error) {
+	err = b.View(ctx, func(tx Tx) error {
+		from, err = StoredFormat(tx)
+		return err
+	})
+	if err != nil || from == Format {
+		return from, err
+	}
+	if from > Format {
+		return from, fmt.Errorf("%w (format %d; this crux reads up to %d)", ErrNewerFormat, from, Format)
+	}
+	err = b.Update(ctx, func(tx Tx) error {
+		from, err = Upgrade(tx)
+		return err
+	})
+	return from, err
+}

@@ -1,0 +1,228 @@
+package store
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The keyword index (facts.words) keeps the postings of a word in blocks:
+// the postings of one word in one tenant, sorted by fact id, at most
+// blockMax to a block, under the key (tenant, word, the block's last fact
+// id). The blocks of a word cover disjoint ranges of ids, in key order. A
+// posting is a fact id and the fact's 16-byte rank prefix (^confidence,
+// ^stored_at), so that keyword queries order their candidates without
+// reading them.
+//
+// One posting per key cost a key of its own (tenant, word and id again) and
+// a bbolt element header for every word of every fact, and as many leaves
+// to write; in blocks, a word's postings share one key per block, and ids
+// being time-ordered, the postings of new facts are appended to the last
+// block of each word (see flushFresh).
+//
+// A block's value is its postings one after the other, each a length byte
+// L, the id (L bytes; or, when L is 0, the 16 bytes that the 32 hex digits
+// of a standard fact id "f_..." stand for) and the 16 rank bytes.
+const blockMax = 48
+
+// posting is one entry of a block.
+type posting struct {
+	id   string
+	rank []byte // 16 bytes
+}
+
+// rankLen is the length of a posting's rank prefix.
+const rankLen = 16
+
+// compactID returns the 16 bytes a standard fact id ("f_" and 32 lowercase
+// hex digits) stands for.
+func compactID(id string) ([]byte, bool) {
+	if len(id) != 34 || !strings.HasPrefix(id, "f_") {
+		return nil, false
+	}
+	b, err := hex.DecodeString(id[2:])
+	if err != nil || hex.EncodeToString(b) != id[2:] { // lowercase only, so it decodes back to id
+		return nil, false
+	}
+	return b, true
+}
+
+// encodeBlock encodes postings, sorted by id.
+func encodeBlock(ps []posting) []byte {
+	b := make([]byte, 0, len(ps)*(1+16+rankLen))
+	for _, p := range ps {
+		if raw, ok := compactID(p.id); ok {
+			b = append(b, 0)
+			b = append(b, raw...)
+		} else {
+			b = append(b, byte(len(p.id)))
+			b = append(b, p.id...)
+		}
+		b = append(b, p.rank...)
+	}
+	return b
+}
+
+var errBadBlock = errors.New("store: malformed keyword posting block")
+
+// decodeBlock decodes a block; the postings share no memory with v.
+func decodeBlock(v []byte) ([]posting, error) {
+	var ps []posting
+	for len(v) > 0 {
+		n := int(v[0])
+		v = v[1:]
+		var id string
+		if n == 0 {
+			if len(v) < 16 {
+				return nil, errBadBlock
+			}
+			id, v = "f_"+hex.EncodeToString(v[:16]), v[16:]
+		} else {
+			if len(v) < n {
+				return nil, errBadBlock
+			}
+			id, v = string(v[:n]), v[n:]
+		}
+		if len(v) < rankLen {
+			return nil, errBadBlock
+		}
+		ps = append(ps, posting{id: id, rank: bytes.Clone(v[:rankLen])})
+		v = v[rankLen:]
+	}
+	if len(ps) == 0 {
+		return nil, errBadBlock
+	}
+	return ps, nil
+}
+
+// postingID is the longest fact id a block holds: its length is one byte.
+const postingIDMax = 255
+
+// wordPrefix is the key prefix of the blocks of word in tenant.
+func wordPrefix(tenant, word string) []byte { return indexKey(tenant, word, "") }
+
+// parseBlockKey splits a block key into tenant, word and last id.
+func parseBlockKey(k []byte) (tenant, word, last string, ok bool) {
+	t, rest, ok1 := bytes.Cut(k, []byte{0})
+	w, l, ok2 := bytes.Cut(rest, []byte{0})
+	if !ok1 || !ok2 || len(w) == 0 || len(l) == 0 {
+		return "", "", "", false
+	}
+	return string(t), string(w), string(l), true
+}
+
+// block is a block read from the index.
+type block struct {
+	key []byte
+	ps  []posting
+}
+
+// findBlock returns the block of word where id belongs: the one with the
+// smallest last id at or above id, or else the word's last block; nil when
+// the word has no block. Blocks that do not decode are passed over (crux
+// doctor reports them).
+func findBlock(tx Tx, tenant, word, id string) (*block, error) {
+	prefix := wordPrefix(tenant, word)
+	var found *block
+	visit := func(k, v []byte) error {
+		ps, err := decodeBlock(v)
+		if err != nil {
+			return nil
+		}
+		found = &block{key: bytes.Clone(k), ps: ps}
+		return ErrStop
+	}
+	if err := scanFrom(tx, bucketWords, prefix, append(bytes.Clone(prefix), id...), visit); err != nil || found != nil {
+		return found, err
+	}
+	return found, tx.Scan(bucketWords, prefix, true, visit) // id is past every block: the last one
+}
+
+// putBlocks writes ps (sorted by id) as blocks of at most blockMax
+// postings, each under its last id.
+func putBlocks(tx Tx, tenant, word string, ps []posting) error {
+	hintAppend(tx, bucketWords)
+	for len(ps) > 0 {
+		n := min(len(ps), blockMax)
+		if len(ps) > blockMax && len(ps) < 2*blockMax {
+			n = len(ps) / 2 // two half blocks rather than a full one and a sliver
+		}
+		if err := tx.Put(bucketWords, indexKey(tenant, word, ps[n-1].id), encodeBlock(ps[:n])); err != nil {
+			return err
+		}
+		ps = ps[n:]
+	}
+	return nil
+}
+
+// replaceBlock removes b from the index and writes ps in its place.
+func replaceBlock(tx Tx, tenant, word string, b *block, ps []posting) error {
+	if b != nil {
+		if err := tx.Delete(bucketWords, b.key); err != nil {
+			return err
+		}
+	}
+	return putBlocks(tx, tenant, word, ps)
+}
+
+// addPostings adds the postings ps of word in tenant, sorted by id and
+// distinct. New facts' ids sort after every id in the index, so they
+// usually all join the word's last block, and blocks after it.
+func addPostings(tx Tx, tenant, word string, ps []posting) error {
+	for _, p := range ps {
+		if len(p.id) > postingIDMax {
+			return fmt.Errorf("store: fact id %.40q... is longer than %d bytes", p.id, postingIDMax)
+		}
+	}
+	for len(ps) > 0 {
+		b, err := findBlock(tx, tenant, word, ps[0].id)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return putBlocks(tx, tenant, word, ps)
+		}
+		last := b.ps[len(b.ps)-1].id
+		if ps[0].id > last {
+			// Past the word's last block: all of ps joins it.
+			return replaceBlock(tx, tenant, word, b, append(b.ps, ps...))
+		}
+		// Into the block's range: the postings up to its last id.
+		n := 1
+		for n < len(ps) && ps[n].id <= last {
+			n++
+		}
+		merged := make([]posting, 0, len(b.ps)+n)
+		merged = append(merged, b.ps...)
+		for _, p := range ps[:n] {
+			i, found := slices.BinarySearchFunc(merged, p.id, func(q posting, id string) int { return strings.Compare(q.id, id) })
+			if found {
+				merged[i] = p
+			} else {
+				merged = slices.Insert(merged, i, p)
+			}
+		}
+		if err := replaceBlock(tx, tenant, word, b, merged); err != nil {
+			return err
+		}
+		ps = ps[n:]
+	}
+	return nil
+}
+
+// removePosting removes the posting of the fact id from the blocks of word
+// in tenant. A missing posting is not an error.
+func removePosting(tx Tx, tenant, word, id string) error {
+	b, err := findBlock(tx, tenant, word, id)
+	if err != nil || b == nil {
+		return err
+	}
+	i, found := slices.BinarySearchFunc(b.ps, id, func(q posting, id string) int { return strings.Compare(q.id, id) })
+	if !found {
+		return nil
+	}
+	return replaceBlock(tx, tenant, word, b, slices.Delete(b.ps, i, i+1))
+}
