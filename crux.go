@@ -145,7 +145,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	}
 	// Passport tiers read per-passport receipt counts; a store written
 	// before they were kept gets them counted, once.
-	if err := s.env.Store.Update(context.Background(), receipts.BuildActorCounts); err != nil {
+	if err := receipts.BuildActorCountsBackend(context.Background(), s.env.Store); err != nil {
 		return nil, fmt.Errorf("crux: counting receipts per passport: %w", err)
 	}
 	s.purgeOnOpen()

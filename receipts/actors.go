@@ -1,6 +1,7 @@
 package receipts
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -123,4 +124,22 @@ func BuildActorCounts(tx store.Tx) error {
 		}
 	}
 	return tx.Put(bucketActors, actorsBuilt, nil)
+}
+
+// BuildActorCountsBackend runs BuildActorCounts on b once it has read, in
+// a read-only transaction, that the counts are not built yet: on a store
+// whose counts are complete it writes nothing.
+func BuildActorCountsBackend(ctx context.Context, b store.Backend) error {
+	built := false
+	if err := b.View(ctx, func(tx store.Tx) error {
+		_, err := tx.Get(bucketActors, actorsBuilt)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		built = err == nil
+		return err
+	}); err != nil || built {
+		return err
+	}
+	return b.Update(ctx, BuildActorCounts)
 }

@@ -86,3 +86,24 @@ func TestBuildActorCounts(t *testing.T) {
 	appendBy(t, db, "t1", "decision", "alice")
 	assert.Equal(t, []uint64{3, 1}, counts(t, db, "t1", "alice", "bob"))
 }
+
+// countingBackend counts the Updates run on it.
+type countingBackend struct {
+	store.Backend
+	updates int
+}
+
+func (c *countingBackend) Update(ctx context.Context, fn func(store.Tx) error) error {
+	c.updates++
+	return c.Backend.Update(ctx, fn)
+}
+
+// On a store whose counts are built, BuildActorCountsBackend only reads.
+func TestBuildActorCountsBackendReadsFirst(t *testing.T) {
+	db := openDB(t)
+	appendBy(t, db, "t1", "decision", "alice")
+	c := &countingBackend{Backend: db}
+	require.NoError(t, receipts.BuildActorCountsBackend(context.Background(), c))
+	assert.Equal(t, 0, c.updates, "the counts were complete from the first receipt")
+	assert.Equal(t, []uint64{1}, counts(t, db, "t1", "alice"))
+}
