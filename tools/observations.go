@@ -275,10 +275,15 @@ type observationArgs struct {
 	ObservationID string `json:"observation_id"`
 }
 
-// readObservation reads one of c's observations; nil when there is none.
-func readObservation(ctx context.Context, env *Env, c Caller, tool string, in *observationArgs) (*store.SessionObservation, error) {
+// readObservation reads one of c's observations for tool. When there is
+// none to show (observations are off, or no such observation) it returns
+// the answer that says so instead.
+func readObservation(ctx context.Context, env *Env, c Caller, tool string, in *observationArgs) (*store.SessionObservation, *Result, error) {
 	if err := checkNames(tool, "session_id", in.SessionID, "observation_id", in.ObservationID); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if !env.Flags.Observe {
+		return nil, observationsOff(tool), nil
 	}
 	var o *store.SessionObservation
 	err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -286,10 +291,13 @@ func readObservation(ctx context.Context, env *Env, c Caller, tool string, in *o
 		o, err = store.GetSessionObservation(tx, c.TenantID(), c.Identity(), in.SessionID, in.ObservationID)
 		return err
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, errorResult("observation %s not found in session %s", in.ObservationID, in.SessionID), nil
+	case err != nil:
+		return nil, nil, err
 	}
-	return o, err
+	return o, nil, nil
 }
 
 func getObservation() *Tool {
@@ -303,15 +311,9 @@ func getObservation() *Tool {
 			"receipt: {alg, signed_by, body_hash, signature}}; none: isError, observation not found",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *observationArgs) (*Result, error) {
-			if !env.Flags.Observe {
-				return observationsOff(name), nil
-			}
-			o, err := readObservation(ctx, env, c, name, in)
-			if err != nil {
-				return nil, err
-			}
+			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
-				return errorResult("observation %s not found in session %s", in.ObservationID, in.SessionID), nil
+				return answer, err
 			}
 			return jsonResult(o)
 		}),
@@ -329,15 +331,9 @@ func verifyObservation() *Tool {
 		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *observationArgs) (*Result, error) {
-			if !env.Flags.Observe {
-				return observationsOff(name), nil
-			}
-			o, err := readObservation(ctx, env, c, name, in)
-			if err != nil {
-				return nil, err
-			}
+			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
-				return errorResult("observation %s not found in session %s", in.ObservationID, in.SessionID), nil
+				return answer, err
 			}
 			return jsonResult(checkObservationSignature(o, receipts.NewKeyring(env.Signer.Public())))
 		}),

@@ -549,6 +549,7 @@ func TestCrashDuringPurgeKeepsAcknowledgedWrites(t *testing.T) {
 // historyVersion is one row of fact_history.
 type historyVersion struct {
 	FactID       string `json:"fact_id"`
+	Value        string `json:"value"`
 	Version      uint32 `json:"version"`
 	Supersedes   string `json:"supersedes"`
 	SupersededBy string `json:"superseded_by"`

@@ -57,36 +57,12 @@ func ownerPID(t *testing.T, dir string) int {
 	return hello.PID
 }
 
-// sharedVersion is one row of fact_history, with its value.
-type sharedVersion struct {
-	historyVersion
-	Value string `json:"value"`
-}
-
-// chainValues reads the history of (entity, "k") through cs, page after
-// page, and checks it is one linear chain: versions n down to 1, each
-// superseding the next older, exactly one current. It returns the values.
+// chainValues reads the history of (entity, "k") through cs and checks it
+// is one linear chain: versions n down to 1, each superseding the next
+// older, exactly one current. It returns the values.
 func chainValues(t *testing.T, ctx context.Context, cs *mcp.ClientSession, entity string) []string {
 	t.Helper()
-	var versions []sharedVersion
-	for cursor := ""; ; {
-		args := map[string]any{"entity": entity, "key": "k", "limit": 1000}
-		if cursor != "" {
-			args["cursor"] = cursor
-		}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fact_history", Arguments: args})
-		require.NoError(t, err)
-		require.False(t, res.IsError, "%+v", res.Content)
-		var h struct {
-			Versions   []sharedVersion `json:"versions"`
-			NextCursor string          `json:"next_cursor"`
-		}
-		require.NoError(t, json.Unmarshal(structuredJSON(t, res), &h))
-		versions = append(versions, h.Versions...)
-		if cursor = h.NextCursor; cursor == "" {
-			break
-		}
-	}
+	versions := historyOf(t, ctx, cs, entity, "k")
 	var values []string
 	current := 0
 	for i, v := range versions {
