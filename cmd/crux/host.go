@@ -217,52 +217,11 @@ func (h *host) Close() error {
 
 // Handle runs one operation (see the op constants).
 func (h *host) Handle(ctx context.Context, op string, raw json.RawMessage) (json.RawMessage, error) {
-	var res any
-	var err error
-	switch op {
-	case opList:
-		var req listReq
-		if err = decodeReq(raw, &req); err == nil {
-			res, err = h.list(ctx, req)
-		}
-	case opCall:
-		var req callReq
-		if err = decodeReq(raw, &req); err == nil {
-			res, err = h.call(ctx, req)
-		}
-	case opRestore:
-		var req restoreReq
-		if err = decodeReq(raw, &req); err == nil {
-			res, err = h.restore(ctx, req)
-		}
-	case opPurge:
-		var req purgeReq
-		if err = decodeReq(raw, &req); err == nil {
-			res, err = h.purge(ctx, req)
-		}
-	case opReceipt:
-		var req receiptReq
-		if err = decodeReq(raw, &req); err == nil {
-			res, err = h.receipt(ctx, req)
-		}
-	case opChain:
-		var req chainReq
-		if err = decodeReq(raw, &req); err == nil {
-			res, err = h.chain(ctx, req)
-		}
-	case opReceipts:
-		var req receiptsReq
-		if err = decodeReq(raw, &req); err == nil {
-			res, err = h.receipts(ctx, req)
-		}
-	case opDoctor:
-		var req doctorReq
-		if err = decodeReq(raw, &req); err == nil {
-			res, err = h.doctor(ctx, req)
-		}
-	default:
-		err = fmt.Errorf("the owning process does not know the operation %q: it runs another crux version", op)
+	run, ok := operations[op]
+	if !ok {
+		return nil, fmt.Errorf("the owning process does not know the operation %q: it runs another crux version", op)
 	}
+	res, err := run(h, ctx, raw)
 	if err != nil {
 		var ce *crux.Error
 		if errors.As(err, &ce) {
@@ -291,12 +250,31 @@ func marshal(v any) (json.RawMessage, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// decodeReq decodes the request of an operation.
-func decodeReq(raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("a malformed request to the owning process: %w", err)
+// operation is the host's side of one op: it decodes the request and runs
+// it.
+type operation func(h *host, ctx context.Context, raw json.RawMessage) (any, error)
+
+// operations are the ops a host runs (see the op constants).
+var operations = map[string]operation{
+	opList:     decoding((*host).list),
+	opCall:     decoding((*host).call),
+	opRestore:  decoding((*host).restore),
+	opPurge:    decoding((*host).purge),
+	opReceipt:  decoding((*host).receipt),
+	opChain:    decoding((*host).chain),
+	opReceipts: decoding((*host).receipts),
+	opDoctor:   decoding((*host).doctor),
+}
+
+// decoding makes an operation of a method taking the decoded request.
+func decoding[R any](run func(h *host, ctx context.Context, req R) (any, error)) operation {
+	return func(h *host, ctx context.Context, raw json.RawMessage) (any, error) {
+		var req R
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("a malformed request to the owning process: %w", err)
+		}
+		return run(h, ctx, req)
 	}
-	return nil
 }
 
 func (h *host) list(ctx context.Context, req listReq) (any, error) {
