@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"runtime"
@@ -13,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/pgtest"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/postgres"
 	"github.com/crux-go/crux/tools"
@@ -27,32 +24,20 @@ import (
 //	CRUX_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test \
 //	CRUX_BENCH_PG_FACTS=100000 go test -run '^$' -bench 'StoreFact|QueryFactsByKeyword|Postgres' ./bench
 //
-// They skip without CRUX_TEST_POSTGRES. The query corpus has
+// They skip without CRUX_TEST_POSTGRES (and fail without it in CI). The query corpus has
 // $CRUX_BENCH_PG_FACTS facts (default 10,000, so that a one-iteration run
 // stays short; filling 100,000 takes a few minutes).
 
-// pgStore opens a store in a fresh schema of the benchmark database,
-// dropped at the end.
+// pgStore opens a store in a fresh schema of the benchmark database (see
+// pgtest.Schema).
 func pgStore(b *testing.B) *postgres.DB {
 	b.Helper()
-	dsn := os.Getenv("CRUX_TEST_POSTGRES")
-	if dsn == "" {
-		b.Skip("CRUX_TEST_POSTGRES is not set")
-	}
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	schema := "crux_bench_" + hex.EncodeToString(r[:])
-	db, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema})
+	schema, _ := pgtest.Schema(b, "crux_bench")
+	db, err := postgres.Open(context.Background(), pgtest.DSN(b), &postgres.Options{Schema: schema})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		db.Close()
-		if conn, err := pgx.Connect(context.Background(), dsn); err == nil {
-			conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-			conn.Close(context.Background())
-		}
-	})
+	b.Cleanup(func() { db.Close() })
 	return db
 }
 

@@ -2,60 +2,25 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/crux-go/crux/internal/pgtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// postgresStore returns the URL of a fresh schema of the test database
-// $CRUX_TEST_POSTGRES (dropped when the test ends), for --store. Without
-// the variable the test skips, except in CI, where it fails.
+// postgresStore is the URL, for --store, of a fresh schema of the test
+// database (see pgtest.Schema).
 func postgresStore(t *testing.T) string {
 	t.Helper()
-	dsn := os.Getenv("CRUX_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CRUX_TEST_POSTGRES is not set: CI must run the PostgreSQL tests (.ci/run sets it)")
-		}
-		t.Skip("CRUX_TEST_POSTGRES is not set; skipping the PostgreSQL tests")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "crux_cmd_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, dsn)
-		if err == nil {
-			_, err = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(ctx)
-		}
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	_, url := pgtest.Schema(t, "crux_cmd")
+	return url
 }
 
 // Four crux serve processes on one PostgreSQL store (stand-ins for four

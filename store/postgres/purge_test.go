@@ -25,7 +25,7 @@ func containsValue(t *testing.T, db *postgres.DB, s string) bool {
 // A forgotten fact's value is in the database until its recovery window
 // ends; then crux purge deletes it, and no row holds it any more.
 func TestPurgeRemovesTheValue(t *testing.T) {
-	db := openTest(t, nil)
+	db := openTest(t)
 	var mu sync.Mutex
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
