@@ -3,9 +3,7 @@ package receipts
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -238,13 +236,7 @@ func (s *SigRecord) UnmarshalCBOR(b []byte) error {
 }
 
 // newID returns a fresh receipt id: "r_" and 32 lowercase hex digits.
-func newID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return "r_" + hex.EncodeToString(b[:])
-}
+func newID() string { return store.NewID("r_") }
 
 // checkTenant rejects tenants that would make chain keys ambiguous.
 func checkTenant(tenant string) error {

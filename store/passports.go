@@ -1,7 +1,6 @@
 package store
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -198,14 +197,4 @@ func PutMintRequest(tx Tx, r *MintRequest) error {
 		return err
 	}
 	return tx.Put(bucketMintRequests, indexKey(r.Tenant, r.RequesterID), b)
-}
-
-// NewMintRequestID returns a new request id: "pmr_" and 32 lowercase hex
-// digits (crypto/rand).
-func NewMintRequestID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return "pmr_" + hex.EncodeToString(b[:])
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -132,7 +131,7 @@ func recordObservation(tx store.Tx, env *Env, c Caller, o Observation) (*store.S
 		prevHex = hex.EncodeToString(prev)
 	}
 	rec := &store.SessionObservation{
-		ObservationID: "obs_" + randomHex(16), Tenant: tenant, SessionID: o.SessionID, Seq: seq + 1, TS: ts.UTC(),
+		ObservationID: store.NewID("obs_"), Tenant: tenant, SessionID: o.SessionID, Seq: seq + 1, TS: ts.UTC(),
 		Provider: o.Provider, Principal: c.Name(), Kind: o.Kind, Payload: payload, PrevHash: prevHex,
 	}
 	body, sum, err := canonical(rec)
@@ -173,15 +172,6 @@ func Observe(ctx context.Context, env *Env, c Caller, o Observation) (*store.Ses
 		return err
 	})
 	return rec, err
-}
-
-// randomHex is n random bytes (crypto/rand) in lowercase hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return hex.EncodeToString(b)
 }
 
 // observationsOff is the answer of the observation tools while the flag is

@@ -198,7 +198,7 @@ func requestPassportMint() *Tool {
 					}
 				}
 				now := env.now()
-				req = &store.MintRequest{RequestID: store.NewMintRequestID(), Tenant: tenant, RequesterID: id,
+				req = &store.MintRequest{RequestID: store.NewID("pmr_"), Tenant: tenant, RequesterID: id,
 					RequestedCategory: category, Reason: in.Reason, Status: "pending", RequestedAt: now}
 				r, err := receipts.Append(tx, env.Signer, tenant, "passport_mint_request", c.Name(), map[string]any{
 					"request_id": req.RequestID, "requester_id": id, "requested_category": category, "reason": in.Reason,
