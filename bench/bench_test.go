@@ -154,10 +154,21 @@ func corpus(b *testing.B, n int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	fillCorpus(b, db, n, 5000)
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	corpora.Store(n, path)
+	return path
+}
+
+// fillCorpus stores the corpus of n facts (see corpus) into db, perTx
+// facts a transaction.
+func fillCorpus(b *testing.B, db store.Backend, n, perTx int) {
 	now := time.Now()
-	for start := 0; start < n; start += 5000 {
+	for start := 0; start < n; start += perTx {
 		err := db.Update(context.Background(), func(tx store.Tx) error {
-			for i := start; i < min(n, start+5000); i++ {
+			for i := start; i < min(n, start+perTx); i++ {
 				_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tools.DefaultTenant},
 					Entity: fmt.Sprintf("entity:%d", i/10), Key: fmt.Sprintf("k%d", i%10),
 					Value:      fmt.Sprintf("note %d about topic%04d and widget%d", i, i%(n/100), i%5000),
@@ -173,11 +184,6 @@ func corpus(b *testing.B, n int) string {
 			b.Fatal(err)
 		}
 	}
-	if err := db.Close(); err != nil {
-		b.Fatal(err)
-	}
-	corpora.Store(n, path)
-	return path
 }
 
 func TestMain(m *testing.M) {
@@ -188,7 +194,12 @@ func TestMain(m *testing.M) {
 
 // benchQuery runs query_facts with args(i) and reports latency percentiles.
 func benchQuery(b *testing.B, n int, args func(i int) []byte, wantRows int) {
-	srv := newServer(b, corpus(b, n), &bolt.Options{NoSync: true})
+	benchQueryOn(b, newServer(b, corpus(b, n), &bolt.Options{NoSync: true}), args, wantRows)
+}
+
+// benchQueryOn runs query_facts with args(i) on srv and reports latency
+// percentiles.
+func benchQueryOn(b *testing.B, srv *crux.Server, args func(i int) []byte, wantRows int) {
 	var lat []time.Duration
 	i := 0
 	for b.Loop() {

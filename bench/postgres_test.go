@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/crux-go/crux/internal/pgtest"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/postgres"
-	"github.com/crux-go/crux/tools"
 )
 
 // The core's benchmarks on PostgreSQL, beside the bbolt ones of
@@ -90,34 +88,9 @@ func BenchmarkPostgresQueryFactsByKeyword(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
 		db := pgStore(b)
-		now := time.Now()
-		for from := 0; from < n; from += 1000 {
-			if err := db.Update(context.Background(), func(tx store.Tx) error {
-				for i := from; i < min(n, from+1000); i++ {
-					if _, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tools.DefaultTenant},
-						Entity: fmt.Sprintf("entity:%d", i/10), Key: fmt.Sprintf("k%d", i%10),
-						Value:      fmt.Sprintf("note %d about topic%04d and widget%d", i, i%(n/100), i%5000),
-						Confidence: float64(i%100) / 100, Now: now.Add(-time.Duration(i) * time.Second),
-					}); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		srv := pgServer(b, db)
-		var lat []time.Duration
-		i := 0
-		for b.Loop() {
-			t0 := time.Now()
-			mustCall(b, srv, "query_facts", fmt.Appendf(nil, `{"query":"topic%04d"}`, (i*7919)%(n/100)))
-			lat = append(lat, time.Since(t0))
-			i++
-		}
-		slices.Sort(lat)
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		fillCorpus(b, db, n, 1000)
+		benchQueryOn(b, pgServer(b, db), func(i int) []byte {
+			return fmt.Appendf(nil, `{"query":"topic%04d"}`, (i*7919)%(n/100))
+		}, 10)
 	})
 }
