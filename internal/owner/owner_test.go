@@ -104,14 +104,19 @@ func (h *fakeHost) Close() error {
 	return h.lock.Close()
 }
 
-// join joins dir as the process called name.
-func join(t *testing.T, dir, name string, st *state) *Conn {
-	t.Helper()
-	c, err := Join(context.Background(), dir, Options{
+// options are the Options of the process called name on dir.
+func options(dir, name string, st *state) Options {
+	return Options{
 		Open:        opener(dir, name, st),
 		Busy:        func(err error) bool { return errors.Is(err, errBusy) },
 		JoinTimeout: 2 * time.Second,
-	})
+	}
+}
+
+// join joins dir as the process called name.
+func join(t *testing.T, dir, name string, st *state) *Conn {
+	t.Helper()
+	c, err := Join(context.Background(), dir, options(dir, name, st))
 	require.NoError(t, err)
 	return c
 }
@@ -125,6 +130,23 @@ func by(t *testing.T, res json.RawMessage) string {
 }
 
 func newState() *state { return &state{hold: make(chan struct{})} }
+
+// hold starts a "hold" operation through c and waits until the owner runs
+// it. The channel gets its outcome once st.hold is closed: nil for the
+// answer "held".
+func hold(t *testing.T, c *Conn, st *state) <-chan error {
+	t.Helper()
+	held := make(chan error, 1)
+	go func() {
+		res, err := c.Do(context.Background(), "hold", json.RawMessage(`"h"`))
+		if err == nil && string(res) != `"held"` {
+			err = fmt.Errorf("answer %s", res)
+		}
+		held <- err
+	}()
+	require.Eventually(t, func() bool { return len(st.runs()) == 1 }, 5*time.Second, time.Millisecond)
+	return held
+}
 
 func TestFirstOwnsOthersForward(t *testing.T) {
 	dir, st := t.TempDir(), newState()
@@ -168,7 +190,9 @@ func TestFirstOwnsOthersForward(t *testing.T) {
 // The framing of a result reads back what it wrote, and nothing else.
 func TestResultFraming(t *testing.T) {
 	for _, res := range []string{`{}`, `"x"`, `{"a":{"res":1},"b":"}"}`, `null`} {
-		id, got, ok := parseResult(appendResult(nil, 42, json.RawMessage(res))[:len(appendResult(nil, 42, json.RawMessage(res)))-1])
+		line := appendResult(nil, 42, json.RawMessage(res))
+		require.Equal(t, byte('\n'), line[len(line)-1])
+		id, got, ok := parseResult(line[:len(line)-1])
 		require.True(t, ok, res)
 		assert.EqualValues(t, 42, id)
 		assert.Equal(t, res, string(got))
@@ -190,15 +214,7 @@ func TestHandOverLosesNothing(t *testing.T) {
 	defer b.Close()
 	ctx := context.Background()
 
-	held := make(chan error, 1)
-	go func() {
-		res, err := b.Do(ctx, "hold", json.RawMessage(`"h"`))
-		if err == nil && string(res) != `"held"` {
-			err = fmt.Errorf("answer %s", res)
-		}
-		held <- err
-	}()
-	require.Eventually(t, func() bool { return len(st.runs()) == 1 }, 5*time.Second, time.Millisecond)
+	held := hold(t, b, st)
 
 	closed := make(chan error, 1)
 	go func() { closed <- a.Close() }()
@@ -269,12 +285,7 @@ func TestOwnerKilled(t *testing.T) {
 	defer b.Close()
 	ctx := context.Background()
 
-	held := make(chan error, 1)
-	go func() {
-		_, err := b.Do(ctx, "hold", json.RawMessage(`"h"`))
-		held <- err
-	}()
-	require.Eventually(t, func() bool { return len(st.runs()) == 1 }, 5*time.Second, time.Millisecond)
+	held := hold(t, b, st)
 	kill(t, a)
 	err := <-held
 	assert.ErrorIs(t, err, ErrOwnerGone)
@@ -319,11 +330,9 @@ func TestUntrustedSocketRefused(t *testing.T) {
 	path := filepath.Join(dir, SocketName)
 	require.NoError(t, os.Chmod(path, 0o666))
 
-	_, err := Join(context.Background(), dir, Options{
-		Open:        opener(dir, "b", st),
-		Busy:        func(err error) bool { return errors.Is(err, errBusy) },
-		JoinTimeout: 200 * time.Millisecond,
-	})
+	opts := options(dir, "b", st)
+	opts.JoinTimeout = 200 * time.Millisecond
+	_, err := Join(context.Background(), dir, opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "its mode 0666 lets group or others connect; it must be 0600")
 }
@@ -347,11 +356,9 @@ func TestOtherUserRefused(t *testing.T) {
 	st := newState()
 	var logs bytes.Buffer
 	var logMu sync.Mutex
-	c, err := Join(context.Background(), dir, Options{
-		Open:   opener(dir, "a", st),
-		Busy:   func(err error) bool { return errors.Is(err, errBusy) },
-		Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil)),
-	})
+	opts := options(dir, "a", st)
+	opts.Logger = slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
+	c, err := Join(context.Background(), dir, opts)
 	require.NoError(t, err)
 	defer c.Close()
 	path := filepath.Join(dir, SocketName)
