@@ -191,6 +191,7 @@ type session struct {
 // conn runs a session's operations: an *owner.Conn, or direct.
 type conn interface {
 	Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error)
+	Local(fn func(owner.Host) error) (bool, error)
 	Owner() bool
 	Close() error
 }
@@ -202,6 +203,8 @@ type direct struct{ h *host }
 func (d direct) Do(ctx context.Context, op string, req json.RawMessage) (json.RawMessage, error) {
 	return d.h.Handle(ctx, op, req)
 }
+
+func (d direct) Local(fn func(owner.Host) error) (bool, error) { return true, fn(d.h) }
 
 func (d direct) Owner() bool { return true }
 
@@ -291,8 +294,28 @@ func (ss *session) do(ctx context.Context, op string, req, res any) error {
 	return json.Unmarshal(out, res)
 }
 
-// ListTools is tools/list through the owner (see mcpserver.Backend).
+// local runs fn on this process's own crux server for the session's flags
+// when this process holds the store, and reports whether it did.
+func (ss *session) local(fn func(srv *crux.Server) error) (bool, error) {
+	return ss.conn.Local(func(h owner.Host) error {
+		srv, err := h.(*host).server(ss.env)
+		if err != nil {
+			return err
+		}
+		return fn(srv)
+	})
+}
+
+// ListTools is tools/list, in-process when this process holds the store,
+// else through the owner (see mcpserver.Backend).
 func (ss *session) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error) {
+	var list []crux.Tool
+	if local, err := ss.local(func(srv *crux.Server) error {
+		list = srv.ListTools(ctx, c)
+		return nil
+	}); local {
+		return list, err
+	}
 	var wire []struct {
 		crux.Tool
 		Meta map[string]json.RawMessage `json:"_meta,omitempty"`
@@ -308,10 +331,19 @@ func (ss *session) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, e
 	return out, nil
 }
 
-// CallTool is tools/call through the owner (see mcpserver.Backend). The
-// structured content and _meta are kept as the JSON the owner encoded, so
-// the answer is byte for byte the owner's.
+// CallTool is tools/call, in-process when this process holds the store,
+// else through the owner (see mcpserver.Backend). A forwarded answer keeps
+// its structured content and _meta as the JSON the owner encoded, so it is
+// byte for byte the owner's.
 func (ss *session) CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error) {
+	var res *crux.Result
+	if local, err := ss.local(func(srv *crux.Server) error {
+		var err error
+		res, err = srv.CallTool(ctx, c, name, args)
+		return err
+	}); local {
+		return res, err
+	}
 	var wire struct {
 		callAnswer
 		Meta map[string]json.RawMessage `json:"_meta,omitempty"`
@@ -319,7 +351,7 @@ func (ss *session) CallTool(ctx context.Context, c crux.Caller, name string, arg
 	if err := ss.do(ctx, opCall, callReq{Env: ss.env, Caller: toWire(c), Name: name, Args: args}, &wire); err != nil {
 		return nil, err
 	}
-	res := &crux.Result{Content: wire.Content, IsError: wire.IsError, Meta: rawMap(wire.Meta)}
+	res = &crux.Result{Content: wire.Content, IsError: wire.IsError, Meta: rawMap(wire.Meta)}
 	if wire.TextIsStructured {
 		res.Content = []crux.Content{{Type: "text", Text: string(wire.StructuredContent)}}
 	}

@@ -199,6 +199,21 @@ func (c *Conn) Owner() bool {
 	return c.own != nil
 }
 
+// Local runs fn with this process's host when this process owns the
+// store, and reports whether it did; a forwarding process gets false and
+// sends its operation with Do. The owner does not hand over while fn runs.
+// It lets the owner's own calls skip the encoding that Do's requests and
+// answers go through.
+func (c *Conn) Local(fn func(Host) error) (bool, error) {
+	c.mu.Lock()
+	own := c.own
+	c.mu.Unlock()
+	if own == nil {
+		return false, nil
+	}
+	return own.local(fn)
+}
+
 // Do runs the operation op with the request req, on this process's host
 // when it owns the store, else on the owner's. When the owner hands over
 // before reading the request, Do sends it to the next owner (finding or

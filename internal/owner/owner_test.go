@@ -177,6 +177,17 @@ func TestFirstOwnsOthersForward(t *testing.T) {
 		assert.Equal(t, &Error{Message: "plain failure"}, we)
 	}
 
+	// The owner's own process may use its host directly; a forwarding one
+	// may not.
+	var seen Host
+	local, err := a.Local(func(h Host) error { seen = h; return nil })
+	require.NoError(t, err)
+	assert.True(t, local)
+	assert.Equal(t, "a", seen.(*fakeHost).name)
+	local, err = b.Local(func(Host) error { t.Error("ran in a forwarding process"); return nil })
+	require.NoError(t, err)
+	assert.False(t, local)
+
 	// An answer spanning lines is sent re-encoded on one.
 	res, err := b.Do(ctx, "multiline", nil)
 	require.NoError(t, err)

@@ -100,6 +100,19 @@ func (o *ownerSide) do(ctx context.Context, op string, req json.RawMessage) (jso
 	return res, nil
 }
 
+// local runs fn with the host, unless the owner is closing.
+func (o *ownerSide) local(fn func(Host) error) (bool, error) {
+	o.mu.Lock()
+	if o.closing {
+		o.mu.Unlock()
+		return false, nil
+	}
+	o.calls.Add(1)
+	o.mu.Unlock()
+	defer o.calls.Done()
+	return true, fn(o.host)
+}
+
 // close hands over: no more connections, no more requests read, every
 // request read answered, a goodbye on every connection, the store closed.
 func (o *ownerSide) close() error {
