@@ -170,7 +170,7 @@ const (
 // fillFixture stores, through srv, what the valid calls act on: facts of
 // alice (shared and private) and bob, contradicting values, sessions (one
 // archived), an artefact, a handoff package for bob, a constraint, a config
-// audit, a decision, a gap, a session plan, an observation of alice's
+// audit, a decision, a gap, two documents, a session plan, an observation of alice's
 // session s1, and the passports of bob and of erin (sponsored by alice).
 func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	t.Helper()
@@ -198,6 +198,11 @@ func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	obs, err := srv.Observe(context.Background(), alice, crux.Observation{SessionID: "s1", Provider: "claude-code",
 		Kind: "tool_call", Payload: json.RawMessage(`{"tool":"Bash","command":"go test ./..."}`)})
 	require.NoError(t, err)
+	_, err = srv.Ingest(context.Background(), crux.DefaultTenant, []crux.Document{
+		{ID: "guide/storage.md", Title: "Storage", Text: "crux keeps its facts in a bbolt file.\n\nEvery commit is synced to disk."},
+		{ID: "guide/retrieval.md", Title: "Retrieval", Text: "Documents are cut into segments and ranked with BM25."},
+	}, nil)
+	require.NoError(t, err)
 	do(bob, "issue_passport", `{}`)
 	do(crux.Caller{Agent: "erin", Authenticated: true}, "issue_passport", `{"sponsor_id":"alice"}`)
 	return &fixture{replace: strings.NewReplacer(phFact, fact, phPrivate, private, phBobFact, bobFact,
@@ -221,6 +226,9 @@ type validCall struct {
 var validCalls = []validCall{
 	{caller: alice, tool: "cuecrux_session", args: `{"intent":"review code","hints":{"want_parent_chain":true,"max_capabilities":5}}`},
 	{caller: alice, tool: "autonomy_contract", args: `{"token_budget":2000}`},
+	{caller: alice, tool: "query", args: `{"tenant_id":"default","query":"where are facts stored on disk","limit":5,"token_budget":2000}`},
+	{caller: alice, tool: "query_scan", args: `{"tenant_id":"default","query":"bm25 segments","limit":5}`},
+	{caller: alice, tool: "query_expand", args: `{"tenant_id":"default","result_ids":["0:guide/storage.md","0:guide/retrieval.md"]}`},
 	{caller: alice, tool: "store_fact", args: `{"entity":"project:crux","key":"language","value":"Go 1.26","confidence":0.9,"supersedes":["$PRIVATE"]}`},
 	{caller: alice, tool: "query_facts", args: `{"query":"crux language","top_k":5,"min_effective_confidence":0.1}`},
 	{caller: alice, tool: "delete_fact", args: `{"fact_id":"$FACT"}`},

@@ -17,7 +17,7 @@ func TestGetBootstrap(t *testing.T) {
 	require.NoError(t, err)
 	text := res.Content[0].Text
 	assert.Contains(t, text, "[__bootstrap__::doc:quickstart] Quickstart = ")
-	assert.Contains(t, text, "[__bootstrap__::tool-output:query_facts] query_facts output schema = {rows:")
+	assert.Contains(t, text, "[__bootstrap__::tool-output:query_facts] query_facts output schema = {contract?, kind?, rows:")
 	assert.NotContains(t, text, "[__bootstrap__::_meta]", "the sentinel is not served")
 
 	for _, topic := range []string{"docs", "patterns", "errors", "tool"} {

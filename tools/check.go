@@ -76,6 +76,7 @@ type bound struct {
 }
 
 // annotations are the keywords the check ignores: they do not constrain.
+// Keywords starting with "x-" (crux's own annotations) are ignored too.
 var annotations = map[string]bool{"description": true, "title": true, "default": true, "examples": true, "$comment": true}
 
 // compileCheck compiles a schema document (decoded with UseNumber) into a
@@ -178,7 +179,7 @@ func compileCheck(doc any) (*check, error) {
 				c.oneOf = append(c.oneOf, sub)
 			}
 		default:
-			if !annotations[kw] {
+			if !annotations[kw] && !strings.HasPrefix(kw, "x-") {
 				return nil, fmt.Errorf("keyword %q", kw)
 			}
 		}

@@ -193,6 +193,7 @@ type queryFactsArgs struct {
 	IncludeSuperseded bool     `json:"include_superseded,omitempty"`
 	AsOf              string   `json:"as_of,omitempty"`
 	MinEffective      *float64 `json:"min_effective_confidence,omitempty"`
+	Contract          string   `json:"contract,omitempty"`
 }
 
 // factRow is a fact as query_facts returns it.
@@ -213,6 +214,7 @@ type factRow struct {
 }
 
 type queryFactsOut struct {
+	crcFields
 	Rows                   []factRow `json:"rows"`
 	Count                  int       `json:"count"`
 	FilteredBelowThreshold int       `json:"filtered_below_threshold"`
@@ -236,7 +238,7 @@ func queryFacts() *Tool {
 			"A keyword query that finds nothing is recorded as a gap of yours that get_gaps lists (the query cut to " +
 			fmt.Sprint(maxGapTextBytes) + " bytes); other agents see only its words, counted in the tenant summary.",
 		Annotations: Annotations{Title: "Query facts"}, // not read-only: an empty keyword query records a gap
-		Output: "{rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
+		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),
@@ -271,7 +273,8 @@ func queryFacts() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := queryFactsOut{Rows: make([]factRow, 0, len(res.Facts)), FilteredBelowThreshold: res.BelowFloor}
+			out := queryFactsOut{crcFields: newCRC(in.Contract, crcKindFact), Rows: make([]factRow, 0, len(res.Facts)),
+				FilteredBelowThreshold: res.BelowFloor}
 			b := budget{Limit: in.TokenBudget}
 			for _, r := range res.Facts {
 				row := newFactRow(r, now)

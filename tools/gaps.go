@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"lukechampine.com/blake3"
 
@@ -84,22 +83,15 @@ type gapQuery struct {
 	IncludeSuperseded bool   `json:"include_superseded,omitempty"`
 	MinEffective      any    `json:"min_effective_confidence,omitempty"`
 	Tool              string `json:"tool"`
+	// Tenant is the document index a query searched, when not the caller's.
+	Tenant string `json:"tenant,omitempty"`
 	// Truncated says a text above was cut to maxGapTextBytes.
 	Truncated bool `json:"truncated,omitempty"`
 }
 
 // cutGapText cuts s to maxGapTextBytes on a UTF-8 boundary, reporting
 // whether it did.
-func cutGapText(s string) (string, bool) {
-	if len(s) <= maxGapTextBytes {
-		return s, false
-	}
-	s = s[:maxGapTextBytes]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s, true
-}
+func cutGapText(s string) (string, bool) { return cutText(s, maxGapTextBytes) }
 
 // recordGap records a keyword query_facts call that returned no rows as a
 // gap observation of the caller, in its own transaction. It stores the
@@ -117,6 +109,15 @@ func recordGap(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) erro
 	if in.MinEffective != nil {
 		g.MinEffective = *in.MinEffective
 	}
+	return saveGap(ctx, env, c, g)
+}
+
+// saveGap records g as a gap observation of c, in its own transaction;
+// its query is cut to maxGapTextBytes here if the caller did not.
+func saveGap(ctx context.Context, env *Env, c Caller, g gapQuery) error {
+	var cut bool
+	g.Query, cut = cutGapText(g.Query)
+	g.Truncated = g.Truncated || cut
 	value, err := json.Marshal(g)
 	if err != nil {
 		return err

@@ -437,6 +437,7 @@ func unmarshalArguments[In any](name string, a *arguments) (*In, error) {
 func All() []*Tool {
 	return []*Tool{
 		cuecruxSession(), autonomyContract(), // handshake.go
+		query(), queryScan(), queryExpand(), // query.go
 		storeFact(), queryFacts(), deleteFact(), listEntities(), getBootstrap(), factHistory(), // facts.go, bootstrap.go
 		memoryAcknowledgeUse(),               // memory_use.go
 		memoryForget(), memoryForgetDryRun(), // forget.go

@@ -1,0 +1,220 @@
+// Package index is crux's text analysis and ranking: how text becomes
+// index terms, how documents are cut into segments, and the BM25 formula
+// the retrieval tools rank segments with. It keeps no state and knows
+// nothing of storage; package store writes what it produces.
+//
+// # Terms
+//
+// Text is split into maximal runs of Unicode letters and digits;
+// each run is lowercased, runs shorter than two bytes are dropped,
+// and what remains is cut to [MaxTermBytes] and stemmed with the English
+// Snowball (Porter2) stemmer, so that "databases", "database" and
+// "database's" are one term. [Terms] then drops English stop words ("the",
+// "of", ... : [IsStop]) for the document index, where they carry no
+// ranking weight and would make up a third of every posting list; [Words]
+// keeps them, for short texts such as facts, where every word may be the
+// one a caller asks by.
+//
+// # Segments
+//
+// [Segment] cuts a document into segments of at most [SegmentBytes]
+// bytes at paragraph boundaries (blank lines; a Markdown heading starts a
+// new paragraph), then at sentence ends, then at spaces. Retrieval ranks
+// segments, so a long document is found by its relevant part.
+//
+// # Ranking
+//
+// [BM25] is Okapi BM25 with k1 = 1.2 and b = 0.75 and the
+// non-negative idf ln(1 + (N - df + 0.5)/(df + 0.5)).
+package index
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// MaxTermBytes is the longest term; longer runs are cut to it (on a
+// UTF-8 boundary) before stemming.
+const MaxTermBytes = 64
+
+// stopWords are the English stop words [Terms] drops: the articles,
+// pronouns, auxiliaries, prepositions and conjunctions that appear in
+// most English text. Negations ("no", "not") are kept.
+var stopWords = func() map[string]struct{} {
+	m := make(map[string]struct{})
+	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because
+		been before being below between both but by can could did do does doing down during each few for from
+		further had has have having he her here hers herself him himself his how i if in into is it its itself
+		just me more most my myself nor of off on once only or other our ours ourselves out over own same she
+		should so some such than that the their theirs them themselves then there these they this those through
+		to too under until up very was we were what when where which while who whom why will with would you
+		your yours yourself yourselves`) {
+		m[w] = struct{}{}
+	}
+	return m
+}()
+
+// IsStop reports whether the lowercased word w is a stop word.
+func IsStop(w string) bool {
+	_, ok := stopWords[w]
+	return ok
+}
+
+// isWordRune reports whether r belongs to a word.
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// Word is one word of a text as [Split] finds it: its lowercased form
+// (cut to MaxTermBytes) and its byte offsets in the text.
+type Word struct {
+	Lower      string
+	Start, End int
+}
+
+// Split calls fn for every word of text, in order: each maximal run of
+// letters and digits at least two bytes long.
+func Split(text string, fn func(w Word)) {
+	start := -1
+	for i, r := range text {
+		if isWordRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			emit(text, start, i, fn)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		emit(text, start, len(text), fn)
+	}
+}
+
+func emit(text string, start, end int, fn func(Word)) {
+	if end-start < 2 {
+		return
+	}
+	w := text[start:end]
+	if !isLowerASCII(w) {
+		w = strings.ToLower(w)
+	}
+	if len(w) > MaxTermBytes {
+		w = w[:MaxTermBytes]
+		for !utf8.ValidString(w) {
+			w = w[:len(w)-1]
+		}
+	}
+	fn(Word{Lower: w, Start: start, End: end})
+}
+
+func isLowerASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// Stem returns the term of the lowercased word w: its English stem.
+func Stem(w string) string {
+	if s := english.Stem(w, true); s != "" {
+		return s
+	}
+	return w
+}
+
+// An Analyzer turns text into terms as the package functions do, and
+// remembers the stems it computed, the costliest step of analysis, for
+// the text it analyses next: a batch of documents repeats its words. The
+// zero value is ready to use; an Analyzer is not safe for concurrent use.
+type Analyzer struct {
+	stems map[string]string
+}
+
+// maxCachedStems bounds an Analyzer's memory; past it the cache is
+// emptied and starts again.
+const maxCachedStems = 1 << 16
+
+// Stem is [Stem], remembered.
+func (a *Analyzer) Stem(w string) string {
+	if s, ok := a.stems[w]; ok {
+		return s
+	}
+	s := Stem(w)
+	if a.stems == nil || len(a.stems) >= maxCachedStems {
+		a.stems = make(map[string]string, 1024)
+	}
+	a.stems[strings.Clone(w)] = s
+	return s
+}
+
+// Terms calls fn with the term of every word of text that is not a stop
+// word, in order, repeats included.
+func (a *Analyzer) Terms(text string, fn func(term string)) {
+	Split(text, func(w Word) {
+		if !IsStop(w.Lower) {
+			fn(a.Stem(w.Lower))
+		}
+	})
+}
+
+// Terms is [Analyzer.Terms] without a cache.
+func Terms(text string, fn func(term string)) { new(Analyzer).Terms(text, fn) }
+
+// Words returns the distinct terms of text, stop words included, in order
+// of first appearance.
+func Words(text string) []string {
+	var out []string
+	seen := make(map[string]struct{})
+	Split(text, func(w Word) {
+		t := Stem(w.Lower)
+		if _, ok := seen[t]; !ok {
+			seen[t] = struct{}{}
+			out = append(out, t)
+		}
+	})
+	return out
+}
+
+// QueryTerm is one distinct term of a query and the words it came from.
+type QueryTerm struct {
+	Term  string
+	Words []string // the query's words (lowercased) with this term, in order
+}
+
+// Query returns the distinct terms of a query, in order of first
+// appearance, and the stop words it dropped.
+func Query(text string) (terms []QueryTerm, stops []string) {
+	at := make(map[string]int)
+	Split(text, func(w Word) {
+		if IsStop(w.Lower) {
+			stops = append(stops, w.Lower)
+			return
+		}
+		t := Stem(w.Lower)
+		i, ok := at[t]
+		if !ok {
+			i = len(terms)
+			at[t] = i
+			terms = append(terms, QueryTerm{Term: t})
+		}
+		if !contains(terms[i].Words, w.Lower) {
+			terms[i].Words = append(terms[i].Words, w.Lower)
+		}
+	})
+	return terms, stops
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,538 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/crux-go/crux/index"
+)
+
+// Documents and the retrieval index.
+//
+// A tenant's documents are cut into segments (index.Segment), and each
+// segment is numbered in the tenant, in the order segments are written:
+// its seq, never reused. The layout:
+//
+//   - docs: tenant, document id → the document record: title, the seq of
+//     its first segment (its segments have consecutive seqs), how many,
+//     their tokens, when it was ingested.
+//   - docs.seg: tenant, 4-byte seq → the segment record: document id,
+//     segment index, text, length in terms. Seqs grow, so new records
+//     append.
+//   - docs.terms: tenant, term, 4-byte seq of the block's first posting →
+//     a block of up to docBlockMax postings of the term, sorted by seq:
+//     seq, term frequency and the segment's length, so that ranking reads
+//     posting blocks and nothing else. New segments' postings are appended
+//     to each term's last block.
+//   - docs.stats: tenant → segments, documents, terms in all (for the
+//     average length) and the next seq.
+//
+// A document is written, replaced and removed in one transaction with
+// every entry that indexes it, so the index always holds whole documents.
+const (
+	bucketDocs     = "docs"
+	bucketDocSegs  = "docs.seg"
+	bucketDocTerms = "docs.terms"
+	bucketDocStats = "docs.stats"
+)
+
+// Limits of a document.
+const (
+	// MaxDocIDBytes caps a document id.
+	MaxDocIDBytes = 512
+	// MaxDocTitleBytes caps a document title.
+	MaxDocTitleBytes = 1024
+	// MaxDocTextBytes caps a document's text.
+	MaxDocTextBytes = 8 << 20
+	// docBlockMax is the most postings one block of docs.terms holds.
+	docBlockMax = 128
+)
+
+// Document is a text to index: its id (unique in its tenant; ingesting an
+// id again replaces the document), an optional title, and its text.
+type Document struct {
+	ID    string `json:"id"`
+	Title string `json:"title,omitempty"`
+	Text  string `json:"text"`
+}
+
+// DocumentError reports a document that cannot be indexed, and why.
+type DocumentError struct {
+	ID     string // the document's id, as given
+	Field  string // id, title or text
+	Reason string
+}
+
+func (e *DocumentError) Error() string {
+	return fmt.Sprintf("store: document %q: %s %s", e.ID, e.Field, e.Reason)
+}
+
+// CheckDocument reports whether d can be indexed: a non-empty id without
+// control characters, all of it valid UTF-8, within the limits above.
+func CheckDocument(d *Document) error {
+	bad := func(field, reason string) error { return &DocumentError{ID: d.ID, Field: field, Reason: reason} }
+	switch {
+	case d.ID == "":
+		return bad("id", "is empty")
+	case len(d.ID) > MaxDocIDBytes:
+		return bad("id", fmt.Sprintf("is longer than %d bytes", MaxDocIDBytes))
+	case !utf8.ValidString(d.ID) || strings.IndexFunc(d.ID, unicode.IsControl) >= 0:
+		return bad("id", "must be UTF-8 text without control characters")
+	case len(d.Title) > MaxDocTitleBytes:
+		return bad("title", fmt.Sprintf("is longer than %d bytes", MaxDocTitleBytes))
+	case !utf8.ValidString(d.Title):
+		return bad("title", "is not valid UTF-8")
+	case len(d.Text) > MaxDocTextBytes:
+		return bad("text", fmt.Sprintf("is longer than %d bytes", MaxDocTextBytes))
+	case !utf8.ValidString(d.Text):
+		return bad("text", "is not valid UTF-8")
+	}
+	return nil
+}
+
+// PreparedDocument is a document analysed for the index, ready to write
+// with [PutDocuments]: analysis costs CPU and is done before the
+// transaction that writes it.
+type PreparedDocument struct {
+	Document
+	Segments []PreparedSegment
+}
+
+// PreparedSegment is one segment of a prepared document.
+type PreparedSegment struct {
+	Text   string
+	Len    int        // terms of the segment, its title's included
+	Terms  []termFreq // distinct terms, sorted
+	Tokens int        // EstimateTokens(Text)
+}
+
+type termFreq struct {
+	term string
+	tf   int
+}
+
+// PrepareDocument checks d and analyses it: segments, and each segment's
+// terms (the title's terms count in every segment). a may be nil; a
+// caller preparing many documents passes one Analyzer for all.
+func PrepareDocument(d Document, a *index.Analyzer) (PreparedDocument, error) {
+	if err := CheckDocument(&d); err != nil {
+		return PreparedDocument{}, err
+	}
+	if a == nil {
+		a = new(index.Analyzer)
+	}
+	p := PreparedDocument{Document: d}
+	segs := index.Segment(d.Text)
+	if len(segs) == 0 {
+		segs = []string{""} // a document of only a title, or empty: one segment, found by its title
+	}
+	counts := make(map[string]int)
+	for _, s := range segs {
+		clear(counts)
+		n := 0
+		add := func(t string) { counts[t]++; n++ }
+		a.Terms(d.Title, add)
+		a.Terms(s, add)
+		ps := PreparedSegment{Text: s, Len: n, Tokens: EstimateTokens(s), Terms: make([]termFreq, 0, len(counts))}
+		for t, c := range counts {
+			ps.Terms = append(ps.Terms, termFreq{t, c})
+		}
+		slices.SortFunc(ps.Terms, func(x, y termFreq) int { return strings.Compare(x.term, y.term) })
+		p.Segments = append(p.Segments, ps)
+	}
+	return p, nil
+}
+
+// docRecord is a document as docs holds it.
+type docRecord struct {
+	ID         string    `cbor:"1,keyasint"`
+	Title      string    `cbor:"2,keyasint,omitempty"`
+	First      uint32    `cbor:"3,keyasint"` // seq of segment 0
+	Segments   int       `cbor:"4,keyasint"`
+	Tokens     int       `cbor:"5,keyasint"`
+	IngestedAt time.Time `cbor:"6,keyasint"`
+}
+
+// segRecord is a segment as docs.seg holds it.
+type segRecord struct {
+	Doc   string `cbor:"1,keyasint"`
+	Index int    `cbor:"2,keyasint"`
+	Text  string `cbor:"3,keyasint"`
+	Len   int    `cbor:"4,keyasint"`
+}
+
+// DocStats is the size of a tenant's document index.
+type DocStats struct {
+	Documents int    `cbor:"1,keyasint"`
+	Segments  int    `cbor:"2,keyasint"`
+	Terms     int64  `cbor:"3,keyasint"` // segment lengths summed
+	Next      uint32 `cbor:"4,keyasint"` // the seq the next segment gets
+}
+
+// AvgLen is the average segment length in terms.
+func (s DocStats) AvgLen() float64 {
+	if s.Segments == 0 {
+		return 0
+	}
+	return float64(s.Terms) / float64(s.Segments)
+}
+
+func docKey(tenant, id string) []byte { return indexKey(tenant, id) }
+
+func segKey(tenant string, seq uint32) []byte {
+	return binary.BigEndian.AppendUint32(append([]byte(tenant), 0), seq)
+}
+
+func termPrefix(tenant, term string) []byte { return indexKey(tenant, term, "") }
+
+// ReadDocStats returns the size of tenant's document index.
+func ReadDocStats(tx Tx, tenant string) (DocStats, error) {
+	var s DocStats
+	v, err := tx.Get(bucketDocStats, []byte(tenant))
+	if errors.Is(err, ErrNotFound) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	if err := factDec.Unmarshal(v, &s); err != nil {
+		return s, fmt.Errorf("store: document statistics of tenant %q: %w", tenant, err)
+	}
+	return s, nil
+}
+
+func putDocStats(tx Tx, tenant string, s DocStats) error {
+	b, err := factEnc.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.Put(bucketDocStats, []byte(tenant), b)
+}
+
+// DocTenants calls fn with every tenant holding documents, in order.
+func DocTenants(tx Tx, fn func(tenant string, s DocStats) error) error {
+	return tx.Scan(bucketDocStats, nil, false, func(k, v []byte) error {
+		var s DocStats
+		if err := factDec.Unmarshal(v, &s); err != nil || s.Documents == 0 {
+			return nil
+		}
+		return fn(string(k), s)
+	})
+}
+
+// IngestStats counts what [PutDocuments] wrote.
+type IngestStats struct {
+	Documents int `json:"documents"` // documents written
+	Replaced  int `json:"replaced"`  // of which replaced an earlier version
+	Segments  int `json:"segments"`
+	Tokens    int `json:"tokens"`
+}
+
+// PutDocuments writes docs to tenant's index, each replacing the document
+// of the same id. When docs repeats an id, the last one is written.
+func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) (IngestStats, error) {
+	var st IngestStats
+	if tenant == "" {
+		return st, errors.New("store: empty tenant")
+	}
+	stats, err := ReadDocStats(tx, tenant)
+	if err != nil {
+		return st, err
+	}
+	last := make(map[string]int, len(docs))
+	for i := range docs {
+		last[docs[i].ID] = i
+	}
+	pending := make(map[string][]docPosting)
+	hintAppend(tx, bucketDocSegs)
+	for i := range docs {
+		d := &docs[i]
+		if last[d.ID] != i {
+			continue
+		}
+		removed, err := removeDocument(tx, tenant, d.ID, &stats)
+		if err != nil {
+			return st, err
+		}
+		if removed {
+			st.Replaced++
+		}
+		if stats.Next > ^uint32(0)-uint32(len(d.Segments)) {
+			return st, fmt.Errorf("store: tenant %q has used every segment number", tenant)
+		}
+		rec := docRecord{ID: d.ID, Title: d.Title, First: stats.Next, Segments: len(d.Segments), IngestedAt: now.UTC()}
+		for j, s := range d.Segments {
+			seq := stats.Next
+			stats.Next++
+			b, err := encodeRecord("document "+d.ID, segRecord{Doc: d.ID, Index: j, Text: s.Text, Len: s.Len})
+			if err != nil {
+				return st, err
+			}
+			if err := tx.Put(bucketDocSegs, segKey(tenant, seq), b); err != nil {
+				return st, err
+			}
+			for _, t := range s.Terms {
+				pending[t.term] = append(pending[t.term], docPosting{seq: seq, tf: uint32(t.tf), dl: uint32(s.Len)})
+			}
+			rec.Tokens += s.Tokens
+			stats.Segments++
+			stats.Terms += int64(s.Len)
+		}
+		b, err := encodeRecord("document "+d.ID, rec)
+		if err != nil {
+			return st, err
+		}
+		if err := tx.Put(bucketDocs, docKey(tenant, d.ID), b); err != nil {
+			return st, err
+		}
+		stats.Documents++
+		st.Documents++
+		st.Segments += rec.Segments
+		st.Tokens += rec.Tokens
+	}
+	terms := make([]string, 0, len(pending))
+	for t := range pending {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	for _, t := range terms {
+		if err := appendPostings(tx, tenant, t, pending[t]); err != nil {
+			return st, err
+		}
+	}
+	return st, putDocStats(tx, tenant, stats)
+}
+
+// DeleteDocument removes the document id of tenant and its index entries,
+// reporting whether there was one.
+func DeleteDocument(tx Tx, tenant, id string) (bool, error) {
+	stats, err := ReadDocStats(tx, tenant)
+	if err != nil {
+		return false, err
+	}
+	removed, err := removeDocument(tx, tenant, id, &stats)
+	if err != nil || !removed {
+		return false, err
+	}
+	return true, putDocStats(tx, tenant, stats)
+}
+
+// removeDocument removes the document id, its segments and postings, and
+// counts them out of stats; it reports whether there was one.
+func removeDocument(tx Tx, tenant, id string, stats *DocStats) (bool, error) {
+	rec, err := getDocRecord(tx, tenant, id)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var a index.Analyzer
+	bySeq := make(map[string][]uint32)
+	for i := range rec.Segments {
+		seq := rec.First + uint32(i)
+		key := segKey(tenant, seq)
+		s, err := getSegRecord(tx, key)
+		if err == nil {
+			seen := make(map[string]bool)
+			add := func(t string) {
+				if !seen[t] {
+					seen[t] = true
+					bySeq[t] = append(bySeq[t], seq)
+				}
+			}
+			a.Terms(rec.Title, add)
+			a.Terms(s.Text, add)
+			stats.Segments--
+			stats.Terms -= int64(s.Len)
+		} else if !errors.Is(err, ErrNotFound) && !errors.As(err, new(*CorruptRecordError)) {
+			return false, err
+		}
+		if err := tx.Delete(bucketDocSegs, key); err != nil {
+			return false, err
+		}
+	}
+	terms := make([]string, 0, len(bySeq))
+	for t := range bySeq {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	for _, t := range terms {
+		if err := removePostings(tx, tenant, t, bySeq[t]); err != nil {
+			return false, err
+		}
+	}
+	stats.Documents--
+	return true, tx.Delete(bucketDocs, docKey(tenant, id))
+}
+
+func getDocRecord(tx Tx, tenant, id string) (*docRecord, error) {
+	v, err := tx.Get(bucketDocs, docKey(tenant, id))
+	if err != nil {
+		return nil, err
+	}
+	var rec docRecord
+	if err := factDec.Unmarshal(v, &rec); err != nil {
+		return nil, &CorruptRecordError{Bucket: bucketDocs, Key: docKey(tenant, id), ID: id, Err: err}
+	}
+	return &rec, nil
+}
+
+func getSegRecord(tx Tx, key []byte) (*segRecord, error) {
+	v, err := tx.Get(bucketDocSegs, key)
+	if err != nil {
+		return nil, err
+	}
+	var rec segRecord
+	if err := factDec.Unmarshal(v, &rec); err != nil {
+		return nil, &CorruptRecordError{Bucket: bucketDocSegs, Key: bytes.Clone(key), Err: err}
+	}
+	return &rec, nil
+}
+
+// docPosting is one posting of docs.terms.
+type docPosting struct {
+	seq, tf, dl uint32
+}
+
+// encodeDocBlock encodes postings sorted by seq: their count, then each
+// posting as the uvarints seq delta (from 0 for the first), tf and dl.
+func encodeDocBlock(ps []docPosting) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, 1+len(ps)*5), uint64(len(ps)))
+	prev := uint32(0)
+	for _, p := range ps {
+		b = binary.AppendUvarint(b, uint64(p.seq-prev))
+		b = binary.AppendUvarint(b, uint64(p.tf))
+		b = binary.AppendUvarint(b, uint64(p.dl))
+		prev = p.seq
+	}
+	return b
+}
+
+var errBadDocBlock = errors.New("store: malformed document posting block")
+
+// docBlockLen returns the number of postings of an encoded block.
+func docBlockLen(v []byte) (int, error) {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n == 0 || n > docBlockMax {
+		return 0, errBadDocBlock
+	}
+	return int(n), nil
+}
+
+// decodeDocBlock appends the postings of v to dst.
+func decodeDocBlock(dst []docPosting, v []byte) ([]docPosting, error) {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n == 0 || n > docBlockMax {
+		return dst, errBadDocBlock
+	}
+	v = v[k:]
+	prev := uint64(0)
+	for range n {
+		var f [3]uint64
+		for i := range f {
+			x, k := binary.Uvarint(v)
+			if k <= 0 || x > 1<<32-1 {
+				return dst, errBadDocBlock
+			}
+			f[i], v = x, v[k:]
+		}
+		prev += f[0]
+		if prev > 1<<32-1 {
+			return dst, errBadDocBlock
+		}
+		dst = append(dst, docPosting{seq: uint32(prev), tf: uint32(f[1]), dl: uint32(f[2])})
+	}
+	if len(v) != 0 {
+		return dst, errBadDocBlock
+	}
+	return dst, nil
+}
+
+// appendPostings adds ps, sorted by seq and all past the term's postings,
+// to the term's blocks: the last block is filled first.
+func appendPostings(tx Tx, tenant, term string, ps []docPosting) error {
+	prefix := termPrefix(tenant, term)
+	var lastKey, lastVal []byte
+	err := tx.Scan(bucketDocTerms, prefix, true, func(k, v []byte) error {
+		lastKey, lastVal = bytes.Clone(k), bytes.Clone(v)
+		return ErrStop
+	})
+	if err != nil {
+		return err
+	}
+	if lastKey != nil {
+		old, err := decodeDocBlock(nil, lastVal)
+		if err == nil && len(old) < docBlockMax {
+			n := min(docBlockMax-len(old), len(ps))
+			if err := tx.Put(bucketDocTerms, lastKey, encodeDocBlock(append(old, ps[:n]...))); err != nil {
+				return err
+			}
+			ps = ps[n:]
+		}
+	}
+	for len(ps) > 0 {
+		n := min(docBlockMax, len(ps))
+		key := binary.BigEndian.AppendUint32(bytes.Clone(prefix), ps[0].seq)
+		if err := tx.Put(bucketDocTerms, key, encodeDocBlock(ps[:n])); err != nil {
+			return err
+		}
+		ps = ps[n:]
+	}
+	return nil
+}
+
+// removePostings drops the postings of seqs (sorted) from the term's
+// blocks, rewriting the blocks that held them.
+func removePostings(tx Tx, tenant, term string, seqs []uint32) error {
+	prefix := termPrefix(tenant, term)
+	type change struct {
+		key []byte
+		ps  []docPosting
+	}
+	var changes []change
+	err := tx.Scan(bucketDocTerms, prefix, false, func(k, v []byte) error {
+		if len(k) != len(prefix)+4 {
+			return nil
+		}
+		first := binary.BigEndian.Uint32(k[len(prefix):])
+		if first > seqs[len(seqs)-1] {
+			return ErrStop
+		}
+		ps, err := decodeDocBlock(nil, v)
+		if err != nil {
+			return nil // crux doctor reports it
+		}
+		kept := slices.DeleteFunc(slices.Clone(ps), func(p docPosting) bool {
+			_, found := slices.BinarySearch(seqs, p.seq)
+			return found
+		})
+		if len(kept) != len(ps) {
+			changes = append(changes, change{bytes.Clone(k), kept})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if err := tx.Delete(bucketDocTerms, c.key); err != nil {
+			return err
+		}
+		if len(c.ps) == 0 {
+			continue
+		}
+		key := binary.BigEndian.AppendUint32(bytes.Clone(prefix), c.ps[0].seq)
+		if err := tx.Put(bucketDocTerms, key, encodeDocBlock(c.ps)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package store
+
+import (
+	"container/heap"
+	"sync"
+
+	"github.com/crux-go/crux/index"
+)
+
+// DocQuery ranks the segments of a tenant's documents with BM25.
+type DocQuery struct {
+	Tenant string
+	Terms  []string // distinct index terms (index.Query)
+	// All keeps only the segments holding every term.
+	All bool
+	// Limit is the most hits returned (at least 1).
+	Limit int
+	// MinScore drops the hits scoring below it; they are counted in
+	// BelowFloor.
+	MinScore float64
+}
+
+// DocHit is one ranked segment.
+type DocHit struct {
+	Seq   uint32
+	Score float64
+}
+
+// DocResult is the outcome of [SearchDocuments].
+type DocResult struct {
+	Hits       []DocHit // best first; ties by seq
+	DF         []int    // per query term, the segments holding it
+	Candidates int      // segments holding a query term (every term, with All)
+	BelowFloor int      // candidates that scored under MinScore
+	Stats      DocStats
+}
+
+// accumulator sums the scores of the segments a query touches. Its arrays
+// are indexed by seq and reused across queries (accumulators pool).
+type accumulator struct {
+	score   []float64
+	count   []uint8
+	touched []uint32
+}
+
+var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
+
+// maxDenseSeqs bounds the seq range whose scores an accumulator keeps in
+// arrays; a tenant with more seqs is ranked with a map.
+const maxDenseSeqs = 1 << 22
+
+// SearchDocuments ranks the segments of q.Tenant by the BM25 of q.Terms.
+// It reads the posting blocks of the terms and the tenant's statistics,
+// nothing else: the work grows with the postings of the query's terms.
+func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
+	var res DocResult
+	stats, err := ReadDocStats(tx, q.Tenant)
+	if err != nil || stats.Segments == 0 || len(q.Terms) == 0 {
+		res.Stats, res.DF = stats, make([]int, len(q.Terms))
+		return res, err
+	}
+	res.Stats = stats
+	blocks := make([][][]byte, len(q.Terms))
+	res.DF = make([]int, len(q.Terms))
+	for i, t := range q.Terms {
+		err := tx.Scan(bucketDocTerms, termPrefix(q.Tenant, t), false, func(k, v []byte) error {
+			n, err := docBlockLen(v)
+			if err != nil {
+				return nil // crux doctor reports it
+			}
+			res.DF[i] += n
+			blocks[i] = append(blocks[i], v)
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	avg := stats.AvgLen()
+	if stats.Next <= maxDenseSeqs {
+		acc := accumulators.Get().(*accumulator)
+		defer accumulators.Put(acc)
+		if len(acc.score) < int(stats.Next) {
+			acc.score = make([]float64, stats.Next)
+			acc.count = make([]uint8, stats.Next)
+		}
+		defer acc.reset()
+		var buf []docPosting
+		for i := range q.Terms {
+			idf := index.IDF(stats.Segments, res.DF[i])
+			for _, v := range blocks[i] {
+				buf, err = decodeDocBlock(buf[:0], v)
+				if err != nil {
+					continue
+				}
+				for _, p := range buf {
+					if p.seq >= stats.Next {
+						continue
+					}
+					if acc.count[p.seq] == 0 {
+						acc.touched = append(acc.touched, p.seq)
+					}
+					acc.count[p.seq]++
+					acc.score[p.seq] += index.BM25(idf, int(p.tf), int(p.dl), avg)
+				}
+			}
+		}
+		res.collect(q, len(acc.touched), func(fn func(seq uint32, score float64, count int)) {
+			for _, s := range acc.touched {
+				fn(s, acc.score[s], int(acc.count[s]))
+			}
+		})
+		return res, nil
+	}
+	type sc struct {
+		score float64
+		count int
+	}
+	m := make(map[uint32]*sc)
+	for i := range q.Terms {
+		idf := index.IDF(stats.Segments, res.DF[i])
+		for _, v := range blocks[i] {
+			ps, err := decodeDocBlock(nil, v)
+			if err != nil {
+				continue
+			}
+			for _, p := range ps {
+				e := m[p.seq]
+				if e == nil {
+					e = new(sc)
+					m[p.seq] = e
+				}
+				e.count++
+				e.score += index.BM25(idf, int(p.tf), int(p.dl), avg)
+			}
+		}
+	}
+	res.collect(q, len(m), func(fn func(seq uint32, score float64, count int)) {
+		for s, e := range m {
+			fn(s, e.score, e.count)
+		}
+	})
+	return res, nil
+}
+
+func (a *accumulator) reset() {
+	for _, s := range a.touched {
+		a.score[s], a.count[s] = 0, 0
+	}
+	a.touched = a.touched[:0]
+}
+
+// collect keeps the best q.Limit of the scored segments each visits.
+func (res *DocResult) collect(q DocQuery, n int, each func(fn func(seq uint32, score float64, count int))) {
+	limit := max(q.Limit, 1)
+	h := make(hitHeap, 0, min(limit, n))
+	each(func(seq uint32, score float64, count int) {
+		if q.All && count < len(q.Terms) || score <= 0 {
+			return
+		}
+		res.Candidates++
+		if score < q.MinScore {
+			res.BelowFloor++
+			return
+		}
+		hit := DocHit{Seq: seq, Score: score}
+		switch {
+		case len(h) < limit:
+			heap.Push(&h, hit)
+		case better(hit, h[0]):
+			h[0] = hit
+			heap.Fix(&h, 0)
+		}
+	})
+	res.Hits = make([]DocHit, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		res.Hits[i] = heap.Pop(&h).(DocHit)
+	}
+}
+
+// better orders hits: higher score, then lower seq.
+func better(a, b DocHit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Seq < b.Seq
+}
+
+// hitHeap is a min-heap of hits: the worst kept hit on top.
+type hitHeap []DocHit
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return better(h[j], h[i]) }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(DocHit)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Segment is one segment of a document, as the retrieval tools show it.
+type Segment struct {
+	Seq    uint32
+	DocID  string
+	Title  string
+	Index  int // its place in the document, from 0
+	Text   string
+	Tokens int // EstimateTokens(Text)
+}
+
+// GetSegment returns the segment of tenant numbered seq, or ErrNotFound.
+func GetSegment(tx Tx, tenant string, seq uint32) (*Segment, error) {
+	rec, err := getSegRecord(tx, segKey(tenant, seq))
+	if err != nil {
+		return nil, err
+	}
+	return &Segment{Seq: seq, DocID: rec.Doc, Index: rec.Index, Text: rec.Text, Tokens: EstimateTokens(rec.Text)}, nil
+}
+
+// DocumentSegment returns segment i of the document id of tenant, or
+// ErrNotFound when there is no such document or segment.
+func DocumentSegment(tx Tx, tenant, id string, i int) (*Segment, error) {
+	rec, err := getDocRecord(tx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= rec.Segments {
+		return nil, ErrNotFound
+	}
+	s, err := GetSegment(tx, tenant, rec.First+uint32(i))
+	if err != nil {
+		return nil, err
+	}
+	s.Title = rec.Title
+	return s, nil
+}
+
+// DocumentInfo is a document's record: its title, segments and tokens.
+type DocumentInfo struct {
+	ID       string
+	Title    string
+	Segments int
+	Tokens   int
+}
+
+// GetDocument returns the record of the document id of tenant, or
+// ErrNotFound.
+func GetDocument(tx Tx, tenant, id string) (*DocumentInfo, error) {
+	rec, err := getDocRecord(tx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return &DocumentInfo{ID: rec.ID, Title: rec.Title, Segments: rec.Segments, Tokens: rec.Tokens}, nil
+}
+
+// HasTerm reports whether some segment of tenant holds term.
+func HasTerm(tx Tx, tenant, term string) (bool, error) {
+	found := false
+	err := tx.Scan(bucketDocTerms, termPrefix(tenant, term), false, func(k, v []byte) error {
+		found = true
+		return ErrStop
+	})
+	return found, err
+}

@@ -1,0 +1,686 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/crux-go/crux/index"
+	"github.com/crux-go/crux/store"
+)
+
+// Retrieval: query, query_scan and query_expand, over the documents
+// ingested per tenant (Ingest; crux ingest).
+//
+// A tenant's documents are cut into segments, and the tools rank
+// segments: a result is one segment, named by its result id
+// "<segment_index>:<doc_id>", which query_expand takes back. doc_id is
+// exactly the id the document was ingested with.
+//
+// query fuses two lanes by reciprocal-rank fusion (each lane contributes
+// 1/(60 + rank) for each segment it ranks): BM25 over the segments' terms
+// (k1 1.2, b 0.75; the index package says how text becomes terms), and
+// the entity-graph lane: the facts matching the query (as query_facts
+// would find them, for this caller) name entities, and the segments that
+// mention an entity (hold every term of its name) rank by that entity's
+// place and their BM25 for its name. Each result lists its lanes, and
+// the entities that linked it; the answer lists those facts.
+//
+// Tenants: tenant_id names the index to search. A caller bound to a
+// tenant other than the default one may name only its own (else -32003);
+// a caller of the default tenant, such as the local agent that owns the
+// data directory, may name any tenant.
+
+// Limits of the retrieval tools.
+const (
+	queryLimit         = 10   // query's default results
+	queryMaxLimit      = 100  // and its largest limit
+	queryBudget        = 8000 // query's default token_budget
+	scanLimit          = 20   // query_scan's default results
+	scanMaxLimit       = 200  // and its largest limit
+	scanBudget         = 4000 // query_scan's default token_budget
+	expandBudget       = 8000 // query_expand's default token_budget
+	expandMaxIDs       = 50   // most result_ids of one query_expand
+	maxQueryTerms      = 64   // most distinct terms of a query
+	laneDepth          = 50   // results each lane of query ranks before fusion
+	rrfK               = 60   // the reciprocal-rank fusion constant
+	graphFacts         = 8    // facts the entity-graph lane starts from
+	graphEntities      = 5    // entities it follows
+	snippetBytes       = 240  // longest snippet of a query result
+	lowCoverage        = 0.5  // a query whose coverage is below it is recorded for get_gaps
+	maxLinkedFactValue = 240  // bytes of a linked fact's value query shows
+)
+
+// Lane names, as results list them.
+const (
+	laneBM25  = "bm25"
+	laneGraph = "entity_graph"
+)
+
+// The output contract of the retrieval-shaped tools (query, query_scan,
+// query_expand, query_facts). It is on by default: their answers carry
+// contract "crc-v1" and their kind; a contract argument of legacy, v0,
+// none or off (any case) leaves both out.
+const (
+	crcV1         = "crc-v1"
+	crcKindSearch = "search"
+	crcKindAddr   = "addressed"
+	crcKindFact   = "fact"
+)
+
+// crcOn reports whether the contract argument leaves CRC-v1 on.
+func crcOn(contract string) bool {
+	switch strings.ToLower(strings.TrimSpace(contract)) {
+	case "legacy", "v0", "none", "off":
+		return false
+	}
+	return true
+}
+
+// crcFields is the contract and kind an answer carries.
+type crcFields struct {
+	Contract string `json:"contract,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+}
+
+func newCRC(contract, kind string) crcFields {
+	if !crcOn(contract) {
+		return crcFields{}
+	}
+	return crcFields{Contract: crcV1, Kind: kind}
+}
+
+// tenantFor checks that c may use the index of tenant: a caller of the
+// default tenant may name any; another only its own.
+func tenantFor(tool string, c Caller, tenant string) error {
+	switch {
+	case tenant == "*":
+		return invalidParams(tool, "tenant_id", `must name one tenant, not "*"`)
+	case checkName(tool, "tenant_id", tenant) != nil:
+		return checkName(tool, "tenant_id", tenant)
+	case c.TenantID() != DefaultTenant && tenant != c.TenantID():
+		return &Error{Code: CodeForbidden,
+			Message: fmt.Sprintf("%s: tenant_id: the caller is bound to tenant %q and may not use tenant %q", tool, c.TenantID(), tenant),
+			Data:    &ParamError{Param: "tenant_id", Reason: "another tenant's index"}}
+	}
+	return nil
+}
+
+// analyseQuery returns the distinct terms of a query, or the -32602 of a
+// query without one.
+func analyseQuery(tool, query string) ([]index.QueryTerm, error) {
+	terms, stops := index.Query(query)
+	switch {
+	case len(terms) == 0 && len(stops) > 0:
+		return nil, invalidParams(tool, "query", "holds only common words ("+strings.Join(stops, ", ")+"), which the index does not keep; ask with a word that says what you look for")
+	case len(terms) == 0:
+		return nil, invalidParams(tool, "query", "needs a word of at least two letters or digits")
+	case len(terms) > maxQueryTerms:
+		return nil, invalidParams(tool, "query", fmt.Sprintf("has %d distinct words; at most %d", len(terms), maxQueryTerms))
+	}
+	return terms, nil
+}
+
+func termStrings(qt []index.QueryTerm) []string {
+	out := make([]string, len(qt))
+	for i, t := range qt {
+		out[i] = t.Term
+	}
+	return out
+}
+
+// resultID is the id of a segment as the retrieval tools name it.
+func resultID(seg *store.Segment) string { return strconv.Itoa(seg.Index) + ":" + seg.DocID }
+
+// parseResultID splits a result id into segment index and document id.
+func parseResultID(id string) (int, string, bool) {
+	n, doc, ok := strings.Cut(id, ":")
+	if !ok || doc == "" || n == "" || len(n) > 9 || strings.TrimLeft(n, "0123456789") != "" || (len(n) > 1 && n[0] == '0') {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(n)
+	return i, doc, err == nil
+}
+
+func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
+
+// ---- query ----
+
+type queryArgs struct {
+	TenantID    string   `json:"tenant_id"`
+	Query       string   `json:"query"`
+	Limit       *int     `json:"limit,omitempty"`
+	TokenBudget int      `json:"token_budget,omitempty"`
+	MinScore    *float64 `json:"min_score,omitempty"`
+	Contract    string   `json:"contract,omitempty"`
+}
+
+// queryRow is one result of query.
+type queryRow struct {
+	ResultID     string   `json:"result_id"`
+	Rank         int      `json:"rank"`
+	DocID        string   `json:"doc_id"`
+	SegmentIndex int      `json:"segment_index"`
+	Title        string   `json:"title,omitempty"`
+	Score        float64  `json:"score"`       // BM25 of the query; 0 for a result of the graph lane alone
+	FusedScore   float64  `json:"fused_score"` // what results are ranked by
+	Lanes        []string `json:"lanes"`
+	Entities     []string `json:"entities,omitempty"` // the entities that linked it
+	TokenCount   int      `json:"token_count"`
+	Snippet      string   `json:"snippet"`
+}
+
+// linkedFact is a fact of the entity-graph lane.
+type linkedFact struct {
+	FactID    string `json:"fact_id"`
+	Entity    string `json:"entity"`
+	Key       string `json:"key"`
+	Value     string `json:"value"`
+	Truncated bool   `json:"value_truncated,omitempty"`
+}
+
+type coverage struct {
+	Score      float64  `json:"score"` // share of the query's terms the index holds
+	Gaps       []string `json:"gaps"`  // the query's words whose terms it does not
+	BelowFloor int      `json:"below_floor"`
+}
+
+type queryMeta struct {
+	Backend          string `json:"backend"`
+	TookMS           int64  `json:"took_ms"` // whole milliseconds
+	SegmentsSearched int    `json:"segments_searched"`
+}
+
+type queryOut struct {
+	crcFields
+	Results         []queryRow   `json:"results"`
+	Count           int          `json:"count"`
+	TotalCandidates int          `json:"total_candidates"`
+	Coverage        coverage     `json:"coverage"`
+	Facts           []linkedFact `json:"facts"`
+	TokensReturned  int          `json:"tokens_returned"` // token_count of the results, summed
+	BudgetTruncated bool         `json:"budget_truncated"`
+	Meta            queryMeta    `json:"meta"`
+}
+
+// fused is a segment on its way through fusion.
+type fused struct {
+	seq      uint32
+	bm25     float64
+	score    float64
+	lanes    []string
+	entities []string
+}
+
+func query() *Tool {
+	const name = "query"
+	return &Tool{
+		Name: name,
+		Description: "Search the documents ingested into a tenant (crux ingest): BM25 over their segments fused with " +
+			"an entity-graph lane (segments mentioning the entities of facts that match the query). Results are " +
+			"segments, best first, each with its result_id for query_expand, lanes, score (BM25) and a snippet; " +
+			"coverage says which query words the index does not know (gaps). limit (default 10, at most 100); " +
+			"min_score drops results whose BM25 score is below it (below_floor counts them); token_budget " +
+			"(default 8000) caps the results' token_count summed, the cost of expanding them. A query with low " +
+			"coverage is recorded as a gap of yours for get_gaps.",
+		Annotations: Annotations{Title: "Query documents"}, // not read-only: a low-coverage query records a gap
+		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
+			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +
+			"[{fact_id, entity, key, value}], tokens_returned, budget_truncated, meta{backend, took_ms, segments_searched}}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryArgs) (*Result, error) {
+			start := time.Now()
+			if err := tenantFor(name, c, in.TenantID); err != nil {
+				return nil, err
+			}
+			qt, err := analyseQuery(name, in.Query)
+			if err != nil {
+				return nil, err
+			}
+			limit := queryLimit
+			if in.Limit != nil {
+				limit = *in.Limit
+			}
+			minScore := 0.0
+			if in.MinScore != nil {
+				minScore = *in.MinScore
+			}
+			factTerms := store.Words(in.Query)
+			now := env.now()
+			out := queryOut{crcFields: newCRC(in.Contract, crcKindSearch), Results: []queryRow{}, Facts: []linkedFact{}}
+			err = env.Store.View(ctx, func(tx store.Tx) error {
+				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt),
+					Limit: max(limit, laneDepth), MinScore: minScore})
+				if err != nil {
+					return err
+				}
+				out.Coverage = queryCoverage(qt, res.DF, res.BelowFloor)
+				out.TotalCandidates = res.Candidates
+				out.Meta.SegmentsSearched = res.Stats.Segments
+				if res.Stats.Segments == 0 {
+					return nil
+				}
+				byseq := make(map[uint32]*fused, len(res.Hits))
+				order := make([]*fused, 0, len(res.Hits))
+				for i, h := range res.Hits {
+					f := &fused{seq: h.Seq, bm25: h.Score, score: 1 / float64(rrfK+i+1), lanes: []string{laneBM25}}
+					byseq[h.Seq] = f
+					order = append(order, f)
+				}
+				facts, lane, err := graphLane(tx, env, c, in.TenantID, factTerms, now)
+				if err != nil {
+					return err
+				}
+				for i, g := range lane {
+					f := byseq[g.seq]
+					if f == nil {
+						if minScore > 0 { // a graph-only result has no BM25 score: under any floor
+							out.Coverage.BelowFloor++
+							continue
+						}
+						f = &fused{seq: g.seq}
+						byseq[g.seq] = f
+						order = append(order, f)
+					}
+					f.score += 1 / float64(rrfK+i+1)
+					f.lanes = append(f.lanes, laneGraph)
+					f.entities = g.entities
+				}
+				slices.SortStableFunc(order, func(a, b *fused) int {
+					switch {
+					case a.score != b.score:
+						return cmpDesc(a.score, b.score)
+					case a.bm25 != b.bm25:
+						return cmpDesc(a.bm25, b.bm25)
+					}
+					return int(int64(a.seq) - int64(b.seq))
+				})
+				b := budget{Limit: in.TokenBudget}
+				if b.Limit == 0 {
+					b.Limit = queryBudget
+				}
+				titles := make(map[string]string)
+				linked := make(map[string]bool)
+				for _, f := range order {
+					if len(out.Results) == limit {
+						break
+					}
+					seg, err := store.GetSegment(tx, in.TenantID, f.seq)
+					if errors.Is(err, store.ErrNotFound) || errors.As(err, new(*store.CorruptRecordError)) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					if !b.take(seg.Tokens) {
+						break
+					}
+					title, ok := titles[seg.DocID]
+					if !ok {
+						d, err := store.GetDocument(tx, in.TenantID, seg.DocID)
+						switch {
+						case err == nil:
+							title = d.Title
+						case !errors.Is(err, store.ErrNotFound) && !errors.As(err, new(*store.CorruptRecordError)):
+							return err
+						}
+						titles[seg.DocID] = title
+					}
+					out.Results = append(out.Results, queryRow{
+						ResultID: resultID(seg), Rank: len(out.Results) + 1, DocID: seg.DocID, SegmentIndex: seg.Index,
+						Title: title, Score: round4(f.bm25), FusedScore: round4(f.score), Lanes: f.lanes,
+						Entities: f.entities, TokenCount: seg.Tokens, Snippet: snippet(seg.Text, qt),
+					})
+					for _, e := range f.entities {
+						linked[e] = true
+					}
+				}
+				out.TokensReturned, out.BudgetTruncated = b.Used, b.Exceeded
+				for _, lf := range facts {
+					if linked[lf.Entity] {
+						out.Facts = append(out.Facts, lf)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			out.Count = len(out.Results)
+			out.Meta.Backend = "bm25+entity_graph"
+			out.Meta.TookMS = time.Since(start).Milliseconds()
+			if out.Count == 0 || out.Coverage.Score < lowCoverage {
+				// Recording the gap must never fail the query.
+				_ = saveGap(ctx, env, c, gapQuery{Query: in.Query, Tenant: in.TenantID, Tool: name})
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+func cmpDesc(a, b float64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
+// queryCoverage is the coverage of a query whose terms the index holds in
+// df[i] segments.
+func queryCoverage(qt []index.QueryTerm, df []int, belowFloor int) coverage {
+	cov := coverage{Gaps: []string{}, BelowFloor: belowFloor}
+	known := 0
+	for i, t := range qt {
+		if i < len(df) && df[i] > 0 {
+			known++
+			continue
+		}
+		cov.Gaps = append(cov.Gaps, t.Words...)
+	}
+	if len(qt) > 0 {
+		cov.Score = round4(float64(known) / float64(len(qt)))
+	}
+	return cov
+}
+
+// graphHit is a segment of the entity-graph lane.
+type graphHit struct {
+	seq      uint32
+	entities []string
+}
+
+// graphLane returns the facts of the caller in tenant matching the query's
+// words, and the segments mentioning their entities, ranked: by the
+// entity's place (the best fact first), then by the BM25 of its name.
+func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, now time.Time) ([]linkedFact, []graphHit, error) {
+	if len(words) == 0 {
+		return nil, nil, nil
+	}
+	res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()},
+		Terms: words, Limit: graphFacts, Now: now, Policy: env.decay()})
+	if err != nil {
+		return nil, nil, err
+	}
+	var facts []linkedFact
+	var entities []string
+	for _, r := range res.Facts {
+		if store.IsReserved(r.Entity) {
+			continue
+		}
+		v, cut := cutText(r.Value, maxLinkedFactValue)
+		facts = append(facts, linkedFact{FactID: r.ID, Entity: r.Entity, Key: r.Key, Value: v, Truncated: cut})
+		if !slices.Contains(entities, r.Entity) && len(entities) < graphEntities {
+			entities = append(entities, r.Entity)
+		}
+	}
+	var lane []graphHit
+	at := make(map[uint32]int)
+	for _, e := range entities {
+		qt, _ := index.Query(e)
+		if len(qt) == 0 || len(qt) > maxQueryTerms {
+			continue
+		}
+		hits, err := store.SearchDocuments(tx, store.DocQuery{Tenant: tenant, Terms: termStrings(qt), All: true, Limit: laneDepth})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, h := range hits.Hits {
+			if i, ok := at[h.Seq]; ok {
+				lane[i].entities = append(lane[i].entities, e)
+				continue
+			}
+			if len(lane) < laneDepth {
+				at[h.Seq] = len(lane)
+				lane = append(lane, graphHit{seq: h.Seq, entities: []string{e}})
+			}
+		}
+	}
+	return facts, lane, nil
+}
+
+// cutText cuts s to at most n bytes on a UTF-8 boundary, reporting
+// whether it did.
+func cutText(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s, true
+}
+
+// snippet is up to snippetBytes of text around its first word with a
+// query term, on word boundaries, "…" marking a cut.
+func snippet(text string, qt []index.QueryTerm) string {
+	if len(text) <= snippetBytes {
+		return text
+	}
+	want := make(map[string]bool, len(qt))
+	for _, t := range qt {
+		want[t.Term] = true
+	}
+	first := -1
+	index.Split(text, func(w index.Word) {
+		if first < 0 && want[index.Stem(w.Lower)] {
+			first = w.Start
+		}
+	})
+	start := max(0, first-snippetBytes/4)
+	if first < 0 {
+		start = 0
+	}
+	if start > 0 {
+		if i := strings.IndexAny(text[start:], " \n\t"); i >= 0 && i < snippetBytes/4 {
+			start += i + 1
+		}
+	}
+	end := min(len(text), start+snippetBytes)
+	if end < len(text) {
+		if i := strings.LastIndexAny(text[start:end], " \n\t"); i > snippetBytes/2 {
+			end = start + i
+		}
+	}
+	s, _ := cutText(text[start:end], snippetBytes)
+	s = strings.TrimSpace(s)
+	if start > 0 {
+		s = "…" + s
+	}
+	if end < len(text) {
+		s += "…"
+	}
+	return s
+}
+
+// ---- query_scan ----
+
+type queryScanArgs struct {
+	TenantID    string `json:"tenant_id"`
+	Query       string `json:"query"`
+	Limit       *int   `json:"limit,omitempty"`
+	TokenBudget int    `json:"token_budget,omitempty"`
+	Contract    string `json:"contract,omitempty"`
+}
+
+type scanRow struct {
+	ResultID     string  `json:"result_id"`
+	Rank         int     `json:"rank"`
+	DocID        string  `json:"doc_id"`
+	SegmentIndex int     `json:"segment_index"`
+	Score        float64 `json:"score"`
+	TokenCount   int     `json:"token_count"`
+}
+
+type scanMeta struct {
+	TookMS           int64 `json:"took_ms"` // whole milliseconds
+	SegmentsSearched int   `json:"segments_searched"`
+}
+
+type queryScanOut struct {
+	crcFields
+	Results         []scanRow `json:"results"`
+	Count           int       `json:"count"`
+	TotalCandidates int       `json:"total_candidates"`
+	TokensReturned  int       `json:"tokens_returned"` // the rows' own tokens (JSON bytes / 4)
+	BudgetTruncated bool      `json:"budget_truncated"`
+	Meta            scanMeta  `json:"meta"`
+}
+
+func queryScan() *Tool {
+	const name = "query_scan"
+	return &Tool{
+		Name: name,
+		Description: "Rank a tenant's document segments by BM25 for a query and return metadata only (result_id, " +
+			"doc_id, score, token_count), no content: use it to decide what to pass to query_expand. limit " +
+			"(default 20, at most 200); token_budget (default 4000) caps the rows' own size.",
+		Annotations: Annotations{Title: "Scan documents", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, score, token_count}], count, " +
+			"total_candidates, tokens_returned, budget_truncated, meta{took_ms, segments_searched}}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryScanArgs) (*Result, error) {
+			start := time.Now()
+			if err := tenantFor(name, c, in.TenantID); err != nil {
+				return nil, err
+			}
+			qt, err := analyseQuery(name, in.Query)
+			if err != nil {
+				return nil, err
+			}
+			limit := scanLimit
+			if in.Limit != nil {
+				limit = *in.Limit
+			}
+			b := budget{Limit: in.TokenBudget}
+			if b.Limit == 0 {
+				b.Limit = scanBudget
+			}
+			out := queryScanOut{crcFields: newCRC(in.Contract, crcKindSearch), Results: []scanRow{}}
+			err = env.Store.View(ctx, func(tx store.Tx) error {
+				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt), Limit: limit})
+				if err != nil {
+					return err
+				}
+				out.TotalCandidates, out.Meta.SegmentsSearched = res.Candidates, res.Stats.Segments
+				for _, h := range res.Hits {
+					seg, err := store.GetSegment(tx, in.TenantID, h.Seq)
+					if errors.Is(err, store.ErrNotFound) || errors.As(err, new(*store.CorruptRecordError)) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					row := scanRow{ResultID: resultID(seg), Rank: len(out.Results) + 1, DocID: seg.DocID,
+						SegmentIndex: seg.Index, Score: round4(h.Score), TokenCount: seg.Tokens}
+					if !b.take(rowTokens(row)) {
+						break
+					}
+					out.Results = append(out.Results, row)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			out.Count = len(out.Results)
+			out.TokensReturned, out.BudgetTruncated = b.Used, b.Exceeded
+			out.Meta.TookMS = time.Since(start).Milliseconds()
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- query_expand ----
+
+type queryExpandArgs struct {
+	TenantID    string   `json:"tenant_id"`
+	ResultIDs   []string `json:"result_ids"`
+	TokenBudget int      `json:"token_budget,omitempty"`
+	Contract    string   `json:"contract,omitempty"`
+}
+
+type expandRow struct {
+	ResultID     string `json:"result_id"`
+	DocID        string `json:"doc_id"`
+	SegmentIndex int    `json:"segment_index"`
+	Title        string `json:"title,omitempty"`
+	Content      string `json:"content"`
+	TokenCount   int    `json:"token_count"`
+}
+
+type queryExpandOut struct {
+	crcFields
+	Results         []expandRow `json:"results"`
+	Count           int         `json:"count"`
+	TokensReturned  int         `json:"tokens_returned"` // token_count of the results, summed
+	BudgetTruncated bool        `json:"budget_truncated"`
+	// Omitted lists the result ids the budget left out, in order.
+	Omitted []string `json:"omitted,omitempty"`
+}
+
+func queryExpand() *Tool {
+	const name = "query_expand"
+	return &Tool{
+		Name: name,
+		Description: "Return the full text of result ids from query or query_scan (\"<segment_index>:<doc_id>\"), in " +
+			"the order given, at most 50. An id that is malformed or not in the tenant is an error naming it. " +
+			"token_budget (default 8000) caps the contents' tokens summed: the first result always comes back, and " +
+			"omitted lists the ids it left out.",
+		Annotations: Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{contract?, kind?, results: [{result_id, doc_id, segment_index, title?, content, token_count}], count, " +
+			"tokens_returned, budget_truncated, omitted?}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryExpandArgs) (*Result, error) {
+			if err := tenantFor(name, c, in.TenantID); err != nil {
+				return nil, err
+			}
+			type ref struct {
+				i   int
+				doc string
+			}
+			refs := make([]ref, len(in.ResultIDs))
+			for i, id := range in.ResultIDs {
+				n, doc, ok := parseResultID(id)
+				if !ok {
+					return nil, invalidParams(name, fmt.Sprintf("result_ids[%d]", i), fmt.Sprintf(`%q is not a result id "<segment_index>:<doc_id>"`, id))
+				}
+				refs[i] = ref{n, doc}
+			}
+			b := budget{Limit: in.TokenBudget}
+			if b.Limit == 0 {
+				b.Limit = expandBudget
+			}
+			out := queryExpandOut{crcFields: newCRC(in.Contract, crcKindAddr), Results: []expandRow{}}
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				for i, r := range refs {
+					seg, err := store.DocumentSegment(tx, in.TenantID, r.doc, r.i)
+					if errors.Is(err, store.ErrNotFound) {
+						return invalidParams(name, fmt.Sprintf("result_ids[%d]", i), fmt.Sprintf("%q is not a segment of a document in tenant %q", in.ResultIDs[i], in.TenantID))
+					}
+					if err != nil {
+						return err
+					}
+					if !b.take(seg.Tokens) {
+						out.Omitted = append(out.Omitted, in.ResultIDs[i])
+						continue
+					}
+					out.Results = append(out.Results, expandRow{ResultID: in.ResultIDs[i], DocID: seg.DocID,
+						SegmentIndex: seg.Index, Title: seg.Title, Content: seg.Text, TokenCount: seg.Tokens})
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			out.Count = len(out.Results)
+			out.TokensReturned, out.BudgetTruncated = b.Used, b.Exceeded
+			return jsonResult(out)
+		}),
+	}
+}
