@@ -1,5 +1,7 @@
 package store
 
+import "fmt"
+
 // Postings returns every keyword posting of the store as "tenant NUL word
 // NUL fact id" → 16-byte rank prefix, whether it is kept one per entry
 // (format 1) or in blocks, for tests.
@@ -22,4 +24,47 @@ func Postings(tx Tx) (map[string]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// DocIndex returns the document index of tenant as text, for tests: each
+// posting as "term seq tf dl", sorted by term then seq, then the
+// segments as "seq doc index len", then the statistics. Segments are
+// numbered by their order, not their seq, so that two indexes holding the
+// same documents in the same order compare equal however they were built.
+func DocIndex(tx Tx, tenant string) ([]string, error) {
+	stats, err := ReadDocStats(tx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	order := map[uint32]int{}
+	var out, segs []string
+	err = tx.Scan(bucketDocSegs, append([]byte(tenant), 0), false, func(k, v []byte) error {
+		seq := uint32(k[len(k)-4])<<24 | uint32(k[len(k)-3])<<16 | uint32(k[len(k)-2])<<8 | uint32(k[len(k)-1])
+		rec, err := getSegRecord(tx, k)
+		if err != nil {
+			return err
+		}
+		order[seq] = len(order)
+		segs = append(segs, fmt.Sprintf("seg %d %s %d %d", order[seq], rec.Doc, rec.Index, rec.Len))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = tx.Scan(bucketDocTerms, append([]byte(tenant), 0), false, func(k, v []byte) error {
+		ps, err := decodeDocBlock(nil, v)
+		if err != nil {
+			return err
+		}
+		term := string(k[len(tenant)+1 : len(k)-5])
+		if len(ps) == 0 || ps[0].seq != uint32(k[len(k)-4])<<24|uint32(k[len(k)-3])<<16|uint32(k[len(k)-2])<<8|uint32(k[len(k)-1]) {
+			return fmt.Errorf("block %q is not keyed by its first posting", k)
+		}
+		for _, p := range ps {
+			out = append(out, fmt.Sprintf("%s %d %d %d", term, order[p.seq], p.tf, p.dl))
+		}
+		return nil
+	})
+	stats.Next = 0 // seqs differ between builds
+	return append(append(out, segs...), fmt.Sprintf("stats %+v", stats)), err
 }

@@ -1,0 +1,72 @@
+package index_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/crux-go/crux/index"
+)
+
+func terms(text string) []string {
+	var out []string
+	index.Terms(text, func(t string) { out = append(out, t) })
+	return out
+}
+
+func TestTerms(t *testing.T) {
+	assert.Equal(t, []string{"databas", "databas", "databas"}, terms("Databases, database; the DATABASE's"))
+	assert.Equal(t, []string{"run", "run", "runner"}, terms("running runs a runner"))
+	assert.Equal(t, []string{"http2", "straße", "日本語"}, terms("x HTTP2 Straße 日本語 y"), "letters and digits of any script; one-byte runs dropped")
+	assert.Empty(t, terms("the of and it"), "stop words")
+	assert.Equal(t, []string{"not", "good"}, terms("not good"), "negations are kept")
+	long := strings.Repeat("é", 40) // 80 bytes
+	got := terms(long)
+	assert.LessOrEqual(t, len(got[0]), index.MaxTermBytes)
+	assert.Equal(t, []string{"the", "databas"}, index.Words("the databases the"), "Words keeps stop words, once each")
+}
+
+func TestQuery(t *testing.T) {
+	qt, stops := index.Query("Where are the databases and the Database stored?")
+	assert.Equal(t, []string{"where", "are", "the", "and", "the"}, stops)
+	assert.Equal(t, []index.QueryTerm{{Term: "databas", Words: []string{"databases", "database"}}, {Term: "store", Words: []string{"stored"}}}, qt)
+}
+
+func TestSegment(t *testing.T) {
+	assert.Empty(t, index.Segment(" \n\n\t "))
+	assert.Equal(t, []string{"one\n\ntwo"}, index.Segment("one\n\n\ntwo\n"), "short paragraphs pack together")
+	assert.Equal(t, []string{"intro", "# Title\nbody", "## Next\nmore"}, index.Segment("intro\n# Title\nbody\n## Next\nmore"), "headings start segments")
+
+	var b strings.Builder
+	for i := range 400 {
+		b.WriteString("Sentence number ")
+		b.WriteString(strings.Repeat("x", i%7+2))
+		b.WriteString(". ")
+		if i%50 == 49 {
+			b.WriteString("\n\n")
+		}
+	}
+	b.WriteString(strings.Repeat("ü", 2000)) // a run with no space at all
+	text := b.String()
+	segs := index.Segment(text)
+	assert.Greater(t, len(segs), 5)
+	var words []string
+	for _, s := range segs {
+		assert.LessOrEqual(t, len(s), index.SegmentBytes)
+		assert.NotEmpty(t, s)
+		words = append(words, strings.Fields(s)...)
+	}
+	assert.Equal(t, strings.Join(strings.Fields(text), ""), strings.Join(words, ""), "every character but white space, in order")
+}
+
+func TestBM25(t *testing.T) {
+	idf := index.IDF(100, 10)
+	assert.InDelta(t, math.Log(1+90.5/10.5), idf, 1e-12)
+	assert.Greater(t, index.IDF(100, 100), 0.0, "never negative")
+	// tf 1 in a segment of average length: idf * 2.2 / 2.2.
+	assert.InDelta(t, idf, index.BM25(idf, 1, 50, 50), 1e-12)
+	assert.Greater(t, index.BM25(idf, 1, 10, 50), index.BM25(idf, 1, 100, 50), "shorter segments score higher")
+	assert.Greater(t, index.BM25(idf, 3, 50, 50), index.BM25(idf, 1, 50, 50))
+}
