@@ -39,6 +39,9 @@ const (
 	opChain    = "chain/audit"    // chainReq → receipts.ChainAudit
 	opReceipts = "receipts/list"  // receiptsReq → receiptsAnswer
 	opDoctor   = "doctor"         // doctorReq → doctorAnswer
+	// opIngest and opDeleteDocs are crux ingest's (see ingest.go).
+	opIngest     = "docs/ingest" // ingestReq → crux.IngestStats
+	opDeleteDocs = "docs/delete" // deleteDocsReq → deleteDocsAnswer
 )
 
 // wireCaller is a crux.Caller on the socket.
@@ -264,6 +267,9 @@ var operations = map[string]operation{
 	opChain:    decoding((*host).chain),
 	opReceipts: decoding((*host).receipts),
 	opDoctor:   decoding((*host).doctor),
+
+	opIngest:     decoding((*host).ingest),
+	opDeleteDocs: decoding((*host).deleteDocs),
 }
 
 // decoding makes an operation of a method taking the decoded request.

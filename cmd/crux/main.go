@@ -7,6 +7,7 @@
 //	crux tools [--data DIR] [--agent NAME] [--json]
 //	crux call  [--data DIR] [--agent NAME] TOOL [JSON|-]
 //	crux doctor [--data DIR] [--repair]
+//	crux ingest [--data DIR] [--tenant T] FILE|DIR...
 //	crux help
 //
 // serve speaks MCP on standard input and output until the client closes
@@ -19,7 +20,8 @@
 // {"error":{"code","message","data"}} and exits with status 1. doctor
 // lists the records of the store that cannot be read, by bucket and key,
 // and with --repair removes the unreadable facts and the index entries
-// naming them; it exits with status 1 while problems remain. A usage error
+// naming them; it exits with status 1 while problems remain. ingest indexes
+// text, Markdown and JSONL files as documents for the retrieval tools. A usage error
 // exits with status 2. crux help lists every command.
 //
 // The data lives in DIR/crux.db, where DIR is --data, else $CRUX_DATA_DIR,

@@ -100,6 +100,19 @@ Usage:
         store is clean, else 1. Tools skip unreadable records and log each
         once; this is how to find and remove them.
 
+  crux ingest [--data DIR] [--tenant T] FILE|DIR...
+  crux ingest [--data DIR] [--tenant T] --delete ID...
+        Index documents for query, query_scan and query_expand in tenant T
+        (default: default). A .txt or .md file is one document, its id the
+        path as given (or, inside a directory argument, relative to it) and
+        its title its first "# " heading; a .jsonl file holds one document
+        per line, {"id", "title", "text"}. Directories are walked, skipping
+        names that start with a dot. Ingesting an id again replaces the
+        document. Documents are written in batches of one transaction each,
+        so an interrupted ingest leaves whole documents; progress goes to
+        standard error, and a JSON summary to standard output. --delete
+        removes the documents with the ids given.
+
   crux help
         Print this text.
 
@@ -113,7 +126,8 @@ Flags:
   --key FILE    the signing key (a key file as DIR/signing.key); default
                 DIR/signing.key, created once
   --tenant T    the tenant whose receipt chain verify chain and receipts
-                list read (default: default, the tenant of the command's calls)
+                list read, or whose index ingest writes (default: default,
+                the tenant of the command's calls)
 
 Sharing a data directory:
 
@@ -192,6 +206,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = purgeCmd(ctx, rest, stdout, osenv, logger)
 	case "doctor":
 		err = doctorCmd(ctx, rest, stdout, osenv, logger)
+	case "ingest":
+		err = ingestCmd(ctx, rest, stdout, stderr, osenv, logger)
 	default:
 		err = usagef("unknown command %q", cmd)
 	}
