@@ -168,11 +168,23 @@ func Terms(text string, fn func(term string)) { new(Analyzer).Terms(text, fn) }
 
 // Words returns the distinct terms of text, stop words included, in order
 // of first appearance.
-func Words(text string) []string {
+func Words(text string) []string { return distinct(text, Stem) }
+
+// LowerWords returns the distinct words of text as [Split] finds them,
+// lowercased but not stemmed, in order of first appearance: for matching
+// text against fixed word lists, and for showing words to people.
+func LowerWords(text string) []string { return distinct(text, nil) }
+
+// distinct returns the distinct words of text, each mapped through norm
+// when it is not nil.
+func distinct(text string, norm func(string) string) []string {
 	var out []string
 	seen := make(map[string]struct{})
 	Split(text, func(w Word) {
-		t := Stem(w.Lower)
+		t := w.Lower
+		if norm != nil {
+			t = norm(t)
+		}
 		if _, ok := seen[t]; !ok {
 			seen[t] = struct{}{}
 			out = append(out, t)

@@ -125,7 +125,7 @@ func TestRepairRemovesOnePostingOfABlock(t *testing.T) {
 		left, err := store.Diagnose(tx)
 		require.NoError(t, err)
 		assert.Empty(t, left)
-		r, err := store.SearchFacts(tx, store.FactQuery{Scope: s, Terms: []string{"shared"}, Now: now, Policy: store.DefaultDecayPolicy})
+		r, err := store.SearchFacts(tx, store.FactQuery{Scope: s, Terms: store.Words("shared"), Now: now, Policy: store.DefaultDecayPolicy})
 		require.NoError(t, err)
 		assert.Len(t, r.Facts, 99, "every other fact")
 		return nil

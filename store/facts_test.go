@@ -93,7 +93,8 @@ func TestFreshness(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
-	assert.Equal(t, []string{"deploy", "to", "staging", "42", "über"}, store.Words("Deploy to STAGING: deploy #42 a Über"))
+	assert.Equal(t, []string{"deploy", "to", "stage", "42", "über"}, store.Words("Deploy to STAGING: deploy #42 a Über"))
+	assert.Equal(t, store.Words("database"), store.Words("Databases"), "stemmed")
 	long := store.Words(string(make([]byte, 0)) + "x" + fmt.Sprint(make([]int, 0)) + "ééééééééééééééééééééééééééééééééééééééééé")
 	require.Len(t, long, 1)
 	assert.LessOrEqual(t, len(long[0]), store.MaxWordBytes)
@@ -432,7 +433,8 @@ func TestKeywordSearchAcrossFreshPostings(t *testing.T) {
 		require.NoError(t, db.Update(ctx, func(tx store.Tx) error { _, _, err := store.DeleteFact(tx, s, f.ID, now); return err }))
 		deleted[f.ID] = true
 	}
-	for _, terms := range [][]string{{"word3"}, {"common1"}, {"word"}, {"word7", "common2"}, {"e29"}, {"early"}} {
+	for _, query := range []string{"word3", "common1", "word", "word7 common2", "e29", "early"} {
+		terms := store.Words(query)
 		var want []string
 		for _, f := range facts {
 			if deleted[f.ID] {

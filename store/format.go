@@ -2,10 +2,13 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Format is the layout version of the records and indexes this package
@@ -22,7 +25,10 @@ import (
 //     entries may wait in facts.fresh before they move to facts.words and
 //     facts.rank. Fact ids are time-ordered; ids of
 //     either kind are valid in either version.
-const Format = 2
+//   - 3: the keyword index holds stemmed words (see [Words]); format 2
+//     held the words as written. The document index (docs, docs.seg,
+//     docs.terms, docs.stats) is new in format 3.
+const Format = 3
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -75,7 +81,73 @@ func Upgrade(tx Tx) (from int, err error) {
 			return from, fmt.Errorf("store: upgrading the keyword index: %w", err)
 		}
 	}
+	if from < 3 {
+		if err := reindexWords(tx); err != nil {
+			return from, fmt.Errorf("store: stemming the keyword index: %w", err)
+		}
+	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))
+}
+
+// reindexWords rebuilds the keyword index from the records of the live
+// facts, with the words of the current [Words]: every entry of
+// facts.fresh moves to facts.words and facts.rank first, then every
+// posting block is replaced by the blocks of the facts that facts.rank
+// names. A rank entry whose fact cannot be read is left for crux doctor.
+func reindexWords(tx Tx) error {
+	if err := flushFresh(tx, 0); err != nil {
+		return err
+	}
+	var old [][]byte
+	if err := tx.Scan(bucketWords, nil, false, func(k, _ []byte) error {
+		old = append(old, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := tx.Delete(bucketWords, k); err != nil {
+			return err
+		}
+	}
+	type word struct{ tenant, word string }
+	byWord := make(map[word][]posting)
+	var ranks [][]byte
+	if err := tx.Scan(bucketRank, nil, false, func(k, _ []byte) error {
+		ranks = append(ranks, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range ranks {
+		tenant, rest, ok1 := bytes.Cut(k, []byte{0})
+		_, rest, ok2 := bytes.Cut(rest, []byte{0})
+		if !ok1 || !ok2 || len(rest) <= rankLen {
+			continue
+		}
+		f, err := GetFact(tx, string(rest[rankLen:]))
+		if err != nil {
+			continue
+		}
+		for _, w := range Words(f.Value + " " + f.Key + " " + f.Entity) {
+			key := word{string(tenant), w}
+			byWord[key] = append(byWord[key], posting{id: f.ID, rank: bytes.Clone(rest[:rankLen])})
+		}
+	}
+	words := make([]word, 0, len(byWord))
+	for w, ps := range byWord {
+		words = append(words, w)
+		slices.SortFunc(ps, func(a, b posting) int { return strings.Compare(a.id, b.id) })
+	}
+	slices.SortFunc(words, func(a, b word) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.word, b.word))
+	})
+	for _, w := range words {
+		if err := addPostings(tx, w.tenant, w.word, byWord[w]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // upgradeKeyIndex turns the key index's per-version entries (tenant, key,

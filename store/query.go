@@ -8,38 +8,21 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/crux-go/crux/index"
 )
 
 // MaxWordBytes is the longest word the keyword index holds; longer words are
 // indexed by their first MaxWordBytes bytes.
-const MaxWordBytes = 64
+const MaxWordBytes = index.MaxTermBytes
 
 // Words splits text into the words the keyword index holds: maximal runs of
-// letters and digits, lowercased, at least two bytes long, cut to
-// MaxWordBytes, without duplicates, in order of first appearance.
-func Words(text string) []string {
-	var out []string
-	seen := make(map[string]struct{})
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		w = strings.ToLower(w)
-		if len(w) < 2 {
-			continue
-		}
-		if len(w) > MaxWordBytes {
-			w = w[:MaxWordBytes]
-			for !utf8.ValidString(w) {
-				w = w[:len(w)-1]
-			}
-		}
-		if _, ok := seen[w]; !ok {
-			seen[w] = struct{}{}
-			out = append(out, w)
-		}
-	}
-	return out
-}
+// letters and digits at least two bytes long, lowercased, cut to
+// MaxWordBytes and stemmed (index.Words: "databases" and "database" are
+// one word), without duplicates, in order of first appearance. Unlike the
+// document index, it keeps common words: a fact may be asked for by any of
+// its words.
+func Words(text string) []string { return index.Words(text) }
 
 // FactQuery selects and ranks facts. Zero fields do not filter.
 type FactQuery struct {

@@ -50,6 +50,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -105,7 +106,7 @@ type actionWords struct {
 func newActionWords(texts ...string) *actionWords {
 	a := &actionWords{set: make(map[string]bool)}
 	for _, t := range texts {
-		for _, w := range store.Words(t) {
+		for _, w := range index.LowerWords(t) {
 			a.set[w] = true
 		}
 	}
@@ -138,7 +139,7 @@ func (a *actionWords) has(w string) bool {
 
 func contentWords(s string) []string {
 	var out []string
-	for _, w := range store.Words(s) {
+	for _, w := range index.LowerWords(s) {
 		if !stopWords[w] {
 			out = append(out, w)
 		}

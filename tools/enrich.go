@@ -12,6 +12,7 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/store"
 )
 
@@ -269,7 +270,7 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 	e := &enrichment{principals: map[string]bool{}, resources: map[affectedResource]bool{}}
 	e.walk("", params)
 	ops := map[string]bool{}
-	for _, w := range store.Words(toolName) {
+	for _, w := range index.LowerWords(toolName) {
 		if op, ok := verbOps[w]; ok {
 			ops[op] = true
 		}

@@ -11,6 +11,7 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/store"
 )
 
@@ -207,7 +208,7 @@ func summariseGaps(tx store.Tx, tenant string, terms []string) (gapSummary, erro
 		if json.Unmarshal([]byte(g.Value), &q) != nil {
 			return nil
 		}
-		for _, w := range store.Words(q.Query) {
+		for _, w := range index.LowerWords(q.Query) {
 			if len(terms) == 0 || wordsMatch(w, terms) {
 				counts[w] += g.Count
 			}

@@ -254,3 +254,14 @@ func TestIngestReplaceDelete(t *testing.T) {
 	got = call(t, srv, alice, "query", `{"tenant_id":"docs","query":"fine words"}`)
 	assert.Empty(t, objects(t, got, "results"), "nothing of a failed call is written")
 }
+
+// TestQueryFactsStems: query_facts matches words by their stems, as the
+// document index does.
+func TestQueryFactsStems(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	storeID(t, srv, alice, `{"entity":"svc:api","key":"db","value":"the primary database is PostgreSQL"}`)
+	for _, q := range []string{"databases", "Database", "data", "postgresql"} {
+		assert.Len(t, rows(t, call(t, srv, alice, "query_facts", `{"query":"`+q+`"}`)), 1, q)
+	}
+	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{"query":"tabase"}`)))
+}

@@ -109,4 +109,3 @@ func TestIngestWhileServing(t *testing.T) {
 	b, _ := json.Marshal(res.StructuredContent)
 	assert.Contains(t, string(b), `"doc_id":"d-777"`)
 }
-
