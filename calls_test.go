@@ -35,6 +35,7 @@ var fixtureTime = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func fixtureFlags() crux.Flags {
 	f := crux.DefaultFlags()
 	f.AutonomyContract = true
+	f.ReuseCheck = true
 	f.MemoryAck = true
 	f.Artefacts = true
 	f.AgentPassports = true
@@ -226,6 +227,7 @@ type validCall struct {
 var validCalls = []validCall{
 	{caller: alice, tool: "cuecrux_session", args: `{"intent":"review code","hints":{"want_parent_chain":true,"max_capabilities":5}}`},
 	{caller: alice, tool: "autonomy_contract", args: `{"token_budget":2000}`},
+	{caller: alice, tool: "reuse_check", args: `{"tenant_id":"default","description":"rank documents with bm25 segments","limit":3}`},
 	{caller: alice, tool: "query", args: `{"tenant_id":"default","query":"where are facts stored on disk","limit":5,"token_budget":2000}`},
 	{caller: alice, tool: "query_scan", args: `{"tenant_id":"default","query":"bm25 segments","limit":5}`},
 	{caller: alice, tool: "query_expand", args: `{"tenant_id":"default","result_ids":["0:guide/storage.md","0:guide/retrieval.md"]}`},

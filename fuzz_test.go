@@ -28,7 +28,8 @@ func FuzzCallTool(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
-	srv, _ := newServer(f, nil)
+	flags := fixtureFlags() // every tool runs its code, not its flag-off answer
+	srv, _ := newServer(f, &crux.Options{Flags: &flags})
 	var names []string
 	for _, tl := range srv.ListTools(context.Background(), alice) {
 		names = append(names, tl.Name)

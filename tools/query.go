@@ -114,15 +114,15 @@ func tenantFor(tool string, c Caller, tenant string) error {
 
 // analyseQuery returns the distinct terms of a query, or the -32602 of a
 // query without one.
-func analyseQuery(tool, query string) ([]index.QueryTerm, error) {
+func analyseQuery(tool, param, query string) ([]index.QueryTerm, error) {
 	terms, stops := index.Query(query)
 	switch {
 	case len(terms) == 0 && len(stops) > 0:
-		return nil, invalidParams(tool, "query", "holds only common words ("+strings.Join(stops, ", ")+"), which the index does not keep; ask with a word that says what you look for")
+		return nil, invalidParams(tool, param, "holds only common words ("+strings.Join(stops, ", ")+"), which the index does not keep; ask with a word that says what you look for")
 	case len(terms) == 0:
-		return nil, invalidParams(tool, "query", "needs a word of at least two letters or digits")
+		return nil, invalidParams(tool, param, "needs a word of at least two letters or digits")
 	case len(terms) > maxQueryTerms:
-		return nil, invalidParams(tool, "query", fmt.Sprintf("has %d distinct words; at most %d", len(terms), maxQueryTerms))
+		return nil, invalidParams(tool, param, fmt.Sprintf("has %d distinct words; at most %d", len(terms), maxQueryTerms))
 	}
 	return terms, nil
 }
@@ -146,6 +146,12 @@ func parseResultID(id string) (int, string, bool) {
 	}
 	i, err := strconv.Atoi(n)
 	return i, doc, err == nil
+}
+
+// skippable reports whether err is a record a listing passes over: gone,
+// or unreadable (crux doctor reports it).
+func skippable(err error) bool {
+	return errors.Is(err, store.ErrNotFound) || errors.As(err, new(*store.CorruptRecordError))
 }
 
 func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
@@ -239,7 +245,7 @@ func query() *Tool {
 			if err := tenantFor(name, c, in.TenantID); err != nil {
 				return nil, err
 			}
-			qt, err := analyseQuery(name, in.Query)
+			qt, err := analyseQuery(name, "query", in.Query)
 			if err != nil {
 				return nil, err
 			}
@@ -312,7 +318,7 @@ func query() *Tool {
 						break
 					}
 					seg, err := store.GetSegment(tx, in.TenantID, f.seq)
-					if errors.Is(err, store.ErrNotFound) || errors.As(err, new(*store.CorruptRecordError)) {
+					if skippable(err) {
 						continue
 					}
 					if err != nil {
@@ -327,7 +333,7 @@ func query() *Tool {
 						switch {
 						case err == nil:
 							title = d.Title
-						case !errors.Is(err, store.ErrNotFound) && !errors.As(err, new(*store.CorruptRecordError)):
+						case !skippable(err):
 							return err
 						}
 						titles[seg.DocID] = title
@@ -549,7 +555,7 @@ func queryScan() *Tool {
 			if err := tenantFor(name, c, in.TenantID); err != nil {
 				return nil, err
 			}
-			qt, err := analyseQuery(name, in.Query)
+			qt, err := analyseQuery(name, "query", in.Query)
 			if err != nil {
 				return nil, err
 			}
@@ -570,7 +576,7 @@ func queryScan() *Tool {
 				out.TotalCandidates, out.Meta.SegmentsSearched = res.Candidates, res.Stats.Segments
 				for _, h := range res.Hits {
 					seg, err := store.GetSegment(tx, in.TenantID, h.Seq)
-					if errors.Is(err, store.ErrNotFound) || errors.As(err, new(*store.CorruptRecordError)) {
+					if skippable(err) {
 						continue
 					}
 					if err != nil {

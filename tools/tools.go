@@ -242,6 +242,9 @@ type Env struct {
 	// Tools names the tools the server serves, in catalogue order: every
 	// tool of its set present under its flags.
 	Tools []string
+	// descriptions holds the description of each tool of Tools, for
+	// reuse_check's catalogue lens.
+	descriptions map[string]string
 	// Logger receives reports of recovered panics and internal errors,
 	// and of the unreadable records scans skipped (see [Env.ReportCorrupt]).
 	Logger *slog.Logger
@@ -261,14 +264,16 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 		logger = slog.New(slog.DiscardHandler)
 	}
 	names := make([]string, 0, len(set.tools))
+	descriptions := make(map[string]string, len(set.tools))
 	for _, t := range set.tools {
 		if t.present == nil || t.present(&flags) {
 			names = append(names, t.Name)
+			descriptions[t.Name] = t.Description
 		}
 	}
 	e := &Env{
 		Now: now, Signer: signer, Router: router, Flags: flags,
-		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, Logger: logger,
+		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, descriptions: descriptions, Logger: logger,
 		corrupt: &corruptLog{seen: make(map[string]struct{})},
 	}
 	e.Store = store.Reporting(st, e.ReportCorrupt)
@@ -437,6 +442,7 @@ func unmarshalArguments[In any](name string, a *arguments) (*In, error) {
 func All() []*Tool {
 	return []*Tool{
 		cuecruxSession(), autonomyContract(), // handshake.go
+		reuseCheck(),                        // reuse.go
 		query(), queryScan(), queryExpand(), // query.go
 		storeFact(), queryFacts(), deleteFact(), listEntities(), getBootstrap(), factHistory(), // facts.go, bootstrap.go
 		memoryAcknowledgeUse(),               // memory_use.go

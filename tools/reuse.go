@@ -1,0 +1,244 @@
+package tools
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/index"
+	"github.com/crux-go/crux/store"
+)
+
+// reuse_check: "does this already exist?" for a one-line description of
+// what a caller is about to build. Two sources answer, each bounded by
+// limit:
+//
+//   - retrieval: the tenant's document segments ranked by BM25 for the
+//     description, as query_scan ranks them;
+//   - capabilities, the features lens: the tools this server serves, and
+//     the features recorded as facts under entities "feature:<id>" (keys
+//     name, system, maturity, files — comma- or newline-separated —,
+//     description; any other key's value counts as text), ranked by how
+//     many of the description's terms they share (overlap_terms). A
+//     capability needs two shared terms, or one when the description has
+//     at most two.
+//
+// The verdict is reuse-candidate-found when either source has a
+// candidate, else nothing-found.
+
+// Limits of reuse_check.
+const (
+	reuseLimit    = 5   // default candidates per source
+	reuseMaxLimit = 20  // largest limit
+	reuseFeatures = 200 // most feature facts read
+	featurePrefix = "feature:"
+)
+
+type reuseCheckArgs struct {
+	TenantID    string   `json:"tenant_id"`
+	Description string   `json:"description"`
+	Limit       *int     `json:"limit,omitempty"`
+	MinScore    *float64 `json:"min_score,omitempty"`
+}
+
+type reuseRetrieval struct {
+	ResultID        string  `json:"result_id"`
+	Rank            int     `json:"rank"`
+	DocID           string  `json:"doc_id"`
+	Score           float64 `json:"score"`
+	DocLengthTokens int     `json:"doc_length_tokens"`
+}
+
+type reuseCapability struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	System       string   `json:"system"`
+	Maturity     string   `json:"maturity"`
+	Files        []string `json:"files"`
+	OverlapTerms []string `json:"overlap_terms"`
+}
+
+type reuseCheckOut struct {
+	Schema               string            `json:"schema"`
+	Verdict              string            `json:"verdict"`
+	RetrievalCandidates  []reuseRetrieval  `json:"retrieval_candidates"`
+	CapabilityCandidates []reuseCapability `json:"capability_candidates"`
+	Guidance             string            `json:"guidance"`
+}
+
+func reuseCheck() *Tool {
+	const name = "reuse_check"
+	return &Tool{
+		Name: name,
+		Description: "Before building something, ask whether it already exists: pass a one-line description. " +
+			"Answers ranked candidates from the tenant's documents (BM25, as query_scan) and from the features " +
+			"lens (the tools this server serves, and features stored as facts under feature:<id> with keys name, " +
+			"system, maturity, files), each capability with the terms it shares with the description. limit " +
+			"(default 5, at most 20) per source; min_score is a BM25 floor for documents. verdict is " +
+			"reuse-candidate-found or nothing-found. Switched on by " + feature.EnvReuseCheck + " (off by default: " +
+			"-32030 CAPABILITY_DENIED).",
+		Annotations: Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{schema, verdict: reuse-candidate-found|nothing-found, retrieval_candidates: [{result_id, rank, doc_id, " +
+			"score, doc_length_tokens}], capability_candidates: [{id, name, system, maturity, files, overlap_terms}], guidance}",
+		schema: schemaFor(name),
+		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvReuseCheck, func(f *feature.Flags) bool { return f.ReuseCheck }),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reuseCheckArgs) (*Result, error) {
+			if err := tenantFor(name, c, in.TenantID); err != nil {
+				return nil, err
+			}
+			qt, err := analyseQuery(name, "description", in.Description)
+			if err != nil {
+				return nil, err
+			}
+			limit := reuseLimit
+			if in.Limit != nil {
+				limit = *in.Limit
+			}
+			q := store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt), Limit: limit}
+			if in.MinScore != nil {
+				q.MinScore = *in.MinScore
+			}
+			out := reuseCheckOut{Schema: "crux.reuse_check.v1", RetrievalCandidates: []reuseRetrieval{},
+				CapabilityCandidates: []reuseCapability{}}
+			var features []featureText
+			err = env.Store.View(ctx, func(tx store.Tx) error {
+				res, err := store.SearchDocuments(tx, q)
+				if err != nil {
+					return err
+				}
+				for _, h := range res.Hits {
+					seg, err := store.GetSegment(tx, in.TenantID, h.Seq)
+					if skippable(err) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					d, err := store.GetDocument(tx, in.TenantID, seg.DocID)
+					if skippable(err) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					tokens := d.Tokens
+					out.RetrievalCandidates = append(out.RetrievalCandidates, reuseRetrieval{ResultID: resultID(seg),
+						Rank: len(out.RetrievalCandidates) + 1, DocID: seg.DocID, Score: round4(h.Score), DocLengthTokens: tokens})
+				}
+				features, err = featureFacts(tx, env, c, in.TenantID)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			out.CapabilityCandidates = capabilityCandidates(env, qt, features, limit)
+			if len(out.RetrievalCandidates)+len(out.CapabilityCandidates) > 0 {
+				out.Verdict = "reuse-candidate-found"
+				out.Guidance = "Read the candidates before building: query_expand gives a document candidate's text, and a " +
+					"capability candidate names the tool or feature to extend instead of starting anew."
+			} else {
+				out.Verdict = "nothing-found"
+				out.Guidance = "Nothing in this tenant's documents or features resembles the description; if you build it, " +
+					"record it with store_fact under feature:<id> so the next reuse_check finds it."
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// featureText is one feature of the features lens, from its facts.
+type featureText struct {
+	id, name, system, maturity string
+	files                      []string
+	text                       []string // every value, for the overlap
+}
+
+// featureFacts reads the current feature facts c sees in tenant, grouped
+// by entity, at most reuseFeatures facts.
+func featureFacts(tx store.Tx, env *Env, c Caller, tenant string) ([]featureText, error) {
+	res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()},
+		EntityPrefix: featurePrefix, Limit: reuseFeatures, Now: env.now(), Policy: env.decay()})
+	if err != nil {
+		return nil, err
+	}
+	var out []featureText
+	at := map[string]int{}
+	for _, r := range res.Facts {
+		i, ok := at[r.Entity]
+		if !ok {
+			i = len(out)
+			at[r.Entity] = i
+			out = append(out, featureText{id: r.Entity, name: strings.TrimPrefix(r.Entity, featurePrefix), files: []string{}})
+		}
+		f := &out[i]
+		switch r.Key {
+		case "name":
+			f.name = r.Value
+		case "system":
+			f.system = r.Value
+		case "maturity":
+			f.maturity = r.Value
+		case "files":
+			for _, p := range strings.FieldsFunc(r.Value, func(r rune) bool { return r == ',' || r == '\n' }) {
+				if p = strings.TrimSpace(p); p != "" && len(f.files) < 20 {
+					f.files = append(f.files, p)
+				}
+			}
+		}
+		f.text = append(f.text, r.Key+" "+r.Value)
+	}
+	for i := range out {
+		out[i].text = append(out[i].text, out[i].id, out[i].name)
+	}
+	return out, nil
+}
+
+// capabilityCandidates ranks the served tools and the features by the
+// query terms they share, most first, then by id.
+func capabilityCandidates(env *Env, qt []index.QueryTerm, features []featureText, limit int) []reuseCapability {
+	need := 2
+	if len(qt) <= 2 {
+		need = 1
+	}
+	var a index.Analyzer
+	overlap := func(texts ...string) []string {
+		have := map[string]bool{}
+		for _, t := range texts {
+			a.Terms(strings.NewReplacer("_", " ", ":", " ").Replace(t), func(term string) { have[term] = true })
+		}
+		var words []string
+		for _, t := range qt {
+			if have[t.Term] {
+				words = append(words, t.Words[0])
+			}
+		}
+		return words
+	}
+	var cands []reuseCapability
+	for _, name := range env.Tools {
+		if o := overlap(name, env.descriptions[name]); len(o) >= need {
+			cands = append(cands, reuseCapability{ID: "tool:" + name, Name: name, System: "crux", Maturity: "served",
+				Files: []string{}, OverlapTerms: o})
+		}
+	}
+	for _, f := range features {
+		if o := overlap(f.text...); len(o) >= need {
+			cands = append(cands, reuseCapability{ID: f.id, Name: f.name, System: f.system, Maturity: f.maturity,
+				Files: f.files, OverlapTerms: o})
+		}
+	}
+	slices.SortStableFunc(cands, func(x, y reuseCapability) int {
+		if len(x.OverlapTerms) != len(y.OverlapTerms) {
+			return len(y.OverlapTerms) - len(x.OverlapTerms)
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
+	if len(cands) > limit {
+		cands = cands[:limit]
+	}
+	if cands == nil {
+		cands = []reuseCapability{}
+	}
+	return cands
+}
