@@ -45,6 +45,15 @@ func multibyte(n int) string { return strings.Repeat("é", n/2) + strings.Repeat
 
 func number(n int) string { return strconv.Itoa(n) }
 
+// distinctWords is n distinct words, none a common one.
+func distinctWords(n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = "w" + strconv.Itoa(i) + "x"
+	}
+	return strings.Join(ws, " ")
+}
+
 // items is n copies of the JSON value elem, comma separated.
 func items(elem string) func(int) string {
 	return func(n int) string { return strings.TrimSuffix(strings.Repeat(elem+",", n), ",") }
@@ -99,6 +108,10 @@ var nameArguments = []struct{ tool, param, args string }{
 	{"verify_observation", "observation_id", `{"session_id":"s1","observation_id":"@@"}`},
 	{"receipt_verify", "receipt_id", `{"receipt_id":"@@"}`},
 	{"revoke_passport", "target_passport", `{"target_passport":"@@"}`},
+	{"query", "tenant_id", `{"tenant_id":"@@","query":"storage"}`},
+	{"query_scan", "tenant_id", `{"tenant_id":"@@","query":"storage"}`},
+	{"query_expand", "tenant_id", `{"tenant_id":"@@","result_ids":["0:guide/storage.md"]}`},
+	{"reuse_check", "tenant_id", `{"tenant_id":"@@","description":"storage"}`},
 }
 
 const sha = `"sha256":"` + configSHA + `"`
@@ -136,7 +149,7 @@ func limitCases() []limitCase {
 	}
 	for _, n := range nameArguments {
 		cases = append(cases, limitCase{row: "name", tool: n.tool, args: n.args, param: n.param, limit: tools.MaxNameBytes,
-			reason: "longer than 1024 bytes", otherRefusal: n.tool == "memory_consolidate"})
+			reason: "longer than 1024 bytes", otherRefusal: n.tool == "memory_consolidate" || n.tool == "query_expand"})
 	}
 	// Characters in the schema, bytes in the tool: both messages.
 	for _, tc := range []limitCase{
@@ -192,6 +205,7 @@ func limitCases() []limitCase {
 		{tool: "record_decision", args: `{"action":"a","rationale":"r","alternatives":[@@]}`, param: "alternatives", limit: 256},
 		{tool: "record_decision", args: `{"action":"a","rationale":"r","context_refs":[@@]}`, param: "context_refs", limit: 256},
 		{tool: "store_fact", args: `{"entity":"e","key":"k","value":"v","supersedes":[@@]}`, param: "supersedes", limit: 256, value: items(`"$FACT"`)},
+		{tool: "query_expand", args: `{"tenant_id":"default","result_ids":[@@]}`, param: "result_ids", limit: 50, value: items(`"0:guide/storage.md"`)},
 	} {
 		tc.row = tc.tool + "." + tc.param
 		tc.reason = fmt.Sprintf("more than %d items", tc.limit)
@@ -213,6 +227,9 @@ func limitCases() []limitCase {
 		{tool: "memory_sweep_candidates", args: `{"top_k":@@}`, param: "top_k", limit: 500},
 		{tool: "memory_view", args: `{"top_k":@@}`, param: "top_k", limit: 500},
 		{tool: "query_facts", args: `{"top_k":@@}`, param: "top_k", limit: 1000},
+		{tool: "query", args: `{"tenant_id":"default","query":"storage","limit":@@}`, param: "limit", limit: 100},
+		{tool: "query_scan", args: `{"tenant_id":"default","query":"storage","limit":@@}`, param: "limit", limit: 200},
+		{tool: "reuse_check", args: `{"tenant_id":"default","description":"storage","limit":@@}`, param: "limit", limit: 20},
 	} {
 		tc.row, tc.value = tc.tool+"."+tc.param, number
 		tc.reason = fmt.Sprintf("must be <= %d", tc.limit)
@@ -230,6 +247,8 @@ func limitCases() []limitCase {
 		limitCase{row: "artefact_put.content_bytes_base64", tool: "artefact_put", args: `{"content_bytes_base64":"@@","mime_type":"text/plain"}`,
 			param: "content_bytes_base64", limit: 1048576, reason: "longer than 1048576 bytes",
 			value: func(n int) string { return strings.Repeat("A", n) }},
+		limitCase{row: "query.query", tool: "query", args: `{"tenant_id":"default","query":"@@"}`, param: "query",
+			limit: 64, reason: "has more than 64 distinct words", value: distinctWords},
 		limitCase{row: "shell_pattern", tool: "declare_constraint", args: `{"constraint_type":"shell_pattern","assertion":"@@"}`,
 			param: "assertion", limit: 1024, reason: "a shell_pattern is at most 1024 bytes"},
 		limitCase{row: "session state", tool: "save_session", args: `{"session_id":"s9","state":@@}`, param: "state",

@@ -122,7 +122,7 @@ func analyseQuery(tool, param, query string) ([]index.QueryTerm, error) {
 	case len(terms) == 0:
 		return nil, invalidParams(tool, param, "needs a word of at least two letters or digits")
 	case len(terms) > maxQueryTerms:
-		return nil, invalidParams(tool, param, fmt.Sprintf("has %d distinct words; at most %d", len(terms), maxQueryTerms))
+		return nil, invalidParams(tool, param, fmt.Sprintf("has more than %d distinct words", maxQueryTerms))
 	}
 	return terms, nil
 }

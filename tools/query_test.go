@@ -97,7 +97,7 @@ func TestQueryArguments(t *testing.T) {
 		many = append(many, fmt.Sprintf("w%dx", i))
 	}
 	e = callErr(t, srv, alice, "query", `{"tenant_id":"docs","query":"`+strings.Join(many, " ")+`"}`)
-	assert.Contains(t, e.Message, "at most 64")
+	assert.Contains(t, e.Message, "more than 64 distinct words")
 }
 
 // TestRetrievalTenants: a caller bound to a tenant other than the default
