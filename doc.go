@@ -16,7 +16,9 @@
 // # Tools
 //
 // The tools are compatible with the CueCrux tool contract: the
-// session handshake (cuecrux_session) and autonomy_contract; facts
+// session handshake (cuecrux_session) and autonomy_contract; reuse_check;
+// retrieval (query, query_scan, query_expand) over the documents
+// [Server.Ingest] indexes per tenant; facts
 // (store_fact, query_facts, delete_fact, list_entities, get_bootstrap,
 // fact_history); acknowledged memory use; scoped forget and its dry run; the
 // memory panel (memory_view, memory_edit, memory_pin, memory_history);
