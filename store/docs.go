@@ -23,8 +23,8 @@ import (
 //   - docs: tenant, document id → the document record: title, the seq of
 //     its first segment (its segments have consecutive seqs), how many,
 //     their tokens, when it was ingested.
-//   - docs.seg: tenant, 4-byte seq → the segment record: document id,
-//     segment index, text, length in terms. Seqs grow, so new records
+//   - docs.seg: tenant, 4-byte seq → the segment record: document id and
+//     title, segment index, text, length in terms. Seqs grow, so new records
 //     append.
 //   - docs.terms: tenant, term, 4-byte seq of the block's first posting →
 //     a block of up to docBlockMax postings of the term, sorted by seq:
@@ -166,6 +166,7 @@ type segRecord struct {
 	Index int    `cbor:"2,keyasint"`
 	Text  string `cbor:"3,keyasint"`
 	Len   int    `cbor:"4,keyasint"`
+	Title string `cbor:"5,keyasint,omitempty"` // the document's, so that a result needs no second read
 }
 
 // DocStats is the size of a tenant's document index.
@@ -252,6 +253,7 @@ func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) 
 	}
 	pending := make(map[string][]docPosting)
 	hintAppend(tx, bucketDocSegs)
+	hintAppend(tx, bucketDocs) // ids mostly come in order, files of a directory sorted
 	for i := range docs {
 		d := &docs[i]
 		if last[d.ID] != i {
@@ -271,7 +273,7 @@ func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) 
 		for j, s := range d.Segments {
 			seq := stats.Next
 			stats.Next++
-			b, err := encodeRecord("document "+d.ID, segRecord{Doc: d.ID, Index: j, Text: s.Text, Len: s.Len})
+			b, err := encodeRecord("document "+d.ID, segRecord{Doc: d.ID, Index: j, Text: s.Text, Len: s.Len, Title: d.Title})
 			if err != nil {
 				return st, err
 			}

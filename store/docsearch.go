@@ -1,7 +1,7 @@
 package store
 
 import (
-	"container/heap"
+	"encoding/binary"
 	"sync"
 
 	"github.com/crux-go/crux/index"
@@ -85,24 +85,10 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			acc.count = make([]uint8, stats.Next)
 		}
 		defer acc.reset()
-		var buf []docPosting
 		for i := range q.Terms {
-			idf := index.IDF(stats.Segments, res.DF[i])
+			w := newTermWeight(index.IDF(stats.Segments, res.DF[i]), avg)
 			for _, v := range blocks[i] {
-				buf, err = decodeDocBlock(buf[:0], v)
-				if err != nil {
-					continue
-				}
-				for _, p := range buf {
-					if p.seq >= stats.Next {
-						continue
-					}
-					if acc.count[p.seq] == 0 {
-						acc.touched = append(acc.touched, p.seq)
-					}
-					acc.count[p.seq]++
-					acc.score[p.seq] += index.BM25(idf, int(p.tf), int(p.dl), avg)
-				}
+				acc.addBlock(v, stats.Next, w)
 			}
 		}
 		res.collect(q, len(acc.touched), func(fn func(seq uint32, score float64, count int)) {
@@ -143,6 +129,63 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 	return res, nil
 }
 
+// termWeight is the BM25 of one term, factored for the inner loop:
+// score(tf, dl) = c * tf / (tf + k + kdl*dl).
+type termWeight struct{ c, k, kdl float64 }
+
+func newTermWeight(idf, avg float64) termWeight {
+	if avg <= 0 {
+		avg = 1
+	}
+	return termWeight{c: idf * (index.K1 + 1), k: index.K1 * (1 - index.B), kdl: index.K1 * index.B / avg}
+}
+
+// addBlock adds the scores of the postings of block v (seqs below next)
+// to the accumulator, decoding the block in place. A malformed block
+// adds the postings before the fault and no more (crux doctor reports
+// it).
+func (a *accumulator) addBlock(v []byte, next uint32, w termWeight) {
+	n, i := uvarintSlow(v, 0)
+	if i < 0 || n == 0 || n > docBlockMax {
+		return
+	}
+	var seq uint64
+	for range n {
+		var x [3]uint64 // seq delta, tf, dl
+		for j := range x {
+			if i < len(v) && v[i] < 0x80 { // most values take one byte
+				x[j], i = uint64(v[i]), i+1
+			} else if x[j], i = uvarintSlow(v, i); i < 0 {
+				return
+			}
+		}
+		d, tf, dl := x[0], x[1], x[2]
+		if seq += d; seq >= uint64(next) {
+			return
+		}
+		s := uint32(seq)
+		if a.count[s] == 0 {
+			a.touched = append(a.touched, s)
+		}
+		a.count[s]++
+		f := float64(tf)
+		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(dl))
+	}
+}
+
+// uvarintSlow decodes the uvarint at v[i:], returning it and the index
+// after it, or -1 for a malformed, truncated or overlong one.
+func uvarintSlow(v []byte, i int) (uint64, int) {
+	if i < 0 || i >= len(v) {
+		return 0, -1
+	}
+	x, k := binary.Uvarint(v[i:])
+	if k <= 0 || x > 1<<32-1 {
+		return 0, -1
+	}
+	return x, i + k
+}
+
 func (a *accumulator) reset() {
 	for _, s := range a.touched {
 		a.score[s], a.count[s] = 0, 0
@@ -166,15 +209,15 @@ func (res *DocResult) collect(q DocQuery, n int, each func(fn func(seq uint32, s
 		hit := DocHit{Seq: seq, Score: score}
 		switch {
 		case len(h) < limit:
-			heap.Push(&h, hit)
+			h.push(hit)
 		case better(hit, h[0]):
 			h[0] = hit
-			heap.Fix(&h, 0)
+			h.down(0)
 		}
 	})
 	res.Hits = make([]DocHit, len(h))
 	for i := len(h) - 1; i >= 0; i-- {
-		res.Hits[i] = heap.Pop(&h).(DocHit)
+		res.Hits[i] = h.pop()
 	}
 }
 
@@ -186,18 +229,48 @@ func better(a, b DocHit) bool {
 	return a.Seq < b.Seq
 }
 
-// hitHeap is a min-heap of hits: the worst kept hit on top.
+// hitHeap is a min-heap of hits: the worst kept hit on top. Its methods
+// are container/heap's, without the interface calls.
 type hitHeap []DocHit
 
-func (h hitHeap) Len() int           { return len(h) }
-func (h hitHeap) Less(i, j int) bool { return better(h[j], h[i]) }
-func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *hitHeap) Push(x any)        { *h = append(*h, x.(DocHit)) }
-func (h *hitHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h *hitHeap) push(x DocHit) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !better(s[p], s[i]) {
+			break
+		}
+		s[p], s[i] = s[i], s[p]
+		i = p
+	}
+}
+
+func (h *hitHeap) pop() DocHit {
+	s := *h
+	top := s[0]
+	s[0] = s[len(s)-1]
+	*h = s[:len(s)-1]
+	h.down(0)
+	return top
+}
+
+func (h hitHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		worst := l
+		if r := l + 1; r < len(h) && better(h[l], h[r]) {
+			worst = r
+		}
+		if !better(h[i], h[worst]) {
+			return
+		}
+		h[i], h[worst] = h[worst], h[i]
+		i = worst
+	}
 }
 
 // Segment is one segment of a document, as the retrieval tools show it.
@@ -216,7 +289,7 @@ func GetSegment(tx Tx, tenant string, seq uint32) (*Segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Segment{Seq: seq, DocID: rec.Doc, Index: rec.Index, Text: rec.Text, Tokens: EstimateTokens(rec.Text)}, nil
+	return &Segment{Seq: seq, DocID: rec.Doc, Title: rec.Title, Index: rec.Index, Text: rec.Text, Tokens: EstimateTokens(rec.Text)}, nil
 }
 
 // DocumentSegment returns segment i of the document id of tenant, or
@@ -229,12 +302,7 @@ func DocumentSegment(tx Tx, tenant, id string, i int) (*Segment, error) {
 	if i < 0 || i >= rec.Segments {
 		return nil, ErrNotFound
 	}
-	s, err := GetSegment(tx, tenant, rec.First+uint32(i))
-	if err != nil {
-		return nil, err
-	}
-	s.Title = rec.Title
-	return s, nil
+	return GetSegment(tx, tenant, rec.First+uint32(i))
 }
 
 // DocumentInfo is a document's record: its title, segments and tokens.

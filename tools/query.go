@@ -311,7 +311,6 @@ func query() *Tool {
 				if b.Limit == 0 {
 					b.Limit = queryBudget
 				}
-				titles := make(map[string]string)
 				linked := make(map[string]bool)
 				for _, f := range order {
 					if len(out.Results) == limit {
@@ -327,20 +326,9 @@ func query() *Tool {
 					if !b.take(seg.Tokens) {
 						break
 					}
-					title, ok := titles[seg.DocID]
-					if !ok {
-						d, err := store.GetDocument(tx, in.TenantID, seg.DocID)
-						switch {
-						case err == nil:
-							title = d.Title
-						case !skippable(err):
-							return err
-						}
-						titles[seg.DocID] = title
-					}
 					out.Results = append(out.Results, queryRow{
 						ResultID: resultID(seg), Rank: len(out.Results) + 1, DocID: seg.DocID, SegmentIndex: seg.Index,
-						Title: title, Score: round4(f.bm25), FusedScore: round4(f.score), Lanes: f.lanes,
+						Title: seg.Title, Score: round4(f.bm25), FusedScore: round4(f.score), Lanes: f.lanes,
 						Entities: f.entities, TokenCount: seg.Tokens, Snippet: snippet(seg.Text, qt),
 					})
 					for _, e := range f.entities {
@@ -473,9 +461,20 @@ func snippet(text string, qt []index.QueryTerm) string {
 	for _, t := range qt {
 		want[t.Term] = true
 	}
+	// A word's stem starts as the word does (in all but a few irregular
+	// words), so only words sharing a term's first two bytes are stemmed.
+	heads := make(map[string]bool, len(qt))
+	for _, t := range qt {
+		heads[t.Term[:min(2, len(t.Term))]] = true
+	}
 	first := -1
+	tried := make(map[string]bool)
 	index.Split(text, func(w index.Word) {
-		if first < 0 && want[index.Stem(w.Lower)] {
+		if first >= 0 || !heads[w.Lower[:2]] || tried[w.Lower] {
+			return
+		}
+		tried[w.Lower] = true
+		if want[index.Stem(w.Lower)] {
 			first = w.Start
 		}
 	})
