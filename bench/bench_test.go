@@ -192,6 +192,27 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// latencies collects the latency of each call of a benchmark and reports
+// their percentiles.
+type latencies []time.Duration
+
+// time runs fn and records how long it took.
+func (l *latencies) time(fn func()) {
+	t0 := time.Now()
+	fn()
+	*l = append(*l, time.Since(t0))
+}
+
+// report reports the median and the 99th percentile, in microseconds.
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	b.ReportMetric(float64(l[len(l)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(l[len(l)*99/100].Microseconds()), "p99-µs")
+}
+
 // benchQuery runs query_facts with args(i) and reports latency percentiles.
 func benchQuery(b *testing.B, n int, args func(i int) []byte, wantRows int) {
 	benchQueryOn(b, newServer(b, corpus(b, n), &bolt.Options{NoSync: true}), args, wantRows)
@@ -200,12 +221,11 @@ func benchQuery(b *testing.B, n int, args func(i int) []byte, wantRows int) {
 // benchQueryOn runs query_facts with args(i) on srv and reports latency
 // percentiles.
 func benchQueryOn(b *testing.B, srv *crux.Server, args func(i int) []byte, wantRows int) {
-	var lat []time.Duration
+	var lat latencies
 	i := 0
 	for b.Loop() {
-		t0 := time.Now()
-		res := mustCall(b, srv, "query_facts", args(i))
-		lat = append(lat, time.Since(t0))
+		var res *crux.Result
+		lat.time(func() { res = mustCall(b, srv, "query_facts", args(i)) })
 		if i == 0 {
 			var out struct{ Rows []json.RawMessage }
 			if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil || len(out.Rows) != wantRows {
@@ -214,9 +234,7 @@ func benchQueryOn(b *testing.B, srv *crux.Server, args func(i int) []byte, wantR
 		}
 		i++
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	lat.report(b)
 }
 
 var sizes = []int{10_000, 100_000}

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"testing"
-	"time"
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/mcpserver"
@@ -65,21 +63,19 @@ func (s *stdioSession) roundTrip(b *testing.B, req string) []byte {
 // session and reports their latency percentiles.
 func benchStdio(b *testing.B, srv *crux.Server, params func(i int) string) {
 	s := newStdioSession(b, srv)
-	var lat []time.Duration
+	var lat latencies
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		t0 := time.Now()
-		out := s.roundTrip(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, params(i)))
-		lat = append(lat, time.Since(t0))
+		var out []byte
+		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, params(i))
+		lat.time(func() { out = s.roundTrip(b, req) })
 		if i == 0 && !json200(out) {
 			b.Fatalf("reply %s", out)
 		}
 		i++
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	lat.report(b)
 }
 
 // json200 reports whether a reply line is a result that is not an error.
