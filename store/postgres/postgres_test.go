@@ -3,11 +3,13 @@ package postgres_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/internal/pgtest"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/postgres"
@@ -83,4 +85,52 @@ func TestScanFrom(t *testing.T) {
 		})
 	}))
 	assert.Equal(t, []string{"a2", "a3"}, got)
+}
+
+// TestDocuments: the document index on PostgreSQL: ingest, replace,
+// delete and search give what they give on bbolt.
+func TestDocuments(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	prepare := func(docs ...store.Document) []store.PreparedDocument {
+		var out []store.PreparedDocument
+		for _, d := range docs {
+			p, err := store.PrepareDocument(d, nil)
+			require.NoError(t, err)
+			out = append(out, p)
+		}
+		return out
+	}
+	put := func(docs ...store.Document) {
+		require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+			_, err := store.PutDocuments(tx, "t", prepare(docs...), time.Now())
+			return err
+		}))
+	}
+	search := func(q string) []string {
+		var ids []string
+		require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+			res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: "t", Terms: index.Words(q), Limit: 10})
+			for _, h := range res.Hits {
+				s, err := store.GetSegment(tx, "t", h.Seq)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, s.DocID)
+			}
+			return err
+		}))
+		return ids
+	}
+	put(store.Document{ID: "a", Text: "bbolt keeps the facts"}, store.Document{ID: "b", Text: "postgres keeps the facts too"})
+	assert.Equal(t, []string{"b"}, search("postgres"))
+	assert.Len(t, search("facts"), 2)
+	put(store.Document{ID: "b", Text: "replaced by a note on vacuum"})
+	assert.Empty(t, search("postgres"))
+	assert.Equal(t, []string{"b"}, search("vacuum"))
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		_, err := store.DeleteDocument(tx, "t", "a")
+		return err
+	}))
+	assert.Empty(t, search("bbolt"))
 }
