@@ -150,23 +150,80 @@ func PrepareDocument(d Document, a *index.Analyzer) (PreparedDocument, error) {
 	return p, nil
 }
 
-// docRecord is a document as docs holds it.
+// docRecord is a document as docs holds it (its id is the key's).
 type docRecord struct {
-	ID         string    `cbor:"1,keyasint"`
-	Title      string    `cbor:"2,keyasint,omitempty"`
-	First      uint32    `cbor:"3,keyasint"` // seq of segment 0
-	Segments   int       `cbor:"4,keyasint"`
-	Tokens     int       `cbor:"5,keyasint"`
-	IngestedAt time.Time `cbor:"6,keyasint"`
+	First      uint32 `cbor:"1,keyasint"` // seq of segment 0
+	Segments   int    `cbor:"2,keyasint"`
+	Tokens     int    `cbor:"3,keyasint"`
+	IngestedAt int64  `cbor:"4,keyasint"` // Unix seconds
 }
 
-// segRecord is a segment as docs.seg holds it.
+// segRecord is a segment as docs.seg holds it: in binary, not CBOR, so
+// that a result reads the fields it shows without decoding the rest.
+// The value is, as uvarints and strings each prefixed by its length: the
+// document id, the segment index, the length in terms, the document
+// title, and then the text, to the end.
 type segRecord struct {
-	Doc   string `cbor:"1,keyasint"`
-	Index int    `cbor:"2,keyasint"`
-	Text  string `cbor:"3,keyasint"`
-	Len   int    `cbor:"4,keyasint"`
-	Title string `cbor:"5,keyasint,omitempty"` // the document's, so that a result needs no second read
+	Doc   string
+	Index int
+	Len   int
+	Title string
+	Text  string
+}
+
+func (r *segRecord) encode() []byte {
+	b := make([]byte, 0, 16+len(r.Doc)+len(r.Title)+len(r.Text))
+	b = binary.AppendUvarint(b, uint64(len(r.Doc)))
+	b = append(b, r.Doc...)
+	b = binary.AppendUvarint(b, uint64(r.Index))
+	b = binary.AppendUvarint(b, uint64(r.Len))
+	b = binary.AppendUvarint(b, uint64(len(r.Title)))
+	b = append(b, r.Title...)
+	return append(b, r.Text...)
+}
+
+var errBadSegment = errors.New("store: malformed segment record")
+
+// decodeSegRecord decodes v; the strings are copies, valid after the
+// transaction.
+func decodeSegRecord(v []byte) (*segRecord, error) {
+	var r segRecord
+	field := func() (uint64, bool) {
+		x, k := binary.Uvarint(v)
+		if k <= 0 {
+			return 0, false
+		}
+		v = v[k:]
+		return x, true
+	}
+	str := func() (string, bool) {
+		n, ok := field()
+		if !ok || n > uint64(len(v)) {
+			return "", false
+		}
+		s := string(v[:n])
+		v = v[n:]
+		return s, true
+	}
+	var ok bool
+	var index, n uint64
+	if r.Doc, ok = str(); !ok {
+		return nil, errBadSegment
+	}
+	if index, ok = field(); !ok || index > 1<<31 {
+		return nil, errBadSegment
+	}
+	if n, ok = field(); !ok || n > 1<<31 {
+		return nil, errBadSegment
+	}
+	if r.Title, ok = str(); !ok {
+		return nil, errBadSegment
+	}
+	r.Index, r.Len, r.Text = int(index), int(n), string(v)
+	if !utf8.ValidString(r.Doc) || !utf8.ValidString(r.Title) || !utf8.ValidString(r.Text) {
+		return nil, errBadSegment
+	}
+	return &r, nil
 }
 
 // DocStats is the size of a tenant's document index.
@@ -269,15 +326,12 @@ func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) 
 		if stats.Next > ^uint32(0)-uint32(len(d.Segments)) {
 			return st, fmt.Errorf("store: tenant %q has used every segment number", tenant)
 		}
-		rec := docRecord{ID: d.ID, Title: d.Title, First: stats.Next, Segments: len(d.Segments), IngestedAt: now.UTC()}
+		rec := docRecord{First: stats.Next, Segments: len(d.Segments), IngestedAt: now.Unix()}
 		for j, s := range d.Segments {
 			seq := stats.Next
 			stats.Next++
-			b, err := encodeRecord("document "+d.ID, segRecord{Doc: d.ID, Index: j, Text: s.Text, Len: s.Len, Title: d.Title})
-			if err != nil {
-				return st, err
-			}
-			if err := tx.Put(bucketDocSegs, segKey(tenant, seq), b); err != nil {
+			seg := segRecord{Doc: d.ID, Index: j, Len: s.Len, Title: d.Title, Text: s.Text}
+			if err := tx.Put(bucketDocSegs, segKey(tenant, seq), seg.encode()); err != nil {
 				return st, err
 			}
 			for _, t := range s.Terms {
@@ -350,7 +404,7 @@ func removeDocument(tx Tx, tenant, id string, stats *DocStats) (bool, error) {
 					bySeq[t] = append(bySeq[t], seq)
 				}
 			}
-			a.Terms(rec.Title, add)
+			a.Terms(s.Title, add)
 			a.Terms(s.Text, add)
 			stats.Segments--
 			stats.Terms -= int64(s.Len)
@@ -392,11 +446,11 @@ func getSegRecord(tx Tx, key []byte) (*segRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rec segRecord
-	if err := factDec.Unmarshal(v, &rec); err != nil {
+	rec, err := decodeSegRecord(v)
+	if err != nil {
 		return nil, &CorruptRecordError{Bucket: bucketDocSegs, Key: bytes.Clone(key), Err: err}
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 // docPosting is one posting of docs.terms.

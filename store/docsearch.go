@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"sync"
+	"time"
 
 	"github.com/crux-go/crux/index"
 )
@@ -305,12 +306,12 @@ func DocumentSegment(tx Tx, tenant, id string, i int) (*Segment, error) {
 	return GetSegment(tx, tenant, rec.First+uint32(i))
 }
 
-// DocumentInfo is a document's record: its title, segments and tokens.
+// DocumentInfo is a document's record: its segments and tokens.
 type DocumentInfo struct {
-	ID       string
-	Title    string
-	Segments int
-	Tokens   int
+	ID         string
+	Segments   int
+	Tokens     int
+	IngestedAt time.Time
 }
 
 // GetDocument returns the record of the document id of tenant, or
@@ -320,7 +321,7 @@ func GetDocument(tx Tx, tenant, id string) (*DocumentInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DocumentInfo{ID: rec.ID, Title: rec.Title, Segments: rec.Segments, Tokens: rec.Tokens}, nil
+	return &DocumentInfo{ID: id, Segments: rec.Segments, Tokens: rec.Tokens, IngestedAt: time.Unix(rec.IngestedAt, 0).UTC()}, nil
 }
 
 // HasTerm reports whether some segment of tenant holds term.

@@ -261,8 +261,16 @@ func query() *Tool {
 			now := env.now()
 			out := queryOut{crcFields: newCRC(in.Contract, crcKindSearch), Results: []queryRow{}, Facts: []linkedFact{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
+				facts, lane, err := graphLane(tx, env, c, in.TenantID, factTerms, now)
+				if err != nil {
+					return err
+				}
+				depth := limit // without a graph lane, the BM25 order is the answer
+				if len(lane) > 0 {
+					depth = max(limit, laneDepth)
+				}
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt),
-					Limit: max(limit, laneDepth), MinScore: minScore})
+					Limit: depth, MinScore: minScore})
 				if err != nil {
 					return err
 				}
@@ -278,10 +286,6 @@ func query() *Tool {
 					f := &fused{seq: h.Seq, bm25: h.Score, score: 1 / float64(rrfK+i+1), lanes: []string{laneBM25}}
 					byseq[h.Seq] = f
 					order = append(order, f)
-				}
-				facts, lane, err := graphLane(tx, env, c, in.TenantID, factTerms, now)
-				if err != nil {
-					return err
 				}
 				for i, g := range lane {
 					f := byseq[g.seq]
@@ -451,39 +455,25 @@ func cutText(s string, n int) (string, bool) {
 	return s, true
 }
 
-// snippet is up to snippetBytes of text around its first word with a
-// query term, on word boundaries, "…" marking a cut.
+// snippet is up to snippetBytes of text around the first word that
+// starts with one of the query's terms (their stems, so "ranked" and
+// "ranking" both show at "rank"), on word boundaries, "…" marking a cut.
+// It is found by a search that ignores ASCII case, with no analysis of
+// the text.
 func snippet(text string, qt []index.QueryTerm) string {
 	if len(text) <= snippetBytes {
 		return text
 	}
-	want := make(map[string]bool, len(qt))
-	for _, t := range qt {
-		want[t.Term] = true
-	}
-	// A word's stem starts as the word does (in all but a few irregular
-	// words), so only words sharing a term's first two bytes are stemmed.
-	heads := make(map[string]bool, len(qt))
-	for _, t := range qt {
-		heads[t.Term[:min(2, len(t.Term))]] = true
-	}
 	first := -1
-	tried := make(map[string]bool)
-	index.Split(text, func(w index.Word) {
-		if first >= 0 || !heads[w.Lower[:2]] || tried[w.Lower] {
-			return
+	for _, t := range qt {
+		if i := indexWordFold(text, t.Term); i >= 0 && (first < 0 || i < first) {
+			first = i
 		}
-		tried[w.Lower] = true
-		if want[index.Stem(w.Lower)] {
-			first = w.Start
-		}
-	})
-	start := max(0, first-snippetBytes/4)
-	if first < 0 {
-		start = 0
 	}
-	if start > 0 {
-		if i := strings.IndexAny(text[start:], " \n\t"); i >= 0 && i < snippetBytes/4 {
+	start := 0
+	if first > snippetBytes/4 {
+		start = first - snippetBytes/4
+		if i := strings.IndexAny(text[start:first], " \n\t"); i >= 0 {
 			start += i + 1
 		}
 	}
@@ -494,6 +484,9 @@ func snippet(text string, qt []index.QueryTerm) string {
 		}
 	}
 	s, _ := cutText(text[start:end], snippetBytes)
+	for len(s) > 0 && !utf8.RuneStart(s[0]) { // start began inside a character
+		s = s[1:]
+	}
 	s = strings.TrimSpace(s)
 	if start > 0 {
 		s = "…" + s
@@ -502,6 +495,58 @@ func snippet(text string, qt []index.QueryTerm) string {
 		s += "…"
 	}
 	return s
+}
+
+// indexWordFold returns the offset of the first word of text that starts
+// with term, ASCII letters compared without case, or -1. term is
+// lowercase; a term with other than ASCII letters and digits is looked
+// for as written.
+func indexWordFold(text, term string) int {
+	if term == "" {
+		return -1
+	}
+	lo, up := term[0], term[0]
+	if 'a' <= lo && lo <= 'z' {
+		up = lo - 'a' + 'A'
+	}
+	for i := 0; i+len(term) <= len(text); {
+		j := strings.IndexByte(text[i:], lo)
+		if up != lo {
+			if k := strings.IndexByte(text[i:], up); k >= 0 && (j < 0 || k < j) {
+				j = k
+			}
+		}
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		if at+len(term) <= len(text) && (at == 0 || !isWordByte(text[at-1])) && hasPrefixFold(text[at:], term) {
+			return at
+		}
+		i = at + 1
+	}
+	return -1
+}
+
+// isWordByte reports whether b is an ASCII letter or digit, or part of a
+// multi-byte character (letters of other scripts).
+func isWordByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b >= 0x80
+}
+
+// hasPrefixFold reports whether s starts with the lowercase prefix,
+// ASCII letters compared without case.
+func hasPrefixFold(s, prefix string) bool {
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- query_scan ----
