@@ -2,6 +2,7 @@ package crux
 
 import (
 	"context"
+	"errors"
 
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/tools"
@@ -45,4 +46,24 @@ func (s *Server) DeleteDocuments(ctx context.Context, tenant string, ids ...stri
 		return nil, ErrServerClosed
 	}
 	return tools.DeleteDocuments(ctx, s.env, tenant, ids)
+}
+
+// ErrCompactUnsupported is the error of [Server.Compact] on a store that
+// cannot compact (its backend does not implement store.Compacter).
+var ErrCompactUnsupported = errors.New("crux: the store cannot compact")
+
+// Compact rewrites the store without the space it has freed, where the
+// backend can (the bbolt backend rewrites its file; see store.Compacter),
+// and fails with ErrCompactUnsupported where it cannot. A bulk ingest
+// leaves behind the pages its later batches replaced; compacting after it
+// gives the file back its size. Calls made meanwhile wait for it.
+func (s *Server) Compact(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrServerClosed
+	}
+	c, ok := s.env.Store.(store.Compacter)
+	if !ok {
+		return ErrCompactUnsupported
+	}
+	return c.Compact(ctx)
 }

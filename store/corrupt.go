@@ -117,6 +117,9 @@ func (t reportingTx) ReportCorrupt(e *CorruptRecordError) { t.report(e) }
 // HintAppend passes the hint on; see [AppendHinter].
 func (t reportingTx) HintAppend(bucket string) { hintAppend(t.Tx, bucket) }
 
+// HintWriteOnce passes the hint on; see [WriteOnceHinter].
+func (t reportingTx) HintWriteOnce(bucket string) { hintWriteOnce(t.Tx, bucket) }
+
 // ScanFrom passes the scan on; see [Seeker].
 func (t reportingTx) ScanFrom(bucket string, prefix, from []byte, fn func(key, value []byte) error) error {
 	return scanFrom(t.Tx, bucket, prefix, from, fn)

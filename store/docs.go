@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/klauspost/compress/s2"
+
 	"github.com/crux-go/crux/index"
 )
 
@@ -162,7 +164,10 @@ type docRecord struct {
 // that a result reads the fields it shows without decoding the rest.
 // The value is, as uvarints and strings each prefixed by its length: the
 // document id, the segment index, the length in terms, the document
-// title, and then the text, to the end.
+// title; then a byte saying how the text follows, to the end: 0 as it
+// is, 1 compressed with S2 (github.com/klauspost/compress/s2), which
+// decodes a segment in a fraction of a microsecond and is used when it
+// saves a tenth of the text or more.
 type segRecord struct {
 	Doc   string
 	Index int
@@ -179,8 +184,17 @@ func (r *segRecord) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(r.Len))
 	b = binary.AppendUvarint(b, uint64(len(r.Title)))
 	b = append(b, r.Title...)
-	return append(b, r.Text...)
+	if z := s2.EncodeBetter(nil, []byte(r.Text)); len(z) <= len(r.Text)*9/10 {
+		return append(append(b, textS2), z...)
+	}
+	return append(append(b, textRaw), r.Text...)
 }
+
+// How a segment record's text is stored.
+const (
+	textRaw byte = 0
+	textS2  byte = 1
+)
 
 var errBadSegment = errors.New("store: malformed segment record")
 
@@ -219,7 +233,22 @@ func decodeSegRecord(v []byte) (*segRecord, error) {
 	if r.Title, ok = str(); !ok {
 		return nil, errBadSegment
 	}
-	r.Index, r.Len, r.Text = int(index), int(n), string(v)
+	r.Index, r.Len = int(index), int(n)
+	if len(v) == 0 {
+		return nil, errBadSegment
+	}
+	switch v[0] {
+	case textRaw:
+		r.Text = string(v[1:])
+	case textS2:
+		text, err := s2.Decode(nil, v[1:])
+		if err != nil {
+			return nil, errBadSegment
+		}
+		r.Text = string(text)
+	default:
+		return nil, errBadSegment
+	}
 	if !utf8.ValidString(r.Doc) || !utf8.ValidString(r.Title) || !utf8.ValidString(r.Text) {
 		return nil, errBadSegment
 	}
@@ -309,8 +338,8 @@ func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) 
 		last[docs[i].ID] = i
 	}
 	pending := make(map[string][]docPosting)
-	hintAppend(tx, bucketDocSegs)
-	hintAppend(tx, bucketDocs) // ids mostly come in order, files of a directory sorted
+	hintWriteOnce(tx, bucketDocSegs) // seqs grow; a segment is never rewritten
+	hintAppend(tx, bucketDocs)       // ids mostly come in order, files of a directory sorted
 	for i := range docs {
 		d := &docs[i]
 		if last[d.ID] != i {

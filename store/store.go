@@ -129,6 +129,25 @@ type AppendHinter interface {
 	HintAppend(bucket string)
 }
 
+// WriteOnceHinter is implemented by a [Tx] whose backend can lay out a
+// bucket better when it knows that the bucket's values, once written, are
+// never rewritten (only deleted) and that its new keys sort after the old
+// ones: it may then fill the pages it splits completely. A hint changes
+// no result.
+type WriteOnceHinter interface {
+	HintWriteOnce(bucket string)
+}
+
+// hintWriteOnce passes the write-once hint for bucket to tx, if it takes
+// hints, else the append hint.
+func hintWriteOnce(tx Tx, bucket string) {
+	if h, ok := tx.(WriteOnceHinter); ok {
+		h.HintWriteOnce(bucket)
+		return
+	}
+	hintAppend(tx, bucket)
+}
+
 // hintAppend passes the append hint for bucket to tx, if it takes hints.
 func hintAppend(tx Tx, bucket string) {
 	if h, ok := tx.(AppendHinter); ok {

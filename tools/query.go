@@ -257,11 +257,11 @@ func query() *Tool {
 			if in.MinScore != nil {
 				minScore = *in.MinScore
 			}
-			factTerms := store.Words(in.Query)
+			terms := termStrings(qt) // the graph lane's keywords too, common words left out
 			now := env.now()
 			out := queryOut{crcFields: newCRC(in.Contract, crcKindSearch), Results: []queryRow{}, Facts: []linkedFact{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
-				facts, lane, err := graphLane(tx, env, c, in.TenantID, factTerms, now)
+				facts, lane, err := graphLane(tx, env, c, in.TenantID, terms, now)
 				if err != nil {
 					return err
 				}
@@ -269,7 +269,7 @@ func query() *Tool {
 				if len(lane) > 0 {
 					depth = max(limit, laneDepth)
 				}
-				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt),
+				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: terms,
 					Limit: depth, MinScore: minScore})
 				if err != nil {
 					return err
@@ -394,7 +394,7 @@ type graphHit struct {
 }
 
 // graphLane returns the facts of the caller in tenant matching the query's
-// words, and the segments mentioning their entities, ranked: by the
+// terms (as query_facts matches keywords), and the segments mentioning their entities, ranked: by the
 // entity's place (the best fact first), then by the BM25 of its name.
 func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, now time.Time) ([]linkedFact, []graphHit, error) {
 	if len(words) == 0 {

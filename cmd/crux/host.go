@@ -42,6 +42,7 @@ const (
 	// opIngest and opDeleteDocs are crux ingest's (see ingest.go).
 	opIngest     = "docs/ingest" // ingestReq → crux.IngestStats
 	opDeleteDocs = "docs/delete" // deleteDocsReq → deleteDocsAnswer
+	opCompact    = "compact"     // compactReq → {}
 )
 
 // wireCaller is a crux.Caller on the socket.
@@ -270,6 +271,7 @@ var operations = map[string]operation{
 
 	opIngest:     decoding((*host).ingest),
 	opDeleteDocs: decoding((*host).deleteDocs),
+	opCompact:    decoding((*host).compact),
 }
 
 // decoding makes an operation of a method taking the decoded request.

@@ -51,6 +51,9 @@ type (
 	deleteDocsAnswer struct {
 		Deleted []string `json:"deleted"`
 	}
+	compactReq struct {
+		Env []string `json:"env"`
+	}
 )
 
 func (h *host) ingest(ctx context.Context, req ingestReq) (any, error) {
@@ -70,21 +73,31 @@ func (h *host) deleteDocs(ctx context.Context, req deleteDocsReq) (any, error) {
 	return deleteDocsAnswer{Deleted: gone}, err
 }
 
+func (h *host) compact(ctx context.Context, req compactReq) (any, error) {
+	srv, err := h.server(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	return struct{}{}, srv.Compact(ctx)
+}
+
 // ingestSummary is what crux ingest prints.
 type ingestSummary struct {
 	Tenant string `json:"tenant"`
 	crux.IngestStats
-	Files int `json:"files"`
+	Files     int  `json:"files"`
+	Compacted bool `json:"compacted,omitempty"`
 }
 
 // ingestCmd is crux ingest --tenant T FILE|DIR... and crux ingest
 // --tenant T --delete ID...
 func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment, logger *slog.Logger) error {
 	var tenant string
-	var del bool
+	var del, compact bool
 	s, pos, err := operatorFlags("ingest", args, osenv, func(fs *flag.FlagSet) {
 		fs.StringVar(&tenant, "tenant", crux.DefaultTenant, "the `tenant` whose index the documents go to")
 		fs.BoolVar(&del, "delete", false, "remove the documents whose ids are the arguments")
+		fs.BoolVar(&compact, "compact", false, "compact the store afterwards")
 	})
 	if err != nil {
 		return err
@@ -178,6 +191,16 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ose
 	bar.end()
 	if err != nil {
 		return err
+	}
+	if compact {
+		local, err := sess.local(func(srv *crux.Server) error { return srv.Compact(ctx) })
+		if !local {
+			err = sess.do(ctx, opCompact, compactReq{Env: sess.env}, &struct{}{})
+		}
+		if err != nil && !errors.Is(err, crux.ErrCompactUnsupported) {
+			return fmt.Errorf("compacting the store: %w", err)
+		}
+		sum.Compacted = err == nil
 	}
 	return writeJSON(stdout, sum)
 }

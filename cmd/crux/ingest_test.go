@@ -36,13 +36,14 @@ func TestIngestFilesAndDelete(t *testing.T) {
 		"image.png":        "not text",
 		"more/lines.jsonl": `{"id":"kb-1","title":"Refunds","text":"Refunds older than ninety days are rejected."}` + "\n\n" + `{"id":"kb-2","text":"Invoices are sent monthly."}` + "\n",
 	})
-	r := runCrux(t, e, "", "ingest", "--tenant", "docs", docs)
+	r := runCrux(t, e, "", "ingest", "--tenant", "docs", "--compact", docs)
 	require.Equal(t, 0, r.code, r.stderr)
 	var sum map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
 	assert.Equal(t, 4.0, sum["documents"], r.stdout)
 	assert.Equal(t, 3.0, sum["files"])
 	assert.Equal(t, "docs", sum["tenant"])
+	assert.Equal(t, true, sum["compacted"])
 	assert.Contains(t, r.stderr, "ingested 4 documents", "plain progress lines off a terminal")
 
 	query := func(q string) []map[string]any {

@@ -100,7 +100,7 @@ Usage:
         store is clean, else 1. Tools skip unreadable records and log each
         once; this is how to find and remove them.
 
-  crux ingest [--data DIR] [--tenant T] FILE|DIR...
+  crux ingest [--data DIR] [--tenant T] [--compact] FILE|DIR...
   crux ingest [--data DIR] [--tenant T] --delete ID...
         Index documents for query, query_scan and query_expand in tenant T
         (default: default). A .txt or .md file is one document, its id the
@@ -110,7 +110,10 @@ Usage:
         names that start with a dot. Ingesting an id again replaces the
         document. Documents are written in batches of one transaction each,
         so an interrupted ingest leaves whole documents; progress goes to
-        standard error, and a JSON summary to standard output. --delete
+        standard error, and a JSON summary to standard output. --compact
+        then rewrites the store without the pages the batches replaced
+        (a bulk ingest leaves about one copy of the index's pages free);
+        it holds every other call for as long as that takes. --delete
         removes the documents with the ids given.
 
   crux help

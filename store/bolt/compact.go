@@ -106,6 +106,7 @@ func (db *DB) compactLocked() (err error) {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("store/bolt: compact %s: open %s: %w", db.path, tmp, err)
 	}
+	dst.AllocSize = allocSize
 	renamed := false
 	defer func() {
 		if !renamed {

@@ -26,6 +26,10 @@ var errTxDone = errors.New("store/bolt: transaction used after its function retu
 // facts, 0.8 used the fewest pages (0.7 and 0.95 both about 5% more).
 const appendFillPercent = 0.8
 
+// writeOnceFillPercent is the fill percent of a bucket whose values are
+// never rewritten (see tx.HintWriteOnce): its pages can be filled.
+const writeOnceFillPercent = 1.0
+
 // scanCheckEvery is how many keys Scan visits between context checks.
 const scanCheckEvery = 256
 
@@ -52,6 +56,7 @@ type writeState struct {
 	gen       uint64 // incremented by every write; a running Scan then repositions
 	buckets   bucketCache
 	appending []string // buckets hinted as appended to
+	writeOnce []string // buckets hinted as written once
 }
 
 // bucketCache remembers a few open buckets of a transaction, so repeated
@@ -133,7 +138,11 @@ func (t *tx) writableBucket(name string) (*bbolt.Bucket, error) {
 // setFill sets the fill percent of b, the bucket name just opened in a
 // read-write transaction.
 func (t *tx) setFill(name string, b *bbolt.Bucket) {
-	if t.w != nil && slices.Contains(t.w.appending, name) {
+	switch {
+	case t.w == nil:
+	case slices.Contains(t.w.writeOnce, name):
+		b.FillPercent = writeOnceFillPercent
+	case slices.Contains(t.w.appending, name):
 		b.FillPercent = appendFillPercent
 	}
 }
@@ -149,6 +158,20 @@ func (t *tx) HintAppend(bucket string) {
 	t.w.appending = append(t.w.appending, bucket)
 	if b := t.cache().get(bucket); b != nil {
 		b.FillPercent = appendFillPercent
+	}
+}
+
+// HintWriteOnce tells the transaction that the values of bucket are never
+// rewritten and its new keys sort after the old: the pages this
+// transaction splits are then filled completely. It implements
+// [store.WriteOnceHinter]; in a View it does nothing.
+func (t *tx) HintWriteOnce(bucket string) {
+	if t.w == nil || t.done || slices.Contains(t.w.writeOnce, bucket) {
+		return
+	}
+	t.w.writeOnce = append(t.w.writeOnce, bucket)
+	if b := t.cache().get(bucket); b != nil {
+		b.FillPercent = writeOnceFillPercent
 	}
 }
 
