@@ -14,6 +14,7 @@ package retrieval
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -153,9 +154,9 @@ func Rank(got []string, want string) int {
 // success@K are the same), MRR the mean of 1/rank over queries (0 when the
 // passage is not among the first K).
 type Quality struct {
-	K      int
-	Recall float64
-	MRR    float64
+	K      int     `json:"k"`
+	Recall float64 `json:"recall"`
+	MRR    float64 `json:"mrr"`
 }
 
 // Score computes Quality from the ranks Rank returned (0 = not found).
@@ -207,14 +208,21 @@ func Median(ds []time.Duration) time.Duration {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// DirSize is the total size of the regular files under dir.
+// DirSize is the total size of the regular files under dir; files removed
+// while it walks are left out.
 func DirSize(dir string) (int64, error) {
 	var n int64
 	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed while we walk (a merge finishing)
+		}
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
 		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
