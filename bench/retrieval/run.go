@@ -119,11 +119,15 @@ func Run(o RunOptions) ([]Result, error) {
 			systems = append(systems, &live{sys: sys, dir: dir, res: res})
 		}
 		res.Ingest = Median(res.IngestRuns)
+		start := time.Now()
 		size, err := systems[len(systems)-1].sys.SizeOnDisk()
 		if err != nil {
 			return nil, fmt.Errorf("%s: size: %w", f.Name, err)
 		}
 		res.Size = size
+		if size >= 0 {
+			logf("%s: %d bytes on disk, measured in %.1f s", f.Name, size, time.Since(start).Seconds())
+		}
 	}
 
 	for _, l := range systems {
