@@ -61,6 +61,13 @@ type System interface {
 	Close() error
 }
 
+// UsedSizer is a System whose files hold room it has not filled yet
+// (bbolt grows its file ahead of the data): UsedOnDisk, called after Close,
+// is the part in use.
+type UsedSizer interface {
+	UsedOnDisk() (int64, error)
+}
+
 // Factory makes a new, empty system whose files go under dir (a fresh
 // directory of its own).
 type Factory struct {

@@ -38,8 +38,10 @@ type Result struct {
 	// corpus into a new index; IngestRuns lists them all.
 	Ingest     time.Duration   `json:"ingest_ns"`
 	IngestRuns []time.Duration `json:"ingest_runs_ns"`
-	// Size is the size on disk after the last ingest, -1 for in-memory.
+	// Size is the size on disk after the last ingest, -1 for in-memory;
+	// Used the part of it in use, for a UsedSizer (else -1).
 	Size int64 `json:"size_bytes"`
+	Used int64 `json:"used_bytes"`
 	// P50 and P95 are over all timed queries (len(Queries) × Reps).
 	P50     time.Duration `json:"p50_ns"`
 	P95     time.Duration `json:"p95_ns"`
@@ -83,13 +85,15 @@ func Run(o RunOptions) ([]Result, error) {
 	var systems []*live
 	defer func() {
 		for _, l := range systems {
-			l.sys.Close()
+			if l.sys != nil {
+				l.sys.Close()
+			}
 			os.RemoveAll(l.dir)
 		}
 	}()
 
 	for _, f := range o.Systems {
-		res := &Result{System: f.Name, Queries: len(o.Queries)}
+		res := &Result{System: f.Name, Queries: len(o.Queries), Used: -1}
 		for r := range o.IngestRuns {
 			dir, err := os.MkdirTemp(o.Dir, "retrieval-"+f.Name+"-")
 			if err != nil {
@@ -162,6 +166,17 @@ func Run(o RunOptions) ([]Result, error) {
 	}
 	out := make([]Result, len(systems))
 	for i, l := range systems {
+		err := l.sys.Close()
+		sys := l.sys
+		l.sys = nil
+		if err != nil {
+			return nil, fmt.Errorf("%s: close: %w", l.res.System, err)
+		}
+		if u, ok := sys.(UsedSizer); ok {
+			if l.res.Used, err = u.UsedOnDisk(); err != nil {
+				return nil, fmt.Errorf("%s: used size: %w", l.res.System, err)
+			}
+		}
 		l.res.P50 = Percentile(l.lats, 50)
 		l.res.P95 = Percentile(l.lats, 95)
 		l.res.Samples = len(l.lats)
@@ -183,21 +198,25 @@ func Markdown(w io.Writer, results []Result, base string) {
 	if len(results) > 0 {
 		k = results[0].K
 	}
-	head := []string{"system", "ingest s", "size MB", "p50 µs", "p95 µs", fmt.Sprintf("recall@%d", k), fmt.Sprintf("MRR@%d", k)}
+	head := []string{"system", "ingest s", "size MB", "used MB", "p50 µs", "p95 µs", fmt.Sprintf("recall@%d", k), fmt.Sprintf("MRR@%d", k)}
 	if b != nil {
 		head = append(head, "p50 / "+base, "size / "+base)
 	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(head, " | "))
 	fmt.Fprintf(w, "|%s\n", strings.Repeat(" --- |", len(head)))
 	for _, r := range results {
-		size := "in memory"
+		size, used := "in memory", "—"
 		if r.Size >= 0 {
 			size = fmt.Sprintf("%.1f", float64(r.Size)/1e6)
+		}
+		if r.Used >= 0 {
+			used = fmt.Sprintf("%.1f", float64(r.Used)/1e6)
 		}
 		row := []string{
 			r.System,
 			fmt.Sprintf("%.2f", r.Ingest.Seconds()),
 			size,
+			used,
 			fmt.Sprintf("%.0f", float64(r.P50.Nanoseconds())/1e3),
 			fmt.Sprintf("%.0f", float64(r.P95.Nanoseconds())/1e3),
 			fmt.Sprintf("%.3f", r.Recall),
