@@ -1,0 +1,186 @@
+//go:build cruxindex
+
+// The crux system drives the library's retrieval core through its public
+// API: Server.Ingest and the query tool. It is built only with the
+// cruxindex tag, so that the rest of the benchmark builds against a crux
+// without that API (bench/retrieval.sh adds the tag when this file builds):
+//
+//	go run -tags cruxindex ./cmd/compare ...
+
+package retrieval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/store/bolt"
+	"go.etcd.io/bbolt"
+)
+
+// CruxLimit is the limit the crux system passes to the query tool (results
+// are segments, several of which may belong to one passage; Query keeps
+// each passage's first). Zero means the k the harness asks for.
+var CruxLimit = 0
+
+// CruxBatch is the number of passages per Server.Ingest call; zero (the
+// default) means the whole corpus in one call, as crux ingest sends it
+// (Ingest commits it in batches of its own).
+var CruxBatch = 0
+
+const cruxTenant = "bench"
+
+func init() {
+	Register(Factory{Name: "crux", New: func(dir string) (System, error) { return NewCrux(dir) }})
+}
+
+// Crux is crux's retrieval core over a bbolt store with the production
+// settings (fsync on every commit), called in process.
+type Crux struct {
+	path   string
+	db     *bolt.DB
+	srv    *crux.Server
+	caller crux.Caller
+}
+
+// NewCrux opens a new crux server over a bbolt file under dir.
+func NewCrux(dir string) (*Crux, error) {
+	path := filepath.Join(dir, "crux.db")
+	db, err := bolt.Open(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := crux.NewServer(db, &crux.Options{})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Crux{path: path, db: db, srv: srv, caller: crux.Caller{Agent: "bench", Authenticated: true}}, nil
+}
+
+// Name implements System.
+func (*Crux) Name() string { return "crux" }
+
+// Ingest implements System.
+func (x *Crux) Ingest(docs []Doc) error {
+	ctx := context.Background()
+	for len(docs) > 0 {
+		n := len(docs)
+		if CruxBatch > 0 {
+			n = min(CruxBatch, n)
+		}
+		batch := make([]crux.Document, n)
+		for i, d := range docs[:n] {
+			batch[i] = crux.Document{ID: d.ID, Title: d.Title, Text: d.Text}
+		}
+		if _, err := x.srv.Ingest(ctx, cruxTenant, batch, nil); err != nil {
+			return err
+		}
+		docs = docs[n:]
+	}
+	return nil
+}
+
+type cruxQueryArgs struct {
+	TenantID    string `json:"tenant_id"`
+	Query       string `json:"query"`
+	Limit       int    `json:"limit"`
+	TokenBudget int    `json:"token_budget"`
+}
+
+type cruxQueryResult struct {
+	Results []struct {
+		DocID        string  `json:"doc_id"`
+		SegmentIndex int     `json:"segment_index"`
+		Score        float64 `json:"score"`
+	} `json:"results"`
+}
+
+// Query implements System: the query tool's segments, mapped to their
+// passages in rank order, each passage once.
+func (x *Crux) Query(q string, k int) ([]string, error) {
+	limit := CruxLimit
+	if limit == 0 {
+		limit = k
+	}
+	args, err := json.Marshal(cruxQueryArgs{TenantID: cruxTenant, Query: q, Limit: limit, TokenBudget: 100000})
+	if err != nil {
+		return nil, err
+	}
+	res, err := x.srv.CallTool(context.Background(), x.caller, "query", args)
+	var e *crux.Error
+	if errors.As(err, &e) && e.Code == crux.CodeInvalidParams && strings.Contains(e.Message, "only common words") {
+		// A query of stop words alone is refused; for the benchmark that
+		// is a query that finds nothing.
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.IsError {
+		msg := "query failed"
+		if len(res.Content) > 0 {
+			msg = res.Content[0].Text
+		}
+		return nil, fmt.Errorf("crux query: %s", msg)
+	}
+	// StructuredContent is whatever value the tool built; its JSON form is
+	// the contract.
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil, err
+	}
+	var out cruxQueryResult
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, k)
+	seen := make(map[string]bool, k)
+	for _, r := range out.Results {
+		if len(ids) == k {
+			break
+		}
+		if !seen[r.DocID] {
+			seen[r.DocID] = true
+			ids = append(ids, r.DocID)
+		}
+	}
+	return ids, nil
+}
+
+// UsedOnDisk implements UsedSizer: the bbolt file's pages up to its
+// high-water mark (bbolt grows the file ahead of its data), read once the
+// store is closed.
+func (x *Crux) UsedOnDisk() (int64, error) {
+	db, err := bbolt.Open(x.path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int64
+	err = db.View(func(tx *bbolt.Tx) error { n = tx.Size(); return nil })
+	return n, err
+}
+
+// SizeOnDisk implements System: the size of the bbolt file.
+func (x *Crux) SizeOnDisk() (int64, error) {
+	fi, err := os.Stat(x.path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// Close implements System.
+func (x *Crux) Close() error {
+	err := x.srv.Close()
+	if err2 := x.db.Close(); err == nil {
+		err = err2
+	}
+	return err
+}
