@@ -9,10 +9,6 @@
 #	bench/retrieval.sh [compare flags...]      e.g. -reps 10, -systems bleve
 #
 # Environment:
-#	CRUX=auto|1|0   the crux system (needs the library's Server.Ingest and
-#	                query tool; built with -tags cruxindex): auto (default)
-#	                runs it when it builds and says why not when it does
-#	                not, 1 requires it, 0 leaves it out
 #	N, SEED         query count and seed (1000, 1)
 #	INGEST_RUNS     ingests per system, the median reported (3)
 #	REPS            timed runs of each query (5)
@@ -40,23 +36,5 @@ if [ ! -s "$queries" ]; then
 	go run ./cmd/queries -corpus "$corpus" -out "$queries" -n "$n" -seed "$seed"
 fi
 
-tags=
-case ${CRUX:-auto} in
-1) tags="-tags cruxindex" ;;
-0) ;;
-auto)
-	if out=$(go build -tags cruxindex -o /dev/null ./cmd/compare 2>&1); then
-		tags="-tags cruxindex"
-	else
-		echo "retrieval.sh: crux left out, its system does not build yet (CRUX=1 to insist):" >&2
-		printf '%s\n' "$out" | sed -n '2,4p' >&2
-	fi
-	;;
-*)
-	echo "retrieval.sh: CRUX must be auto, 1 or 0" >&2
-	exit 2
-	;;
-esac
-# shellcheck disable=SC2086 # $tags is one flag and its value, or nothing
-go run $tags ./cmd/compare -corpus "$corpus" -queries "$queries" \
+go run ./cmd/compare -corpus "$corpus" -queries "$queries" \
 	-ingest-runs "${INGEST_RUNS:-3}" -reps "${REPS:-5}" -json "$data/results.json" "$@"

@@ -1,11 +1,6 @@
-//go:build cruxindex
-
 // The crux system drives the library's retrieval core through its public
-// API: Server.Ingest and the query tool. It is built only with the
-// cruxindex tag, so that the rest of the benchmark builds against a crux
-// without that API (bench/retrieval.sh adds the tag when this file builds):
-//
-//	go run -tags cruxindex ./cmd/compare ...
+// API: Server.Ingest, then Server.Compact (as crux ingest --compact does),
+// and the query tool.
 
 package retrieval
 
@@ -32,6 +27,11 @@ var CruxLimit = 0
 // default) means the whole corpus in one call, as crux ingest sends it
 // (Ingest commits it in batches of its own).
 var CruxBatch = 0
+
+// CruxCompact makes the crux system compact its store after the ingest,
+// as crux ingest --compact does; without it the file keeps the pages the
+// ingest's later batches replaced.
+var CruxCompact = true
 
 const cruxTenant = "bench"
 
@@ -83,6 +83,9 @@ func (x *Crux) Ingest(docs []Doc) error {
 		}
 		docs = docs[n:]
 	}
+	if CruxCompact {
+		return x.srv.Compact(ctx)
+	}
 	return nil
 }
 
@@ -129,14 +132,12 @@ func (x *Crux) Query(q string, k int) ([]string, error) {
 		}
 		return nil, fmt.Errorf("crux query: %s", msg)
 	}
-	// StructuredContent is whatever value the tool built; its JSON form is
-	// the contract.
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		return nil, err
+	// The result's text is the answer as JSON, what an MCP client reads.
+	if len(res.Content) != 1 {
+		return nil, fmt.Errorf("crux query: %d content items", len(res.Content))
 	}
 	var out cruxQueryResult
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil {
 		return nil, err
 	}
 	ids := make([]string, 0, k)

@@ -78,8 +78,7 @@ type Factory struct {
 var factories []Factory
 
 // Register adds a system to those the harness runs. Each system's file
-// registers it from an init function; crux's does so only when built with
-// the cruxindex build tag.
+// registers it from an init function.
 func Register(f Factory) { factories = append(factories, f) }
 
 // Factories returns the registered systems in name order.
