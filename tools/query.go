@@ -127,6 +127,31 @@ func analyseQuery(tool, param, query string) ([]index.QueryTerm, error) {
 	return terms, nil
 }
 
+// searchArgs checks the arguments every retrieval tool takes: the tenant
+// c names, the text to search for (the argument param) and the limit
+// (def when omitted). It returns the text's terms and the limit.
+func searchArgs(tool string, c Caller, tenant, param, text string, limit *int, def int) ([]index.QueryTerm, int, error) {
+	if err := tenantFor(tool, c, tenant); err != nil {
+		return nil, 0, err
+	}
+	qt, err := analyseQuery(tool, param, text)
+	if err != nil {
+		return nil, 0, err
+	}
+	if limit != nil {
+		def = *limit
+	}
+	return qt, def, nil
+}
+
+// budgetOf is the budget of a token_budget argument, def when omitted.
+func budgetOf(tokenBudget, def int) budget {
+	if tokenBudget == 0 {
+		tokenBudget = def
+	}
+	return budget{Limit: tokenBudget}
+}
+
 func termStrings(qt []index.QueryTerm) []string {
 	out := make([]string, len(qt))
 	for i, t := range qt {
@@ -242,16 +267,9 @@ func query() *Tool {
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryArgs) (*Result, error) {
 			start := time.Now()
-			if err := tenantFor(name, c, in.TenantID); err != nil {
-				return nil, err
-			}
-			qt, err := analyseQuery(name, "query", in.Query)
+			qt, limit, err := searchArgs(name, c, in.TenantID, "query", in.Query, in.Limit, queryLimit)
 			if err != nil {
 				return nil, err
-			}
-			limit := queryLimit
-			if in.Limit != nil {
-				limit = *in.Limit
 			}
 			minScore := 0.0
 			if in.MinScore != nil {
@@ -311,10 +329,7 @@ func query() *Tool {
 					}
 					return int(int64(a.seq) - int64(b.seq))
 				})
-				b := budget{Limit: in.TokenBudget}
-				if b.Limit == 0 {
-					b.Limit = queryBudget
-				}
+				b := budgetOf(in.TokenBudget, queryBudget)
 				linked := make(map[string]bool)
 				for _, f := range order {
 					if len(out.Results) == limit {
@@ -596,21 +611,11 @@ func queryScan() *Tool {
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryScanArgs) (*Result, error) {
 			start := time.Now()
-			if err := tenantFor(name, c, in.TenantID); err != nil {
-				return nil, err
-			}
-			qt, err := analyseQuery(name, "query", in.Query)
+			qt, limit, err := searchArgs(name, c, in.TenantID, "query", in.Query, in.Limit, scanLimit)
 			if err != nil {
 				return nil, err
 			}
-			limit := scanLimit
-			if in.Limit != nil {
-				limit = *in.Limit
-			}
-			b := budget{Limit: in.TokenBudget}
-			if b.Limit == 0 {
-				b.Limit = scanBudget
-			}
+			b := budgetOf(in.TokenBudget, scanBudget)
 			out := queryScanOut{crcFields: newCRC(in.Contract, crcKindSearch), Results: []scanRow{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt), Limit: limit})
@@ -702,10 +707,7 @@ func queryExpand() *Tool {
 				}
 				refs[i] = ref{n, doc}
 			}
-			b := budget{Limit: in.TokenBudget}
-			if b.Limit == 0 {
-				b.Limit = expandBudget
-			}
+			b := budgetOf(in.TokenBudget, expandBudget)
 			out := queryExpandOut{crcFields: newCRC(in.Contract, crcKindAddr), Results: []expandRow{}}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				for i, r := range refs {

@@ -84,16 +84,9 @@ func reuseCheck() *Tool {
 		schema: schemaFor(name),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvReuseCheck, func(f *feature.Flags) bool { return f.ReuseCheck }),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reuseCheckArgs) (*Result, error) {
-			if err := tenantFor(name, c, in.TenantID); err != nil {
-				return nil, err
-			}
-			qt, err := analyseQuery(name, "description", in.Description)
+			qt, limit, err := searchArgs(name, c, in.TenantID, "description", in.Description, in.Limit, reuseLimit)
 			if err != nil {
 				return nil, err
-			}
-			limit := reuseLimit
-			if in.Limit != nil {
-				limit = *in.Limit
 			}
 			q := store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt), Limit: limit}
 			if in.MinScore != nil {
