@@ -36,6 +36,7 @@ func fixtureFlags() crux.Flags {
 	f := crux.DefaultFlags()
 	f.AutonomyContract = true
 	f.ReuseCheck = true
+	f.EngramMCP = true
 	f.MemoryAck = true
 	f.Artefacts = true
 	f.AgentPassports = true
@@ -171,7 +172,7 @@ const (
 // fillFixture stores, through srv, what the valid calls act on: facts of
 // alice (shared and private) and bob, contradicting values, sessions (one
 // archived), an artefact, a handoff package for bob, a constraint, a config
-// audit, a decision, a gap, two documents, a session plan, an observation of alice's
+// audit, a decision, a gap, two documents, an engram, a session plan, an observation of alice's
 // session s1, and the passports of bob and of erin (sponsored by alice).
 func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	t.Helper()
@@ -204,6 +205,8 @@ func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 		{ID: "guide/retrieval.md", Title: "Retrieval", Text: "Documents are cut into segments and ranked with BM25."},
 	}, nil)
 	require.NoError(t, err)
+	require.NoError(t, srv.PutEngram(context.Background(), crux.DefaultTenant,
+		crux.Engram{Name: "careful-edit", Version: "1", IntentBucket: "code_change", Content: "Read the tests before editing."}))
 	do(bob, "issue_passport", `{}`)
 	do(crux.Caller{Agent: "erin", Authenticated: true}, "issue_passport", `{"sponsor_id":"alice"}`)
 	return &fixture{replace: strings.NewReplacer(phFact, fact, phPrivate, private, phBobFact, bobFact,
@@ -228,6 +231,7 @@ var validCalls = []validCall{
 	{caller: alice, tool: "cuecrux_session", args: `{"intent":"review code","hints":{"want_parent_chain":true,"max_capabilities":5}}`},
 	{caller: alice, tool: "autonomy_contract", args: `{"token_budget":2000}`},
 	{caller: alice, tool: "reuse_check", args: `{"tenant_id":"default","description":"rank documents with bm25 segments","limit":3}`},
+	{caller: alice, tool: "engram_resolve", args: `{"names":["careful-edit@1"],"model_id":"claude-sonnet-4-5"}`},
 	{caller: alice, tool: "query", args: `{"tenant_id":"default","query":"where are facts stored on disk","limit":5,"token_budget":2000}`},
 	{caller: alice, tool: "query_scan", args: `{"tenant_id":"default","query":"bm25 segments","limit":5}`},
 	{caller: alice, tool: "query_expand", args: `{"tenant_id":"default","result_ids":["0:guide/storage.md","0:guide/retrieval.md"]}`},

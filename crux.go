@@ -65,6 +65,10 @@ type Options struct {
 	// for embedders; Server.Enforcing reports it. The crux command always
 	// sets one (a free-local token under the data directory's key).
 	Router rcx.Router
+	// EngramDir is a directory of engram files that engram_resolve lists
+	// beside the engrams stored with PutEngram (the crux command passes
+	// DIR/engrams, or $CRUX_ENGRAM_DIR). Empty means none.
+	EngramDir string
 }
 
 // Server serves the crux tools over a store. It is safe for concurrent use
@@ -122,6 +126,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	}
 	s := &Server{set: set, byName: make(map[string]int)}
 	s.env = tools.NewEnv(set, st, flags, opts.Now, signer, opts.Router, opts.Logger)
+	s.env.EngramDir = opts.EngramDir
 	for i, t := range set.Tools() {
 		s.catalogue = append(s.catalogue, Tool{
 			Name:        t.Name,

@@ -17,6 +17,8 @@
 //
 // The tools are compatible with the CueCrux tool contract: the
 // session handshake (cuecrux_session) and autonomy_contract; reuse_check;
+// engram_resolve (overlays stored with [Server.PutEngram] or read from
+// [Options].EngramDir);
 // retrieval (query, query_scan, query_expand) over the documents
 // [Server.Ingest] indexes per tenant; facts
 // (store_fact, query_facts, delete_fact, list_entities, get_bootstrap,

@@ -112,6 +112,7 @@ var nameArguments = []struct{ tool, param, args string }{
 	{"query_scan", "tenant_id", `{"tenant_id":"@@","query":"storage"}`},
 	{"query_expand", "tenant_id", `{"tenant_id":"@@","result_ids":["0:guide/storage.md"]}`},
 	{"reuse_check", "tenant_id", `{"tenant_id":"@@","description":"storage"}`},
+	{"engram_resolve", "tenant_id", `{"tenant_id":"@@"}`},
 }
 
 const sha = `"sha256":"` + configSHA + `"`
@@ -206,6 +207,7 @@ func limitCases() []limitCase {
 		{tool: "record_decision", args: `{"action":"a","rationale":"r","context_refs":[@@]}`, param: "context_refs", limit: 256},
 		{tool: "store_fact", args: `{"entity":"e","key":"k","value":"v","supersedes":[@@]}`, param: "supersedes", limit: 256, value: items(`"$FACT"`)},
 		{tool: "query_expand", args: `{"tenant_id":"default","result_ids":[@@]}`, param: "result_ids", limit: 50, value: items(`"0:guide/storage.md"`)},
+		{tool: "engram_resolve", args: `{"names":[@@]}`, param: "names", limit: 20, value: items(`"careful-edit@1"`)},
 	} {
 		tc.row = tc.tool + "." + tc.param
 		tc.reason = fmt.Sprintf("more than %d items", tc.limit)

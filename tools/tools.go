@@ -242,6 +242,9 @@ type Env struct {
 	// Tools names the tools the server serves, in catalogue order: every
 	// tool of its set present under its flags.
 	Tools []string
+	// EngramDir is the directory of engram files engram_resolve reads
+	// (see engrams.go); "" for none.
+	EngramDir string
 	// descriptions holds the description of each tool of Tools, for
 	// reuse_check's catalogue lens.
 	descriptions map[string]string
@@ -443,6 +446,7 @@ func All() []*Tool {
 	return []*Tool{
 		cuecruxSession(), autonomyContract(), // handshake.go
 		reuseCheck(),                        // reuse.go
+		engramResolve(),                     // engrams.go
 		query(), queryScan(), queryExpand(), // query.go
 		storeFact(), queryFacts(), deleteFact(), listEntities(), getBootstrap(), factHistory(), // facts.go, bootstrap.go
 		memoryAcknowledgeUse(),               // memory_use.go

@@ -33,7 +33,7 @@ type environment struct {
 }
 
 // commandVariables are the CRUX_* variables the command reads itself.
-var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE"}
+var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR"}
 
 // newEnvironment reads environ, NAME=value entries as os.Environ returns
 // them; the first entry of a name wins, as with os.Getenv.
@@ -117,6 +117,9 @@ type setup struct {
 	env      []string // the flag variables the flags were read from
 	storeURL string   // a postgres:// store (--store, $CRUX_STORE); empty: DIR/crux.db
 	keyFile  string   // the signing key (--key); empty: DIR/signing.key
+	// engramDir is the directory of engram files ($CRUX_ENGRAM_DIR, else
+	// DIR/engrams); the owning process's is the one its tools read.
+	engramDir string
 }
 
 // resolve applies the common flags of fs (registered into cf) and the
@@ -144,7 +147,12 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, err
 	if set["key"] && cf.key == "" {
 		return nil, usagef("--key must not be empty")
 	}
-	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars(), storeURL: storeURL, keyFile: cf.key}, nil
+	engramDir := osenv.getenv("CRUX_ENGRAM_DIR")
+	if engramDir == "" {
+		engramDir = filepath.Join(dir, "engrams")
+	}
+	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars(), storeURL: storeURL, keyFile: cf.key,
+		engramDir: engramDir}, nil
 }
 
 // resolveNoArgs parses the flags of a command that takes no positional

@@ -129,6 +129,8 @@ type host struct {
 	signer *receipts.Ed25519Signer
 	logger *slog.Logger
 
+	engramDir string // engram_resolve's directory of engram files
+
 	mu      sync.Mutex
 	servers map[string]*crux.Server // by the flag variables, sorted and joined
 }
@@ -148,7 +150,7 @@ func openHost(ctx context.Context, s *setup, logger *slog.Logger) (*host, error)
 	if err != nil {
 		return nil, err
 	}
-	h := &host{signer: signer, logger: logger, servers: map[string]*crux.Server{}}
+	h := &host{signer: signer, logger: logger, servers: map[string]*crux.Server{}, engramDir: s.engramDir}
 	if s.storeURL != "" {
 		db, err := postgres.Open(ctx, s.storeURL, nil)
 		if err != nil {
@@ -193,7 +195,8 @@ func (h *host) server(env []string) (*crux.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the router: %w", err)
 	}
-	srv, err := crux.NewServer(h.db, &crux.Options{Flags: &flags, Logger: h.logger, Signer: h.signer, Router: router})
+	srv, err := crux.NewServer(h.db, &crux.Options{Flags: &flags, Logger: h.logger, Signer: h.signer, Router: router,
+		EngramDir: h.engramDir})
 	if err != nil {
 		return nil, err
 	}

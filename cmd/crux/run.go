@@ -151,6 +151,8 @@ Environment:
                   else ~/.local/share/crux (created with mode 0700)
   CRUX_AGENT      the agent when --agent is not given
   CRUX_STORE      the store when --store is not given
+  CRUX_ENGRAM_DIR the engram files engram_resolve lists (default DIR/engrams;
+                  the process that owns the directory reads its own)
   feature flags:  see ` + "`go doc github.com/crux-go/crux Flags`" + `
 
 Exit status: 0 on success, 1 on an error, 2 on a usage error.
