@@ -104,6 +104,7 @@ type IdentityError struct {
 	Detail string
 }
 
+// Error returns the sentence for the caller.
 func (e *IdentityError) Error() string { return e.Detail }
 
 // Unwrap returns the reason.
@@ -400,6 +401,7 @@ type MergeConflictError struct {
 	Conflicts []MergeConflict
 }
 
+// Error names the first conflict and counts the others.
 func (e *MergeConflictError) Error() string {
 	c := e.Conflicts[0]
 	msg := fmt.Sprintf("conflict on (entity %q, key %q): both passports hold a current value", c.Entity, c.Key)
