@@ -46,15 +46,26 @@ func fixtureFlags() crux.Flags {
 	f.Observe = true
 	f.HandoffObservations = true
 	f.AuditEnvelope = true
+	f.IdentityContinuity = true
 	return f
 }
+
+// fixtureSigner signs the fixture servers' receipts: its key is the same in
+// every run.
+func fixtureSigner() *receipts.Ed25519Signer {
+	return receipts.NewEd25519Signer(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+}
+
+// operatorReceipts is how many receipts the fixture's operator, olga, has
+// earned: the fewest that make her passport trusted.
+const operatorReceipts = 500
 
 // fixtureServer is a server over st with the fixture's flags, its clock and
 // a signer whose key is the same in every run.
 func fixtureServer(t testing.TB, st store.Backend) *crux.Server {
 	t.Helper()
 	flags := fixtureFlags()
-	signer := receipts.NewEd25519Signer(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+	signer := fixtureSigner()
 	srv, err := crux.NewServer(st, &crux.Options{Flags: &flags, Now: func() time.Time { return fixtureTime }, Signer: signer})
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
@@ -111,7 +122,7 @@ func loadFixture(t testing.TB) *fixtureState {
 	if builtFixture.state == nil {
 		fb := storetest.NewFaulty(memstore.New())
 		srv := fixtureServer(t, fb)
-		fx := fillFixture(t, srv)
+		fx := fillFixture(t, srv, fb)
 		snap, err := fb.Snapshot(context.Background())
 		require.NoError(t, err)
 		builtFixture.state = &fixtureState{snap: snap, fx: fx}
@@ -172,9 +183,12 @@ const (
 // fillFixture stores, through srv, what the valid calls act on: facts of
 // alice (shared and private) and bob, contradicting values, sessions (one
 // archived), an artefact, a handoff package for bob, a constraint, a config
-// audit, a decision, a gap, two documents, an engram, a session plan, an observation of alice's
-// session s1, and the passports of bob and of erin (sponsored by alice).
-func fillFixture(t testing.TB, srv *crux.Server) *fixture {
+// audit, a decision, a gap, two documents, an engram, a session plan, an
+// observation of alice's session s1, the passports of bob and of erin
+// (sponsored by alice), and the operator passport of olga, with a private
+// fact, a session, and a device linked. st is srv's store: olga's receipts
+// are appended to it directly, as her calls would have minted them.
+func fillFixture(t testing.TB, srv *crux.Server, st store.Backend) *fixture {
 	t.Helper()
 	do := func(c crux.Caller, tool, args string) map[string]any { return call(t, srv, c, tool, args) }
 	str := func(m map[string]any, field string) string {
@@ -208,7 +222,21 @@ func fillFixture(t testing.TB, srv *crux.Server) *fixture {
 	require.NoError(t, srv.PutEngram(context.Background(), crux.DefaultTenant,
 		crux.Engram{Name: "careful-edit", Version: "1", IntentBucket: "code_change", Content: "Read the tests before editing."}))
 	do(bob, "issue_passport", `{}`)
-	do(crux.Caller{Agent: "erin", Authenticated: true}, "issue_passport", `{"sponsor_id":"alice"}`)
+	erin := crux.Caller{Agent: "erin", Authenticated: true}
+	do(erin, "issue_passport", `{"sponsor_id":"alice"}`)
+	do(erin, "store_fact", `{"entity":"project:crux","key":"editor","value":"emacs","private":true}`)
+	do(erin, "save_session", `{"session_id":"s1","state":{"erin":true}}`)
+	do(olga, "issue_passport", `{}`)
+	require.NoError(t, st.Update(context.Background(), func(tx store.Tx) error {
+		for range operatorReceipts {
+			if _, err := receipts.Append(tx, fixtureSigner(), "default", "decision", "olga", map[string]int{"n": 1}, fixtureTime); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	do(olga, "store_fact", `{"entity":"project:crux","key":"editor","value":"nano","private":true}`)
+	do(olga, "passport_link_device", `{"device_fingerprint":"`+strings.Repeat("0a", 32)+`","token_budget":100}`)
 	return &fixture{replace: strings.NewReplacer(phFact, fact, phPrivate, private, phBobFact, bobFact,
 		phArtefact, artefact, phPackage, string(pkg), phPlan, plan, phReceipt, receipt, phObs, obs.ObservationID)}
 }
@@ -288,6 +316,9 @@ var validCalls = []validCall{
 	{caller: alice, tool: "request_passport_mint", args: `{"requested_category":"work","reason":"a work account"}`},
 	{caller: bob, tool: "get_passport", args: `{}`},
 	{caller: alice, tool: "revoke_passport", args: `{"target_passport":"erin","reason":"left the team"}`},
+	{caller: olga, tool: "passport_split", args: `{"target_passport":"olga","new_passport_name":"olga-lab","token_budget":500,"reason":"a lab identity"}`},
+	{caller: olga, tool: "passport_merge", args: `{"source_passport":"erin","target_passport":"olga","conflict_policy":"prefer_target","token_budget":500,"reason":"erin left"}`},
+	{caller: olga, tool: "passport_link_device", args: `{"device_fingerprint":"` + strings.Repeat("5e", 32) + `","token_budget":500,"capabilities_subset":["facts:read","sessions:read"]}`},
 	{caller: alice, tool: "sync_pull", args: `{"entity_prefix":"project:"}`, isError: true},
 	{caller: alice, tool: "sync_push", args: `{"allowlist":["project:crux"]}`, isError: true},
 }

@@ -29,7 +29,9 @@
 // (list_observations, get_observation, verify_observation, recorded with
 // [Server.Observe]); receipt_verify; identity
 // (get_agent_identity, resolve_principal); passports (issue_passport,
-// request_passport_mint, get_passport, revoke_passport); decisions;
+// request_passport_mint, get_passport, revoke_passport); identity
+// continuity for operator passports (passport_split, passport_merge,
+// passport_link_device); decisions;
 // constraints, config audit and action
 // enrichment; and the hosted-tier sync_pull and sync_push. Each description is
 // prefixed with its tier marker ([local] or [hosted], package surface) and

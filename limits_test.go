@@ -264,7 +264,76 @@ func limitCases() []limitCase {
 			reason: "longer than 1048576 bytes", check: handoffLimit},
 		limitCase{row: "constraints", tool: "declare_constraint", limit: 1000,
 			reason: "your tenant already holds 1000 active constraints", check: constraintsLimit},
+		limitCase{row: "passport name", tool: "passport_split", limit: tools.MaxCallerNameBytes,
+			reason: "longer than 256 bytes", check: passportNameLimit},
+		limitCase{row: "passport_split.reason", tool: "passport_split", param: "reason", limit: 2048,
+			reason: "longer than 2048 bytes", check: operatorLimit("passport_split",
+				`{"target_passport":"olga","new_passport_name":"olga-2","token_budget":9,"reason":"@@"}`, "reason", "longer than 2048 bytes", 2048, letters)},
+		limitCase{row: "passport_merge.reason", tool: "passport_merge", param: "reason", limit: 2048,
+			reason: "longer than 2048 bytes", check: operatorLimit("passport_merge",
+				`{"source_passport":"erin","target_passport":"olga","conflict_policy":"prefer_target","token_budget":9,"reason":"@@"}`, "reason", "longer than 2048 bytes", 2048, letters)},
+		limitCase{row: "passport_link_device.capabilities_subset", tool: "passport_link_device", param: "capabilities_subset", limit: 6,
+			reason: "more than 6 items", check: operatorLimit("passport_link_device",
+				`{"device_fingerprint":"`+strings.Repeat("5e", 32)+`","token_budget":9,"capabilities_subset":[@@]}`, "capabilities_subset", "more than 6 items", 6, capabilities)},
+		limitCase{row: "linked devices", tool: "passport_link_device", limit: 64,
+			reason: "already has 64 linked devices, the most it may have", check: devicesLimit},
 	)
+}
+
+// capabilities is n device capabilities, each of the six once and then
+// repeats, as a JSON list's items.
+func capabilities(n int) string {
+	all := []string{"facts:read", "facts:write", "sessions:read", "sessions:write", "artefacts:read", "artefacts:write"}
+	items := make([]string, n)
+	for i := range items {
+		items[i] = `"` + all[i%len(all)] + `"`
+	}
+	return strings.Join(items, ",")
+}
+
+// operatorLimit is the check of a limit of an identity-continuity tool,
+// which only an operator may call: as the fixture's operator, olga, the
+// call with the value at the limit succeeds and one past it is refused.
+func operatorLimit(tool, args, param, reason string, limit int, value func(int) string) func(t *testing.T, srv *crux.Server) {
+	return func(t *testing.T, srv *crux.Server) {
+		e := callErr(t, srv, olga, tool, strings.Replace(args, "@@", value(limit+1), 1))
+		assertInvalidParam(t, e, tool, param, reason)
+		call(t, srv, olga, tool, strings.Replace(args, "@@", value(limit), 1))
+	}
+}
+
+// passportNameLimit: every passport argument of the identity tools is at
+// most 256 bytes once a leading <tenant>:: is removed.
+func passportNameLimit(t *testing.T, srv *crux.Server) {
+	for _, tc := range []struct{ tool, param, args string }{
+		{"passport_split", "target_passport", `{"target_passport":"@@","new_passport_name":"olga-2","token_budget":9}`},
+		{"passport_split", "new_passport_name", `{"target_passport":"olga","new_passport_name":"@@","token_budget":9}`},
+		{"passport_split", "new_passport_name", `{"target_passport":"olga","new_passport_name":"default::@@","token_budget":9}`},
+		{"passport_merge", "source_passport", `{"source_passport":"@@","target_passport":"olga","conflict_policy":"prefer_target","token_budget":9}`},
+		{"passport_merge", "target_passport", `{"source_passport":"olga","target_passport":"@@","conflict_policy":"prefer_target","token_budget":9}`},
+	} {
+		run := func(n int) (*crux.Result, error) {
+			return srv.CallTool(context.Background(), olga, tc.tool, json.RawMessage(strings.Replace(tc.args, "@@", letters(n), 1)))
+		}
+		want := tc.tool + ": " + tc.param + ": longer than 256 bytes"
+		if _, err := run(256); err != nil {
+			assert.NotEqual(t, want, err.(*crux.Error).Message, "refused at the limit")
+		}
+		_, err := run(257)
+		var e *crux.Error
+		require.True(t, errors.As(err, &e), "one past the limit: %v", err)
+		assertInvalidParam(t, e, tc.tool, tc.param, "longer than 256 bytes")
+	}
+}
+
+// devicesLimit: a passport links at most 64 devices.
+func devicesLimit(t *testing.T, srv *crux.Server) {
+	for i := 1; i < 64; i++ { // the fixture linked one
+		call(t, srv, olga, "passport_link_device", fmt.Sprintf(`{"device_fingerprint":"%064x","token_budget":9}`, i))
+	}
+	e := callErr(t, srv, olga, "passport_link_device", fmt.Sprintf(`{"device_fingerprint":"%064x","token_budget":9}`, 64))
+	assert.Equal(t, crux.CodeConflict, e.Code)
+	assert.Equal(t, "passport_link_device: passport olga already has 64 linked devices, the most it may have", e.Message)
 }
 
 // TestLimits hits every limit of docs/limits.md at the limit (accepted)

@@ -125,7 +125,7 @@ func Diagnose(tx Tx) ([]Problem, error) {
 	err = tx.Scan(bucketForgetFacts, nil, false, func(k, v []byte) error {
 		ff := new(ForgottenFact)
 		err := factDec.Unmarshal(v, ff)
-		if err == nil {
+		if err == nil && ff.Original != nil { // nil once the forget is restored or purged
 			err = factDec.Unmarshal(ff.Original, new(Fact))
 		}
 		if err != nil {

@@ -78,6 +78,11 @@ type Fact struct {
 	ValidTo       *time.Time `json:"valid_to,omitempty"`      // valid-time interval end (exclusive)
 	Deleted       bool       `json:"deleted,omitempty"`       // soft-deleted; kept for history
 	DeletedAt     *time.Time `json:"deleted_at,omitempty"`    // when it was deleted
+	// Origins records, oldest first, each passport operation that brought
+	// the fact into its owner's private space: a split that copied it
+	// from another fact, a merge that moved it from another passport's
+	// chain. Empty for a fact written where it is.
+	Origins []FactOrigin `json:"origins,omitempty"`
 }
 
 // StoredEntity is the entity the fact is stored and indexed under.

@@ -60,10 +60,22 @@ type Passport struct {
 	RevokedAt    *time.Time `json:"revoked_at,omitempty"` // set once, terminal
 	RevokedBy    string     `json:"revoked_by,omitempty"`
 	RevokeReason string     `json:"revoke_reason,omitempty"`
+	// ForkedFrom is the passport a split made this one from, and
+	// ForkReceipt the split's receipt (see [SplitPassport]).
+	ForkedFrom  string `json:"forked_from,omitempty"`
+	ForkReceipt string `json:"fork_receipt,omitempty"`
+	// RetiredAt is set once, terminal, when a merge retires the passport
+	// into RetiredInto, with the merge's receipt (see [MergePassports]).
+	RetiredAt     *time.Time `json:"retired_at,omitempty"`
+	RetiredInto   string     `json:"retired_into,omitempty"`
+	RetireReceipt string     `json:"retire_receipt,omitempty"`
 }
 
 // Revoked reports whether the passport has been revoked.
 func (p *Passport) Revoked() bool { return p.RevokedAt != nil }
+
+// Retired reports whether a merge has retired the passport.
+func (p *Passport) Retired() bool { return p.RetiredAt != nil }
 
 // GetPassport reads the passport id of tenant, or returns ErrNotFound.
 func GetPassport(tx Tx, tenant, id string) (*Passport, error) {

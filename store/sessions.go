@@ -48,7 +48,26 @@ type Session struct {
 	Archived      bool       `json:"archived,omitempty"`
 	ArchivedAt    *time.Time `json:"archived_at,omitempty"`
 	ArchiveReason string     `json:"archive_reason,omitempty"`
+	// ReadOnly marks a session a passport merge moved here from another
+	// passport: a reference whose state never changes. It cannot be saved
+	// over or deleted ([ErrReadOnlySession]); it can be archived and
+	// unarchived, and it still expires at its deadline.
+	ReadOnly bool `json:"read_only,omitempty"`
+	// Origins records, oldest first, each merge that moved the session.
+	Origins []SessionOrigin `json:"origins,omitempty"`
 }
+
+// SessionOrigin is one passport merge that moved a session: the passport
+// it belonged to, its id there, and the merge receipt.
+type SessionOrigin struct {
+	Passport  string `json:"passport"`
+	SessionID string `json:"session_id"`
+	Receipt   string `json:"receipt_id"`
+}
+
+// ErrReadOnlySession reports a write to a session a passport merge moved
+// (see [Session.ReadOnly]).
+var ErrReadOnlySession = errors.New("store: the session is a read-only reference moved by a passport merge")
 
 // StoredSessionID is the stored id of owner's session id:
 // __agent_session::<owner>::<id>, or id itself when owner is "".
@@ -105,13 +124,20 @@ func GetSession(tx Tx, sc Scope, id string, now time.Time) (*Session, error) {
 }
 
 // PutSession writes s, replacing any session with the same tenant, owner
-// and id (an expired one included), and keeps the expiry index in step.
+// and id (an expired one included), and keeps the expiry index in step. A
+// read-only session may be replaced only by itself with other archive
+// fields (archive_session, unarchive_session); any other write to it is
+// [ErrReadOnlySession], unless it had expired by s.UpdatedAt, the time of
+// the write.
 func PutSession(tx Tx, s *Session) error {
 	if s.ID == "" {
 		return ErrEmptyKey
 	}
 	key := sessionKey(s.Tenant, s.Owner, s.ID)
 	old, err := getSessionRaw(tx, s.Tenant, s.Owner, s.ID)
+	if err == nil && old.ReadOnly && !old.Expired(s.UpdatedAt) && !sameReference(old, s) {
+		return ErrReadOnlySession
+	}
 	switch {
 	case err == nil && old.ExpiresAt != nil:
 		if err := tx.Delete(bucketMemExpiry, expiryKey(s.Tenant, *old.ExpiresAt, key)); err != nil {
@@ -135,9 +161,28 @@ func PutSession(tx Tx, s *Session) error {
 	return nil
 }
 
+// sameReference reports whether s keeps everything of the read-only
+// session old but its archive fields.
+func sameReference(old, s *Session) bool {
+	if !s.ReadOnly || !bytes.Equal(old.State, s.State) || s.WrittenBy != old.WrittenBy ||
+		!s.UpdatedAt.Equal(old.UpdatedAt) || len(s.Origins) != len(old.Origins) {
+		return false
+	}
+	if (s.ExpiresAt == nil) != (old.ExpiresAt == nil) || s.ExpiresAt != nil && !s.ExpiresAt.Equal(*old.ExpiresAt) {
+		return false
+	}
+	for i := range s.Origins {
+		if s.Origins[i] != old.Origins[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // DeleteSession removes owner's session id in tenant. It reports whether a
 // live session was removed: deleting a missing or expired one removes
-// what is left of it and reports false.
+// what is left of it and reports false. A live read-only session is not
+// removed: [ErrReadOnlySession].
 func DeleteSession(tx Tx, sc Scope, id string, now time.Time) (bool, error) {
 	s, err := getSessionRaw(tx, sc.Tenant, sc.Agent, id)
 	if errors.Is(err, ErrNotFound) {
@@ -145,6 +190,9 @@ func DeleteSession(tx Tx, sc Scope, id string, now time.Time) (bool, error) {
 	}
 	if err != nil {
 		return false, err
+	}
+	if s.ReadOnly && !s.Expired(now) {
+		return false, ErrReadOnlySession
 	}
 	return !s.Expired(now), removeSession(tx, s)
 }

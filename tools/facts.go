@@ -476,6 +476,9 @@ type versionRow struct {
 	StoredAt     string  `json:"stored_at"`
 	Deleted      bool    `json:"deleted"`
 	Private      bool    `json:"private,omitempty"`
+	// Origins are the passport splits and merges that brought the
+	// version here, oldest first.
+	Origins []store.FactOrigin `json:"origins,omitempty"`
 }
 
 func factHistory() *Tool {
@@ -483,11 +486,12 @@ func factHistory() *Tool {
 	return &Tool{
 		Name: name,
 		Description: "The version chain of one (entity, key): superseded and deleted versions included, and your " +
-			"private chain of the same pair, marked private, merged with the shared one by stored_at. " +
+			"private chain of the same pair, marked private, merged with the shared one by stored_at; origins names " +
+			"the passport split or merge that brought a version into your chain, and its version there. " +
 			strings.TrimSpace(historyPageHelp),
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
-			"private?}], next_cursor?, truncated}",
+			"private?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
@@ -502,6 +506,7 @@ func factHistory() *Tool {
 							FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
 							SupersededBy: f.SupersededBy, Confidence: f.Confidence,
 							StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,
+							Origins: f.Origins,
 						}
 					})
 				return err

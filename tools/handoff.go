@@ -503,7 +503,10 @@ func acceptHandoff() *Tool {
 				}
 				sess := &store.Session{ID: pkg.Session.SessionID, Tenant: scope.Tenant, Owner: me,
 					State: pkg.Session.State, WrittenBy: me, UpdatedAt: now}
-				if err := store.PutSession(tx, sess); err != nil {
+				if err := store.PutSession(tx, sess); errors.Is(err, store.ErrReadOnlySession) {
+					return &Error{Code: CodeConflict, Message: name + ": session " + sess.ID + " is a read-only reference a " +
+						"passport merge moved here; nothing was accepted", cause: err}
+				} else if err != nil {
 					return err
 				}
 				out.SessionLoaded = true

@@ -1,6 +1,20 @@
 package tools
 
-import "context"
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
 
 func getAgentIdentity() *Tool {
 	const name = "get_agent_identity"
@@ -13,6 +27,593 @@ func getAgentIdentity() *Tool {
 		schema:      schemaFor(name),
 		run: bind(name, func(_ context.Context, _ *Env, c Caller, _ *struct{}) (*Result, error) {
 			return jsonResult(map[string]string{"agent_name": c.Name()})
+		}),
+	}
+}
+
+// ---- identity continuity: passport_split, passport_merge, passport_link_device ----
+//
+// Decisions where the CueCrux tool contract is silent or where crux does
+// better than the reference:
+//
+//   - The three tools need CORECRUXD_FEATURE_IDENTITY_CONTINUITY; while it
+//     is off they are listed but answer -32601, with data {feature_flag,
+//     enabled: false}.
+//   - The caller must hold an operator passport: a live (neither revoked
+//     nor retired) passport of its tenant whose earned tier is trusted or
+//     above (500 receipts). Anything less is -32003 FORBIDDEN.
+//   - Tenants never mix. A passport argument may name its tenant,
+//     <tenant>::<name> (agent names cannot hold "::", so this is never a
+//     plain name); a tenant other than the caller's is -32003.
+//   - A split copies the source's current private facts into the new
+//     passport (store.SplitPassport): the inheritance the contract calls a
+//     lineage read-through, made once, so that each passport's later
+//     writes diverge without two current values meeting in one chain. The
+//     new passport is sponsored by the source and starts unverified: a tier
+//     is earned by receipts, so an operator cannot mint operators.
+//   - A merge moves the source's private facts, sessions, pins and
+//     artefacts to the target and retires the source (store.MergePassports).
+//     Moved facts keep their ids and links and record where they came from;
+//     moved sessions become read-only references.
+//   - A device fingerprint is bound to one passport of a tenant; linking it
+//     again replaces its capabilities. The capabilities come from a closed
+//     list (deviceCapabilities).
+//   - Each operation is one transaction with one signed receipt in the
+//     tenant's chain. token_budget bounds the answer, never the operation:
+//     fixed fields always come back; lists and the inline receipt body take
+//     what the budget leaves, and truncated (receipt_body_omitted) says
+//     what was cut.
+
+// Receipt kinds and payload schemas of identity continuity.
+const (
+	kindPassportSplit      = "passport_split"
+	kindPassportMerge      = "passport_merge"
+	kindPassportLinkDevice = "passport_link_device"
+
+	splitReceiptSchema      = "crux.receipt.passport_split.v1"
+	mergeReceiptSchema      = "crux.receipt.passport_merge.v1"
+	linkDeviceReceiptSchema = "crux.receipt.passport_link_device.v1"
+)
+
+// deviceCapabilities are the capabilities a linked device may be granted.
+var deviceCapabilities = []string{"facts:read", "facts:write", "sessions:read", "sessions:write", "artefacts:read", "artefacts:write"}
+
+// defaultDeviceCapabilities is what a device is granted when the call
+// names nothing.
+var defaultDeviceCapabilities = []string{"facts:read"}
+
+// identityGate answers -32601 while identity continuity is off.
+func identityGate(name string) func(env *Env) (*Result, error) {
+	return func(env *Env) (*Result, error) {
+		if env.Flags.IdentityContinuity {
+			return nil, nil
+		}
+		return nil, &Error{
+			Code:    CodeMethodNotFound,
+			Message: name + " is disabled (set " + feature.EnvIdentityContinuity + "=1 to enable)",
+			Data:    map[string]any{"feature_flag": feature.EnvIdentityContinuity, "enabled": false},
+		}
+	}
+}
+
+// forbidden is a -32003 error of tool with data {reason, ...}.
+func forbidden(tool, reason, format string, args ...any) *Error {
+	return &Error{Code: CodeForbidden, Message: tool + ": " + fmt.Sprintf(format, args...), Data: map[string]any{"reason": reason}}
+}
+
+// passportArg checks a passport id argument: its size and characters as
+// for a caller's agent name, and its tenant when it names one
+// (<tenant>::<name>), which must be c's (else -32003). It returns the
+// plain passport id.
+func passportArg(tool, param, value string, c Caller) (string, error) {
+	if err := checkName(tool, param, value); err != nil {
+		return "", err
+	}
+	if i := strings.LastIndex(value, "::"); i >= 0 {
+		if t := value[:i]; t != c.TenantID() {
+			return "", &Error{Code: CodeForbidden,
+				Message: fmt.Sprintf("%s: %s: passport %q is of tenant %q, not of your tenant %q; identity operations never cross tenants",
+					tool, param, value[i+2:], t, c.TenantID()),
+				Data: map[string]any{"param": param, "reason": "cross_tenant", "tenant_id": t}}
+		}
+		value = value[i+2:]
+	}
+	switch {
+	case value == "":
+		return "", invalidParams(tool, param, "names no passport")
+	case len(value) > MaxCallerNameBytes:
+		return "", invalidParams(tool, param, fmt.Sprintf("longer than %d bytes", MaxCallerNameBytes))
+	case strings.HasSuffix(value, ":"):
+		return "", invalidParams(tool, param, `must not end with ":"`)
+	case value == anonymous:
+		return "", invalidParams(tool, param, `must not be "anonymous"`)
+	}
+	return value, nil
+}
+
+// requireOperator checks, in tx, that c holds an operator passport: live,
+// of its tenant, of earned tier trusted or above. Anything less is -32003.
+func requireOperator(tx store.Tx, tool string, c Caller) error {
+	id, tenant := c.Identity(), c.TenantID()
+	need := fmt.Sprintf("identity operations need an operator passport (tier %s or above)", store.TierTrusted)
+	if id == "" {
+		return forbidden(tool, "operator_required", "anonymous callers have no passport; %s", need)
+	}
+	p, err := store.GetPassport(tx, tenant, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return forbidden(tool, "operator_required", "%s has no passport in tenant %s; %s", id, tenant, need)
+	case err != nil:
+		return err
+	case p.Revoked():
+		return forbidden(tool, "passport_revoked", "your passport %s was revoked; %s", id, need)
+	case p.Retired():
+		return forbidden(tool, "passport_retired", "your passport %s was retired into %s by a merge; %s", id, p.RetiredInto, need)
+	}
+	tier, n, err := earnedTier(tx, tenant, id)
+	if err != nil {
+		return err
+	}
+	if store.TierRank(tier) < store.TierRank(store.TierTrusted) {
+		e := forbidden(tool, "operator_required", "your passport %s is of tier %s (%d receipts); %s", id, tier, n, need)
+		e.Data = map[string]any{"reason": "operator_required", "tier": tier, "required_tier": store.TierTrusted}
+		return e
+	}
+	return nil
+}
+
+// identityStateError turns a store refusal of an identity operation into
+// the answer: a missing passport is an error result; a revoked, retired or
+// taken passport, or a device bound elsewhere, is -32004.
+func identityStateError(tool string, err error) (*Result, error) {
+	var ie *store.IdentityError
+	if !errors.As(err, &ie) {
+		return nil, err
+	}
+	if errors.Is(err, store.ErrPassportNotFound) {
+		return errorResult("%s", ie.Error()), nil
+	}
+	return nil, &Error{Code: CodeConflict, Message: tool + ": " + ie.Error(), cause: err}
+}
+
+// checkReason bounds a reason.
+func checkReason(tool, reason string) error {
+	if len(reason) > maxPassportReason {
+		return invalidParams(tool, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
+	}
+	return nil
+}
+
+// answerBudget is what a token_budget leaves for an answer's optional
+// parts once its fixed fields are counted: rows join while they fit, and
+// once one does not, none after it does.
+type answerBudget struct {
+	left   int // bytes of compact JSON
+	closed bool
+}
+
+// newAnswerBudget is the budget of tokens (JSON bytes / 4, and never more
+// than answerBytes) for an answer whose fixed part is fixed.
+func newAnswerBudget(tokens int, fixed any) *answerBudget {
+	b, _ := json.Marshal(fixed)
+	return &answerBudget{left: min(tokens, answerBytes/8)*4 - len(b)}
+}
+
+// take reports whether v joins the answer, counting it if so.
+func (a *answerBudget) take(v any) bool {
+	if a.closed {
+		return false
+	}
+	b, _ := json.Marshal(v)
+	if n := len(b) + 1; n <= a.left {
+		a.left -= n
+		return true
+	}
+	a.closed = true
+	return false
+}
+
+// receiptBody is the inline receipt body of an identity answer: the CBOR
+// as hex when it fits the budget and maxInlineReceiptBody, else omitted.
+type receiptBody struct {
+	CBORHex string `json:"receipt_body_cbor_hex,omitempty"`
+	Bytes   int    `json:"receipt_body_bytes"`
+	Omitted bool   `json:"receipt_body_omitted"`
+	HashHex string `json:"receipt_body_hash_hex"`
+}
+
+func inlineBody(r *receipts.Receipt, b *answerBudget) receiptBody {
+	out := receiptBody{Bytes: len(r.Body), HashHex: hex.EncodeToString(r.PayloadHash), Omitted: true}
+	if h := hex.EncodeToString(r.Body); len(r.Body) <= maxInlineReceiptBody && b.take(h) {
+		out.CBORHex, out.Omitted = h, false
+	}
+	return out
+}
+
+// ---- passport_split ----
+
+type passportSplitArgs struct {
+	TargetPassport  string `json:"target_passport"`
+	NewPassportName string `json:"new_passport_name"`
+	TokenBudget     int    `json:"token_budget"`
+	Reason          string `json:"reason,omitempty"`
+}
+
+// splitReceipt is the payload of a passport_split receipt.
+type splitReceipt struct {
+	Schema           string                `cbor:"schema"` // splitReceiptSchema
+	TenantID         string                `cbor:"tenant_id"`
+	InitiatedBy      string                `cbor:"initiated_by_passport_id"`
+	SourcePassportID string                `cbor:"source_passport_id"`
+	NewPassportID    string                `cbor:"new_passport_id"`
+	Reason           string                `cbor:"reason"`
+	InitiatedAt      string                `cbor:"initiated_at"` // RFC 3339
+	FactsInherited   []store.InheritedFact `cbor:"facts_inherited"`
+}
+
+type splitOut struct {
+	NewPassportID    string                `json:"new_passport_id"`
+	SourcePassportID string                `json:"source_passport_id"`
+	SplitReceiptID   string                `json:"split_receipt_id"`
+	TenantID         string                `json:"tenant_id"`
+	FactsInherited   int                   `json:"facts_inherited"`
+	Inherited        []store.InheritedFact `json:"inherited"`
+	Truncated        bool                  `json:"truncated"`
+	receiptBody
+}
+
+func passportSplit() *Tool {
+	const name = "passport_split"
+	return &Tool{
+		Name: name,
+		Description: "Fork your passport into a new one of your tenant. The new passport inherits a copy of each of " +
+			"your current private facts (version 1 of the same entity and key, naming the fact it copies); after " +
+			"the split your writes and its writes diverge. It is sponsored by you and starts unverified, its tier " +
+			"earned by its own receipts. Needs an operator passport (trusted or above) and " +
+			feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt; the answer lists the inherited " +
+			"facts within token_budget (truncated says it was cut; facts_inherited counts them all).",
+		Annotations: Annotations{Title: "Split passport"},
+		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
+			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
+			"receipt_body_omitted, receipt_body_hash_hex}",
+		schema: schemaFor(name),
+		gate:   identityGate(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportSplitArgs) (*Result, error) {
+			source, err := passportArg(name, "target_passport", in.TargetPassport, c)
+			if err != nil {
+				return nil, err
+			}
+			fresh, err := passportArg(name, "new_passport_name", in.NewPassportName, c)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkReason(name, in.Reason); err != nil {
+				return nil, err
+			}
+			if c.Identity() != "" && source != c.Identity() {
+				return nil, forbidden(name, "not_own_passport", "you may split only your own passport (%s), not %s", c.Identity(), source)
+			}
+			tenant, now := c.TenantID(), env.now()
+			var out splitOut
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				if err := requireOperator(tx, name, c); err != nil {
+					return err
+				}
+				var r *receipts.Receipt
+				res, err := store.SplitPassport(tx, store.SplitRequest{Tenant: tenant, Source: source, New: fresh, Now: now},
+					func(res *store.SplitResult) (string, error) {
+						var err error
+						r, err = receipts.Append(tx, env.Signer, tenant, kindPassportSplit, c.Name(), splitReceipt{
+							Schema: splitReceiptSchema, TenantID: tenant, InitiatedBy: c.Name(), SourcePassportID: source,
+							NewPassportID: fresh, Reason: in.Reason, InitiatedAt: now.Format(time.RFC3339Nano),
+							FactsInherited: nonNil(res.Inherited),
+						}, now)
+						if err != nil {
+							return "", err
+						}
+						return r.ID, nil
+					})
+				if err != nil {
+					return err
+				}
+				out = splitOut{NewPassportID: fresh, SourcePassportID: source, SplitReceiptID: r.ID, TenantID: tenant,
+					FactsInherited: len(res.Inherited), Inherited: []store.InheritedFact{}}
+				b := newAnswerBudget(in.TokenBudget, out)
+				for _, f := range res.Inherited {
+					if !b.take(f) {
+						break
+					}
+					out.Inherited = append(out.Inherited, f)
+				}
+				out.Truncated = len(out.Inherited) < len(res.Inherited)
+				out.receiptBody = inlineBody(r, b)
+				return nil
+			})
+			if err != nil {
+				return identityStateError(name, err)
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// nonNil is s, or an empty slice for nil, so that a receipt lists none as
+// [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// ---- passport_merge ----
+
+type passportMergeArgs struct {
+	SourcePassport string `json:"source_passport"`
+	TargetPassport string `json:"target_passport"`
+	ConflictPolicy string `json:"conflict_policy"`
+	TokenBudget    int    `json:"token_budget"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+// mergeReceipt is the payload of a passport_merge receipt: every fact
+// version, session, pin and artefact the merge moved.
+type mergeReceipt struct {
+	Schema           string                `cbor:"schema"` // mergeReceiptSchema
+	TenantID         string                `cbor:"tenant_id"`
+	InitiatedBy      string                `cbor:"initiated_by_passport_id"`
+	SourcePassportID string                `cbor:"source_passport_id"`
+	TargetPassportID string                `cbor:"target_passport_id"`
+	ConflictPolicy   string                `cbor:"conflict_policy"`
+	Conflicts        []store.MergeConflict `cbor:"conflicts"`
+	Duplicates       int                   `cbor:"duplicates"`
+	Reason           string                `cbor:"reason"`
+	InitiatedAt      string                `cbor:"initiated_at"` // RFC 3339
+	ChainsMoved      int                   `cbor:"chains_moved"`
+	FactsMoved       []store.MovedFact     `cbor:"facts_moved"`
+	SessionsMoved    []store.MovedSession  `cbor:"sessions_moved"`
+	PinsMoved        []string              `cbor:"pins_moved"`
+	ArtefactsMoved   []string              `cbor:"artefacts_moved"`
+}
+
+// mergeMoved counts what a merge moved.
+type mergeMoved struct {
+	Chains    int `json:"chains"`
+	Facts     int `json:"facts"`
+	Sessions  int `json:"sessions"`
+	Pins      int `json:"pins"`
+	Artefacts int `json:"artefacts"`
+}
+
+type mergeOut struct {
+	MergedPassportID  string                `json:"merged_passport_id"`
+	RetiredPassportID string                `json:"retired_passport_id"`
+	MergeReceiptID    string                `json:"merge_receipt_id"`
+	TenantID          string                `json:"tenant_id"`
+	ConflictPolicy    string                `json:"conflict_policy"`
+	ConflictsResolved int                   `json:"conflicts_resolved"`
+	Duplicates        int                   `json:"duplicates"`
+	Moved             mergeMoved            `json:"moved"`
+	Conflicts         []store.MergeConflict `json:"conflicts"`
+	SessionsRenamed   []store.MovedSession  `json:"sessions_renamed"`
+	SessionsRenamedN  int                   `json:"sessions_renamed_count"`
+	Truncated         bool                  `json:"truncated"`
+	receiptBody
+}
+
+// maxListedConflicts is the most conflicts a -32004 refusal lists.
+const maxListedConflicts = 20
+
+func passportMerge() *Tool {
+	const name = "passport_merge"
+	return &Tool{
+		Name: name,
+		Description: "Merge a passport of your tenant into another; you must be one of them. The source's private " +
+			"facts (every version, ids kept, each recording its former passport and version), sessions (as read-only " +
+			"references, renamed id@source when the target has that id), pins and artefacts move to the target, and " +
+			"nothing else; the source is retired for good, naming the target. conflict_policy decides which current " +
+			"value stays current where both hold different ones for an (entity, key); error_on_conflict fails with " +
+			"-32004 naming them and changes nothing. Needs an operator passport (trusted or above) and " +
+			feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt listing everything moved; the " +
+			"answer's lists stay within token_budget (truncated says they were cut).",
+		Annotations: Annotations{Title: "Merge passports", DestructiveHint: true},
+		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
+			"conflicts_resolved, duplicates, moved{chains, facts, sessions, pins, artefacts}, conflicts: [{entity, key, " +
+			"source_fact_id, target_fact_id, resolution, chosen_fact_id}], sessions_renamed: [{from, to}], " +
+			"sessions_renamed_count, truncated, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
+			"receipt_body_hash_hex}",
+		schema: schemaFor(name),
+		gate:   identityGate(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportMergeArgs) (*Result, error) {
+			source, err := passportArg(name, "source_passport", in.SourcePassport, c)
+			if err != nil {
+				return nil, err
+			}
+			target, err := passportArg(name, "target_passport", in.TargetPassport, c)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkReason(name, in.Reason); err != nil {
+				return nil, err
+			}
+			if source == target {
+				return nil, invalidParams(name, "target_passport", "must differ from source_passport")
+			}
+			if me := c.Identity(); me != "" && me != source && me != target {
+				return nil, forbidden(name, "not_own_passport", "you (%s) may merge only a passport of your own: be the source or the target", me)
+			}
+			tenant, now := c.TenantID(), env.now()
+			var out mergeOut
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				if err := requireOperator(tx, name, c); err != nil {
+					return err
+				}
+				var r *receipts.Receipt
+				res, err := store.MergePassports(tx, store.MergeRequest{Tenant: tenant, Source: source, Target: target,
+					Policy: in.ConflictPolicy, Now: now, MaxSessionID: MaxNameBytes},
+					func(res *store.MergeResult) (string, error) {
+						var err error
+						r, err = receipts.Append(tx, env.Signer, tenant, kindPassportMerge, c.Name(), mergeReceipt{
+							Schema: mergeReceiptSchema, TenantID: tenant, InitiatedBy: c.Name(), SourcePassportID: source,
+							TargetPassportID: target, ConflictPolicy: in.ConflictPolicy, Conflicts: nonNil(res.Conflicts),
+							Duplicates: res.Duplicates, Reason: in.Reason, InitiatedAt: now.Format(time.RFC3339Nano),
+							ChainsMoved: res.Chains, FactsMoved: nonNil(res.Facts), SessionsMoved: nonNil(res.Sessions),
+							PinsMoved: nonNil(res.Pins), ArtefactsMoved: nonNil(res.Artefacts),
+						}, now)
+						if err != nil {
+							return "", err
+						}
+						return r.ID, nil
+					})
+				if err != nil {
+					return err
+				}
+				out = mergeOut{MergedPassportID: target, RetiredPassportID: source, MergeReceiptID: r.ID, TenantID: tenant,
+					ConflictPolicy: in.ConflictPolicy, ConflictsResolved: len(res.Conflicts), Duplicates: res.Duplicates,
+					Moved: mergeMoved{Chains: res.Chains, Facts: len(res.Facts), Sessions: len(res.Sessions),
+						Pins: len(res.Pins), Artefacts: len(res.Artefacts)},
+					Conflicts: []store.MergeConflict{}, SessionsRenamed: []store.MovedSession{}}
+				var renamed []store.MovedSession
+				for _, s := range res.Sessions {
+					if s.From != s.To {
+						renamed = append(renamed, s)
+					}
+				}
+				out.SessionsRenamedN = len(renamed)
+				b := newAnswerBudget(in.TokenBudget, out)
+				for _, cf := range res.Conflicts {
+					if !b.take(cf) {
+						break
+					}
+					out.Conflicts = append(out.Conflicts, cf)
+				}
+				for _, s := range renamed {
+					if !b.take(s) {
+						break
+					}
+					out.SessionsRenamed = append(out.SessionsRenamed, s)
+				}
+				out.Truncated = len(out.Conflicts) < len(res.Conflicts) || len(out.SessionsRenamed) < len(renamed)
+				out.receiptBody = inlineBody(r, b)
+				return nil
+			})
+			var ce *store.MergeConflictError
+			if errors.As(err, &ce) {
+				listed := ce.Conflicts[:min(len(ce.Conflicts), maxListedConflicts)]
+				return nil, &Error{Code: CodeConflict, Message: name + ": " + ce.Error() + "; nothing was merged",
+					Data: map[string]any{"conflict_policy": in.ConflictPolicy, "conflicts": listed,
+						"conflict_count": len(ce.Conflicts), "truncated": len(listed) < len(ce.Conflicts)}}
+			}
+			if err != nil {
+				return identityStateError(name, err)
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ---- passport_link_device ----
+
+type passportLinkDeviceArgs struct {
+	DeviceFingerprint  string   `json:"device_fingerprint"`
+	TokenBudget        int      `json:"token_budget"`
+	CapabilitiesSubset []string `json:"capabilities_subset,omitempty"`
+}
+
+// linkDeviceReceipt is the payload of a passport_link_device receipt.
+type linkDeviceReceipt struct {
+	Schema               string   `cbor:"schema"` // linkDeviceReceiptSchema
+	TenantID             string   `cbor:"tenant_id"`
+	PassportID           string   `cbor:"passport_id"`
+	DeviceFingerprint    string   `cbor:"device_fingerprint"`
+	CapabilitiesSubset   []string `cbor:"capabilities_subset"`
+	PreviousCapabilities []string `cbor:"previous_capabilities,omitempty"` // a relink: what the device had
+	InitiatedAt          string   `cbor:"initiated_at"`                    // RFC 3339
+}
+
+type linkDeviceOut struct {
+	LinkReceiptID        string   `json:"link_receipt_id"`
+	PassportID           string   `json:"passport_id"`
+	DeviceFingerprint    string   `json:"device_fingerprint"`
+	CapabilitiesSubset   []string `json:"capabilities_subset"`
+	Relinked             bool     `json:"relinked"`
+	PreviousCapabilities []string `json:"previous_capabilities,omitempty"`
+	LinkedAt             string   `json:"linked_at"`
+	TenantID             string   `json:"tenant_id"`
+	receiptBody
+}
+
+func passportLinkDevice() *Tool {
+	const name = "passport_link_device"
+	return &Tool{
+		Name: name,
+		Description: "Link a device to your passport by its fingerprint (64 lowercase hex digits, the BLAKE3 of its " +
+			"attestation; the attestation is never stored), granting it capabilities_subset (default facts:read; " +
+			"from facts, sessions and artefacts, each :read or :write). A device belongs to one passport of the " +
+			"tenant (another's is -32004); linking it again replaces its capabilities; at most " +
+			strconv.Itoa(store.MaxDevicesPerPassport) + " devices per passport. Needs an operator passport (trusted " +
+			"or above) and " + feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt; token_budget " +
+			"bounds the answer (the inline receipt body is left out when it does not fit).",
+		Annotations: Annotations{Title: "Link device", IdempotentHint: true},
+		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
+			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +
+			"receipt_body_omitted, receipt_body_hash_hex}",
+		schema: schemaFor(name),
+		gate:   identityGate(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportLinkDeviceArgs) (*Result, error) {
+			caps := in.CapabilitiesSubset
+			if caps == nil {
+				caps = defaultDeviceCapabilities
+			}
+			seen := make(map[string]bool, len(caps))
+			for i, cp := range caps {
+				switch {
+				case !slices.Contains(deviceCapabilities, cp):
+					return nil, invalidParams(name, "capabilities_subset."+strconv.Itoa(i),
+						`must be one of "`+strings.Join(deviceCapabilities, `", "`)+`"`)
+				case seen[cp]:
+					return nil, invalidParams(name, "capabilities_subset."+strconv.Itoa(i), fmt.Sprintf("lists %s twice", cp))
+				}
+				seen[cp] = true
+			}
+			if len(in.DeviceFingerprint) != 64 || strings.Trim(in.DeviceFingerprint, "0123456789abcdef") != "" {
+				return nil, invalidParams(name, "device_fingerprint", "must be 64 lowercase hex digits")
+			}
+			id, tenant, now := c.Identity(), c.TenantID(), env.now()
+			var out linkDeviceOut
+			err := env.Store.Update(ctx, func(tx store.Tx) error {
+				if err := requireOperator(tx, name, c); err != nil {
+					return err
+				}
+				var r *receipts.Receipt
+				link, prev, err := store.LinkDevice(tx, tenant, id, in.DeviceFingerprint, caps, now,
+					func(prev *store.DeviceLink) (string, error) {
+						payload := linkDeviceReceipt{Schema: linkDeviceReceiptSchema, TenantID: tenant, PassportID: id,
+							DeviceFingerprint: in.DeviceFingerprint, CapabilitiesSubset: caps, InitiatedAt: now.Format(time.RFC3339Nano)}
+						if prev != nil {
+							payload.PreviousCapabilities = nonNil(prev.Capabilities)
+						}
+						var err error
+						if r, err = receipts.Append(tx, env.Signer, tenant, kindPassportLinkDevice, c.Name(), payload, now); err != nil {
+							return "", err
+						}
+						return r.ID, nil
+					})
+				if err != nil {
+					return err
+				}
+				out = linkDeviceOut{LinkReceiptID: r.ID, PassportID: id, DeviceFingerprint: link.Fingerprint,
+					CapabilitiesSubset: link.Capabilities, Relinked: prev != nil, LinkedAt: now.Format(time.RFC3339Nano), TenantID: tenant}
+				if prev != nil {
+					out.PreviousCapabilities = nonNil(prev.Capabilities)
+				}
+				out.receiptBody = inlineBody(r, newAnswerBudget(in.TokenBudget, out))
+				return nil
+			})
+			if err != nil {
+				return identityStateError(name, err)
+			}
+			return jsonResult(out)
 		}),
 	}
 }

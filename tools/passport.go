@@ -79,6 +79,13 @@ func passportView(p *store.Passport) map[string]any {
 		out["revoked_at"] = p.RevokedAt.UTC().Format(time.RFC3339Nano)
 		out["revoked_by"] = p.RevokedBy
 	}
+	if p.ForkedFrom != "" {
+		out["forked_from"] = p.ForkedFrom
+	}
+	if p.Retired() {
+		out["retired_at"] = p.RetiredAt.UTC().Format(time.RFC3339Nano)
+		out["retired_into"] = p.RetiredInto
+	}
 	return out
 }
 
@@ -96,7 +103,7 @@ func getPassport() *Tool {
 			"tiers never go down). Needs an authenticated caller with a passport (issue_passport). A revoked " +
 			"passport may still call it.",
 		Annotations: Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?}",
+		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
 			id, tenant := c.Identity(), c.TenantID()

@@ -134,6 +134,12 @@ func writeOut(s *store.Session) sessionWriteOut {
 // not exist, or no longer does.
 func sessionNotFound(id string) *Result { return errorResult("session not found: %s", id) }
 
+// sessionReadOnly is the answer to a write to a read-only session.
+func sessionReadOnly(id string) *Result {
+	return errorResult("session %s is a read-only reference a passport merge moved here: it cannot be saved over "+
+		"or deleted; save under another id", id)
+}
+
 // ---- get_session ----
 
 type sessionIDArgs struct {
@@ -151,6 +157,10 @@ type sessionOut struct {
 	ArchiveReason string          `json:"archive_reason,omitempty"`
 	ExpiresAt     string          `json:"expires_at,omitempty"`
 	WrittenBy     string          `json:"written_by,omitempty"`
+	// ReadOnly and MergedFrom describe a session a passport merge moved
+	// here: each merge that moved it, oldest first.
+	ReadOnly   bool                  `json:"read_only,omitempty"`
+	MergedFrom []store.SessionOrigin `json:"merged_from,omitempty"`
 }
 
 func getSession() *Tool {
@@ -160,10 +170,12 @@ func getSession() *Tool {
 		Description: "Read one of your sessions: its state exactly as saved, when it was last written, and its size " +
 			"in tokens (state JSON bytes / 4). Sessions are per agent: you see only your own (anonymous callers " +
 			"share one space of their own). Archived sessions are readable in full. A session that does not " +
-			"exist or has expired gives an error result, session not found.",
+			"exist or has expired gives an error result, session not found. A session a passport merge moved here " +
+			"is read_only: it cannot be saved over or deleted, and merged_from says where it came from.",
 		Annotations: Annotations{Title: "Get session", IdempotentHint: true},
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
-			"written_by?}; a missing or expired session: isError, session not found",
+			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
+			"session: isError, session not found",
 		schema: schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -194,6 +206,7 @@ func getSession() *Tool {
 			out := sessionOut{
 				SessionID: s.ID, State: s.State, UpdatedAt: stamp(s.UpdatedAt), TotalTokens: sessionTokens(s.State),
 				Archived: s.Archived, ArchiveReason: s.ArchiveReason, WrittenBy: s.WrittenBy,
+				ReadOnly: s.ReadOnly, MergedFrom: s.Origins,
 			}
 			if s.ArchivedAt != nil {
 				out.ArchivedAt = stamp(*s.ArchivedAt)
@@ -242,6 +255,9 @@ func saveSession() *Tool {
 				return nil, invalidParams(name, "state", fmt.Sprintf("larger than %d bytes as compact JSON", maxSessionStateBytes))
 			}
 			s, err := writeSession(ctx, env, c, in.SessionID, state.Bytes(), in.TTLSeconds)
+			if errors.Is(err, store.ErrReadOnlySession) {
+				return sessionReadOnly(in.SessionID), nil
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -428,6 +444,9 @@ func sessionCheckpoint() *Tool {
 				return nil, invalidParams(name, "token_budget", fmt.Sprintf("lets the checkpoint exceed %d bytes; lower it", maxSessionStateBytes))
 			}
 			s, err := writeSession(ctx, env, c, in.SessionID, state, in.TTLSeconds)
+			if errors.Is(err, store.ErrReadOnlySession) {
+				return sessionReadOnly(in.SessionID), nil
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -522,6 +541,9 @@ func deleteSession() *Tool {
 				deleted, err = store.DeleteSession(tx, c.Scope(), in.SessionID, env.now())
 				return err
 			})
+			if errors.Is(err, store.ErrReadOnlySession) {
+				return sessionReadOnly(in.SessionID), nil
+			}
 			if err != nil {
 				return nil, err
 			}

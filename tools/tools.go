@@ -466,6 +466,7 @@ func All() []*Tool {
 		recordDecision(),                                                                                             // decisions.go
 		declareConstraint(), getConstraints(), checkConstraints(), auditConfig(), checkConfigAudit(), enrichAction(), // constraints.go
 		issuePassport(), requestPassportMint(), getPassport(), revokePassport(), // passport.go
+		passportSplit(), passportMerge(), passportLinkDevice(), // identity.go
 		syncPull(), syncPush(), // sync.go
 	}
 }
