@@ -335,7 +335,7 @@ func query() *Tool {
 					if len(out.Results) == limit {
 						break
 					}
-					seg, err := store.GetSegment(tx, in.TenantID, f.seq)
+					seg, err := env.segments.segment(tx, in.TenantID, f.seq)
 					if skippable(err) {
 						continue
 					}
@@ -624,7 +624,7 @@ func queryScan() *Tool {
 				}
 				out.TotalCandidates, out.Meta.SegmentsSearched = res.Candidates, res.Stats.Segments
 				for _, h := range res.Hits {
-					seg, err := store.GetSegment(tx, in.TenantID, h.Seq)
+					seg, err := env.segments.segment(tx, in.TenantID, h.Seq)
 					if skippable(err) {
 						continue
 					}

@@ -1,10 +1,16 @@
 package tools
 
 import (
+	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crux-go/crux/index"
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
 )
 
 func TestSnippet(t *testing.T) {
@@ -34,3 +40,55 @@ func TestSnippet(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// TestSegmentCacheBound: the cache forgets the oldest segments once it
+// holds segmentCacheBytes, keeps the newest, and answers what the store
+// holds.
+func TestSegmentCacheBound(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	text := strings.Repeat("word ", 200) // 1000 bytes: one segment each
+	n := 2 * segmentCacheBytes / 1000
+	var docs []store.PreparedDocument
+	var a index.Analyzer
+	for i := range n {
+		p, err := store.PrepareDocument(store.Document{ID: fmt.Sprint(i), Text: text}, &a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, p)
+	}
+	ctx := context.Background()
+	if err := db.Update(ctx, func(tx store.Tx) error { _, err := store.PutDocuments(tx, "t", docs, time.Now()); return err }); err != nil {
+		t.Fatal(err)
+	}
+	c := newSegmentCache()
+	err = db.View(ctx, func(tx store.Tx) error {
+		for i := range n {
+			s, err := c.segment(tx, "t", uint32(i))
+			if err != nil {
+				return err
+			}
+			if s.DocID != fmt.Sprint(i) {
+				t.Fatalf("segment %d is of document %s", i, s.DocID)
+			}
+		}
+		again, err := c.segment(tx, "t", uint32(n-1))
+		if err == nil && again != c.m[segmentKey{"t", uint32(n - 1)}] {
+			t.Error("the newest segment was read again, not served from the cache")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.bytes > segmentCacheBytes || len(c.m) < n/4 {
+		t.Fatalf("cache holds %d bytes in %d segments", c.bytes, len(c.m))
+	}
+	if _, ok := c.m[segmentKey{"t", 0}]; ok {
+		t.Error("the oldest segment was kept")
+	}
+}

@@ -101,7 +101,7 @@ func reuseCheck() *Tool {
 					return err
 				}
 				for _, h := range res.Hits {
-					seg, err := store.GetSegment(tx, in.TenantID, h.Seq)
+					seg, err := env.segments.segment(tx, in.TenantID, h.Seq)
 					if skippable(err) {
 						continue
 					}

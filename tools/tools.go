@@ -245,6 +245,8 @@ type Env struct {
 	// EngramDir is the directory of engram files engram_resolve reads
 	// (see engrams.go); "" for none.
 	EngramDir string
+	// segments caches the document segments the retrieval tools read.
+	segments *segmentCache
 	// descriptions holds the description of each tool of Tools, for
 	// reuse_check's catalogue lens.
 	descriptions map[string]string
@@ -276,7 +278,7 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 	}
 	e := &Env{
 		Now: now, Signer: signer, Router: router, Flags: flags,
-		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, descriptions: descriptions, Logger: logger,
+		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, descriptions: descriptions, segments: newSegmentCache(), Logger: logger,
 		corrupt: &corruptLog{seen: make(map[string]struct{})},
 	}
 	e.Store = store.Reporting(st, e.ReportCorrupt)
