@@ -52,7 +52,7 @@ const (
 	rrfK               = 60   // the reciprocal-rank fusion constant
 	graphFacts         = 8    // facts the entity-graph lane starts from
 	graphEntities      = 5    // entities it follows
-	snippetBytes       = 240  // longest snippet of a query result
+	snippetBytes       = 160  // longest snippet of a query result
 	lowCoverage        = 0.5  // a query whose coverage is below it is recorded for get_gaps
 	maxLinkedFactValue = 240  // bytes of a linked fact's value query shows
 )
