@@ -409,8 +409,9 @@ type graphHit struct {
 }
 
 // graphLane returns the facts of the caller in tenant matching the query's
-// terms (as query_facts matches keywords), and the segments mentioning their entities, ranked: by the
-// entity's place (the best fact first), then by the BM25 of its name.
+// terms (as query_facts matches keywords), and the segments mentioning
+// their entities, ranked: by the entity's place (the best fact first),
+// then by the BM25 of its name.
 func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, now time.Time) ([]linkedFact, []graphHit, error) {
 	if len(words) == 0 {
 		return nil, nil, nil
