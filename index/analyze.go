@@ -31,9 +31,10 @@ package index
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
+
+	"github.com/crux-go/crux/internal/codec"
 )
 
 // MaxTermBytes is the longest term; longer runs are cut to it (on a
@@ -102,12 +103,7 @@ func emit(text string, start, end int, fn func(Word)) {
 	if !isLowerASCII(w) {
 		w = strings.ToLower(w)
 	}
-	if len(w) > MaxTermBytes {
-		w = w[:MaxTermBytes]
-		for !utf8.ValidString(w) {
-			w = w[:len(w)-1]
-		}
-	}
+	w = codec.CutUTF8(w, MaxTermBytes)
 	fn(Word{Lower: w, Start: start, End: end})
 }
 

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/crux-go/crux/internal/codec"
 )
 
 // Identity continuity: a passport split into a new one ([SplitPassport]),
@@ -716,7 +717,7 @@ func mergedSessionID(tx Tx, req MergeRequest, id string, now time.Time, assigned
 			}
 			base := id
 			if req.MaxSessionID > 0 && len(base)+len(suffix) > req.MaxSessionID {
-				base = truncateUTF8(base, max(req.MaxSessionID-len(suffix), 0))
+				base = codec.CutUTF8(base, max(req.MaxSessionID-len(suffix), 0))
 			}
 			name = base + suffix
 		}
@@ -725,18 +726,6 @@ func mergedSessionID(tx Tx, req MergeRequest, id string, now time.Time, assigned
 			return name, err
 		}
 	}
-}
-
-// truncateUTF8 is the longest prefix of s of at most n bytes that ends on
-// a character boundary.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // moveSession moves the source's session s to the target's space as the

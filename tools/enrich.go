@@ -8,11 +8,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"lukechampine.com/blake3"
 
 	"github.com/crux-go/crux/index"
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
 )
 
@@ -245,11 +245,7 @@ func narrative(description, toolName, command string, operations []string, risk 
 	fmt.Fprintf(&b, "Call %s", toolName)
 	if command != "" {
 		if len(command) > 200 {
-			n := 200
-			for n > 0 && !utf8.RuneStart(command[n]) {
-				n-- // never cut a character in two
-			}
-			command = command[:n] + "…"
+			command = codec.CutUTF8(command, 200) + "…" // never cut a character in two
 		}
 		fmt.Fprintf(&b, " running %q", command)
 	}

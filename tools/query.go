@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crux-go/crux/index"
+	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
 )
 
@@ -461,14 +462,8 @@ func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, n
 // cutText cuts s to at most n bytes on a UTF-8 boundary, reporting
 // whether it did.
 func cutText(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s, true
+	cut := codec.CutUTF8(s, n)
+	return cut, len(cut) < len(s)
 }
 
 // snippet is up to snippetBytes of text around the first word that

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
@@ -369,10 +368,7 @@ func (cp *checkpoint) fit(budget int) ([]byte, int, error) {
 			return nil, sessionTokens(b), nil
 		}
 		s := *texts[longest].s
-		n := max(0, len(s)-(len(b)-limit))
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
+		n := len(codec.CutUTF8(s, max(0, len(s)-(len(b)-limit))))
 		*texts[longest].s = s[:n]
 		if err := note(texts[longest].field, len(s)-n); err != nil {
 			return nil, 0, err

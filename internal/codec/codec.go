@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Must returns v, and panics if err is not nil. It is for values built
@@ -75,4 +76,16 @@ func MarshalString(v any) (string, error) {
 	}
 	s := b.String()
 	return s[:len(s)-1], nil // Encode ends the value with a newline
+}
+
+// CutUTF8 returns the longest prefix of s of at most n bytes that does not
+// end inside a character of s.
+func CutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

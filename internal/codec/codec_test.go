@@ -62,3 +62,17 @@ func TestMarshalledLenAndString(t *testing.T) {
 		t.Error("MarshalString(func) succeeded")
 	}
 }
+
+func TestCutUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"hello", 10, "hello"}, {"hello", 3, "hel"}, {"héllo", 2, "h"}, {"héllo", 3, "hé"}, {"日本", 2, ""}, {"abc", 0, ""},
+	} {
+		if got := CutUTF8(tc.s, tc.n); got != tc.want {
+			t.Errorf("CutUTF8(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
