@@ -303,17 +303,6 @@ func putDocStats(tx Tx, tenant string, s DocStats) error {
 	return tx.Put(bucketDocStats, []byte(tenant), b)
 }
 
-// DocTenants calls fn with every tenant holding documents, in order.
-func DocTenants(tx Tx, fn func(tenant string, s DocStats) error) error {
-	return tx.Scan(bucketDocStats, nil, false, func(k, v []byte) error {
-		var s DocStats
-		if err := factDec.Unmarshal(v, &s); err != nil || s.Documents == 0 {
-			return nil
-		}
-		return fn(string(k), s)
-	})
-}
-
 // IngestStats counts what [PutDocuments] wrote.
 type IngestStats struct {
 	Documents int `json:"documents"` // documents written
@@ -338,6 +327,7 @@ func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) 
 		last[docs[i].ID] = i
 	}
 	pending := make(map[string][]docPosting)
+	var a index.Analyzer             // for the documents replaced, whose terms are found again
 	hintWriteOnce(tx, bucketDocSegs) // seqs grow; a segment is never rewritten
 	hintAppend(tx, bucketDocs)       // ids mostly come in order, files of a directory sorted
 	for i := range docs {
@@ -345,7 +335,7 @@ func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) 
 		if last[d.ID] != i {
 			continue
 		}
-		removed, err := removeDocument(tx, tenant, d.ID, &stats)
+		removed, err := removeDocument(tx, tenant, d.ID, &stats, &a)
 		if err != nil {
 			return st, err
 		}
@@ -402,7 +392,7 @@ func DeleteDocument(tx Tx, tenant, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	removed, err := removeDocument(tx, tenant, id, &stats)
+	removed, err := removeDocument(tx, tenant, id, &stats, new(index.Analyzer))
 	if err != nil || !removed {
 		return false, err
 	}
@@ -411,7 +401,7 @@ func DeleteDocument(tx Tx, tenant, id string) (bool, error) {
 
 // removeDocument removes the document id, its segments and postings, and
 // counts them out of stats; it reports whether there was one.
-func removeDocument(tx Tx, tenant, id string, stats *DocStats) (bool, error) {
+func removeDocument(tx Tx, tenant, id string, stats *DocStats, a *index.Analyzer) (bool, error) {
 	rec, err := getDocRecord(tx, tenant, id)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
@@ -419,7 +409,6 @@ func removeDocument(tx Tx, tenant, id string, stats *DocStats) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	var a index.Analyzer
 	bySeq := make(map[string][]uint32)
 	for i := range rec.Segments {
 		seq := rec.First + uint32(i)

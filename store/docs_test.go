@@ -270,14 +270,6 @@ func TestSearchDocumentsTenants(t *testing.T) {
 		return err
 	}))
 	assert.Equal(t, "shared word apple", seg.Text)
-	var tenants []string
-	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		return store.DocTenants(tx, func(tenant string, _ store.DocStats) error {
-			tenants = append(tenants, tenant)
-			return nil
-		})
-	}))
-	assert.Equal(t, []string{"a", "b"}, tenants)
 }
 
 func TestCheckDocument(t *testing.T) {

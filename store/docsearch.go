@@ -323,13 +323,3 @@ func GetDocument(tx Tx, tenant, id string) (*DocumentInfo, error) {
 	}
 	return &DocumentInfo{ID: id, Segments: rec.Segments, Tokens: rec.Tokens, IngestedAt: time.Unix(rec.IngestedAt, 0).UTC()}, nil
 }
-
-// HasTerm reports whether some segment of tenant holds term.
-func HasTerm(tx Tx, tenant, term string) (bool, error) {
-	found := false
-	err := tx.Scan(bucketDocTerms, termPrefix(tenant, term), false, func(k, v []byte) error {
-		found = true
-		return ErrStop
-	})
-	return found, err
-}

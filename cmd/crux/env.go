@@ -314,6 +314,17 @@ func (ss *session) local(fn func(srv *crux.Server) error) (bool, error) {
 	})
 }
 
+// run runs fn on this process's crux server when this process holds the
+// store, and else sends the operation op with req to the owner, decoding
+// its answer into res (see do).
+func (ss *session) run(ctx context.Context, op string, req, res any, fn func(srv *crux.Server) error) error {
+	local, err := ss.local(fn)
+	if !local {
+		err = ss.do(ctx, op, req, res)
+	}
+	return err
+}
+
 // ListTools is tools/list, in-process when this process holds the store,
 // else through the owner (see mcpserver.Backend).
 func (ss *session) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error) {

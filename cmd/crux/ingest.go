@@ -116,14 +116,11 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ose
 	}()
 	if del {
 		var ans deleteDocsAnswer
-		local, err := sess.local(func(srv *crux.Server) error {
+		err := sess.run(ctx, opDeleteDocs, deleteDocsReq{Env: sess.env, Tenant: tenant, IDs: pos}, &ans, func(srv *crux.Server) error {
 			var err error
 			ans.Deleted, err = srv.DeleteDocuments(ctx, tenant, pos...)
 			return err
 		})
-		if !local {
-			err = sess.do(ctx, opDeleteDocs, deleteDocsReq{Env: sess.env, Tenant: tenant, IDs: pos}, &ans)
-		}
 		if err != nil {
 			return err
 		}
@@ -146,14 +143,11 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ose
 			return nil
 		}
 		var st crux.IngestStats
-		local, err := sess.local(func(srv *crux.Server) error {
+		err := sess.run(ctx, opIngest, ingestReq{Env: sess.env, Tenant: tenant, Docs: batch}, &st, func(srv *crux.Server) error {
 			var err error
 			st, err = srv.Ingest(ctx, tenant, batch, nil)
 			return err
 		})
-		if !local {
-			err = sess.do(ctx, opIngest, ingestReq{Env: sess.env, Tenant: tenant, Docs: batch}, &st)
-		}
 		if err != nil {
 			return err
 		}
@@ -193,10 +187,7 @@ func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ose
 		return err
 	}
 	if compact {
-		local, err := sess.local(func(srv *crux.Server) error { return srv.Compact(ctx) })
-		if !local {
-			err = sess.do(ctx, opCompact, compactReq{Env: sess.env}, &struct{}{})
-		}
+		err := sess.run(ctx, opCompact, compactReq{Env: sess.env}, &struct{}{}, func(srv *crux.Server) error { return srv.Compact(ctx) })
 		if err != nil && !errors.Is(err, crux.ErrCompactUnsupported) {
 			return fmt.Errorf("compacting the store: %w", err)
 		}
