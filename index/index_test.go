@@ -30,8 +30,11 @@ func TestTerms(t *testing.T) {
 
 func TestQuery(t *testing.T) {
 	qt, stops := index.Query("Where are the databases and the Database stored?")
-	assert.Equal(t, []string{"where", "are", "the", "and", "the"}, stops)
-	assert.Equal(t, []index.QueryTerm{{Term: "databas", Words: []string{"databases", "database"}}, {Term: "store", Words: []string{"stored"}}}, qt)
+	assert.Equal(t, []string{"are", "the", "and", "the"}, stops)
+	assert.Equal(t, []index.QueryTerm{{Term: "where", Words: []string{"where"}}, {Term: "databas", Words: []string{"databases", "database"}},
+		{Term: "store", Words: []string{"stored"}}}, qt, "question words are terms")
+	_, stops = index.Query("not this, no")
+	assert.Equal(t, []string{"this"}, stops, "negations are kept")
 }
 
 func TestSegment(t *testing.T) {

@@ -89,14 +89,17 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		for i := range q.Terms {
 			w := newTermWeight(index.IDF(stats.Segments, res.DF[i]), avg)
 			for _, v := range blocks[i] {
-				acc.addBlock(v, stats.Next, w)
+				acc.addBlock(v, stats.Next, w, q.All)
 			}
 		}
-		res.collect(q, len(acc.touched), func(fn func(seq uint32, score float64, count int)) {
-			for _, s := range acc.touched {
-				fn(s, acc.score[s], int(acc.count[s]))
+		var top topHits
+		top.init(q)
+		for _, s := range acc.touched {
+			if score := acc.score[s]; score > 0 && (!q.All || int(acc.count[s]) >= len(q.Terms)) {
+				top.offer(s, score)
 			}
-		})
+		}
+		res.finish(&top)
 		return res, nil
 	}
 	type sc struct {
@@ -122,11 +125,14 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			}
 		}
 	}
-	res.collect(q, len(m), func(fn func(seq uint32, score float64, count int)) {
-		for s, e := range m {
-			fn(s, e.score, e.count)
+	var top topHits
+	top.init(q)
+	for s, e := range m {
+		if e.score > 0 && (!q.All || e.count >= len(q.Terms)) {
+			top.offer(s, e.score)
 		}
-	})
+	}
+	res.finish(&top)
 	return res, nil
 }
 
@@ -142,10 +148,12 @@ func newTermWeight(idf, avg float64) termWeight {
 }
 
 // addBlock adds the scores of the postings of block v (seqs below next)
-// to the accumulator, decoding the block in place. A malformed block
-// adds the postings before the fault and no more (crux doctor reports
-// it).
-func (a *accumulator) addBlock(v []byte, next uint32, w termWeight) {
+// to the accumulator, decoding the block in place, and with count, counts
+// the terms each segment holds. A segment is touched when its score
+// first turns positive (every posting adds a positive score). A
+// malformed block adds the postings before the fault and no more (crux
+// doctor reports it).
+func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count bool) {
 	n, i := uvarintSlow(v, 0)
 	if i < 0 || n == 0 || n > docBlockMax {
 		return
@@ -164,11 +172,16 @@ func (a *accumulator) addBlock(v []byte, next uint32, w termWeight) {
 		if seq += d; seq >= uint64(next) {
 			return
 		}
+		if tf == 0 {
+			continue // adds nothing; only a damaged block holds one
+		}
 		s := uint32(seq)
-		if a.count[s] == 0 {
+		if a.score[s] == 0 {
 			a.touched = append(a.touched, s)
 		}
-		a.count[s]++
+		if count {
+			a.count[s]++
+		}
 		f := float64(tf)
 		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(dl))
 	}
@@ -194,31 +207,42 @@ func (a *accumulator) reset() {
 	a.touched = a.touched[:0]
 }
 
-// collect keeps the best q.Limit of the scored segments each visits.
-func (res *DocResult) collect(q DocQuery, n int, each func(fn func(seq uint32, score float64, count int))) {
-	limit := max(q.Limit, 1)
-	h := make(hitHeap, 0, min(limit, n))
-	each(func(seq uint32, score float64, count int) {
-		if q.All && count < len(q.Terms) || score <= 0 {
-			return
-		}
-		res.Candidates++
-		if score < q.MinScore {
-			res.BelowFloor++
-			return
-		}
-		hit := DocHit{Seq: seq, Score: score}
-		switch {
-		case len(h) < limit:
-			h.push(hit)
-		case better(hit, h[0]):
-			h[0] = hit
-			h.down(0)
-		}
-	})
-	res.Hits = make([]DocHit, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
-		res.Hits[i] = h.pop()
+// topHits keeps the best limit of the candidates offered, counting them
+// and those under the floor.
+type topHits struct {
+	h          hitHeap
+	limit      int
+	floor      float64
+	candidates int
+	below      int
+}
+
+func (t *topHits) init(q DocQuery) {
+	t.limit, t.floor = max(q.Limit, 1), q.MinScore
+	t.h = make(hitHeap, 0, min(t.limit, 64))
+}
+
+// offer counts a candidate of score > 0 and keeps it if it is among the
+// best so far.
+func (t *topHits) offer(seq uint32, score float64) {
+	t.candidates++
+	switch {
+	case score < t.floor:
+		t.below++
+	case len(t.h) < t.limit:
+		t.h.push(DocHit{Seq: seq, Score: score})
+	case score > t.h[0].Score || score == t.h[0].Score && seq < t.h[0].Seq:
+		t.h[0] = DocHit{Seq: seq, Score: score}
+		t.h.down(0)
+	}
+}
+
+// finish moves the kept hits, best first, and the counts into res.
+func (res *DocResult) finish(t *topHits) {
+	res.Candidates, res.BelowFloor = t.candidates, t.below
+	res.Hits = make([]DocHit, len(t.h))
+	for i := len(t.h) - 1; i >= 0; i-- {
+		res.Hits[i] = t.h.pop()
 	}
 }
 

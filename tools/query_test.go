@@ -39,7 +39,7 @@ func TestQueryRanksAndCovers(t *testing.T) {
 	srv, _, _ := newTestServer(t)
 	ingestGuide(t, srv, "docs")
 
-	got := call(t, srv, alice, "query", `{"tenant_id":"docs","query":"where is each commit synced?"}`)
+	got := call(t, srv, alice, "query", `{"tenant_id":"docs","query":"is the commit synced?"}`)
 	res := objects(t, got, "results")
 	require.NotEmpty(t, res)
 	assert.Equal(t, "guide/storage.md", res[0]["doc_id"], "doc_id is the ingested id")
@@ -146,7 +146,7 @@ func TestQueryBudgetAndFloor(t *testing.T) {
 	assert.Equal(t, true, got["budget_truncated"])
 	assert.Equal(t, float64(budget), got["tokens_returned"])
 
-	floor := all[9]["score"].(float64)
+	floor := all[9]["score"].(float64) // as shown, rounded: the floor keeps what shows it
 	got = call(t, srv, alice, "query", fmt.Sprintf(`{"tenant_id":"t","query":"gadget","limit":30,"min_score":%v}`, floor))
 	kept := objects(t, got, "results")
 	assert.Len(t, kept, 10)
