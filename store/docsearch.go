@@ -19,6 +19,9 @@ type DocQuery struct {
 	// MinScore drops the hits scoring below it; they are counted in
 	// BelowFloor.
 	MinScore float64
+	// Also names segments whose scores to report in AlsoScores, ranked
+	// or not.
+	Also []uint32
 }
 
 // DocHit is one ranked segment.
@@ -33,6 +36,7 @@ type DocResult struct {
 	DF         []int    // per query term, the segments holding it
 	Candidates int      // segments holding a query term (every term, with All)
 	BelowFloor int      // candidates that scored under MinScore
+	AlsoScores []float64 // the scores of q.Also, 0 for a segment holding no term
 	Stats      DocStats
 }
 
@@ -57,7 +61,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 	var res DocResult
 	stats, err := ReadDocStats(tx, q.Tenant)
 	if err != nil || stats.Segments == 0 || len(q.Terms) == 0 {
-		res.Stats, res.DF = stats, make([]int, len(q.Terms))
+		res.Stats, res.DF, res.AlsoScores = stats, make([]int, len(q.Terms)), make([]float64, len(q.Also))
 		return res, err
 	}
 	res.Stats = stats
@@ -100,6 +104,12 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			}
 		}
 		res.finish(&top)
+		res.AlsoScores = make([]float64, len(q.Also))
+		for i, s := range q.Also {
+			if s < stats.Next && (!q.All || int(acc.count[s]) >= len(q.Terms)) {
+				res.AlsoScores[i] = acc.score[s]
+			}
+		}
 		return res, nil
 	}
 	type sc struct {
@@ -133,6 +143,12 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		}
 	}
 	res.finish(&top)
+	res.AlsoScores = make([]float64, len(q.Also))
+	for i, s := range q.Also {
+		if e := m[s]; e != nil && (!q.All || e.count >= len(q.Terms)) {
+			res.AlsoScores[i] = e.score
+		}
+	}
 	return res, nil
 }
 

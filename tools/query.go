@@ -200,7 +200,7 @@ type queryRow struct {
 	DocID        string   `json:"doc_id"`
 	SegmentIndex int      `json:"segment_index"`
 	Title        string   `json:"title,omitempty"`
-	Score        float64  `json:"score"`       // BM25 of the query; 0 for a result of the graph lane alone
+	Score        float64  `json:"score"`       // BM25 of the query; 0 for a segment holding none of its terms
 	FusedScore   float64  `json:"fused_score"` // what results are ranked by
 	Lanes        []string `json:"lanes"`
 	Entities     []string `json:"entities,omitempty"` // the entities that linked it
@@ -290,8 +290,12 @@ func query() *Tool {
 				if len(lane) > 0 {
 					depth = max(limit, laneDepth)
 				}
+				also := make([]uint32, len(lane))
+				for i, g := range lane {
+					also[i] = g.seq
+				}
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: terms,
-					Limit: depth, MinScore: minScore})
+					Limit: depth, MinScore: minScore, Also: also})
 				if err != nil {
 					return err
 				}
@@ -311,11 +315,19 @@ func query() *Tool {
 				for i, g := range lane {
 					f := byseq[g.seq]
 					if f == nil {
-						if minScore > 0 { // a graph-only result has no BM25 score: under any floor
-							out.Coverage.BelowFloor++
+						// Ranked by the graph lane alone: its BM25 score, if
+						// any, is shown, and a floor applies to it. One that
+						// holds a query term and scores under the floor is
+						// counted in below_floor already; one that holds
+						// none is counted here.
+						bm25 := res.AlsoScores[i]
+						if bm25 < minScore {
+							if bm25 == 0 {
+								out.Coverage.BelowFloor++
+							}
 							continue
 						}
-						f = &fused{seq: g.seq}
+						f = &fused{seq: g.seq, bm25: bm25}
 						byseq[g.seq] = f
 						order = append(order, f)
 					}
