@@ -30,6 +30,7 @@ package index
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
@@ -116,7 +117,37 @@ func isLowerASCII(s string) bool {
 }
 
 // Stem returns the term of the lowercased word w: its English stem.
+// Stems are remembered process-wide (up to maxSharedStems words), since
+// queries and facts repeat their words; Stem is safe for concurrent use.
 func Stem(w string) string {
+	sharedStems.RLock()
+	s, ok := sharedStems.m[w]
+	sharedStems.RUnlock()
+	if ok {
+		return s
+	}
+	s = stem(w)
+	sharedStems.Lock()
+	if sharedStems.m == nil || len(sharedStems.m) >= maxSharedStems {
+		sharedStems.m = make(map[string]string, 1024)
+	}
+	sharedStems.m[strings.Clone(w)] = s
+	sharedStems.Unlock()
+	return s
+}
+
+// sharedStems are the stems [Stem] remembers.
+var sharedStems struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+// maxSharedStems bounds the stems [Stem] remembers; past it they are
+// forgotten and remembered again.
+const maxSharedStems = 1 << 14
+
+// stem is the English stem of w, computed.
+func stem(w string) string {
 	if s := english.Stem(w, true); s != "" {
 		return s
 	}
@@ -135,12 +166,12 @@ type Analyzer struct {
 // emptied and starts again.
 const maxCachedStems = 1 << 16
 
-// Stem is [Stem], remembered.
+// Stem is [Stem], remembered by the Analyzer itself (no lock taken).
 func (a *Analyzer) Stem(w string) string {
 	if s, ok := a.stems[w]; ok {
 		return s
 	}
-	s := Stem(w)
+	s := stem(w)
 	if a.stems == nil || len(a.stems) >= maxCachedStems {
 		a.stems = make(map[string]string, 1024)
 	}

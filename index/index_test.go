@@ -1,8 +1,10 @@
 package index_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,4 +74,33 @@ func TestBM25(t *testing.T) {
 	assert.InDelta(t, idf, index.BM25(idf, 1, 50, 50), 1e-12)
 	assert.Greater(t, index.BM25(idf, 1, 10, 50), index.BM25(idf, 1, 100, 50), "shorter segments score higher")
 	assert.Greater(t, index.BM25(idf, 3, 50, 50), index.BM25(idf, 1, 50, 50))
+}
+
+// TestStemConcurrent: Stem, which remembers stems process-wide, gives
+// the stems an Analyzer computes, from many goroutines at once and past
+// the bound of what it remembers.
+func TestStemConcurrent(t *testing.T) {
+	words := make([]string, 0, 20000)
+	for i := range cap(words) {
+		words = append(words, fmt.Sprintf("runnings%d", i), []string{"databases", "ranked", "running", "flies"}[i%4])
+	}
+	var a index.Analyzer
+	want := make([]string, len(words))
+	for i, w := range words {
+		want[i] = a.Stem(w)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(words); i += 3 {
+				if got := index.Stem(words[i]); got != want[i] {
+					t.Errorf("Stem(%q) = %q, want %q", words[i], got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
