@@ -32,10 +32,10 @@ type DocHit struct {
 
 // DocResult is the outcome of [SearchDocuments].
 type DocResult struct {
-	Hits       []DocHit // best first; ties by seq
-	DF         []int    // per query term, the segments holding it
-	Candidates int      // segments holding a query term (every term, with All)
-	BelowFloor int      // candidates that scored under MinScore
+	Hits       []DocHit  // best first; ties by seq
+	DF         []int     // per query term, the segments holding it
+	Candidates int       // segments holding a query term (every term, with All)
+	BelowFloor int       // candidates that scored under MinScore
 	AlsoScores []float64 // the scores of q.Also, 0 for a segment holding no term
 	Stats      DocStats
 }
@@ -46,9 +46,15 @@ type accumulator struct {
 	score   []float64
 	count   []uint8
 	touched []uint32
+	marked  []uint64  // a bit per seq: the segments to probe besides those touched
+	best    []float64 // kthBest's heap
 }
 
 var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
+
+// probeLongest lets SearchDocuments probe the longest posting list (see
+// there); the tests turn it off to compare.
+var probeLongest = true
 
 // maxDenseSeqs bounds the seq range whose scores an accumulator keeps in
 // arrays; a tenant with more seqs is ranked with a map.
@@ -90,10 +96,57 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			acc.count = make([]uint8, stats.Next)
 		}
 		defer acc.reset()
+		// The term with the longest posting list is added last. When no
+		// segment holding that term alone can rank (what one term adds is
+		// under idf·(k1+1), and the limit's best of the other terms'
+		// scores reach that already, or the floor is above it, or every
+		// term is required), its postings are probed: only the segments
+		// the other terms (or q.Also) touched take its score, and the
+		// rest are counted, not scored. The answer is the same either way.
+		long := -1
+		if len(q.Terms) >= 2 {
+			long = 0
+			for i, df := range res.DF {
+				if df > res.DF[long] {
+					long = i
+				}
+			}
+		}
+		ws := make([]termWeight, len(q.Terms))
 		for i := range q.Terms {
-			w := newTermWeight(index.IDF(stats.Segments, res.DF[i]), avg)
+			ws[i] = newTermWeight(index.IDF(stats.Segments, res.DF[i]), avg)
+			if i == long {
+				continue
+			}
 			for _, v := range blocks[i] {
-				acc.addBlock(v, stats.Next, w, q.All)
+				acc.addBlock(v, stats.Next, ws[i], q.All)
+			}
+		}
+		unscored := 0 // postings of the long list probed past, with no score
+		if long >= 0 {
+			limit := max(q.Limit, 1)
+			probe := q.All
+			switch {
+			case !probeLongest:
+				probe = false
+			case probe:
+			case q.MinScore > 0:
+				probe = ws[long].c < q.MinScore
+			default:
+				probe = acc.kthBest(limit, stats.Next) >= ws[long].c
+			}
+			if probe {
+				acc.mark(q.Also, stats.Next)
+				found := 0
+				for _, v := range blocks[long] {
+					found += acc.probeBlock(v, stats.Next, ws[long], q.All)
+				}
+				acc.unmark(q.Also, stats.Next)
+				unscored = res.DF[long] - found
+			} else {
+				for _, v := range blocks[long] {
+					acc.addBlock(v, stats.Next, ws[long], q.All)
+				}
 			}
 		}
 		var top topHits
@@ -101,6 +154,12 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		for _, s := range acc.touched {
 			if score := acc.score[s]; score > 0 && (!q.All || int(acc.count[s]) >= len(q.Terms)) {
 				top.offer(s, score)
+			}
+		}
+		if !q.All { // with every term required, a segment of one term is no candidate
+			top.candidates += unscored
+			if q.MinScore > 0 {
+				top.below += unscored // each scores under idf·(k1+1), under the floor
 			}
 		}
 		res.finish(&top)
@@ -214,6 +273,102 @@ func uvarintSlow(v []byte, i int) (uint64, int) {
 		return 0, -1
 	}
 	return x, i + k
+}
+
+// probeBlock is addBlock for the segments already touched or marked
+// only: it returns how many of the block's postings it scored.
+func (a *accumulator) probeBlock(v []byte, next uint32, w termWeight, count bool) int {
+	found := 0
+	n, i := uvarintSlow(v, 0)
+	if i < 0 || n == 0 || n > docBlockMax {
+		return 0
+	}
+	var seq uint64
+	for range n {
+		var x [3]uint64 // seq delta, tf, dl
+		for j := range x {
+			if i < len(v) && v[i] < 0x80 {
+				x[j], i = uint64(v[i]), i+1
+			} else if x[j], i = uvarintSlow(v, i); i < 0 {
+				return found
+			}
+		}
+		d, tf, dl := x[0], x[1], x[2]
+		if seq += d; seq >= uint64(next) {
+			return found
+		}
+		s := uint32(seq)
+		if tf == 0 || a.score[s] == 0 && a.marked[s/64]&(1<<(s%64)) == 0 {
+			continue
+		}
+		found++
+		if a.score[s] == 0 {
+			a.touched = append(a.touched, s)
+		}
+		if count {
+			a.count[s]++
+		}
+		f := float64(tf)
+		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(dl))
+	}
+	return found
+}
+
+// kthBest returns the k-th best score of the touched segments, or 0 when
+// fewer than k are touched.
+func (a *accumulator) kthBest(k int, next uint32) float64 {
+	if len(a.touched) < k {
+		return 0
+	}
+	h := a.best[:0] // a min-heap of the k best so far
+	for _, s := range a.touched {
+		x := a.score[s]
+		switch {
+		case len(h) < k:
+			h = append(h, x)
+			for i := len(h) - 1; i > 0 && h[(i-1)/2] > h[i]; i = (i - 1) / 2 {
+				h[(i-1)/2], h[i] = h[i], h[(i-1)/2]
+			}
+		case x > h[0]:
+			h[0] = x
+			for i := 0; ; {
+				l, m := 2*i+1, i
+				if l < len(h) && h[l] < h[m] {
+					m = l
+				}
+				if r := l + 1; r < len(h) && h[r] < h[m] {
+					m = r
+				}
+				if m == i {
+					break
+				}
+				h[i], h[m] = h[m], h[i]
+				i = m
+			}
+		}
+	}
+	a.best = h
+	return h[0]
+}
+
+// mark and unmark set and clear the marks of seqs (those below next).
+func (a *accumulator) mark(seqs []uint32, next uint32) {
+	if words := int(next+63) / 64; len(a.marked) < words {
+		a.marked = make([]uint64, words)
+	}
+	for _, s := range seqs {
+		if s < next {
+			a.marked[s/64] |= 1 << (s % 64)
+		}
+	}
+}
+
+func (a *accumulator) unmark(seqs []uint32, next uint32) {
+	for _, s := range seqs {
+		if s < next {
+			a.marked[s/64] &^= 1 << (s % 64)
+		}
+	}
 }
 
 func (a *accumulator) reset() {
