@@ -330,6 +330,13 @@ func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) 
 	var a index.Analyzer             // for the documents replaced, whose terms are found again
 	hintWriteOnce(tx, bucketDocSegs) // seqs grow; a segment is never rewritten
 	hintAppend(tx, bucketDocs)       // ids mostly come in order, files of a directory sorted
+	if stats.Segments == 0 && stats.Next == 0 {
+		// The tenant's first documents: its posting blocks are new keys
+		// in one range, written in order, so their pages can be filled.
+		// Later batches add to those blocks and split the pages they
+		// touch, the default way.
+		hintWriteOnce(tx, bucketDocTerms)
+	}
 	for i := range docs {
 		d := &docs[i]
 		if last[d.ID] != i {
