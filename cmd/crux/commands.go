@@ -45,8 +45,10 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 	logger.Info("crux: serving MCP on stdio",
 		"db", filepath.Join(s.dir, dbFile), "agent", s.caller.Name(), "authenticated", s.caller.Authenticated,
 		"owner", sess.conn.Owner())
+	caller := s.caller
+	caller.Transport = crux.Transport{Kind: crux.TransportStdio}
 	t := mcpserver.StdioTransport(io.NopCloser(stdin), stdout)
-	err = mcpserver.ServeBackend(ctx, sess, s.caller, t, &mcpserver.Options{Logger: logger})
+	err = mcpserver.ServeBackend(ctx, sess, caller, t, &mcpserver.Options{Logger: logger})
 	switch {
 	case err == nil:
 		logger.Info("crux: client closed the connection; stopping")
