@@ -112,6 +112,8 @@ type HTTPHandler struct {
 
 	mu       sync.Mutex
 	handlers map[string]*mcp.StreamableHTTPHandler // by callerKey
+	active   int                                   // requests other than GET in flight
+	idle     *sync.Cond                            // signalled when active drops to 0
 }
 
 // NewHTTPHandler returns the HTTP handler that serves b (see
@@ -136,7 +138,7 @@ func NewHTTPHandler(b Backend, opts *HTTPOptions) *HTTPHandler {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	streams, closeStreams := context.WithCancel(context.Background())
-	return &HTTPHandler{
+	h := &HTTPHandler{
 		streams: streams, closeStreams: closeStreams,
 		b:      b,
 		opts:   o,
@@ -145,6 +147,8 @@ func NewHTTPHandler(b Backend, opts *HTTPOptions) *HTTPHandler {
 			Anonymous: o.Anonymous, Stateless: o.Stateless},
 		handlers: map[string]*mcp.StreamableHTTPHandler{},
 	}
+	h.idle = sync.NewCond(&h.mu)
+	return h
 }
 
 // ServeHTTP checks the request and serves it as its caller (see
@@ -166,23 +170,47 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Unauthorized: "+msg, http.StatusUnauthorized)
 		return
 	}
+	sh := h.handlerFor(caller)
 	if r.Method == http.MethodGet {
 		// A GET stream lasts as long as its session; CloseStreams ends it.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		stop := context.AfterFunc(h.streams, cancel)
 		defer stop()
-		r = r.WithContext(ctx)
+		sh.ServeHTTP(w, r.WithContext(ctx))
+		return
 	}
-	h.handlerFor(caller).ServeHTTP(w, r)
+	h.mu.Lock()
+	h.active++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.active--
+		if h.active == 0 {
+			h.idle.Broadcast()
+		}
+		h.mu.Unlock()
+	}()
+	sh.ServeHTTP(w, r)
 }
 
-// CloseStreams ends every GET stream, the streams of server messages a
-// session keeps open, now and from now on, so that an http.Server's
-// Shutdown, which waits for every request to end, can finish. Requests in
-// flight are not touched: a POST ends with its answers. [ServeHTTP] calls
-// it when it shuts down (through http.Server.RegisterOnShutdown).
-func (h *HTTPHandler) CloseStreams() { h.closeStreams() }
+// CloseStreams waits until no other request (a POST, a DELETE) is in
+// flight, then ends every GET stream, the stream of server messages a
+// session keeps open, and every GET stream opened later, so that an
+// http.Server's Shutdown, which waits for every request to end, can
+// finish. The GET streams end last because a client may take the end of
+// its session's stream for the end of the session and give up on the
+// calls it is waiting for. [ServeHTTP] calls it when it shuts down
+// (through http.Server.RegisterOnShutdown, once the server has stopped
+// accepting connections).
+func (h *HTTPHandler) CloseStreams() {
+	h.mu.Lock()
+	for h.active > 0 {
+		h.idle.Wait()
+	}
+	h.mu.Unlock()
+	h.closeStreams()
+}
 
 // authenticate returns the caller of r, or the WWW-Authenticate challenge
 // of a 401 and why.
@@ -315,9 +343,9 @@ func LoopbackAddr(addr string) bool {
 
 // ServeHTTP serves b over Streamable HTTP on ln (see [HTTPHandler]) until
 // ctx is done, then shuts down gracefully: it stops accepting
-// connections, ends the GET streams, waits for every request in flight to
-// be answered (a call that never ends holds it, as over stdio), and
-// returns ctx.Err(). A failure of the listener is returned at once. ln is
+// connections, waits for every request in flight to be answered (a call
+// that never ends holds it, as over stdio), ends the GET streams (see
+// [HTTPHandler.CloseStreams]), and returns ctx.Err(). A failure of the listener is returned at once. ln is
 // closed when ServeHTTP returns.
 func ServeHTTP(ctx context.Context, b Backend, ln net.Listener, opts *HTTPOptions) error {
 	h := NewHTTPHandler(b, opts)
