@@ -35,7 +35,7 @@ const testerToken = "tester-token-0123456789"
 var urlPattern = regexp.MustCompile(`msg="crux: serving MCP over HTTP" url=(\S+)`)
 
 // waitURL waits for crux serve --http to log its endpoint.
-func waitURL(t *testing.T, stderr *syncBuffer, codes <-chan int) string {
+func waitURL(t testing.TB, stderr *syncBuffer, codes <-chan int) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
