@@ -57,9 +57,15 @@
 //
 // The server returned by New serves every session as the one caller it was
 // built for. That suits stdio, where the process is started for one agent.
-// A transport with per-request identities (Streamable HTTP with bearer
-// tokens) builds one server per caller, for example from the getServer
-// function of mcp.NewStreamableHTTPHandler.
+// Over Streamable HTTP, [NewHTTPHandler] (and [ServeHTTP], which runs it
+// with a graceful shutdown) maps each request's bearer token to its caller
+// through a [Tokens] table and builds one server and one SDK handler per
+// caller, so that each caller's tools/list and sessions are its own; it
+// also checks Host and Origin against DNS rebinding. See [HTTPHandler].
+//
+// A transport says which it is in the caller's Transport (stdio or http,
+// and for HTTP the endpoint and what it asks of a request), which
+// route_access_matrix reports; the crux command sets it.
 //
 // # Malformed input
 //
