@@ -94,6 +94,9 @@ type HTTPOptions struct {
 // whether it takes tokens, serves anonymous callers, or keeps no sessions,
 // which is what route_access_matrix reports.
 //
+// A request body is at most 16 MiB, well above crux's cap on a call's
+// arguments; a larger one gets 413.
+//
 // Bad arguments, refusals and other errors are mapped as over any
 // transport (see the package documentation): a -32030 refusal is a
 // JSON-RPC error with its data, carried in the HTTP 200 answer of the
