@@ -355,6 +355,7 @@ func ServeHTTP(ctx context.Context, b Backend, ln net.Listener, opts *HTTPOption
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // a kept-alive connection with no request
 		ErrorLog:          slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
