@@ -21,6 +21,9 @@ import (
 // [HTTPOptions.Path] is empty.
 const DefaultHTTPPath = "/mcp"
 
+// DefaultSessionTimeout is [HTTPOptions.SessionTimeout] when it is zero.
+const DefaultSessionTimeout = 30 * time.Minute
+
 // maxHTTPBody bounds the body of an HTTP request: 16 MiB, as a line of
 // the stdio transport, well above crux's cap on the arguments of a call
 // (tools.MaxArgumentBytes), so that crux rather than the transport refuses
@@ -29,7 +32,8 @@ const maxHTTPBody = maxLineLength
 
 // HTTPOptions configures [NewHTTPHandler]. A nil *HTTPOptions means all
 // defaults: the endpoint at /mcp, no authentication (every request is
-// anonymous), sessions, answers as server-sent events.
+// anonymous), sessions closed after 30 minutes without a request, answers
+// as server-sent events.
 type HTTPOptions struct {
 	// Options configures the MCP server of each caller: the
 	// implementation's name and version, instructions, and the logger,
@@ -56,8 +60,10 @@ type HTTPOptions struct {
 	// application/json body instead of a stream of server-sent events.
 	JSONResponse bool
 	// SessionTimeout closes a session that has had no request for this
-	// long. Zero means sessions last until the client ends them (DELETE)
-	// or the server stops.
+	// long (a client that comes back gets 404 and starts a new one, as MCP
+	// asks), so that sessions clients never end do not pile up. Zero means
+	// DefaultSessionTimeout; a negative value keeps sessions until the
+	// client ends them (DELETE) or the server stops.
 	SessionTimeout time.Duration
 }
 
@@ -131,6 +137,12 @@ func NewHTTPHandler(b Backend, opts *HTTPOptions) *HTTPHandler {
 	}
 	if o.Path == "" {
 		o.Path = DefaultHTTPPath
+	}
+	switch {
+	case o.SessionTimeout == 0:
+		o.SessionTimeout = DefaultSessionTimeout
+	case o.SessionTimeout < 0:
+		o.SessionTimeout = 0 // the SDK's "never"
 	}
 	if o.Tokens.Len() == 0 {
 		o.Tokens = nil

@@ -397,7 +397,32 @@ func TestHTTPGracefulShutdown(t *testing.T) {
 	for _, stateless := range []bool{false, true} {
 		g := &gate{Backend: mcpserver.Local(newCrux(t)), started: make(chan struct{}), release: make(chan struct{})}
 		s := startHTTP(t, g, &mcpserver.HTTPOptions{Tokens: testTokens(t), Stateless: stateless})
-		cs := connectHTTP(t, s.url, aliceToken, "2025-11-25") // with a GET stream when not stateless
+		// The session's GET stream is opened here, so that it is surely open
+		// before the shutdown (the SDK client opens its own at some point
+		// after the handshake).
+		client := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "test"}, nil)
+		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url,
+			HTTPClient: httpClient(aliceToken), MaxRetries: -1, DisableStandaloneSSE: true},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		require.NoError(t, err)
+		streamEnded := make(chan struct{})
+		if !stateless {
+			req, err := http.NewRequest(http.MethodGet, s.url, nil)
+			require.NoError(t, err)
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Mcp-Session-Id", cs.ID())
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			resp, err := httpClient(aliceToken).Do(req)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			go func() {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				close(streamEnded)
+			}()
+		} else {
+			close(streamEnded)
+		}
 
 		type answer struct {
 			res *mcp.CallToolResult
@@ -415,8 +440,15 @@ func TestHTTPGracefulShutdown(t *testing.T) {
 			t.Fatalf("ServeHTTP returned (%v) with a call in flight", err)
 		case <-time.After(300 * time.Millisecond):
 		}
-		_, err := dialHTTP(s.url, aliceToken, "")
+		_, err = dialHTTP(s.url, aliceToken, "")
 		assert.Error(t, err, "stateless=%v: no new connection once shutting down", stateless)
+		select {
+		case <-streamEnded:
+			if !stateless {
+				t.Fatal("the GET stream ended before the call in flight was answered")
+			}
+		default:
+		}
 
 		close(g.release)
 		a := <-answered
@@ -430,5 +462,37 @@ func TestHTTPGracefulShutdown(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("stateless=%v: ServeHTTP did not return after the call was answered", stateless)
 		}
+		<-streamEnded
+		cs.Close()
 	}
+}
+
+// TestHTTPSessionTimeout: a session idle for SessionTimeout is closed, and
+// its id then gets 404, which tells a client to start a new session.
+func TestHTTPSessionTimeout(t *testing.T) {
+	s := startHTTP(t, mcpserver.Local(newCrux(t)), &mcpserver.HTTPOptions{SessionTimeout: 300 * time.Millisecond})
+	post := func(session, body string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+	}
+	code, id := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"test"}}}`)
+	require.Equal(t, http.StatusOK, code)
+	require.NotEmpty(t, id)
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	code, _ = post(id, ping)
+	assert.Equal(t, http.StatusOK, code, "a live session")
+	time.Sleep(time.Second)
+	code, _ = post(id, ping)
+	assert.Equal(t, http.StatusNotFound, code, "closed once idle for the timeout")
 }

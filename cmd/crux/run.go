@@ -48,7 +48,9 @@ Usage:
         table every request is anonymous. On a loopback address the Host
         header must name a loopback host and an Origin header, if any, a
         loopback origin, else 403 (DNS rebinding). --stateless keeps no
-        sessions: every POST stands alone and GET and DELETE get 405.
+        sessions: every POST stands alone and GET and DELETE get 405. A
+        session without a request for 30 minutes is closed (its client
+        gets 404 and starts a new one).
         Calls are checked against the same free-local token as on stdio.
 
   crux token new [--tenant T] AGENT
