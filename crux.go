@@ -28,7 +28,11 @@ type Result = tools.Result
 // Content is one text item of a [Result].
 type Content = tools.Content
 
-// Annotations are a tool's MCP behaviour hints (readOnlyHint, destructiveHint, ...).
+// Annotations are a tool's MCP behaviour hints (readOnlyHint,
+// destructiveHint, idempotentHint, openWorldHint). readOnlyHint is true for
+// tools whose only writes are crux's own bookkeeping, such as the gap
+// record of an unanswered query_facts or the reclaiming of an expired
+// session; see [tools.Annotations] for what each hint means in crux.
 type Annotations = tools.Annotations
 
 // Tool is a tool as tools/list shows it.

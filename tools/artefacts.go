@@ -243,7 +243,7 @@ func artefactGet() *Tool {
 			"given, caps the content (4 base64 characters a token): over it, the result has the metadata, " +
 			"content_tokens and truncated true and no content_base64. Needs " + feature.EnvArtefacts +
 			" (off by default): while off it answers feature_enabled false.",
-		Annotations: Annotations{Title: "Read artefact", IdempotentHint: true}, // not read-only: reclaims an expired artefact
+		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}",
 		schema: schemaFor(name),
@@ -366,7 +366,7 @@ func artefactList() *Tool {
 			"artefacts are not listed and are reclaimed. Anonymous callers have no passport and get an empty list. " +
 			"With " + feature.EnvAuditEnvelope + " on, the result carries the audit envelope with the listed artefact ids " +
 			"in memories_used. Needs " + feature.EnvArtefacts + " (off by default): while off it answers feature_enabled false.",
-		Annotations: Annotations{Title: "List artefacts", IdempotentHint: true}, // not read-only: reclaims expired artefacts
+		Annotations: Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),

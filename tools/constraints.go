@@ -532,7 +532,7 @@ func auditConfig() *Tool {
 			"sha256: re-auditing the same hash writes a new version of the same record, updating path, auditor, note " +
 			"and timestamp. Records live under " + configAuditEntity + " keyed sha256:<hash>, shared by your tenant, " +
 			"and each audit mints a signed config_audit receipt. check_config_audit reads them. Always on: no feature flag.",
-		Annotations: Annotations{Title: "Audit config", IdempotentHint: true},
+		Annotations: Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *auditConfigArgs) (*Result, error) {

@@ -237,7 +237,7 @@ func queryFacts() *Tool {
 			"With " + feature.EnvAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
 			"A keyword query that finds nothing is recorded as a gap of yours that get_gaps lists (the query cut to " +
 			fmt.Sprint(maxGapTextBytes) + " bytes); other agents see only its words, counted in the tenant summary.",
-		Annotations: Annotations{Title: "Query facts"}, // not read-only: an empty keyword query records a gap
+		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",

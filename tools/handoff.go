@@ -463,7 +463,7 @@ func acceptHandoff() *Tool {
 			"the same id (replacing any) and each carried fact is verified present or, when its entity and key " +
 			"have no current shared fact, written anew as a shared fact; a fact whose shared value changed since " +
 			"is left alone and counted in facts_stale. A package is accepted once.",
-		Annotations: Annotations{Title: "Accept handoff"},
+		Annotations: Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
 			"from_agent?, message?, task_record?, receipt_id}",
 		schema: schemaFor(name),

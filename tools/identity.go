@@ -554,7 +554,7 @@ func passportLinkDevice() *Tool {
 			strconv.Itoa(store.MaxDevicesPerPassport) + " devices per passport. Needs an operator passport (trusted " +
 			"or above) and " + feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt; token_budget " +
 			"bounds the answer (the inline receipt body is left out when it does not fit).",
-		Annotations: Annotations{Title: "Link device", IdempotentHint: true},
+		Annotations: Annotations{Title: "Link device"}, // each call mints a receipt
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
 			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",

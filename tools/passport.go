@@ -241,7 +241,7 @@ func revokePassport() *Tool {
 			"passport itself, its sponsor, or an elite-tier operator; records who revoked it and why, with a " +
 			"signed receipt. With CRUX_PASSPORT_REVOCATION on, a revoked passport may then call only " +
 			"get_passport and get_agent_identity.",
-		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true},
+		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
 		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *revokePassportArgs) (*Result, error) {

@@ -261,7 +261,7 @@ func query() *Tool {
 			"min_score drops results whose BM25 score is below it (below_floor counts them); token_budget " +
 			"(default 8000) caps the results' token_count summed, the cost of expanding them. A query with low " +
 			"coverage is recorded as a gap of yours for get_gaps.",
-		Annotations: Annotations{Title: "Query documents"}, // not read-only: a low-coverage query records a gap
+		Annotations: Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
 			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +
 			"[{fact_id, entity, key, value}], tokens_returned, budget_truncated, meta{backend, took_ms, segments_searched}}",

@@ -171,7 +171,7 @@ func getSession() *Tool {
 			"share one space of their own). Archived sessions are readable in full. A session that does not " +
 			"exist or has expired gives an error result, session not found. A session a passport merge moved here " +
 			"is read_only: it cannot be saved over or deleted, and merged_from says where it came from.",
-		Annotations: Annotations{Title: "Get session", IdempotentHint: true},
+		Annotations: Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired session
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
 			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
 			"session: isError, session not found",
@@ -469,7 +469,7 @@ func listSessions() *Tool {
 			"the answer passes "+answerSizeHelp+"; count is how many are listed and truncated says when more matched "+
 			"(narrow them with prefix). Archived sessions are left out unless include_archived; "+
 			"expired ones never appear. prefix keeps the ids starting with it. Sessions are per agent: another agent's never appear.", maxListedSessions),
-		Annotations: Annotations{Title: "List sessions", IdempotentHint: true},
+		Annotations: Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
 		Output:      "{sessions: [string], count, truncated}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listSessionsArgs) (*Result, error) {

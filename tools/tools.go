@@ -214,7 +214,31 @@ type Result struct {
 	Meta              map[string]any `json:"_meta,omitempty"`
 }
 
-// Annotations are the MCP behaviour hints of a tool.
+// Annotations are the MCP behaviour hints of a tool. Every tool sets all
+// four hints deliberately (a test holds each tool to a table giving the
+// reason); over MCP, destructiveHint and openWorldHint are always sent, and
+// readOnlyHint and idempotentHint are sent when true (false is their MCP
+// default).
+//
+//   - ReadOnlyHint: the call changes none of the caller's records (facts,
+//     sessions, artefacts, passports, receipts, decisions, constraints).
+//     A read-only tool may still keep crux's own bookkeeping: query_facts
+//     and query record a gap for a query they could not answer (get_gaps
+//     lists it); get_session, list_sessions, artefact_get and artefact_list
+//     reclaim the expired sessions and artefacts they meet, which no read
+//     returns anyway; get_passport records a tier its receipts have
+//     earned; any refused call stores a refusal receipt. A client that asks
+//     approval for writes need not ask for these.
+//   - DestructiveHint (meaningful when not read-only): the call deletes,
+//     forgets, revokes or retires something, or collapses several live
+//     facts into one, so that data leaves what reads return. Writing a new
+//     version of a fact is not destructive: the old one stays in its
+//     history.
+//   - IdempotentHint (meaningful when not read-only): repeating the call
+//     with the same arguments changes nothing more; a call that mints a
+//     new receipt or version each time is not idempotent.
+//   - OpenWorldHint: the call reaches outside crux's own store. Only the
+//     hosted sync tools would; crux ships no client for them.
 type Annotations struct {
 	Title           string `json:"title,omitempty"`
 	ReadOnlyHint    bool   `json:"readOnlyHint"`
