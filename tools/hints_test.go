@@ -23,9 +23,9 @@ var (
 )
 
 func (h hint) because(why string) hint { h.why = why; return h }
-func (h hint) idem() hint               { h.idempotent = true; return h }
-func (h hint) destroys() hint           { h.destructive = true; return h }
-func (h hint) open() hint               { h.openWorld = true; return h }
+func (h hint) idem() hint              { h.idempotent = true; return h }
+func (h hint) destroys() hint          { h.destructive = true; return h }
+func (h hint) open() hint              { h.openWorld = true; return h }
 
 // wantHints holds one row per tool: the hints tools/list must show and the
 // reason for them. A tool whose only writes are crux's own bookkeeping is
