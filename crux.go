@@ -40,8 +40,16 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations Annotations     `json:"annotations"`
-	Meta        map[string]any  `json:"_meta,omitempty"`
+	// OutputSchema is the JSON Schema of the tool's structuredContent: an
+	// object whose properties are named with their JSON types, derived
+	// from the tool's Go output type (see [Decode]). It is shallow on
+	// purpose, to keep tools/list small: nested objects are not described
+	// and no property is required or forbidden, since over MCP an isError
+	// result may carry structured content of its own (the error) that
+	// clients check against the same schema.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  Annotations     `json:"annotations"`
+	Meta         map[string]any  `json:"_meta,omitempty"`
 }
 
 // Options configures a [Server]. A nil *Options means all defaults.
@@ -133,10 +141,11 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	s.env.EngramDir = opts.EngramDir
 	for i, t := range set.Tools() {
 		s.catalogue = append(s.catalogue, Tool{
-			Name:        t.Name,
-			Description: s.env.Surface.Decorate(t.Name, t.Description),
-			InputSchema: t.InputSchema(),
-			Annotations: t.Annotations,
+			Name:         t.Name,
+			Description:  s.env.Surface.Decorate(t.Name, t.Description),
+			InputSchema:  t.InputSchema(),
+			OutputSchema: set.OutputSchema(t.Name),
+			Annotations:  t.Annotations,
 		})
 		s.byName[t.Name] = i
 	}
@@ -196,6 +205,7 @@ func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
 	for _, name := range names {
 		t := s.catalogue[s.byName[name]]
 		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
+		t.OutputSchema = append(json.RawMessage(nil), t.OutputSchema...)
 		meta := map[string]any{}
 		if up, ok := s.env.Surface.Upgrade(name); ok {
 			meta["upgrade"] = up

@@ -341,13 +341,18 @@ func ServeStdio(ctx context.Context, srv *crux.Server, caller crux.Caller) error
 }
 
 // sdkTool converts a crux tool to the SDK's description of it. The input
-// schema is passed through as raw JSON.
+// and output schemas are passed through as raw JSON.
 func sdkTool(t crux.Tool) *mcp.Tool {
 	destructive, openWorld := t.Annotations.DestructiveHint, t.Annotations.OpenWorldHint
+	var output any // nil, not a nil json.RawMessage, which would be sent as null
+	if len(t.OutputSchema) > 0 {
+		output = t.OutputSchema
+	}
 	return &mcp.Tool{
-		Name:        t.Name,
-		Description: t.Description,
-		InputSchema: t.InputSchema,
+		OutputSchema: output,
+		Name:         t.Name,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.Annotations.Title,
 			ReadOnlyHint:    t.Annotations.ReadOnlyHint,

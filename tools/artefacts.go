@@ -62,8 +62,8 @@ const (
 	maxArtefactLabelSize = 255
 )
 
-// artefactInfo is an artefact's metadata as the tools return it.
-type artefactInfo struct {
+// ArtefactInfo is an artefact's metadata as the tools return it.
+type ArtefactInfo struct {
 	ArtefactID string  `json:"artefact_id"`
 	MimeType   string  `json:"mime_type"`
 	ToolOrigin string  `json:"tool_origin"`
@@ -72,8 +72,8 @@ type artefactInfo struct {
 	ExpiresAt  *string `json:"expires_at"` // null: never expires
 }
 
-func newArtefactInfo(a *store.Artefact) artefactInfo {
-	info := artefactInfo{ArtefactID: a.ID, MimeType: a.MimeType, ToolOrigin: a.ToolOrigin, SizeBytes: a.SizeBytes,
+func newArtefactInfo(a *store.Artefact) ArtefactInfo {
+	info := ArtefactInfo{ArtefactID: a.ID, MimeType: a.MimeType, ToolOrigin: a.ToolOrigin, SizeBytes: a.SizeBytes,
 		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339Nano)}
 	if a.ExpiresAt != nil {
 		s := a.ExpiresAt.UTC().Format(time.RFC3339Nano)
@@ -92,11 +92,20 @@ func artefactsOff(tool string) func(env *Env) (*Result, error) {
 		if env.Flags.Artefacts {
 			return nil, nil
 		}
-		return jsonResult(map[string]any{
-			"feature_enabled": false, "feature_flag": feature.EnvArtefacts, "tool": tool,
-			"note": "nothing was done: " + feature.EnvArtefacts + " is off (off by default; set it to 1 to enable)",
+		return jsonResult(FeatureOffOutput{FeatureFlag: feature.EnvArtefacts, Tool: tool,
+			Note: "nothing was done: " + feature.EnvArtefacts + " is off (off by default; set it to 1 to enable)",
 		})
 	}
+}
+
+// FeatureOffOutput is what a tool returns, as a success, while the feature
+// flag it needs is off and it does nothing: feature_enabled false, the
+// flag, the tool and a note.
+type FeatureOffOutput struct {
+	FeatureEnabled bool   `json:"feature_enabled"`
+	FeatureFlag    string `json:"feature_flag"`
+	Note           string `json:"note"`
+	Tool           string `json:"tool"`
 }
 
 func checkLabel(tool, param, s string) error {
@@ -119,9 +128,9 @@ type artefactPutArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// artefactPutResult is what artefact_put returns.
-type artefactPutResult struct {
-	artefactInfo
+// ArtefactPutOutput is what artefact_put returns.
+type ArtefactPutOutput struct {
+	ArtefactInfo
 	// Created is false when the caller already held these bytes and the put
 	// refreshed their metadata and deadline.
 	Created bool `json:"created"`
@@ -143,6 +152,8 @@ func artefactPut() *Tool {
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}",
 		schema:      schemaFor(name),
+		out:         outputOf[ArtefactPutOutput](),
+		alt:         outputOf[FeatureOffOutput](),
 		gate:        artefactsOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactPutArgs) (*Result, error) {
 			owner := c.Identity()
@@ -193,7 +204,7 @@ func artefactPut() *Tool {
 				}
 			}
 			now := env.now()
-			var out artefactPutResult
+			var out ArtefactPutOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if _, err := store.SweepArtefacts(tx, now, artefactSweepLimit); err != nil {
 					return err
@@ -202,7 +213,7 @@ func artefactPut() *Tool {
 				if err != nil {
 					return err
 				}
-				out = artefactPutResult{artefactInfo: newArtefactInfo(a), Created: created}
+				out = ArtefactPutOutput{ArtefactInfo: newArtefactInfo(a), Created: created}
 				return nil
 			})
 			if err != nil {
@@ -220,9 +231,9 @@ type artefactGetArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// artefactGetResult is what artefact_get returns.
-type artefactGetResult struct {
-	artefactInfo
+// ArtefactGetOutput is what artefact_get returns.
+type ArtefactGetOutput struct {
+	ArtefactInfo
 	// ContentBase64 is the content, omitted when truncated.
 	ContentBase64 *string `json:"content_base64,omitempty"`
 	// ContentTokens is the content's cost in tokens (4 base64 characters each).
@@ -247,6 +258,8 @@ func artefactGet() *Tool {
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}",
 		schema: schemaFor(name),
+		out:    outputOf[ArtefactGetOutput](),
+		alt:    outputOf[FeatureOffOutput](),
 		gate:   artefactsOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactGetArgs) (*Result, error) {
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
@@ -311,7 +324,7 @@ func artefactGet() *Tool {
 				return errorResult("%s: artefact %s not found (never parked, expired, or not in your tenant)", name, in.ArtefactID), nil
 			}
 			enc := base64.StdEncoding.EncodeToString(content)
-			out := artefactGetResult{artefactInfo: newArtefactInfo(a), ContentTokens: base64Tokens(len(enc))}
+			out := ArtefactGetOutput{ArtefactInfo: newArtefactInfo(a), ContentTokens: base64Tokens(len(enc))}
 			if in.TokenBudget != nil && out.ContentTokens > *in.TokenBudget {
 				out.Truncated = true
 			} else {
@@ -330,28 +343,28 @@ type artefactListArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// artefactListResult is what artefact_list returns.
-type artefactListResult struct {
-	Artefacts []artefactInfo `json:"artefacts"`
+// ArtefactListOutput is what artefact_list returns.
+type ArtefactListOutput struct {
+	Artefacts []ArtefactInfo `json:"artefacts"`
 	Count     int            `json:"count"`
 	// Truncated says token_budget dropped rows.
 	Truncated bool      `json:"truncated"`
-	Envelope  *envelope `json:"envelope,omitempty"`
+	Envelope  *Envelope `json:"envelope,omitempty"`
 }
 
 // artefactEnvelope is the audit envelope of an artefact_list call: the
 // listed artefacts are its memories_used (fact_id holds the artefact id,
 // topic its mime type) and artefact_read its predicted effects.
-func artefactEnvelope(tool string, arts []artefactInfo, created []time.Time, now time.Time) *envelope {
-	e := &envelope{
-		ReceiptsUsed: []string{}, MemoriesUsed: []memoryUsed{}, PredictedEffects: []effect{}, Links: map[string]string{},
+func artefactEnvelope(tool string, arts []ArtefactInfo, created []time.Time, now time.Time) *Envelope {
+	e := &Envelope{
+		ReceiptsUsed: []string{}, MemoriesUsed: []MemoryUsed{}, PredictedEffects: []Effect{}, Links: map[string]string{},
 		AutonomyConsumed: map[string]any{"capability": surface.Capability(tool), "cost_credits": 0, "scope": surface.Capability(tool)},
 	}
 	for i, a := range arts {
 		age := max(0, now.Sub(created[i]).Hours())
-		e.MemoriesUsed = append(e.MemoriesUsed, memoryUsed{FactID: a.ArtefactID, Topic: a.MimeType,
+		e.MemoriesUsed = append(e.MemoriesUsed, MemoryUsed{FactID: a.ArtefactID, Topic: a.MimeType,
 			AgeHours: math.Round(age*100) / 100, AgeDays: math.Round(age/24*100) / 100, Freshness: "live"})
-		e.PredictedEffects = append(e.PredictedEffects, effect{Kind: "artefact_read", Entity: a.ArtefactID})
+		e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "artefact_read", Entity: a.ArtefactID})
 	}
 	return e
 }
@@ -370,6 +383,8 @@ func artefactList() *Tool {
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),
+		out:    outputOf[ArtefactListOutput](),
+		alt:    outputOf[FeatureOffOutput](),
 		gate:   artefactsOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactListArgs) (*Result, error) {
 			topK := defaultArtefactList
@@ -429,7 +444,7 @@ func artefactList() *Tool {
 					return nil, err
 				}
 			}
-			out := artefactListResult{Artefacts: []artefactInfo{}}
+			out := ArtefactListOutput{Artefacts: []ArtefactInfo{}}
 			var created []time.Time
 			used := 0
 			for _, a := range found {

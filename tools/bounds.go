@@ -132,8 +132,9 @@ type historyPageArgs struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// historyOut is a page of fact_history or memory_history.
-type historyOut[R any] struct {
+// HistoryPage is a page of fact_history or memory_history: versions,
+// newest first, and the cursor of the next page.
+type HistoryPage[R any] struct {
 	Versions   []R    `json:"versions"`
 	NextCursor string `json:"next_cursor,omitempty"`
 	Truncated  bool   `json:"truncated"`
@@ -150,7 +151,7 @@ var historyPageHelp = "Newest first, one page at a time: a page holds at most li
 // q.Limit come from in, and the page keeps the versions, turned into rows
 // by row, that fit in the answer.
 func readHistoryPage[R any](tx store.Tx, tool string, c Caller, q store.HistoryQuery, in historyPageArgs,
-	row func(*store.Fact) R) (*historyOut[R], error) {
+	row func(*store.Fact) R) (*HistoryPage[R], error) {
 	tag := historyTag(tool, c, q.Entity, q.Key, q.Chains)
 	from, err := decodeHistoryCursor(tool, in.Cursor, tag)
 	if err != nil {
@@ -164,8 +165,8 @@ func readHistoryPage[R any](tx store.Tx, tool string, c Caller, q store.HistoryQ
 	if err != nil {
 		return nil, err
 	}
-	out := &historyOut[R]{Versions: []R{}}
-	rc := newRowCap(0, &historyOut[R]{Versions: []R{}, NextCursor: encodeHistoryCursor(tag, store.HistoryPos{}), Truncated: true})
+	out := &HistoryPage[R]{Versions: []R{}}
+	rc := newRowCap(0, &HistoryPage[R]{Versions: []R{}, NextCursor: encodeHistoryCursor(tag, store.HistoryPos{}), Truncated: true})
 	for _, f := range p.Facts {
 		r := row(f)
 		if !rc.take(r) {

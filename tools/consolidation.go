@@ -73,11 +73,11 @@ type contradictionsArgs struct {
 	Key          string `json:"key,omitempty"`
 }
 
-// contradictionRow is one candidate of memory_contradictions: current
+// ContradictionRow is one candidate of memory_contradictions: current
 // facts of one (entity, key) with opposite polarity. FactIDs, Values and
 // Scopes are parallel, oldest fact first; polarity_a is the class of the
 // oldest.
-type contradictionRow struct {
+type ContradictionRow struct {
 	Entity    string   `json:"entity"`
 	Key       string   `json:"key"`
 	Reason    string   `json:"reason"`
@@ -92,8 +92,9 @@ type contradictionRow struct {
 // reasonOppositePolarity is the reason of every contradiction candidate.
 const reasonOppositePolarity = "opposite_polarity_same_entity_key"
 
-type contradictionsOut struct {
-	Candidates             []contradictionRow `json:"candidates"`
+// MemoryContradictionsOutput is what memory_contradictions returns.
+type MemoryContradictionsOutput struct {
+	Candidates             []ContradictionRow `json:"candidates"`
 	Count                  int                `json:"count"`
 	Limit                  int                `json:"limit"`
 	DryRun                 bool               `json:"dry_run"`
@@ -127,6 +128,7 @@ func memoryContradictions() *Tool {
 			"scopes: [shared|private]}], count, limit, dry_run: true, mode, entities_examined, facts_read, " +
 			"scan_truncated, limit_reached, total_tokens, truncated_by_token_budget, notes}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryContradictionsOutput](),
 		gate:   consolidationOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *contradictionsArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
@@ -151,7 +153,7 @@ func memoryContradictions() *Tool {
 				Scope:  c.Scope(),
 				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key, Limit: limit,
 			}
-			out := contradictionsOut{Candidates: []contradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
+			out := MemoryContradictionsOutput{Candidates: []ContradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
 			switch {
 			case in.Entity != "":
 				out.Mode = "entity"
@@ -184,7 +186,7 @@ func memoryContradictions() *Tool {
 			}
 			b := budget{Limit: tokenLimit}
 			for _, cand := range res.Candidates {
-				row := contradictionRow{
+				row := ContradictionRow{
 					Entity: cand.Entity, Key: cand.Key, Reason: reasonOppositePolarity,
 					PolarityA: cand.PolarityA, PolarityB: cand.PolarityB,
 				}
@@ -223,10 +225,10 @@ type consolidateArgs struct {
 	HorizonClass             string   `json:"horizon_class,omitempty"`
 }
 
-// consolidationReceipt is the payload of a "consolidation" receipt, and
+// ConsolidationReceipt is the payload of a "consolidation" receipt, and
 // the receipt memory_consolidate returns (with ReceiptID, which is not
 // part of the payload).
-type consolidationReceipt struct {
+type ConsolidationReceipt struct {
 	ConsolidationID string `json:"consolidation_id" cbor:"consolidation_id"`
 	Entity          string `json:"entity" cbor:"entity"`
 	Key             string `json:"key" cbor:"key"`
@@ -241,6 +243,13 @@ type consolidationReceipt struct {
 
 // receiptKindConsolidation is the kind of the receipt memory_consolidate mints.
 const receiptKindConsolidation = "consolidation"
+
+// MemoryConsolidateOutput is what memory_consolidate returns: status
+// consolidated and the receipt.
+type MemoryConsolidateOutput struct {
+	Receipt ConsolidationReceipt `json:"receipt"`
+	Status  string               `json:"status"`
+}
 
 func memoryConsolidate() *Tool {
 	const name = "memory_consolidate"
@@ -261,6 +270,7 @@ func memoryConsolidate() *Tool {
 		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +
 			"superseded_fact_ids: [string], source_fact_ids: [string], receipt_id}}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryConsolidateOutput](),
 		gate:   consolidationOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *consolidateArgs) (*Result, error) {
 			if err := requirePassport(name, c); err != nil {
@@ -294,7 +304,7 @@ func memoryConsolidate() *Tool {
 			if in.ProtectedConfidenceFloor != nil {
 				req.Floor = *in.ProtectedConfidenceFloor
 			}
-			var out consolidationReceipt
+			var out ConsolidationReceipt
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				r := req
 				r.Now = env.now() // inside the transaction, so the chain's times follow its versions
@@ -302,7 +312,7 @@ func memoryConsolidate() *Tool {
 				if err != nil {
 					return err
 				}
-				p := consolidationReceipt{
+				p := ConsolidationReceipt{
 					ConsolidationID: cons.ID, Entity: r.Entity, Key: r.Key,
 					CanonicalFactID: cons.Canonical.ID, CanonicalHash: cons.CanonicalHash,
 					SupersededFactIDs: cons.Superseded, SourceFactIDs: cons.Sources,
@@ -318,7 +328,7 @@ func memoryConsolidate() *Tool {
 			if err != nil {
 				return nil, consolidateError(name, err)
 			}
-			return jsonResult(map[string]any{"status": "consolidated", "receipt": out})
+			return jsonResult(MemoryConsolidateOutput{Receipt: out, Status: "consolidated"})
 		}),
 	}
 }

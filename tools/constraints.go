@@ -86,8 +86,8 @@ var stopWords = map[string]bool{
 	"without": true, "may": true, "can": true, "cannot": true, "we": true, "you": true,
 }
 
-// constraintMatch is one constraint an action matched.
-type constraintMatch struct {
+// ConstraintMatch is one constraint an action matched.
+type ConstraintMatch struct {
 	ConstraintID string  `json:"constraint_id"`
 	Assertion    string  `json:"assertion"`
 	Severity     string  `json:"severity"`
@@ -189,9 +189,9 @@ func shellCommand(toolName string, params any) string {
 
 // matchConstraints returns the constraints of cs the action matches, most
 // severe first, then by score, then in cs's order.
-func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, params any) []constraintMatch {
+func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, params any) []ConstraintMatch {
 	command := shellCommand(toolName, params)
-	out := []constraintMatch{}
+	out := []ConstraintMatch{}
 	for _, c := range cs {
 		score := 0.0
 		if c.Type == store.ConstraintShellPattern {
@@ -206,9 +206,9 @@ func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, p
 		} else if score = keywordScore(c.Assertion, a); score < matchThreshold {
 			continue
 		}
-		out = append(out, constraintMatch{ConstraintID: c.ID, Assertion: c.Assertion, Severity: c.Severity, MatchScore: score})
+		out = append(out, ConstraintMatch{ConstraintID: c.ID, Assertion: c.Assertion, Severity: c.Severity, MatchScore: score})
 	}
-	slices.SortStableFunc(out, func(x, y constraintMatch) int {
+	slices.SortStableFunc(out, func(x, y ConstraintMatch) int {
 		if d := store.SeverityRank(x.Severity) - store.SeverityRank(y.Severity); d != 0 {
 			return d
 		}
@@ -308,6 +308,19 @@ type declareConstraintArgs struct {
 	Severity       string `json:"severity,omitempty"`
 }
 
+// DeclareConstraintOutput is what declare_constraint returns: the
+// constraint stored and its receipt.
+type DeclareConstraintOutput struct {
+	Assertion      string `json:"assertion"`
+	ConstraintHash string `json:"constraint_hash"`
+	ConstraintID   string `json:"constraint_id"`
+	ConstraintType string `json:"constraint_type"`
+	CreatedAt      string `json:"created_at"`
+	ReceiptID      string `json:"receipt_id"`
+	Severity       string `json:"severity"`
+	Status         string `json:"status"`
+}
+
 func declareConstraint() *Tool {
 	const name = "declare_constraint"
 	return &Tool{
@@ -322,6 +335,7 @@ func declareConstraint() *Tool {
 		Annotations: Annotations{Title: "Declare constraint"},
 		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[DeclareConstraintOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *declareConstraintArgs) (*Result, error) {
 			if in.Severity == "" {
 				in.Severity = store.SeverityMedium
@@ -362,10 +376,10 @@ func declareConstraint() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"constraint_id": out.ID, "constraint_hash": out.Hash, "constraint_type": out.Type,
-				"assertion": out.Assertion, "severity": out.Severity, "status": out.Status,
-				"created_at": out.CreatedAt.Format(time.RFC3339Nano), "receipt_id": out.ReceiptID,
+			return jsonResult(DeclareConstraintOutput{
+				ConstraintID: out.ID, ConstraintHash: out.Hash, ConstraintType: out.Type,
+				Assertion: out.Assertion, Severity: out.Severity, Status: out.Status,
+				CreatedAt: out.CreatedAt.Format(time.RFC3339Nano), ReceiptID: out.ReceiptID,
 			})
 		}),
 	}
@@ -378,14 +392,21 @@ type getConstraintsArgs struct {
 	Status         string `json:"status,omitempty"`
 }
 
-// constraintRow is a constraint as get_constraints lists it.
-type constraintRow struct {
+// ConstraintRow is a constraint as get_constraints lists it.
+type ConstraintRow struct {
 	ConstraintID   string `json:"constraint_id"`
 	ConstraintType string `json:"constraint_type"`
 	Assertion      string `json:"assertion"`
 	Severity       string `json:"severity"`
 	Status         string `json:"status"`
 	CreatedAt      string `json:"created_at"`
+}
+
+// GetConstraintsOutput is what get_constraints returns.
+type GetConstraintsOutput struct {
+	Constraints []ConstraintRow `json:"constraints"`
+	Count       int             `json:"count"`
+	Truncated   bool            `json:"truncated"`
 }
 
 func getConstraints() *Tool {
@@ -400,8 +421,9 @@ func getConstraints() *Tool {
 		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
 		schema:      schemaFor(name),
+		out:         outputOf[GetConstraintsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getConstraintsArgs) (*Result, error) {
-			rows := []constraintRow{}
+			rows := []ConstraintRow{}
 			var truncated bool
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				rows = rows[:0]
@@ -409,7 +431,7 @@ func getConstraints() *Tool {
 				truncated, err = store.Constraints(tx, store.ConstraintQuery{
 					Tenant: c.TenantID(), Status: in.Status, Type: in.ConstraintType, Limit: maxListedConstraints,
 				}, func(k *store.Constraint) error {
-					rows = append(rows, constraintRow{
+					rows = append(rows, ConstraintRow{
 						ConstraintID: k.ID, ConstraintType: k.Type, Assertion: k.Assertion, Severity: k.Severity,
 						Status: k.Status, CreatedAt: k.CreatedAt.Format(time.RFC3339Nano),
 					})
@@ -420,15 +442,15 @@ func getConstraints() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			listed := []constraintRow{}
-			rc := newRowCap(0, map[string]any{"constraints": listed, "count": len(rows), "truncated": true})
+			listed := []ConstraintRow{}
+			rc := newRowCap(0, GetConstraintsOutput{Constraints: listed, Count: len(rows), Truncated: true})
 			for _, r := range rows {
 				if !rc.take(r) {
 					break
 				}
 				listed = append(listed, r)
 			}
-			return jsonResult(map[string]any{"constraints": listed, "count": len(listed), "truncated": truncated || rc.truncated})
+			return jsonResult(GetConstraintsOutput{Constraints: listed, Count: len(listed), Truncated: truncated || rc.truncated})
 		}),
 	}
 }
@@ -440,6 +462,17 @@ type checkConstraintsArgs struct {
 	ToolName          string          `json:"tool_name,omitempty"`
 	ToolParameters    json.RawMessage `json:"tool_parameters,omitempty"`
 	TenantID          string          `json:"tenant_id,omitempty"`
+}
+
+// CheckConstraintsOutput is what check_constraints returns; enrichment_receipt
+// is there when tool_name was given (the action was enriched first).
+type CheckConstraintsOutput struct {
+	ConstraintsChecked int                `json:"constraints_checked"`
+	EnrichmentReceipt  *EnrichmentReceipt `json:"enrichment_receipt,omitempty"`
+	MatchedConstraints []ConstraintMatch  `json:"matched_constraints"`
+	MatchedCount       int                `json:"matched_count"`
+	Truncated          bool               `json:"truncated"`
+	Verdict            string             `json:"verdict"`
 }
 
 func checkConstraints() *Tool {
@@ -463,20 +496,21 @@ func checkConstraints() *Tool {
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
 			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
 		schema: schemaFor(name),
+		out:    outputOf[CheckConstraintsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConstraintsArgs) (*Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {
 				return nil, err
 			}
 			texts := append([]string{in.ActionDescription, in.ToolName}, flatten(params, nil)...)
-			out := map[string]any{}
+			var out CheckConstraintsOutput
 			if in.ToolName != "" {
 				p, err := enrich(c.TenantID(), in.ToolName, params, in.ActionDescription, cs)
 				if err != nil {
 					return nil, err
 				}
 				texts = append(texts, p.Narrative, strings.Join(p.StateDiff.Operations, " "), strings.Join(p.Consequences, " "))
-				out["enrichment_receipt"] = p.EnrichmentReceipt
+				out.EnrichmentReceipt = &p.EnrichmentReceipt
 			}
 			matched := matchConstraints(cs, newActionWords(texts...), in.ToolName, params)
 			verdict := "pass"
@@ -489,9 +523,9 @@ func checkConstraints() *Tool {
 					verdict = "warn"
 				}
 			}
-			out["verdict"], out["constraints_checked"], out["matched_count"] = verdict, len(cs), len(matched)
-			out["matched_constraints"], out["truncated"] = []constraintMatch{}, true
-			listed := []constraintMatch{}
+			out.Verdict, out.ConstraintsChecked, out.MatchedCount = verdict, len(cs), len(matched)
+			out.MatchedConstraints, out.Truncated = []ConstraintMatch{}, true
+			listed := []ConstraintMatch{}
 			rc := newRowCap(maxListedMatches, out)
 			for _, m := range matched {
 				if !rc.take(m) {
@@ -499,7 +533,7 @@ func checkConstraints() *Tool {
 				}
 				listed = append(listed, m)
 			}
-			out["matched_constraints"], out["truncated"] = listed, len(listed) < len(matched)
+			out.MatchedConstraints, out.Truncated = listed, len(listed) < len(matched)
 			return jsonResult(out)
 		}),
 	}
@@ -523,6 +557,18 @@ type configAudit struct {
 	AuditedAt string `json:"audited_at"`
 }
 
+// AuditConfigOutput is what audit_config returns: the audit record
+// written and its receipt.
+type AuditConfigOutput struct {
+	AuditedAt string `json:"audited_at"`
+	Auditor   string `json:"auditor"`
+	FactID    string `json:"fact_id"`
+	Path      string `json:"path"`
+	ReceiptID string `json:"receipt_id"`
+	SHA256    string `json:"sha256"`
+	Version   uint32 `json:"version"`
+}
+
 func auditConfig() *Tool {
 	const name = "audit_config"
 	return &Tool{
@@ -535,6 +581,7 @@ func auditConfig() *Tool {
 		Annotations: Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[AuditConfigOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *auditConfigArgs) (*Result, error) {
 			if err := checkNames(name, "path", in.Path, "auditor", in.Auditor); err != nil {
 				return nil, err
@@ -564,9 +611,9 @@ func auditConfig() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"sha256": in.SHA256, "path": in.Path, "auditor": in.Auditor, "audited_at": rec.AuditedAt,
-				"fact_id": f.ID, "version": f.Version, "receipt_id": receiptID,
+			return jsonResult(AuditConfigOutput{
+				SHA256: in.SHA256, Path: in.Path, Auditor: in.Auditor, AuditedAt: rec.AuditedAt,
+				FactID: f.ID, Version: f.Version, ReceiptID: receiptID,
 			})
 		}),
 	}
@@ -574,22 +621,32 @@ func auditConfig() *Tool {
 
 // ---- check_config_audit ----
 
-type configPath struct {
+// ConfigPath names a configuration file by path and the SHA-256 of its
+// bytes.
+type ConfigPath struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
 }
 
 type checkConfigAuditArgs struct {
-	Paths []configPath `json:"paths"`
+	Paths []ConfigPath `json:"paths"`
 }
 
-// auditedConfig is a file check_config_audit found audited.
-type auditedConfig struct {
+// AuditedConfig is a file check_config_audit found audited.
+type AuditedConfig struct {
 	Path        string `json:"path"`
 	SHA256      string `json:"sha256"`
 	AuditedAt   string `json:"audited_at"`
 	Auditor     string `json:"auditor"`
 	AuditedPath string `json:"audited_path"`
+}
+
+// CheckConfigAuditOutput is what check_config_audit returns; content
+// summarises it in a sentence.
+type CheckConfigAuditOutput struct {
+	Audited   []AuditedConfig `json:"audited"`
+	Content   string          `json:"content"`
+	Unaudited []ConfigPath    `json:"unaudited"`
 }
 
 func checkConfigAudit() *Tool {
@@ -603,13 +660,14 @@ func checkConfigAudit() *Tool {
 		Annotations: Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
 		schema:      schemaFor(name),
+		out:         outputOf[CheckConfigAuditOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConfigAuditArgs) (*Result, error) {
 			for i, p := range in.Paths {
 				if err := checkName(name, "paths."+strconv.Itoa(i)+".path", p.Path); err != nil {
 					return nil, err
 				}
 			}
-			audited, unaudited := []auditedConfig{}, []configPath{}
+			audited, unaudited := []AuditedConfig{}, []ConfigPath{}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				audited, unaudited = audited[:0], unaudited[:0]
 				for _, p := range in.Paths {
@@ -630,7 +688,7 @@ func checkConfigAudit() *Tool {
 						unaudited = append(unaudited, p)
 						continue
 					}
-					audited = append(audited, auditedConfig{Path: p.Path, SHA256: p.SHA256, AuditedAt: rec.AuditedAt,
+					audited = append(audited, AuditedConfig{Path: p.Path, SHA256: p.SHA256, AuditedAt: rec.AuditedAt,
 						Auditor: rec.Auditor, AuditedPath: rec.Path})
 				}
 				return nil
@@ -646,7 +704,7 @@ func checkConfigAudit() *Tool {
 				}
 				summary += "; unaudited: " + strings.Join(names, ", ")
 			}
-			return jsonResult(map[string]any{"content": summary, "unaudited": unaudited, "audited": audited})
+			return jsonResult(CheckConfigAuditOutput{Audited: audited, Content: summary, Unaudited: unaudited})
 		}),
 	}
 }
@@ -679,6 +737,7 @@ func enrichAction() *Tool {
 			"consequence_metadata{risk_level, destructive, reversible, external_egress, executes_code, privileged, " +
 			"requires_review}, enrichment_receipt{hash, alg}}",
 		schema: schemaFor(name),
+		out:    outputOf[EnrichActionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *enrichActionArgs) (*Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {

@@ -25,6 +25,17 @@ type recordDecisionArgs struct {
 	ContextRefs  []string `json:"context_refs,omitempty"`
 }
 
+// RecordDecisionOutput is what record_decision returns: the decision
+// stored and its receipt.
+type RecordDecisionOutput struct {
+	Action       string `json:"action"`
+	DecisionHash string `json:"decision_hash"`
+	DecisionID   string `json:"decision_id"`
+	Entity       string `json:"entity"`
+	FactID       string `json:"fact_id"`
+	ReceiptID    string `json:"receipt_id"`
+}
+
 func recordDecision() *Tool {
 	const name = "record_decision"
 	return &Tool{
@@ -39,6 +50,7 @@ func recordDecision() *Tool {
 		Annotations: Annotations{Title: "Record decision"},
 		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[RecordDecisionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *recordDecisionArgs) (*Result, error) {
 			if strings.TrimSpace(in.Action) == "" {
 				return nil, invalidParams(name, "action", "must not be empty")
@@ -91,9 +103,9 @@ func recordDecision() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"decision_id": rec.DecisionID, "decision_hash": hash, "entity": entity, "action": rec.Action,
-				"fact_id": rec.FactID, "receipt_id": receiptID,
+			return jsonResult(RecordDecisionOutput{
+				DecisionID: rec.DecisionID, DecisionHash: hash, Entity: entity, Action: rec.Action,
+				FactID: rec.FactID, ReceiptID: receiptID,
 			})
 		}),
 	}

@@ -23,8 +23,8 @@ type egressArgs struct {
 	AllowPlainHTTP    bool   `json:"allow_plain_http,omitempty"`
 }
 
-// egressDecision is what egress_policy_check reports.
-type egressDecision struct {
+// EgressPolicyCheckOutput is what egress_policy_check reports.
+type EgressPolicyCheckOutput struct {
 	Schema  string   `json:"schema"`
 	Target  string   `json:"target"`
 	Purpose string   `json:"purpose"`
@@ -38,8 +38,8 @@ type egressDecision struct {
 // http only to a loopback host (when allowLoopbackHTTP) or when
 // allowPlainHTTP; any other scheme, and a URL without a host, is refused.
 // An error means target is not a URL.
-func checkEgress(target string, allowLoopbackHTTP, allowPlainHTTP bool) (egressDecision, error) {
-	d := egressDecision{Schema: "crux.egress_policy_check.v1", Target: target, Reasons: []string{}}
+func checkEgress(target string, allowLoopbackHTTP, allowPlainHTTP bool) (EgressPolicyCheckOutput, error) {
+	d := EgressPolicyCheckOutput{Schema: "crux.egress_policy_check.v1", Target: target, Reasons: []string{}}
 	u, err := url.Parse(target)
 	if err != nil {
 		return d, err
@@ -104,6 +104,7 @@ func egressPolicyCheck() *Tool {
 		Annotations: Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{schema: crux.egress_policy_check.v1, target, purpose, allowed, scheme, host, reasons: [string]}",
 		schema:      schemaFor(name),
+		out:         outputOf[EgressPolicyCheckOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *egressArgs) (*Result, error) {
 			loop := true
 			if in.AllowLoopbackHTTP != nil {

@@ -111,7 +111,9 @@ type storeFactArgs struct {
 	Supersedes       []string `json:"supersedes,omitempty"`
 }
 
-type storeFactOut struct {
+// StoreFactOutput is what store_fact returns: the version written and the
+// facts it superseded (besides the previous version of its pair).
+type StoreFactOutput struct {
 	FactID            string   `json:"fact_id"`
 	Entity            string   `json:"entity"`
 	Key               string   `json:"key"`
@@ -133,6 +135,7 @@ func storeFact() *Tool {
 		Annotations: Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		schema:      schemaFor(name),
+		out:         outputOf[StoreFactOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *storeFactArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -173,7 +176,7 @@ func storeFact() *Tool {
 			if retired == nil {
 				retired = []string{}
 			}
-			return jsonResult(storeFactOut{
+			return jsonResult(StoreFactOutput{
 				FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
 				SupersededFactIDs: retired, HorizonClass: f.HorizonClass, Private: f.Private,
 			})
@@ -196,8 +199,8 @@ type queryFactsArgs struct {
 	Contract          string   `json:"contract,omitempty"`
 }
 
-// factRow is a fact as query_facts returns it.
-type factRow struct {
+// FactRow is a fact as query_facts returns it.
+type FactRow struct {
 	FactID              string  `json:"fact_id"`
 	Entity              string  `json:"entity"`
 	Key                 string  `json:"key"`
@@ -213,14 +216,15 @@ type factRow struct {
 	SupersededBy        string  `json:"superseded_by,omitempty"`
 }
 
-type queryFactsOut struct {
-	crcFields
-	Rows                   []factRow `json:"rows"`
+// QueryFactsOutput is what query_facts returns.
+type QueryFactsOutput struct {
+	ContractFields
+	Rows                   []FactRow `json:"rows"`
 	Count                  int       `json:"count"`
 	FilteredBelowThreshold int       `json:"filtered_below_threshold"`
 	TotalTokens            int       `json:"total_tokens"`
 	TruncatedByTokenBudget bool      `json:"truncated_by_token_budget"`
-	Envelope               *envelope `json:"envelope,omitempty"`
+	Envelope               *Envelope `json:"envelope,omitempty"`
 }
 
 func queryFacts() *Tool {
@@ -242,6 +246,7 @@ func queryFacts() *Tool {
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),
+		out:    outputOf[QueryFactsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
 				return nil, err
@@ -273,7 +278,7 @@ func queryFacts() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := queryFactsOut{crcFields: newCRC(in.Contract, crcKindFact), Rows: make([]factRow, 0, len(res.Facts)),
+			out := QueryFactsOutput{ContractFields: newCRC(in.Contract, crcKindFact), Rows: make([]FactRow, 0, len(res.Facts)),
 				FilteredBelowThreshold: res.BelowFloor}
 			b := budget{Limit: in.TokenBudget}
 			for _, r := range res.Facts {
@@ -304,8 +309,8 @@ func queryFacts() *Tool {
 	}
 }
 
-func newFactRow(r store.RankedFact, now time.Time) factRow {
-	return factRow{
+func newFactRow(r store.RankedFact, now time.Time) FactRow {
+	return FactRow{
 		FactID: r.ID, Entity: r.Entity, Key: r.Key, Value: r.Value,
 		Confidence: r.Confidence, EffectiveConfidence: r.Effective,
 		HorizonClass: r.HorizonClass, Freshness: r.Freshness,
@@ -354,6 +359,17 @@ type deleteFactArgs struct {
 	FactID string `json:"fact_id"`
 }
 
+// DeleteFactOutput is what delete_fact returns: deleted is false when the
+// fact was already deleted.
+type DeleteFactOutput struct {
+	Deleted bool   `json:"deleted"`
+	FactID  string `json:"fact_id"`
+}
+
+// FactHistoryOutput is what fact_history returns: a page of a version
+// chain.
+type FactHistoryOutput = HistoryPage[VersionRow]
+
 func deleteFact() *Tool {
 	const name = "delete_fact"
 	return &Tool{
@@ -365,6 +381,7 @@ func deleteFact() *Tool {
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[DeleteFactOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *deleteFactArgs) (*Result, error) {
 			var deleted bool
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
@@ -383,7 +400,7 @@ func deleteFact() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			return jsonResult(map[string]any{"deleted": deleted, "fact_id": in.FactID})
+			return jsonResult(DeleteFactOutput{Deleted: deleted, FactID: in.FactID})
 		}),
 	}
 }
@@ -401,7 +418,8 @@ type listEntitiesArgs struct {
 	Limit  *int   `json:"limit,omitempty"`
 }
 
-type listEntitiesOut struct {
+// ListEntitiesOutput is what list_entities returns.
+type ListEntitiesOutput struct {
 	Entities  []string `json:"entities"`
 	Count     int      `json:"count"`     // names that match, listed or not
 	Truncated bool     `json:"truncated"` // Entities lists fewer than Count
@@ -419,6 +437,7 @@ func listEntities() *Tool {
 		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{entities: [string], count, truncated}",
 		schema:      schemaFor(name),
+		out:         outputOf[ListEntitiesOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listEntitiesArgs) (*Result, error) {
 			if err := checkName(name, "prefix", in.Prefix); err != nil {
 				return nil, err
@@ -436,13 +455,13 @@ func listEntities() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := listEntitiesOut{Entities: []string{}}
+			out := ListEntitiesOutput{Entities: []string{}}
 			for _, n := range names {
 				if strings.HasPrefix(n, in.Prefix) {
 					out.Count++
 				}
 			}
-			rc := newRowCap(limit, listEntitiesOut{Entities: []string{}, Count: out.Count, Truncated: true})
+			rc := newRowCap(limit, ListEntitiesOutput{Entities: []string{}, Count: out.Count, Truncated: true})
 			for _, n := range names {
 				if !strings.HasPrefix(n, in.Prefix) {
 					continue
@@ -466,7 +485,8 @@ type factHistoryArgs struct {
 	historyPageArgs
 }
 
-type versionRow struct {
+// VersionRow is one version of a fact as fact_history returns it.
+type VersionRow struct {
 	FactID       string  `json:"fact_id"`
 	Value        string  `json:"value"`
 	Version      uint32  `json:"version"`
@@ -493,16 +513,17 @@ func factHistory() *Tool {
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
 		schema: schemaFor(name),
+		out:    outputOf[FactHistoryOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
 			}
-			var out *historyOut[versionRow]
+			var out *HistoryPage[VersionRow]
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
 				out, err = readHistoryPage(tx, name, c, store.HistoryQuery{Scope: c.Scope(), Entity: in.Entity, Key: in.Key},
-					in.historyPageArgs, func(f *store.Fact) versionRow {
-						return versionRow{
+					in.historyPageArgs, func(f *store.Fact) VersionRow {
+						return VersionRow{
 							FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
 							SupersededBy: f.SupersededBy, Confidence: f.Confidence,
 							StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,

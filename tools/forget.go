@@ -200,7 +200,8 @@ const (
 	maxInlineReceiptBody = 8 << 10
 )
 
-type forgetOut struct {
+// MemoryForgetOutput is what memory_forget returns.
+type MemoryForgetOutput struct {
 	ForgetReceiptID       string            `json:"forget_receipt_id"`
 	FactsAffected         int               `json:"facts_affected"`
 	FactIDs               []string          `json:"fact_ids"`  // the first maxListedForget, oldest first
@@ -266,6 +267,7 @@ func memoryForget() *Tool {
 			"receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
 			"token_budget_capped, pinned_skipped}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryForgetOutput](),
 		gate:   forgetGate,
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetArgs) (*Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
@@ -283,7 +285,7 @@ func memoryForget() *Tool {
 			window := forgetWindow(env)
 			ends := now.Add(window)
 			q := store.ForgetQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()}, Selector: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget}
-			var out forgetOut
+			var out MemoryForgetOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				sel, err := store.SelectForget(tx, q)
 				if err != nil {
@@ -312,7 +314,7 @@ func memoryForget() *Tool {
 					return err
 				}
 				listed := sel.Facts[:min(len(sel.Facts), maxListedForget)]
-				out = forgetOut{
+				out = MemoryForgetOutput{
 					ForgetReceiptID: r.ID, FactsAffected: len(sel.Facts), FactIDs: make([]string, 0, len(listed)),
 					Truncated:             len(listed) < len(sel.Facts),
 					RecoveryWindowSeconds: int64(window / time.Second), RecoveryWindowEndsAt: ends.Format(time.RFC3339Nano),
@@ -345,7 +347,8 @@ type forgetDryRunArgs struct {
 	IncludePinned bool            `json:"include_pinned,omitempty"`
 }
 
-type forgetDryRunFact struct {
+// ForgetDryRunFact is a fact memory_forget_dry_run would forget.
+type ForgetDryRunFact struct {
 	FactID   string `json:"fact_id"`
 	Entity   string `json:"entity"`
 	Key      string `json:"key"`
@@ -355,10 +358,11 @@ type forgetDryRunFact struct {
 	Private  bool   `json:"private,omitempty"`
 }
 
-type forgetDryRunOut struct {
+// MemoryForgetDryRunOutput is what memory_forget_dry_run returns.
+type MemoryForgetDryRunOutput struct {
 	Scope             store.ForgetScope  `json:"scope"`
 	Count             int                `json:"count"` // every fact selected, listed or not
-	Facts             []forgetDryRunFact `json:"facts_that_would_be_affected"`
+	Facts             []ForgetDryRunFact `json:"facts_that_would_be_affected"`
 	Truncated         bool               `json:"truncated"` // Facts lists fewer than Count
 	DryRun            bool               `json:"dry_run"`
 	TokenBudgetCapped bool               `json:"token_budget_capped"`
@@ -379,6 +383,7 @@ func memoryForgetDryRun() *Tool {
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryForgetDryRunOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetDryRunArgs) (*Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
 			if err != nil {
@@ -395,13 +400,13 @@ func memoryForgetDryRun() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := forgetDryRunOut{
-				Scope: scope, Count: len(sel.Facts), Facts: []forgetDryRunFact{}, Truncated: true, DryRun: true,
+			out := MemoryForgetDryRunOutput{
+				Scope: scope, Count: len(sel.Facts), Facts: []ForgetDryRunFact{}, Truncated: true, DryRun: true,
 				TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped,
 			}
 			rc := newRowCap(maxListedForget, out)
 			for _, f := range sel.Facts {
-				row := forgetDryRunFact{
+				row := ForgetDryRunFact{
 					FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
 					StoredAt: f.StoredAt.Format(time.RFC3339Nano), Tokens: f.Tokens, Private: f.Private,
 				}

@@ -78,8 +78,8 @@ type reverifyPayload struct {
 	ReverifiedAt string `cbor:"reverified_at" json:"reverified_at"`
 }
 
-// freshnessRow is one fact of memory_freshness.
-type freshnessRow struct {
+// FreshnessRow is one fact of memory_freshness.
+type FreshnessRow struct {
 	FactID       string  `json:"fact_id"`
 	Entity       string  `json:"entity"`
 	Key          string  `json:"key"`
@@ -92,8 +92,8 @@ type freshnessRow struct {
 	Private      bool    `json:"private,omitempty"`
 }
 
-// sweepRow is one candidate of memory_sweep_candidates.
-type sweepRow struct {
+// SweepRow is one candidate of memory_sweep_candidates.
+type SweepRow struct {
 	FactID       string  `json:"fact_id"`
 	Entity       string  `json:"entity"`
 	Key          string  `json:"key"`
@@ -105,16 +105,16 @@ type sweepRow struct {
 	StoredAt     string  `json:"stored_at"`
 }
 
-// decayPolicyView is the decay policy as the freshness tools report it.
-type decayPolicyView struct {
+// DecayPolicyView is the decay policy as the freshness tools report it.
+type DecayPolicyView struct {
 	VolatileStaleHours float64 `json:"volatile_stale_hours"`
 	MediumStaleDays    float64 `json:"medium_stale_days"`
 	StableStaleDays    float64 `json:"stable_stale_days"`
 }
 
-func newDecayPolicyView(p store.DecayPolicy) decayPolicyView {
+func newDecayPolicyView(p store.DecayPolicy) DecayPolicyView {
 	const day = 24 * time.Hour
-	return decayPolicyView{
+	return DecayPolicyView{
 		VolatileStaleHours: p.VolatileStale.Hours(),
 		MediumStaleDays:    float64(p.MediumStale) / float64(day),
 		StableStaleDays:    float64(p.StableStale) / float64(day),
@@ -184,15 +184,16 @@ type memoryFreshnessArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-type memoryFreshnessOut struct {
-	Rows                   []freshnessRow  `json:"rows"`
-	Policy                 decayPolicyView `json:"policy"`
+// MemoryFreshnessOutput is what memory_freshness returns.
+type MemoryFreshnessOutput struct {
+	Rows                   []FreshnessRow  `json:"rows"`
+	Policy                 DecayPolicyView `json:"policy"`
 	Now                    string          `json:"now"`
 	Examined               int             `json:"examined"`
 	Complete               bool            `json:"complete"`
 	TotalTokens            int             `json:"total_tokens"`
 	TruncatedByTokenBudget bool            `json:"truncated_by_token_budget"`
-	Envelope               *envelope       `json:"envelope,omitempty"`
+	Envelope               *Envelope       `json:"envelope,omitempty"`
 }
 
 func memoryFreshness() *Tool {
@@ -216,6 +217,7 @@ func memoryFreshness() *Tool {
 			"total_tokens, truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, " +
 			"predicted_effects, links}}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryFreshnessOutput](),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryFreshnessArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
@@ -232,7 +234,7 @@ func memoryFreshness() *Tool {
 				limit = *in.TokenBudget
 			}
 			now := env.now()
-			out := memoryFreshnessOut{Policy: newDecayPolicyView(env.decay()), Now: now.Format(time.RFC3339Nano)}
+			out := MemoryFreshnessOutput{Policy: newDecayPolicyView(env.decay()), Now: now.Format(time.RFC3339Nano)}
 			var used []store.RankedFact
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
@@ -247,7 +249,7 @@ func memoryFreshness() *Tool {
 					return err
 				}
 				out.Examined, out.Complete = stats.Examined, stats.Complete
-				out.Rows, used = []freshnessRow{}, nil
+				out.Rows, used = []FreshnessRow{}, nil
 				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
@@ -255,7 +257,7 @@ func memoryFreshness() *Tool {
 					if err != nil {
 						return err
 					}
-					row := freshnessRow{
+					row := FreshnessRow{
 						FactID: f.ID, Entity: f.Entity, Key: f.Key, HorizonClass: f.HorizonClass,
 						Freshness: d.freshness, AgeHours: roundHours(d.age),
 						StoredAt: f.StoredAt.Format(time.RFC3339Nano), Pinned: pinned, Private: f.Private,
@@ -296,8 +298,9 @@ type sweepArgs struct {
 	TokenBudget *int `json:"token_budget,omitempty"`
 }
 
-type sweepOut struct {
-	Rows                   []sweepRow `json:"rows"`
+// MemorySweepCandidatesOutput is what memory_sweep_candidates returns.
+type MemorySweepCandidatesOutput struct {
+	Rows                   []SweepRow `json:"rows"`
 	DryRun                 bool       `json:"dry_run"`
 	Now                    string     `json:"now"`
 	Examined               int        `json:"examined"`
@@ -351,6 +354,7 @@ func memorySweepCandidates() *Tool {
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
 		schema: schemaFor(name),
+		out:    outputOf[MemorySweepCandidatesOutput](),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sweepArgs) (*Result, error) {
 			topK, limit := sweepTopK, sweepTokenBudget
@@ -361,7 +365,7 @@ func memorySweepCandidates() *Tool {
 				limit = *in.TokenBudget
 			}
 			now := env.now()
-			out := sweepOut{DryRun: true, Now: now.Format(time.RFC3339Nano)}
+			out := MemorySweepCandidatesOutput{DryRun: true, Now: now.Format(time.RFC3339Nano)}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
 				stats, err := store.ScanFacts(tx, store.FactScan{
@@ -382,11 +386,11 @@ func memorySweepCandidates() *Tool {
 					return err
 				}
 				out.Examined, out.Complete = stats.Examined, stats.Complete
-				out.Rows = []sweepRow{}
+				out.Rows = []SweepRow{}
 				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
-					row := sweepRow{
+					row := SweepRow{
 						FactID: f.ID, Entity: f.Entity, Key: f.Key, Reason: sweepReason(d), Freshness: d.freshness,
 						HorizonClass: f.HorizonClass, AgeHours: roundHours(d.age), SupersededBy: f.SupersededBy,
 						StoredAt: f.StoredAt.Format(time.RFC3339Nano),
@@ -409,6 +413,14 @@ func memorySweepCandidates() *Tool {
 
 // ---- memory_set_horizon ----
 
+// MemorySetHorizonOutput is what memory_set_horizon returns.
+type MemorySetHorizonOutput struct {
+	FactID               string `json:"fact_id"`
+	HorizonClass         string `json:"horizon_class"`
+	OK                   bool   `json:"ok"`
+	PreviousHorizonClass string `json:"previous_horizon_class"`
+}
+
 type setHorizonArgs struct {
 	FactID       string `json:"fact_id"`
 	HorizonClass string `json:"horizon_class"`
@@ -427,6 +439,7 @@ func memorySetHorizon() *Tool {
 		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
 		schema:      schemaFor(name),
+		out:         outputOf[MemorySetHorizonOutput](),
 		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *setHorizonArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
@@ -444,8 +457,8 @@ func memorySetHorizon() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(map[string]any{"fact_id": in.FactID, "horizon_class": in.HorizonClass,
-				"previous_horizon_class": previous, "ok": true})
+			return jsonResult(MemorySetHorizonOutput{FactID: in.FactID, HorizonClass: in.HorizonClass,
+				PreviousHorizonClass: previous, OK: true})
 		}),
 	}
 }
@@ -456,7 +469,8 @@ type reverifyArgs struct {
 	FactID string `json:"fact_id"`
 }
 
-type reverifyOut struct {
+// MemoryReverifyOutput is what memory_reverify returns.
+type MemoryReverifyOutput struct {
 	FactID       string `json:"fact_id"`
 	ReceiptID    string `json:"receipt_id"`
 	ReceiptClass string `json:"receipt_class"`
@@ -478,12 +492,13 @@ func memoryReverify() *Tool {
 		Annotations: Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
 		schema:      schemaFor(name),
+		out:         outputOf[MemoryReverifyOutput](),
 		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reverifyArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
 				return res, nil
 			}
-			var out reverifyOut
+			var out MemoryReverifyOutput
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				f, err := memCurrentFact(tx, c, in.FactID)
 				if err != nil {
@@ -502,7 +517,7 @@ func memoryReverify() *Tool {
 				if err != nil {
 					return err
 				}
-				out = reverifyOut{FactID: f.ID, ReceiptID: r.ID, ReceiptClass: "Reverify", ReverifiedAt: at}
+				out = MemoryReverifyOutput{FactID: f.ID, ReceiptID: r.ID, ReceiptClass: "Reverify", ReverifiedAt: at}
 				return nil
 			})
 			if err != nil {

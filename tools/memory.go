@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/internal/outschema"
 	"github.com/crux-go/crux/store"
 )
 
@@ -61,9 +62,9 @@ func memFlagGate(code int, tool, flag string, on func(*feature.Flags) bool) func
 	})
 }
 
-// panelFact is a fact as the memory panel shows it. Pinned says whether the
+// PanelFact is a fact as the memory panel shows it. Pinned says whether the
 // caller pinned it; other agents' pins never show.
-type panelFact struct {
+type PanelFact struct {
 	ID            string  `json:"id"`
 	Entity        string  `json:"entity"`
 	Key           string  `json:"key"`
@@ -76,8 +77,8 @@ type panelFact struct {
 	Private       bool    `json:"private,omitempty"`
 }
 
-func newPanelFact(f *store.Fact, pinned bool) panelFact {
-	return panelFact{
+func newPanelFact(f *store.Fact, pinned bool) PanelFact {
+	return PanelFact{
 		ID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, Version: f.Version,
 		StoredAt: f.StoredAt.Format(time.RFC3339Nano), Confidence: f.Confidence, Pinned: pinned,
 		SourceReceipt: f.SourceReceipt, Private: f.Private,
@@ -156,8 +157,9 @@ type memoryViewArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-type memoryViewOut struct {
-	Facts                  []panelFact `json:"facts"`
+// MemoryViewOutput is what memory_view returns.
+type MemoryViewOutput struct {
+	Facts                  []PanelFact `json:"facts"`
 	TotalTokens            int         `json:"total_tokens"`
 	Returned               int         `json:"returned"`
 	TruncatedByTokenBudget bool        `json:"truncated_by_token_budget"`
@@ -178,6 +180,7 @@ func memoryView() *Tool {
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryViewOutput](),
 		gate:   memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryViewArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
@@ -193,9 +196,9 @@ func memoryView() *Tool {
 			if in.TokenBudget != nil {
 				limit = *in.TokenBudget
 			}
-			out := memoryViewOut{Facts: []panelFact{}}
+			out := MemoryViewOutput{Facts: []PanelFact{}}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
-				out = memoryViewOut{Facts: []panelFact{}}
+				out = MemoryViewOutput{Facts: []PanelFact{}}
 				res, err := store.SearchFacts(tx, store.FactQuery{
 					Scope: c.Scope(), Entity: in.Entity, Key: in.Key,
 					Limit: topK, Now: env.now(), Policy: env.decay(),
@@ -225,13 +228,13 @@ func memoryView() *Tool {
 				return nil, err
 			}
 			out.Returned = len(out.Facts)
-			return &Result{Content: []Content{{Type: "text", Text: viewNarrative(out)}}, StructuredContent: out}, nil
+			return &Result{Content: []Content{{Type: "text", Text: viewNarrative(out)}}, StructuredContent: outschema.Fill(out)}, nil
 		}),
 	}
 }
 
 // viewNarrative is memory_view's text: one line per fact.
-func viewNarrative(out memoryViewOut) string {
+func viewNarrative(out MemoryViewOutput) string {
 	var b strings.Builder
 	switch len(out.Facts) {
 	case 0:
@@ -266,9 +269,11 @@ type memoryEditArgs struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-type memoryEditOut struct {
+// MemoryEditOutput is what memory_edit returns: the edited version and the
+// new one.
+type MemoryEditOutput struct {
 	OldFactID string    `json:"old_fact_id"`
-	NewFact   panelFact `json:"new_fact"`
+	NewFact   PanelFact `json:"new_fact"`
 	Reason    string    `json:"reason"`
 }
 
@@ -295,12 +300,13 @@ func memoryEdit() *Tool {
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		schema:      schemaFor(name),
+		out:         outputOf[MemoryEditOutput](),
 		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryEditArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
 				return res, nil
 			}
-			var out memoryEditOut
+			var out MemoryEditOutput
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				old, err := memCurrentFact(tx, c, in.FactID)
 				if err != nil {
@@ -326,7 +332,7 @@ func memoryEdit() *Tool {
 						return err
 					}
 				}
-				out = memoryEditOut{OldFactID: old.ID, NewFact: newPanelFact(nf, pinned), Reason: in.Reason}
+				out = MemoryEditOutput{OldFactID: old.ID, NewFact: newPanelFact(nf, pinned), Reason: in.Reason}
 				return nil
 			})
 			if err != nil {
@@ -338,6 +344,13 @@ func memoryEdit() *Tool {
 }
 
 // ---- memory_pin ----
+
+// MemoryPinOutput is what memory_pin returns: whether the fact is now
+// pinned for the caller.
+type MemoryPinOutput struct {
+	FactID string `json:"fact_id"`
+	Pinned bool   `json:"pinned"`
+}
 
 type memoryPinArgs struct {
 	FactID string `json:"fact_id"`
@@ -356,6 +369,7 @@ func memoryPin() *Tool {
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
 		schema:      schemaFor(name),
+		out:         outputOf[MemoryPinOutput](),
 		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryPinArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
@@ -375,7 +389,7 @@ func memoryPin() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(map[string]any{"fact_id": in.FactID, "pinned": pinned})
+			return jsonResult(MemoryPinOutput{FactID: in.FactID, Pinned: pinned})
 		}),
 	}
 }
@@ -389,8 +403,8 @@ type memoryHistoryArgs struct {
 	historyPageArgs
 }
 
-// memoryVersion is one version in memory_history.
-type memoryVersion struct {
+// MemoryVersion is one version in memory_history.
+type MemoryVersion struct {
 	ID            string  `json:"id"`
 	Value         string  `json:"value"`
 	Version       uint32  `json:"version"`
@@ -401,6 +415,10 @@ type memoryVersion struct {
 	SourceReceipt string  `json:"source_receipt"`
 	Private       bool    `json:"private,omitempty"`
 }
+
+// MemoryHistoryOutput is what memory_history returns: a page of a version
+// chain.
+type MemoryHistoryOutput = HistoryPage[MemoryVersion]
 
 func memoryHistory() *Tool {
 	const name = "memory_history"
@@ -415,6 +433,7 @@ func memoryHistory() *Tool {
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryHistoryOutput](),
 		gate:   memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryHistoryArgs) (*Result, error) {
 			byPair := in.Entity != "" || in.Key != ""
@@ -434,7 +453,7 @@ func memoryHistory() *Tool {
 			if store.IsReserved(in.Entity) {
 				return nil, reservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved; use fact_history")
 			}
-			var out *historyOut[memoryVersion]
+			var out *HistoryPage[MemoryVersion]
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				q := store.HistoryQuery{Scope: c.Scope(), Entity: in.Entity, Key: in.Key}
 				if in.FactID != "" {
@@ -448,8 +467,8 @@ func memoryHistory() *Tool {
 					}
 				}
 				var err error
-				out, err = readHistoryPage(tx, name, c, q, in.historyPageArgs, func(f *store.Fact) memoryVersion {
-					v := memoryVersion{
+				out, err = readHistoryPage(tx, name, c, q, in.historyPageArgs, func(f *store.Fact) MemoryVersion {
+					v := MemoryVersion{
 						ID: f.ID, Value: f.Value, Version: f.Version, StoredAt: f.StoredAt.Format(time.RFC3339Nano),
 						SupersededBy: f.SupersededBy, Deleted: f.Deleted, SourceReceipt: f.SourceReceipt, Private: f.Private,
 					}

@@ -188,7 +188,8 @@ type listObservationsArgs struct {
 	Cursor    string `json:"cursor,omitempty"`
 }
 
-type observationsOut struct {
+// ListObservationsOutput is what list_observations returns.
+type ListObservationsOutput struct {
 	SessionID    string                      `json:"session_id"`
 	Count        int                         `json:"count"`
 	Observations []*store.SessionObservation `json:"observations"`
@@ -208,6 +209,7 @@ func listObservations() *Tool {
 		Output: "{session_id, count, observations: [{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, " +
 			"payload, prev_hash, receipt: {alg, signed_by, body_hash, signature}}], next_cursor?, truncated}",
 		schema: schemaFor(name),
+		out:    outputOf[ListObservationsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listObservationsArgs) (*Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "provider", in.Provider); err != nil {
 				return nil, err
@@ -235,8 +237,8 @@ func listObservations() *Tool {
 			if in.Limit != nil {
 				limit = *in.Limit
 			}
-			out := &observationsOut{SessionID: in.SessionID, Observations: []*store.SessionObservation{}}
-			rc := newRowCap(limit, &observationsOut{SessionID: in.SessionID, Observations: []*store.SessionObservation{},
+			out := &ListObservationsOutput{SessionID: in.SessionID, Observations: []*store.SessionObservation{}}
+			rc := newRowCap(limit, &ListObservationsOutput{SessionID: in.SessionID, Observations: []*store.SessionObservation{},
 				NextCursor: strconv.FormatUint(1<<63, 10), Truncated: true})
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				return store.SessionObservations(tx, c.TenantID(), c.Identity(), in.SessionID, func(o *store.SessionObservation) error {
@@ -290,6 +292,10 @@ func readObservation(ctx context.Context, env *Env, c Caller, tool string, in *o
 	return o, nil, nil
 }
 
+// GetObservationOutput is what get_observation returns: the observation
+// as stored, with its signature.
+type GetObservationOutput = store.SessionObservation
+
 func getObservation() *Tool {
 	const name = "get_observation"
 	return &Tool{
@@ -300,6 +306,7 @@ func getObservation() *Tool {
 		Output: "{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, payload, prev_hash, " +
 			"receipt: {alg, signed_by, body_hash, signature}}; none: isError, observation not found",
 		schema: schemaFor(name),
+		out:    outputOf[GetObservationOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *observationArgs) (*Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
@@ -320,6 +327,7 @@ func verifyObservation() *Tool {
 		Annotations: Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",
 		schema:      schemaFor(name),
+		out:         outputOf[VerifyObservationOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *observationArgs) (*Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
@@ -330,8 +338,8 @@ func verifyObservation() *Tool {
 	}
 }
 
-// observationCheck is the answer of verify_observation.
-type observationCheck struct {
+// VerifyObservationOutput is the answer of verify_observation.
+type VerifyObservationOutput struct {
 	ObservationID  string `json:"observation_id"`
 	OK             bool   `json:"ok"`
 	HashMatch      bool   `json:"hash_match"`
@@ -343,8 +351,8 @@ type observationCheck struct {
 
 // checkObservationSignature rebuilds o's body and checks its hash and
 // signature with kr.
-func checkObservationSignature(o *store.SessionObservation, kr *receipts.Keyring) observationCheck {
-	out := observationCheck{ObservationID: o.ObservationID, ReceiptHash: o.Receipt.BodyHash}
+func checkObservationSignature(o *store.SessionObservation, kr *receipts.Keyring) VerifyObservationOutput {
+	out := VerifyObservationOutput{ObservationID: o.ObservationID, ReceiptHash: o.Receipt.BodyHash}
 	body, sum, err := canonical(o)
 	if err != nil {
 		out.Reason = err.Error()

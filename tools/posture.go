@@ -31,8 +31,8 @@ import (
 //     contract's daemon_loopback_configured and data_dir_configured are left
 //     out and a note says why.
 
-// routeAccess is one route of a crux transport and what it requires.
-type routeAccess struct {
+// RouteAccess is one route of a crux transport and what it requires.
+type RouteAccess struct {
 	Transport        string   `json:"transport"`
 	Route            string   `json:"route"`
 	RequiredAnyScope []string `json:"required_any_scope"`
@@ -53,6 +53,7 @@ func routeAccessMatrix() *Tool {
 		Annotations: Annotations{Title: "Route access matrix", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{routes: [{transport, route, required_any_scope: [string], enforced, passport_binding, tenant_binding, notes}], enforcing}",
 		schema:      schemaFor(name),
+		out:         outputOf[RouteAccessMatrixOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
 			enforcing := env.Router != nil
 			const passport = "the process's agent (--agent or CRUX_AGENT): named means authenticated, unnamed means anonymous"
@@ -66,7 +67,7 @@ func routeAccessMatrix() *Tool {
 					"<tool>, or " + surface.QueryCapability + " for query, query_scan and query_expand; refused with -32030 otherwise"
 				listNote = "lists only the tools the token allows"
 			}
-			routes := []routeAccess{
+			routes := []RouteAccess{
 				{Transport: "stdio", Route: "initialize", RequiredAnyScope: []string{}, Enforced: false,
 					PassportBinding: passport, TenantBinding: tenant, Notes: "protocol handshake; needs no capability"},
 				{Transport: "stdio", Route: "tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
@@ -74,9 +75,25 @@ func routeAccessMatrix() *Tool {
 				{Transport: "stdio", Route: "tools/call", RequiredAnyScope: call, Enforced: enforcing,
 					PassportBinding: passport, TenantBinding: tenant, Notes: callNote},
 			}
-			return jsonResult(map[string]any{"routes": routes, "enforcing": enforcing})
+			return jsonResult(RouteAccessMatrixOutput{Enforcing: enforcing, Routes: routes})
 		}),
 	}
+}
+
+// RouteAccessMatrixOutput is what route_access_matrix returns.
+type RouteAccessMatrixOutput struct {
+	Enforcing bool          `json:"enforcing"`
+	Routes    []RouteAccess `json:"routes"`
+}
+
+// ExecplanGateOutput is what execplan_gate returns: the gate fact written.
+type ExecplanGateOutput struct {
+	CommitSHA string `json:"commit_sha"`
+	Entity    string `json:"entity"`
+	FactID    string `json:"fact_id"`
+	Key       string `json:"key"`
+	Status    string `json:"status"`
+	Version   uint32 `json:"version"`
 }
 
 type execplanGateArgs struct {
@@ -125,6 +142,7 @@ func execplanGate() *Tool {
 		Annotations: Annotations{Title: "ExecPlan gate"},
 		Output:      "{fact_id, entity, key, version, commit_sha, status}",
 		schema:      schemaFor(name),
+		out:         outputOf[ExecplanGateOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *execplanGateArgs) (*Result, error) {
 			slug := strings.TrimSpace(in.Slug)
 			switch {
@@ -172,23 +190,23 @@ func execplanGate() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"fact_id": f.ID, "entity": f.Entity, "key": f.Key, "version": f.Version,
-				"commit_sha": rec.CommitSHA, "status": rec.Status,
+			return jsonResult(ExecplanGateOutput{
+				FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
+				CommitSHA: rec.CommitSHA, Status: rec.Status,
 			})
 		}),
 	}
 }
 
-// authPosture is what auth_posture_audit reports.
-type authPosture struct {
+// AuthPostureAuditOutput is what auth_posture_audit reports.
+type AuthPostureAuditOutput struct {
 	Schema                     string     `json:"schema"`
 	CheckedAt                  string     `json:"checked_at"`
 	MCPAgent                   string     `json:"mcp_agent"`
 	Authenticated              bool       `json:"authenticated"`
 	Tenant                     string     `json:"tenant"`
 	RCXRouterConfigured        bool       `json:"rcx_router_configured"`
-	Token                      *tokenInfo `json:"token,omitempty"`
+	Token                      *TokenInfo `json:"token,omitempty"`
 	AgentPassportsEnabled      bool       `json:"agent_passports_enabled"`
 	PassportRevocationEnforced bool       `json:"passport_revocation_enforced"`
 	ReceiptSignerKeyID         string     `json:"receipt_signer_key_id"`
@@ -196,8 +214,8 @@ type authPosture struct {
 	RecommendedChecks          []string   `json:"recommended_checks"`
 }
 
-// tokenInfo names the capability token a server enforces.
-type tokenInfo struct {
+// TokenInfo names the capability token a server enforces.
+type TokenInfo struct {
 	ID   string `json:"id"`
 	Tier string `json:"tier"`
 }
@@ -216,8 +234,9 @@ func authPostureAudit() *Tool {
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +
 			"recommended_checks: [string]}",
 		schema: schemaFor(name),
+		out:    outputOf[AuthPostureAuditOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
-			p := authPosture{
+			p := AuthPostureAuditOutput{
 				Schema: "crux.auth_posture_audit.v1", CheckedAt: env.now().Format(time.RFC3339Nano),
 				MCPAgent: c.Name(), Authenticated: c.Identity() != "", Tenant: c.TenantID(),
 				RCXRouterConfigured: env.Router != nil, AgentPassportsEnabled: env.Flags.AgentPassports,
@@ -234,7 +253,7 @@ func authPostureAudit() *Tool {
 			}
 			if env.Router != nil {
 				info := env.Router.Info()
-				p.Token = &tokenInfo{ID: info.TokenID, Tier: info.Tier}
+				p.Token = &TokenInfo{ID: info.TokenID, Tier: info.Tier}
 				p.Notes = append(p.Notes, "calls are checked against capability token "+info.TokenID+" (tier "+info.Tier+")")
 			} else {
 				p.Notes = append(p.Notes, "no RCX router: every call is allowed (fail-open)")

@@ -112,7 +112,9 @@ func writeSession(ctx context.Context, env *Env, c Caller, id string, state []by
 	return s, err
 }
 
-type sessionWriteOut struct {
+// SaveSessionOutput is what save_session and session_checkpoint return:
+// the session written (session_checkpoint adds total_tokens and trimmed).
+type SaveSessionOutput struct {
 	SessionID   string `json:"session_id"`
 	UpdatedAt   string `json:"updated_at"`
 	ExpiresAt   string `json:"expires_at,omitempty"`
@@ -121,8 +123,8 @@ type sessionWriteOut struct {
 	Trimmed map[string]int `json:"trimmed,omitempty"`
 }
 
-func writeOut(s *store.Session) sessionWriteOut {
-	out := sessionWriteOut{SessionID: s.ID, UpdatedAt: stamp(s.UpdatedAt)}
+func writeOut(s *store.Session) SaveSessionOutput {
+	out := SaveSessionOutput{SessionID: s.ID, UpdatedAt: stamp(s.UpdatedAt)}
 	if s.ExpiresAt != nil {
 		out.ExpiresAt = stamp(*s.ExpiresAt)
 	}
@@ -145,8 +147,8 @@ type sessionIDArgs struct {
 	SessionID string `json:"session_id"`
 }
 
-// sessionOut is a session as get_session returns it.
-type sessionOut struct {
+// GetSessionOutput is a session as get_session returns it.
+type GetSessionOutput struct {
 	SessionID     string          `json:"session_id"`
 	State         json.RawMessage `json:"state"`
 	UpdatedAt     string          `json:"updated_at"`
@@ -176,6 +178,7 @@ func getSession() *Tool {
 			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
 			"session: isError, session not found",
 		schema: schemaFor(name),
+		out:    outputOf[GetSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -202,7 +205,7 @@ func getSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			out := sessionOut{
+			out := GetSessionOutput{
 				SessionID: s.ID, State: s.State, UpdatedAt: stamp(s.UpdatedAt), TotalTokens: sessionTokens(s.State),
 				Archived: s.Archived, ArchiveReason: s.ArchiveReason, WrittenBy: s.WrittenBy,
 				ReadOnly: s.ReadOnly, MergedFrom: s.Origins,
@@ -239,6 +242,7 @@ func saveSession() *Tool {
 		Annotations: Annotations{Title: "Save session", IdempotentHint: true},
 		Output:      "{session_id, updated_at, expires_at?}",
 		schema:      schemaFor(name),
+		out:         outputOf[SaveSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *saveSessionArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -397,6 +401,7 @@ func sessionCheckpoint() *Tool {
 		Annotations: Annotations{Title: "Session checkpoint", IdempotentHint: true},
 		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
 		schema:      schemaFor(name),
+		out:         outputOf[SaveSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkpointArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -456,6 +461,37 @@ func sessionCheckpoint() *Tool {
 
 // ---- list_sessions ----
 
+// ListSessionsOutput is what list_sessions returns: session ids, sorted.
+type ListSessionsOutput struct {
+	Count     int      `json:"count"`
+	Sessions  []string `json:"sessions"`
+	Truncated bool     `json:"truncated"`
+}
+
+// DeleteSessionOutput is what delete_session returns: deleted is false when
+// there was no such session.
+type DeleteSessionOutput struct {
+	Deleted   bool   `json:"deleted"`
+	SessionID string `json:"session_id"`
+}
+
+// ArchiveSessionOutput is what archive_session returns.
+type ArchiveSessionOutput struct {
+	Archived    bool   `json:"archived"`
+	ArchivedAt  string `json:"archived_at"`
+	Reason      string `json:"reason,omitempty"`
+	SessionID   string `json:"session_id"`
+	WasArchived bool   `json:"was_archived"`
+}
+
+// UnarchiveSessionOutput is what unarchive_session returns: archived is
+// always false.
+type UnarchiveSessionOutput struct {
+	Archived    bool   `json:"archived"`
+	SessionID   string `json:"session_id"`
+	WasArchived bool   `json:"was_archived"`
+}
+
 type listSessionsArgs struct {
 	IncludeArchived bool   `json:"include_archived,omitempty"`
 	Prefix          string `json:"prefix,omitempty"`
@@ -472,6 +508,7 @@ func listSessions() *Tool {
 		Annotations: Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
 		Output:      "{sessions: [string], count, truncated}",
 		schema:      schemaFor(name),
+		out:         outputOf[ListSessionsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listSessionsArgs) (*Result, error) {
 			if err := checkNames(name, "prefix", in.Prefix); err != nil {
 				return nil, err
@@ -510,7 +547,7 @@ func listSessions() *Tool {
 				}
 				ids = append(ids, id)
 			}
-			return jsonResult(map[string]any{"sessions": ids, "count": len(ids), "truncated": res.Truncated || rc.truncated})
+			return jsonResult(ListSessionsOutput{Sessions: ids, Count: len(ids), Truncated: res.Truncated || rc.truncated})
 		}),
 	}
 }
@@ -527,6 +564,7 @@ func deleteSession() *Tool {
 		Annotations: Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, session_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[DeleteSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -543,7 +581,7 @@ func deleteSession() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{"deleted": deleted, "session_id": in.SessionID})
+			return jsonResult(DeleteSessionOutput{Deleted: deleted, SessionID: in.SessionID})
 		}),
 	}
 }
@@ -588,6 +626,7 @@ func archiveSession() *Tool {
 		Annotations: Annotations{Title: "Archive session", IdempotentHint: true},
 		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
 		schema:      schemaFor(name),
+		out:         outputOf[ArchiveSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *archiveArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -599,11 +638,8 @@ func archiveSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			out := map[string]any{"session_id": s.ID, "archived": true, "archived_at": stamp(*s.ArchivedAt), "was_archived": was}
-			if s.ArchiveReason != "" {
-				out["reason"] = s.ArchiveReason
-			}
-			return jsonResult(out)
+			return jsonResult(ArchiveSessionOutput{SessionID: s.ID, Archived: true, ArchivedAt: stamp(*s.ArchivedAt),
+				WasArchived: was, Reason: s.ArchiveReason})
 		}),
 	}
 }
@@ -618,6 +654,7 @@ func unarchiveSession() *Tool {
 		Annotations: Annotations{Title: "Unarchive session", IdempotentHint: true},
 		Output:      "{session_id, archived: false, was_archived}; missing: isError, session not found",
 		schema:      schemaFor(name),
+		out:         outputOf[UnarchiveSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -629,7 +666,7 @@ func unarchiveSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			return jsonResult(map[string]any{"session_id": s.ID, "archived": false, "was_archived": was})
+			return jsonResult(UnarchiveSessionOutput{SessionID: s.ID, WasArchived: was})
 		}),
 	}
 }

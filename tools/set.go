@@ -40,6 +40,8 @@ type Set struct {
 	tools  []*Tool
 	byName map[string]int
 	schema []*jsonschema.Schema
+	// output holds each tool's output schema (see outputSchema).
+	output []json.RawMessage
 	// check holds each schema compiled for checkArguments' fast path
 	// (see check.go); nil for a schema it cannot compile.
 	check []*check
@@ -48,7 +50,8 @@ type Set struct {
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // NewSet checks the tools (unique valid names, a description, an object
-// schema) and compiles their schemas.
+// schema, an output type that is a JSON object) and compiles their
+// schemas.
 func NewSet(ts []*Tool) (*Set, error) {
 	s := &Set{tools: ts, byName: make(map[string]int, len(ts))}
 	for i, t := range ts {
@@ -65,6 +68,14 @@ func NewSet(ts []*Tool) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 		}
+		if t.out == nil {
+			return nil, fmt.Errorf("tools: %s: no output type", t.Name)
+		}
+		out, err := outputSchema(t)
+		if err != nil {
+			return nil, fmt.Errorf("tools: %s: output schema: %w", t.Name, err)
+		}
+		s.output = append(s.output, out)
 		s.byName[t.Name] = i
 		s.schema = append(s.schema, sch)
 		s.check = append(s.check, chk)

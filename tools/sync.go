@@ -17,6 +17,10 @@ type syncPushArgs struct {
 	Allowlist []string `json:"allowlist,omitempty"`
 }
 
+// SyncOutput is the output type of sync_pull and sync_push, which have no
+// successful answer in crux: every call is an isError result saying why.
+type SyncOutput struct{}
+
 // syncTool is sync_pull or sync_push, whose arguments decode into In. crux
 // has no client for a hosted sync platform: unconfigured, the tools say so;
 // configured, they say that crux does not contact the remote, rather than
@@ -30,6 +34,7 @@ func syncTool[In any](name, title, what string) *Tool {
 		Annotations: Annotations{Title: title, OpenWorldHint: true},
 		Output:      "isError result: sync not configured, or not available in crux",
 		schema:      schemaFor(name),
+		out:         outputOf[SyncOutput](),
 		run: bind(name, func(_ context.Context, env *Env, _ Caller, _ *In) (*Result, error) {
 			if env.Flags.SyncRemoteURL == "" {
 				return errorResult("sync not configured: %s is not set", feature.EnvSyncRemoteURL), nil

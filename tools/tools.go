@@ -44,6 +44,20 @@
 // hold this path to the reference (parse, validate, decode again) over a
 // table, the fuzz corpus and arguments generated from every schema.
 //
+// # Typed outputs
+//
+// Every tool answers with a Go value as its structured content, of a type
+// exported here (StoreFactOutput for store_fact, QueryFactsOutput for
+// query_facts, and so on; [Tool.OutputTypes] names them), so that a
+// program embedding crux can read a result without parsing its text
+// (crux.Decode does it). The type is also the truth about the shape of the
+// answer: the output schema tools/list declares for the tool is derived
+// from it ([Set.OutputSchema]), and a test runs every tool and checks its
+// real answer against both. A few tools answer with another shape while
+// their feature flag is off (the artefact tools and
+// memory_acknowledge_use: feature_enabled false and a note, nothing done):
+// that answer has a type of its own, and the schema admits both.
+//
 // A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
 // every JSON Schema in step with its argument struct.
 package tools
@@ -63,6 +77,7 @@ import (
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
+	"github.com/crux-go/crux/internal/outschema"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
@@ -387,7 +402,10 @@ type Tool struct {
 	Output string
 
 	schema []byte
-	run    handler
+	// out is the Go type of the structured content of the tool's answers;
+	// alt, when set, that of its answer while its feature flag is off.
+	out, alt reflect.Type
+	run      handler
 	// gate, when set, decides before the arguments are checked whether the
 	// tool may run under the server's flags: a non-nil result or error is
 	// the answer (the tool's own behaviour when its flag is off).
@@ -400,12 +418,13 @@ type Tool struct {
 
 // New returns a tool descriptor. schema is the JSON Schema of its
 // arguments (an object schema; NewSet compiles it); run receives arguments
-// that passed it, as JSON.
+// that passed it, as JSON. Its structured content may be any JSON object:
+// its output type is map[string]any.
 func New(name, description string, schema json.RawMessage, ann Annotations,
 	run func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)) *Tool {
 	if run == nil {
 		return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
-			run: handler{args: reflect.TypeFor[json.RawMessage]()}}
+			out: anyObject, run: handler{args: reflect.TypeFor[json.RawMessage]()}}
 	}
 	call := func(ctx context.Context, env *Env, c Caller, a *arguments) (*Result, error) {
 		args, err := a.text()
@@ -415,7 +434,7 @@ func New(name, description string, schema json.RawMessage, ann Annotations,
 		return run(ctx, env, c, args)
 	}
 	return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
-		run: handler{call: call, args: reflect.TypeFor[json.RawMessage]()}}
+		out: anyObject, run: handler{call: call, args: reflect.TypeFor[json.RawMessage]()}}
 }
 
 // InputSchema is the tool's JSON Schema for its arguments.
@@ -510,7 +529,10 @@ func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 
 // jsonResult is a result whose text is v as JSON and whose structured
 // content is v.
+// Every nil slice and map of v's top level is sent as an empty one (see
+// outschema.Fill), as the tool's output schema says.
 func jsonResult(v any) (*Result, error) {
+	v = outschema.Fill(v)
 	text, err := codec.MarshalString(v)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,57 @@
+package tools
+
+import (
+	"encoding/json"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/crux-go/crux/internal/outschema"
+)
+
+// anyObject is the output type of a tool whose structured content may be
+// any JSON object.
+var anyObject = reflect.TypeFor[map[string]any]()
+
+// outputOf is the reflect.Type of T, for a tool descriptor's out field.
+func outputOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// OutputTypes returns the Go types of the tool's structured content: the
+// type of its answers, then, for a tool that answers differently while
+// its feature flag is off, the type of that answer. A result of the tool
+// that is not an error holds a value of one of them (or a pointer to
+// one).
+func (t *Tool) OutputTypes() []reflect.Type {
+	if t.alt != nil {
+		return []reflect.Type{t.out, t.alt}
+	}
+	if t.out == nil {
+		return nil
+	}
+	return []reflect.Type{t.out}
+}
+
+// outputSchema is the output schema tools/list declares for t (see
+// outschema.Listed).
+func outputSchema(t *Tool) (json.RawMessage, error) {
+	return outschema.Listed(t.OutputTypes()...)
+}
+
+// OutputSchema returns the output schema of the named tool, as tools/list
+// declares it: an object schema naming the properties of its structured
+// content with their JSON types (nested objects are not described, and no
+// property is required: see the package documentation of crux). It is nil
+// for a name the set does not hold.
+func (s *Set) OutputSchema(name string) json.RawMessage {
+	i, ok := s.byName[name]
+	if !ok {
+		return nil
+	}
+	return append(json.RawMessage(nil), s.output[i]...)
+}
+
+// JSONSchema is the schema of what a hexBytes marshals to: a hex string, or
+// null when nil.
+func (hexBytes) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"null", "string"}}
+}
