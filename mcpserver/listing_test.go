@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
@@ -111,5 +112,25 @@ func TestListingSize(t *testing.T) {
 	} {
 		s := measureListing(t, c.flags, c.router)
 		t.Logf("%s: %d tools, tools/list %d B (%d B per tool), initialize %d B", c.name, s.tools, s.list, s.list/s.tools, s.initialize)
+	}
+}
+
+// TestListToolsOutputSchema: tools/list carries each tool's output schema
+// as crux declares it.
+func TestListToolsOutputSchema(t *testing.T) {
+	srv := newCrux(t)
+	cs := connect(t, srv, tester)
+	ctx := context.Background()
+	want := map[string]json.RawMessage{}
+	for _, tl := range srv.ListTools(ctx, tester) {
+		want[tl.Name] = tl.OutputSchema
+	}
+	got, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	for _, g := range got.Tools {
+		require.NotNil(t, g.OutputSchema, g.Name)
+		b, err := json.Marshal(g.OutputSchema)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want[g.Name]), string(b), g.Name)
 	}
 }

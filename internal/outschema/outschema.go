@@ -297,8 +297,8 @@ func fillable(t reflect.Type) map[string]bool {
 }
 
 // Fill returns v with every nil slice and map among the fields of its top
-// level replaced by an empty one, so that the JSON of each is [] or {},
-// never null. v is a struct or a pointer to one (anything else is returned
+// level (except omitempty ones, which are left out) replaced by an empty
+// one, so that the JSON of each is [] or {}, never null. v is a struct or a pointer to one (anything else is returned
 // as it is); v itself is not changed: a struct is copied, and a pointer is
 // replaced by a pointer to a copy when a field needs filling.
 func Fill(v any) any {
@@ -318,6 +318,9 @@ func Fill(v any) any {
 		k := f.Type.Kind()
 		if k != reflect.Slice && k != reflect.Map || f.Type.Implements(marshalerType) {
 			continue
+		}
+		if _, opts, _ := strings.Cut(f.Tag.Get("json"), ","); strings.Contains(","+opts+",", ",omitempty,") {
+			continue // left out when nil or empty, never null
 		}
 		fv, err := rv.FieldByIndexErr(f.Index)
 		if err != nil || !fv.IsNil() {
