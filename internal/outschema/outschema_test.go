@@ -18,7 +18,7 @@ func (hexish) MarshalJSON() ([]byte, error) { return []byte(`"00"`), nil }
 
 type schemed []byte
 
-func (schemed) MarshalJSON() ([]byte, error)     { return []byte(`"00"`), nil }
+func (schemed) MarshalJSON() ([]byte, error)   { return []byte(`"00"`), nil }
 func (schemed) JSONSchema() *jsonschema.Schema { return &jsonschema.Schema{Type: "string"} }
 
 type inner struct {
