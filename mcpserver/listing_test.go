@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -98,6 +99,20 @@ func measureListing(t testing.TB, flags *crux.Flags, router bool) listingSizes {
 	return listingSizes{tools: len(reply.Result.Tools), list: len(list), initialize: len(init)}
 }
 
+// Budgets of what a client reads when a session starts, as JSON on the
+// wire: the full catalogue's tools/list (every tool the flags allow, with
+// the crux command's free-local token) and the initialize result (which
+// carries crux.Instructions). Each is the size measured when it was set,
+// plus about 5%; raise it only with a reason: an agent pays for these
+// bytes on every turn.
+const (
+	listBudget       = 123_000
+	initializeBudget = 2_060
+)
+
+// TestListingSize reports the size of tools/list and initialize for the
+// library's defaults and the full catalogue, with and without a
+// capability token, and holds the full catalogue to its budget.
 func TestListingSize(t *testing.T) {
 	full := allToolFlags()
 	for _, c := range []struct {
@@ -112,7 +127,42 @@ func TestListingSize(t *testing.T) {
 	} {
 		s := measureListing(t, c.flags, c.router)
 		t.Logf("%s: %d tools, tools/list %d B (%d B per tool), initialize %d B", c.name, s.tools, s.list, s.list/s.tools, s.initialize)
+		assert.LessOrEqual(t, s.initialize, initializeBudget, "%s: initialize result", c.name)
+		if c.name == "all-flags+token" {
+			assert.LessOrEqual(t, s.list, listBudget, "tools/list of the full catalogue")
+		}
 	}
+}
+
+// TestInitializeInstructions: the initialize result carries the guidance
+// every tool shares, crux.Instructions unless Options say otherwise, and
+// no description repeats it.
+func TestInitializeInstructions(t *testing.T) {
+	srv := newCrux(t)
+	cs := connect(t, srv, tester)
+	got := cs.InitializeResult().Instructions
+	assert.Equal(t, crux.Instructions(), got)
+	assert.Contains(t, got, "cuecrux_session first")
+	for _, code := range []string{"-32602", "-32030", "-32601", "-32003", "-32004", "isError"} {
+		assert.Contains(t, got, code)
+	}
+	list, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tl := range list.Tools {
+		assert.NotContains(t, tl.Description, "cuecrux_session` first", tl.Name)
+		assert.NotContains(t, tl.Description, "Tip:", tl.Name)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := mcpserver.New(srv, tester, &mcpserver.Options{Instructions: "mine"}).Connect(ctx, st, nil)
+	require.NoError(t, err)
+	other, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "mine", other.InitializeResult().Instructions)
+	require.NoError(t, other.Close())
+	require.NoError(t, ss.Wait())
 }
 
 // TestListToolsOutputSchema: tools/list carries each tool's output schema

@@ -215,7 +215,9 @@ type Options struct {
 	// means the version of the crux module in the binary's build
 	// information, or "(devel)" when there is none.
 	Version string
-	// Instructions are optional instructions for connected clients.
+	// Instructions are the instructions sent to clients in the
+	// initialize result, the guidance that applies to every tool. Empty
+	// means crux.Instructions().
 	Instructions string
 	// Logger receives the SDK's reports of session activity and the
 	// adapter's own. Nil discards them. It must not write to the stream a
@@ -285,6 +287,9 @@ func NewBackend(b Backend, caller crux.Caller, opts *Options) *mcp.Server {
 	}
 	if o.Version == "" {
 		o.Version = moduleVersion()
+	}
+	if o.Instructions == "" {
+		o.Instructions = crux.Instructions()
 	}
 	logger := o.Logger
 	if logger == nil {

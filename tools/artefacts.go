@@ -85,6 +85,9 @@ func newArtefactInfo(a *store.Artefact) ArtefactInfo {
 // base64Tokens is the token cost of n base64 characters.
 func base64Tokens(n int) int { return (n + 3) / 4 }
 
+// artefactsOffHelp is the sentence every artefact description ends with.
+const artefactsOffHelp = " Needs " + feature.EnvArtefacts + " on; off, it does nothing and says feature_enabled false."
+
 // artefactsOff answers for a tool while CORECRUXD_FEATURE_ARTEFACTS is off:
 // a success that says feature_enabled false; nothing is read or written.
 func artefactsOff(tool string) func(env *Env) (*Result, error) {
@@ -140,15 +143,9 @@ func artefactPut() *Tool {
 	const name = "artefact_put"
 	return &Tool{
 		Name: name,
-		Description: "Park content (base64) for later, content addressed: the id is art_<BLAKE3 hex of the bytes>, so " +
-			"identical bytes always get the same id. Needs an authenticated passport (anonymous callers get -32003: " +
-			"connect as a named agent). Artefacts are per passport: another agent cannot read or list yours, and " +
-			"parking bytes another agent also parked gives you your own copy under the same id; putting bytes you " +
-			"already hold refreshes mime_type, tool_origin and the deadline (created false). Up to 786432 decoded " +
-			"bytes (768 KiB, 1048576 base64 characters); larger content or invalid base64 is -32602. ttl_seconds: default 7 days, maximum 90 days, 0 never " +
-			"expires; expired artefacts are never returned and are reclaimed. token_budget, when given, refuses " +
-			"content over that many tokens (4 base64 characters each) with -32602. Needs " + feature.EnvArtefacts +
-			" (off by default): while off it answers feature_enabled false and stores nothing.",
+		Description: "Park content (base64, at most 768 KiB decoded) for later under a content address, art_<BLAKE3 of " +
+			"the bytes>. Artefacts are per passport: nobody else reads or lists yours; putting bytes you hold " +
+			"refreshes their metadata and deadline (created false). Needs an identity (else -32003)." + artefactsOffHelp,
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}",
 		schema:      schemaFor(name),
@@ -246,14 +243,9 @@ func artefactGet() *Tool {
 	const name = "artefact_get"
 	return &Tool{
 		Name: name,
-		Description: "Read back an artefact you parked with artefact_put, by artefact_id, with its content as base64. " +
-			"An artefact another passport holds and you do not is refused with -32030 (CAPABILITY_DENIED), data " +
-			"{artefact_id, reason: \"cross_passport\"}, so operators can audit the attempt (the refusal tells you that some " +
-			"passport of your tenant holds those bytes; anonymous callers always get not found); an id nobody holds, or " +
-			"that expired (expired artefacts are reclaimed), is an error result saying not found. token_budget, when " +
-			"given, caps the content (4 base64 characters a token): over it, the result has the metadata, " +
-			"content_tokens and truncated true and no content_base64. Needs " + feature.EnvArtefacts +
-			" (off by default): while off it answers feature_enabled false.",
+		Description: "Read back an artefact you parked, its content as base64; past token_budget, only its metadata " +
+			"(truncated). Another passport's artefact is refused with -32030 (cross_passport); an unknown or " +
+			"expired id is an isError result, not found." + artefactsOffHelp,
 		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}",
@@ -373,12 +365,8 @@ func artefactList() *Tool {
 	const name = "artefact_list"
 	return &Tool{
 		Name: name,
-		Description: "List the artefacts you (your passport) parked, newest first: metadata only, never content, and " +
-			"never another passport's. top_k: default 20, maximum 100. scope keeps those whose mime_type or " +
-			"tool_origin contains it. token_budget, when given, drops rows past it (truncated true). Expired " +
-			"artefacts are not listed and are reclaimed. Anonymous callers have no passport and get an empty list. " +
-			"With " + feature.EnvAuditEnvelope + " on, the result carries the audit envelope with the listed artefact ids " +
-			"in memories_used. Needs " + feature.EnvArtefacts + " (off by default): while off it answers feature_enabled false.",
+		Description: "The artefacts you parked, newest first, metadata only; scope keeps those whose mime_type or " +
+			"tool_origin contains it. Anonymous callers get an empty list." + artefactsOffHelp,
 		Annotations: Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",

@@ -168,10 +168,8 @@ func getBootstrap() *Tool {
 	const name = "get_bootstrap"
 	return &Tool{
 		Name: name,
-		Description: "Read crux's own knowledge: how to use it (topic doc), working patterns (pattern), what an " +
-			"error means and what to do (resolution), and every tool's output contract (tool-output). query " +
-			"narrows by keywords; token_budget caps the answer (the first entry is always returned). Up to 100 " +
-			"entries, one line each: [entity] key = value.",
+		Description: "crux's own knowledge: how to use it (topic doc), working patterns (pattern), what an error means and " +
+			"what to do (resolution), every tool's output contract (tool-output); one line per entry.",
 		Annotations: Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
 		schema:      schemaFor(name),

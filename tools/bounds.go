@@ -23,9 +23,6 @@ import (
 // as JSON, whose text and structuredContent carry the answer twice.
 const answerBytes = 60_000
 
-// answerSizeHelp is the sentence the descriptions of capped listings use.
-const answerSizeHelp = "about 60 KB (a single larger row comes back alone)"
-
 // wireBytes is what v adds to a tool result as JSON: its JSON once as
 // structuredContent and once more, escaped, as the text content.
 //
@@ -139,13 +136,6 @@ type HistoryPage[R any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 	Truncated  bool   `json:"truncated"`
 }
-
-// historyPageHelp documents the paging of fact_history and memory_history.
-var historyPageHelp = "Newest first, one page at a time: a page holds at most limit versions (default " +
-	strconv.Itoa(historyLimit) + ", at most " + strconv.Itoa(historyMaxLimit) + ") and stops before the answer " +
-	"passes " + answerSizeHelp + ". When versions remain, truncated is true and next_cursor is set: pass it back " +
-	"as cursor, with the same other arguments, for the next page; it is absent on the last page. A walk lists " +
-	"each version once, as the history stood at its first page: versions written meanwhile join a new walk. "
 
 // readHistoryPage reads the page of q that in names, as tool: q.From and
 // q.Limit come from in, and the page keeps the versions, turned into rows

@@ -325,13 +325,10 @@ func declareConstraint() *Tool {
 	const name = "declare_constraint"
 	return &Tool{
 		Name: name,
-		Description: "Declare a constraint for your tenant: a rule that check_constraints matches proposed actions " +
-			"against. boundary, relationship, policy and context_flag assertions are natural language, matched by " +
-			"keywords; a shell_pattern assertion is a Go (RE2, linear-time) regular expression of at most 1024 bytes, " +
-			"compiled now (an invalid one is -32602 naming assertion) and matched against tool_parameters.command of " +
-			"bash, sh and shell calls. severity (default medium): critical matches block, high matches warn. The " +
-			"constraint starts active, applies to every agent of the tenant, and a signed constraint receipt records " +
-			"it. At most 1000 active constraints per tenant (then -32004). Always on: no feature flag.",
+		Description: "Declare a rule of your tenant that check_constraints matches actions against: boundary, " +
+			"relationship, policy and context_flag assertions by keywords; shell_pattern as an RE2 regular " +
+			"expression on shell commands. A critical match blocks, a high one warns. Applies to every agent of " +
+			"the tenant, with a signed receipt; at most 1000 active (then -32004).",
 		Annotations: Annotations{Title: "Declare constraint"},
 		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
 		schema:      schemaFor(name),
@@ -413,11 +410,8 @@ func getConstraints() *Tool {
 	const name = "get_constraints"
 	return &Tool{
 		Name: name,
-		Description: "List your tenant's constraints, most severe first (critical, high, medium, low), oldest first " +
-			"within a severity; at most " + strconv.Itoa(maxListedConstraints) + ", stopping before the answer passes " + answerSizeHelp + "; count is how " +
-			"many are listed and truncated says whether more exist. status defaults to active. " +
-			"constraint_type filters by boundary, relationship, policy or context_flag; shell_pattern constraints " +
-			"cannot be filtered for, only listed when no type is given. Always on: no feature flag.",
+		Description: "Your tenant's constraints, most severe first, oldest first within a severity; status defaults to " +
+			"active. shell_pattern constraints are listed only when no constraint_type is given.",
 		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
 		schema:      schemaFor(name),
@@ -479,19 +473,10 @@ func checkConstraints() *Tool {
 	const name = "check_constraints"
 	return &Tool{
 		Name: name,
-		Description: "Check a proposed action against your tenant's active constraints. Keyword matching: a " +
-			"constraint's match_score is the fraction of its assertion's content words (stop words such as never, " +
-			"must, not, the left out) found among the action's words (action_description, tool_name, the keys and " +
-			"values of tool_parameters); a word also counts when one of the two is a prefix of the other and both " +
-			"have four or more letters. A score of 0.5 or more matches. When tool_name is given the action is first " +
-			"enriched deterministically, as enrich_action does, and the enrichment's words count too. shell_pattern " +
-			"constraints are matched as Go (RE2, linear-time) regular expressions against tool_parameters.command " +
-			"when tool_name is bash, sh or shell (any case), scoring 1. verdict: block if a critical constraint " +
-			"matches, else warn if a high one does, else pass, whatever the list shows: matched_constraints lists " +
-			"the matches most severe first, then best scored, at most " + strconv.Itoa(maxListedMatches) + " and " +
-			"stopping before the answer passes " + answerSizeHelp + "; matched_count counts them all and truncated says " +
-			"some were left out. Every argument is optional: {} passes. tenant_id must " +
-			"be your own tenant or omitted (-32602 otherwise). Read-only; always on: no feature flag.",
+		Description: "Check a proposed action against your tenant's active constraints: verdict block (a critical " +
+			"match), warn (a high one) or pass, with the matches. An assertion matches when half its content " +
+			"words are among the action's words; shell_pattern constraints match tool_parameters.command of bash, " +
+			"sh and shell calls. Writes nothing.",
 		Annotations: Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
 			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
@@ -573,11 +558,9 @@ func auditConfig() *Tool {
 	const name = "audit_config"
 	return &Tool{
 		Name: name,
-		Description: "Record that a configuration file (settings.json, .mcp.json, CLAUDE.md, ...) was audited, " +
-			"identified by the SHA-256 of its bytes (exactly 64 lowercase hex digits, else -32602). Idempotent on " +
-			"sha256: re-auditing the same hash writes a new version of the same record, updating path, auditor, note " +
-			"and timestamp. Records live under " + configAuditEntity + " keyed sha256:<hash>, shared by your tenant, " +
-			"and each audit mints a signed config_audit receipt. check_config_audit reads them. Always on: no feature flag.",
+		Description: "Record that a configuration file (settings.json, .mcp.json, CLAUDE.md, ...) was audited, by the " +
+			"SHA-256 of its bytes, with a signed receipt; auditing the same hash again updates the record. " +
+			"check_config_audit reads them.",
 		Annotations: Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
 		schema:      schemaFor(name),
@@ -653,10 +636,8 @@ func checkConfigAudit() *Tool {
 	const name = "check_config_audit"
 	return &Tool{
 		Name: name,
-		Description: "Check whether configuration files were audited: for each {path, sha256} (both required, at " +
-			"most 256 items; sha256 exactly 64 lowercase hex digits), whether audit_config recorded that hash in your " +
-			"tenant. The hash decides, not the path: audited_path is the path recorded at the latest audit. Results " +
-			"keep the order given; content summarises them. Read-only; always on: no feature flag.",
+		Description: "Whether configuration files were audited: for each {path, sha256}, whether audit_config recorded " +
+			"that hash in your tenant (the hash decides, not the path).",
 		Annotations: Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
 		schema:      schemaFor(name),
@@ -722,14 +703,10 @@ func enrichAction() *Tool {
 	const name = "enrich_action"
 	return &Tool{
 		Name: name,
-		Description: "Describe a proposed tool call before it runs, locally and deterministically (enrichment_mode " +
-			"local): a narrative, the principals (agents, passports, emails) and resources (file paths, URLs, entities) " +
-			"found in tool_parameters (at most 100 each), the operations it implies (delete, write, read, execute, " +
-			"network) as state_diff, its consequences and risk level, and the relationship constraints of your tenant " +
-			"it matches (relationship_hits, scored as check_constraints does). enrichment_receipt.hash is the BLAKE3 of " +
-			"the canonical proposal: the same input against the same constraints gives byte-identical output. It " +
-			"writes nothing and stores no receipt. tenant_id must be your own tenant or omitted (-32602 otherwise). " +
-			"Always on: no feature flag.",
+		Description: "Describe a proposed tool call before it runs, locally and deterministically: a narrative, the " +
+			"principals and resources in tool_parameters, the operations implied, the risk level and the " +
+			"relationship constraints it matches; the same input gives byte-identical output " +
+			"(enrichment_receipt.hash). Writes nothing.",
 		Annotations: Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +
 			"[string], affected_resources: [{kind, value}], state_diff{operations, resources_touched, reversible}, " +

@@ -40,13 +40,9 @@ func recordDecision() *Tool {
 	const name = "record_decision"
 	return &Tool{
 		Name: name,
-		Description: "Record a decision: action, rationale, alternatives, confidence (0-1, default 1) and context " +
-			"references, under session_id (default _default). Append-only: each decision is a new fact under entity " +
-			"__decisions__::<session_id> with its own key (its decision_id), so none supersedes another, and clients " +
-			"cannot edit or delete it. decision_hash is the BLAKE3 (hex) of the canonical JSON of {action, " +
-			"alternatives, confidence, context_refs, rationale, session_id}; a signed receipt (kind decision) is " +
-			"minted with it. Decisions are visible to every agent of the tenant: read them with query_facts " +
-			"entity_prefix __decisions__::.",
+		Description: "Record a decision (action, rationale, alternatives, confidence, context refs) under session_id: " +
+			"append-only, with its BLAKE3 decision_hash and a signed receipt. Every agent of the tenant sees it " +
+			"(query_facts entity_prefix __decisions__::).",
 		Annotations: Annotations{Title: "Record decision"},
 		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",
 		schema:      schemaFor(name),

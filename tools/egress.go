@@ -96,11 +96,9 @@ func egressPolicyCheck() *Tool {
 	const name = "egress_policy_check"
 	return &Tool{
 		Name: name,
-		Description: "Check an outbound URL against the egress policy: https is allowed; plain http only to a " +
-			"loopback host (localhost exactly, 127.0.0.0/8 or ::1; allow_loopback_http, default true) or with " +
-			"allow_plain_http (default false); other schemes and URLs without a host are refused. The host is " +
-			"parsed as a client would connect to it (http://127.0.0.1@evil.com goes to evil.com; 0.0.0.0 and " +
-			"localhost.example.com are not loopback). A target that is not a URL is an invalid argument.",
+		Description: "Check an outbound URL against the egress policy: https is allowed; plain http only to a loopback " +
+			"host (localhost, 127.0.0.0/8, ::1) or with allow_plain_http; other schemes are refused. The host " +
+			"is parsed as a client connects to it (http://127.0.0.1@evil.com goes to evil.com).",
 		Annotations: Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{schema: crux.egress_policy_check.v1, target, purpose, allowed, scheme, host, reasons: [string]}",
 		schema:      schemaFor(name),

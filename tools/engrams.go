@@ -121,12 +121,10 @@ func engramResolve() *Tool {
 	const name = "engram_resolve"
 	return &Tool{
 		Name: name,
-		Description: "Pre-execution overlays (engrams: instructions to apply before acting) from the local catalogue. " +
-			"Without names: the manifest, contents left out (call it when a session starts). With names " +
-			"(name@version, at most 20): their contents, for engrams your model's capability class (from model_id: " +
-			"fast, capable, frontier) may read; the rest are listed as withheld, unknown names as missing. " +
-			"intent_bucket keeps one bucket. Switched on by " + feature.EnvEngramMCP + " (off by default: -32030 " +
-			"CAPABILITY_DENIED).",
+		Description: "Pre-execution overlays (engrams: instructions to apply before acting). Without names: the manifest " +
+			"(call it when a session starts). With names (name@version): the contents your model's class (from " +
+			"model_id) may read; the rest come back withheld or missing. Needs " + feature.EnvEngramMCP +
+			" on (else -32030).",
 		Annotations: Annotations{Title: "Resolve engrams", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "manifest: {schema, capability_class, engram_manifest: [{ref, name, version, intent_bucket?, prompt_hash, " +
 			"min_class, applicable_why?, source}], count, truncated, manifest_hash, files_skipped?}; resolve: {schema, " +

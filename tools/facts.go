@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
 )
@@ -127,11 +126,10 @@ func storeFact() *Tool {
 	const name = "store_fact"
 	return &Tool{
 		Name: name,
-		Description: "Write one fact: a value under (entity, key). Each write is a new version of that pair and " +
-			"supersedes the previous one, which stays in fact_history. supersedes retires other facts too, across " +
-			"entities; every id must exist and be visible to you, or nothing is written. private facts are visible " +
-			"to the calling agent only. confidence (0-1, default 1) and the horizon class decide ranking in " +
-			"query_facts: a fact past its horizon ranks at half its confidence.",
+		Description: "Write a fact: a value under (entity, key). Each write is a new version that supersedes the previous " +
+			"one (fact_history keeps it); supersedes retires other facts too, every id visible to you or nothing " +
+			"is written. private: visible to you alone. confidence and horizon_class rank it: past its horizon a " +
+			"fact ranks at half its confidence.",
 		Annotations: Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		schema:      schemaFor(name),
@@ -231,16 +229,10 @@ func queryFacts() *Tool {
 	const name = "query_facts"
 	return &Tool{
 		Name: name,
-		Description: "Find facts, ranked by effective confidence (a fact past its freshness horizon ranks at half " +
-			"its stored confidence; the stored value never changes), newest first among equals. Filter by " +
-			"entity, entity_prefix, key and keywords (query); every parameter is honoured and an unknown one is " +
-			"an error. With no filter it returns the top facts of the whole store. as_of reads the facts valid " +
-			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
-			"sets a floor and filtered_below_threshold tells how many fell under it; top_k (default 10, at most 1000) caps " +
-			"the rows and token_budget trims them. " +
-			"With " + feature.EnvAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
-			"A keyword query that finds nothing is recorded as a gap of yours that get_gaps lists (the query cut to " +
-			fmt.Sprint(maxGapTextBytes) + " bytes); other agents see only its words, counted in the tenant summary.",
+		Description: "Find facts ranked by effective confidence (halved past the freshness horizon), newest first among " +
+			"equals; filter by entity, entity_prefix, key and keywords (query); no filter gives the store's top " +
+			"facts. as_of reads the facts valid at an instant; include_superseded adds retired ones. A keyword " +
+			"query that finds nothing is recorded as your gap (get_gaps).",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
@@ -374,10 +366,9 @@ func deleteFact() *Tool {
 	const name = "delete_fact"
 	return &Tool{
 		Name: name,
-		Description: "Soft-delete a fact: it leaves every query but stays in fact_history, marked deleted. " +
-			"Deleting the current version does not bring back the one it superseded: the (entity, key) has no " +
-			"current value until the next store_fact. Deleting an already deleted fact changes nothing and says " +
-			"so (deleted: false).",
+		Description: "Soft-delete a fact: it leaves every read but stays in fact_history, marked deleted. Its (entity, " +
+			"key) then has no current value until the next store_fact: the superseded version does not come " +
+			"back. Deleting it again changes nothing (deleted false).",
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
 		schema:      schemaFor(name),
@@ -429,11 +420,8 @@ func listEntities() *Tool {
 	const name = "list_entities"
 	return &Tool{
 		Name: name,
-		Description: "List the entities holding at least one current fact you can see, sorted, without duplicates. " +
-			"Your private entities appear under their own names. prefix keeps the names starting with it. At most " +
-			"limit names (default " + fmt.Sprint(listEntitiesLimit) + ", at most " + fmt.Sprint(listEntitiesMaxLimit) +
-			"), stopping before the answer passes " + answerSizeHelp + "; count is how many matched and truncated " +
-			"says some were left out (narrow them with prefix).",
+		Description: "The entities holding a current fact you can see, sorted; your private entities under their own " +
+			"names. When truncated, narrow with prefix.",
 		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{entities: [string], count, truncated}",
 		schema:      schemaFor(name),
@@ -505,10 +493,9 @@ func factHistory() *Tool {
 	const name = "fact_history"
 	return &Tool{
 		Name: name,
-		Description: "The version chain of one (entity, key): superseded and deleted versions included, and your " +
-			"private chain of the same pair, marked private, merged with the shared one by stored_at; origins names " +
-			"the passport split or merge that brought a version into your chain, and its version there. " +
-			strings.TrimSpace(historyPageHelp),
+		Description: "Every version of one (entity, key), superseded and deleted ones included, with your private chain " +
+			"merged in (marked private); origins names the passport split or merge that brought a version. " +
+			"Newest first, a page at a time (next_cursor).",
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",

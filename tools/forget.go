@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -233,34 +232,17 @@ func forgetGate(env *Env) (*Result, error) {
 	}
 }
 
-const forgetScopeHelp = "scope is {type, value}: entity_prefix (entities starting with value), key_glob (keys matching a " +
-	"path.Match pattern: * and ? do not match /), passport_id (facts written by that passport; anonymous for " +
-	"anonymous writers), before_timestamp (facts stored before an RFC 3339 date-time) or tenant_id (your own " +
-	"tenant: every fact you can see). "
-
-const forgetSelectionHelp = "Current, superseded and deleted versions all count; entities starting with __ and other " +
-	"agents' private facts are never touched; a fact any agent pinned survives (include_pinned overrides your own " +
-	"pins only), and pinned_skipped counts such facts. " +
-	"token_budget caps the number of facts, oldest first, and token_budget_capped says whether it cut the set. "
-
 func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
 		Name: name,
-		Description: "Forget every fact in a scope. The facts leave query_facts, fact_history, list_entities and " +
-			"every other read at once; an operator can restore them until the recovery window ends " +
-			"(CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7, minimum 1); after it, the next purge (run when the " +
-			"server starts, or by the operator: crux purge) removes their values from the store for good. The " +
-			"receipt keeps each value's BLAKE3 hash, which can confirm a guessed value. " + forgetScopeHelp + forgetSelectionHelp + "reason is required and recorded. " +
-			"The result is a signed forget receipt naming your passport and, per fact, the BLAKE3 hash of its value. " +
-			"The answer counts the facts forgotten (facts_affected) and lists the ids of the first " +
-			strconv.Itoa(maxListedForget) + ", oldest first (fact_ids; truncated says it lists fewer than " +
-			"facts_affected: the forget applies to them all). It carries the receipt body (receipt_body_cbor_hex) " +
-			"when it takes at most " + strconv.Itoa(maxInlineReceiptBody) + " bytes; a larger one is left out " +
-			"(receipt_body_omitted, receipt_body_bytes) and `crux export receipt <forget_receipt_id>` prints it; " +
-			"receipt_body_hash_hex always names it. " +
-			"Preview with memory_forget_dry_run. On by default: " + feature.EnvScopedForget + " unset or empty, 1, or true " +
-			"(any case) keeps it on; any other value (0, yes, on, ...) turns it off, and the call then fails with -32601.",
+		Description: "Forget every fact in a scope: they leave every read at once; an operator can restore them until " +
+			"the recovery window ends (" + feature.EnvForgetRecoveryWindowDays + ", default 7 days), then purge " +
+			"removes their values for good. Pinned facts survive (include_pinned overrides your own pins only); " +
+			"entities starting with __ and other agents' private facts are never touched. Returns a signed forget " +
+			"receipt whose BLAKE3 value hashes can confirm a guessed value. Preview with memory_forget_dry_run. " +
+			"On unless " + feature.EnvScopedForget + " is set to something other than 1 or true (any case): even " +
+			"yes or on turns it off, and the call then fails with -32601.",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
@@ -373,12 +355,9 @@ func memoryForgetDryRun() *Tool {
 	const name = "memory_forget_dry_run"
 	return &Tool{
 		Name: name,
-		Description: "Preview memory_forget without changing anything: the facts that the same scope, token_budget " +
-			"and include_pinned would forget, oldest first. count is the number of facts selected; " +
-			"facts_that_would_be_affected lists the first " + strconv.Itoa(maxListedForget) + " of them and stops " +
-			"before the answer passes " + answerSizeHelp + "; truncated says it lists fewer than count. " +
-			forgetScopeHelp + forgetSelectionHelp +
-			"Always available: it does not depend on " + feature.EnvScopedForget + ".",
+		Description: "Preview memory_forget, changing nothing: the facts the same scope, token_budget and " +
+			"include_pinned would forget, oldest first. Always available, whatever " + feature.EnvScopedForget +
+			" says.",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped}",

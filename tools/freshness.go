@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/crux-go/crux/feature"
@@ -57,7 +56,7 @@ const (
 func freshnessOn(f *feature.Flags) bool { return f.Freshness }
 
 // freshnessOff is the sentence every freshness description ends with.
-const freshnessOff = " Switched off by " + feature.EnvFreshness + "=0 (or false, off, no; on by default): every call then fails with -32030 (CAPABILITY_DENIED)."
+const freshnessOff = " On unless " + feature.EnvFreshness + " is 0, false, off or no (then -32030)."
 
 // receiptKindReverify is the kind of the receipt memory_reverify mints.
 const receiptKindReverify = "reverify"
@@ -200,17 +199,11 @@ func memoryFreshness() *Tool {
 	const name = "memory_freshness"
 	return &Tool{
 		Name: name,
-		Description: "The decay state of the current facts you can see, stalest first: for each, its horizon class, " +
-			"freshness (fresh, stale, or unknown when its clock lies in the future), age in hours since it was " +
-			"stored or last reverified, and whether you pinned it. Stale means older than its class's horizon " +
-			"(policy: volatile, medium and stable, from CORECRUXD_DECAY_*; class none never goes stale). Filter " +
-			"by entity and/or key; without them it examines your tenant's live facts most confident first. At most " +
-			strconv.Itoa(freshnessMaxExamined) + " facts are examined per call: examined counts them and complete " +
-			"is false when it stopped early (narrow with entity or key). top_k defaults to " + strconv.Itoa(freshnessTopK) +
-			" (at most 500); token_budget (default " + strconv.Itoa(freshnessTokenBudget) + ") caps the rows, each " +
-			"costing its JSON bytes / 4 and at least 8, the first row always kept. Read-only; reserved entities " +
-			"(starting with __) are never shown. With " + feature.EnvAuditEnvelope + " on, the result also carries the " +
-			"audit envelope (the facts reported, as memories_used)." + freshnessOff,
+		Description: "The decay state of the current facts you can see, stalest first: horizon class, freshness " +
+			"(fresh, stale, or unknown for a clock in the future), age in hours since stored or reverified, " +
+			"pinned. Stale means older than the class's horizon (CORECRUXD_DECAY_*; class none never goes stale). " +
+			"At most 5000 facts are examined: complete false says it stopped early (narrow with entity or key)." +
+			freshnessOff,
 		Annotations: Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
 			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
@@ -342,14 +335,9 @@ func memorySweepCandidates() *Tool {
 	const name = "memory_sweep_candidates"
 	return &Tool{
 		Name: name,
-		Description: "A janitor's list, changing nothing (dry_run is always true): facts you can see that are stale " +
-			"(past their horizon class, see memory_freshness) or superseded by a later version, with reason stale, " +
-			"superseded or stale+superseded; stale+superseded first, then superseded, then stale, the oldest first. " +
-			"Facts you pinned are never candidates, and reserved entities (starting with __) are never listed. It " +
-			"examines your tenant's live facts most confident first, at most " + strconv.Itoa(freshnessMaxExamined) +
-			" per call: examined counts them and complete is false when it stopped early. top_k defaults to " +
-			strconv.Itoa(sweepTopK) + " (at most 500); token_budget (default " + strconv.Itoa(sweepTokenBudget) +
-			") caps the rows, each costing its JSON bytes / 4 and at least 8, the first row always kept." + freshnessOff,
+		Description: "A janitor's list, changing nothing: the facts you can see that are stale, superseded or both, " +
+			"both first, then the oldest. Facts you pinned are never candidates. At most 5000 facts are examined " +
+			"(complete false says it stopped early)." + freshnessOff,
 		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
@@ -430,12 +418,9 @@ func memorySetHorizon() *Tool {
 	const name = "memory_set_horizon"
 	return &Tool{
 		Name: name,
-		Description: "Re-classify how quickly a fact goes stale: volatile, medium, stable or none (never stale). The " +
-			"fact's current version changes in place; its value, confidence and storage time stay, and its " +
-			"freshness and query_facts ranking follow the new class at once. Needs an authenticated caller " +
-			"(anonymous: an isError result). A superseded version is a -32004 conflict naming the current one; a " +
-			"deleted fact or one you cannot see is an isError result; reserved entities (starting with __) are " +
-			"refused with -32602." + freshnessOff,
+		Description: "Re-classify how fast a fact goes stale (volatile, medium, stable or none), in place: value, " +
+			"confidence and storage time stay, freshness and ranking follow at once. Only the current version " +
+			"(else -32004). Needs an identity." + freshnessOff,
 		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
 		schema:      schemaFor(name),
@@ -481,14 +466,9 @@ func memoryReverify() *Tool {
 	const name = "memory_reverify"
 	return &Tool{
 		Name: name,
-		Description: "Confirm that a fact still holds: its decay clock restarts now (reverified_at), so a stale fact " +
-			"is fresh again and ranks at its full confidence in query_facts, without rewriting its value, " +
-			"confidence or version. Each call mints a Reverify receipt (kind reverify: fact_id, entity, key, the " +
-			"BLAKE3 of the value, who and when), signed with the server's Ed25519 key and chained to the tenant's " +
-			"receipts; `crux verify receipt` checks it offline. Needs an authenticated caller (anonymous: an " +
-			"isError result). A superseded version is a -32004 conflict naming the current one; a deleted fact or " +
-			"one you cannot see is an isError result; reserved entities (starting with __) are refused with " +
-			"-32602." + freshnessOff,
+		Description: "Confirm that a fact still holds: its decay clock restarts (reverified_at), so a stale fact is " +
+			"fresh again, without a new version; mints a signed reverify receipt. Only the current version " +
+			"(else -32004). Needs an identity." + freshnessOff,
 		Annotations: Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
 		schema:      schemaFor(name),

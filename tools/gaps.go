@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -137,20 +136,9 @@ func getGaps() *Tool {
 	const name = "get_gaps"
 	return &Tool{
 		Name: name,
-		Description: "What the memory could not answer. Every query_facts call with a keyword query that returned " +
-			"no rows is recorded as a gap observation of the agent that asked: the query and its filters, each cut " +
-			"to " + strconv.Itoa(maxGapTextBytes) + " bytes, one record per distinct query with a count. gaps lists " +
-			"your own records, most recently seen first: at most limit (default " + strconv.Itoa(gapsLimit) + ", at most " +
-			strconv.Itoa(store.MaxGapsPerAgent) + "), stopping before the answer passes " + answerSizeHelp + "; count is " +
-			"how many of your records match and truncated says some were left out. Anonymous callers share one " +
-			"record log. Another agent's query text is never shown: tenant_summary counts, over every agent's " +
-			"records of your tenant, how often each query word (a run of at least two letters or digits, lowercased) was " +
-			"asked without an answer, listing the " + strconv.Itoa(maxGapSummaryTerms) + " most asked (distinct_terms " +
-			"counts them all, truncated says some were left out). query keeps the records whose text has a word " +
-			"starting with one of its words, and the terms starting with one. You keep at most " +
-			strconv.Itoa(store.MaxGapsPerAgent) + " records and your tenant " + strconv.Itoa(store.MaxGapObservations) +
-			": beyond either, the least recently seen are dropped first. Check it after a low-coverage query. " +
-			"Retrieval queries are not recorded yet.",
+		Description: "What the memory could not answer: your keyword queries to query_facts that found nothing, one " +
+			"record per distinct query with a count, most recent first; tenant_summary counts the words every " +
+			"agent asked without an answer, never their text. Check it after a low-coverage query.",
 		Annotations: Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +
 			"tenant_summary: {records, terms: [{term, count}], distinct_terms, truncated}}",

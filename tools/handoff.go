@@ -282,13 +282,9 @@ func createHandoff() *Tool {
 	const name = "create_handoff"
 	return &Tool{
 		Name: name,
-		Description: "Package one of your sessions for another agent: the session state, optionally the relevant " +
-			"shared facts (include_facts: current non-private facts the state cites by fact id, or whose entity " +
-			"name is the session id or appears as a whole string value or key in the state; at most 100), a target agent, a message and a task record. The package is signed with " +
-			"the server's Ed25519 key over the BLAKE3 hash of its canonical content and recorded, so it can be " +
-			"accepted once with accept_handoff, also after a restart. Pass package_json to accept_handoff " +
-			"exactly as returned. A missing or expired session gives an error result, session not found; so " +
-			"does a package over 1048576 bytes, the most accept_handoff takes (nothing is recorded).",
+		Description: "Package one of your sessions for another agent: its state, optionally the shared facts it cites " +
+			"(include_facts, at most 100), a target agent, a message and a task record, signed and recorded. " +
+			"Pass package_json to accept_handoff exactly as returned; it is accepted once.",
 		Annotations: Annotations{Title: "Create handoff"},
 		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
 		schema:      schemaFor(name),
@@ -459,14 +455,11 @@ func acceptHandoff() *Tool {
 	const name = "accept_handoff"
 	return &Tool{
 		Name: name,
-		Description: "Accept a handoff package: pass package_json exactly as create_handoff returned it. The package's " +
-			"BLAKE3 content hash (over its canonical JSON: key order and whitespace do not count) and its Ed25519 " +
-			"signature by this server's key are checked; a package whose content was altered, signed by another key, for another tenant, not created here or already accepted is refused " +
-			"(-32602 naming package, with the reason) and loads nothing. When the package names a target_agent, " +
-			"only that agent may accept it (others: -32030). On success the session is saved as your session of " +
-			"the same id (replacing any) and each carried fact is verified present or, when its entity and key " +
-			"have no current shared fact, written anew as a shared fact; a fact whose shared value changed since " +
-			"is left alone and counted in facts_stale. A package is accepted once.",
+		Description: "Accept a handoff package (package_json exactly as create_handoff returned it): hash and signature " +
+			"are checked, and an altered, foreign or already accepted package is refused (-32602, nothing " +
+			"loaded); a package for a target_agent is that agent's alone (-32030). The session becomes yours " +
+			"(same id, replacing any); carried facts are verified or written anew, facts_stale counts the ones " +
+			"whose value changed since.",
 		Annotations: Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
 			"from_agent?, message?, task_record?, receipt_id}",

@@ -115,12 +115,10 @@ func cuecruxSession() *Tool {
 	const name = surface.SessionTool
 	return &Tool{
 		Name: name,
-		Description: "Open a session and get a signed capability plan: which tools you may call here, in which mode " +
-			"and tier, and which you may not and why (unless hints.hide_exclusions). Call it first. The plan's " +
-			"receipt hash covers the whole plan and is signed with the server's Ed25519 key; receipt_id names the " +
-			"stored receipt that `crux verify receipt` checks. intent is recorded for you for an hour: one of " +
-			"audit_review, document_ingest, session_review, compliance_export or knowledge_query orders the " +
-			"capability graph and, under the dynamic tool surface, the tools listed.",
+		Description: "Open a session: a signed plan of the tools you may call here (mode, tier) and of those you may not, " +
+			"with why. Call it first, with your intent: audit_review, document_ingest, session_review, " +
+			"compliance_export or knowledge_query orders the plan and, under the dynamic surface, the tools listed, " +
+			"for an hour.",
 		Annotations: Annotations{Title: "Open session"},
 		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
 			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
@@ -251,10 +249,9 @@ func autonomyContract() *Tool {
 	const name = "autonomy_contract"
 	return &Tool{
 		Name: name,
-		Description: "Your per-tool autonomy matrix against the server's capability token: for each tool, whether " +
-			"you may call it, its capability (scope), backend, mode and credit cost, and why not when denied. " +
-			"Metadata only; it reads no memories. Without a router every tool shows allowed in mode unenforced. " +
-			"Needs " + feature.EnvAutonomyContract + " on; while it is off the tool answers feature_enabled false and an empty list.",
+		Description: "Your per-tool autonomy matrix under the server's capability token: allowed or not and why, " +
+			"capability, backend, mode, credit cost. Metadata only. Needs " + feature.EnvAutonomyContract +
+			" on; off, it answers feature_enabled false and an empty list.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
@@ -331,10 +328,8 @@ func resolvePrincipal() *Tool {
 	return &Tool{
 		Name: name,
 		Description: "Resolve a principal: the passport bound to session_id (from cuecrux_session), else passport_id, " +
-			"else your own identity; with none of the three, -32602. Returns whether a passport record exists and, " +
-			"from it, the tier and rank (as earned by its receipts), category and work gate (closed when revoked " +
-			"under CRUX_PASSPORT_REVOCATION); for an id without a record these are null and a note says so. Also " +
-			"the capabilities the server's token grants. Tenant-scoped.",
+			"else you. Says whether a passport record exists and, from it, tier, rank, category and work gate " +
+			"(null without one, never invented), and the capabilities the server's token grants.",
 		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
 			"resolved_via, has_passport_record, revoked, note?}, resolved_param}; tier, tier_rank, category, agent_work_gate null without a record",

@@ -26,8 +26,8 @@ func getAgentIdentity() *Tool {
 	const name = "get_agent_identity"
 	return &Tool{
 		Name: name,
-		Description: "Who crux thinks you are: the authenticated agent name the transport gave this call, " +
-			`or "anonymous" when there is none. Private facts belong to this name.`,
+		Description: "Who crux thinks you are: the authenticated agent name of this call, or anonymous. Your private " +
+			"facts belong to it.",
 		Annotations: Annotations{Title: "Agent identity", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{agent_name}",
 		schema:      schemaFor(name),
@@ -88,6 +88,11 @@ var deviceCapabilities = []string{"facts:read", "facts:write", "sessions:read", 
 // defaultDeviceCapabilities is what a device is granted when the call
 // names nothing.
 var defaultDeviceCapabilities = []string{"facts:read"}
+
+// identityOffHelp is the sentence every identity-continuity description
+// ends with.
+const identityOffHelp = " Needs an operator passport (trusted or above) and " + feature.EnvIdentityContinuity +
+	"=1 (else -32601)."
 
 // identityGate answers -32601 while identity continuity is off.
 func identityGate(name string) func(env *Env) (*Result, error) {
@@ -274,12 +279,8 @@ func passportSplit() *Tool {
 	const name = "passport_split"
 	return &Tool{
 		Name: name,
-		Description: "Fork your passport into a new one of your tenant. The new passport inherits a copy of each of " +
-			"your current private facts (version 1 of the same entity and key, naming the fact it copies); after " +
-			"the split your writes and its writes diverge. It is sponsored by you and starts unverified, its tier " +
-			"earned by its own receipts. Needs an operator passport (trusted or above) and " +
-			feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt; the answer lists the inherited " +
-			"facts within token_budget (truncated says it was cut; facts_inherited counts them all).",
+		Description: "Fork your passport into a new one of your tenant that inherits a copy of each of your current " +
+			"private facts; after that the two diverge. One signed receipt." + identityOffHelp,
 		Annotations: Annotations{Title: "Split passport"},
 		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
 			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
@@ -418,14 +419,10 @@ func passportMerge() *Tool {
 	const name = "passport_merge"
 	return &Tool{
 		Name: name,
-		Description: "Merge a passport of your tenant into another; you must be one of them. The source's private " +
-			"facts (every version, ids kept, each recording its former passport and version), sessions (as read-only " +
-			"references, renamed id@source when the target has that id), pins and artefacts move to the target, and " +
-			"nothing else; the source is retired for good, naming the target. conflict_policy decides which current " +
-			"value stays current where both hold different ones for an (entity, key); error_on_conflict fails with " +
-			"-32004 naming them and changes nothing. Needs an operator passport (trusted or above) and " +
-			feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt listing everything moved; the " +
-			"answer's lists stay within token_budget (truncated says they were cut).",
+		Description: "Merge a passport of your tenant into another (you must be one of them): the source's private facts " +
+			"with their history, sessions (read-only), pins and artefacts move, and the source is retired for " +
+			"good. conflict_policy decides which value stays where both hold one (error_on_conflict: -32004, " +
+			"nothing changed). One signed receipt." + identityOffHelp,
 		Annotations: Annotations{Title: "Merge passports", DestructiveHint: true},
 		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
 			"conflicts_resolved, duplicates, moved{chains, facts, sessions, pins, artefacts}, conflicts: [{entity, key, " +
@@ -559,13 +556,9 @@ func passportLinkDevice() *Tool {
 	const name = "passport_link_device"
 	return &Tool{
 		Name: name,
-		Description: "Link a device to your passport by its fingerprint (64 lowercase hex digits, the BLAKE3 of its " +
-			"attestation; the attestation is never stored), granting it capabilities_subset (default facts:read; " +
-			"from facts, sessions and artefacts, each :read or :write). A device belongs to one passport of the " +
-			"tenant (another's is -32004); linking it again replaces its capabilities; at most " +
-			strconv.Itoa(store.MaxDevicesPerPassport) + " devices per passport. Needs an operator passport (trusted " +
-			"or above) and " + feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt; token_budget " +
-			"bounds the answer (the inline receipt body is left out when it does not fit).",
+		Description: "Link a device to your passport by its fingerprint (the BLAKE3 of its attestation, 64 lowercase " +
+			"hex), granting capabilities_subset (default facts:read); linking it again replaces them. A device " +
+			"belongs to one passport (else -32004); at most 64 per passport. One signed receipt." + identityOffHelp,
 		Annotations: Annotations{Title: "Link device"}, // each call mints a receipt
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
 			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +

@@ -47,7 +47,7 @@ const (
 )
 
 // panelOff is the sentence every panel description ends with.
-const panelOff = " Switched off by " + feature.EnvMemoryPanel + "=0 (or false, off, no; on by default): every call then fails with -32601."
+const panelOff = " On unless " + feature.EnvMemoryPanel + " is 0, false, off or no (then -32601)."
 
 func panelOn(f *feature.Flags) bool { return f.MemoryPanel }
 
@@ -169,13 +169,9 @@ func memoryView() *Tool {
 	const name = "memory_view"
 	return &Tool{
 		Name: name,
-		Description: "Read your memories as a panel: the current facts you can see (the shared pool and your own " +
-			"private facts), ranked as query_facts ranks them, optionally for one entity and/or key. Each fact says " +
-			"whether you pinned it. Reserved entities (starting with __) are never shown. top_k (default " +
-			strconv.Itoa(memoryViewTopK) + ", at most " + strconv.Itoa(memoryViewMaxTopK) + ") caps the facts; " +
-			"token_budget (default " + strconv.Itoa(memoryViewTokenBudget) + " when omitted) caps their estimated " +
-			"tokens (JSON bytes / 4), always keeping the first fact. The text is a readable list; structuredContent " +
-			"has the rows." + panelOff,
+		Description: "Your memories as a panel: the current facts you can see, ranked as query_facts ranks them, each " +
+			"marked pinned or not; optionally for one entity and/or key. The text is a readable list, " +
+			"structuredContent the rows." + panelOff,
 		Annotations: Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
@@ -290,13 +286,10 @@ func memoryEdit() *Tool {
 	const name = "memory_edit"
 	return &Tool{
 		Name: name,
-		Description: "Correct a memory: writes new_value as a new version of the fact's (entity, key) that supersedes " +
-			"it; the old version stays in memory_history. The new version keeps the fact's confidence, horizon " +
-			"class and scope (an edit of your private fact stays private to you) and records reason in its " +
-			"source_receipt as memory_edit:<reason>; your pin, if any, moves to it. Needs an authenticated caller " +
-			"(anonymous: an isError result). Only the current version can be edited: a superseded or deleted one " +
-			"is a -32004 conflict naming the current version. Reserved entities (starting with __) are refused " +
-			"with -32602; a fact you cannot see is not found." + panelOff,
+		Description: "Correct a memory: new_value becomes a new version of the fact's (entity, key), keeping its " +
+			"confidence, horizon class and scope; reason is recorded (source_receipt memory_edit:<reason>) and " +
+			"your pin moves to it. Only the current version can be edited (else -32004 naming it). Needs an " +
+			"identity." + panelOff,
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		schema:      schemaFor(name),
@@ -361,11 +354,8 @@ func memoryPin() *Tool {
 	const name = "memory_pin"
 	return &Tool{
 		Name: name,
-		Description: "Pin (pinned true, the default) or unpin a fact for yourself. Pins are per agent: no other agent " +
-			"sees yours or is affected by them. A fact you pinned is never a memory_sweep_candidates candidate for " +
-			"you, and memory_view and memory_freshness mark it. Any fact you can see may be pinned except a deleted " +
-			"one; unpinning always works. Pinning twice is harmless. Needs an authenticated caller (anonymous: an " +
-			"isError result); reserved entities (starting with __) are refused with -32602." + panelOff,
+		Description: "Pin (the default) or unpin a fact, for you alone: a fact you pinned is never a sweep candidate " +
+			"for you and survives memory_forget. A deleted fact cannot be pinned. Needs an identity." + panelOff,
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
 		schema:      schemaFor(name),
@@ -424,11 +414,9 @@ func memoryHistory() *Tool {
 	const name = "memory_history"
 	return &Tool{
 		Name: name,
-		Description: "Every version of a memory, superseded and deleted ones included. Give either fact_id (the " +
-			"version chain that fact belongs to) or entity and key together (the shared chain and your private " +
-			"chain of that pair, private versions marked, merged by stored_at); neither, both, or only one of " +
-			"entity and key is a -32602. " + historyPageHelp + "Reserved entities (starting with __) are refused " +
-			"with -32602: operators use fact_history for those. A fact_id you cannot see is not found." + panelOff,
+		Description: "Every version of a memory: give fact_id, or entity and key together (your private chain merged " +
+			"in, marked private). Newest first, a page at a time (next_cursor). Reserved entities are refused: " +
+			"operators use fact_history." + panelOff,
 		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",

@@ -140,18 +140,11 @@ func memoryAcknowledgeUse() *Tool {
 	const name = "memory_acknowledge_use"
 	return &Tool{
 		Name: name,
-		Description: "Declare which stored facts (fact_ids) you consulted for the current turn (turn_id), so a host " +
-			"can show \"I used this\". Records them in a signed memory_use receipt (receipt_ref names it; `crux " +
-			"verify receipt` checks it) and returns memories_used. Each id counts once, by the first rule: " +
-			"filtered (the id or its fact's entity is under a reserved prefix such as __ops:: or __bootstrap__::), " +
-			"not_found (no fact you can see: none, another tenant's, or another agent's private fact, answered " +
-			"alike so that nothing reveals it exists), " +
-			"not_visible (soft-deleted), redacted (your own private fact: listed without its topic and left out " +
-			"of the receipt), else recorded. intent defaults to answer; documented values are answer, decision, " +
-			"tool_call and implicit, and any other is recorded as given. retrieved_chunk_ids are paid tier only: " +
-			"accepted, counted as ignored, not recorded. Requires an authenticated passport (anonymous: -32030). " +
-			"Needs " + feature.EnvMemoryAck + " (off by default): while off it answers feature_enabled false and records " +
-			"nothing. With " + feature.EnvAuditEnvelope + " on, the result carries the audit envelope.",
+		Description: "Declare the facts (fact_ids) you consulted for a turn (turn_id), so a host can show \"I used " +
+			"this\": they go into a signed memory_use receipt. Each id is recorded, or counted as filtered " +
+			"(reserved), not_found, not_visible (deleted) or redacted (your private fact, kept out of the " +
+			"receipt). Needs an authenticated passport (else -32030) and " + feature.EnvMemoryAck + " on; off, " +
+			"it records nothing and says feature_enabled false.",
 		Annotations: Annotations{Title: "Acknowledge memory use"},
 		Output: "{turn_id, intent, feature_enabled, receipt_ref, memories_used: [{fact_id, topic, age_days, redacted?}], " +
 			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +

@@ -14,6 +14,7 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -201,10 +202,9 @@ func listObservations() *Tool {
 	const name = "list_observations"
 	return &Tool{
 		Name: name,
-		Description: "Your observations of one session, oldest first: each signed by the server (Ed25519 over its " +
-			"BLAKE3 body hash) and chained to the one before. Filter by since (RFC 3339) and provider; limit " +
-			"default 50, at most 500, and a page stops before about 60 KB (next_cursor resumes). Only the agent " +
-			"that was observed sees them. Off unless CORECRUXD_OBSERVE is on.",
+		Description: "Your observations of one session (what your host reported), oldest first, each signed and " +
+			"chained to the one before; filter by since and provider, resume with next_cursor. Off unless " +
+			feature.EnvObserve + " is on.",
 		Annotations: Annotations{Title: "List observations", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{session_id, count, observations: [{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, " +
 			"payload, prev_hash, receipt: {alg, signed_by, body_hash, signature}}], next_cursor?, truncated}",
@@ -299,9 +299,8 @@ type GetObservationOutput = store.SessionObservation
 func getObservation() *Tool {
 	const name = "get_observation"
 	return &Tool{
-		Name: name,
-		Description: "One of your observations of a session, with its signature; a text answer when there is " +
-			"none. Off unless CORECRUXD_OBSERVE is on.",
+		Name:        name,
+		Description: "One of your observations of a session, with its signature. Off unless " + feature.EnvObserve + " is on.",
 		Annotations: Annotations{Title: "Get observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, payload, prev_hash, " +
 			"receipt: {alg, signed_by, body_hash, signature}}; none: isError, observation not found",
@@ -321,9 +320,9 @@ func verifyObservation() *Tool {
 	const name = "verify_observation"
 	return &Tool{
 		Name: name,
-		Description: "Re-verify one of your observations: its canonical body is rebuilt from the record, its " +
-			"BLAKE3 hash compared with the one signed, and the Ed25519 signature checked with the server's " +
-			"keyring. ok is true only when both hold; reason says what failed. Off unless CORECRUXD_OBSERVE is on.",
+		Description: "Re-verify one of your observations: its body rebuilt, its BLAKE3 hash compared, its Ed25519 " +
+			"signature checked; ok only when both hold, reason says what failed. Off unless " + feature.EnvObserve +
+			" is on.",
 		Annotations: Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",
 		schema:      schemaFor(name),

@@ -30,9 +30,8 @@ func issuePassport() *Tool {
 	const name = "issue_passport"
 	return &Tool{
 		Name: name,
-		Description: "Issue your passport: the identity record your tier and revocation hang on. Needs an " +
-			"authenticated caller. Idempotent: an existing passport is returned unchanged. A new passport starts " +
-			"unverified with no receipts. Hosted tier unless agent passports are enabled (CORECRUXD_AGENT_PASSPORTS).",
+		Description: "Issue your passport, the identity record your tier and revocation hang on; an existing one is " +
+			"returned unchanged. Needs an identity. Hosted tier unless " + feature.EnvAgentPassports + " is on.",
 		Annotations: Annotations{Title: "Issue passport", IdempotentHint: true},
 		Output:      "{principal_id, reputation_tier, receipt_count, sponsor_id, issued_at, created}",
 		schema:      schemaFor(name),
@@ -125,11 +124,9 @@ func getPassport() *Tool {
 	const name = "get_passport"
 	return &Tool{
 		Name: name,
-		Description: "Your passport: tier, receipt count, sponsor, issue time, identity hash and whether it is " +
-			"revoked. The tier follows the receipts that name you (refusals excepted): basic at 10, established " +
-			"at 100, trusted at 500, elite at 2000; reaching one upgrades the record (crux's own bookkeeping; " +
-			"tiers never go down). Needs an authenticated caller with a passport (issue_passport). A revoked " +
-			"passport may still call it.",
+		Description: "Your passport: tier, receipt count, sponsor, issue time, identity hash, revoked or not. The tier " +
+			"follows the receipts that name you (basic 10, established 100, trusted 500, elite 2000) and never " +
+			"goes down. Needs a passport (issue_passport); a revoked one may still call it.",
 		Annotations: Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
 		schema:      schemaFor(name),
@@ -196,10 +193,9 @@ func requestPassportMint() *Tool {
 	const name = "request_passport_mint"
 	return &Tool{
 		Name: name,
-		Description: "Ask an operator to mint you a passport of another category (personal, work or public; by " +
-			"default your passport's own, else personal). It mints nothing: it files one pending request, " +
-			"with a signed receipt; while it is pending, asking again returns it unchanged. Needs an " +
-			"authenticated caller. Exists only with CORECRUXD_FEATURE_PASSPORT_MINT_REQUESTS on.",
+		Description: "Ask an operator to mint you a passport of another category (personal, work or public). It " +
+			"mints nothing: it files one pending request with a signed receipt (asking again returns it). Needs " +
+			"an identity. Exists only with " + feature.EnvPassportMintRequests + " on.",
 		Annotations: Annotations{Title: "Request passport mint", IdempotentHint: true},
 		Output:      "{request_id, requester_id, requested_category, status, receipt_id, requested_at, already_pending}",
 		schema:      schemaFor(name),
@@ -290,10 +286,9 @@ func revokePassport() *Tool {
 	const name = "revoke_passport"
 	return &Tool{
 		Name: name,
-		Description: "Revoke a passport (yours by default): terminal, it is never un-revoked. Allowed to the " +
-			"passport itself, its sponsor, or an elite-tier operator; records who revoked it and why, with a " +
-			"signed receipt. With CRUX_PASSPORT_REVOCATION on, a revoked passport may then call only " +
-			"get_passport and get_agent_identity.",
+		Description: "Revoke a passport (yours by default), for good: allowed to the passport itself, its sponsor or an " +
+			"elite operator, with a signed receipt. With " + feature.EnvPassportRevocation + " on, a revoked " +
+			"passport may then call only get_passport and get_agent_identity.",
 		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
 		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
 		schema:      schemaFor(name),

@@ -134,11 +134,9 @@ func execplanGate() *Tool {
 	const name = "execplan_gate"
 	return &Tool{
 		Name: name,
-		Description: "Record a milestone gate of an execution plan as a fact under entity execplan:<slug>, key " +
-			"gate:<milestone> (milestone M2 or gate:M2; slug without the execplan: prefix). Recording the same " +
-			"milestone again makes a new version that supersedes the previous one (fact_history keeps both). The " +
-			"value is the gate record as JSON; the horizon is medium (the execplan: default). commit_sha is 7 to 64 " +
-			"hex digits; token_budget (required, > 0) is recorded with the gate; the answer is never trimmed.",
+		Description: "Record a milestone gate of an execution plan as a fact under execplan:<slug>, key " +
+			"gate:<milestone> (milestone M2 or gate:M2); recording it again writes a new version (fact_history " +
+			"keeps both). commit_sha is 7 to 64 hex digits.",
 		Annotations: Annotations{Title: "ExecPlan gate"},
 		Output:      "{fact_id, entity, key, version, commit_sha, status}",
 		schema:      schemaFor(name),
@@ -224,11 +222,9 @@ func authPostureAudit() *Tool {
 	const name = "auth_posture_audit"
 	return &Tool{
 		Name: name,
-		Description: "How this server authenticates and authorises calls, truthfully: the calling agent and whether " +
-			"the transport authenticated it, whether a capability token is enforced (an RCX router; without one " +
-			"every call is allowed), agent passports (CORECRUXD_AGENT_PASSPORTS), passport revocation " +
-			"(CRUX_PASSPORT_REVOCATION) and the key that signs receipts, with recommended checks. crux has no daemon " +
-			"and does not know its data directory, so it reports neither.",
+		Description: "How this server authenticates and authorises calls, truthfully: the caller and whether it is " +
+			"authenticated, whether a capability token is enforced (without one every call is allowed), agent " +
+			"passports, revocation, the key that signs receipts, with checks to make.",
 		Annotations: Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +

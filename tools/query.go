@@ -258,13 +258,10 @@ func query() *Tool {
 	const name = "query"
 	return &Tool{
 		Name: name,
-		Description: "Search the documents ingested into a tenant (crux ingest): BM25 over their segments fused with " +
-			"an entity-graph lane (segments mentioning the entities of facts that match the query). Results are " +
-			"segments, best first, each with its result_id for query_expand, lanes, score (BM25) and a snippet; " +
-			"coverage says which query words the index does not know (gaps). limit (default 10, at most 100); " +
-			"min_score drops results whose BM25 score is below it (below_floor counts them); token_budget " +
-			"(default 8000) caps the results' token_count summed, the cost of expanding them. A query with low " +
-			"coverage is recorded as a gap of yours for get_gaps.",
+		Description: "Search a tenant's ingested documents: BM25 fused with an entity-graph lane (segments naming the " +
+			"entities of matching facts). Results are segments with a result_id for query_expand, lanes, score " +
+			"and snippet; coverage lists the query words the index does not know. A low-coverage query is " +
+			"recorded for get_gaps.",
 		Annotations: Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
 			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +
@@ -606,9 +603,8 @@ func queryScan() *Tool {
 	const name = "query_scan"
 	return &Tool{
 		Name: name,
-		Description: "Rank a tenant's document segments by BM25 for a query and return metadata only (result_id, " +
-			"doc_id, score, token_count), no content: use it to decide what to pass to query_expand. limit " +
-			"(default 20, at most 200); token_budget (default 4000) caps the rows' own size.",
+		Description: "Rank a tenant's document segments by BM25 for a query, metadata only (result_id, doc_id, score, " +
+			"token_count): choose what to pass to query_expand.",
 		Annotations: Annotations{Title: "Scan documents", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, score, token_count}], count, " +
 			"total_candidates, tokens_returned, budget_truncated, meta{took_ms, segments_searched}}",
@@ -690,10 +686,9 @@ func queryExpand() *Tool {
 	const name = "query_expand"
 	return &Tool{
 		Name: name,
-		Description: "Return the full text of result ids from query or query_scan (\"<segment_index>:<doc_id>\"), in " +
-			"the order given, at most 50. An id that is malformed or not in the tenant is an error naming it. " +
-			"token_budget (default 8000) caps the contents' tokens summed: the first result always comes back, and " +
-			"omitted lists the ids it left out.",
+		Description: "The full text of result ids from query or query_scan (<segment_index>:<doc_id>), in the order " +
+			"given. A malformed or unknown id is an error naming it; past token_budget, omitted lists the ids " +
+			"left out (the first always comes back).",
 		Annotations: Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, doc_id, segment_index, title?, content, token_count}], count, " +
 			"tokens_returned, budget_truncated, omitted?}",

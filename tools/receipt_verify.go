@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -51,13 +52,10 @@ func receiptVerify() *Tool {
 	const name = "receipt_verify"
 	return &Tool{
 		Name: name,
-		Description: "Verify a stored receipt as crux verify receipt does, offline: its body hash, its Ed25519 " +
-			"signature with this server's keyring, its header, and its links to the receipts just before and " +
-			"after it in the tenant's chain. Only the passport the receipt names (its signer_passport) or an " +
-			"operator (trusted tier or above) may verify it; others get -32003. tenant_id defaults to yours; " +
-			"another tenant's is -32003. Errors name codes such as RECEIPT_NOT_FOUND, BODY_HASH_MISMATCH, " +
-			"SIG_INVALID or CHAIN_PREV_HASH_MISMATCH. With CORECRUXD_FEATURE_RECEIPT_VERIFY off (the default) " +
-			"it verifies nothing and says FEATURE_DISABLED.",
+		Description: "Verify a stored receipt offline, as crux verify receipt does: body hash, signature, header, and " +
+			"its links to its neighbours in the tenant's chain. Only the passport it names or an operator (trusted " +
+			"tier or above) may (else -32003). Needs " + feature.EnvReceiptVerify + " on; off, it verifies " +
+			"nothing and says FEATURE_DISABLED.",
 		Annotations: Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{receipt_id, tenant_id, feature_enabled, verified, signer_passport, errors: [string], http_status, " +
 			"report?{schema, receipt_id, tenant_id, kind, payload_hash, signature{alg, key_id}, integrity, signature_valid, " +

@@ -74,13 +74,9 @@ func reuseCheck() *Tool {
 	const name = "reuse_check"
 	return &Tool{
 		Name: name,
-		Description: "Before building something, ask whether it already exists: pass a one-line description. " +
-			"Answers ranked candidates from the tenant's documents (BM25, as query_scan) and from the features " +
-			"lens (the tools this server serves, and features stored as facts under feature:<id> with keys name, " +
-			"system, maturity, files), each capability with the terms it shares with the description. limit " +
-			"(default 5, at most 20) per source; min_score is a BM25 floor for documents. verdict is " +
-			"reuse-candidate-found or nothing-found. Switched on by " + feature.EnvReuseCheck + " (off by default: " +
-			"-32030 CAPABILITY_DENIED).",
+		Description: "Before building something, ask whether it exists: pass a one-line description. Ranks the tenant's " +
+			"documents (BM25) and the features lens (the tools served here, facts under feature:<id>); verdict " +
+			"reuse-candidate-found or nothing-found. Needs " + feature.EnvReuseCheck + " on (else -32030).",
 		Annotations: Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, verdict: reuse-candidate-found|nothing-found, retrieval_candidates: [{result_id, rank, doc_id, " +
 			"score, doc_length_tokens}], capability_candidates: [{id, name, system, maturity, files, overlap_terms}], guidance}",

@@ -28,9 +28,8 @@ type SyncOutput struct{}
 // them.
 func syncTool[In any](name, title, what string) *Tool {
 	return &Tool{
-		Name: name,
-		Description: what + " Hosted tier: needs a capability token that grants it. crux itself ships no " +
-			"sync client, so the call reports that sync is not available rather than pretending to sync.",
+		Name:        name,
+		Description: what + " Hosted tier. crux ships no sync client: the call says sync is not available.",
 		Annotations: Annotations{Title: title, OpenWorldHint: true},
 		Output:      "isError result: sync not configured, or not available in crux",
 		schema:      schemaFor(name),
