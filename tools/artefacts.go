@@ -88,6 +88,10 @@ func base64Tokens(n int) int { return (n + 3) / 4 }
 // artefactsOffHelp is the sentence every artefact description ends with.
 const artefactsOffHelp = " Needs " + feature.EnvArtefacts + " on; off, it does nothing and says feature_enabled false."
 
+// artefactsOffOutput is the output contract of an artefact tool's answer
+// while its flag is off.
+const artefactsOffOutput = "; flag off: {feature_enabled: false, feature_flag, tool, note}"
+
 // artefactsOff answers for a tool while CORECRUXD_FEATURE_ARTEFACTS is off:
 // a success that says feature_enabled false; nothing is read or written.
 func artefactsOff(tool string) func(env *Env) (*Result, error) {
@@ -147,7 +151,7 @@ func artefactPut() *Tool {
 			"the bytes>. Artefacts are per passport: nobody else reads or lists yours; putting bytes you hold " +
 			"refreshes their metadata and deadline (created false). Needs an identity (else -32003)." + artefactsOffHelp,
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
-		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}",
+		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
 		schema:      schemaFor(name),
 		out:         outputOf[ArtefactPutOutput](),
 		alt:         outputOf[FeatureOffOutput](),
@@ -248,7 +252,7 @@ func artefactGet() *Tool {
 			"expired id is an isError result, not found." + artefactsOffHelp,
 		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
-			"content_tokens, truncated}",
+			"content_tokens, truncated}" + artefactsOffOutput,
 		schema: schemaFor(name),
 		out:    outputOf[ArtefactGetOutput](),
 		alt:    outputOf[FeatureOffOutput](),
@@ -369,7 +373,7 @@ func artefactList() *Tool {
 			"tool_origin contains it. Anonymous callers get an empty list." + artefactsOffHelp,
 		Annotations: Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
-			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
+			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}" + artefactsOffOutput,
 		schema: schemaFor(name),
 		out:    outputOf[ArtefactListOutput](),
 		alt:    outputOf[FeatureOffOutput](),

@@ -112,15 +112,20 @@ func writeSession(ctx context.Context, env *Env, c Caller, id string, state []by
 	return s, err
 }
 
-// SaveSessionOutput is what save_session and session_checkpoint return:
-// the session written (session_checkpoint adds total_tokens and trimmed).
+// SaveSessionOutput is what save_session returns: the session written.
 type SaveSessionOutput struct {
-	SessionID   string `json:"session_id"`
-	UpdatedAt   string `json:"updated_at"`
-	ExpiresAt   string `json:"expires_at,omitempty"`
-	TotalTokens *int   `json:"total_tokens,omitempty"`
-	// Trimmed says what session_checkpoint cut to fit its budget.
-	Trimmed map[string]int `json:"trimmed,omitempty"`
+	SessionID string `json:"session_id"`
+	UpdatedAt string `json:"updated_at"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+}
+
+// SessionCheckpointOutput is what session_checkpoint returns: the session
+// written, the size of the state stored and what was cut to fit the
+// budget (field: entries or texts cut).
+type SessionCheckpointOutput struct {
+	SaveSessionOutput
+	TotalTokens int            `json:"total_tokens"`
+	Trimmed     map[string]int `json:"trimmed,omitempty"`
 }
 
 func writeOut(s *store.Session) SaveSessionOutput {
@@ -391,7 +396,7 @@ func sessionCheckpoint() *Tool {
 		Annotations: Annotations{Title: "Session checkpoint", IdempotentHint: true},
 		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
 		schema:      schemaFor(name),
-		out:         outputOf[SaveSessionOutput](),
+		out:         outputOf[SessionCheckpointOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkpointArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -441,10 +446,7 @@ func sessionCheckpoint() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := writeOut(s)
-			tokens := sessionTokens(state)
-			out.TotalTokens, out.Trimmed = &tokens, cp.Trimmed
-			return jsonResult(out)
+			return jsonResult(SessionCheckpointOutput{SaveSessionOutput: writeOut(s), TotalTokens: sessionTokens(state), Trimmed: cp.Trimmed})
 		}),
 	}
 }
