@@ -141,11 +141,10 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	s.env.EngramDir = opts.EngramDir
 	for i, t := range set.Tools() {
 		s.catalogue = append(s.catalogue, Tool{
-			Name:         t.Name,
-			Description:  s.env.Surface.Decorate(t.Name, t.Description),
-			InputSchema:  t.InputSchema(),
-			OutputSchema: set.OutputSchema(t.Name),
-			Annotations:  t.Annotations,
+			Name:        t.Name,
+			Description: s.env.Surface.Decorate(t.Name, t.Description),
+			InputSchema: t.InputSchema(),
+			Annotations: t.Annotations,
 		})
 		s.byName[t.Name] = i
 	}
@@ -205,7 +204,7 @@ func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
 	for _, name := range names {
 		t := s.catalogue[s.byName[name]]
 		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
-		t.OutputSchema = append(json.RawMessage(nil), t.OutputSchema...)
+		t.OutputSchema = s.set.OutputSchema(name)
 		meta := map[string]any{}
 		if up, ok := s.env.Surface.Upgrade(name); ok {
 			meta["upgrade"] = up

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -37,16 +39,42 @@ func outputSchema(t *Tool) (json.RawMessage, error) {
 	return outschema.Listed(t.OutputTypes()...)
 }
 
+// checkOutputTypes checks that t declares output types that can be JSON
+// objects: structs, pointers to structs, or maps with string keys. Their
+// schemas are derived later (see Set.OutputSchema), and a test derives
+// those of every built-in tool.
+func checkOutputTypes(t *Tool) error {
+	if t.out == nil {
+		return errors.New("no output type")
+	}
+	for _, ty := range t.OutputTypes() {
+		for ty.Kind() == reflect.Pointer {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct && (ty.Kind() != reflect.Map || ty.Key().Kind() != reflect.String) {
+			return fmt.Errorf("output type %s is not a JSON object", ty)
+		}
+	}
+	return nil
+}
+
 // OutputSchema returns the output schema of the named tool, as tools/list
 // declares it: an object schema naming the properties of its structured
 // content with their JSON types (nested objects are not described, and no
 // property is required: see the package documentation of crux). It is nil
-// for a name the set does not hold.
+// for a name the set does not hold, or whose output types give no schema.
+// The schemas are derived from the output types on the first call.
 func (s *Set) OutputSchema(name string) json.RawMessage {
 	i, ok := s.byName[name]
 	if !ok {
 		return nil
 	}
+	s.outputOnce.Do(func() {
+		s.output = make([]json.RawMessage, len(s.tools))
+		for j, t := range s.tools {
+			s.output[j], _ = outputSchema(t) // nil on failure; TestAllCompiles derives every built-in one
+		}
+	})
 	return append(json.RawMessage(nil), s.output[i]...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -40,8 +41,11 @@ type Set struct {
 	tools  []*Tool
 	byName map[string]int
 	schema []*jsonschema.Schema
-	// output holds each tool's output schema (see outputSchema).
-	output []json.RawMessage
+	// output holds each tool's output schema (see outputSchema), derived
+	// on first use: deriving them all takes about 10 ms, which a server
+	// that is never asked for its list does not pay.
+	outputOnce sync.Once
+	output     []json.RawMessage
 	// check holds each schema compiled for checkArguments' fast path
 	// (see check.go); nil for a schema it cannot compile.
 	check []*check
@@ -68,14 +72,9 @@ func NewSet(ts []*Tool) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 		}
-		if t.out == nil {
-			return nil, fmt.Errorf("tools: %s: no output type", t.Name)
+		if err := checkOutputTypes(t); err != nil {
+			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 		}
-		out, err := outputSchema(t)
-		if err != nil {
-			return nil, fmt.Errorf("tools: %s: output schema: %w", t.Name, err)
-		}
-		s.output = append(s.output, out)
 		s.byName[t.Name] = i
 		s.schema = append(s.schema, sch)
 		s.check = append(s.check, chk)

@@ -21,6 +21,9 @@ func TestAllCompiles(t *testing.T) {
 	set, err := tools.NewSet(tools.All())
 	require.NoError(t, err)
 	assert.Len(t, set.Tools(), len(tools.All()))
+	for _, tl := range set.Tools() {
+		assert.NotEmpty(t, set.OutputSchema(tl.Name), "%s: no output schema derives from %v", tl.Name, tl.OutputTypes())
+	}
 }
 
 func TestRegistryMetadata(t *testing.T) {
