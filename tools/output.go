@@ -19,10 +19,11 @@ var anyObject = reflect.TypeFor[map[string]any]()
 func outputOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // OutputTypes returns the Go types of the tool's structured content: the
-// type of its answers, then, for a tool that answers differently while
-// its feature flag is off, the type of that answer. A result of the tool
-// that is not an error holds a value of one of them (or a pointer to
-// one).
+// type of its answers, then, for a tool with a second shape, the type of
+// that one: the answer while its feature flag is off (the artefact tools
+// and memory_acknowledge_use), or engram_resolve's manifest (no names
+// given). A result of the tool that is not an error holds a value of one
+// of them (or a pointer to one).
 func (t *Tool) OutputTypes() []reflect.Type {
 	if t.alt != nil {
 		return []reflect.Type{t.out, t.alt}

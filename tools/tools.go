@@ -53,10 +53,11 @@
 // (crux.Decode does it). The type is also the truth about the shape of the
 // answer: the output schema tools/list declares for the tool is derived
 // from it ([Set.OutputSchema]), and a test runs every tool and checks its
-// real answer against both. A few tools answer with another shape while
-// their feature flag is off (the artefact tools and
-// memory_acknowledge_use: feature_enabled false and a note, nothing done):
-// that answer has a type of its own, and the schema admits both.
+// real answer against both. A few tools have a second shape, with a type
+// of its own, which the schema admits too: the answer of the artefact
+// tools and memory_acknowledge_use while their feature flag is off
+// (feature_enabled false and a note, nothing done), and engram_resolve's
+// manifest.
 //
 // A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
 // every JSON Schema in step with its argument struct.
@@ -403,7 +404,7 @@ type Tool struct {
 
 	schema []byte
 	// out is the Go type of the structured content of the tool's answers;
-	// alt, when set, that of its answer while its feature flag is off.
+	// alt, when set, that of its second shape (see OutputTypes).
 	out, alt reflect.Type
 	run      handler
 	// gate, when set, decides before the arguments are checked whether the
