@@ -38,7 +38,11 @@ type Result = tools.Result
 // Content is one text item of a [Result].
 type Content = tools.Content
 
-// Annotations are a tool's MCP behaviour hints (readOnlyHint, destructiveHint, ...).
+// Annotations are a tool's MCP behaviour hints (readOnlyHint,
+// destructiveHint, idempotentHint, openWorldHint). readOnlyHint is true for
+// tools whose only writes are crux's own bookkeeping, such as the gap
+// record of an unanswered query_facts or the reclaiming of an expired
+// session; see [tools.Annotations] for what each hint means in crux.
 type Annotations = tools.Annotations
 
 // Tool is a tool as tools/list shows it.
@@ -46,8 +50,16 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations Annotations     `json:"annotations"`
-	Meta        map[string]any  `json:"_meta,omitempty"`
+	// OutputSchema is the JSON Schema of the tool's structuredContent: an
+	// object whose properties are named with their JSON types, derived
+	// from the tool's Go output type (see [Decode]). It is shallow on
+	// purpose, to keep tools/list small: nested objects are not described
+	// and no property is required or forbidden, since over MCP an isError
+	// result may carry structured content of its own (the error) that
+	// clients check against the same schema.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  Annotations     `json:"annotations"`
+	Meta         map[string]any  `json:"_meta,omitempty"`
 }
 
 // Options configures a [Server]. A nil *Options means all defaults.
@@ -202,6 +214,7 @@ func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
 	for _, name := range names {
 		t := s.catalogue[s.byName[name]]
 		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
+		t.OutputSchema = s.set.OutputSchema(name)
 		meta := map[string]any{}
 		if up, ok := s.env.Surface.Upgrade(name); ok {
 			meta["upgrade"] = up

@@ -218,7 +218,8 @@ func TestListTools(t *testing.T) {
 		assert.True(t, strings.HasPrefix(tl.Description, surface.Resolve(false).Marker(tl.Name)+" "), "%s: %q", tl.Name, tl.Description)
 		_, hosted := surface.Resolve(false).Upgrade(tl.Name)
 		assert.Equal(t, hosted, tl.Meta["crux"] != nil, "%s: _meta.crux.upgrade on hosted tools only", tl.Name)
-		assert.Equal(t, tl.Name != surface.SessionTool, strings.HasSuffix(tl.Description, surface.SessionHint), tl.Name)
+		assert.NotContains(t, tl.Description, surface.SessionTool+" first", "%s: shared guidance is in crux.Instructions, not in each description", tl.Name)
+		assert.NotEmpty(t, tl.OutputSchema, "%s declares no output schema", tl.Name)
 		var schema map[string]any
 		require.NoError(t, json.Unmarshal(tl.InputSchema, &schema), tl.Name)
 		assert.Equal(t, "object", schema["type"], tl.Name)

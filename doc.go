@@ -35,11 +35,32 @@
 // constraints, config audit and action
 // enrichment; and the hosted-tier sync_pull and sync_push. Each description is
 // prefixed with its tier marker ([local] or [hosted], package surface) and
-// ends with a hint to open a session first. Every declared parameter takes
+// says only what is specific to its tool; the guidance every tool shares
+// (open a session first, how answers are bounded, what each error code
+// means) is [Instructions], which package mcpserver sends once, in the
+// initialize result. Every declared parameter takes
 // effect (query_facts' entity_prefix and key, get_bootstrap's
 // token_budget included); an argument a tool does not declare is an
 // error, never ignored, except turn_id and contract, which every tool
 // accepts.
+//
+// # Typed outputs
+//
+// A result's StructuredContent is a Go value of the tool's output type,
+// exported by package tools (tools.StoreFactOutput for store_fact,
+// tools.QueryFactsOutput for query_facts, ...): [Decode] returns it, also
+// for a result that came as JSON. Each tool's [Tool].OutputSchema, the
+// outputSchema of tools/list, is derived from that type.
+//
+// # Hints
+//
+// Every tool carries all four MCP hints ([Annotations]). readOnlyHint is
+// true for the tools whose only writes are crux's own bookkeeping: the gap
+// record of a query that found nothing (query_facts, query), the reclaiming
+// of expired sessions and artefacts (get_session, list_sessions,
+// artefact_get, artefact_list), the tier a passport's receipts have earned
+// (get_passport), so a client that asks approval for writes does not ask
+// for them.
 //
 // # Errors
 //

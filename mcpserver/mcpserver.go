@@ -240,7 +240,9 @@ type Options struct {
 	// means the version of the crux module in the binary's build
 	// information, or "(devel)" when there is none.
 	Version string
-	// Instructions are optional instructions for connected clients.
+	// Instructions are the instructions sent to clients in the
+	// initialize result, the guidance that applies to every tool. Empty
+	// means crux.Instructions().
 	Instructions string
 	// Logger receives the SDK's reports of session activity and the
 	// adapter's own. Nil discards them. It must not write to the stream a
@@ -311,6 +313,9 @@ func NewBackend(b Backend, caller crux.Caller, opts *Options) *mcp.Server {
 	if o.Version == "" {
 		o.Version = moduleVersion()
 	}
+	if o.Instructions == "" {
+		o.Instructions = crux.Instructions()
+	}
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -366,13 +371,18 @@ func ServeStdio(ctx context.Context, srv *crux.Server, caller crux.Caller) error
 }
 
 // sdkTool converts a crux tool to the SDK's description of it. The input
-// schema is passed through as raw JSON.
+// and output schemas are passed through as raw JSON.
 func sdkTool(t crux.Tool) *mcp.Tool {
 	destructive, openWorld := t.Annotations.DestructiveHint, t.Annotations.OpenWorldHint
+	var output any // nil, not a nil json.RawMessage, which would be sent as null
+	if len(t.OutputSchema) > 0 {
+		output = t.OutputSchema
+	}
 	return &mcp.Tool{
-		Name:        t.Name,
-		Description: t.Description,
-		InputSchema: t.InputSchema,
+		OutputSchema: output,
+		Name:         t.Name,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
 		Annotations: &mcp.ToolAnnotations{
 			Title:           t.Annotations.Title,
 			ReadOnlyHint:    t.Annotations.ReadOnlyHint,

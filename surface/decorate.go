@@ -10,15 +10,9 @@ const (
 	MarkerHosted = "[hosted]"
 )
 
-// SessionTool is the name of the session handshake tool, the one tool whose
-// description does not get [SessionHint].
+// SessionTool is the name of the session handshake tool, which agents
+// call first.
 const SessionTool = "cuecrux_session"
-
-// SessionHint is the paragraph [Decorate] appends to every description
-// except cuecrux_session's, pointing agents at the handshake.
-const SessionHint = "Tip: call `cuecrux_session` first. It opens a session and returns a " +
-	"capability plan listing what this caller may use on this server, so you can plan " +
-	"your calls instead of discovering limits by failing."
 
 // Marker returns the tier marker of the named tool: [MarkerHosted] for a
 // [HostedGated] tool, [MarkerLocal] otherwise (including unknown names).
@@ -31,14 +25,16 @@ func (t Table) Marker(name string) string {
 
 // Decorate returns the description tools/list serves for the named tool.
 //
-// It puts the tool's tier marker and a space in front of description, and
-// appends a blank line and [SessionHint] unless the tool is
-// cuecrux_session. A description that already starts with the right marker
-// keeps it; one that starts with the other tier's marker (for example one
-// decorated before agent passports were enabled) has it replaced, so a
-// description never contradicts the tool's tier. A description that already
-// ends with the hint does not get it twice. Decorate is therefore
-// idempotent: decorating a decorated description returns it unchanged.
+// It puts the tool's tier marker and a space in front of description. A
+// description that already starts with the right marker keeps it; one
+// that starts with the other tier's marker (for example one decorated
+// before agent passports were enabled) has it replaced, so a description
+// never contradicts the tool's tier. Decorate is therefore idempotent:
+// decorating a decorated description returns it unchanged.
+//
+// The guidance every tool shares (call cuecrux_session first, ...) is not
+// repeated in each description: an MCP server states it once, in its
+// initialize instructions (crux.Instructions).
 func (t Table) Decorate(name, description string) string {
 	marker := t.Marker(name)
 	other := MarkerLocal
@@ -55,11 +51,6 @@ func (t Table) Decorate(name, description string) string {
 		d = marker
 	default:
 		d = marker + " " + d
-	}
-
-	const sep = "\n\n"
-	if name != SessionTool && !strings.HasSuffix(d, sep+SessionHint) {
-		d += sep + SessionHint
 	}
 	return d
 }

@@ -34,8 +34,7 @@
 //
 // [Decorate] turns a tool's plain description into the one tools/list
 // serves: the tier marker ([MarkerLocal] or [MarkerHosted]) first, then the
-// description, then a blank line and [SessionHint], except for
-// cuecrux_session itself. Decorate is idempotent.
+// description. Decorate is idempotent.
 //
 // # Capabilities
 //

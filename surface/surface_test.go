@@ -235,7 +235,6 @@ func TestMarker(t *testing.T) {
 }
 
 func TestDecorate(t *testing.T) {
-	hint := "\n\n" + surface.SessionHint
 	tests := []struct {
 		label          string
 		name           string
@@ -243,19 +242,19 @@ func TestDecorate(t *testing.T) {
 		agentPassports bool
 		want           string
 	}{
-		{"local tool", "store_fact", "Store a fact.", false, "[local] Store a fact." + hint},
-		{"hosted tool", "sync_pull", "Pull.", false, "[hosted] Pull." + hint},
-		{"hosted stays hosted", "sync_push", "Push.", true, "[hosted] Push." + hint},
-		{"issue_passport hosted", "issue_passport", "Issue.", false, "[hosted] Issue." + hint},
-		{"issue_passport promoted", "issue_passport", "Issue.", true, "[local] Issue." + hint},
-		{"session tool gets no hint", "cuecrux_session", "Open a session.", false, "[local] Open a session."},
-		{"unknown tool is local", "custom_tool", "Custom.", false, "[local] Custom." + hint},
-		{"marker kept", "store_fact", "[local] Store.", false, "[local] Store." + hint},
-		{"marker kept without space", "store_fact", "[local]Store.", false, "[local]Store." + hint},
-		{"wrong marker replaced", "issue_passport", "[hosted] Issue.", true, "[local] Issue." + hint},
-		{"wrong marker replaced on hosted", "sync_pull", "[local] Pull.", false, "[hosted] Pull." + hint},
-		{"hint not doubled", "store_fact", "Store." + hint, false, "[local] Store." + hint},
-		{"empty description", "store_fact", "", false, "[local]" + hint},
+		{"local tool", "store_fact", "Store a fact.", false, "[local] Store a fact."},
+		{"hosted tool", "sync_pull", "Pull.", false, "[hosted] Pull."},
+		{"hosted stays hosted", "sync_push", "Push.", true, "[hosted] Push."},
+		{"issue_passport hosted", "issue_passport", "Issue.", false, "[hosted] Issue."},
+		{"issue_passport promoted", "issue_passport", "Issue.", true, "[local] Issue."},
+		{"session tool", "cuecrux_session", "Open a session.", false, "[local] Open a session."},
+		{"unknown tool is local", "custom_tool", "Custom.", false, "[local] Custom."},
+		{"marker kept", "store_fact", "[local] Store.", false, "[local] Store."},
+		{"marker kept without space", "store_fact", "[local]Store.", false, "[local]Store."},
+		{"wrong marker replaced", "issue_passport", "[hosted] Issue.", true, "[local] Issue."},
+		{"wrong marker replaced on hosted", "sync_pull", "[local] Pull.", false, "[hosted] Pull."},
+		{"no hint appended", "store_fact", "Store.", false, "[local] Store."},
+		{"empty description", "store_fact", "", false, "[local]"},
 		{"empty session description", "cuecrux_session", "", false, "[local]"},
 	}
 	for _, tt := range tests {
@@ -274,16 +273,13 @@ func TestDecorateIdempotentForEveryTool(t *testing.T) {
 			twice := surface.Resolve(agentPassports).Decorate(name, once)
 			require.Equal(t, once, twice, "Decorate(%q, %v) twice", name, agentPassports)
 			assert.True(t, strings.HasPrefix(once, surface.Resolve(agentPassports).Marker(name)+" "), "marker of %q", name)
-			assert.Equal(t, name != "cuecrux_session", strings.HasSuffix(once, "\n\n"+surface.SessionHint),
-				"hint of %q", name)
+			assert.Equal(t, surface.Resolve(agentPassports).Marker(name)+" Does things.", once, "only the marker is added to %q", name)
 			assert.Equal(t, 1, strings.Count(once, "[local]")+strings.Count(once, "[hosted]"), "markers in %q", once)
 		}
 	}
 }
 
-func TestSessionHint(t *testing.T) {
-	assert.True(t, strings.HasPrefix(surface.SessionHint, "Tip: call `cuecrux_session` first"))
-	assert.NotContains(t, surface.SessionHint, "\n")
+func TestSessionTool(t *testing.T) {
 	assert.Equal(t, "cuecrux_session", surface.SessionTool)
 }
 

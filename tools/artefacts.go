@@ -62,8 +62,8 @@ const (
 	maxArtefactLabelSize = 255
 )
 
-// artefactInfo is an artefact's metadata as the tools return it.
-type artefactInfo struct {
+// ArtefactInfo is an artefact's metadata as the tools return it.
+type ArtefactInfo struct {
 	ArtefactID string  `json:"artefact_id"`
 	MimeType   string  `json:"mime_type"`
 	ToolOrigin string  `json:"tool_origin"`
@@ -72,8 +72,8 @@ type artefactInfo struct {
 	ExpiresAt  *string `json:"expires_at"` // null: never expires
 }
 
-func newArtefactInfo(a *store.Artefact) artefactInfo {
-	info := artefactInfo{ArtefactID: a.ID, MimeType: a.MimeType, ToolOrigin: a.ToolOrigin, SizeBytes: a.SizeBytes,
+func newArtefactInfo(a *store.Artefact) ArtefactInfo {
+	info := ArtefactInfo{ArtefactID: a.ID, MimeType: a.MimeType, ToolOrigin: a.ToolOrigin, SizeBytes: a.SizeBytes,
 		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339Nano)}
 	if a.ExpiresAt != nil {
 		s := a.ExpiresAt.UTC().Format(time.RFC3339Nano)
@@ -85,6 +85,13 @@ func newArtefactInfo(a *store.Artefact) artefactInfo {
 // base64Tokens is the token cost of n base64 characters.
 func base64Tokens(n int) int { return (n + 3) / 4 }
 
+// artefactsOffHelp is the sentence every artefact description ends with.
+const artefactsOffHelp = " Needs " + feature.EnvArtefacts + " on; off, it does nothing and says feature_enabled false."
+
+// artefactsOffOutput is the output contract of an artefact tool's answer
+// while its flag is off.
+const artefactsOffOutput = "; flag off: {feature_enabled: false, feature_flag, tool, note}"
+
 // artefactsOff answers for a tool while CORECRUXD_FEATURE_ARTEFACTS is off:
 // a success that says feature_enabled false; nothing is read or written.
 func artefactsOff(tool string) func(env *Env) (*Result, error) {
@@ -92,11 +99,20 @@ func artefactsOff(tool string) func(env *Env) (*Result, error) {
 		if env.Flags.Artefacts {
 			return nil, nil
 		}
-		return jsonResult(map[string]any{
-			"feature_enabled": false, "feature_flag": feature.EnvArtefacts, "tool": tool,
-			"note": "nothing was done: " + feature.EnvArtefacts + " is off (off by default; set it to 1 to enable)",
+		return jsonResult(FeatureOffOutput{FeatureFlag: feature.EnvArtefacts, Tool: tool,
+			Note: "nothing was done: " + feature.EnvArtefacts + " is off (off by default; set it to 1 to enable)",
 		})
 	}
+}
+
+// FeatureOffOutput is what a tool returns, as a success, while the feature
+// flag it needs is off and it does nothing: feature_enabled false, the
+// flag, the tool and a note.
+type FeatureOffOutput struct {
+	FeatureEnabled bool   `json:"feature_enabled"`
+	FeatureFlag    string `json:"feature_flag"`
+	Note           string `json:"note"`
+	Tool           string `json:"tool"`
 }
 
 func checkLabel(tool, param, s string) error {
@@ -119,9 +135,9 @@ type artefactPutArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// artefactPutResult is what artefact_put returns.
-type artefactPutResult struct {
-	artefactInfo
+// ArtefactPutOutput is what artefact_put returns.
+type ArtefactPutOutput struct {
+	ArtefactInfo
 	// Created is false when the caller already held these bytes and the put
 	// refreshed their metadata and deadline.
 	Created bool `json:"created"`
@@ -131,18 +147,14 @@ func artefactPut() *Tool {
 	const name = "artefact_put"
 	return &Tool{
 		Name: name,
-		Description: "Park content (base64) for later, content addressed: the id is art_<BLAKE3 hex of the bytes>, so " +
-			"identical bytes always get the same id. Needs an authenticated passport (anonymous callers get -32003: " +
-			"connect as a named agent). Artefacts are per passport: another agent cannot read or list yours, and " +
-			"parking bytes another agent also parked gives you your own copy under the same id; putting bytes you " +
-			"already hold refreshes mime_type, tool_origin and the deadline (created false). Up to 786432 decoded " +
-			"bytes (768 KiB, 1048576 base64 characters); larger content or invalid base64 is -32602. ttl_seconds: default 7 days, maximum 90 days, 0 never " +
-			"expires; expired artefacts are never returned and are reclaimed. token_budget, when given, refuses " +
-			"content over that many tokens (4 base64 characters each) with -32602. Needs " + feature.EnvArtefacts +
-			" (off by default): while off it answers feature_enabled false and stores nothing.",
+		Description: "Park content (base64, at most 768 KiB decoded) for later under a content address, art_<BLAKE3 of " +
+			"the bytes>. Artefacts are per passport: nobody else reads or lists yours; putting bytes you hold " +
+			"refreshes their metadata and deadline (created false). Needs an identity (else -32003)." + artefactsOffHelp,
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
-		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}",
+		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
 		schema:      schemaFor(name),
+		out:         outputOf[ArtefactPutOutput](),
+		alt:         outputOf[FeatureOffOutput](),
 		gate:        artefactsOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactPutArgs) (*Result, error) {
 			owner := c.Identity()
@@ -193,7 +205,7 @@ func artefactPut() *Tool {
 				}
 			}
 			now := env.now()
-			var out artefactPutResult
+			var out ArtefactPutOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if _, err := store.SweepArtefacts(tx, now, artefactSweepLimit); err != nil {
 					return err
@@ -202,7 +214,7 @@ func artefactPut() *Tool {
 				if err != nil {
 					return err
 				}
-				out = artefactPutResult{artefactInfo: newArtefactInfo(a), Created: created}
+				out = ArtefactPutOutput{ArtefactInfo: newArtefactInfo(a), Created: created}
 				return nil
 			})
 			if err != nil {
@@ -220,9 +232,9 @@ type artefactGetArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// artefactGetResult is what artefact_get returns.
-type artefactGetResult struct {
-	artefactInfo
+// ArtefactGetOutput is what artefact_get returns.
+type ArtefactGetOutput struct {
+	ArtefactInfo
 	// ContentBase64 is the content, omitted when truncated.
 	ContentBase64 *string `json:"content_base64,omitempty"`
 	// ContentTokens is the content's cost in tokens (4 base64 characters each).
@@ -235,18 +247,15 @@ func artefactGet() *Tool {
 	const name = "artefact_get"
 	return &Tool{
 		Name: name,
-		Description: "Read back an artefact you parked with artefact_put, by artefact_id, with its content as base64. " +
-			"An artefact another passport holds and you do not is refused with -32030 (CAPABILITY_DENIED), data " +
-			"{artefact_id, reason: \"cross_passport\"}, so operators can audit the attempt (the refusal tells you that some " +
-			"passport of your tenant holds those bytes; anonymous callers always get not found); an id nobody holds, or " +
-			"that expired (expired artefacts are reclaimed), is an error result saying not found. token_budget, when " +
-			"given, caps the content (4 base64 characters a token): over it, the result has the metadata, " +
-			"content_tokens and truncated true and no content_base64. Needs " + feature.EnvArtefacts +
-			" (off by default): while off it answers feature_enabled false.",
-		Annotations: Annotations{Title: "Read artefact", IdempotentHint: true}, // not read-only: reclaims an expired artefact
+		Description: "Read back an artefact you parked, its content as base64; past token_budget, only its metadata " +
+			"(truncated). Another passport's artefact is refused with -32030 (cross_passport); an unknown or " +
+			"expired id is an isError result, not found." + artefactsOffHelp,
+		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
-			"content_tokens, truncated}",
+			"content_tokens, truncated}" + artefactsOffOutput,
 		schema: schemaFor(name),
+		out:    outputOf[ArtefactGetOutput](),
+		alt:    outputOf[FeatureOffOutput](),
 		gate:   artefactsOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactGetArgs) (*Result, error) {
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
@@ -311,7 +320,7 @@ func artefactGet() *Tool {
 				return errorResult("%s: artefact %s not found (never parked, expired, or not in your tenant)", name, in.ArtefactID), nil
 			}
 			enc := base64.StdEncoding.EncodeToString(content)
-			out := artefactGetResult{artefactInfo: newArtefactInfo(a), ContentTokens: base64Tokens(len(enc))}
+			out := ArtefactGetOutput{ArtefactInfo: newArtefactInfo(a), ContentTokens: base64Tokens(len(enc))}
 			if in.TokenBudget != nil && out.ContentTokens > *in.TokenBudget {
 				out.Truncated = true
 			} else {
@@ -330,28 +339,28 @@ type artefactListArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-// artefactListResult is what artefact_list returns.
-type artefactListResult struct {
-	Artefacts []artefactInfo `json:"artefacts"`
+// ArtefactListOutput is what artefact_list returns.
+type ArtefactListOutput struct {
+	Artefacts []ArtefactInfo `json:"artefacts"`
 	Count     int            `json:"count"`
 	// Truncated says token_budget dropped rows.
 	Truncated bool      `json:"truncated"`
-	Envelope  *envelope `json:"envelope,omitempty"`
+	Envelope  *Envelope `json:"envelope,omitempty"`
 }
 
 // artefactEnvelope is the audit envelope of an artefact_list call: the
 // listed artefacts are its memories_used (fact_id holds the artefact id,
 // topic its mime type) and artefact_read its predicted effects.
-func artefactEnvelope(tool string, arts []artefactInfo, created []time.Time, now time.Time) *envelope {
-	e := &envelope{
-		ReceiptsUsed: []string{}, MemoriesUsed: []memoryUsed{}, PredictedEffects: []effect{}, Links: map[string]string{},
+func artefactEnvelope(tool string, arts []ArtefactInfo, created []time.Time, now time.Time) *Envelope {
+	e := &Envelope{
+		ReceiptsUsed: []string{}, MemoriesUsed: []MemoryUsed{}, PredictedEffects: []Effect{}, Links: map[string]string{},
 		AutonomyConsumed: map[string]any{"capability": surface.Capability(tool), "cost_credits": 0, "scope": surface.Capability(tool)},
 	}
 	for i, a := range arts {
 		age := max(0, now.Sub(created[i]).Hours())
-		e.MemoriesUsed = append(e.MemoriesUsed, memoryUsed{FactID: a.ArtefactID, Topic: a.MimeType,
+		e.MemoriesUsed = append(e.MemoriesUsed, MemoryUsed{FactID: a.ArtefactID, Topic: a.MimeType,
 			AgeHours: math.Round(age*100) / 100, AgeDays: math.Round(age/24*100) / 100, Freshness: "live"})
-		e.PredictedEffects = append(e.PredictedEffects, effect{Kind: "artefact_read", Entity: a.ArtefactID})
+		e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "artefact_read", Entity: a.ArtefactID})
 	}
 	return e
 }
@@ -360,16 +369,14 @@ func artefactList() *Tool {
 	const name = "artefact_list"
 	return &Tool{
 		Name: name,
-		Description: "List the artefacts you (your passport) parked, newest first: metadata only, never content, and " +
-			"never another passport's. top_k: default 20, maximum 100. scope keeps those whose mime_type or " +
-			"tool_origin contains it. token_budget, when given, drops rows past it (truncated true). Expired " +
-			"artefacts are not listed and are reclaimed. Anonymous callers have no passport and get an empty list. " +
-			"With " + feature.EnvAuditEnvelope + " on, the result carries the audit envelope with the listed artefact ids " +
-			"in memories_used. Needs " + feature.EnvArtefacts + " (off by default): while off it answers feature_enabled false.",
-		Annotations: Annotations{Title: "List artefacts", IdempotentHint: true}, // not read-only: reclaims expired artefacts
+		Description: "The artefacts you parked, newest first, metadata only; scope keeps those whose mime_type or " +
+			"tool_origin contains it. Anonymous callers get an empty list." + artefactsOffHelp,
+		Annotations: Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
-			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
+			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}" + artefactsOffOutput,
 		schema: schemaFor(name),
+		out:    outputOf[ArtefactListOutput](),
+		alt:    outputOf[FeatureOffOutput](),
 		gate:   artefactsOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactListArgs) (*Result, error) {
 			topK := defaultArtefactList
@@ -429,7 +436,7 @@ func artefactList() *Tool {
 					return nil, err
 				}
 			}
-			out := artefactListResult{Artefacts: []artefactInfo{}}
+			out := ArtefactListOutput{Artefacts: []ArtefactInfo{}}
 			var created []time.Time
 			used := 0
 			for _, a := range found {

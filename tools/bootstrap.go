@@ -129,7 +129,8 @@ type getBootstrapArgs struct {
 	TokenBudget int    `json:"token_budget,omitempty"`
 }
 
-type bootstrapFact struct {
+// BootstrapFact is one entry of crux's own knowledge.
+type BootstrapFact struct {
 	Entity string `json:"entity"`
 	Key    string `json:"key"`
 	Value  string `json:"value"`
@@ -156,17 +157,23 @@ func normalizeTopic(t string) string {
 	return t
 }
 
+// GetBootstrapOutput is what get_bootstrap returns.
+type GetBootstrapOutput struct {
+	Facts       []BootstrapFact `json:"facts"`
+	TotalTokens int             `json:"total_tokens"`
+	Truncated   bool            `json:"truncated"`
+}
+
 func getBootstrap() *Tool {
 	const name = "get_bootstrap"
 	return &Tool{
 		Name: name,
-		Description: "Read crux's own knowledge: how to use it (topic doc), working patterns (pattern), what an " +
-			"error means and what to do (resolution), and every tool's output contract (tool-output). query " +
-			"narrows by keywords; token_budget caps the answer (the first entry is always returned). Up to 100 " +
-			"entries, one line each: [entity] key = value.",
+		Description: "crux's own knowledge: how to use it (topic doc), working patterns (pattern), what an error means and " +
+			"what to do (resolution), every tool's output contract (tool-output); one line per entry.",
 		Annotations: Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
 		schema:      schemaFor(name),
+		out:         outputOf[GetBootstrapOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, _ Caller, in *getBootstrapArgs) (*Result, error) {
 			q := store.FactQuery{Scope: store.Scope{Tenant: bootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: env.now(), Policy: env.decay()}
 			if topic := normalizeTopic(in.Topic); topic != "" {
@@ -184,7 +191,7 @@ func getBootstrap() *Tool {
 				a, b := res.Facts[i], res.Facts[j]
 				return a.Entity < b.Entity || a.Entity == b.Entity && a.Key < b.Key
 			})
-			facts := []bootstrapFact{}
+			facts := []BootstrapFact{}
 			var lines []string
 			b := budget{Limit: in.TokenBudget}
 			for _, r := range res.Facts {
@@ -199,7 +206,7 @@ func getBootstrap() *Tool {
 				if !b.take(store.EstimateTokens(line)) {
 					break
 				}
-				facts = append(facts, bootstrapFact{r.Entity, r.Key, r.Value})
+				facts = append(facts, BootstrapFact{r.Entity, r.Key, r.Value})
 				lines = append(lines, line)
 			}
 			text := strings.Join(lines, "\n")
@@ -211,7 +218,7 @@ func getBootstrap() *Tool {
 			}
 			return &Result{
 				Content:           []Content{{Type: "text", Text: text}},
-				StructuredContent: map[string]any{"facts": facts, "total_tokens": b.Used, "truncated": b.Exceeded},
+				StructuredContent: GetBootstrapOutput{Facts: facts, TotalTokens: b.Used, Truncated: b.Exceeded},
 			}, nil
 		}),
 	}

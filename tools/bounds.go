@@ -23,9 +23,6 @@ import (
 // as JSON, whose text and structuredContent carry the answer twice.
 const answerBytes = 60_000
 
-// answerSizeHelp is the sentence the descriptions of capped listings use.
-const answerSizeHelp = "about 60 KB (a single larger row comes back alone)"
-
 // wireBytes is what v adds to a tool result as JSON: its JSON once as
 // structuredContent and once more, escaped, as the text content.
 //
@@ -132,25 +129,19 @@ type historyPageArgs struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// historyOut is a page of fact_history or memory_history.
-type historyOut[R any] struct {
+// HistoryPage is a page of fact_history or memory_history: versions,
+// newest first, and the cursor of the next page.
+type HistoryPage[R any] struct {
 	Versions   []R    `json:"versions"`
 	NextCursor string `json:"next_cursor,omitempty"`
 	Truncated  bool   `json:"truncated"`
 }
 
-// historyPageHelp documents the paging of fact_history and memory_history.
-var historyPageHelp = "Newest first, one page at a time: a page holds at most limit versions (default " +
-	strconv.Itoa(historyLimit) + ", at most " + strconv.Itoa(historyMaxLimit) + ") and stops before the answer " +
-	"passes " + answerSizeHelp + ". When versions remain, truncated is true and next_cursor is set: pass it back " +
-	"as cursor, with the same other arguments, for the next page; it is absent on the last page. A walk lists " +
-	"each version once, as the history stood at its first page: versions written meanwhile join a new walk. "
-
 // readHistoryPage reads the page of q that in names, as tool: q.From and
 // q.Limit come from in, and the page keeps the versions, turned into rows
 // by row, that fit in the answer.
 func readHistoryPage[R any](tx store.Tx, tool string, c Caller, q store.HistoryQuery, in historyPageArgs,
-	row func(*store.Fact) R) (*historyOut[R], error) {
+	row func(*store.Fact) R) (*HistoryPage[R], error) {
 	tag := historyTag(tool, c, q.Entity, q.Key, q.Chains)
 	from, err := decodeHistoryCursor(tool, in.Cursor, tag)
 	if err != nil {
@@ -164,8 +155,8 @@ func readHistoryPage[R any](tx store.Tx, tool string, c Caller, q store.HistoryQ
 	if err != nil {
 		return nil, err
 	}
-	out := &historyOut[R]{Versions: []R{}}
-	rc := newRowCap(0, &historyOut[R]{Versions: []R{}, NextCursor: encodeHistoryCursor(tag, store.HistoryPos{}), Truncated: true})
+	out := &HistoryPage[R]{Versions: []R{}}
+	rc := newRowCap(0, &HistoryPage[R]{Versions: []R{}, NextCursor: encodeHistoryCursor(tag, store.HistoryPos{}), Truncated: true})
 	for _, f := range p.Facts {
 		r := row(f)
 		if !rc.take(r) {

@@ -33,6 +33,9 @@ import (
 // receipt. Both tools answer -32030 while CORECRUXD_FEATURE_CONSOLIDATION
 // is off, as the freshness tools do.
 
+// consolidationOffHelp is the sentence both descriptions end with.
+const consolidationOffHelp = " On unless " + feature.EnvConsolidation + " is 0, false, off or no (then -32030)."
+
 // consolidationOff is the gate of both tools: -32030 while the flag is off
 // (a fresh error each time, so no caller shares its data).
 func consolidationOff(tool string) func(env *Env) (*Result, error) {
@@ -73,11 +76,11 @@ type contradictionsArgs struct {
 	Key          string `json:"key,omitempty"`
 }
 
-// contradictionRow is one candidate of memory_contradictions: current
+// ContradictionRow is one candidate of memory_contradictions: current
 // facts of one (entity, key) with opposite polarity. FactIDs, Values and
 // Scopes are parallel, oldest fact first; polarity_a is the class of the
 // oldest.
-type contradictionRow struct {
+type ContradictionRow struct {
 	Entity    string   `json:"entity"`
 	Key       string   `json:"key"`
 	Reason    string   `json:"reason"`
@@ -92,8 +95,9 @@ type contradictionRow struct {
 // reasonOppositePolarity is the reason of every contradiction candidate.
 const reasonOppositePolarity = "opposite_polarity_same_entity_key"
 
-type contradictionsOut struct {
-	Candidates             []contradictionRow `json:"candidates"`
+// MemoryContradictionsOutput is what memory_contradictions returns.
+type MemoryContradictionsOutput struct {
+	Candidates             []ContradictionRow `json:"candidates"`
 	Count                  int                `json:"count"`
 	Limit                  int                `json:"limit"`
 	DryRun                 bool               `json:"dry_run"`
@@ -111,22 +115,16 @@ func memoryContradictions() *Tool {
 	const name = "memory_contradictions"
 	return &Tool{
 		Name: name,
-		Description: "Read-only: find current facts you can see that share an (entity, key) but carry opposite " +
-			"polarity (true/yes/on/enabled/active/complete/passed/approved/present against " +
-			"false/no/off/disabled/inactive/blocked/failed/rejected/absent, the whole value compared). Because a " +
-			"write supersedes the current fact of its scope, such pairs are usually your private fact against the " +
-			"shared one; superseded versions are history and never compared. It detects only and never resolves " +
-			"(use memory_consolidate). Which entities it examines: entity, entity_prefix or key when given; " +
-			"otherwise the entities where you hold private facts (anonymous callers: none). It reads at most " +
-			fmt.Sprint(store.DefaultContradictionScan) + " facts per call (scan_truncated says it stopped early); " +
-			"limit (default 50) caps candidates and token_budget (default 500) trims them, the first always kept. " +
-			"Other agents' private facts are never read. Needs " + feature.EnvConsolidation + " (on by default; =0 " +
-			"disables, and the tool then answers -32030).",
+		Description: "Find current facts you can see that share an (entity, key) but carry opposite polarity " +
+			"(true/yes/enabled/... against false/no/disabled/...): usually your private fact against the shared " +
+			"one. Detects only: resolve with memory_consolidate. Without entity, entity_prefix or key it examines " +
+			"the entities where you hold private facts." + consolidationOffHelp,
 		Annotations: Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{candidates: [{entity, key, reason, polarity_a, polarity_b, fact_ids: [string], values: [string], " +
 			"scopes: [shared|private]}], count, limit, dry_run: true, mode, entities_examined, facts_read, " +
 			"scan_truncated, limit_reached, total_tokens, truncated_by_token_budget, notes}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryContradictionsOutput](),
 		gate:   consolidationOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *contradictionsArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
@@ -151,7 +149,7 @@ func memoryContradictions() *Tool {
 				Scope:  c.Scope(),
 				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key, Limit: limit,
 			}
-			out := contradictionsOut{Candidates: []contradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
+			out := MemoryContradictionsOutput{Candidates: []ContradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
 			switch {
 			case in.Entity != "":
 				out.Mode = "entity"
@@ -184,7 +182,7 @@ func memoryContradictions() *Tool {
 			}
 			b := budget{Limit: tokenLimit}
 			for _, cand := range res.Candidates {
-				row := contradictionRow{
+				row := ContradictionRow{
 					Entity: cand.Entity, Key: cand.Key, Reason: reasonOppositePolarity,
 					PolarityA: cand.PolarityA, PolarityB: cand.PolarityB,
 				}
@@ -223,10 +221,10 @@ type consolidateArgs struct {
 	HorizonClass             string   `json:"horizon_class,omitempty"`
 }
 
-// consolidationReceipt is the payload of a "consolidation" receipt, and
+// ConsolidationReceipt is the payload of a "consolidation" receipt, and
 // the receipt memory_consolidate returns (with ReceiptID, which is not
 // part of the payload).
-type consolidationReceipt struct {
+type ConsolidationReceipt struct {
 	ConsolidationID string `json:"consolidation_id" cbor:"consolidation_id"`
 	Entity          string `json:"entity" cbor:"entity"`
 	Key             string `json:"key" cbor:"key"`
@@ -242,25 +240,27 @@ type consolidationReceipt struct {
 // receiptKindConsolidation is the kind of the receipt memory_consolidate mints.
 const receiptKindConsolidation = "consolidation"
 
+// MemoryConsolidateOutput is what memory_consolidate returns: status
+// consolidated and the receipt.
+type MemoryConsolidateOutput struct {
+	Receipt ConsolidationReceipt `json:"receipt"`
+	Status  string               `json:"status"`
+}
+
 func memoryConsolidate() *Tool {
 	const name = "memory_consolidate"
 	return &Tool{
 		Name: name,
-		Description: "Explicit write: collapse target_fact_ids, live shared facts of one (entity, key) you can see, " +
-			"into one canonical fact with canonical_value. The canonical fact is the next version of the pair " +
-			"(source_receipt consolidation:<consolidation_id>) and supersedes every target; history is preserved " +
-			"(fact_history shows the targets superseded by it). The pair's current shared fact must be among the " +
-			"targets. Refused with -32030 and data {reason, fact_id}: a target listed in protected_fact_ids " +
-			"(protected), pinned by any agent (pinned), with a source receipt (receipt_linked), private (private), or " +
-			"with confidence at or above protected_confidence_floor, default 0.99 (high_confidence). A target that " +
-			"does not exist, is not visible, deleted, superseded or outside (entity, key) is a -32602. One " +
-			"transaction writes the fact and a signed consolidation receipt; a consolidation_id already used is a " +
-			"-32004. Requires an authenticated passport (anonymous: -32030). Needs " + feature.EnvConsolidation +
-			" (on by default; =0 disables, and the tool then answers -32030).",
+		Description: "Collapse target_fact_ids, live shared facts of one (entity, key) that must include its current " +
+			"one, into one canonical fact that supersedes them (history kept), with a signed receipt. A target " +
+			"that is protected, pinned, receipt-linked, private or at or above protected_confidence_floor is " +
+			"refused with -32030 and the reason; a reused consolidation_id is -32004. Needs an authenticated " +
+			"passport." + consolidationOffHelp,
 		Annotations: Annotations{Title: "Consolidate memory", DestructiveHint: true},
 		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +
 			"superseded_fact_ids: [string], source_fact_ids: [string], receipt_id}}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryConsolidateOutput](),
 		gate:   consolidationOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *consolidateArgs) (*Result, error) {
 			if err := requirePassport(name, c); err != nil {
@@ -294,7 +294,7 @@ func memoryConsolidate() *Tool {
 			if in.ProtectedConfidenceFloor != nil {
 				req.Floor = *in.ProtectedConfidenceFloor
 			}
-			var out consolidationReceipt
+			var out ConsolidationReceipt
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				r := req
 				r.Now = env.now() // inside the transaction, so the chain's times follow its versions
@@ -302,7 +302,7 @@ func memoryConsolidate() *Tool {
 				if err != nil {
 					return err
 				}
-				p := consolidationReceipt{
+				p := ConsolidationReceipt{
 					ConsolidationID: cons.ID, Entity: r.Entity, Key: r.Key,
 					CanonicalFactID: cons.Canonical.ID, CanonicalHash: cons.CanonicalHash,
 					SupersededFactIDs: cons.Superseded, SourceFactIDs: cons.Sources,
@@ -318,7 +318,7 @@ func memoryConsolidate() *Tool {
 			if err != nil {
 				return nil, consolidateError(name, err)
 			}
-			return jsonResult(map[string]any{"status": "consolidated", "receipt": out})
+			return jsonResult(MemoryConsolidateOutput{Receipt: out, Status: "consolidated"})
 		}),
 	}
 }

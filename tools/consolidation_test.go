@@ -17,7 +17,7 @@ import (
 )
 
 // consolidationReceipt is the payload of a receipt of kind consolidation.
-type consolidationReceipt struct {
+type ConsolidationReceipt struct {
 	ConsolidationID   string   `cbor:"consolidation_id"`
 	Entity            string   `cbor:"entity"`
 	Key               string   `cbor:"key"`
@@ -222,9 +222,9 @@ func TestMemoryConsolidate(t *testing.T) {
 	r := getReceipt(t, db, rc["receipt_id"].(string))
 	assert.Equal(t, "consolidation", r.Kind)
 	assert.True(t, receipts.Verify(r, srv.Keyring(), clk.Now()).OK())
-	var p consolidationReceipt
+	var p ConsolidationReceipt
 	require.NoError(t, r.Payload(&p))
-	assert.Equal(t, consolidationReceipt{
+	assert.Equal(t, ConsolidationReceipt{
 		ConsolidationID: "c-1", Entity: "proj", Key: "status", CanonicalFactID: canonical,
 		CanonicalHash: rc["canonical_hash"].(string), SupersededFactIDs: []string{cur}, SourceFactIDs: []string{cur},
 	}, p)

@@ -86,8 +86,8 @@ var stopWords = map[string]bool{
 	"without": true, "may": true, "can": true, "cannot": true, "we": true, "you": true,
 }
 
-// constraintMatch is one constraint an action matched.
-type constraintMatch struct {
+// ConstraintMatch is one constraint an action matched.
+type ConstraintMatch struct {
 	ConstraintID string  `json:"constraint_id"`
 	Assertion    string  `json:"assertion"`
 	Severity     string  `json:"severity"`
@@ -189,9 +189,9 @@ func shellCommand(toolName string, params any) string {
 
 // matchConstraints returns the constraints of cs the action matches, most
 // severe first, then by score, then in cs's order.
-func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, params any) []constraintMatch {
+func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, params any) []ConstraintMatch {
 	command := shellCommand(toolName, params)
-	out := []constraintMatch{}
+	out := []ConstraintMatch{}
 	for _, c := range cs {
 		score := 0.0
 		if c.Type == store.ConstraintShellPattern {
@@ -206,9 +206,9 @@ func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, p
 		} else if score = keywordScore(c.Assertion, a); score < matchThreshold {
 			continue
 		}
-		out = append(out, constraintMatch{ConstraintID: c.ID, Assertion: c.Assertion, Severity: c.Severity, MatchScore: score})
+		out = append(out, ConstraintMatch{ConstraintID: c.ID, Assertion: c.Assertion, Severity: c.Severity, MatchScore: score})
 	}
-	slices.SortStableFunc(out, func(x, y constraintMatch) int {
+	slices.SortStableFunc(out, func(x, y ConstraintMatch) int {
 		if d := store.SeverityRank(x.Severity) - store.SeverityRank(y.Severity); d != 0 {
 			return d
 		}
@@ -308,20 +308,31 @@ type declareConstraintArgs struct {
 	Severity       string `json:"severity,omitempty"`
 }
 
+// DeclareConstraintOutput is what declare_constraint returns: the
+// constraint stored and its receipt.
+type DeclareConstraintOutput struct {
+	Assertion      string `json:"assertion"`
+	ConstraintHash string `json:"constraint_hash"`
+	ConstraintID   string `json:"constraint_id"`
+	ConstraintType string `json:"constraint_type"`
+	CreatedAt      string `json:"created_at"`
+	ReceiptID      string `json:"receipt_id"`
+	Severity       string `json:"severity"`
+	Status         string `json:"status"`
+}
+
 func declareConstraint() *Tool {
 	const name = "declare_constraint"
 	return &Tool{
 		Name: name,
-		Description: "Declare a constraint for your tenant: a rule that check_constraints matches proposed actions " +
-			"against. boundary, relationship, policy and context_flag assertions are natural language, matched by " +
-			"keywords; a shell_pattern assertion is a Go (RE2, linear-time) regular expression of at most 1024 bytes, " +
-			"compiled now (an invalid one is -32602 naming assertion) and matched against tool_parameters.command of " +
-			"bash, sh and shell calls. severity (default medium): critical matches block, high matches warn. The " +
-			"constraint starts active, applies to every agent of the tenant, and a signed constraint receipt records " +
-			"it. At most 1000 active constraints per tenant (then -32004). Always on: no feature flag.",
+		Description: "Declare a rule of your tenant that check_constraints matches actions against: boundary, " +
+			"relationship, policy and context_flag assertions by keywords; shell_pattern as an RE2 regular " +
+			"expression on shell commands. A critical match blocks, a high one warns. Applies to every agent of " +
+			"the tenant, with a signed receipt; at most 1000 active (then -32004).",
 		Annotations: Annotations{Title: "Declare constraint"},
 		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[DeclareConstraintOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *declareConstraintArgs) (*Result, error) {
 			if in.Severity == "" {
 				in.Severity = store.SeverityMedium
@@ -362,10 +373,10 @@ func declareConstraint() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"constraint_id": out.ID, "constraint_hash": out.Hash, "constraint_type": out.Type,
-				"assertion": out.Assertion, "severity": out.Severity, "status": out.Status,
-				"created_at": out.CreatedAt.Format(time.RFC3339Nano), "receipt_id": out.ReceiptID,
+			return jsonResult(DeclareConstraintOutput{
+				ConstraintID: out.ID, ConstraintHash: out.Hash, ConstraintType: out.Type,
+				Assertion: out.Assertion, Severity: out.Severity, Status: out.Status,
+				CreatedAt: out.CreatedAt.Format(time.RFC3339Nano), ReceiptID: out.ReceiptID,
 			})
 		}),
 	}
@@ -378,8 +389,8 @@ type getConstraintsArgs struct {
 	Status         string `json:"status,omitempty"`
 }
 
-// constraintRow is a constraint as get_constraints lists it.
-type constraintRow struct {
+// ConstraintRow is a constraint as get_constraints lists it.
+type ConstraintRow struct {
 	ConstraintID   string `json:"constraint_id"`
 	ConstraintType string `json:"constraint_type"`
 	Assertion      string `json:"assertion"`
@@ -388,20 +399,25 @@ type constraintRow struct {
 	CreatedAt      string `json:"created_at"`
 }
 
+// GetConstraintsOutput is what get_constraints returns.
+type GetConstraintsOutput struct {
+	Constraints []ConstraintRow `json:"constraints"`
+	Count       int             `json:"count"`
+	Truncated   bool            `json:"truncated"`
+}
+
 func getConstraints() *Tool {
 	const name = "get_constraints"
 	return &Tool{
 		Name: name,
-		Description: "List your tenant's constraints, most severe first (critical, high, medium, low), oldest first " +
-			"within a severity; at most " + strconv.Itoa(maxListedConstraints) + ", stopping before the answer passes " + answerSizeHelp + "; count is how " +
-			"many are listed and truncated says whether more exist. status defaults to active. " +
-			"constraint_type filters by boundary, relationship, policy or context_flag; shell_pattern constraints " +
-			"cannot be filtered for, only listed when no type is given. Always on: no feature flag.",
+		Description: "Your tenant's constraints, most severe first, oldest first within a severity; status defaults to " +
+			"active. shell_pattern constraints are listed only when no constraint_type is given.",
 		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
 		schema:      schemaFor(name),
+		out:         outputOf[GetConstraintsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getConstraintsArgs) (*Result, error) {
-			rows := []constraintRow{}
+			rows := []ConstraintRow{}
 			var truncated bool
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				rows = rows[:0]
@@ -409,7 +425,7 @@ func getConstraints() *Tool {
 				truncated, err = store.Constraints(tx, store.ConstraintQuery{
 					Tenant: c.TenantID(), Status: in.Status, Type: in.ConstraintType, Limit: maxListedConstraints,
 				}, func(k *store.Constraint) error {
-					rows = append(rows, constraintRow{
+					rows = append(rows, ConstraintRow{
 						ConstraintID: k.ID, ConstraintType: k.Type, Assertion: k.Assertion, Severity: k.Severity,
 						Status: k.Status, CreatedAt: k.CreatedAt.Format(time.RFC3339Nano),
 					})
@@ -420,15 +436,15 @@ func getConstraints() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			listed := []constraintRow{}
-			rc := newRowCap(0, map[string]any{"constraints": listed, "count": len(rows), "truncated": true})
+			listed := []ConstraintRow{}
+			rc := newRowCap(0, GetConstraintsOutput{Constraints: listed, Count: len(rows), Truncated: true})
 			for _, r := range rows {
 				if !rc.take(r) {
 					break
 				}
 				listed = append(listed, r)
 			}
-			return jsonResult(map[string]any{"constraints": listed, "count": len(listed), "truncated": truncated || rc.truncated})
+			return jsonResult(GetConstraintsOutput{Constraints: listed, Count: len(listed), Truncated: truncated || rc.truncated})
 		}),
 	}
 }
@@ -442,41 +458,44 @@ type checkConstraintsArgs struct {
 	TenantID          string          `json:"tenant_id,omitempty"`
 }
 
+// CheckConstraintsOutput is what check_constraints returns; enrichment_receipt
+// is there when tool_name was given (the action was enriched first).
+type CheckConstraintsOutput struct {
+	ConstraintsChecked int                `json:"constraints_checked"`
+	EnrichmentReceipt  *EnrichmentReceipt `json:"enrichment_receipt,omitempty"`
+	MatchedConstraints []ConstraintMatch  `json:"matched_constraints"`
+	MatchedCount       int                `json:"matched_count"`
+	Truncated          bool               `json:"truncated"`
+	Verdict            string             `json:"verdict"`
+}
+
 func checkConstraints() *Tool {
 	const name = "check_constraints"
 	return &Tool{
 		Name: name,
-		Description: "Check a proposed action against your tenant's active constraints. Keyword matching: a " +
-			"constraint's match_score is the fraction of its assertion's content words (stop words such as never, " +
-			"must, not, the left out) found among the action's words (action_description, tool_name, the keys and " +
-			"values of tool_parameters); a word also counts when one of the two is a prefix of the other and both " +
-			"have four or more letters. A score of 0.5 or more matches. When tool_name is given the action is first " +
-			"enriched deterministically, as enrich_action does, and the enrichment's words count too. shell_pattern " +
-			"constraints are matched as Go (RE2, linear-time) regular expressions against tool_parameters.command " +
-			"when tool_name is bash, sh or shell (any case), scoring 1. verdict: block if a critical constraint " +
-			"matches, else warn if a high one does, else pass, whatever the list shows: matched_constraints lists " +
-			"the matches most severe first, then best scored, at most " + strconv.Itoa(maxListedMatches) + " and " +
-			"stopping before the answer passes " + answerSizeHelp + "; matched_count counts them all and truncated says " +
-			"some were left out. Every argument is optional: {} passes. tenant_id must " +
-			"be your own tenant or omitted (-32602 otherwise). Read-only; always on: no feature flag.",
+		Description: "Check a proposed action against your tenant's active constraints: verdict block (a critical " +
+			"match), warn (a high one) or pass, with the matches. An assertion matches when half its content " +
+			"words are among the action's words; shell_pattern constraints match tool_parameters.command of bash, " +
+			"sh and shell calls. Writes nothing.",
 		Annotations: Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
 			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
 		schema: schemaFor(name),
+		out:    outputOf[CheckConstraintsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConstraintsArgs) (*Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {
 				return nil, err
 			}
 			texts := append([]string{in.ActionDescription, in.ToolName}, flatten(params, nil)...)
-			out := map[string]any{}
+			var out CheckConstraintsOutput
 			if in.ToolName != "" {
 				p, err := enrich(c.TenantID(), in.ToolName, params, in.ActionDescription, cs)
 				if err != nil {
 					return nil, err
 				}
 				texts = append(texts, p.Narrative, strings.Join(p.StateDiff.Operations, " "), strings.Join(p.Consequences, " "))
-				out["enrichment_receipt"] = p.EnrichmentReceipt
+				out.EnrichmentReceipt = &p.EnrichmentReceipt
 			}
 			matched := matchConstraints(cs, newActionWords(texts...), in.ToolName, params)
 			verdict := "pass"
@@ -489,9 +508,9 @@ func checkConstraints() *Tool {
 					verdict = "warn"
 				}
 			}
-			out["verdict"], out["constraints_checked"], out["matched_count"] = verdict, len(cs), len(matched)
-			out["matched_constraints"], out["truncated"] = []constraintMatch{}, true
-			listed := []constraintMatch{}
+			out.Verdict, out.ConstraintsChecked, out.MatchedCount = verdict, len(cs), len(matched)
+			out.MatchedConstraints, out.Truncated = []ConstraintMatch{}, true
+			listed := []ConstraintMatch{}
 			rc := newRowCap(maxListedMatches, out)
 			for _, m := range matched {
 				if !rc.take(m) {
@@ -499,7 +518,7 @@ func checkConstraints() *Tool {
 				}
 				listed = append(listed, m)
 			}
-			out["matched_constraints"], out["truncated"] = listed, len(listed) < len(matched)
+			out.MatchedConstraints, out.Truncated = listed, len(listed) < len(matched)
 			return jsonResult(out)
 		}),
 	}
@@ -523,18 +542,29 @@ type configAudit struct {
 	AuditedAt string `json:"audited_at"`
 }
 
+// AuditConfigOutput is what audit_config returns: the audit record
+// written and its receipt.
+type AuditConfigOutput struct {
+	AuditedAt string `json:"audited_at"`
+	Auditor   string `json:"auditor"`
+	FactID    string `json:"fact_id"`
+	Path      string `json:"path"`
+	ReceiptID string `json:"receipt_id"`
+	SHA256    string `json:"sha256"`
+	Version   uint32 `json:"version"`
+}
+
 func auditConfig() *Tool {
 	const name = "audit_config"
 	return &Tool{
 		Name: name,
-		Description: "Record that a configuration file (settings.json, .mcp.json, CLAUDE.md, ...) was audited, " +
-			"identified by the SHA-256 of its bytes (exactly 64 lowercase hex digits, else -32602). Idempotent on " +
-			"sha256: re-auditing the same hash writes a new version of the same record, updating path, auditor, note " +
-			"and timestamp. Records live under " + configAuditEntity + " keyed sha256:<hash>, shared by your tenant, " +
-			"and each audit mints a signed config_audit receipt. check_config_audit reads them. Always on: no feature flag.",
-		Annotations: Annotations{Title: "Audit config", IdempotentHint: true},
+		Description: "Record that a configuration file (settings.json, .mcp.json, CLAUDE.md, ...) was audited, by the " +
+			"SHA-256 of its bytes, with a signed receipt; auditing the same hash again updates the record. " +
+			"check_config_audit reads them.",
+		Annotations: Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[AuditConfigOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *auditConfigArgs) (*Result, error) {
 			if err := checkNames(name, "path", in.Path, "auditor", in.Auditor); err != nil {
 				return nil, err
@@ -564,9 +594,9 @@ func auditConfig() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"sha256": in.SHA256, "path": in.Path, "auditor": in.Auditor, "audited_at": rec.AuditedAt,
-				"fact_id": f.ID, "version": f.Version, "receipt_id": receiptID,
+			return jsonResult(AuditConfigOutput{
+				SHA256: in.SHA256, Path: in.Path, Auditor: in.Auditor, AuditedAt: rec.AuditedAt,
+				FactID: f.ID, Version: f.Version, ReceiptID: receiptID,
 			})
 		}),
 	}
@@ -574,17 +604,19 @@ func auditConfig() *Tool {
 
 // ---- check_config_audit ----
 
-type configPath struct {
+// ConfigPath names a configuration file by path and the SHA-256 of its
+// bytes.
+type ConfigPath struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
 }
 
 type checkConfigAuditArgs struct {
-	Paths []configPath `json:"paths"`
+	Paths []ConfigPath `json:"paths"`
 }
 
-// auditedConfig is a file check_config_audit found audited.
-type auditedConfig struct {
+// AuditedConfig is a file check_config_audit found audited.
+type AuditedConfig struct {
 	Path        string `json:"path"`
 	SHA256      string `json:"sha256"`
 	AuditedAt   string `json:"audited_at"`
@@ -592,24 +624,31 @@ type auditedConfig struct {
 	AuditedPath string `json:"audited_path"`
 }
 
+// CheckConfigAuditOutput is what check_config_audit returns; content
+// summarises it in a sentence.
+type CheckConfigAuditOutput struct {
+	Audited   []AuditedConfig `json:"audited"`
+	Content   string          `json:"content"`
+	Unaudited []ConfigPath    `json:"unaudited"`
+}
+
 func checkConfigAudit() *Tool {
 	const name = "check_config_audit"
 	return &Tool{
 		Name: name,
-		Description: "Check whether configuration files were audited: for each {path, sha256} (both required, at " +
-			"most 256 items; sha256 exactly 64 lowercase hex digits), whether audit_config recorded that hash in your " +
-			"tenant. The hash decides, not the path: audited_path is the path recorded at the latest audit. Results " +
-			"keep the order given; content summarises them. Read-only; always on: no feature flag.",
+		Description: "Whether configuration files were audited: for each {path, sha256}, whether audit_config recorded " +
+			"that hash in your tenant (the hash decides, not the path).",
 		Annotations: Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
 		schema:      schemaFor(name),
+		out:         outputOf[CheckConfigAuditOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConfigAuditArgs) (*Result, error) {
 			for i, p := range in.Paths {
 				if err := checkName(name, "paths."+strconv.Itoa(i)+".path", p.Path); err != nil {
 					return nil, err
 				}
 			}
-			audited, unaudited := []auditedConfig{}, []configPath{}
+			audited, unaudited := []AuditedConfig{}, []ConfigPath{}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				audited, unaudited = audited[:0], unaudited[:0]
 				for _, p := range in.Paths {
@@ -630,7 +669,7 @@ func checkConfigAudit() *Tool {
 						unaudited = append(unaudited, p)
 						continue
 					}
-					audited = append(audited, auditedConfig{Path: p.Path, SHA256: p.SHA256, AuditedAt: rec.AuditedAt,
+					audited = append(audited, AuditedConfig{Path: p.Path, SHA256: p.SHA256, AuditedAt: rec.AuditedAt,
 						Auditor: rec.Auditor, AuditedPath: rec.Path})
 				}
 				return nil
@@ -646,7 +685,7 @@ func checkConfigAudit() *Tool {
 				}
 				summary += "; unaudited: " + strings.Join(names, ", ")
 			}
-			return jsonResult(map[string]any{"content": summary, "unaudited": unaudited, "audited": audited})
+			return jsonResult(CheckConfigAuditOutput{Audited: audited, Content: summary, Unaudited: unaudited})
 		}),
 	}
 }
@@ -664,14 +703,10 @@ func enrichAction() *Tool {
 	const name = "enrich_action"
 	return &Tool{
 		Name: name,
-		Description: "Describe a proposed tool call before it runs, locally and deterministically (enrichment_mode " +
-			"local): a narrative, the principals (agents, passports, emails) and resources (file paths, URLs, entities) " +
-			"found in tool_parameters (at most 100 each), the operations it implies (delete, write, read, execute, " +
-			"network) as state_diff, its consequences and risk level, and the relationship constraints of your tenant " +
-			"it matches (relationship_hits, scored as check_constraints does). enrichment_receipt.hash is the BLAKE3 of " +
-			"the canonical proposal: the same input against the same constraints gives byte-identical output. It " +
-			"writes nothing and stores no receipt. tenant_id must be your own tenant or omitted (-32602 otherwise). " +
-			"Always on: no feature flag.",
+		Description: "Describe a proposed tool call before it runs, locally and deterministically: a narrative, the " +
+			"principals and resources in tool_parameters, the operations implied, the risk level and the " +
+			"relationship constraints it matches; the same input gives byte-identical output " +
+			"(enrichment_receipt.hash). Writes nothing.",
 		Annotations: Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +
 			"[string], affected_resources: [{kind, value}], state_diff{operations, resources_touched, reversible}, " +
@@ -679,6 +714,7 @@ func enrichAction() *Tool {
 			"consequence_metadata{risk_level, destructive, reversible, external_egress, executes_code, privileged, " +
 			"requires_review}, enrichment_receipt{hash, alg}}",
 		schema: schemaFor(name),
+		out:    outputOf[EnrichActionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *enrichActionArgs) (*Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {

@@ -25,20 +25,28 @@ type recordDecisionArgs struct {
 	ContextRefs  []string `json:"context_refs,omitempty"`
 }
 
+// RecordDecisionOutput is what record_decision returns: the decision
+// stored and its receipt.
+type RecordDecisionOutput struct {
+	Action       string `json:"action"`
+	DecisionHash string `json:"decision_hash"`
+	DecisionID   string `json:"decision_id"`
+	Entity       string `json:"entity"`
+	FactID       string `json:"fact_id"`
+	ReceiptID    string `json:"receipt_id"`
+}
+
 func recordDecision() *Tool {
 	const name = "record_decision"
 	return &Tool{
 		Name: name,
-		Description: "Record a decision: action, rationale, alternatives, confidence (0-1, default 1) and context " +
-			"references, under session_id (default _default). Append-only: each decision is a new fact under entity " +
-			"__decisions__::<session_id> with its own key (its decision_id), so none supersedes another, and clients " +
-			"cannot edit or delete it. decision_hash is the BLAKE3 (hex) of the canonical JSON of {action, " +
-			"alternatives, confidence, context_refs, rationale, session_id}; a signed receipt (kind decision) is " +
-			"minted with it. Decisions are visible to every agent of the tenant: read them with query_facts " +
-			"entity_prefix __decisions__::.",
+		Description: "Record a decision (action, rationale, alternatives, confidence, context refs) under session_id: " +
+			"append-only, with its BLAKE3 decision_hash and a signed receipt. Every agent of the tenant sees it " +
+			"(query_facts entity_prefix __decisions__::).",
 		Annotations: Annotations{Title: "Record decision"},
 		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[RecordDecisionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *recordDecisionArgs) (*Result, error) {
 			if strings.TrimSpace(in.Action) == "" {
 				return nil, invalidParams(name, "action", "must not be empty")
@@ -91,9 +99,9 @@ func recordDecision() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"decision_id": rec.DecisionID, "decision_hash": hash, "entity": entity, "action": rec.Action,
-				"fact_id": rec.FactID, "receipt_id": receiptID,
+			return jsonResult(RecordDecisionOutput{
+				DecisionID: rec.DecisionID, DecisionHash: hash, Entity: entity, Action: rec.Action,
+				FactID: rec.FactID, ReceiptID: receiptID,
 			})
 		}),
 	}

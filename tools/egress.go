@@ -23,8 +23,8 @@ type egressArgs struct {
 	AllowPlainHTTP    bool   `json:"allow_plain_http,omitempty"`
 }
 
-// egressDecision is what egress_policy_check reports.
-type egressDecision struct {
+// EgressPolicyCheckOutput is what egress_policy_check reports.
+type EgressPolicyCheckOutput struct {
 	Schema  string   `json:"schema"`
 	Target  string   `json:"target"`
 	Purpose string   `json:"purpose"`
@@ -38,8 +38,8 @@ type egressDecision struct {
 // http only to a loopback host (when allowLoopbackHTTP) or when
 // allowPlainHTTP; any other scheme, and a URL without a host, is refused.
 // An error means target is not a URL.
-func checkEgress(target string, allowLoopbackHTTP, allowPlainHTTP bool) (egressDecision, error) {
-	d := egressDecision{Schema: "crux.egress_policy_check.v1", Target: target, Reasons: []string{}}
+func checkEgress(target string, allowLoopbackHTTP, allowPlainHTTP bool) (EgressPolicyCheckOutput, error) {
+	d := EgressPolicyCheckOutput{Schema: "crux.egress_policy_check.v1", Target: target, Reasons: []string{}}
 	u, err := url.Parse(target)
 	if err != nil {
 		return d, err
@@ -96,14 +96,13 @@ func egressPolicyCheck() *Tool {
 	const name = "egress_policy_check"
 	return &Tool{
 		Name: name,
-		Description: "Check an outbound URL against the egress policy: https is allowed; plain http only to a " +
-			"loopback host (localhost exactly, 127.0.0.0/8 or ::1; allow_loopback_http, default true) or with " +
-			"allow_plain_http (default false); other schemes and URLs without a host are refused. The host is " +
-			"parsed as a client would connect to it (http://127.0.0.1@evil.com goes to evil.com; 0.0.0.0 and " +
-			"localhost.example.com are not loopback). A target that is not a URL is an invalid argument.",
+		Description: "Check an outbound URL against the egress policy: https is allowed; plain http only to a loopback " +
+			"host (localhost, 127.0.0.0/8, ::1) or with allow_plain_http; other schemes are refused. The host " +
+			"is parsed as a client connects to it (http://127.0.0.1@evil.com goes to evil.com).",
 		Annotations: Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{schema: crux.egress_policy_check.v1, target, purpose, allowed, scheme, host, reasons: [string]}",
 		schema:      schemaFor(name),
+		out:         outputOf[EgressPolicyCheckOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *egressArgs) (*Result, error) {
 			loop := true
 			if in.AllowLoopbackHTTP != nil {

@@ -65,7 +65,8 @@ type engramResolveArgs struct {
 	TenantID     string   `json:"tenant_id,omitempty"`
 }
 
-type manifestEntry struct {
+// ManifestEntry is one engram of a manifest, its content left out.
+type ManifestEntry struct {
 	Ref           string `json:"ref"`
 	Name          string `json:"name"`
 	Version       string `json:"version"`
@@ -76,7 +77,8 @@ type manifestEntry struct {
 	Source        string `json:"source"` // store or file
 }
 
-type resolvedEngram struct {
+// ResolvedEngram is an engram engram_resolve returns with its content.
+type ResolvedEngram struct {
 	Name          string `json:"name"`
 	Version       string `json:"version"`
 	IntentBucket  string `json:"intent_bucket,omitempty"`
@@ -85,27 +87,31 @@ type resolvedEngram struct {
 	ApplicableWhy string `json:"applicable_why,omitempty"`
 }
 
-type withheldEngram struct {
+// WithheldEngram is an engram the caller's model class may not read.
+type WithheldEngram struct {
 	Ref      string `json:"ref"`
 	MinClass string `json:"min_class"`
 	Reason   string `json:"reason"`
 }
 
-type engramManifestOut struct {
+// EngramManifestOutput is what engram_resolve returns without names: the
+// manifest.
+type EngramManifestOutput struct {
 	Schema          string          `json:"schema"`
 	CapabilityClass string          `json:"capability_class"`
-	EngramManifest  []manifestEntry `json:"engram_manifest"`
+	EngramManifest  []ManifestEntry `json:"engram_manifest"`
 	Count           int             `json:"count"`     // entries that match, listed or not
 	Truncated       bool            `json:"truncated"` // the manifest lists fewer than Count
 	ManifestHash    string          `json:"manifest_hash"`
 	FilesSkipped    int             `json:"files_skipped,omitempty"`
 }
 
-type engramResolveOut struct {
+// EngramResolveOutput is what engram_resolve returns for names.
+type EngramResolveOutput struct {
 	Schema          string           `json:"schema"`
 	CapabilityClass string           `json:"capability_class"`
-	Engrams         []resolvedEngram `json:"engrams"`
-	Withheld        []withheldEngram `json:"withheld"`
+	Engrams         []ResolvedEngram `json:"engrams"`
+	Withheld        []WithheldEngram `json:"withheld"`
 	Missing         []string         `json:"missing"`
 	EngramSetHash   string           `json:"engram_set_hash"`
 	ManifestHash    string           `json:"manifest_hash"`
@@ -115,18 +121,18 @@ func engramResolve() *Tool {
 	const name = "engram_resolve"
 	return &Tool{
 		Name: name,
-		Description: "Pre-execution overlays (engrams: instructions to apply before acting) from the local catalogue. " +
-			"Without names: the manifest, contents left out (call it when a session starts). With names " +
-			"(name@version, at most 20): their contents, for engrams your model's capability class (from model_id: " +
-			"fast, capable, frontier) may read; the rest are listed as withheld, unknown names as missing. " +
-			"intent_bucket keeps one bucket. Switched on by " + feature.EnvEngramMCP + " (off by default: -32030 " +
-			"CAPABILITY_DENIED).",
+		Description: "Pre-execution overlays (engrams: instructions to apply before acting). Without names: the manifest " +
+			"(call it when a session starts). With names (name@version): the contents your model's class (from " +
+			"model_id) may read; the rest come back withheld or missing. Needs " + feature.EnvEngramMCP +
+			" on (else -32030).",
 		Annotations: Annotations{Title: "Resolve engrams", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "manifest: {schema, capability_class, engram_manifest: [{ref, name, version, intent_bucket?, prompt_hash, " +
 			"min_class, applicable_why?, source}], count, truncated, manifest_hash, files_skipped?}; resolve: {schema, " +
 			"capability_class, engrams: [{name, version, intent_bucket?, content, prompt_hash, applicable_why?}], " +
 			"withheld: [{ref, min_class, reason}], missing: [string], engram_set_hash, manifest_hash}",
 		schema: schemaFor(name),
+		out:    outputOf[EngramResolveOutput](),
+		alt:    outputOf[EngramManifestOutput](),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvEngramMCP, func(f *feature.Flags) bool { return f.EngramMCP }),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *engramResolveArgs) (*Result, error) {
 			tenant := in.TenantID
@@ -149,14 +155,14 @@ func engramResolve() *Tool {
 				return nil, err
 			}
 			class := capabilityClass(in.ModelID)
-			var listed []manifestEntry
+			var listed []ManifestEntry
 			for _, e := range cat {
 				if in.IntentBucket == "" || e.IntentBucket == in.IntentBucket {
-					listed = append(listed, e.manifestEntry())
+					listed = append(listed, e.toManifestEntry())
 				}
 			}
 			if len(refs) == 0 {
-				out := engramManifestOut{Schema: engramSchema, CapabilityClass: class, EngramManifest: []manifestEntry{},
+				out := EngramManifestOutput{Schema: engramSchema, CapabilityClass: class, EngramManifest: []ManifestEntry{},
 					Count: len(listed), FilesSkipped: skipped}
 				if len(listed) > maxManifest {
 					listed, out.Truncated = listed[:maxManifest], true
@@ -165,20 +171,20 @@ func engramResolve() *Tool {
 				out.ManifestHash = manifestHash(listed)
 				return jsonResult(out)
 			}
-			out := engramResolveOut{Schema: engramSchema, CapabilityClass: class, Engrams: []resolvedEngram{},
-				Withheld: []withheldEngram{}, Missing: []string{}, ManifestHash: manifestHash(listed)}
-			var set []manifestEntry
+			out := EngramResolveOutput{Schema: engramSchema, CapabilityClass: class, Engrams: []ResolvedEngram{},
+				Withheld: []WithheldEngram{}, Missing: []string{}, ManifestHash: manifestHash(listed)}
+			var set []ManifestEntry
 			for i, r := range refs {
 				e := findEngram(cat, r[0], r[1])
 				switch {
 				case e == nil || in.IntentBucket != "" && e.IntentBucket != in.IntentBucket:
 					out.Missing = append(out.Missing, in.Names[i])
 				case store.ClassRank(class) < store.ClassRank(e.minClass()):
-					out.Withheld = append(out.Withheld, withheldEngram{Ref: e.Ref(), MinClass: e.minClass(),
+					out.Withheld = append(out.Withheld, WithheldEngram{Ref: e.Ref(), MinClass: e.minClass(),
 						Reason: fmt.Sprintf("needs a %s model or above; model_id %q is %s", e.minClass(), in.ModelID, class)})
 				default:
-					m := e.manifestEntry()
-					out.Engrams = append(out.Engrams, resolvedEngram{Name: e.Name, Version: e.Version, IntentBucket: e.IntentBucket,
+					m := e.toManifestEntry()
+					out.Engrams = append(out.Engrams, ResolvedEngram{Name: e.Name, Version: e.Version, IntentBucket: e.IntentBucket,
 						Content: e.Content, PromptHash: m.PromptHash, ApplicableWhy: e.ApplicableWhy})
 					set = append(set, m)
 				}
@@ -202,9 +208,9 @@ func (e *catalogued) minClass() string {
 	return e.MinClass
 }
 
-func (e *catalogued) manifestEntry() manifestEntry {
+func (e *catalogued) toManifestEntry() ManifestEntry {
 	sum := blake3.Sum256([]byte(e.Content))
-	return manifestEntry{Ref: e.Ref(), Name: e.Name, Version: e.Version, IntentBucket: e.IntentBucket,
+	return ManifestEntry{Ref: e.Ref(), Name: e.Name, Version: e.Version, IntentBucket: e.IntentBucket,
 		PromptHash: "blake3:" + hex.EncodeToString(sum[:]), MinClass: e.minClass(), ApplicableWhy: e.ApplicableWhy, Source: e.source}
 }
 
@@ -218,7 +224,7 @@ func findEngram(cat []catalogued, name, version string) *catalogued {
 }
 
 // manifestHash is the hash of a list of entries (see the notes above).
-func manifestHash(list []manifestEntry) string {
+func manifestHash(list []ManifestEntry) string {
 	pairs := make([][2]string, len(list))
 	for i, e := range list {
 		pairs[i] = [2]string{e.Ref, e.PromptHash}

@@ -28,21 +28,21 @@ const (
 	maxEnrichedItems = 100
 )
 
-// toolCall is the call an enrichedActionProposal describes.
-type toolCall struct {
+// ToolCall is the call an EnrichActionOutput describes.
+type ToolCall struct {
 	ToolName       string `json:"tool_name"`
 	ToolParameters any    `json:"tool_parameters"`
 }
 
-// affectedResource is a resource an action touches: kind is file, url or
+// AffectedResource is a resource an action touches: kind is file, url or
 // entity.
-type affectedResource struct {
+type AffectedResource struct {
 	Kind  string `json:"kind"`
 	Value string `json:"value"`
 }
 
-// stateDiff is what an action is expected to change.
-type stateDiff struct {
+// StateDiff is what an action is expected to change.
+type StateDiff struct {
 	// Operations are the kinds of change, sorted: delete, execute, network,
 	// read, write, or unknown.
 	Operations       []string `json:"operations"`
@@ -50,8 +50,8 @@ type stateDiff struct {
 	Reversible       bool     `json:"reversible"`
 }
 
-// consequenceMetadata classifies an action's risk.
-type consequenceMetadata struct {
+// ConsequenceMetadata classifies an action's risk.
+type ConsequenceMetadata struct {
 	RiskLevel      string `json:"risk_level"` // low, medium, high or critical
 	Destructive    bool   `json:"destructive"`
 	Reversible     bool   `json:"reversible"`
@@ -61,29 +61,29 @@ type consequenceMetadata struct {
 	RequiresReview bool   `json:"requires_review"` // risk high or critical
 }
 
-// enrichmentReceipt binds a proposal: Hash is the BLAKE3 hex of the
+// EnrichmentReceipt binds a proposal: Hash is the BLAKE3 hex of the
 // proposal's canonical JSON (keys sorted, no insignificant space) without
 // its enrichment_receipt.
-type enrichmentReceipt struct {
+type EnrichmentReceipt struct {
 	Hash string `json:"hash"`
 	Alg  string `json:"alg"`
 }
 
-// enrichedActionProposal is enrich_action's deterministic description of a
+// EnrichActionOutput is enrich_action's deterministic description of a
 // proposed tool call.
-type enrichedActionProposal struct {
+type EnrichActionOutput struct {
 	Schema              string              `json:"schema"`
 	TenantID            string              `json:"tenant_id"`
 	EnrichmentMode      string              `json:"enrichment_mode"`
-	ToolCall            toolCall            `json:"tool_call"`
+	ToolCall            ToolCall            `json:"tool_call"`
 	Narrative           string              `json:"narrative"`
 	AffectedPrincipals  []string            `json:"affected_principals"`
-	AffectedResources   []affectedResource  `json:"affected_resources"`
-	StateDiff           stateDiff           `json:"state_diff"`
+	AffectedResources   []AffectedResource  `json:"affected_resources"`
+	StateDiff           StateDiff           `json:"state_diff"`
 	Consequences        []string            `json:"consequences"`
-	RelationshipHits    []constraintMatch   `json:"relationship_hits"`
-	ConsequenceMetadata consequenceMetadata `json:"consequence_metadata"`
-	EnrichmentReceipt   enrichmentReceipt   `json:"enrichment_receipt"`
+	RelationshipHits    []ConstraintMatch   `json:"relationship_hits"`
+	ConsequenceMetadata ConsequenceMetadata `json:"consequence_metadata"`
+	EnrichmentReceipt   EnrichmentReceipt   `json:"enrichment_receipt"`
 }
 
 var email = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$`)
@@ -115,17 +115,17 @@ var (
 // enrichment collects what enrich finds while walking the parameters.
 type enrichment struct {
 	principals map[string]bool
-	resources  map[affectedResource]bool
+	resources  map[AffectedResource]bool
 }
 
 func (e *enrichment) token(s string) {
 	switch {
 	case strings.Contains(s, "://"):
 		if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
-			e.resources[affectedResource{Kind: "url", Value: s}] = true
+			e.resources[AffectedResource{Kind: "url", Value: s}] = true
 		}
 	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, "~/"):
-		e.resources[affectedResource{Kind: "file", Value: s}] = true
+		e.resources[AffectedResource{Kind: "file", Value: s}] = true
 	case email.MatchString(s):
 		e.principals[s] = true
 	}
@@ -147,9 +147,9 @@ func (e *enrichment) walk(key string, v any) {
 		case slices.Contains(principalKeys, k) && v != "":
 			e.principals[v] = true
 		case slices.Contains(fileKeys, k) && v != "" && !strings.Contains(v, "://"):
-			e.resources[affectedResource{Kind: "file", Value: v}] = true
+			e.resources[AffectedResource{Kind: "file", Value: v}] = true
 		case slices.Contains(entityKeys, k) && v != "":
-			e.resources[affectedResource{Kind: "entity", Value: v}] = true
+			e.resources[AffectedResource{Kind: "entity", Value: v}] = true
 		default:
 			if len(v) <= 4096 {
 				for _, t := range strings.Fields(v) {
@@ -199,7 +199,7 @@ func shellEffects(command string, ops map[string]bool) (privileged, forced bool)
 // riskLevel classifies an action: a forced or privileged delete is
 // critical, any other delete or privileged command high, a write, network
 // access or execution medium, anything else low.
-func riskLevel(meta consequenceMetadata, ops map[string]bool, forced bool) string {
+func riskLevel(meta ConsequenceMetadata, ops map[string]bool, forced bool) string {
 	switch {
 	case meta.Destructive && (forced || meta.Privileged):
 		return "critical"
@@ -214,15 +214,15 @@ func riskLevel(meta consequenceMetadata, ops map[string]bool, forced bool) strin
 // consequenceRules are the consequences enrich states, in order, each
 // with the test of when it applies.
 var consequenceRules = []struct {
-	applies func(m consequenceMetadata, ops map[string]bool) bool
+	applies func(m ConsequenceMetadata, ops map[string]bool) bool
 	text    string
 }{
-	{func(m consequenceMetadata, _ map[string]bool) bool { return m.Destructive }, "deletes or removes data; this may not be reversible"},
-	{func(m consequenceMetadata, _ map[string]bool) bool { return m.Privileged }, "runs with elevated privileges (sudo)"},
-	{func(m consequenceMetadata, _ map[string]bool) bool { return m.ExecutesCode }, "executes a shell command"},
-	{func(_ consequenceMetadata, ops map[string]bool) bool { return ops["write"] }, "changes stored state"},
-	{func(m consequenceMetadata, _ map[string]bool) bool { return m.ExternalEgress }, "sends or fetches data over the network"},
-	{func(_ consequenceMetadata, ops map[string]bool) bool { return ops["read"] && len(ops) == 1 }, "reads only; no state change expected"},
+	{func(m ConsequenceMetadata, _ map[string]bool) bool { return m.Destructive }, "deletes or removes data; this may not be reversible"},
+	{func(m ConsequenceMetadata, _ map[string]bool) bool { return m.Privileged }, "runs with elevated privileges (sudo)"},
+	{func(m ConsequenceMetadata, _ map[string]bool) bool { return m.ExecutesCode }, "executes a shell command"},
+	{func(_ ConsequenceMetadata, ops map[string]bool) bool { return ops["write"] }, "changes stored state"},
+	{func(m ConsequenceMetadata, _ map[string]bool) bool { return m.ExternalEgress }, "sends or fetches data over the network"},
+	{func(_ ConsequenceMetadata, ops map[string]bool) bool { return ops["read"] && len(ops) == 1 }, "reads only; no state change expected"},
 }
 
 // sortedKeys returns m's keys sorted by cmp, at most limit of them, never
@@ -262,8 +262,8 @@ func narrative(description, toolName, command string, operations []string, risk 
 
 // enrich builds the proposal for a tool call. It depends only on its
 // arguments, so it is deterministic.
-func enrich(tenant, toolName string, params any, description string, cs []*store.Constraint) (*enrichedActionProposal, error) {
-	e := &enrichment{principals: map[string]bool{}, resources: map[affectedResource]bool{}}
+func enrich(tenant, toolName string, params any, description string, cs []*store.Constraint) (*EnrichActionOutput, error) {
+	e := &enrichment{principals: map[string]bool{}, resources: map[AffectedResource]bool{}}
 	e.walk("", params)
 	ops := map[string]bool{}
 	for _, w := range index.LowerWords(toolName) {
@@ -271,7 +271,7 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 			ops[op] = true
 		}
 	}
-	meta := consequenceMetadata{}
+	meta := ConsequenceMetadata{}
 	command, forced := "", false
 	if isShellTool(toolName) {
 		command = shellCommand(toolName, params)
@@ -283,7 +283,7 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 			ops["network"] = true
 		}
 	}
-	resources := sortedKeys(e.resources, func(a, b affectedResource) int {
+	resources := sortedKeys(e.resources, func(a, b AffectedResource) int {
 		if a.Kind != b.Kind {
 			return strings.Compare(a.Kind, b.Kind)
 		}
@@ -306,12 +306,12 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 		}
 	}
 
-	p := &enrichedActionProposal{
+	p := &EnrichActionOutput{
 		Schema: enrichedActionSchema, TenantID: tenant, EnrichmentMode: "local",
-		ToolCall:           toolCall{ToolName: toolName, ToolParameters: params},
+		ToolCall:           ToolCall{ToolName: toolName, ToolParameters: params},
 		Narrative:          narrative(description, toolName, command, operations, meta.RiskLevel, len(resources), len(principals)),
 		AffectedPrincipals: principals, AffectedResources: resources,
-		StateDiff:    stateDiff{Operations: operations, ResourcesTouched: len(resources), Reversible: meta.Reversible},
+		StateDiff:    StateDiff{Operations: operations, ResourcesTouched: len(resources), Reversible: meta.Reversible},
 		Consequences: consequences, ConsequenceMetadata: meta,
 	}
 	var rel []*store.Constraint
@@ -329,14 +329,14 @@ func enrich(tenant, toolName string, params any, description string, cs []*store
 	if err != nil {
 		return nil, err
 	}
-	p.EnrichmentReceipt = enrichmentReceipt{Hash: h, Alg: "blake3"}
+	p.EnrichmentReceipt = EnrichmentReceipt{Hash: h, Alg: "blake3"}
 	return p, nil
 }
 
 // proposalHash is the BLAKE3 hex of p's canonical JSON without its
 // enrichment_receipt: encoding/json sorts map keys, so re-encoding the
 // decoded object sorts every key.
-func proposalHash(p *enrichedActionProposal) (string, error) {
+func proposalHash(p *EnrichActionOutput) (string, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return "", err

@@ -17,7 +17,7 @@ var ExportHandoffCanonical = handoffCanonical
 // result carries as its structured content; a non-empty intent replaces the
 // plan's own first.
 func ExportPlanHash(structured any, intent string) ([32]byte, error) {
-	p, ok := structured.(sessionPlan)
+	p, ok := structured.(CuecruxSessionOutput)
 	if !ok {
 		return [32]byte{}, fmt.Errorf("structured content is %T, not a session plan", structured)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
 )
@@ -111,7 +110,9 @@ type storeFactArgs struct {
 	Supersedes       []string `json:"supersedes,omitempty"`
 }
 
-type storeFactOut struct {
+// StoreFactOutput is what store_fact returns: the version written and the
+// facts it superseded (besides the previous version of its pair).
+type StoreFactOutput struct {
 	FactID            string   `json:"fact_id"`
 	Entity            string   `json:"entity"`
 	Key               string   `json:"key"`
@@ -125,14 +126,14 @@ func storeFact() *Tool {
 	const name = "store_fact"
 	return &Tool{
 		Name: name,
-		Description: "Write one fact: a value under (entity, key). Each write is a new version of that pair and " +
-			"supersedes the previous one, which stays in fact_history. supersedes retires other facts too, across " +
-			"entities; every id must exist and be visible to you, or nothing is written. private facts are visible " +
-			"to the calling agent only. confidence (0-1, default 1) and the horizon class decide ranking in " +
-			"query_facts: a fact past its horizon ranks at half its confidence.",
+		Description: "Write a fact: a value under (entity, key). Each write is a new version that supersedes the previous " +
+			"one (fact_history keeps it); supersedes retires other facts too, every id visible to you or nothing " +
+			"is written. private: visible to you alone. confidence and horizon_class rank it: past its horizon a " +
+			"fact ranks at half its confidence.",
 		Annotations: Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		schema:      schemaFor(name),
+		out:         outputOf[StoreFactOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *storeFactArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -173,7 +174,7 @@ func storeFact() *Tool {
 			if retired == nil {
 				retired = []string{}
 			}
-			return jsonResult(storeFactOut{
+			return jsonResult(StoreFactOutput{
 				FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
 				SupersededFactIDs: retired, HorizonClass: f.HorizonClass, Private: f.Private,
 			})
@@ -196,8 +197,8 @@ type queryFactsArgs struct {
 	Contract          string   `json:"contract,omitempty"`
 }
 
-// factRow is a fact as query_facts returns it.
-type factRow struct {
+// FactRow is a fact as query_facts returns it.
+type FactRow struct {
 	FactID              string  `json:"fact_id"`
 	Entity              string  `json:"entity"`
 	Key                 string  `json:"key"`
@@ -213,35 +214,31 @@ type factRow struct {
 	SupersededBy        string  `json:"superseded_by,omitempty"`
 }
 
-type queryFactsOut struct {
-	crcFields
-	Rows                   []factRow `json:"rows"`
+// QueryFactsOutput is what query_facts returns.
+type QueryFactsOutput struct {
+	ContractFields
+	Rows                   []FactRow `json:"rows"`
 	Count                  int       `json:"count"`
 	FilteredBelowThreshold int       `json:"filtered_below_threshold"`
 	TotalTokens            int       `json:"total_tokens"`
 	TruncatedByTokenBudget bool      `json:"truncated_by_token_budget"`
-	Envelope               *envelope `json:"envelope,omitempty"`
+	Envelope               *Envelope `json:"envelope,omitempty"`
 }
 
 func queryFacts() *Tool {
 	const name = "query_facts"
 	return &Tool{
 		Name: name,
-		Description: "Find facts, ranked by effective confidence (a fact past its freshness horizon ranks at half " +
-			"its stored confidence; the stored value never changes), newest first among equals. Filter by " +
-			"entity, entity_prefix, key and keywords (query); every parameter is honoured and an unknown one is " +
-			"an error. With no filter it returns the top facts of the whole store. as_of reads the facts valid " +
-			"at an instant; include_superseded adds retired facts with superseded_by; min_effective_confidence " +
-			"sets a floor and filtered_below_threshold tells how many fell under it; top_k (default 10, at most 1000) caps " +
-			"the rows and token_budget trims them. " +
-			"With " + feature.EnvAuditEnvelope + " on, the result also carries the audit envelope (what it drew on). " +
-			"A keyword query that finds nothing is recorded as a gap of yours that get_gaps lists (the query cut to " +
-			fmt.Sprint(maxGapTextBytes) + " bytes); other agents see only its words, counted in the tenant summary.",
-		Annotations: Annotations{Title: "Query facts"}, // not read-only: an empty keyword query records a gap
+		Description: "Find facts ranked by effective confidence (halved past the freshness horizon), newest first among " +
+			"equals; filter by entity, entity_prefix, key and keywords (query); no filter gives the store's top " +
+			"facts. as_of reads the facts valid at an instant; include_superseded adds retired ones. A keyword " +
+			"query that finds nothing is recorded as your gap (get_gaps).",
+		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),
+		out:    outputOf[QueryFactsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
 				return nil, err
@@ -273,7 +270,7 @@ func queryFacts() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := queryFactsOut{crcFields: newCRC(in.Contract, crcKindFact), Rows: make([]factRow, 0, len(res.Facts)),
+			out := QueryFactsOutput{ContractFields: newCRC(in.Contract, crcKindFact), Rows: make([]FactRow, 0, len(res.Facts)),
 				FilteredBelowThreshold: res.BelowFloor}
 			b := budget{Limit: in.TokenBudget}
 			for _, r := range res.Facts {
@@ -304,8 +301,8 @@ func queryFacts() *Tool {
 	}
 }
 
-func newFactRow(r store.RankedFact, now time.Time) factRow {
-	return factRow{
+func newFactRow(r store.RankedFact, now time.Time) FactRow {
+	return FactRow{
 		FactID: r.ID, Entity: r.Entity, Key: r.Key, Value: r.Value,
 		Confidence: r.Confidence, EffectiveConfidence: r.Effective,
 		HorizonClass: r.HorizonClass, Freshness: r.Freshness,
@@ -354,17 +351,28 @@ type deleteFactArgs struct {
 	FactID string `json:"fact_id"`
 }
 
+// DeleteFactOutput is what delete_fact returns: deleted is false when the
+// fact was already deleted.
+type DeleteFactOutput struct {
+	Deleted bool   `json:"deleted"`
+	FactID  string `json:"fact_id"`
+}
+
+// FactHistoryOutput is what fact_history returns: a page of a version
+// chain.
+type FactHistoryOutput = HistoryPage[VersionRow]
+
 func deleteFact() *Tool {
 	const name = "delete_fact"
 	return &Tool{
 		Name: name,
-		Description: "Soft-delete a fact: it leaves every query but stays in fact_history, marked deleted. " +
-			"Deleting the current version does not bring back the one it superseded: the (entity, key) has no " +
-			"current value until the next store_fact. Deleting an already deleted fact changes nothing and says " +
-			"so (deleted: false).",
+		Description: "Soft-delete a fact: it leaves every read but stays in fact_history, marked deleted. Its (entity, " +
+			"key) then has no current value until the next store_fact: the superseded version does not come " +
+			"back. Deleting it again changes nothing (deleted false).",
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[DeleteFactOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *deleteFactArgs) (*Result, error) {
 			var deleted bool
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
@@ -383,7 +391,7 @@ func deleteFact() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			return jsonResult(map[string]any{"deleted": deleted, "fact_id": in.FactID})
+			return jsonResult(DeleteFactOutput{Deleted: deleted, FactID: in.FactID})
 		}),
 	}
 }
@@ -401,7 +409,8 @@ type listEntitiesArgs struct {
 	Limit  *int   `json:"limit,omitempty"`
 }
 
-type listEntitiesOut struct {
+// ListEntitiesOutput is what list_entities returns.
+type ListEntitiesOutput struct {
 	Entities  []string `json:"entities"`
 	Count     int      `json:"count"`     // names that match, listed or not
 	Truncated bool     `json:"truncated"` // Entities lists fewer than Count
@@ -411,14 +420,12 @@ func listEntities() *Tool {
 	const name = "list_entities"
 	return &Tool{
 		Name: name,
-		Description: "List the entities holding at least one current fact you can see, sorted, without duplicates. " +
-			"Your private entities appear under their own names. prefix keeps the names starting with it. At most " +
-			"limit names (default " + fmt.Sprint(listEntitiesLimit) + ", at most " + fmt.Sprint(listEntitiesMaxLimit) +
-			"), stopping before the answer passes " + answerSizeHelp + "; count is how many matched and truncated " +
-			"says some were left out (narrow them with prefix).",
+		Description: "The entities holding a current fact you can see, sorted; your private entities under their own " +
+			"names. When truncated, narrow with prefix.",
 		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{entities: [string], count, truncated}",
 		schema:      schemaFor(name),
+		out:         outputOf[ListEntitiesOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listEntitiesArgs) (*Result, error) {
 			if err := checkName(name, "prefix", in.Prefix); err != nil {
 				return nil, err
@@ -436,13 +443,13 @@ func listEntities() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := listEntitiesOut{Entities: []string{}}
+			out := ListEntitiesOutput{Entities: []string{}}
 			for _, n := range names {
 				if strings.HasPrefix(n, in.Prefix) {
 					out.Count++
 				}
 			}
-			rc := newRowCap(limit, listEntitiesOut{Entities: []string{}, Count: out.Count, Truncated: true})
+			rc := newRowCap(limit, ListEntitiesOutput{Entities: []string{}, Count: out.Count, Truncated: true})
 			for _, n := range names {
 				if !strings.HasPrefix(n, in.Prefix) {
 					continue
@@ -466,7 +473,8 @@ type factHistoryArgs struct {
 	historyPageArgs
 }
 
-type versionRow struct {
+// VersionRow is one version of a fact as fact_history returns it.
+type VersionRow struct {
 	FactID       string  `json:"fact_id"`
 	Value        string  `json:"value"`
 	Version      uint32  `json:"version"`
@@ -485,24 +493,24 @@ func factHistory() *Tool {
 	const name = "fact_history"
 	return &Tool{
 		Name: name,
-		Description: "The version chain of one (entity, key): superseded and deleted versions included, and your " +
-			"private chain of the same pair, marked private, merged with the shared one by stored_at; origins names " +
-			"the passport split or merge that brought a version into your chain, and its version there. " +
-			strings.TrimSpace(historyPageHelp),
+		Description: "Every version of one (entity, key), superseded and deleted ones included, with your private chain " +
+			"merged in (marked private); origins names the passport split or merge that brought a version. " +
+			"Newest first, a page at a time (next_cursor).",
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
 		schema: schemaFor(name),
+		out:    outputOf[FactHistoryOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
 			}
-			var out *historyOut[versionRow]
+			var out *HistoryPage[VersionRow]
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
 				out, err = readHistoryPage(tx, name, c, store.HistoryQuery{Scope: c.Scope(), Entity: in.Entity, Key: in.Key},
-					in.historyPageArgs, func(f *store.Fact) versionRow {
-						return versionRow{
+					in.historyPageArgs, func(f *store.Fact) VersionRow {
+						return VersionRow{
 							FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
 							SupersededBy: f.SupersededBy, Confidence: f.Confidence,
 							StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,

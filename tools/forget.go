@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -200,7 +199,8 @@ const (
 	maxInlineReceiptBody = 8 << 10
 )
 
-type forgetOut struct {
+// MemoryForgetOutput is what memory_forget returns.
+type MemoryForgetOutput struct {
 	ForgetReceiptID       string            `json:"forget_receipt_id"`
 	FactsAffected         int               `json:"facts_affected"`
 	FactIDs               []string          `json:"fact_ids"`  // the first maxListedForget, oldest first
@@ -232,40 +232,24 @@ func forgetGate(env *Env) (*Result, error) {
 	}
 }
 
-const forgetScopeHelp = "scope is {type, value}: entity_prefix (entities starting with value), key_glob (keys matching a " +
-	"path.Match pattern: * and ? do not match /), passport_id (facts written by that passport; anonymous for " +
-	"anonymous writers), before_timestamp (facts stored before an RFC 3339 date-time) or tenant_id (your own " +
-	"tenant: every fact you can see). "
-
-const forgetSelectionHelp = "Current, superseded and deleted versions all count; entities starting with __ and other " +
-	"agents' private facts are never touched; a fact any agent pinned survives (include_pinned overrides your own " +
-	"pins only), and pinned_skipped counts such facts. " +
-	"token_budget caps the number of facts, oldest first, and token_budget_capped says whether it cut the set. "
-
 func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
 		Name: name,
-		Description: "Forget every fact in a scope. The facts leave query_facts, fact_history, list_entities and " +
-			"every other read at once; an operator can restore them until the recovery window ends " +
-			"(CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7, minimum 1); after it, the next purge (run when the " +
-			"server starts, or by the operator: crux purge) removes their values from the store for good. The " +
-			"receipt keeps each value's BLAKE3 hash, which can confirm a guessed value. " + forgetScopeHelp + forgetSelectionHelp + "reason is required and recorded. " +
-			"The result is a signed forget receipt naming your passport and, per fact, the BLAKE3 hash of its value. " +
-			"The answer counts the facts forgotten (facts_affected) and lists the ids of the first " +
-			strconv.Itoa(maxListedForget) + ", oldest first (fact_ids; truncated says it lists fewer than " +
-			"facts_affected: the forget applies to them all). It carries the receipt body (receipt_body_cbor_hex) " +
-			"when it takes at most " + strconv.Itoa(maxInlineReceiptBody) + " bytes; a larger one is left out " +
-			"(receipt_body_omitted, receipt_body_bytes) and `crux export receipt <forget_receipt_id>` prints it; " +
-			"receipt_body_hash_hex always names it. " +
-			"Preview with memory_forget_dry_run. On by default: " + feature.EnvScopedForget + " unset or empty, 1, or true " +
-			"(any case) keeps it on; any other value (0, yes, on, ...) turns it off, and the call then fails with -32601.",
+		Description: "Forget every fact in a scope: they leave every read at once; an operator can restore them until " +
+			"the recovery window ends (" + feature.EnvForgetRecoveryWindowDays + ", default 7 days), then purge " +
+			"removes their values for good. Pinned facts survive (include_pinned overrides your own pins only); " +
+			"entities starting with __ and other agents' private facts are never touched. Returns a signed forget " +
+			"receipt whose BLAKE3 value hashes can confirm a guessed value. Preview with memory_forget_dry_run. " +
+			"On unless " + feature.EnvScopedForget + " is set to something other than 1 or true (any case): even " +
+			"yes or on turns it off, and the call then fails with -32601.",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
 			"receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
 			"token_budget_capped, pinned_skipped}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryForgetOutput](),
 		gate:   forgetGate,
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetArgs) (*Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
@@ -283,7 +267,7 @@ func memoryForget() *Tool {
 			window := forgetWindow(env)
 			ends := now.Add(window)
 			q := store.ForgetQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()}, Selector: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget}
-			var out forgetOut
+			var out MemoryForgetOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				sel, err := store.SelectForget(tx, q)
 				if err != nil {
@@ -312,7 +296,7 @@ func memoryForget() *Tool {
 					return err
 				}
 				listed := sel.Facts[:min(len(sel.Facts), maxListedForget)]
-				out = forgetOut{
+				out = MemoryForgetOutput{
 					ForgetReceiptID: r.ID, FactsAffected: len(sel.Facts), FactIDs: make([]string, 0, len(listed)),
 					Truncated:             len(listed) < len(sel.Facts),
 					RecoveryWindowSeconds: int64(window / time.Second), RecoveryWindowEndsAt: ends.Format(time.RFC3339Nano),
@@ -345,7 +329,8 @@ type forgetDryRunArgs struct {
 	IncludePinned bool            `json:"include_pinned,omitempty"`
 }
 
-type forgetDryRunFact struct {
+// ForgetDryRunFact is a fact memory_forget_dry_run would forget.
+type ForgetDryRunFact struct {
 	FactID   string `json:"fact_id"`
 	Entity   string `json:"entity"`
 	Key      string `json:"key"`
@@ -355,10 +340,11 @@ type forgetDryRunFact struct {
 	Private  bool   `json:"private,omitempty"`
 }
 
-type forgetDryRunOut struct {
+// MemoryForgetDryRunOutput is what memory_forget_dry_run returns.
+type MemoryForgetDryRunOutput struct {
 	Scope             store.ForgetScope  `json:"scope"`
 	Count             int                `json:"count"` // every fact selected, listed or not
-	Facts             []forgetDryRunFact `json:"facts_that_would_be_affected"`
+	Facts             []ForgetDryRunFact `json:"facts_that_would_be_affected"`
 	Truncated         bool               `json:"truncated"` // Facts lists fewer than Count
 	DryRun            bool               `json:"dry_run"`
 	TokenBudgetCapped bool               `json:"token_budget_capped"`
@@ -369,16 +355,14 @@ func memoryForgetDryRun() *Tool {
 	const name = "memory_forget_dry_run"
 	return &Tool{
 		Name: name,
-		Description: "Preview memory_forget without changing anything: the facts that the same scope, token_budget " +
-			"and include_pinned would forget, oldest first. count is the number of facts selected; " +
-			"facts_that_would_be_affected lists the first " + strconv.Itoa(maxListedForget) + " of them and stops " +
-			"before the answer passes " + answerSizeHelp + "; truncated says it lists fewer than count. " +
-			forgetScopeHelp + forgetSelectionHelp +
-			"Always available: it does not depend on " + feature.EnvScopedForget + ".",
+		Description: "Preview memory_forget, changing nothing: the facts the same scope, token_budget and " +
+			"include_pinned would forget, oldest first. Always available, whatever " + feature.EnvScopedForget +
+			" says.",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryForgetDryRunOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetDryRunArgs) (*Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
 			if err != nil {
@@ -395,13 +379,13 @@ func memoryForgetDryRun() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := forgetDryRunOut{
-				Scope: scope, Count: len(sel.Facts), Facts: []forgetDryRunFact{}, Truncated: true, DryRun: true,
+			out := MemoryForgetDryRunOutput{
+				Scope: scope, Count: len(sel.Facts), Facts: []ForgetDryRunFact{}, Truncated: true, DryRun: true,
 				TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped,
 			}
 			rc := newRowCap(maxListedForget, out)
 			for _, f := range sel.Facts {
-				row := forgetDryRunFact{
+				row := ForgetDryRunFact{
 					FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
 					StoredAt: f.StoredAt.Format(time.RFC3339Nano), Tokens: f.Tokens, Private: f.Private,
 				}

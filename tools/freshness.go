@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/crux-go/crux/feature"
@@ -57,7 +56,7 @@ const (
 func freshnessOn(f *feature.Flags) bool { return f.Freshness }
 
 // freshnessOff is the sentence every freshness description ends with.
-const freshnessOff = " Switched off by " + feature.EnvFreshness + "=0 (or false, off, no; on by default): every call then fails with -32030 (CAPABILITY_DENIED)."
+const freshnessOff = " On unless " + feature.EnvFreshness + " is 0, false, off or no (then -32030)."
 
 // receiptKindReverify is the kind of the receipt memory_reverify mints.
 const receiptKindReverify = "reverify"
@@ -78,8 +77,8 @@ type reverifyPayload struct {
 	ReverifiedAt string `cbor:"reverified_at" json:"reverified_at"`
 }
 
-// freshnessRow is one fact of memory_freshness.
-type freshnessRow struct {
+// FreshnessRow is one fact of memory_freshness.
+type FreshnessRow struct {
 	FactID       string  `json:"fact_id"`
 	Entity       string  `json:"entity"`
 	Key          string  `json:"key"`
@@ -92,8 +91,8 @@ type freshnessRow struct {
 	Private      bool    `json:"private,omitempty"`
 }
 
-// sweepRow is one candidate of memory_sweep_candidates.
-type sweepRow struct {
+// SweepRow is one candidate of memory_sweep_candidates.
+type SweepRow struct {
 	FactID       string  `json:"fact_id"`
 	Entity       string  `json:"entity"`
 	Key          string  `json:"key"`
@@ -105,16 +104,16 @@ type sweepRow struct {
 	StoredAt     string  `json:"stored_at"`
 }
 
-// decayPolicyView is the decay policy as the freshness tools report it.
-type decayPolicyView struct {
+// DecayPolicyView is the decay policy as the freshness tools report it.
+type DecayPolicyView struct {
 	VolatileStaleHours float64 `json:"volatile_stale_hours"`
 	MediumStaleDays    float64 `json:"medium_stale_days"`
 	StableStaleDays    float64 `json:"stable_stale_days"`
 }
 
-func newDecayPolicyView(p store.DecayPolicy) decayPolicyView {
+func newDecayPolicyView(p store.DecayPolicy) DecayPolicyView {
 	const day = 24 * time.Hour
-	return decayPolicyView{
+	return DecayPolicyView{
 		VolatileStaleHours: p.VolatileStale.Hours(),
 		MediumStaleDays:    float64(p.MediumStale) / float64(day),
 		StableStaleDays:    float64(p.StableStale) / float64(day),
@@ -184,38 +183,34 @@ type memoryFreshnessArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-type memoryFreshnessOut struct {
-	Rows                   []freshnessRow  `json:"rows"`
-	Policy                 decayPolicyView `json:"policy"`
+// MemoryFreshnessOutput is what memory_freshness returns.
+type MemoryFreshnessOutput struct {
+	Rows                   []FreshnessRow  `json:"rows"`
+	Policy                 DecayPolicyView `json:"policy"`
 	Now                    string          `json:"now"`
 	Examined               int             `json:"examined"`
 	Complete               bool            `json:"complete"`
 	TotalTokens            int             `json:"total_tokens"`
 	TruncatedByTokenBudget bool            `json:"truncated_by_token_budget"`
-	Envelope               *envelope       `json:"envelope,omitempty"`
+	Envelope               *Envelope       `json:"envelope,omitempty"`
 }
 
 func memoryFreshness() *Tool {
 	const name = "memory_freshness"
 	return &Tool{
 		Name: name,
-		Description: "The decay state of the current facts you can see, stalest first: for each, its horizon class, " +
-			"freshness (fresh, stale, or unknown when its clock lies in the future), age in hours since it was " +
-			"stored or last reverified, and whether you pinned it. Stale means older than its class's horizon " +
-			"(policy: volatile, medium and stable, from CORECRUXD_DECAY_*; class none never goes stale). Filter " +
-			"by entity and/or key; without them it examines your tenant's live facts most confident first. At most " +
-			strconv.Itoa(freshnessMaxExamined) + " facts are examined per call: examined counts them and complete " +
-			"is false when it stopped early (narrow with entity or key). top_k defaults to " + strconv.Itoa(freshnessTopK) +
-			" (at most 500); token_budget (default " + strconv.Itoa(freshnessTokenBudget) + ") caps the rows, each " +
-			"costing its JSON bytes / 4 and at least 8, the first row always kept. Read-only; reserved entities " +
-			"(starting with __) are never shown. With " + feature.EnvAuditEnvelope + " on, the result also carries the " +
-			"audit envelope (the facts reported, as memories_used)." + freshnessOff,
+		Description: "The decay state of the current facts you can see, stalest first: horizon class, freshness " +
+			"(fresh, stale, or unknown for a clock in the future), age in hours since stored or reverified, " +
+			"pinned. Stale means older than the class's horizon (CORECRUXD_DECAY_*; class none never goes stale). " +
+			"At most 5000 facts are examined: complete false says it stopped early (narrow with entity or key)." +
+			freshnessOff,
 		Annotations: Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
 			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
 			"total_tokens, truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, " +
 			"predicted_effects, links}}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryFreshnessOutput](),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryFreshnessArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
@@ -232,7 +227,7 @@ func memoryFreshness() *Tool {
 				limit = *in.TokenBudget
 			}
 			now := env.now()
-			out := memoryFreshnessOut{Policy: newDecayPolicyView(env.decay()), Now: now.Format(time.RFC3339Nano)}
+			out := MemoryFreshnessOutput{Policy: newDecayPolicyView(env.decay()), Now: now.Format(time.RFC3339Nano)}
 			var used []store.RankedFact
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
@@ -247,7 +242,7 @@ func memoryFreshness() *Tool {
 					return err
 				}
 				out.Examined, out.Complete = stats.Examined, stats.Complete
-				out.Rows, used = []freshnessRow{}, nil
+				out.Rows, used = []FreshnessRow{}, nil
 				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
@@ -255,7 +250,7 @@ func memoryFreshness() *Tool {
 					if err != nil {
 						return err
 					}
-					row := freshnessRow{
+					row := FreshnessRow{
 						FactID: f.ID, Entity: f.Entity, Key: f.Key, HorizonClass: f.HorizonClass,
 						Freshness: d.freshness, AgeHours: roundHours(d.age),
 						StoredAt: f.StoredAt.Format(time.RFC3339Nano), Pinned: pinned, Private: f.Private,
@@ -296,8 +291,9 @@ type sweepArgs struct {
 	TokenBudget *int `json:"token_budget,omitempty"`
 }
 
-type sweepOut struct {
-	Rows                   []sweepRow `json:"rows"`
+// MemorySweepCandidatesOutput is what memory_sweep_candidates returns.
+type MemorySweepCandidatesOutput struct {
+	Rows                   []SweepRow `json:"rows"`
 	DryRun                 bool       `json:"dry_run"`
 	Now                    string     `json:"now"`
 	Examined               int        `json:"examined"`
@@ -339,18 +335,14 @@ func memorySweepCandidates() *Tool {
 	const name = "memory_sweep_candidates"
 	return &Tool{
 		Name: name,
-		Description: "A janitor's list, changing nothing (dry_run is always true): facts you can see that are stale " +
-			"(past their horizon class, see memory_freshness) or superseded by a later version, with reason stale, " +
-			"superseded or stale+superseded; stale+superseded first, then superseded, then stale, the oldest first. " +
-			"Facts you pinned are never candidates, and reserved entities (starting with __) are never listed. It " +
-			"examines your tenant's live facts most confident first, at most " + strconv.Itoa(freshnessMaxExamined) +
-			" per call: examined counts them and complete is false when it stopped early. top_k defaults to " +
-			strconv.Itoa(sweepTopK) + " (at most 500); token_budget (default " + strconv.Itoa(sweepTokenBudget) +
-			") caps the rows, each costing its JSON bytes / 4 and at least 8, the first row always kept." + freshnessOff,
+		Description: "A janitor's list, changing nothing: the facts you can see that are stale, superseded or both, " +
+			"both first, then the oldest. Facts you pinned are never candidates. At most 5000 facts are examined " +
+			"(complete false says it stopped early)." + freshnessOff,
 		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
 		schema: schemaFor(name),
+		out:    outputOf[MemorySweepCandidatesOutput](),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sweepArgs) (*Result, error) {
 			topK, limit := sweepTopK, sweepTokenBudget
@@ -361,7 +353,7 @@ func memorySweepCandidates() *Tool {
 				limit = *in.TokenBudget
 			}
 			now := env.now()
-			out := sweepOut{DryRun: true, Now: now.Format(time.RFC3339Nano)}
+			out := MemorySweepCandidatesOutput{DryRun: true, Now: now.Format(time.RFC3339Nano)}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
 				stats, err := store.ScanFacts(tx, store.FactScan{
@@ -382,11 +374,11 @@ func memorySweepCandidates() *Tool {
 					return err
 				}
 				out.Examined, out.Complete = stats.Examined, stats.Complete
-				out.Rows = []sweepRow{}
+				out.Rows = []SweepRow{}
 				b := budget{Limit: limit}
 				for _, d := range top {
 					f := d.fact
-					row := sweepRow{
+					row := SweepRow{
 						FactID: f.ID, Entity: f.Entity, Key: f.Key, Reason: sweepReason(d), Freshness: d.freshness,
 						HorizonClass: f.HorizonClass, AgeHours: roundHours(d.age), SupersededBy: f.SupersededBy,
 						StoredAt: f.StoredAt.Format(time.RFC3339Nano),
@@ -409,6 +401,14 @@ func memorySweepCandidates() *Tool {
 
 // ---- memory_set_horizon ----
 
+// MemorySetHorizonOutput is what memory_set_horizon returns.
+type MemorySetHorizonOutput struct {
+	FactID               string `json:"fact_id"`
+	HorizonClass         string `json:"horizon_class"`
+	OK                   bool   `json:"ok"`
+	PreviousHorizonClass string `json:"previous_horizon_class"`
+}
+
 type setHorizonArgs struct {
 	FactID       string `json:"fact_id"`
 	HorizonClass string `json:"horizon_class"`
@@ -418,15 +418,13 @@ func memorySetHorizon() *Tool {
 	const name = "memory_set_horizon"
 	return &Tool{
 		Name: name,
-		Description: "Re-classify how quickly a fact goes stale: volatile, medium, stable or none (never stale). The " +
-			"fact's current version changes in place; its value, confidence and storage time stay, and its " +
-			"freshness and query_facts ranking follow the new class at once. Needs an authenticated caller " +
-			"(anonymous: an isError result). A superseded version is a -32004 conflict naming the current one; a " +
-			"deleted fact or one you cannot see is an isError result; reserved entities (starting with __) are " +
-			"refused with -32602." + freshnessOff,
+		Description: "Re-classify how fast a fact goes stale (volatile, medium, stable or none), in place: value, " +
+			"confidence and storage time stay, freshness and ranking follow at once. Only the current version " +
+			"(else -32004). Needs an identity." + freshnessOff,
 		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
 		schema:      schemaFor(name),
+		out:         outputOf[MemorySetHorizonOutput](),
 		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *setHorizonArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
@@ -444,8 +442,8 @@ func memorySetHorizon() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(map[string]any{"fact_id": in.FactID, "horizon_class": in.HorizonClass,
-				"previous_horizon_class": previous, "ok": true})
+			return jsonResult(MemorySetHorizonOutput{FactID: in.FactID, HorizonClass: in.HorizonClass,
+				PreviousHorizonClass: previous, OK: true})
 		}),
 	}
 }
@@ -456,7 +454,8 @@ type reverifyArgs struct {
 	FactID string `json:"fact_id"`
 }
 
-type reverifyOut struct {
+// MemoryReverifyOutput is what memory_reverify returns.
+type MemoryReverifyOutput struct {
 	FactID       string `json:"fact_id"`
 	ReceiptID    string `json:"receipt_id"`
 	ReceiptClass string `json:"receipt_class"`
@@ -467,23 +466,19 @@ func memoryReverify() *Tool {
 	const name = "memory_reverify"
 	return &Tool{
 		Name: name,
-		Description: "Confirm that a fact still holds: its decay clock restarts now (reverified_at), so a stale fact " +
-			"is fresh again and ranks at its full confidence in query_facts, without rewriting its value, " +
-			"confidence or version. Each call mints a Reverify receipt (kind reverify: fact_id, entity, key, the " +
-			"BLAKE3 of the value, who and when), signed with the server's Ed25519 key and chained to the tenant's " +
-			"receipts; `crux verify receipt` checks it offline. Needs an authenticated caller (anonymous: an " +
-			"isError result). A superseded version is a -32004 conflict naming the current one; a deleted fact or " +
-			"one you cannot see is an isError result; reserved entities (starting with __) are refused with " +
-			"-32602." + freshnessOff,
+		Description: "Confirm that a fact still holds: its decay clock restarts (reverified_at), so a stale fact is " +
+			"fresh again, without a new version; mints a signed reverify receipt. Only the current version " +
+			"(else -32004). Needs an identity." + freshnessOff,
 		Annotations: Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
 		schema:      schemaFor(name),
+		out:         outputOf[MemoryReverifyOutput](),
 		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reverifyArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
 				return res, nil
 			}
-			var out reverifyOut
+			var out MemoryReverifyOutput
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				f, err := memCurrentFact(tx, c, in.FactID)
 				if err != nil {
@@ -502,7 +497,7 @@ func memoryReverify() *Tool {
 				if err != nil {
 					return err
 				}
-				out = reverifyOut{FactID: f.ID, ReceiptID: r.ID, ReceiptClass: "Reverify", ReverifiedAt: at}
+				out = MemoryReverifyOutput{FactID: f.ID, ReceiptID: r.ID, ReceiptClass: "Reverify", ReverifiedAt: at}
 				return nil
 			})
 			if err != nil {

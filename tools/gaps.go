@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,8 +40,8 @@ type getGapsArgs struct {
 	Limit *int   `json:"limit,omitempty"`
 }
 
-// gapRow is one gap observation as get_gaps returns it.
-type gapRow struct {
+// GapRow is one gap observation as get_gaps returns it.
+type GapRow struct {
 	Entity   string `json:"entity"`
 	Key      string `json:"key"`
 	Value    string `json:"value"`
@@ -50,28 +49,29 @@ type gapRow struct {
 	Count    int    `json:"count"`
 }
 
-// gapTerm is one normalised query word of the tenant summary, and how
+// GapTerm is one normalised query word of the tenant summary, and how
 // many unanswered queries held it.
-type gapTerm struct {
+type GapTerm struct {
 	Term  string `json:"term"`
 	Count int    `json:"count"`
 }
 
-// gapSummary is the tenant's gaps, summarised so that no agent's query
+// GapSummary is the tenant's gaps, summarised so that no agent's query
 // text shows: counts per normalised query word.
-type gapSummary struct {
+type GapSummary struct {
 	Records       int       `json:"records"`        // gap records of the tenant, every agent's
-	Terms         []gapTerm `json:"terms"`          // most asked first, at most maxGapSummaryTerms
+	Terms         []GapTerm `json:"terms"`          // most asked first, at most maxGapSummaryTerms
 	DistinctTerms int       `json:"distinct_terms"` // terms in all
 	Truncated     bool      `json:"truncated"`      // Terms lists fewer than DistinctTerms
 }
 
-type getGapsOut struct {
-	Gaps          []gapRow   `json:"gaps"`
+// GetGapsOutput is what get_gaps returns.
+type GetGapsOutput struct {
+	Gaps          []GapRow   `json:"gaps"`
 	Count         int        `json:"count"`     // the caller's records that match, listed or not
 	Truncated     bool       `json:"truncated"` // Gaps lists fewer than Count
 	TotalTokens   int        `json:"total_tokens"`
-	TenantSummary gapSummary `json:"tenant_summary"`
+	TenantSummary GapSummary `json:"tenant_summary"`
 }
 
 // gapQuery is the value of a gap observation: what query_facts was asked.
@@ -136,24 +136,14 @@ func getGaps() *Tool {
 	const name = "get_gaps"
 	return &Tool{
 		Name: name,
-		Description: "What the memory could not answer. Every query_facts call with a keyword query that returned " +
-			"no rows is recorded as a gap observation of the agent that asked: the query and its filters, each cut " +
-			"to " + strconv.Itoa(maxGapTextBytes) + " bytes, one record per distinct query with a count. gaps lists " +
-			"your own records, most recently seen first: at most limit (default " + strconv.Itoa(gapsLimit) + ", at most " +
-			strconv.Itoa(store.MaxGapsPerAgent) + "), stopping before the answer passes " + answerSizeHelp + "; count is " +
-			"how many of your records match and truncated says some were left out. Anonymous callers share one " +
-			"record log. Another agent's query text is never shown: tenant_summary counts, over every agent's " +
-			"records of your tenant, how often each query word (a run of at least two letters or digits, lowercased) was " +
-			"asked without an answer, listing the " + strconv.Itoa(maxGapSummaryTerms) + " most asked (distinct_terms " +
-			"counts them all, truncated says some were left out). query keeps the records whose text has a word " +
-			"starting with one of its words, and the terms starting with one. You keep at most " +
-			strconv.Itoa(store.MaxGapsPerAgent) + " records and your tenant " + strconv.Itoa(store.MaxGapObservations) +
-			": beyond either, the least recently seen are dropped first. Check it after a low-coverage query. " +
-			"Retrieval queries are not recorded yet.",
+		Description: "What the memory could not answer: your keyword queries to query_facts that found nothing, one " +
+			"record per distinct query with a count, most recent first; tenant_summary counts the words every " +
+			"agent asked without an answer, never their text. Check it after a low-coverage query.",
 		Annotations: Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +
 			"tenant_summary: {records, terms: [{term, count}], distinct_terms, truncated}}",
 		schema: schemaFor(name),
+		out:    outputOf[GetGapsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getGapsArgs) (*Result, error) {
 			terms, err := queryTerms(name, in.Query)
 			if err != nil {
@@ -163,9 +153,9 @@ func getGaps() *Tool {
 			if in.Limit != nil {
 				limit = *in.Limit
 			}
-			var out getGapsOut
+			var out GetGapsOutput
 			err = env.Store.View(ctx, func(tx store.Tx) error {
-				out = getGapsOut{Gaps: []gapRow{}}
+				out = GetGapsOutput{Gaps: []GapRow{}}
 				var err error
 				if out.TenantSummary, err = summariseGaps(tx, c.TenantID(), terms); err != nil {
 					return err
@@ -178,7 +168,7 @@ func getGaps() *Tool {
 						return nil
 					}
 					out.Count++
-					row := gapRow{Entity: store.GapEntity, Key: g.Key, Value: g.Value,
+					row := GapRow{Entity: store.GapEntity, Key: g.Key, Value: g.Value,
 						StoredAt: g.StoredAt.Format(time.RFC3339Nano), Count: g.Count}
 					if rc.take(row) {
 						out.Gaps = append(out.Gaps, row)
@@ -199,8 +189,8 @@ func getGaps() *Tool {
 // summariseGaps counts, over every gap record of tenant, how many times
 // each word of the recorded queries was asked; with terms, only the words
 // starting with one of them.
-func summariseGaps(tx store.Tx, tenant string, terms []string) (gapSummary, error) {
-	sum := gapSummary{Terms: []gapTerm{}}
+func summariseGaps(tx store.Tx, tenant string, terms []string) (GapSummary, error) {
+	sum := GapSummary{Terms: []GapTerm{}}
 	counts := map[string]int{}
 	err := store.TenantGaps(tx, tenant, func(g *store.Gap) error {
 		sum.Records++
@@ -219,9 +209,9 @@ func summariseGaps(tx store.Tx, tenant string, terms []string) (gapSummary, erro
 		return sum, err
 	}
 	for w, n := range counts {
-		sum.Terms = append(sum.Terms, gapTerm{Term: w, Count: n})
+		sum.Terms = append(sum.Terms, GapTerm{Term: w, Count: n})
 	}
-	slices.SortFunc(sum.Terms, func(a, b gapTerm) int {
+	slices.SortFunc(sum.Terms, func(a, b GapTerm) int {
 		if a.Count != b.Count {
 			return b.Count - a.Count
 		}

@@ -90,8 +90,8 @@ type handoffSession struct {
 	State     json.RawMessage `json:"state"`
 }
 
-// taskRecord is the structured statement of intent of a handoff.
-type taskRecord struct {
+// TaskRecord is the structured statement of intent of a handoff.
+type TaskRecord struct {
 	Requester          string   `json:"requester,omitempty"`
 	DesiredOutcome     string   `json:"desired_outcome,omitempty"`
 	Sources            []string `json:"sources,omitempty"`
@@ -111,7 +111,7 @@ type handoffPackage struct {
 	Session     handoffSession `json:"session"`
 	Facts       []handoffFact  `json:"facts"`
 	Message     string         `json:"message"`
-	TaskRecord  *taskRecord    `json:"task_record"`
+	TaskRecord  *TaskRecord    `json:"task_record"`
 	KeyID       string         `json:"key_id"`
 	ContentHash string         `json:"content_hash"`
 	Signature   string         `json:"signature"`
@@ -157,10 +157,12 @@ type createHandoffArgs struct {
 	IncludeFacts bool        `json:"include_facts,omitempty"`
 	TargetAgent  string      `json:"target_agent,omitempty"`
 	Message      string      `json:"message,omitempty"`
-	TaskRecord   *taskRecord `json:"task_record,omitempty"`
+	TaskRecord   *TaskRecord `json:"task_record,omitempty"`
 }
 
-type createHandoffOut struct {
+// CreateHandoffOutput is what create_handoff returns: the signed package,
+// as JSON text for accept_handoff.
+type CreateHandoffOutput struct {
 	PackageJSON       string `json:"package_json"`
 	ContentHash       string `json:"content_hash"`
 	Signature         string `json:"signature"`
@@ -169,7 +171,7 @@ type createHandoffOut struct {
 	ReceiptID         string `json:"receipt_id"`
 }
 
-func checkTaskRecord(tool string, tr *taskRecord) error {
+func checkTaskRecord(tool string, tr *TaskRecord) error {
 	if tr == nil {
 		return nil
 	}
@@ -280,16 +282,13 @@ func createHandoff() *Tool {
 	const name = "create_handoff"
 	return &Tool{
 		Name: name,
-		Description: "Package one of your sessions for another agent: the session state, optionally the relevant " +
-			"shared facts (include_facts: current non-private facts the state cites by fact id, or whose entity " +
-			"name is the session id or appears as a whole string value or key in the state; at most 100), a target agent, a message and a task record. The package is signed with " +
-			"the server's Ed25519 key over the BLAKE3 hash of its canonical content and recorded, so it can be " +
-			"accepted once with accept_handoff, also after a restart. Pass package_json to accept_handoff " +
-			"exactly as returned. A missing or expired session gives an error result, session not found; so " +
-			"does a package over 1048576 bytes, the most accept_handoff takes (nothing is recorded).",
+		Description: "Package one of your sessions for another agent: its state, optionally the shared facts it cites " +
+			"(include_facts, at most 100), a target agent, a message and a task record, signed and recorded. " +
+			"Pass package_json to accept_handoff exactly as returned; it is accepted once.",
 		Annotations: Annotations{Title: "Create handoff"},
 		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
 		schema:      schemaFor(name),
+		out:         outputOf[CreateHandoffOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *createHandoffArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -304,7 +303,7 @@ func createHandoff() *Tool {
 				return nil, WrapError(CodeInternalError, "create_handoff: no signing key", nil)
 			}
 			scope, now := c.Scope(), env.now()
-			var out createHandoffOut
+			var out CreateHandoffOutput
 			missing, tooLarge := false, 0
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				missing, tooLarge = false, 0
@@ -365,7 +364,7 @@ func createHandoff() *Tool {
 				if err := observeHandoff(tx, env, c, in.SessionID, "handoff.created", payload); err != nil {
 					return err
 				}
-				out = createHandoffOut{PackageJSON: string(raw), ContentHash: pkg.ContentHash, Signature: pkg.Signature,
+				out = CreateHandoffOutput{PackageJSON: string(raw), ContentHash: pkg.ContentHash, Signature: pkg.Signature,
 					RelevantFactCount: len(facts), HandoffID: pkg.HandoffID, ReceiptID: r.ID}
 				return nil
 			})
@@ -391,7 +390,8 @@ type acceptHandoffArgs struct {
 	Package string `json:"package"`
 }
 
-type acceptHandoffOut struct {
+// AcceptHandoffOutput is what accept_handoff returns.
+type AcceptHandoffOutput struct {
 	HandoffID     string      `json:"handoff_id"`
 	SessionID     string      `json:"session_id"`
 	SessionLoaded bool        `json:"session_loaded"`
@@ -401,7 +401,7 @@ type acceptHandoffOut struct {
 	Verified      bool        `json:"verified"`
 	FromAgent     string      `json:"from_agent,omitempty"`
 	Message       string      `json:"message,omitempty"`
-	TaskRecord    *taskRecord `json:"task_record,omitempty"`
+	TaskRecord    *TaskRecord `json:"task_record,omitempty"`
 	ReceiptID     string      `json:"receipt_id"`
 }
 
@@ -455,18 +455,16 @@ func acceptHandoff() *Tool {
 	const name = "accept_handoff"
 	return &Tool{
 		Name: name,
-		Description: "Accept a handoff package: pass package_json exactly as create_handoff returned it. The package's " +
-			"BLAKE3 content hash (over its canonical JSON: key order and whitespace do not count) and its Ed25519 " +
-			"signature by this server's key are checked; a package whose content was altered, signed by another key, for another tenant, not created here or already accepted is refused " +
-			"(-32602 naming package, with the reason) and loads nothing. When the package names a target_agent, " +
-			"only that agent may accept it (others: -32030). On success the session is saved as your session of " +
-			"the same id (replacing any) and each carried fact is verified present or, when its entity and key " +
-			"have no current shared fact, written anew as a shared fact; a fact whose shared value changed since " +
-			"is left alone and counted in facts_stale. A package is accepted once.",
-		Annotations: Annotations{Title: "Accept handoff"},
+		Description: "Accept a handoff package (package_json exactly as create_handoff returned it): hash and signature " +
+			"are checked, and an altered, foreign or already accepted package is refused (-32602, nothing " +
+			"loaded); a package for a target_agent is that agent's alone (-32030). The session becomes yours " +
+			"(same id, replacing any); carried facts are verified or written anew, facts_stale counts the ones " +
+			"whose value changed since.",
+		Annotations: Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
 			"from_agent?, message?, task_record?, receipt_id}",
 		schema: schemaFor(name),
+		out:    outputOf[AcceptHandoffOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *acceptHandoffArgs) (*Result, error) {
 			pkg, err := verifyHandoff(name, env, in.Package)
 			if err != nil {
@@ -484,9 +482,9 @@ func acceptHandoff() *Tool {
 			if err := checkSessionID(name, pkg.Session.SessionID); err != nil || pkg.Session.SessionID == "" {
 				return nil, invalidParams(name, "package", "bad session id")
 			}
-			var out acceptHandoffOut
+			var out AcceptHandoffOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
-				out = acceptHandoffOut{HandoffID: pkg.HandoffID, SessionID: pkg.Session.SessionID, Verified: true,
+				out = AcceptHandoffOutput{HandoffID: pkg.HandoffID, SessionID: pkg.Session.SessionID, Verified: true,
 					FromAgent: pkg.FromAgent, Message: pkg.Message, TaskRecord: pkg.TaskRecord}
 				rec, err := store.GetHandoff(tx, scope.Tenant, pkg.HandoffID)
 				if errors.Is(err, store.ErrNotFound) {

@@ -34,8 +34,8 @@ func (h hexBytes) MarshalJSON() ([]byte, error) {
 
 // capabilityOf is what the server's router says about one tool: its
 // decision, or an unenforced allow when there is no router.
-func capabilityOf(ctx context.Context, env *Env, name string) capabilityNode {
-	n := capabilityNode{Tool: name, Capability: surface.Capability(name), Tier: env.Surface.Tier(name).String(),
+func capabilityOf(ctx context.Context, env *Env, name string) CapabilityNode {
+	n := CapabilityNode{Tool: name, Capability: surface.Capability(name), Tier: env.Surface.Tier(name).String(),
 		Affinity: string(surface.AffinityOf(name)), Allowed: true, Mode: "unenforced", BackendID: rcx.LocalBackendID}
 	if env.Router == nil {
 		return n
@@ -45,8 +45,8 @@ func capabilityOf(ctx context.Context, env *Env, name string) capabilityNode {
 	return n
 }
 
-// capabilityNode is one tool in a session plan's capability graph.
-type capabilityNode struct {
+// CapabilityNode is one tool in a session plan's capability graph.
+type CapabilityNode struct {
 	Tool       string `json:"tool" cbor:"tool"`
 	Capability string `json:"capability" cbor:"capability"`
 	Tier       string `json:"tier" cbor:"tier"`
@@ -57,10 +57,10 @@ type capabilityNode struct {
 	ReasonCode string `json:"reason_code,omitempty" cbor:"reason_code,omitempty"`
 }
 
-// planReceipt binds a session plan: hash is BLAKE3 of the plan's RFC 8949
+// PlanReceipt binds a session plan: hash is BLAKE3 of the plan's RFC 8949
 // core deterministic CBOR with hash zeroed and signature and signer_kid
 // null; signature is Ed25519 over the 32-byte hash by signer_kid.
-type planReceipt struct {
+type PlanReceipt struct {
 	Mode        string     `json:"mode" cbor:"mode"`
 	Hash        hexBytes   `json:"hash" cbor:"hash"`
 	Signature   hexBytes   `json:"signature" cbor:"signature"`
@@ -71,19 +71,19 @@ type planReceipt struct {
 	ReceiptID string `json:"receipt_id" cbor:"-"`
 }
 
-// sessionPlan is what cuecrux_session returns.
-type sessionPlan struct {
+// CuecruxSessionOutput is what cuecrux_session returns: the session plan.
+type CuecruxSessionOutput struct {
 	PlanID          string           `json:"plan_id" cbor:"plan_id"`
 	SessionID       string           `json:"session_id" cbor:"session_id"`
 	Passport        string           `json:"passport" cbor:"passport"`
 	TenantID        string           `json:"tenant_id" cbor:"tenant_id"`
 	Intent          string           `json:"intent" cbor:"intent"`
 	Channels        map[string]any   `json:"channels" cbor:"channels"`
-	CapabilityGraph []capabilityNode `json:"capability_graph" cbor:"capability_graph"`
-	Excluded        []capabilityNode `json:"excluded" cbor:"excluded"`
+	CapabilityGraph []CapabilityNode `json:"capability_graph" cbor:"capability_graph"`
+	Excluded        []CapabilityNode `json:"excluded" cbor:"excluded"`
 	Budget          map[string]any   `json:"budget" cbor:"budget"`
 	Notes           []string         `json:"notes" cbor:"notes"`
-	Receipt         planReceipt      `json:"receipt" cbor:"receipt"`
+	Receipt         PlanReceipt      `json:"receipt" cbor:"receipt"`
 	MintedAt        string           `json:"minted_at" cbor:"minted_at"`
 	SessionTTLs     int64            `json:"session_ttl_s" cbor:"session_ttl_s"`
 }
@@ -91,7 +91,7 @@ type sessionPlan struct {
 var detCBOR = codec.Must(cbor.CoreDetEncOptions().EncMode())
 
 // planHash is the hash that binds p (see planReceipt).
-func planHash(p sessionPlan) ([32]byte, error) {
+func planHash(p CuecruxSessionOutput) ([32]byte, error) {
 	p.Receipt.Hash = make(hexBytes, 32)
 	p.Receipt.Signature, p.Receipt.SignerKID = nil, nil
 	b, err := detCBOR.Marshal(p)
@@ -115,25 +115,24 @@ func cuecruxSession() *Tool {
 	const name = surface.SessionTool
 	return &Tool{
 		Name: name,
-		Description: "Open a session and get a signed capability plan: which tools you may call here, in which mode " +
-			"and tier, and which you may not and why (unless hints.hide_exclusions). Call it first. The plan's " +
-			"receipt hash covers the whole plan and is signed with the server's Ed25519 key; receipt_id names the " +
-			"stored receipt that `crux verify receipt` checks. intent is recorded for you for an hour: one of " +
-			"audit_review, document_ingest, session_review, compliance_export or knowledge_query orders the " +
-			"capability graph and, under the dynamic tool surface, the tools listed.",
+		Description: "Open a session: a signed plan of the tools you may call here (mode, tier) and of those you may not, " +
+			"with why. Call it first, with your intent: audit_review, document_ingest, session_review, " +
+			"compliance_export or knowledge_query orders the plan and, under the dynamic surface, the tools listed, " +
+			"for an hour.",
 		Annotations: Annotations{Title: "Open session"},
 		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
 			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
 			"signature, signer_kid, parent_chain?, receipt_id}, minted_at, session_ttl_s}",
 		schema: schemaFor(name),
+		out:    outputOf[CuecruxSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionArgs) (*Result, error) {
 			now := env.now()
 			intent, known := surface.ParseIntent(in.Intent)
 
-			p := sessionPlan{
+			p := CuecruxSessionOutput{
 				PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
 				Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
-				CapabilityGraph: []capabilityNode{}, Excluded: []capabilityNode{}, Notes: []string{},
+				CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
 				MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
 			}
 			if in.Intent != "" && !known {
@@ -155,7 +154,7 @@ func cuecruxSession() *Tool {
 					p.Excluded = append(p.Excluded, n)
 				}
 			}
-			slices.SortStableFunc(p.CapabilityGraph, func(a, b capabilityNode) int {
+			slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
 				return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
 			})
 			if m := in.Hints.MaxCapabilities; m != nil && *m < len(p.CapabilityGraph) {
@@ -214,8 +213,29 @@ type autonomyArgs struct {
 	TokenBudget int `json:"token_budget,omitempty"`
 }
 
-// autonomyRow is one tool of the autonomy matrix.
-type autonomyRow struct {
+// AutonomyContractOutput is what autonomy_contract returns. Without a
+// router, tier is "unenforced" and the token fields are null.
+type AutonomyContractOutput struct {
+	Capabilities   []AutonomyRow   `json:"capabilities"`
+	FeatureEnabled bool            `json:"feature_enabled"`
+	PassportID     string          `json:"passport_id"`
+	Summary        AutonomySummary `json:"summary"`
+	Tier           string          `json:"tier"`
+	TokenHash      *string         `json:"token_hash"`
+	TokenID        *string         `json:"token_id"`
+}
+
+// AutonomySummary counts the tools of an autonomy matrix.
+type AutonomySummary struct {
+	Allowed                int  `json:"allowed"`
+	Denied                 int  `json:"denied"`
+	Returned               int  `json:"returned"`
+	TotalTools             int  `json:"total_tools"`
+	TruncatedByTokenBudget bool `json:"truncated_by_token_budget"`
+}
+
+// AutonomyRow is one tool of the autonomy matrix.
+type AutonomyRow struct {
 	Name        string `json:"name"`
 	Allowed     bool   `json:"allowed"`
 	Scope       string `json:"scope"`
@@ -229,29 +249,28 @@ func autonomyContract() *Tool {
 	const name = "autonomy_contract"
 	return &Tool{
 		Name: name,
-		Description: "Your per-tool autonomy matrix against the server's capability token: for each tool, whether " +
-			"you may call it, its capability (scope), backend, mode and credit cost, and why not when denied. " +
-			"Metadata only; it reads no memories. Without a router every tool shows allowed in mode unenforced. " +
-			"Needs " + feature.EnvAutonomyContract + " on; while it is off the tool answers feature_enabled false and an empty list.",
+		Description: "Your per-tool autonomy matrix under the server's capability token: allowed or not and why, " +
+			"capability, backend, mode, credit cost. Metadata only. Needs " + feature.EnvAutonomyContract +
+			" on; off, it answers feature_enabled false and an empty list.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
 		schema: schemaFor(name),
+		out:    outputOf[AutonomyContractOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *autonomyArgs) (*Result, error) {
-			out := map[string]any{"feature_enabled": env.Flags.AutonomyContract, "passport_id": c.Name(),
-				"tier": "unenforced", "token_id": nil, "token_hash": nil}
+			out := AutonomyContractOutput{FeatureEnabled: env.Flags.AutonomyContract, PassportID: c.Name(), Tier: "unenforced"}
 			if env.Router != nil {
 				info := env.Router.Info()
-				out["tier"], out["token_id"], out["token_hash"] = info.Tier, info.TokenID, info.TokenHash
+				out.Tier, out.TokenID, out.TokenHash = info.Tier, &info.TokenID, &info.TokenHash
 			}
-			rows := []autonomyRow{}
+			rows := []AutonomyRow{}
 			allowed, denied, total := 0, 0, 0
 			b := budget{Limit: in.TokenBudget}
-			if out["feature_enabled"] == true {
+			if out.FeatureEnabled {
 				total = len(env.Tools)
 				for _, t := range env.Tools {
 					n := capabilityOf(ctx, env, t)
-					row := autonomyRow{Name: t, Allowed: n.Allowed, Scope: n.Capability, BackendID: n.BackendID, Mode: n.Mode, WhyDenied: n.ReasonCode}
+					row := AutonomyRow{Name: t, Allowed: n.Allowed, Scope: n.Capability, BackendID: n.BackendID, Mode: n.Mode, WhyDenied: n.ReasonCode}
 					if n.Allowed {
 						allowed++
 					} else {
@@ -262,9 +281,9 @@ func autonomyContract() *Tool {
 					}
 				}
 			}
-			out["capabilities"] = rows
-			out["summary"] = map[string]any{"total_tools": total, "returned": len(rows), "allowed": allowed,
-				"denied": denied, "truncated_by_token_budget": b.Exceeded}
+			out.Capabilities = rows
+			out.Summary = AutonomySummary{TotalTools: total, Returned: len(rows), Allowed: allowed,
+				Denied: denied, TruncatedByTokenBudget: b.Exceeded}
 			return jsonResult(out)
 		}),
 	}
@@ -279,11 +298,10 @@ type resolveArgs struct {
 
 var errSessionExpired = errors.New("session expired")
 
-// principal is who resolve_principal found.
-// principal is what resolve_principal answers. What only a passport
+// Principal is who resolve_principal found. What only a passport
 // record can say (tier, category, the work gate) is null for an id without
 // one: nothing is invented.
-type principal struct {
+type Principal struct {
 	PassportID    string   `json:"passport_id"`
 	Category      *string  `json:"category"`
 	Tier          *string  `json:"tier"`
@@ -297,25 +315,32 @@ type principal struct {
 	Note          string   `json:"note,omitempty"`
 }
 
+// ResolvePrincipalOutput is what resolve_principal returns: the principal
+// and the argument it was resolved from (session_id, passport_id, or caller
+// for the caller's own identity).
+type ResolvePrincipalOutput struct {
+	Principal     Principal `json:"principal"`
+	ResolvedParam string    `json:"resolved_param"`
+}
+
 func resolvePrincipal() *Tool {
 	const name = "resolve_principal"
 	return &Tool{
 		Name: name,
 		Description: "Resolve a principal: the passport bound to session_id (from cuecrux_session), else passport_id, " +
-			"else your own identity; with none of the three, -32602. Returns whether a passport record exists and, " +
-			"from it, the tier and rank (as earned by its receipts), category and work gate (closed when revoked " +
-			"under CRUX_PASSPORT_REVOCATION); for an id without a record these are null and a note says so. Also " +
-			"the capabilities the server's token grants. Tenant-scoped.",
+			"else you. Says whether a passport record exists and, from it, tier, rank, category and work gate " +
+			"(null without one, never invented), and the capabilities the server's token grants.",
 		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
 			"resolved_via, has_passport_record, revoked, note?}, resolved_param}; tier, tier_rank, category, agent_work_gate null without a record",
 		schema: schemaFor(name),
+		out:    outputOf[ResolvePrincipalOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *resolveArgs) (*Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
 				return nil, err
 			}
 			tenant, now := c.TenantID(), env.now()
-			var p principal
+			var p Principal
 			var param string
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				switch {
@@ -381,7 +406,7 @@ func resolvePrincipal() *Tool {
 					p.Capabilities = append(p.Capabilities, n.Capability)
 				}
 			}
-			return jsonResult(map[string]any{"principal": p, "resolved_param": param})
+			return jsonResult(ResolvePrincipalOutput{Principal: p, ResolvedParam: param})
 		}),
 	}
 }

@@ -21,12 +21,12 @@ import (
 )
 
 // sessionPlan is the part of a cuecrux_session plan the tests read.
-type sessionPlan struct {
+type CuecruxSessionOutput struct {
 	SessionID       string           `json:"session_id"`
 	Passport        string           `json:"passport"`
 	Intent          string           `json:"intent"`
-	CapabilityGraph []capabilityNode `json:"capability_graph"`
-	Excluded        []capabilityNode `json:"excluded"`
+	CapabilityGraph []CapabilityNode `json:"capability_graph"`
+	Excluded        []CapabilityNode `json:"excluded"`
 	Receipt         struct {
 		Hash      hexBytes `json:"hash"`
 		Signature hexBytes `json:"signature"`
@@ -35,7 +35,7 @@ type sessionPlan struct {
 	} `json:"receipt"`
 }
 
-type capabilityNode struct {
+type CapabilityNode struct {
 	Tool       string `json:"tool"`
 	Allowed    bool   `json:"allowed"`
 	ReasonCode string `json:"reason_code"`
@@ -67,7 +67,7 @@ func TestCuecruxSession(t *testing.T) {
 	signer, _, router := freeLocal(t)
 	srv, _, db := newTestServer(t, withSigner(signer), withRouter(router))
 	res := result(t, srv, alice, "cuecrux_session", `{"intent":"audit_review"}`)
-	var plan sessionPlan
+	var plan CuecruxSessionOutput
 	decode(t, res.StructuredContent, &plan)
 	assert.Equal(t, "alice", plan.Passport)
 	assert.Equal(t, "audit_review", plan.Intent)

@@ -16,17 +16,24 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
+// GetAgentIdentityOutput is what get_agent_identity returns: the caller's
+// authenticated agent name, or "anonymous".
+type GetAgentIdentityOutput struct {
+	AgentName string `json:"agent_name"`
+}
+
 func getAgentIdentity() *Tool {
 	const name = "get_agent_identity"
 	return &Tool{
 		Name: name,
-		Description: "Who crux thinks you are: the authenticated agent name the transport gave this call, " +
-			`or "anonymous" when there is none. Private facts belong to this name.`,
+		Description: "Who crux thinks you are: the authenticated agent name of this call, or anonymous. Your private " +
+			"facts belong to it.",
 		Annotations: Annotations{Title: "Agent identity", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{agent_name}",
 		schema:      schemaFor(name),
+		out:         outputOf[GetAgentIdentityOutput](),
 		run: bind(name, func(_ context.Context, _ *Env, c Caller, _ *struct{}) (*Result, error) {
-			return jsonResult(map[string]string{"agent_name": c.Name()})
+			return jsonResult(GetAgentIdentityOutput{AgentName: c.Name()})
 		}),
 	}
 }
@@ -81,6 +88,11 @@ var deviceCapabilities = []string{"facts:read", "facts:write", "sessions:read", 
 // defaultDeviceCapabilities is what a device is granted when the call
 // names nothing.
 var defaultDeviceCapabilities = []string{"facts:read"}
+
+// identityOffHelp is the sentence every identity-continuity description
+// ends with.
+const identityOffHelp = " Needs an operator passport (trusted or above) and " + feature.EnvIdentityContinuity +
+	"=1 (else -32601)."
 
 // identityGate answers -32601 while identity continuity is off.
 func identityGate(name string) func(env *Env) (*Result, error) {
@@ -213,17 +225,17 @@ func (a *answerBudget) take(v any) bool {
 	return false
 }
 
-// receiptBody is the inline receipt body of an identity answer: the CBOR
+// ReceiptBody is the inline receipt body of an identity answer: the CBOR
 // as hex when it fits the budget and maxInlineReceiptBody, else omitted.
-type receiptBody struct {
+type ReceiptBody struct {
 	CBORHex string `json:"receipt_body_cbor_hex,omitempty"`
 	Bytes   int    `json:"receipt_body_bytes"`
 	Omitted bool   `json:"receipt_body_omitted"`
 	HashHex string `json:"receipt_body_hash_hex"`
 }
 
-func inlineBody(r *receipts.Receipt, b *answerBudget) receiptBody {
-	out := receiptBody{Bytes: len(r.Body), HashHex: hex.EncodeToString(r.PayloadHash), Omitted: true}
+func inlineBody(r *receipts.Receipt, b *answerBudget) ReceiptBody {
+	out := ReceiptBody{Bytes: len(r.Body), HashHex: hex.EncodeToString(r.PayloadHash), Omitted: true}
 	if h := hex.EncodeToString(r.Body); len(r.Body) <= maxInlineReceiptBody && b.take(h) {
 		out.CBORHex, out.Omitted = h, false
 	}
@@ -251,7 +263,8 @@ type splitReceipt struct {
 	FactsInherited   []store.InheritedFact `cbor:"facts_inherited"`
 }
 
-type splitOut struct {
+// PassportSplitOutput is what passport_split returns.
+type PassportSplitOutput struct {
 	NewPassportID    string                `json:"new_passport_id"`
 	SourcePassportID string                `json:"source_passport_id"`
 	SplitReceiptID   string                `json:"split_receipt_id"`
@@ -259,24 +272,21 @@ type splitOut struct {
 	FactsInherited   int                   `json:"facts_inherited"`
 	Inherited        []store.InheritedFact `json:"inherited"`
 	Truncated        bool                  `json:"truncated"`
-	receiptBody
+	ReceiptBody
 }
 
 func passportSplit() *Tool {
 	const name = "passport_split"
 	return &Tool{
 		Name: name,
-		Description: "Fork your passport into a new one of your tenant. The new passport inherits a copy of each of " +
-			"your current private facts (version 1 of the same entity and key, naming the fact it copies); after " +
-			"the split your writes and its writes diverge. It is sponsored by you and starts unverified, its tier " +
-			"earned by its own receipts. Needs an operator passport (trusted or above) and " +
-			feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt; the answer lists the inherited " +
-			"facts within token_budget (truncated says it was cut; facts_inherited counts them all).",
+		Description: "Fork your passport into a new one of your tenant that inherits a copy of each of your current " +
+			"private facts; after that the two diverge. One signed receipt." + identityOffHelp,
 		Annotations: Annotations{Title: "Split passport"},
 		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
 			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",
 		schema: schemaFor(name),
+		out:    outputOf[PassportSplitOutput](),
 		gate:   identityGate(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportSplitArgs) (*Result, error) {
 			source, err := passportArg(name, "target_passport", in.TargetPassport, c)
@@ -294,7 +304,7 @@ func passportSplit() *Tool {
 				return nil, forbidden(name, "not_own_passport", "you may split only your own passport (%s), not %s", c.Identity(), source)
 			}
 			tenant, now := c.TenantID(), env.now()
-			var out splitOut
+			var out PassportSplitOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if err := requireOperator(tx, name, c); err != nil {
 					return err
@@ -316,7 +326,7 @@ func passportSplit() *Tool {
 				if err != nil {
 					return err
 				}
-				out = splitOut{NewPassportID: fresh, SourcePassportID: source, SplitReceiptID: r.ID, TenantID: tenant,
+				out = PassportSplitOutput{NewPassportID: fresh, SourcePassportID: source, SplitReceiptID: r.ID, TenantID: tenant,
 					FactsInherited: len(res.Inherited), Inherited: []store.InheritedFact{}}
 				b := newAnswerBudget(in.TokenBudget, out)
 				for _, f := range res.Inherited {
@@ -326,7 +336,7 @@ func passportSplit() *Tool {
 					out.Inherited = append(out.Inherited, f)
 				}
 				out.Truncated = len(out.Inherited) < len(res.Inherited)
-				out.receiptBody = inlineBody(r, b)
+				out.ReceiptBody = inlineBody(r, b)
 				return nil
 			})
 			if err != nil {
@@ -376,8 +386,8 @@ type mergeReceipt struct {
 	ArtefactsMoved   []string              `cbor:"artefacts_moved"`
 }
 
-// mergeMoved counts what a merge moved.
-type mergeMoved struct {
+// MergeMoved counts what a merge moved.
+type MergeMoved struct {
 	Chains    int `json:"chains"`
 	Facts     int `json:"facts"`
 	Sessions  int `json:"sessions"`
@@ -385,7 +395,8 @@ type mergeMoved struct {
 	Artefacts int `json:"artefacts"`
 }
 
-type mergeOut struct {
+// PassportMergeOutput is what passport_merge returns.
+type PassportMergeOutput struct {
 	MergedPassportID  string                `json:"merged_passport_id"`
 	RetiredPassportID string                `json:"retired_passport_id"`
 	MergeReceiptID    string                `json:"merge_receipt_id"`
@@ -393,12 +404,12 @@ type mergeOut struct {
 	ConflictPolicy    string                `json:"conflict_policy"`
 	ConflictsResolved int                   `json:"conflicts_resolved"`
 	Duplicates        int                   `json:"duplicates"`
-	Moved             mergeMoved            `json:"moved"`
+	Moved             MergeMoved            `json:"moved"`
 	Conflicts         []store.MergeConflict `json:"conflicts"`
 	SessionsRenamed   []store.MovedSession  `json:"sessions_renamed"`
 	SessionsRenamedN  int                   `json:"sessions_renamed_count"`
 	Truncated         bool                  `json:"truncated"`
-	receiptBody
+	ReceiptBody
 }
 
 // maxListedConflicts is the most conflicts a -32004 refusal lists.
@@ -408,14 +419,10 @@ func passportMerge() *Tool {
 	const name = "passport_merge"
 	return &Tool{
 		Name: name,
-		Description: "Merge a passport of your tenant into another; you must be one of them. The source's private " +
-			"facts (every version, ids kept, each recording its former passport and version), sessions (as read-only " +
-			"references, renamed id@source when the target has that id), pins and artefacts move to the target, and " +
-			"nothing else; the source is retired for good, naming the target. conflict_policy decides which current " +
-			"value stays current where both hold different ones for an (entity, key); error_on_conflict fails with " +
-			"-32004 naming them and changes nothing. Needs an operator passport (trusted or above) and " +
-			feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt listing everything moved; the " +
-			"answer's lists stay within token_budget (truncated says they were cut).",
+		Description: "Merge a passport of your tenant into another (you must be one of them): the source's private facts " +
+			"with their history, sessions (read-only), pins and artefacts move, and the source is retired for " +
+			"good. conflict_policy decides which value stays where both hold one (error_on_conflict: -32004, " +
+			"nothing changed). One signed receipt." + identityOffHelp,
 		Annotations: Annotations{Title: "Merge passports", DestructiveHint: true},
 		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
 			"conflicts_resolved, duplicates, moved{chains, facts, sessions, pins, artefacts}, conflicts: [{entity, key, " +
@@ -423,6 +430,7 @@ func passportMerge() *Tool {
 			"sessions_renamed_count, truncated, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
 			"receipt_body_hash_hex}",
 		schema: schemaFor(name),
+		out:    outputOf[PassportMergeOutput](),
 		gate:   identityGate(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportMergeArgs) (*Result, error) {
 			source, err := passportArg(name, "source_passport", in.SourcePassport, c)
@@ -443,7 +451,7 @@ func passportMerge() *Tool {
 				return nil, forbidden(name, "not_own_passport", "you (%s) may merge only a passport of your own: be the source or the target", me)
 			}
 			tenant, now := c.TenantID(), env.now()
-			var out mergeOut
+			var out PassportMergeOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if err := requireOperator(tx, name, c); err != nil {
 					return err
@@ -468,9 +476,9 @@ func passportMerge() *Tool {
 				if err != nil {
 					return err
 				}
-				out = mergeOut{MergedPassportID: target, RetiredPassportID: source, MergeReceiptID: r.ID, TenantID: tenant,
+				out = PassportMergeOutput{MergedPassportID: target, RetiredPassportID: source, MergeReceiptID: r.ID, TenantID: tenant,
 					ConflictPolicy: in.ConflictPolicy, ConflictsResolved: len(res.Conflicts), Duplicates: res.Duplicates,
-					Moved: mergeMoved{Chains: res.Chains, Facts: len(res.Facts), Sessions: len(res.Sessions),
+					Moved: MergeMoved{Chains: res.Chains, Facts: len(res.Facts), Sessions: len(res.Sessions),
 						Pins: len(res.Pins), Artefacts: len(res.Artefacts)},
 					Conflicts: []store.MergeConflict{}, SessionsRenamed: []store.MovedSession{}}
 				var renamed []store.MovedSession
@@ -494,7 +502,7 @@ func passportMerge() *Tool {
 					out.SessionsRenamed = append(out.SessionsRenamed, s)
 				}
 				out.Truncated = len(out.Conflicts) < len(res.Conflicts) || len(out.SessionsRenamed) < len(renamed)
-				out.receiptBody = inlineBody(r, b)
+				out.ReceiptBody = inlineBody(r, b)
 				return nil
 			})
 			var ce *store.MergeConflictError
@@ -531,7 +539,8 @@ type linkDeviceReceipt struct {
 	InitiatedAt          string   `cbor:"initiated_at"`                    // RFC 3339
 }
 
-type linkDeviceOut struct {
+// PassportLinkDeviceOutput is what passport_link_device returns.
+type PassportLinkDeviceOutput struct {
 	LinkReceiptID        string   `json:"link_receipt_id"`
 	PassportID           string   `json:"passport_id"`
 	DeviceFingerprint    string   `json:"device_fingerprint"`
@@ -540,25 +549,22 @@ type linkDeviceOut struct {
 	PreviousCapabilities []string `json:"previous_capabilities,omitempty"`
 	LinkedAt             string   `json:"linked_at"`
 	TenantID             string   `json:"tenant_id"`
-	receiptBody
+	ReceiptBody
 }
 
 func passportLinkDevice() *Tool {
 	const name = "passport_link_device"
 	return &Tool{
 		Name: name,
-		Description: "Link a device to your passport by its fingerprint (64 lowercase hex digits, the BLAKE3 of its " +
-			"attestation; the attestation is never stored), granting it capabilities_subset (default facts:read; " +
-			"from facts, sessions and artefacts, each :read or :write). A device belongs to one passport of the " +
-			"tenant (another's is -32004); linking it again replaces its capabilities; at most " +
-			strconv.Itoa(store.MaxDevicesPerPassport) + " devices per passport. Needs an operator passport (trusted " +
-			"or above) and " + feature.EnvIdentityContinuity + "=1 (else -32601). One signed receipt; token_budget " +
-			"bounds the answer (the inline receipt body is left out when it does not fit).",
-		Annotations: Annotations{Title: "Link device", IdempotentHint: true},
+		Description: "Link a device to your passport by its fingerprint (the BLAKE3 of its attestation, 64 lowercase " +
+			"hex), granting capabilities_subset (default facts:read); linking it again replaces them. A device " +
+			"belongs to one passport (else -32004); at most 64 per passport. One signed receipt." + identityOffHelp,
+		Annotations: Annotations{Title: "Link device"}, // each call mints a receipt
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
 			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",
 		schema: schemaFor(name),
+		out:    outputOf[PassportLinkDeviceOutput](),
 		gate:   identityGate(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportLinkDeviceArgs) (*Result, error) {
 			caps := in.CapabilitiesSubset
@@ -580,7 +586,7 @@ func passportLinkDevice() *Tool {
 				return nil, invalidParams(name, "device_fingerprint", "must be 64 lowercase hex digits")
 			}
 			id, tenant, now := c.Identity(), c.TenantID(), env.now()
-			var out linkDeviceOut
+			var out PassportLinkDeviceOutput
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				if err := requireOperator(tx, name, c); err != nil {
 					return err
@@ -602,12 +608,12 @@ func passportLinkDevice() *Tool {
 				if err != nil {
 					return err
 				}
-				out = linkDeviceOut{LinkReceiptID: r.ID, PassportID: id, DeviceFingerprint: link.Fingerprint,
+				out = PassportLinkDeviceOutput{LinkReceiptID: r.ID, PassportID: id, DeviceFingerprint: link.Fingerprint,
 					CapabilitiesSubset: link.Capabilities, Relinked: prev != nil, LinkedAt: now.Format(time.RFC3339Nano), TenantID: tenant}
 				if prev != nil {
 					out.PreviousCapabilities = nonNil(prev.Capabilities)
 				}
-				out.receiptBody = inlineBody(r, newAnswerBudget(in.TokenBudget, out))
+				out.ReceiptBody = inlineBody(r, newAnswerBudget(in.TokenBudget, out))
 				return nil
 			})
 			if err != nil {

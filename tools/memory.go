@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/internal/outschema"
 	"github.com/crux-go/crux/store"
 )
 
@@ -46,7 +47,7 @@ const (
 )
 
 // panelOff is the sentence every panel description ends with.
-const panelOff = " Switched off by " + feature.EnvMemoryPanel + "=0 (or false, off, no; on by default): every call then fails with -32601."
+const panelOff = " On unless " + feature.EnvMemoryPanel + " is 0, false, off or no (then -32601)."
 
 func panelOn(f *feature.Flags) bool { return f.MemoryPanel }
 
@@ -61,9 +62,9 @@ func memFlagGate(code int, tool, flag string, on func(*feature.Flags) bool) func
 	})
 }
 
-// panelFact is a fact as the memory panel shows it. Pinned says whether the
+// PanelFact is a fact as the memory panel shows it. Pinned says whether the
 // caller pinned it; other agents' pins never show.
-type panelFact struct {
+type PanelFact struct {
 	ID            string  `json:"id"`
 	Entity        string  `json:"entity"`
 	Key           string  `json:"key"`
@@ -76,8 +77,8 @@ type panelFact struct {
 	Private       bool    `json:"private,omitempty"`
 }
 
-func newPanelFact(f *store.Fact, pinned bool) panelFact {
-	return panelFact{
+func newPanelFact(f *store.Fact, pinned bool) PanelFact {
+	return PanelFact{
 		ID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, Version: f.Version,
 		StoredAt: f.StoredAt.Format(time.RFC3339Nano), Confidence: f.Confidence, Pinned: pinned,
 		SourceReceipt: f.SourceReceipt, Private: f.Private,
@@ -156,8 +157,9 @@ type memoryViewArgs struct {
 	TokenBudget *int   `json:"token_budget,omitempty"`
 }
 
-type memoryViewOut struct {
-	Facts                  []panelFact `json:"facts"`
+// MemoryViewOutput is what memory_view returns.
+type MemoryViewOutput struct {
+	Facts                  []PanelFact `json:"facts"`
 	TotalTokens            int         `json:"total_tokens"`
 	Returned               int         `json:"returned"`
 	TruncatedByTokenBudget bool        `json:"truncated_by_token_budget"`
@@ -167,17 +169,14 @@ func memoryView() *Tool {
 	const name = "memory_view"
 	return &Tool{
 		Name: name,
-		Description: "Read your memories as a panel: the current facts you can see (the shared pool and your own " +
-			"private facts), ranked as query_facts ranks them, optionally for one entity and/or key. Each fact says " +
-			"whether you pinned it. Reserved entities (starting with __) are never shown. top_k (default " +
-			strconv.Itoa(memoryViewTopK) + ", at most " + strconv.Itoa(memoryViewMaxTopK) + ") caps the facts; " +
-			"token_budget (default " + strconv.Itoa(memoryViewTokenBudget) + " when omitted) caps their estimated " +
-			"tokens (JSON bytes / 4), always keeping the first fact. The text is a readable list; structuredContent " +
-			"has the rows." + panelOff,
+		Description: "Your memories as a panel: the current facts you can see, ranked as query_facts ranks them, each " +
+			"marked pinned or not; optionally for one entity and/or key. The text is a readable list, " +
+			"structuredContent the rows." + panelOff,
 		Annotations: Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryViewOutput](),
 		gate:   memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryViewArgs) (*Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
@@ -193,9 +192,9 @@ func memoryView() *Tool {
 			if in.TokenBudget != nil {
 				limit = *in.TokenBudget
 			}
-			out := memoryViewOut{Facts: []panelFact{}}
+			out := MemoryViewOutput{Facts: []PanelFact{}}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
-				out = memoryViewOut{Facts: []panelFact{}}
+				out = MemoryViewOutput{Facts: []PanelFact{}}
 				res, err := store.SearchFacts(tx, store.FactQuery{
 					Scope: c.Scope(), Entity: in.Entity, Key: in.Key,
 					Limit: topK, Now: env.now(), Policy: env.decay(),
@@ -225,13 +224,13 @@ func memoryView() *Tool {
 				return nil, err
 			}
 			out.Returned = len(out.Facts)
-			return &Result{Content: []Content{{Type: "text", Text: viewNarrative(out)}}, StructuredContent: out}, nil
+			return &Result{Content: []Content{{Type: "text", Text: viewNarrative(out)}}, StructuredContent: outschema.Fill(out)}, nil
 		}),
 	}
 }
 
 // viewNarrative is memory_view's text: one line per fact.
-func viewNarrative(out memoryViewOut) string {
+func viewNarrative(out MemoryViewOutput) string {
 	var b strings.Builder
 	switch len(out.Facts) {
 	case 0:
@@ -266,9 +265,11 @@ type memoryEditArgs struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-type memoryEditOut struct {
+// MemoryEditOutput is what memory_edit returns: the edited version and the
+// new one.
+type MemoryEditOutput struct {
 	OldFactID string    `json:"old_fact_id"`
-	NewFact   panelFact `json:"new_fact"`
+	NewFact   PanelFact `json:"new_fact"`
 	Reason    string    `json:"reason"`
 }
 
@@ -285,22 +286,20 @@ func memoryEdit() *Tool {
 	const name = "memory_edit"
 	return &Tool{
 		Name: name,
-		Description: "Correct a memory: writes new_value as a new version of the fact's (entity, key) that supersedes " +
-			"it; the old version stays in memory_history. The new version keeps the fact's confidence, horizon " +
-			"class and scope (an edit of your private fact stays private to you) and records reason in its " +
-			"source_receipt as memory_edit:<reason>; your pin, if any, moves to it. Needs an authenticated caller " +
-			"(anonymous: an isError result). Only the current version can be edited: a superseded or deleted one " +
-			"is a -32004 conflict naming the current version. Reserved entities (starting with __) are refused " +
-			"with -32602; a fact you cannot see is not found." + panelOff,
+		Description: "Correct a memory: new_value becomes a new version of the fact's (entity, key), keeping its " +
+			"confidence, horizon class and scope; reason is recorded (source_receipt memory_edit:<reason>) and " +
+			"your pin moves to it. Only the current version can be edited (else -32004 naming it). Needs an " +
+			"identity." + panelOff,
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		schema:      schemaFor(name),
+		out:         outputOf[MemoryEditOutput](),
 		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryEditArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
 				return res, nil
 			}
-			var out memoryEditOut
+			var out MemoryEditOutput
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				old, err := memCurrentFact(tx, c, in.FactID)
 				if err != nil {
@@ -326,7 +325,7 @@ func memoryEdit() *Tool {
 						return err
 					}
 				}
-				out = memoryEditOut{OldFactID: old.ID, NewFact: newPanelFact(nf, pinned), Reason: in.Reason}
+				out = MemoryEditOutput{OldFactID: old.ID, NewFact: newPanelFact(nf, pinned), Reason: in.Reason}
 				return nil
 			})
 			if err != nil {
@@ -339,6 +338,13 @@ func memoryEdit() *Tool {
 
 // ---- memory_pin ----
 
+// MemoryPinOutput is what memory_pin returns: whether the fact is now
+// pinned for the caller.
+type MemoryPinOutput struct {
+	FactID string `json:"fact_id"`
+	Pinned bool   `json:"pinned"`
+}
+
 type memoryPinArgs struct {
 	FactID string `json:"fact_id"`
 	Pinned *bool  `json:"pinned,omitempty"`
@@ -348,14 +354,12 @@ func memoryPin() *Tool {
 	const name = "memory_pin"
 	return &Tool{
 		Name: name,
-		Description: "Pin (pinned true, the default) or unpin a fact for yourself. Pins are per agent: no other agent " +
-			"sees yours or is affected by them. A fact you pinned is never a memory_sweep_candidates candidate for " +
-			"you, and memory_view and memory_freshness mark it. Any fact you can see may be pinned except a deleted " +
-			"one; unpinning always works. Pinning twice is harmless. Needs an authenticated caller (anonymous: an " +
-			"isError result); reserved entities (starting with __) are refused with -32602." + panelOff,
+		Description: "Pin (the default) or unpin a fact, for you alone: a fact you pinned is never a sweep candidate " +
+			"for you and survives memory_forget. A deleted fact cannot be pinned. Needs an identity." + panelOff,
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
 		schema:      schemaFor(name),
+		out:         outputOf[MemoryPinOutput](),
 		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryPinArgs) (*Result, error) {
 			if res := memNeedIdentity(name, c); res != nil {
@@ -375,7 +379,7 @@ func memoryPin() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(map[string]any{"fact_id": in.FactID, "pinned": pinned})
+			return jsonResult(MemoryPinOutput{FactID: in.FactID, Pinned: pinned})
 		}),
 	}
 }
@@ -389,8 +393,8 @@ type memoryHistoryArgs struct {
 	historyPageArgs
 }
 
-// memoryVersion is one version in memory_history.
-type memoryVersion struct {
+// MemoryVersion is one version in memory_history.
+type MemoryVersion struct {
 	ID            string  `json:"id"`
 	Value         string  `json:"value"`
 	Version       uint32  `json:"version"`
@@ -402,19 +406,22 @@ type memoryVersion struct {
 	Private       bool    `json:"private,omitempty"`
 }
 
+// MemoryHistoryOutput is what memory_history returns: a page of a version
+// chain.
+type MemoryHistoryOutput = HistoryPage[MemoryVersion]
+
 func memoryHistory() *Tool {
 	const name = "memory_history"
 	return &Tool{
 		Name: name,
-		Description: "Every version of a memory, superseded and deleted ones included. Give either fact_id (the " +
-			"version chain that fact belongs to) or entity and key together (the shared chain and your private " +
-			"chain of that pair, private versions marked, merged by stored_at); neither, both, or only one of " +
-			"entity and key is a -32602. " + historyPageHelp + "Reserved entities (starting with __) are refused " +
-			"with -32602: operators use fact_history for those. A fact_id you cannot see is not found." + panelOff,
+		Description: "Every version of a memory: give fact_id, or entity and key together (your private chain merged " +
+			"in, marked private). Newest first, a page at a time (next_cursor). Reserved entities are refused: " +
+			"operators use fact_history." + panelOff,
 		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryHistoryOutput](),
 		gate:   memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryHistoryArgs) (*Result, error) {
 			byPair := in.Entity != "" || in.Key != ""
@@ -434,7 +441,7 @@ func memoryHistory() *Tool {
 			if store.IsReserved(in.Entity) {
 				return nil, reservedEntity(name, "entity", "entities starting with "+store.ReservedPrefix+" are reserved; use fact_history")
 			}
-			var out *historyOut[memoryVersion]
+			var out *HistoryPage[MemoryVersion]
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				q := store.HistoryQuery{Scope: c.Scope(), Entity: in.Entity, Key: in.Key}
 				if in.FactID != "" {
@@ -448,8 +455,8 @@ func memoryHistory() *Tool {
 					}
 				}
 				var err error
-				out, err = readHistoryPage(tx, name, c, q, in.historyPageArgs, func(f *store.Fact) memoryVersion {
-					v := memoryVersion{
+				out, err = readHistoryPage(tx, name, c, q, in.historyPageArgs, func(f *store.Fact) MemoryVersion {
+					v := MemoryVersion{
 						ID: f.ID, Value: f.Value, Version: f.Version, StoredAt: f.StoredAt.Format(time.RFC3339Nano),
 						SupersededBy: f.SupersededBy, Deleted: f.Deleted, SourceReceipt: f.SourceReceipt, Private: f.Private,
 					}

@@ -80,8 +80,8 @@ type memoryUseEntry struct {
 	Entity string `json:"entity" cbor:"entity"`
 }
 
-// ackedMemory is one row of memory_acknowledge_use's memories_used.
-type ackedMemory struct {
+// AckedMemory is one row of memory_acknowledge_use's memories_used.
+type AckedMemory struct {
 	FactID string `json:"fact_id"`
 	// Topic is the fact's entity; empty for a redacted (own private) fact.
 	Topic string `json:"topic"`
@@ -91,19 +91,20 @@ type ackedMemory struct {
 	Redacted bool    `json:"redacted,omitempty"`
 }
 
-type ackOut struct {
+// MemoryAcknowledgeUseOutput is what memory_acknowledge_use returns.
+type MemoryAcknowledgeUseOutput struct {
 	TurnID                   string        `json:"turn_id"`
 	Intent                   string        `json:"intent"`
 	FeatureEnabled           bool          `json:"feature_enabled"`
 	ReceiptRef               string        `json:"receipt_ref"`
-	MemoriesUsed             []ackedMemory `json:"memories_used"`
+	MemoriesUsed             []AckedMemory `json:"memories_used"`
 	FilteredCount            int           `json:"filtered_count"`
 	RedactedCount            int           `json:"redacted_count"`
 	NotFoundCount            int           `json:"not_found_count"`
 	NotVisibleCount          int           `json:"not_visible_count"`
 	RetrievedChunkIDsIgnored int           `json:"retrieved_chunk_ids_ignored"`
 	Notes                    []string      `json:"notes"`
-	Envelope                 *envelope     `json:"envelope,omitempty"`
+	Envelope                 *Envelope     `json:"envelope,omitempty"`
 }
 
 // memoryAckOff is the answer while CORECRUXD_FEATURE_MEMORY_ACK is off: a
@@ -113,36 +114,45 @@ func memoryAckOff(env *Env) (*Result, error) {
 	if env.Flags.MemoryAck {
 		return nil, nil
 	}
-	return jsonResult(map[string]any{
-		"feature_enabled": false, "feature_flag": feature.EnvMemoryAck, "tool": "memory_acknowledge_use",
-		"receipt_ref": nil, "memories_used": []ackedMemory{},
-		"filtered_count": 0, "redacted_count": 0, "not_found_count": 0, "not_visible_count": 0,
-		"note": "nothing was recorded: " + feature.EnvMemoryAck + " is off (off by default; set it to 1 to enable)",
+	return jsonResult(MemoryAcknowledgeUseOffOutput{
+		FeatureFlag: feature.EnvMemoryAck, Tool: "memory_acknowledge_use", MemoriesUsed: []AckedMemory{},
+		Note: "nothing was recorded: " + feature.EnvMemoryAck + " is off (off by default; set it to 1 to enable)",
 	})
+}
+
+// MemoryAcknowledgeUseOffOutput is what memory_acknowledge_use returns
+// while its flag is off: feature_enabled false, nothing recorded
+// (receipt_ref null, every count 0).
+type MemoryAcknowledgeUseOffOutput struct {
+	FeatureEnabled  bool          `json:"feature_enabled"`
+	FeatureFlag     string        `json:"feature_flag"`
+	FilteredCount   int           `json:"filtered_count"`
+	MemoriesUsed    []AckedMemory `json:"memories_used"`
+	NotFoundCount   int           `json:"not_found_count"`
+	NotVisibleCount int           `json:"not_visible_count"`
+	Note            string        `json:"note"`
+	ReceiptRef      *string       `json:"receipt_ref"`
+	RedactedCount   int           `json:"redacted_count"`
+	Tool            string        `json:"tool"`
 }
 
 func memoryAcknowledgeUse() *Tool {
 	const name = "memory_acknowledge_use"
 	return &Tool{
 		Name: name,
-		Description: "Declare which stored facts (fact_ids) you consulted for the current turn (turn_id), so a host " +
-			"can show \"I used this\". Records them in a signed memory_use receipt (receipt_ref names it; `crux " +
-			"verify receipt` checks it) and returns memories_used. Each id counts once, by the first rule: " +
-			"filtered (the id or its fact's entity is under a reserved prefix such as __ops:: or __bootstrap__::), " +
-			"not_found (no fact you can see: none, another tenant's, or another agent's private fact, answered " +
-			"alike so that nothing reveals it exists), " +
-			"not_visible (soft-deleted), redacted (your own private fact: listed without its topic and left out " +
-			"of the receipt), else recorded. intent defaults to answer; documented values are answer, decision, " +
-			"tool_call and implicit, and any other is recorded as given. retrieved_chunk_ids are paid tier only: " +
-			"accepted, counted as ignored, not recorded. Requires an authenticated passport (anonymous: -32030). " +
-			"Needs " + feature.EnvMemoryAck + " (off by default): while off it answers feature_enabled false and records " +
-			"nothing. With " + feature.EnvAuditEnvelope + " on, the result carries the audit envelope.",
+		Description: "Declare the facts (fact_ids) you consulted for a turn (turn_id), so a host can show \"I used " +
+			"this\": they go into a signed memory_use receipt. Each id is recorded, or counted as filtered " +
+			"(reserved), not_found, not_visible (deleted) or redacted (your private fact, kept out of the " +
+			"receipt). Needs an authenticated passport (else -32030) and " + feature.EnvMemoryAck + " on; off, " +
+			"it records nothing and says feature_enabled false.",
 		Annotations: Annotations{Title: "Acknowledge memory use"},
 		Output: "{turn_id, intent, feature_enabled, receipt_ref, memories_used: [{fact_id, topic, age_days, redacted?}], " +
 			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}; flag off: " +
 			"{feature_enabled: false, feature_flag, tool, receipt_ref: null, memories_used: [], counts 0, note}",
 		schema: schemaFor(name),
+		out:    outputOf[MemoryAcknowledgeUseOutput](),
+		alt:    outputOf[MemoryAcknowledgeUseOffOutput](),
 		gate:   memoryAckOff,
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *ackArgs) (*Result, error) {
 			if err := requirePassport(name, c); err != nil {
@@ -151,7 +161,7 @@ func memoryAcknowledgeUse() *Tool {
 			if err := checkName(name, "turn_id", in.TurnID); err != nil {
 				return nil, err
 			}
-			out := ackOut{TurnID: in.TurnID, Intent: "answer", FeatureEnabled: true, Notes: []string{}}
+			out := MemoryAcknowledgeUseOutput{TurnID: in.TurnID, Intent: "answer", FeatureEnabled: true, Notes: []string{}}
 			if in.Intent != nil {
 				out.Intent = *in.Intent
 				if !slices.Contains(memoryUseIntents, out.Intent) {
@@ -177,7 +187,7 @@ func memoryAcknowledgeUse() *Tool {
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				now = env.now()
 				o := base // a retried transaction starts again from here
-				o.MemoriesUsed = []ackedMemory{}
+				o.MemoriesUsed = []AckedMemory{}
 				shared = nil
 				body := memoryUseReceipt{
 					TurnID: in.TurnID, ActorPassport: me, Intent: o.Intent,
@@ -213,10 +223,10 @@ func memoryAcknowledgeUse() *Tool {
 						o.NotVisibleCount++
 					case f.Private: // visible, so the caller's own
 						o.RedactedCount++
-						o.MemoriesUsed = append(o.MemoriesUsed, ackedMemory{FactID: f.ID, AgeDays: ageDays(f, now), Redacted: true})
+						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, AgeDays: ageDays(f, now), Redacted: true})
 					default:
 						body.Entries = append(body.Entries, memoryUseEntry{FactID: f.ID, Entity: f.Entity})
-						o.MemoriesUsed = append(o.MemoriesUsed, ackedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
+						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
 						fr := env.decay().Freshness(f.HorizonClass, f.Anchor(), now)
 						shared = append(shared, store.RankedFact{Fact: f, Freshness: fr, Effective: store.EffectiveConfidence(f.Confidence, fr)})
 					}
@@ -237,7 +247,7 @@ func memoryAcknowledgeUse() *Tool {
 				return jsonResult(out)
 			}
 			e := readEnvelope(name, shared, now)
-			e.PredictedEffects = append(e.PredictedEffects, effect{Kind: "receipt_emit"})
+			e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "receipt_emit"})
 			e.Links["verify"] = "crux verify receipt " + out.ReceiptRef
 			out.Envelope = e
 			result, err := jsonResult(out)

@@ -14,6 +14,7 @@ import (
 
 	"lukechampine.com/blake3"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -188,7 +189,8 @@ type listObservationsArgs struct {
 	Cursor    string `json:"cursor,omitempty"`
 }
 
-type observationsOut struct {
+// ListObservationsOutput is what list_observations returns.
+type ListObservationsOutput struct {
 	SessionID    string                      `json:"session_id"`
 	Count        int                         `json:"count"`
 	Observations []*store.SessionObservation `json:"observations"`
@@ -200,14 +202,14 @@ func listObservations() *Tool {
 	const name = "list_observations"
 	return &Tool{
 		Name: name,
-		Description: "Your observations of one session, oldest first: each signed by the server (Ed25519 over its " +
-			"BLAKE3 body hash) and chained to the one before. Filter by since (RFC 3339) and provider; limit " +
-			"default 50, at most 500, and a page stops before about 60 KB (next_cursor resumes). Only the agent " +
-			"that was observed sees them. Off unless CORECRUXD_OBSERVE is on.",
+		Description: "Your observations of one session (what your host reported), oldest first, each signed and " +
+			"chained to the one before; filter by since and provider, resume with next_cursor. Off unless " +
+			feature.EnvObserve + " is on.",
 		Annotations: Annotations{Title: "List observations", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{session_id, count, observations: [{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, " +
 			"payload, prev_hash, receipt: {alg, signed_by, body_hash, signature}}], next_cursor?, truncated}",
 		schema: schemaFor(name),
+		out:    outputOf[ListObservationsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listObservationsArgs) (*Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "provider", in.Provider); err != nil {
 				return nil, err
@@ -235,8 +237,8 @@ func listObservations() *Tool {
 			if in.Limit != nil {
 				limit = *in.Limit
 			}
-			out := &observationsOut{SessionID: in.SessionID, Observations: []*store.SessionObservation{}}
-			rc := newRowCap(limit, &observationsOut{SessionID: in.SessionID, Observations: []*store.SessionObservation{},
+			out := &ListObservationsOutput{SessionID: in.SessionID, Observations: []*store.SessionObservation{}}
+			rc := newRowCap(limit, &ListObservationsOutput{SessionID: in.SessionID, Observations: []*store.SessionObservation{},
 				NextCursor: strconv.FormatUint(1<<63, 10), Truncated: true})
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				return store.SessionObservations(tx, c.TenantID(), c.Identity(), in.SessionID, func(o *store.SessionObservation) error {
@@ -290,16 +292,20 @@ func readObservation(ctx context.Context, env *Env, c Caller, tool string, in *o
 	return o, nil, nil
 }
 
+// GetObservationOutput is what get_observation returns: the observation
+// as stored, with its signature.
+type GetObservationOutput = store.SessionObservation
+
 func getObservation() *Tool {
 	const name = "get_observation"
 	return &Tool{
-		Name: name,
-		Description: "One of your observations of a session, with its signature; a text answer when there is " +
-			"none. Off unless CORECRUXD_OBSERVE is on.",
+		Name:        name,
+		Description: "One of your observations of a session, with its signature. Off unless " + feature.EnvObserve + " is on.",
 		Annotations: Annotations{Title: "Get observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, payload, prev_hash, " +
 			"receipt: {alg, signed_by, body_hash, signature}}; none: isError, observation not found",
 		schema: schemaFor(name),
+		out:    outputOf[GetObservationOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *observationArgs) (*Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
@@ -314,12 +320,13 @@ func verifyObservation() *Tool {
 	const name = "verify_observation"
 	return &Tool{
 		Name: name,
-		Description: "Re-verify one of your observations: its canonical body is rebuilt from the record, its " +
-			"BLAKE3 hash compared with the one signed, and the Ed25519 signature checked with the server's " +
-			"keyring. ok is true only when both hold; reason says what failed. Off unless CORECRUXD_OBSERVE is on.",
+		Description: "Re-verify one of your observations: its body rebuilt, its BLAKE3 hash compared, its Ed25519 " +
+			"signature checked; ok only when both hold, reason says what failed. Off unless " + feature.EnvObserve +
+			" is on.",
 		Annotations: Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",
 		schema:      schemaFor(name),
+		out:         outputOf[VerifyObservationOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *observationArgs) (*Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
@@ -330,8 +337,8 @@ func verifyObservation() *Tool {
 	}
 }
 
-// observationCheck is the answer of verify_observation.
-type observationCheck struct {
+// VerifyObservationOutput is the answer of verify_observation.
+type VerifyObservationOutput struct {
 	ObservationID  string `json:"observation_id"`
 	OK             bool   `json:"ok"`
 	HashMatch      bool   `json:"hash_match"`
@@ -343,8 +350,8 @@ type observationCheck struct {
 
 // checkObservationSignature rebuilds o's body and checks its hash and
 // signature with kr.
-func checkObservationSignature(o *store.SessionObservation, kr *receipts.Keyring) observationCheck {
-	out := observationCheck{ObservationID: o.ObservationID, ReceiptHash: o.Receipt.BodyHash}
+func checkObservationSignature(o *store.SessionObservation, kr *receipts.Keyring) VerifyObservationOutput {
+	out := VerifyObservationOutput{ObservationID: o.ObservationID, ReceiptHash: o.Receipt.BodyHash}
 	body, sum, err := canonical(o)
 	if err != nil {
 		out.Reason = err.Error()

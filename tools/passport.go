@@ -15,16 +15,27 @@ type issuePassportArgs struct {
 	SponsorID string `json:"sponsor_id,omitempty"`
 }
 
+// IssuePassportOutput is what issue_passport returns: the passport, and
+// whether this call created it.
+type IssuePassportOutput struct {
+	Created        bool   `json:"created"`
+	IssuedAt       string `json:"issued_at"`
+	PrincipalID    string `json:"principal_id"`
+	ReceiptCount   uint64 `json:"receipt_count"`
+	ReputationTier string `json:"reputation_tier"`
+	SponsorID      string `json:"sponsor_id"`
+}
+
 func issuePassport() *Tool {
 	const name = "issue_passport"
 	return &Tool{
 		Name: name,
-		Description: "Issue your passport: the identity record your tier and revocation hang on. Needs an " +
-			"authenticated caller. Idempotent: an existing passport is returned unchanged. A new passport starts " +
-			"unverified with no receipts. Hosted tier unless agent passports are enabled (CORECRUXD_AGENT_PASSPORTS).",
+		Description: "Issue your passport, the identity record your tier and revocation hang on; an existing one is " +
+			"returned unchanged. Needs an identity. Hosted tier unless " + feature.EnvAgentPassports + " is on.",
 		Annotations: Annotations{Title: "Issue passport", IdempotentHint: true},
 		Output:      "{principal_id, reputation_tier, receipt_count, sponsor_id, issued_at, created}",
 		schema:      schemaFor(name),
+		out:         outputOf[IssuePassportOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *issuePassportArgs) (*Result, error) {
 			id := c.Identity()
 			if id == "" {
@@ -46,9 +57,9 @@ func issuePassport() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"principal_id": p.PrincipalID, "reputation_tier": p.Tier, "receipt_count": p.ReceiptCount,
-				"sponsor_id": p.SponsorID, "issued_at": p.IssuedAt.Format(time.RFC3339Nano), "created": created,
+			return jsonResult(IssuePassportOutput{
+				PrincipalID: p.PrincipalID, ReputationTier: p.Tier, ReceiptCount: p.ReceiptCount,
+				SponsorID: p.SponsorID, IssuedAt: p.IssuedAt.Format(time.RFC3339Nano), Created: created,
 			})
 		}),
 	}
@@ -68,23 +79,39 @@ func earnedTier(tx store.Tx, tenant, id string) (string, uint64, error) {
 	return store.TierFor(n), n, nil
 }
 
-// passportView is a passport as get_passport shows it.
-func passportView(p *store.Passport) map[string]any {
-	out := map[string]any{
-		"principal_id": p.PrincipalID, "tenant_id": p.Tenant, "reputation_tier": p.Tier, "receipt_count": p.ReceiptCount,
-		"sponsor_id": p.SponsorID, "issued_at": p.IssuedAt.UTC().Format(time.RFC3339Nano), "passport_hash": p.Hash(),
-		"revoked": p.Revoked(),
+// GetPassportOutput is a passport as get_passport shows it. The revoked_*
+// fields are set for a revoked passport, forked_from for one a split
+// made, the retired_* fields for one a merge retired.
+type GetPassportOutput struct {
+	ForkedFrom     string `json:"forked_from,omitempty"`
+	IssuedAt       string `json:"issued_at"`
+	PassportHash   string `json:"passport_hash"`
+	PrincipalID    string `json:"principal_id"`
+	ReceiptCount   uint64 `json:"receipt_count"`
+	ReputationTier string `json:"reputation_tier"`
+	RetiredAt      string `json:"retired_at,omitempty"`
+	RetiredInto    string `json:"retired_into,omitempty"`
+	Revoked        bool   `json:"revoked"`
+	RevokedAt      string `json:"revoked_at,omitempty"`
+	RevokedBy      string `json:"revoked_by,omitempty"`
+	SponsorID      string `json:"sponsor_id"`
+	TenantID       string `json:"tenant_id"`
+}
+
+// passportView is p as get_passport shows it.
+func passportView(p *store.Passport) GetPassportOutput {
+	out := GetPassportOutput{
+		PrincipalID: p.PrincipalID, TenantID: p.Tenant, ReputationTier: p.Tier, ReceiptCount: p.ReceiptCount,
+		SponsorID: p.SponsorID, IssuedAt: p.IssuedAt.UTC().Format(time.RFC3339Nano), PassportHash: p.Hash(),
+		Revoked: p.Revoked(), ForkedFrom: p.ForkedFrom,
 	}
 	if p.Revoked() {
-		out["revoked_at"] = p.RevokedAt.UTC().Format(time.RFC3339Nano)
-		out["revoked_by"] = p.RevokedBy
-	}
-	if p.ForkedFrom != "" {
-		out["forked_from"] = p.ForkedFrom
+		out.RevokedAt = p.RevokedAt.UTC().Format(time.RFC3339Nano)
+		out.RevokedBy = p.RevokedBy
 	}
 	if p.Retired() {
-		out["retired_at"] = p.RetiredAt.UTC().Format(time.RFC3339Nano)
-		out["retired_into"] = p.RetiredInto
+		out.RetiredAt = p.RetiredAt.UTC().Format(time.RFC3339Nano)
+		out.RetiredInto = p.RetiredInto
 	}
 	return out
 }
@@ -97,14 +124,13 @@ func getPassport() *Tool {
 	const name = "get_passport"
 	return &Tool{
 		Name: name,
-		Description: "Your passport: tier, receipt count, sponsor, issue time, identity hash and whether it is " +
-			"revoked. The tier follows the receipts that name you (refusals excepted): basic at 10, established " +
-			"at 100, trusted at 500, elite at 2000; reaching one upgrades the record (crux's own bookkeeping; " +
-			"tiers never go down). Needs an authenticated caller with a passport (issue_passport). A revoked " +
-			"passport may still call it.",
+		Description: "Your passport: tier, receipt count, sponsor, issue time, identity hash, revoked or not. The tier " +
+			"follows the receipts that name you (basic 10, established 100, trusted 500, elite 2000) and never " +
+			"goes down. Needs a passport (issue_passport); a revoked one may still call it.",
 		Annotations: Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
 		schema:      schemaFor(name),
+		out:         outputOf[GetPassportOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
 			id, tenant := c.Identity(), c.TenantID()
 			if id == "" {
@@ -167,13 +193,13 @@ func requestPassportMint() *Tool {
 	const name = "request_passport_mint"
 	return &Tool{
 		Name: name,
-		Description: "Ask an operator to mint you a passport of another category (personal, work or public; by " +
-			"default your passport's own, else personal). It mints nothing: it files one pending request, " +
-			"with a signed receipt; while it is pending, asking again returns it unchanged. Needs an " +
-			"authenticated caller. Exists only with CORECRUXD_FEATURE_PASSPORT_MINT_REQUESTS on.",
+		Description: "Ask an operator to mint you a passport of another category (personal, work or public). It " +
+			"mints nothing: it files one pending request with a signed receipt (asking again returns it). Needs " +
+			"an identity. Exists only with " + feature.EnvPassportMintRequests + " on.",
 		Annotations: Annotations{Title: "Request passport mint", IdempotentHint: true},
 		Output:      "{request_id, requester_id, requested_category, status, receipt_id, requested_at, already_pending}",
 		schema:      schemaFor(name),
+		out:         outputOf[RequestPassportMintOutput](),
 		present:     func(f *feature.Flags) bool { return f.PassportMintRequests },
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *mintRequestArgs) (*Result, error) {
 			if len(in.Reason) > maxPassportReason {
@@ -219,13 +245,36 @@ func requestPassportMint() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"request_id": req.RequestID, "requester_id": req.RequesterID, "requested_category": req.RequestedCategory,
-				"status": req.Status, "receipt_id": req.ReceiptID, "requested_at": req.RequestedAt.Format(time.RFC3339Nano),
-				"already_pending": pending,
+			return jsonResult(RequestPassportMintOutput{
+				RequestID: req.RequestID, RequesterID: req.RequesterID, RequestedCategory: req.RequestedCategory,
+				Status: req.Status, ReceiptID: req.ReceiptID, RequestedAt: req.RequestedAt.Format(time.RFC3339Nano),
+				AlreadyPending: pending,
 			})
 		}),
 	}
+}
+
+// RequestPassportMintOutput is what request_passport_mint returns: the
+// pending request, and whether it was pending already.
+type RequestPassportMintOutput struct {
+	AlreadyPending    bool   `json:"already_pending"`
+	ReceiptID         string `json:"receipt_id"`
+	RequestID         string `json:"request_id"`
+	RequestedAt       string `json:"requested_at"`
+	RequestedCategory string `json:"requested_category"`
+	RequesterID       string `json:"requester_id"`
+	Status            string `json:"status"`
+}
+
+// RevokePassportOutput is what revoke_passport returns: revoked names the
+// passport revoked.
+type RevokePassportOutput struct {
+	Reason          string `json:"reason"`
+	ReceiptID       string `json:"receipt_id"`
+	Revoked         string `json:"revoked"`
+	RevokedAt       string `json:"revoked_at"`
+	RevokerPassport string `json:"revoker_passport"`
+	TenantID        string `json:"tenant_id"`
 }
 
 type revokePassportArgs struct {
@@ -237,13 +286,13 @@ func revokePassport() *Tool {
 	const name = "revoke_passport"
 	return &Tool{
 		Name: name,
-		Description: "Revoke a passport (yours by default): terminal, it is never un-revoked. Allowed to the " +
-			"passport itself, its sponsor, or an elite-tier operator; records who revoked it and why, with a " +
-			"signed receipt. With CRUX_PASSPORT_REVOCATION on, a revoked passport may then call only " +
-			"get_passport and get_agent_identity.",
-		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true},
+		Description: "Revoke a passport (yours by default), for good: allowed to the passport itself, its sponsor or an " +
+			"elite operator, with a signed receipt. With " + feature.EnvPassportRevocation + " on, a revoked " +
+			"passport may then call only get_passport and get_agent_identity.",
+		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
 		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[RevokePassportOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *revokePassportArgs) (*Result, error) {
 			if err := checkNames(name, "target_passport", in.TargetPassport); err != nil {
 				return nil, err
@@ -310,9 +359,9 @@ func revokePassport() *Tool {
 			if refusal != "" {
 				return errorResult("%s", refusal), nil
 			}
-			return jsonResult(map[string]any{
-				"revoked": target, "revoker_passport": caller, "reason": in.Reason, "receipt_id": receiptID,
-				"revoked_at": now.Format(time.RFC3339Nano), "tenant_id": tenant,
+			return jsonResult(RevokePassportOutput{
+				Revoked: target, RevokerPassport: caller, Reason: in.Reason, ReceiptID: receiptID,
+				RevokedAt: now.Format(time.RFC3339Nano), TenantID: tenant,
 			})
 		}),
 	}

@@ -35,8 +35,8 @@ import (
 //     contract's daemon_loopback_configured and data_dir_configured are left
 //     out and a note says why.
 
-// routeAccess is one route of a crux transport and what it requires.
-type routeAccess struct {
+// RouteAccess is one route of a crux transport and what it requires.
+type RouteAccess struct {
 	Transport        string   `json:"transport"`
 	Route            string   `json:"route"`
 	RequiredAnyScope []string `json:"required_any_scope"`
@@ -58,12 +58,28 @@ func routeAccessMatrix() *Tool {
 		Annotations: Annotations{Title: "Route access matrix", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{routes: [{transport, route, required_any_scope: [string], enforced, passport_binding, tenant_binding, notes}], enforcing}",
 		schema:      schemaFor(name),
+		out:         outputOf[RouteAccessMatrixOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
 			enforcing := env.Router != nil
-			routes := transportRoutes(c, enforcing)
-			return jsonResult(map[string]any{"routes": routes, "enforcing": enforcing})
+			return jsonResult(RouteAccessMatrixOutput{Enforcing: enforcing, Routes: transportRoutes(c, enforcing)})
 		}),
 	}
+}
+
+// RouteAccessMatrixOutput is what route_access_matrix returns.
+type RouteAccessMatrixOutput struct {
+	Enforcing bool          `json:"enforcing"`
+	Routes    []RouteAccess `json:"routes"`
+}
+
+// ExecplanGateOutput is what execplan_gate returns: the gate fact written.
+type ExecplanGateOutput struct {
+	CommitSHA string `json:"commit_sha"`
+	Entity    string `json:"entity"`
+	FactID    string `json:"fact_id"`
+	Key       string `json:"key"`
+	Status    string `json:"status"`
+	Version   uint32 `json:"version"`
 }
 
 type execplanGateArgs struct {
@@ -104,14 +120,13 @@ func execplanGate() *Tool {
 	const name = "execplan_gate"
 	return &Tool{
 		Name: name,
-		Description: "Record a milestone gate of an execution plan as a fact under entity execplan:<slug>, key " +
-			"gate:<milestone> (milestone M2 or gate:M2; slug without the execplan: prefix). Recording the same " +
-			"milestone again makes a new version that supersedes the previous one (fact_history keeps both). The " +
-			"value is the gate record as JSON; the horizon is medium (the execplan: default). commit_sha is 7 to 64 " +
-			"hex digits; token_budget (required, > 0) is recorded with the gate; the answer is never trimmed.",
+		Description: "Record a milestone gate of an execution plan as a fact under execplan:<slug>, key " +
+			"gate:<milestone> (milestone M2 or gate:M2); recording it again writes a new version (fact_history " +
+			"keeps both). commit_sha is 7 to 64 hex digits.",
 		Annotations: Annotations{Title: "ExecPlan gate"},
 		Output:      "{fact_id, entity, key, version, commit_sha, status}",
 		schema:      schemaFor(name),
+		out:         outputOf[ExecplanGateOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *execplanGateArgs) (*Result, error) {
 			slug := strings.TrimSpace(in.Slug)
 			switch {
@@ -159,23 +174,23 @@ func execplanGate() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{
-				"fact_id": f.ID, "entity": f.Entity, "key": f.Key, "version": f.Version,
-				"commit_sha": rec.CommitSHA, "status": rec.Status,
+			return jsonResult(ExecplanGateOutput{
+				FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
+				CommitSHA: rec.CommitSHA, Status: rec.Status,
 			})
 		}),
 	}
 }
 
-// authPosture is what auth_posture_audit reports.
-type authPosture struct {
+// AuthPostureAuditOutput is what auth_posture_audit reports.
+type AuthPostureAuditOutput struct {
 	Schema                     string     `json:"schema"`
 	CheckedAt                  string     `json:"checked_at"`
 	MCPAgent                   string     `json:"mcp_agent"`
 	Authenticated              bool       `json:"authenticated"`
 	Tenant                     string     `json:"tenant"`
 	RCXRouterConfigured        bool       `json:"rcx_router_configured"`
-	Token                      *tokenInfo `json:"token,omitempty"`
+	Token                      *TokenInfo `json:"token,omitempty"`
 	AgentPassportsEnabled      bool       `json:"agent_passports_enabled"`
 	PassportRevocationEnforced bool       `json:"passport_revocation_enforced"`
 	ReceiptSignerKeyID         string     `json:"receipt_signer_key_id"`
@@ -183,8 +198,8 @@ type authPosture struct {
 	RecommendedChecks          []string   `json:"recommended_checks"`
 }
 
-// tokenInfo names the capability token a server enforces.
-type tokenInfo struct {
+// TokenInfo names the capability token a server enforces.
+type TokenInfo struct {
 	ID   string `json:"id"`
 	Tier string `json:"tier"`
 }
@@ -193,18 +208,17 @@ func authPostureAudit() *Tool {
 	const name = "auth_posture_audit"
 	return &Tool{
 		Name: name,
-		Description: "How this server authenticates and authorises calls, truthfully: the calling agent and whether " +
-			"the transport authenticated it, whether a capability token is enforced (an RCX router; without one " +
-			"every call is allowed), agent passports (CORECRUXD_AGENT_PASSPORTS), passport revocation " +
-			"(CRUX_PASSPORT_REVOCATION) and the key that signs receipts, with recommended checks. crux has no daemon " +
-			"and does not know its data directory, so it reports neither.",
+		Description: "How this server authenticates and authorises calls, truthfully: the caller and whether it is " +
+			"authenticated, whether a capability token is enforced (without one every call is allowed), agent " +
+			"passports, revocation, the key that signs receipts, with checks to make.",
 		Annotations: Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +
 			"recommended_checks: [string]}",
 		schema: schemaFor(name),
+		out:    outputOf[AuthPostureAuditOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
-			p := authPosture{
+			p := AuthPostureAuditOutput{
 				Schema: "crux.auth_posture_audit.v1", CheckedAt: env.now().Format(time.RFC3339Nano),
 				MCPAgent: c.Name(), Authenticated: c.Identity() != "", Tenant: c.TenantID(),
 				RCXRouterConfigured: env.Router != nil, AgentPassportsEnabled: env.Flags.AgentPassports,
@@ -221,7 +235,7 @@ func authPostureAudit() *Tool {
 			}
 			if env.Router != nil {
 				info := env.Router.Info()
-				p.Token = &tokenInfo{ID: info.TokenID, Tier: info.Tier}
+				p.Token = &TokenInfo{ID: info.TokenID, Tier: info.Tier}
 				p.Notes = append(p.Notes, "calls are checked against capability token "+info.TokenID+" (tier "+info.Tier+")")
 			} else {
 				p.Notes = append(p.Notes, "no RCX router: every call is allowed (fail-open)")

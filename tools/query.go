@@ -84,17 +84,18 @@ func crcOn(contract string) bool {
 	return true
 }
 
-// crcFields is the contract and kind an answer carries.
-type crcFields struct {
+// ContractFields are the contract and kind an answer carries when the
+// call asked for an output contract (see the contract argument).
+type ContractFields struct {
 	Contract string `json:"contract,omitempty"`
 	Kind     string `json:"kind,omitempty"`
 }
 
-func newCRC(contract, kind string) crcFields {
+func newCRC(contract, kind string) ContractFields {
 	if !crcOn(contract) {
-		return crcFields{}
+		return ContractFields{}
 	}
-	return crcFields{Contract: crcV1, Kind: kind}
+	return ContractFields{Contract: crcV1, Kind: kind}
 }
 
 // tenantFor checks that c may use the index of tenant: a caller of the
@@ -193,8 +194,8 @@ type queryArgs struct {
 	Contract    string   `json:"contract,omitempty"`
 }
 
-// queryRow is one result of query.
-type queryRow struct {
+// QueryRow is one result of query.
+type QueryRow struct {
 	ResultID     string   `json:"result_id"`
 	Rank         int      `json:"rank"`
 	DocID        string   `json:"doc_id"`
@@ -208,8 +209,8 @@ type queryRow struct {
 	Snippet      string   `json:"snippet"`
 }
 
-// linkedFact is a fact of the entity-graph lane.
-type linkedFact struct {
+// LinkedFact is a fact of the entity-graph lane.
+type LinkedFact struct {
 	FactID    string `json:"fact_id"`
 	Entity    string `json:"entity"`
 	Key       string `json:"key"`
@@ -217,28 +218,31 @@ type linkedFact struct {
 	Truncated bool   `json:"value_truncated,omitempty"`
 }
 
-type coverage struct {
+// QueryCoverage says how much of a query the index knows.
+type QueryCoverage struct {
 	Score      float64  `json:"score"` // share of the query's terms the index holds
 	Gaps       []string `json:"gaps"`  // the query's words whose terms it does not
 	BelowFloor int      `json:"below_floor"`
 }
 
-type queryMeta struct {
+// QueryMeta describes how a query ran.
+type QueryMeta struct {
 	Backend          string `json:"backend"`
 	TookMS           int64  `json:"took_ms"` // whole milliseconds
 	SegmentsSearched int    `json:"segments_searched"`
 }
 
-type queryOut struct {
-	crcFields
-	Results         []queryRow   `json:"results"`
-	Count           int          `json:"count"`
-	TotalCandidates int          `json:"total_candidates"`
-	Coverage        coverage     `json:"coverage"`
-	Facts           []linkedFact `json:"facts"`
-	TokensReturned  int          `json:"tokens_returned"` // token_count of the results, summed
-	BudgetTruncated bool         `json:"budget_truncated"`
-	Meta            queryMeta    `json:"meta"`
+// QueryOutput is what query returns.
+type QueryOutput struct {
+	ContractFields
+	Results         []QueryRow    `json:"results"`
+	Count           int           `json:"count"`
+	TotalCandidates int           `json:"total_candidates"`
+	Coverage        QueryCoverage `json:"coverage"`
+	Facts           []LinkedFact  `json:"facts"`
+	TokensReturned  int           `json:"tokens_returned"` // token_count of the results, summed
+	BudgetTruncated bool          `json:"budget_truncated"`
+	Meta            QueryMeta     `json:"meta"`
 }
 
 // fused is a segment on its way through fusion.
@@ -254,18 +258,16 @@ func query() *Tool {
 	const name = "query"
 	return &Tool{
 		Name: name,
-		Description: "Search the documents ingested into a tenant (crux ingest): BM25 over their segments fused with " +
-			"an entity-graph lane (segments mentioning the entities of facts that match the query). Results are " +
-			"segments, best first, each with its result_id for query_expand, lanes, score (BM25) and a snippet; " +
-			"coverage says which query words the index does not know (gaps). limit (default 10, at most 100); " +
-			"min_score drops results whose BM25 score is below it (below_floor counts them); token_budget " +
-			"(default 8000) caps the results' token_count summed, the cost of expanding them. A query with low " +
-			"coverage is recorded as a gap of yours for get_gaps.",
-		Annotations: Annotations{Title: "Query documents"}, // not read-only: a low-coverage query records a gap
+		Description: "Search a tenant's ingested documents: BM25 fused with an entity-graph lane (segments naming the " +
+			"entities of matching facts). Results are segments with a result_id for query_expand, lanes, score " +
+			"and snippet; coverage lists the query words the index does not know. A low-coverage query is " +
+			"recorded for get_gaps.",
+		Annotations: Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
 			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +
 			"[{fact_id, entity, key, value}], tokens_returned, budget_truncated, meta{backend, took_ms, segments_searched}}",
 		schema: schemaFor(name),
+		out:    outputOf[QueryOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryArgs) (*Result, error) {
 			start := time.Now()
 			qt, limit, err := searchArgs(name, c, in.TenantID, "query", in.Query, in.Limit, queryLimit)
@@ -280,7 +282,7 @@ func query() *Tool {
 			}
 			terms := termStrings(qt) // the graph lane's keywords too, common words left out
 			now := env.now()
-			out := queryOut{crcFields: newCRC(in.Contract, crcKindSearch), Results: []queryRow{}, Facts: []linkedFact{}}
+			out := QueryOutput{ContractFields: newCRC(in.Contract, crcKindSearch), Results: []QueryRow{}, Facts: []LinkedFact{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				facts, lane, err := graphLane(tx, env, c, in.TenantID, terms, now)
 				if err != nil {
@@ -360,7 +362,7 @@ func query() *Tool {
 					if !b.take(seg.Tokens) {
 						break
 					}
-					out.Results = append(out.Results, queryRow{
+					out.Results = append(out.Results, QueryRow{
 						ResultID: resultID(seg), Rank: len(out.Results) + 1, DocID: seg.DocID, SegmentIndex: seg.Index,
 						Title: seg.Title, Score: round4(f.bm25), FusedScore: round4(f.score), Lanes: f.lanes,
 						Entities: f.entities, TokenCount: seg.Tokens, Snippet: snippet(seg.Text, qt),
@@ -401,8 +403,8 @@ func cmpDesc(a, b float64) int {
 
 // queryCoverage is the coverage of a query whose terms the index holds in
 // df[i] segments.
-func queryCoverage(qt []index.QueryTerm, df []int, belowFloor int) coverage {
-	cov := coverage{Gaps: []string{}, BelowFloor: belowFloor}
+func queryCoverage(qt []index.QueryTerm, df []int, belowFloor int) QueryCoverage {
+	cov := QueryCoverage{Gaps: []string{}, BelowFloor: belowFloor}
 	known := 0
 	for i, t := range qt {
 		if i < len(df) && df[i] > 0 {
@@ -427,7 +429,7 @@ type graphHit struct {
 // terms (as query_facts matches keywords), and the segments mentioning
 // their entities, ranked: by the entity's place (the best fact first),
 // then by the BM25 of its name.
-func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, now time.Time) ([]linkedFact, []graphHit, error) {
+func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, now time.Time) ([]LinkedFact, []graphHit, error) {
 	if len(words) == 0 {
 		return nil, nil, nil
 	}
@@ -436,14 +438,14 @@ func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, n
 	if err != nil {
 		return nil, nil, err
 	}
-	var facts []linkedFact
+	var facts []LinkedFact
 	var entities []string
 	for _, r := range res.Facts {
 		if store.IsReserved(r.Entity) {
 			continue
 		}
 		v, cut := cutText(r.Value, maxLinkedFactValue)
-		facts = append(facts, linkedFact{FactID: r.ID, Entity: r.Entity, Key: r.Key, Value: v, Truncated: cut})
+		facts = append(facts, LinkedFact{FactID: r.ID, Entity: r.Entity, Key: r.Key, Value: v, Truncated: cut})
 		if !slices.Contains(entities, r.Entity) && len(entities) < graphEntities {
 			entities = append(entities, r.Entity)
 		}
@@ -601,7 +603,8 @@ type queryScanArgs struct {
 	Contract    string `json:"contract,omitempty"`
 }
 
-type scanRow struct {
+// ScanRow is one result of query_scan: metadata only.
+type ScanRow struct {
 	ResultID     string  `json:"result_id"`
 	Rank         int     `json:"rank"`
 	DocID        string  `json:"doc_id"`
@@ -610,32 +613,34 @@ type scanRow struct {
 	TokenCount   int     `json:"token_count"`
 }
 
-type scanMeta struct {
+// ScanMeta describes how a query_scan ran.
+type ScanMeta struct {
 	TookMS           int64 `json:"took_ms"` // whole milliseconds
 	SegmentsSearched int   `json:"segments_searched"`
 }
 
-type queryScanOut struct {
-	crcFields
-	Results         []scanRow `json:"results"`
+// QueryScanOutput is what query_scan returns.
+type QueryScanOutput struct {
+	ContractFields
+	Results         []ScanRow `json:"results"`
 	Count           int       `json:"count"`
 	TotalCandidates int       `json:"total_candidates"`
 	TokensReturned  int       `json:"tokens_returned"` // the rows' own tokens (JSON bytes / 4)
 	BudgetTruncated bool      `json:"budget_truncated"`
-	Meta            scanMeta  `json:"meta"`
+	Meta            ScanMeta  `json:"meta"`
 }
 
 func queryScan() *Tool {
 	const name = "query_scan"
 	return &Tool{
 		Name: name,
-		Description: "Rank a tenant's document segments by BM25 for a query and return metadata only (result_id, " +
-			"doc_id, score, token_count), no content: use it to decide what to pass to query_expand. limit " +
-			"(default 20, at most 200); token_budget (default 4000) caps the rows' own size.",
+		Description: "Rank a tenant's document segments by BM25 for a query, metadata only (result_id, doc_id, score, " +
+			"token_count): choose what to pass to query_expand.",
 		Annotations: Annotations{Title: "Scan documents", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, score, token_count}], count, " +
 			"total_candidates, tokens_returned, budget_truncated, meta{took_ms, segments_searched}}",
 		schema: schemaFor(name),
+		out:    outputOf[QueryScanOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryScanArgs) (*Result, error) {
 			start := time.Now()
 			qt, limit, err := searchArgs(name, c, in.TenantID, "query", in.Query, in.Limit, scanLimit)
@@ -643,7 +648,7 @@ func queryScan() *Tool {
 				return nil, err
 			}
 			b := budgetOf(in.TokenBudget, scanBudget)
-			out := queryScanOut{crcFields: newCRC(in.Contract, crcKindSearch), Results: []scanRow{}}
+			out := QueryScanOutput{ContractFields: newCRC(in.Contract, crcKindSearch), Results: []ScanRow{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt), Limit: limit})
 				if err != nil {
@@ -658,7 +663,7 @@ func queryScan() *Tool {
 					if err != nil {
 						return err
 					}
-					row := scanRow{ResultID: resultID(seg), Rank: len(out.Results) + 1, DocID: seg.DocID,
+					row := ScanRow{ResultID: resultID(seg), Rank: len(out.Results) + 1, DocID: seg.DocID,
 						SegmentIndex: seg.Index, Score: round4(h.Score), TokenCount: seg.Tokens}
 					if !b.take(rowTokens(row)) {
 						break
@@ -687,7 +692,8 @@ type queryExpandArgs struct {
 	Contract    string   `json:"contract,omitempty"`
 }
 
-type expandRow struct {
+// ExpandRow is one result of query_expand, with its content.
+type ExpandRow struct {
 	ResultID     string `json:"result_id"`
 	DocID        string `json:"doc_id"`
 	SegmentIndex int    `json:"segment_index"`
@@ -696,9 +702,10 @@ type expandRow struct {
 	TokenCount   int    `json:"token_count"`
 }
 
-type queryExpandOut struct {
-	crcFields
-	Results         []expandRow `json:"results"`
+// QueryExpandOutput is what query_expand returns.
+type QueryExpandOutput struct {
+	ContractFields
+	Results         []ExpandRow `json:"results"`
 	Count           int         `json:"count"`
 	TokensReturned  int         `json:"tokens_returned"` // token_count of the results, summed
 	BudgetTruncated bool        `json:"budget_truncated"`
@@ -710,14 +717,14 @@ func queryExpand() *Tool {
 	const name = "query_expand"
 	return &Tool{
 		Name: name,
-		Description: "Return the full text of result ids from query or query_scan (\"<segment_index>:<doc_id>\"), in " +
-			"the order given, at most 50. An id that is malformed or not in the tenant is an error naming it. " +
-			"token_budget (default 8000) caps the contents' tokens summed: the first result always comes back, and " +
-			"omitted lists the ids it left out.",
+		Description: "The full text of result ids from query or query_scan (<segment_index>:<doc_id>), in the order " +
+			"given. A malformed or unknown id is an error naming it; past token_budget, omitted lists the ids " +
+			"left out (the first always comes back).",
 		Annotations: Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, doc_id, segment_index, title?, content, token_count}], count, " +
 			"tokens_returned, budget_truncated, omitted?}",
 		schema: schemaFor(name),
+		out:    outputOf[QueryExpandOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryExpandArgs) (*Result, error) {
 			if err := tenantFor(name, c, in.TenantID); err != nil {
 				return nil, err
@@ -735,7 +742,7 @@ func queryExpand() *Tool {
 				refs[i] = ref{n, doc}
 			}
 			b := budgetOf(in.TokenBudget, expandBudget)
-			out := queryExpandOut{crcFields: newCRC(in.Contract, crcKindAddr), Results: []expandRow{}}
+			out := QueryExpandOutput{ContractFields: newCRC(in.Contract, crcKindAddr), Results: []ExpandRow{}}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				for i, r := range refs {
 					seg, err := store.DocumentSegment(tx, in.TenantID, r.doc, r.i)
@@ -749,7 +756,7 @@ func queryExpand() *Tool {
 						out.Omitted = append(out.Omitted, in.ResultIDs[i])
 						continue
 					}
-					out.Results = append(out.Results, expandRow{ResultID: in.ResultIDs[i], DocID: seg.DocID,
+					out.Results = append(out.Results, ExpandRow{ResultID: in.ResultIDs[i], DocID: seg.DocID,
 						SegmentIndex: seg.Index, Title: seg.Title, Content: seg.Text, TokenCount: seg.Tokens})
 				}
 				return nil

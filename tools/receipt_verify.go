@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -15,26 +16,27 @@ type receiptVerifyArgs struct {
 	TenantID  string `json:"tenant_id,omitempty"`
 }
 
-// chainSegment is what receipt_verify reports of the receipt's place in
+// ChainSegment is what receipt_verify reports of the receipt's place in
 // its tenant's chain: the receipts just before and after it, and whether
 // they link.
-type chainSegment struct {
-	FromSeq      uint64         `json:"from_seq"`
-	ToSeq        uint64         `json:"to_seq"`
-	Linked       bool           `json:"linked"`
-	ErrorCode    receipts.Code  `json:"error_code,omitempty"`
-	ErrorMessage string         `json:"error_message,omitempty"`
-	Receipts     []segmentEntry `json:"receipts"`
+type ChainSegment struct {
+	FromSeq      uint64        `json:"from_seq"`
+	ToSeq        uint64        `json:"to_seq"`
+	Linked       bool          `json:"linked"`
+	ErrorCode    receipts.Code `json:"error_code,omitempty"`
+	ErrorMessage string        `json:"error_message,omitempty"`
+	Receipts     []ChainEntry  `json:"receipts"`
 }
 
-type segmentEntry struct {
+// ChainEntry is one receipt of a ChainSegment.
+type ChainEntry struct {
 	ReceiptID string `json:"receipt_id"`
 	Seq       uint64 `json:"seq"`
 	Kind      string `json:"kind"`
 }
 
-// receiptVerifyOut is the answer of receipt_verify.
-type receiptVerifyOut struct {
+// ReceiptVerifyOutput is the answer of receipt_verify.
+type ReceiptVerifyOutput struct {
 	ReceiptID      string           `json:"receipt_id"`
 	TenantID       string           `json:"tenant_id"`
 	FeatureEnabled bool             `json:"feature_enabled"`
@@ -43,31 +45,29 @@ type receiptVerifyOut struct {
 	Errors         []string         `json:"errors"`
 	HTTPStatus     int              `json:"http_status"`
 	Report         *receipts.Report `json:"report,omitempty"`
-	Chain          *chainSegment    `json:"chain,omitempty"`
+	Chain          *ChainSegment    `json:"chain,omitempty"`
 }
 
 func receiptVerify() *Tool {
 	const name = "receipt_verify"
 	return &Tool{
 		Name: name,
-		Description: "Verify a stored receipt as crux verify receipt does, offline: its body hash, its Ed25519 " +
-			"signature with this server's keyring, its header, and its links to the receipts just before and " +
-			"after it in the tenant's chain. Only the passport the receipt names (its signer_passport) or an " +
-			"operator (trusted tier or above) may verify it; others get -32003. tenant_id defaults to yours; " +
-			"another tenant's is -32003. Errors name codes such as RECEIPT_NOT_FOUND, BODY_HASH_MISMATCH, " +
-			"SIG_INVALID or CHAIN_PREV_HASH_MISMATCH. With CORECRUXD_FEATURE_RECEIPT_VERIFY off (the default) " +
-			"it verifies nothing and says FEATURE_DISABLED.",
+		Description: "Verify a stored receipt offline, as crux verify receipt does: body hash, signature, header, and " +
+			"its links to its neighbours in the tenant's chain. Only the passport it names or an operator (trusted " +
+			"tier or above) may (else -32003). Needs " + feature.EnvReceiptVerify + " on; off, it verifies " +
+			"nothing and says FEATURE_DISABLED.",
 		Annotations: Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{receipt_id, tenant_id, feature_enabled, verified, signer_passport, errors: [string], http_status, " +
 			"report?{schema, receipt_id, tenant_id, kind, payload_hash, signature{alg, key_id}, integrity, signature_valid, " +
 			"pubkey_fingerprint, error_code, error_message?, verified_at}, chain?{from_seq, to_seq, linked, error_code?, " +
 			"error_message?, receipts: [{receipt_id, seq, kind}]}}",
 		schema: schemaFor(name),
+		out:    outputOf[ReceiptVerifyOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *receiptVerifyArgs) (*Result, error) {
 			if err := checkNames(name, "receipt_id", in.ReceiptID, "tenant_id", in.TenantID); err != nil {
 				return nil, err
 			}
-			out := receiptVerifyOut{ReceiptID: in.ReceiptID, TenantID: in.TenantID, Errors: []string{}}
+			out := ReceiptVerifyOutput{ReceiptID: in.ReceiptID, TenantID: in.TenantID, Errors: []string{}}
 			if out.TenantID == "" {
 				out.TenantID = c.TenantID()
 			}
@@ -149,7 +149,7 @@ func receiptVerify() *Tool {
 
 // segmentAround checks r's links within its tenant's chain: from the
 // receipt before it (if any) to the one after it (if any).
-func segmentAround(tx store.Tx, r *receipts.Receipt) (*chainSegment, error) {
+func segmentAround(tx store.Tx, r *receipts.Receipt) (*ChainSegment, error) {
 	from := r.Seq
 	if from > 1 {
 		from--
@@ -162,7 +162,7 @@ func segmentAround(tx store.Tx, r *receipts.Receipt) (*chainSegment, error) {
 		}
 		return nil
 	})
-	seg := &chainSegment{FromSeq: from, ToSeq: r.Seq, Receipts: []segmentEntry{}}
+	seg := &ChainSegment{FromSeq: from, ToSeq: r.Seq, Receipts: []ChainEntry{}}
 	var cre *store.CorruptRecordError
 	if errors.As(err, &cre) {
 		seg.ErrorCode, seg.ErrorMessage = receipts.ChainRecordUnreadable, cre.Error()
@@ -172,7 +172,7 @@ func segmentAround(tx store.Tx, r *receipts.Receipt) (*chainSegment, error) {
 		return nil, err
 	}
 	for _, x := range rs {
-		seg.Receipts = append(seg.Receipts, segmentEntry{ReceiptID: x.ID, Seq: x.Seq, Kind: x.Kind})
+		seg.Receipts = append(seg.Receipts, ChainEntry{ReceiptID: x.ID, Seq: x.Seq, Kind: x.Kind})
 		seg.ToSeq = x.Seq
 	}
 	if !containsReceipt(rs, r.ID) {

@@ -42,7 +42,8 @@ type reuseCheckArgs struct {
 	MinScore    *float64 `json:"min_score,omitempty"`
 }
 
-type reuseRetrieval struct {
+// ReuseRetrieval is a document segment reuse_check found.
+type ReuseRetrieval struct {
 	ResultID        string  `json:"result_id"`
 	Rank            int     `json:"rank"`
 	DocID           string  `json:"doc_id"`
@@ -50,7 +51,8 @@ type reuseRetrieval struct {
 	DocLengthTokens int     `json:"doc_length_tokens"`
 }
 
-type reuseCapability struct {
+// ReuseCapability is a tool or stored feature reuse_check found.
+type ReuseCapability struct {
 	ID           string   `json:"id"`
 	Name         string   `json:"name"`
 	System       string   `json:"system"`
@@ -59,11 +61,12 @@ type reuseCapability struct {
 	OverlapTerms []string `json:"overlap_terms"`
 }
 
-type reuseCheckOut struct {
+// ReuseCheckOutput is what reuse_check returns.
+type ReuseCheckOutput struct {
 	Schema               string            `json:"schema"`
 	Verdict              string            `json:"verdict"`
-	RetrievalCandidates  []reuseRetrieval  `json:"retrieval_candidates"`
-	CapabilityCandidates []reuseCapability `json:"capability_candidates"`
+	RetrievalCandidates  []ReuseRetrieval  `json:"retrieval_candidates"`
+	CapabilityCandidates []ReuseCapability `json:"capability_candidates"`
 	Guidance             string            `json:"guidance"`
 }
 
@@ -71,17 +74,14 @@ func reuseCheck() *Tool {
 	const name = "reuse_check"
 	return &Tool{
 		Name: name,
-		Description: "Before building something, ask whether it already exists: pass a one-line description. " +
-			"Answers ranked candidates from the tenant's documents (BM25, as query_scan) and from the features " +
-			"lens (the tools this server serves, and features stored as facts under feature:<id> with keys name, " +
-			"system, maturity, files), each capability with the terms it shares with the description. limit " +
-			"(default 5, at most 20) per source; min_score is a BM25 floor for documents. verdict is " +
-			"reuse-candidate-found or nothing-found. Switched on by " + feature.EnvReuseCheck + " (off by default: " +
-			"-32030 CAPABILITY_DENIED).",
+		Description: "Before building something, ask whether it exists: pass a one-line description. Ranks the tenant's " +
+			"documents (BM25) and the features lens (the tools served here, facts under feature:<id>); verdict " +
+			"reuse-candidate-found or nothing-found. Needs " + feature.EnvReuseCheck + " on (else -32030).",
 		Annotations: Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, verdict: reuse-candidate-found|nothing-found, retrieval_candidates: [{result_id, rank, doc_id, " +
 			"score, doc_length_tokens}], capability_candidates: [{id, name, system, maturity, files, overlap_terms}], guidance}",
 		schema: schemaFor(name),
+		out:    outputOf[ReuseCheckOutput](),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvReuseCheck, func(f *feature.Flags) bool { return f.ReuseCheck }),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reuseCheckArgs) (*Result, error) {
 			qt, limit, err := searchArgs(name, c, in.TenantID, "description", in.Description, in.Limit, reuseLimit)
@@ -92,8 +92,8 @@ func reuseCheck() *Tool {
 			if in.MinScore != nil {
 				q.MinScore = *in.MinScore
 			}
-			out := reuseCheckOut{Schema: "crux.reuse_check.v1", RetrievalCandidates: []reuseRetrieval{},
-				CapabilityCandidates: []reuseCapability{}}
+			out := ReuseCheckOutput{Schema: "crux.reuse_check.v1", RetrievalCandidates: []ReuseRetrieval{},
+				CapabilityCandidates: []ReuseCapability{}}
 			var features []featureText
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				res, err := store.SearchDocuments(tx, q)
@@ -116,7 +116,7 @@ func reuseCheck() *Tool {
 						return err
 					}
 					tokens := d.Tokens
-					out.RetrievalCandidates = append(out.RetrievalCandidates, reuseRetrieval{ResultID: resultID(seg),
+					out.RetrievalCandidates = append(out.RetrievalCandidates, ReuseRetrieval{ResultID: resultID(seg),
 						Rank: len(out.RetrievalCandidates) + 1, DocID: seg.DocID, Score: round4(h.Score), DocLengthTokens: tokens})
 				}
 				features, err = featureFacts(tx, env, c, in.TenantID)
@@ -189,7 +189,7 @@ func featureFacts(tx store.Tx, env *Env, c Caller, tenant string) ([]featureText
 
 // capabilityCandidates ranks the served tools and the features by the
 // query terms they share, most first, then by id.
-func capabilityCandidates(env *Env, qt []index.QueryTerm, features []featureText, limit int) []reuseCapability {
+func capabilityCandidates(env *Env, qt []index.QueryTerm, features []featureText, limit int) []ReuseCapability {
 	need := 2
 	if len(qt) <= 2 {
 		need = 1
@@ -208,20 +208,20 @@ func capabilityCandidates(env *Env, qt []index.QueryTerm, features []featureText
 		}
 		return words
 	}
-	var cands []reuseCapability
+	var cands []ReuseCapability
 	for _, name := range env.Tools {
 		if o := overlap(name, env.descriptions[name]); len(o) >= need {
-			cands = append(cands, reuseCapability{ID: "tool:" + name, Name: name, System: "crux", Maturity: "served",
+			cands = append(cands, ReuseCapability{ID: "tool:" + name, Name: name, System: "crux", Maturity: "served",
 				Files: []string{}, OverlapTerms: o})
 		}
 	}
 	for _, f := range features {
 		if o := overlap(f.text...); len(o) >= need {
-			cands = append(cands, reuseCapability{ID: f.id, Name: f.name, System: f.system, Maturity: f.maturity,
+			cands = append(cands, ReuseCapability{ID: f.id, Name: f.name, System: f.system, Maturity: f.maturity,
 				Files: f.files, OverlapTerms: o})
 		}
 	}
-	slices.SortStableFunc(cands, func(x, y reuseCapability) int {
+	slices.SortStableFunc(cands, func(x, y ReuseCapability) int {
 		if len(x.OverlapTerms) != len(y.OverlapTerms) {
 			return len(y.OverlapTerms) - len(x.OverlapTerms)
 		}
@@ -231,7 +231,7 @@ func capabilityCandidates(env *Env, qt []index.QueryTerm, features []featureText
 		cands = cands[:limit]
 	}
 	if cands == nil {
-		cands = []reuseCapability{}
+		cands = []ReuseCapability{}
 	}
 	return cands
 }

@@ -6,7 +6,7 @@ import "github.com/crux-go/crux/surface"
 // as route_access_matrix reports them: MCP over stdio (also for a call
 // whose transport says nothing, such as an in-process one), or over
 // Streamable HTTP, with what that endpoint asks of a request.
-func transportRoutes(c Caller, enforcing bool) []routeAccess {
+func transportRoutes(c Caller, enforcing bool) []RouteAccess {
 	call := []string{}
 	callNote := "no capability token: every call is allowed (fail-open); arguments are checked against the tool's schema"
 	listNote := "no capability token: every tool is listed"
@@ -20,7 +20,7 @@ func transportRoutes(c Caller, enforcing bool) []routeAccess {
 	if t.Kind != TransportHTTP {
 		const passport = "the process's agent (--agent or CRUX_AGENT): named means authenticated, unnamed means anonymous"
 		const tenant = "the process's tenant (the crux command serves the default tenant)"
-		return []routeAccess{
+		return []RouteAccess{
 			{Transport: TransportStdio, Route: "initialize", RequiredAnyScope: []string{}, Enforced: false,
 				PassportBinding: passport, TenantBinding: tenant, Notes: "protocol handshake; needs no capability"},
 			{Transport: TransportStdio, Route: "tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
@@ -50,7 +50,7 @@ func transportRoutes(c Caller, enforcing bool) []routeAccess {
 		auth = "no authentication: every request is anonymous"
 	}
 	post := "POST " + path
-	routes := []routeAccess{
+	routes := []RouteAccess{
 		{Transport: TransportHTTP, Route: post + " initialize", RequiredAnyScope: []string{}, Enforced: false,
 			PassportBinding: passport, TenantBinding: tenant, Notes: "protocol handshake; needs no capability; " + auth},
 		{Transport: TransportHTTP, Route: post + " tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
@@ -60,17 +60,17 @@ func transportRoutes(c Caller, enforcing bool) []routeAccess {
 	}
 	if t.Stateless {
 		routes = append(routes,
-			routeAccess{Transport: TransportHTTP, Route: "GET " + path, RequiredAnyScope: []string{}, Enforced: false,
+			RouteAccess{Transport: TransportHTTP, Route: "GET " + path, RequiredAnyScope: []string{}, Enforced: false,
 				PassportBinding: passport, TenantBinding: tenant, Notes: "stateless: no sessions, refused with 405"},
-			routeAccess{Transport: TransportHTTP, Route: "DELETE " + path, RequiredAnyScope: []string{}, Enforced: false,
+			RouteAccess{Transport: TransportHTTP, Route: "DELETE " + path, RequiredAnyScope: []string{}, Enforced: false,
 				PassportBinding: passport, TenantBinding: tenant, Notes: "stateless: no sessions, refused with 405"})
 		return routes
 	}
 	return append(routes,
-		routeAccess{Transport: TransportHTTP, Route: "GET " + path, RequiredAnyScope: []string{}, Enforced: false,
+		RouteAccess{Transport: TransportHTTP, Route: "GET " + path, RequiredAnyScope: []string{}, Enforced: false,
 			PassportBinding: passport, TenantBinding: tenant,
 			Notes: "the session's stream of server messages (Mcp-Session-Id); only the caller that opened the session; " + auth},
-		routeAccess{Transport: TransportHTTP, Route: "DELETE " + path, RequiredAnyScope: []string{}, Enforced: false,
+		RouteAccess{Transport: TransportHTTP, Route: "DELETE " + path, RequiredAnyScope: []string{}, Enforced: false,
 			PassportBinding: passport, TenantBinding: tenant,
 			Notes: "ends the session (Mcp-Session-Id); only the caller that opened the session; " + auth})
 }

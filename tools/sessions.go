@@ -112,17 +112,24 @@ func writeSession(ctx context.Context, env *Env, c Caller, id string, state []by
 	return s, err
 }
 
-type sessionWriteOut struct {
-	SessionID   string `json:"session_id"`
-	UpdatedAt   string `json:"updated_at"`
-	ExpiresAt   string `json:"expires_at,omitempty"`
-	TotalTokens *int   `json:"total_tokens,omitempty"`
-	// Trimmed says what session_checkpoint cut to fit its budget.
-	Trimmed map[string]int `json:"trimmed,omitempty"`
+// SaveSessionOutput is what save_session returns: the session written.
+type SaveSessionOutput struct {
+	SessionID string `json:"session_id"`
+	UpdatedAt string `json:"updated_at"`
+	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
-func writeOut(s *store.Session) sessionWriteOut {
-	out := sessionWriteOut{SessionID: s.ID, UpdatedAt: stamp(s.UpdatedAt)}
+// SessionCheckpointOutput is what session_checkpoint returns: the session
+// written, the size of the state stored and what was cut to fit the
+// budget (field: entries or texts cut).
+type SessionCheckpointOutput struct {
+	SaveSessionOutput
+	TotalTokens int            `json:"total_tokens"`
+	Trimmed     map[string]int `json:"trimmed,omitempty"`
+}
+
+func writeOut(s *store.Session) SaveSessionOutput {
+	out := SaveSessionOutput{SessionID: s.ID, UpdatedAt: stamp(s.UpdatedAt)}
 	if s.ExpiresAt != nil {
 		out.ExpiresAt = stamp(*s.ExpiresAt)
 	}
@@ -145,8 +152,8 @@ type sessionIDArgs struct {
 	SessionID string `json:"session_id"`
 }
 
-// sessionOut is a session as get_session returns it.
-type sessionOut struct {
+// GetSessionOutput is a session as get_session returns it.
+type GetSessionOutput struct {
 	SessionID     string          `json:"session_id"`
 	State         json.RawMessage `json:"state"`
 	UpdatedAt     string          `json:"updated_at"`
@@ -166,16 +173,15 @@ func getSession() *Tool {
 	const name = "get_session"
 	return &Tool{
 		Name: name,
-		Description: "Read one of your sessions: its state exactly as saved, when it was last written, and its size " +
-			"in tokens (state JSON bytes / 4). Sessions are per agent: you see only your own (anonymous callers " +
-			"share one space of their own). Archived sessions are readable in full. A session that does not " +
-			"exist or has expired gives an error result, session not found. A session a passport merge moved here " +
-			"is read_only: it cannot be saved over or deleted, and merged_from says where it came from.",
-		Annotations: Annotations{Title: "Get session", IdempotentHint: true},
+		Description: "Read one of your sessions (sessions are per agent): its state as saved, when it was written, its " +
+			"size in tokens. A session a passport merge moved here is read_only (merged_from says from where). " +
+			"Missing or expired: an isError result, session not found.",
+		Annotations: Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired session
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
 			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
 			"session: isError, session not found",
 		schema: schemaFor(name),
+		out:    outputOf[GetSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -202,7 +208,7 @@ func getSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			out := sessionOut{
+			out := GetSessionOutput{
 				SessionID: s.ID, State: s.State, UpdatedAt: stamp(s.UpdatedAt), TotalTokens: sessionTokens(s.State),
 				Archived: s.Archived, ArchiveReason: s.ArchiveReason, WrittenBy: s.WrittenBy,
 				ReadOnly: s.ReadOnly, MergedFrom: s.Origins,
@@ -230,15 +236,13 @@ func saveSession() *Tool {
 	const name = "save_session"
 	return &Tool{
 		Name: name,
-		Description: "Save one of your sessions: state (any JSON object, up to 1 MiB) replaces the previous state and " +
-			"is kept verbatim (whitespace aside). By convention state.title is a short human name and " +
-			"state.summary one paragraph, both optional plain strings; every other key is yours. Sessions are " +
-			"per agent: no other agent can read or list yours. The writer's identity is stamped automatically " +
-			"(none for anonymous callers). ttl_seconds (0 = never, the default; at most 365 days) sets when the " +
-			"session expires, anew on each save. Saving keeps an archived session archived.",
+		Description: "Save one of your sessions: state (a JSON object, at most 1 MiB) replaces the previous one, kept " +
+			"verbatim; by convention state.title and state.summary are short plain strings. ttl_seconds (0: " +
+			"never) starts again at each save; an archived session stays archived.",
 		Annotations: Annotations{Title: "Save session", IdempotentHint: true},
 		Output:      "{session_id, updated_at, expires_at?}",
 		schema:      schemaFor(name),
+		out:         outputOf[SaveSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *saveSessionArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -386,17 +390,13 @@ func sessionCheckpoint() *Tool {
 	const name = "session_checkpoint"
 	return &Tool{
 		Name: name,
-		Description: "Checkpoint one of your sessions compactly: stores a " + checkpointSchema + " state built from the " +
-			"typed fields (objective, current_milestone, decisions, open_questions, files_touched, commands_run, " +
-			"test_status, next_action), replacing the session's state; get_session reads it back. token_budget is " +
-			"required and must be greater than 0: the stored state is trimmed to fit it (JSON bytes / 4) by cutting " +
-			"list entries oldest first (commands_run, then files_touched, open_questions, decisions), then " +
-			"dropping test_status, then shortening the longest texts; state.trimmed and the result's trimmed say " +
-			"what was cut. A budget too small even for an empty checkpoint is an error naming token_budget. " +
-			"Sessions are per agent; ttl_seconds as for save_session.",
+		Description: "Checkpoint one of your sessions compactly from typed fields (objective, decisions, next_action, " +
+			"...), replacing its state, trimmed to token_budget by cutting the oldest list entries first; trimmed " +
+			"says what was cut. get_session reads it back.",
 		Annotations: Annotations{Title: "Session checkpoint", IdempotentHint: true},
 		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
 		schema:      schemaFor(name),
+		out:         outputOf[SessionCheckpointOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkpointArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -446,15 +446,43 @@ func sessionCheckpoint() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := writeOut(s)
-			tokens := sessionTokens(state)
-			out.TotalTokens, out.Trimmed = &tokens, cp.Trimmed
-			return jsonResult(out)
+			return jsonResult(SessionCheckpointOutput{SaveSessionOutput: writeOut(s), TotalTokens: sessionTokens(state), Trimmed: cp.Trimmed})
 		}),
 	}
 }
 
 // ---- list_sessions ----
+
+// ListSessionsOutput is what list_sessions returns: session ids, sorted.
+type ListSessionsOutput struct {
+	Count     int      `json:"count"`
+	Sessions  []string `json:"sessions"`
+	Truncated bool     `json:"truncated"`
+}
+
+// DeleteSessionOutput is what delete_session returns: deleted is false when
+// there was no such session.
+type DeleteSessionOutput struct {
+	Deleted   bool   `json:"deleted"`
+	SessionID string `json:"session_id"`
+}
+
+// ArchiveSessionOutput is what archive_session returns.
+type ArchiveSessionOutput struct {
+	Archived    bool   `json:"archived"`
+	ArchivedAt  string `json:"archived_at"`
+	Reason      string `json:"reason,omitempty"`
+	SessionID   string `json:"session_id"`
+	WasArchived bool   `json:"was_archived"`
+}
+
+// UnarchiveSessionOutput is what unarchive_session returns: archived is
+// always false.
+type UnarchiveSessionOutput struct {
+	Archived    bool   `json:"archived"`
+	SessionID   string `json:"session_id"`
+	WasArchived bool   `json:"was_archived"`
+}
 
 type listSessionsArgs struct {
 	IncludeArchived bool   `json:"include_archived,omitempty"`
@@ -465,13 +493,12 @@ func listSessions() *Tool {
 	const name = "list_sessions"
 	return &Tool{
 		Name: name,
-		Description: fmt.Sprintf("List the ids of your sessions, sorted (byte order), at most %d and stopping before "+
-			"the answer passes "+answerSizeHelp+"; count is how many are listed and truncated says when more matched "+
-			"(narrow them with prefix). Archived sessions are left out unless include_archived; "+
-			"expired ones never appear. prefix keeps the ids starting with it. Sessions are per agent: another agent's never appear.", maxListedSessions),
-		Annotations: Annotations{Title: "List sessions", IdempotentHint: true},
+		Description: "The ids of your sessions, sorted; archived ones only with include_archived. When truncated, narrow " +
+			"with prefix.",
+		Annotations: Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
 		Output:      "{sessions: [string], count, truncated}",
 		schema:      schemaFor(name),
+		out:         outputOf[ListSessionsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listSessionsArgs) (*Result, error) {
 			if err := checkNames(name, "prefix", in.Prefix); err != nil {
 				return nil, err
@@ -510,7 +537,7 @@ func listSessions() *Tool {
 				}
 				ids = append(ids, id)
 			}
-			return jsonResult(map[string]any{"sessions": ids, "count": len(ids), "truncated": res.Truncated || rc.truncated})
+			return jsonResult(ListSessionsOutput{Sessions: ids, Count: len(ids), Truncated: res.Truncated || rc.truncated})
 		}),
 	}
 }
@@ -521,12 +548,12 @@ func deleteSession() *Tool {
 	const name = "delete_session"
 	return &Tool{
 		Name: name,
-		Description: "Delete one of your sessions for good, state and all; it cannot be restored. Prefer " +
-			"archive_session, which is reversible. Deleting a session that does not exist (or has expired) " +
-			"changes nothing and says so with deleted false.",
+		Description: "Delete one of your sessions for good; prefer archive_session, which is reversible. Deleting a " +
+			"missing session changes nothing (deleted false).",
 		Annotations: Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, session_id}",
 		schema:      schemaFor(name),
+		out:         outputOf[DeleteSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -543,7 +570,7 @@ func deleteSession() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(map[string]any{"deleted": deleted, "session_id": in.SessionID})
+			return jsonResult(DeleteSessionOutput{Deleted: deleted, SessionID: in.SessionID})
 		}),
 	}
 }
@@ -582,12 +609,12 @@ func archiveSession() *Tool {
 	const name = "archive_session"
 	return &Tool{
 		Name: name,
-		Description: "Archive one of your sessions: reversible (unarchive_session), its state kept in full and still " +
-			"readable with get_session, but hidden from list_sessions unless include_archived. reason is stored " +
-			"with it. A session that does not exist or has expired gives an error result, session not found.",
+		Description: "Archive one of your sessions: hidden from list_sessions unless include_archived, still readable " +
+			"with get_session, reversible with unarchive_session; reason is stored.",
 		Annotations: Annotations{Title: "Archive session", IdempotentHint: true},
 		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
 		schema:      schemaFor(name),
+		out:         outputOf[ArchiveSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *archiveArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -599,11 +626,8 @@ func archiveSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			out := map[string]any{"session_id": s.ID, "archived": true, "archived_at": stamp(*s.ArchivedAt), "was_archived": was}
-			if s.ArchiveReason != "" {
-				out["reason"] = s.ArchiveReason
-			}
-			return jsonResult(out)
+			return jsonResult(ArchiveSessionOutput{SessionID: s.ID, Archived: true, ArchivedAt: stamp(*s.ArchivedAt),
+				WasArchived: was, Reason: s.ArchiveReason})
 		}),
 	}
 }
@@ -612,12 +636,12 @@ func unarchiveSession() *Tool {
 	const name = "unarchive_session"
 	return &Tool{
 		Name: name,
-		Description: "Bring one of your archived sessions back to the default list_sessions view; its state is " +
-			"unchanged. Unarchiving a session that is not archived changes nothing (was_archived false). A session " +
-			"that does not exist or has expired gives an error result, session not found.",
+		Description: "Bring an archived session of yours back into list_sessions, its state unchanged (was_archived " +
+			"false if it was not archived).",
 		Annotations: Annotations{Title: "Unarchive session", IdempotentHint: true},
 		Output:      "{session_id, archived: false, was_archived}; missing: isError, session not found",
 		schema:      schemaFor(name),
+		out:         outputOf[UnarchiveSessionOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -629,7 +653,7 @@ func unarchiveSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			return jsonResult(map[string]any{"session_id": s.ID, "archived": false, "was_archived": was})
+			return jsonResult(UnarchiveSessionOutput{SessionID: s.ID, WasArchived: was})
 		}),
 	}
 }

@@ -362,8 +362,8 @@ func TestSessionToolAnnotations(t *testing.T) {
 	for _, tl := range srv.ListTools(context.Background(), alice) {
 		hints[tl.Name] = [2]bool{tl.Annotations.ReadOnlyHint, tl.Annotations.DestructiveHint}
 	}
-	assert.Equal(t, [2]bool{false, false}, hints["get_session"], "not read-only: it reclaims an expired session")
-	assert.Equal(t, [2]bool{false, false}, hints["list_sessions"], "not read-only: it reclaims expired sessions")
+	assert.Equal(t, [2]bool{true, false}, hints["get_session"], "read-only: reclaiming an expired session is crux's bookkeeping")
+	assert.Equal(t, [2]bool{true, false}, hints["list_sessions"], "read-only: reclaiming expired sessions is crux's bookkeeping")
 	assert.Equal(t, [2]bool{false, true}, hints["delete_session"])
 	assert.Equal(t, [2]bool{false, false}, hints["archive_session"])
 	assert.Equal(t, [2]bool{false, false}, hints["save_session"])

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -40,6 +41,11 @@ type Set struct {
 	tools  []*Tool
 	byName map[string]int
 	schema []*jsonschema.Schema
+	// output holds each tool's output schema (see outputSchema), derived
+	// on first use: deriving them all takes about 10 ms, which a server
+	// that is never asked for its list does not pay.
+	outputOnce sync.Once
+	output     []json.RawMessage
 	// check holds each schema compiled for checkArguments' fast path
 	// (see check.go); nil for a schema it cannot compile.
 	check []*check
@@ -48,7 +54,8 @@ type Set struct {
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // NewSet checks the tools (unique valid names, a description, an object
-// schema) and compiles their schemas.
+// schema, an output type that is a JSON object) and compiles their
+// schemas.
 func NewSet(ts []*Tool) (*Set, error) {
 	s := &Set{tools: ts, byName: make(map[string]int, len(ts))}
 	for i, t := range ts {
@@ -63,6 +70,9 @@ func NewSet(ts []*Tool) (*Set, error) {
 		}
 		sch, chk, err := compileSchema(t)
 		if err != nil {
+			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+		}
+		if err := checkOutputTypes(t); err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 		}
 		s.byName[t.Name] = i

@@ -44,6 +44,21 @@
 // hold this path to the reference (parse, validate, decode again) over a
 // table, the fuzz corpus and arguments generated from every schema.
 //
+// # Typed outputs
+//
+// Every tool answers with a Go value as its structured content, of a type
+// exported here (StoreFactOutput for store_fact, QueryFactsOutput for
+// query_facts, and so on; [Tool.OutputTypes] names them), so that a
+// program embedding crux can read a result without parsing its text
+// (crux.Decode does it). The type is also the truth about the shape of the
+// answer: the output schema tools/list declares for the tool is derived
+// from it ([Set.OutputSchema]), and a test runs every tool and checks its
+// real answer against both. A few tools have a second shape, with a type
+// of its own, which the schema admits too: the answer of the artefact
+// tools and memory_acknowledge_use while their feature flag is off
+// (feature_enabled false and a note, nothing done), and engram_resolve's
+// manifest.
+//
 // A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
 // every JSON Schema in step with its argument struct.
 package tools
@@ -63,6 +78,7 @@ import (
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
+	"github.com/crux-go/crux/internal/outschema"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
@@ -243,7 +259,31 @@ type Result struct {
 	Meta              map[string]any `json:"_meta,omitempty"`
 }
 
-// Annotations are the MCP behaviour hints of a tool.
+// Annotations are the MCP behaviour hints of a tool. Every tool sets all
+// four hints deliberately (a test holds each tool to a table giving the
+// reason); over MCP, destructiveHint and openWorldHint are always sent, and
+// readOnlyHint and idempotentHint are sent when true (false is their MCP
+// default).
+//
+//   - ReadOnlyHint: the call changes none of the caller's records (facts,
+//     sessions, artefacts, passports, receipts, decisions, constraints).
+//     A read-only tool may still keep crux's own bookkeeping: query_facts
+//     and query record a gap for a query they could not answer (get_gaps
+//     lists it); get_session, list_sessions, artefact_get and artefact_list
+//     reclaim the expired sessions and artefacts they meet, which no read
+//     returns anyway; get_passport records a tier its receipts have
+//     earned; any refused call stores a refusal receipt. A client that asks
+//     approval for writes need not ask for these.
+//   - DestructiveHint (meaningful when not read-only): the call deletes,
+//     forgets, revokes or retires something, or collapses several live
+//     facts into one, so that data leaves what reads return. Writing a new
+//     version of a fact is not destructive: the old one stays in its
+//     history.
+//   - IdempotentHint (meaningful when not read-only): repeating the call
+//     with the same arguments changes nothing more; a call that mints a
+//     new receipt or version each time is not idempotent.
+//   - OpenWorldHint: the call reaches outside crux's own store. Only the
+//     hosted sync tools would; crux ships no client for them.
 type Annotations struct {
 	Title           string `json:"title,omitempty"`
 	ReadOnlyHint    bool   `json:"readOnlyHint"`
@@ -392,7 +432,10 @@ type Tool struct {
 	Output string
 
 	schema []byte
-	run    handler
+	// out is the Go type of the structured content of the tool's answers;
+	// alt, when set, that of its second shape (see OutputTypes).
+	out, alt reflect.Type
+	run      handler
 	// gate, when set, decides before the arguments are checked whether the
 	// tool may run under the server's flags: a non-nil result or error is
 	// the answer (the tool's own behaviour when its flag is off).
@@ -405,12 +448,13 @@ type Tool struct {
 
 // New returns a tool descriptor. schema is the JSON Schema of its
 // arguments (an object schema; NewSet compiles it); run receives arguments
-// that passed it, as JSON.
+// that passed it, as JSON. Its structured content may be any JSON object:
+// its output type is map[string]any.
 func New(name, description string, schema json.RawMessage, ann Annotations,
 	run func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)) *Tool {
 	if run == nil {
 		return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
-			run: handler{args: reflect.TypeFor[json.RawMessage]()}}
+			out: anyObject, run: handler{args: reflect.TypeFor[json.RawMessage]()}}
 	}
 	call := func(ctx context.Context, env *Env, c Caller, a *arguments) (*Result, error) {
 		args, err := a.text()
@@ -420,7 +464,7 @@ func New(name, description string, schema json.RawMessage, ann Annotations,
 		return run(ctx, env, c, args)
 	}
 	return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
-		run: handler{call: call, args: reflect.TypeFor[json.RawMessage]()}}
+		out: anyObject, run: handler{call: call, args: reflect.TypeFor[json.RawMessage]()}}
 }
 
 // InputSchema is the tool's JSON Schema for its arguments.
@@ -515,7 +559,10 @@ func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 
 // jsonResult is a result whose text is v as JSON and whose structured
 // content is v.
+// Every nil slice and map of v's top level is sent as an empty one (see
+// outschema.Fill), as the tool's output schema says.
 func jsonResult(v any) (*Result, error) {
+	v = outschema.Fill(v)
 	text, err := codec.MarshalString(v)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,9 @@ func TestAllCompiles(t *testing.T) {
 	set, err := tools.NewSet(tools.All())
 	require.NoError(t, err)
 	assert.Len(t, set.Tools(), len(tools.All()))
+	for _, tl := range set.Tools() {
+		assert.NotEmpty(t, set.OutputSchema(tl.Name), "%s: no output schema derives from %v", tl.Name, tl.OutputTypes())
+	}
 }
 
 func TestRegistryMetadata(t *testing.T) {
@@ -73,13 +76,18 @@ func TestNewSetRejects(t *testing.T) {
 	}
 }
 
-// TestSchemaSnapshots keeps every tool's advertised schema under review:
+// TestSchemaSnapshots keeps every tool's advertised schemas (input and
+// output) under review:
 // a change shows up as a diff in testdata/schemas (go test -update rewrites).
 func TestSchemaSnapshots(t *testing.T) {
-	for _, tl := range tools.All() {
-		var v any
+	set, err := tools.NewSet(tools.All())
+	require.NoError(t, err)
+	for _, tl := range set.Tools() {
+		var v, out any
 		require.NoError(t, json.Unmarshal(tl.InputSchema(), &v))
-		got, err := json.MarshalIndent(map[string]any{"name": tl.Name, "description": tl.Description, "annotations": tl.Annotations, "inputSchema": v}, "", "  ")
+		require.NoError(t, json.Unmarshal(set.OutputSchema(tl.Name), &out))
+		got, err := json.MarshalIndent(map[string]any{"name": tl.Name, "description": tl.Description, "annotations": tl.Annotations,
+			"inputSchema": v, "outputSchema": out}, "", "  ")
 		require.NoError(t, err)
 		got = append(got, '\n')
 		path := filepath.Join("testdata", "schemas", tl.Name+".json")

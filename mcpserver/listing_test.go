@@ -1,0 +1,186 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/mcpserver"
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
+)
+
+// allToolFlags are the defaults with every switch that adds a tool to the
+// catalogue or runs its code turned on: the full catalogue.
+func allToolFlags() crux.Flags {
+	f := crux.DefaultFlags()
+	f.AutonomyContract = true
+	f.ReuseCheck = true
+	f.EngramMCP = true
+	f.MemoryAck = true
+	f.Artefacts = true
+	f.AgentPassports = true
+	f.PassportRevocation = true
+	f.PassportMintRequests = true
+	f.ReceiptVerify = true
+	f.Observe = true
+	f.HandoffObservations = true
+	f.AuditEnvelope = true
+	f.IdentityContinuity = true
+	return f
+}
+
+// listingSizes are the sizes of what a client reads at the start of a
+// session: the tools/list result and the initialize result, as JSON on the
+// wire.
+type listingSizes struct {
+	tools, list, initialize int
+}
+
+// measureListing connects to a crux server built with flags (nil for the
+// defaults), enforcing a free-local token as the crux command does when
+// router is true, and measures its listing.
+func measureListing(t testing.TB, flags *crux.Flags, router bool) listingSizes {
+	t.Helper()
+	opts := &crux.Options{Flags: flags}
+	if router {
+		f := crux.DefaultFlags()
+		if flags != nil {
+			f = *flags
+		}
+		signer := receipts.NewEd25519Signer(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)))
+		tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{IssuedAt: time.Now(), Capabilities: crux.FreeLocalCapabilities(f)})
+		require.NoError(t, err)
+		r, err := rcx.NewRouter(tok, signer.Public(), nil)
+		require.NoError(t, err)
+		opts.Signer, opts.Router = signer, r
+	}
+	srv := newCruxWith(t.(*testing.T), opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Serve(ctx, srv, tester, mcpserver.StdioTransport(inR, outW), nil)
+		outW.Close()
+	}()
+	lines := bufio.NewReader(outR)
+	exchange := func(req string) []byte {
+		_, err := io.WriteString(inW, req+"\n")
+		require.NoError(t, err)
+		if !strings.Contains(req, `"id"`) {
+			return nil
+		}
+		line, err := lines.ReadBytes('\n')
+		require.NoError(t, err)
+		return bytes.TrimSuffix(line, []byte("\n"))
+	}
+	init := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"size","version":"test"}}}`)
+	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	list := exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	require.NoError(t, inW.Close())
+	require.NoError(t, <-done)
+	var reply struct {
+		Result struct{ Tools []json.RawMessage }
+	}
+	require.NoError(t, json.Unmarshal(list, &reply), "%s", list)
+	return listingSizes{tools: len(reply.Result.Tools), list: len(list), initialize: len(init)}
+}
+
+// Budgets of what a client reads when a session starts, as JSON on the
+// wire: the full catalogue's tools/list (every tool the flags allow, with
+// the crux command's free-local token) and the initialize result (which
+// carries crux.Instructions). Each is the size measured when it was set,
+// plus about 5%; raise it only with a reason: an agent pays for these
+// bytes on every turn.
+const (
+	listBudget       = 123_000
+	initializeBudget = 2_060
+)
+
+// TestListingSize reports the size of tools/list and initialize for the
+// library's defaults and the full catalogue, with and without a
+// capability token, and holds the full catalogue to its budget.
+func TestListingSize(t *testing.T) {
+	full := allToolFlags()
+	for _, c := range []struct {
+		name   string
+		flags  *crux.Flags
+		router bool
+	}{
+		{"defaults", nil, false},
+		{"defaults+token", nil, true},
+		{"all-flags", &full, false},
+		{"all-flags+token", &full, true},
+	} {
+		s := measureListing(t, c.flags, c.router)
+		t.Logf("%s: %d tools, tools/list %d B (%d B per tool), initialize %d B", c.name, s.tools, s.list, s.list/s.tools, s.initialize)
+		assert.LessOrEqual(t, s.initialize, initializeBudget, "%s: initialize result", c.name)
+		if c.name == "all-flags+token" {
+			assert.LessOrEqual(t, s.list, listBudget, "tools/list of the full catalogue")
+		}
+	}
+}
+
+// TestInitializeInstructions: the initialize result carries the guidance
+// every tool shares, crux.Instructions unless Options say otherwise, and
+// no description repeats it.
+func TestInitializeInstructions(t *testing.T) {
+	srv := newCrux(t)
+	cs := connect(t, srv, tester)
+	got := cs.InitializeResult().Instructions
+	assert.Equal(t, crux.Instructions(), got)
+	assert.Contains(t, got, "cuecrux_session first")
+	for _, code := range []string{"-32602", "-32030", "-32601", "-32003", "-32004", "isError"} {
+		assert.Contains(t, got, code)
+	}
+	list, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tl := range list.Tools {
+		assert.NotContains(t, tl.Description, "cuecrux_session` first", tl.Name)
+		assert.NotContains(t, tl.Description, "Tip:", tl.Name)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := mcpserver.New(srv, tester, &mcpserver.Options{Instructions: "mine"}).Connect(ctx, st, nil)
+	require.NoError(t, err)
+	other, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "mine", other.InitializeResult().Instructions)
+	require.NoError(t, other.Close())
+	require.NoError(t, ss.Wait())
+}
+
+// TestListToolsOutputSchema: tools/list carries each tool's output schema
+// as crux declares it.
+func TestListToolsOutputSchema(t *testing.T) {
+	srv := newCrux(t)
+	cs := connect(t, srv, tester)
+	ctx := context.Background()
+	want := map[string]json.RawMessage{}
+	for _, tl := range srv.ListTools(ctx, tester) {
+		want[tl.Name] = tl.OutputSchema
+	}
+	got, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	for _, g := range got.Tools {
+		require.NotNil(t, g.OutputSchema, g.Name)
+		b, err := json.Marshal(g.OutputSchema)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want[g.Name]), string(b), g.Name)
+	}
+}
