@@ -16,6 +16,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/tools"
 	"go.etcd.io/bbolt"
 )
 
@@ -97,14 +98,6 @@ type cruxQueryArgs struct {
 	TokenBudget int    `json:"token_budget"`
 }
 
-type cruxQueryResult struct {
-	Results []struct {
-		DocID        string  `json:"doc_id"`
-		SegmentIndex int     `json:"segment_index"`
-		Score        float64 `json:"score"`
-	} `json:"results"`
-}
-
 // Query implements System: the query tool's segments, mapped to their
 // passages in rank order, each passage once.
 func (x *Crux) Query(q string, k int) ([]string, error) {
@@ -126,20 +119,11 @@ func (x *Crux) Query(q string, k int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.IsError {
-		msg := "query failed"
-		if len(res.Content) > 0 {
-			msg = res.Content[0].Text
-		}
-		return nil, fmt.Errorf("crux query: %s", msg)
-	}
-	// The result's text is the answer as JSON, what an MCP client reads.
-	if len(res.Content) != 1 {
-		return nil, fmt.Errorf("crux query: %d content items", len(res.Content))
-	}
-	var out cruxQueryResult
-	if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil {
-		return nil, err
+	// The answer as an embedding program reads it: the tool's typed
+	// output (an MCP client parses the same answer's JSON text).
+	out, err := crux.Decode[tools.QueryOutput](res)
+	if err != nil {
+		return nil, fmt.Errorf("crux query: %w", err)
 	}
 	ids := make([]string, 0, k)
 	seen := make(map[string]bool, k)
