@@ -2,12 +2,18 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/store"
@@ -125,4 +131,55 @@ func TestSegmentCacheBound(t *testing.T) {
 	if _, ok := c.m[segmentKey{"t", 0}]; ok {
 		t.Error("the oldest segment was kept")
 	}
+}
+
+// TestQueryOutputJSON: the hand-written JSON of query's answer is
+// encoding/json's, byte for byte, on answers with every field set (found
+// by reflection, so a field added to the types and not to appendJSON
+// fails here), with empty and nil lists, and text that needs escaping.
+func TestQueryOutputJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	texts := []string{"", "plain", `quote " and \ back`, "<b>&amp;</b>", "line\nbreak\ttab", "é€😀", "\u2028", "ctl\x01"}
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(texts[r.IntN(len(texts))])
+		case reflect.Int, reflect.Int64:
+			v.SetInt(r.Int64N(1e6) - 10)
+		case reflect.Float64:
+			v.SetFloat([]float64{0, 1, 0.0164, 12.3456, 1e-7, 3e21, r.Float64() * 100}[r.IntN(7)])
+		case reflect.Bool:
+			v.SetBool(r.IntN(2) == 0)
+		case reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		case reflect.Slice:
+			switch r.IntN(4) {
+			case 0: // nil
+			case 1:
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			default:
+				n := 1 + r.IntN(3)
+				v.Set(reflect.MakeSlice(v.Type(), n, n))
+				for i := range n {
+					fill(v.Index(i))
+				}
+			}
+		default:
+			t.Fatalf("appendJSON's test cannot fill a %s", v.Type())
+		}
+	}
+	for range 3000 {
+		var o QueryOutput
+		fill(reflect.ValueOf(&o).Elem())
+		want, err := json.Marshal(o)
+		require.NoError(t, err)
+		got, ok := o.appendJSON(nil)
+		require.True(t, ok)
+		require.Equal(t, string(want), string(got))
+	}
+	_, ok := QueryOutput{Results: []QueryRow{{Score: math.NaN()}}}.appendJSON(nil)
+	assert.False(t, ok, "NaN cannot be written")
 }

@@ -563,11 +563,22 @@ func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 // outschema.Fill), as the tool's output schema says.
 func jsonResult(v any) (*Result, error) {
 	v = outschema.Fill(v)
+	if a, ok := v.(jsonAppender); ok {
+		if b, ok := a.appendJSON(make([]byte, 0, 4096)); ok {
+			return &Result{Content: []Content{{Type: "text", Text: string(b)}}, StructuredContent: v}, nil
+		}
+	}
 	text, err := codec.MarshalString(v)
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Content: []Content{{Type: "text", Text: text}}, StructuredContent: v}, nil
+}
+
+// jsonAppender is an answer that writes its own JSON text, as
+// encoding/json would write it but faster; false means it could not.
+type jsonAppender interface {
+	appendJSON(b []byte) ([]byte, bool)
 }
 
 // errorResult is a tool failure the model can read.

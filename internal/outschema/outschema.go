@@ -23,6 +23,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -284,6 +285,32 @@ func fields(t reflect.Type) map[string]reflect.StructField {
 	return out
 }
 
+// fillCache holds fillFields' answer per type.
+var fillCache sync.Map // reflect.Type → []reflect.StructField
+
+// fillFields are the fields of the struct type t that Fill fills: its
+// top-level slices and maps, but omitempty ones and those that write
+// their own JSON. They are worked out once per type.
+func fillFields(t reflect.Type) []reflect.StructField {
+	if v, ok := fillCache.Load(t); ok {
+		return v.([]reflect.StructField)
+	}
+	var out []reflect.StructField
+	for _, f := range fields(t) {
+		k := f.Type.Kind()
+		if k != reflect.Slice && k != reflect.Map || f.Type.Implements(marshalerType) {
+			continue
+		}
+		if _, opts, _ := strings.Cut(f.Tag.Get("json"), ","); strings.Contains(","+opts+",", ",omitempty,") {
+			continue // left out when nil or empty, never null
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b reflect.StructField) int { return slices.Compare(a.Index, b.Index) })
+	v, _ := fillCache.LoadOrStore(t, out)
+	return v.([]reflect.StructField)
+}
+
 // fillable are the JSON names of the top-level slices and maps of t, which
 // Fill makes non-nil.
 func fillable(t reflect.Type) map[string]bool {
@@ -314,14 +341,8 @@ func Fill(v any) any {
 		return v
 	}
 	var cp reflect.Value
-	for _, f := range fields(rv.Type()) {
+	for _, f := range fillFields(rv.Type()) {
 		k := f.Type.Kind()
-		if k != reflect.Slice && k != reflect.Map || f.Type.Implements(marshalerType) {
-			continue
-		}
-		if _, opts, _ := strings.Cut(f.Tag.Get("json"), ","); strings.Contains(","+opts+",", ",omitempty,") {
-			continue // left out when nil or empty, never null
-		}
 		fv, err := rv.FieldByIndexErr(f.Index)
 		if err != nil || !fv.IsNil() {
 			continue // behind a nil embedded pointer, or set
