@@ -388,3 +388,41 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+func benchAsset() []byte {
+	a := make([]byte, 1<<20)
+	for i := range a {
+		a[i] = byte(i * 7)
+	}
+	return a
+}
+
+// BenchmarkSign1MB hashes a 1 MiB asset and signs its manifest.
+func BenchmarkSign1MB(b *testing.B) {
+	f := newFixture(b)
+	asset := benchAsset()
+	chain, err := f.ca.Chain(f.signer.Public(), time.Now())
+	require.NoError(b, err)
+	b.SetBytes(int64(len(asset)))
+	for b.Loop() {
+		sum := sha256.Sum256(asset)
+		if _, err := Sign(f.signer, chain, Request{AssetSHA256: sum[:]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerify1MB verifies a manifest over a 1 MiB asset.
+func BenchmarkVerify1MB(b *testing.B) {
+	f := newFixture(b)
+	f.asset = benchAsset()
+	m := f.sign(b, f.signer.KeyID())
+	roots := f.ca.Roots()
+	b.SetBytes(int64(len(f.asset)))
+	for b.Loop() {
+		rep, err := Verify(m.Store, bytes.NewReader(f.asset), VerifyOptions{Roots: roots, Now: t0})
+		if err != nil || !rep.OK {
+			b.Fatal(err, rep.Failures)
+		}
+	}
+}

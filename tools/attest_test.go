@@ -300,3 +300,36 @@ func TestOutputAttestConcurrent(t *testing.T) {
 		return receipts.VerifyStoredChain(tx, tenant)
 	}))
 }
+
+// BenchmarkOutputAttest1MB is one output_attest call over a 1 MiB file
+// under the content root: read and hashed (SHA-256 and BLAKE3), the bound
+// receipt read and verified, the manifest signed, the output_attest
+// receipt committed (bbolt, no fsync).
+func BenchmarkOutputAttest1MB(b *testing.B) {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	require.NoError(b, err)
+	defer db.Close()
+	ca, err := c2pa.NewCA(time.Now())
+	require.NoError(b, err)
+	root := b.TempDir()
+	asset := make([]byte, 1<<20)
+	for i := range asset {
+		asset[i] = byte(i * 7)
+	}
+	require.NoError(b, os.WriteFile(filepath.Join(root, "asset.bin"), asset, 0o600))
+	flags := crux.DefaultFlags()
+	flags.C2PAOutput = true
+	srv, err := crux.NewServer(db, &crux.Options{Flags: &flags, Signer: newSigner(b), AttestCA: ca, AttestRoot: root})
+	require.NoError(b, err)
+	defer srv.Close()
+	crown := call(b, srv, alice, "record_decision", `{"action":"a","rationale":"r"}`)["receipt_id"].(string)
+	args := []byte(fmt.Sprintf(`{"receipt_id":%q,"content_path":"asset.bin"}`, crown))
+	b.SetBytes(int64(len(asset)))
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := srv.CallTool(context.Background(), alice, "output_attest", args)
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
