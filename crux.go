@@ -23,6 +23,16 @@ import (
 // to every tool, whatever its Agent says.
 type Caller = tools.Caller
 
+// Transport describes the MCP transport that carried a call: the
+// Transport field of a [Caller], which route_access_matrix reports on.
+type Transport = tools.Transport
+
+// Kinds of [Transport].
+const (
+	TransportStdio = tools.TransportStdio // MCP over standard input and output
+	TransportHTTP  = tools.TransportHTTP  // MCP over Streamable HTTP
+)
+
 // Result is a tool's MCP result: {content, structuredContent?, isError?, _meta?}.
 type Result = tools.Result
 

@@ -1,8 +1,10 @@
 package index_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,8 +32,11 @@ func TestTerms(t *testing.T) {
 
 func TestQuery(t *testing.T) {
 	qt, stops := index.Query("Where are the databases and the Database stored?")
-	assert.Equal(t, []string{"where", "are", "the", "and", "the"}, stops)
-	assert.Equal(t, []index.QueryTerm{{Term: "databas", Words: []string{"databases", "database"}}, {Term: "store", Words: []string{"stored"}}}, qt)
+	assert.Equal(t, []string{"are", "the", "and", "the"}, stops)
+	assert.Equal(t, []index.QueryTerm{{Term: "where", Words: []string{"where"}}, {Term: "databas", Words: []string{"databases", "database"}},
+		{Term: "store", Words: []string{"stored"}}}, qt, "question words are terms")
+	_, stops = index.Query("not this, no")
+	assert.Equal(t, []string{"this"}, stops, "negations are kept")
 }
 
 func TestSegment(t *testing.T) {
@@ -69,4 +74,33 @@ func TestBM25(t *testing.T) {
 	assert.InDelta(t, idf, index.BM25(idf, 1, 50, 50), 1e-12)
 	assert.Greater(t, index.BM25(idf, 1, 10, 50), index.BM25(idf, 1, 100, 50), "shorter segments score higher")
 	assert.Greater(t, index.BM25(idf, 3, 50, 50), index.BM25(idf, 1, 50, 50))
+}
+
+// TestStemConcurrent: Stem, which remembers stems process-wide, gives
+// the stems an Analyzer computes, from many goroutines at once and past
+// the bound of what it remembers.
+func TestStemConcurrent(t *testing.T) {
+	words := make([]string, 0, 20000)
+	for i := range cap(words) {
+		words = append(words, fmt.Sprintf("runnings%d", i), []string{"databases", "ranked", "running", "flies"}[i%4])
+	}
+	var a index.Analyzer
+	want := make([]string, len(words))
+	for i, w := range words {
+		want[i] = a.Stem(w)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(words); i += 3 {
+				if got := index.Stem(words[i]); got != want[i] {
+					t.Errorf("Stem(%q) = %q, want %q", words[i], got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

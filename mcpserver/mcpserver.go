@@ -19,14 +19,33 @@
 // annotations and _meta of [crux.Server.ListTools] are served unchanged, and
 // tools/call hands the raw arguments to [crux.Server.CallTool].
 //
-// The two error channels of crux keep their meaning on the wire:
+// The two error channels of crux keep their meaning on the wire, except
+// for bad arguments, whose channel depends on the protocol version:
 //
 //   - A [crux.Result] becomes the tools/call result: its text content,
 //     structuredContent, isError and _meta.
 //   - A [*crux.Error] becomes a JSON-RPC error response with the same code,
-//     message and data. A bad argument is therefore error -32602 whose
-//     message names the argument and whose data is {"param", "reason"}, as
-//     crux documents, rather than an isError result.
+//     message and data: -32601 for an unknown tool, -32030 for a call the
+//     capability token refuses (its data holds the reason code and the
+//     signed refusal receipt), -32603 for an internal failure.
+//   - A bad argument, the *crux.Error of code -32602 whose message names
+//     the argument and whose data is {"param", "reason"}, is a tool
+//     execution error from protocol version 2025-11-25 on, as that
+//     version asks of input validation failures, so that the model reads
+//     the message and corrects its call (a client library may turn a
+//     JSON-RPC error into an exception the model never sees). The answer
+//     is a tools/call result with isError true, one text item holding the
+//     message, and structuredContent
+//     {"error": {"code": -32602, "message": ..., "data": {"param", "reason"}}}.
+//     A request of an older version (2024-11-05, 2025-03-26, 2025-06-18)
+//     gets the JSON-RPC error -32602 with that message and data. The
+//     version is the one a 2026-07-28 or later request names in its _meta,
+//     else the one its session negotiated. A tools/call without a tool
+//     name is a malformed request, not a bad argument: -32602 whatever the
+//     version.
+//
+// In-process, [crux.Server.CallTool] returns the *crux.Error whatever the
+// version, and so does a [Backend].
 //
 // An unknown tool is answered by crux with -32601, where the SDK on its own
 // would answer -32602. An error of code -32601 reaches the client with its
@@ -38,9 +57,15 @@
 //
 // The server returned by New serves every session as the one caller it was
 // built for. That suits stdio, where the process is started for one agent.
-// A transport with per-request identities (Streamable HTTP with bearer
-// tokens) builds one server per caller, for example from the getServer
-// function of mcp.NewStreamableHTTPHandler.
+// Over Streamable HTTP, [NewHTTPHandler] (and [ServeHTTP], which runs it
+// with a graceful shutdown) maps each request's bearer token to its caller
+// through a [Tokens] table and builds one server and one SDK handler per
+// caller, so that each caller's tools/list and sessions are its own; it
+// also checks Host and Origin against DNS rebinding. See [HTTPHandler].
+//
+// A transport says which it is in the caller's Transport (stdio or http,
+// and for HTTP the endpoint and what it asks of a request), which
+// route_access_matrix reports; the crux command sets it.
 //
 // # Malformed input
 //
@@ -360,13 +385,69 @@ func sdkTool(t crux.Tool) *mcp.Tool {
 }
 
 // call runs one tool call through crux and converts the outcome. An error
-// it returns is the JSON-RPC error of the response (see wireError).
-func (a *adapter) call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	res, err := a.b.CallTool(ctx, a.caller, name, args)
+// it returns is the JSON-RPC error of the response (see wireError), except
+// that a bad argument is a tool error result for a request of protocol
+// version 2025-11-25 or later (see argumentError).
+func (a *adapter) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
+	res, err := a.b.CallTool(ctx, a.caller, name, req.Params.Arguments)
 	if err != nil {
+		if r := a.argumentError(name, err, requestVersion(req)); r != nil {
+			return r, nil
+		}
 		return nil, a.wireError(name, err)
 	}
 	return sdkResult(res), nil
+}
+
+// toolErrorVersion is the first protocol version in which a bad argument
+// is a tool execution error (an isError result the model reads) rather
+// than a JSON-RPC error.
+const toolErrorVersion = "2025-11-25"
+
+// requestVersion is the protocol version a tools/call request speaks: the
+// version in its _meta (a sessionless request of 2026-07-28 or later
+// carries one), else the version its session negotiated, else "" (none
+// known, which maps errors as the oldest version does).
+func requestVersion(req *mcp.CallToolRequest) string {
+	if v, ok := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string); ok && v != "" {
+		return v
+	}
+	if req.Session != nil {
+		if p := req.Session.InitializeParams(); p != nil {
+			return p.ProtocolVersion
+		}
+	}
+	return ""
+}
+
+// argumentError returns the tool error result that stands for err when err
+// is a bad argument (a *crux.Error of code -32602) and version is
+// toolErrorVersion or later; else nil, and err stays a JSON-RPC error.
+// Protocol versions are dates, so they compare as strings.
+//
+// The result's one text item is the error's message; its
+// structuredContent is {"error": {"code", "message", "data"}}, the
+// JSON-RPC error object an older session gets, data included.
+func (a *adapter) argumentError(name string, err error, version string) *mcp.CallToolResult {
+	var ce *crux.Error
+	if version < toolErrorVersion || !errors.As(err, &ce) || ce.Code != crux.CodeInvalidParams {
+		return nil
+	}
+	obj := map[string]any{"code": ce.Code, "message": ce.Message}
+	if ce.Data != nil {
+		data, merr := json.Marshal(ce.Data)
+		if merr != nil {
+			a.logger.Error("crux: error data not encodable; sent without it", "tool", name, "code", ce.Code, "err", merr)
+		} else {
+			obj["data"] = json.RawMessage(data)
+		}
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: ce.Message}},
+		StructuredContent: map[string]any{"error": obj},
+		IsError:           true,
+	}
 }
 
 // sdkResult converts a crux result to the SDK's.
@@ -455,7 +536,7 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r.Params == nil {
 				return nil, &jsonrpc.Error{Code: crux.CodeInvalidParams, Message: `tools/call requires a "name" parameter`}
 			}
-			return a.call(ctx, r.Params.Name, r.Params.Arguments)
+			return a.call(ctx, r)
 		case *mcp.ListToolsRequest:
 			list, err := a.b.ListTools(ctx, a.caller)
 			if err != nil {

@@ -39,8 +39,16 @@ func newCruxWith(t *testing.T, opts *crux.Options) *crux.Server {
 }
 
 // connect serves srv to caller through the SDK's in-memory transports and
-// returns a connected client session.
+// returns a connected client session, of the SDK client's default (newest)
+// protocol version.
 func connect(t *testing.T, srv *crux.Server, caller crux.Caller) *mcp.ClientSession {
+	t.Helper()
+	return connectVersion(t, srv, caller, "")
+}
+
+// connectVersion is connect with the client asking for protocol version
+// (empty: the SDK client's default).
+func connectVersion(t *testing.T, srv *crux.Server, caller crux.Caller, version string) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -49,7 +57,7 @@ func connect(t *testing.T, srv *crux.Server, caller crux.Caller) *mcp.ClientSess
 	ss, err := mcpserver.New(srv, caller, &mcpserver.Options{Version: "test"}).Connect(ctx, st, nil)
 	require.NoError(t, err)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "test"}, nil)
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		assert.NoError(t, cs.Close())
@@ -183,9 +191,11 @@ func TestToolErrorIsResult(t *testing.T) {
 	assert.Contains(t, text.Text, "not found")
 }
 
+// TestInvalidArgumentIsProtocolError: before protocol 2025-11-25 a bad
+// argument is the JSON-RPC error -32602 of crux.
 func TestInvalidArgumentIsProtocolError(t *testing.T) {
 	srv := newCrux(t)
-	cs := connect(t, srv, tester)
+	cs := connectVersion(t, srv, tester, "2025-06-18")
 	ctx := context.Background()
 	args := json.RawMessage(`{"top_k":"ten"}`)
 
@@ -259,9 +269,10 @@ func TestCallerReachesTools(t *testing.T) {
 			assert.False(t, res.IsError)
 			continue
 		}
-		we := wireError(t, err)
-		assert.Equal(t, int64(crux.CodeInvalidParams), we.Code)
-		assert.Contains(t, we.Message, "private")
+		require.NoError(t, err)
+		obj := badArgumentResult(t, res)
+		assert.Equal(t, int64(crux.CodeInvalidParams), obj.Code)
+		assert.Contains(t, obj.Message, "private")
 	}
 }
 

@@ -330,6 +330,13 @@ func PutDocuments(tx Tx, tenant string, docs []PreparedDocument, now time.Time) 
 	var a index.Analyzer             // for the documents replaced, whose terms are found again
 	hintWriteOnce(tx, bucketDocSegs) // seqs grow; a segment is never rewritten
 	hintAppend(tx, bucketDocs)       // ids mostly come in order, files of a directory sorted
+	if stats.Segments == 0 && stats.Next == 0 {
+		// The tenant's first documents: its posting blocks are new keys
+		// in one range, written in order, so their pages can be filled.
+		// Later batches add to those blocks and split the pages they
+		// touch, the default way.
+		hintWriteOnce(tx, bucketDocTerms)
+	}
 	for i := range docs {
 		d := &docs[i]
 		if last[d.ID] != i {
@@ -605,6 +612,93 @@ func removePostings(tx Tx, tenant, term string, seqs []uint32) error {
 		}
 		key := binary.BigEndian.AppendUint32(bytes.Clone(prefix), c.ps[0].seq)
 		if err := tx.Put(bucketDocTerms, key, encodeDocBlock(c.ps)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reindexDocuments rebuilds every tenant's document postings from its
+// segments, with the terms of the current analyser: the posting blocks
+// are replaced, each segment's length in terms is rewritten where it
+// changed, and the tenants' term totals follow. A segment that cannot be
+// read is left for crux doctor, as are its stale postings' absence.
+func reindexDocuments(tx Tx) error {
+	var old, tenants [][]byte
+	if err := tx.Scan(bucketDocTerms, nil, false, func(k, _ []byte) error {
+		old = append(old, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range old {
+		if err := tx.Delete(bucketDocTerms, k); err != nil {
+			return err
+		}
+	}
+	if err := tx.Scan(bucketDocStats, nil, false, func(k, _ []byte) error {
+		tenants = append(tenants, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		return err
+	}
+	var a index.Analyzer
+	for _, tenant := range tenants {
+		stats, err := ReadDocStats(tx, string(tenant))
+		if err != nil {
+			return err
+		}
+		type rewrite struct {
+			key []byte
+			rec *segRecord
+		}
+		var rewrites []rewrite
+		pending := make(map[string][]docPosting)
+		counts := make(map[string]int)
+		stats.Terms = 0
+		err = tx.Scan(bucketDocSegs, append(bytes.Clone(tenant), 0), false, func(k, v []byte) error {
+			if len(k) != len(tenant)+5 {
+				return nil
+			}
+			rec, err := decodeSegRecord(v)
+			if err != nil {
+				return nil // crux doctor reports it
+			}
+			clear(counts)
+			n := 0
+			add := func(t string) { counts[t]++; n++ }
+			a.Terms(rec.Title, add)
+			a.Terms(rec.Text, add)
+			seq := binary.BigEndian.Uint32(k[len(tenant)+1:])
+			for t, c := range counts {
+				pending[t] = append(pending[t], docPosting{seq: seq, tf: uint32(c), dl: uint32(n)})
+			}
+			if n != rec.Len {
+				rec.Len = n
+				rewrites = append(rewrites, rewrite{bytes.Clone(k), rec})
+			}
+			stats.Terms += int64(n)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range rewrites {
+			if err := tx.Put(bucketDocSegs, r.key, r.rec.encode()); err != nil {
+				return err
+			}
+		}
+		terms := make([]string, 0, len(pending))
+		for t := range pending {
+			terms = append(terms, t)
+		}
+		slices.Sort(terms)
+		for _, t := range terms {
+			if err := appendPostings(tx, string(tenant), t, pending[t]); err != nil {
+				return err
+			}
+		}
+		if err := putDocStats(tx, string(tenant), stats); err != nil {
 			return err
 		}
 	}

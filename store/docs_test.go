@@ -287,3 +287,56 @@ func TestCheckDocument(t *testing.T) {
 	}
 	assert.NoError(t, store.CheckDocument(&store.Document{ID: "guide/intro.md", Title: "Intro", Text: "Hello."}))
 }
+
+// TestSearchDocumentsProbeIsExact: probing the longest posting list
+// (scoring it only for the segments the other terms touched, counting
+// the rest) answers exactly as scoring every posting does: the same hits
+// and scores, candidates, below_floor and Also scores, for queries of
+// one to five terms, any limit, with and without a floor or All.
+func TestSearchDocumentsProbeIsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	common := strings.Fields("storage index commit query")
+	rare := strings.Fields("alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega")
+	docs := make([]store.Document, 600)
+	for i := range docs {
+		var b strings.Builder
+		for range 3 + r.IntN(60) {
+			w := common[r.IntN(len(common))]
+			if r.IntN(8) == 0 {
+				w = rare[r.IntN(len(rare))]
+			}
+			b.WriteString(w + " ")
+		}
+		docs[i] = store.Document{ID: fmt.Sprint(i), Text: b.String()}
+	}
+	db := openDB(t)
+	ingest(t, db, "t", docs[:300]...)
+	ingest(t, db, "t", docs[300:]...)
+	vocab := append(append([]string{}, common...), rare...)
+	probed := 0
+	for n := range 400 {
+		var words []string
+		for range 1 + r.IntN(5) {
+			words = append(words, vocab[r.IntN(len(vocab))])
+		}
+		q := store.DocQuery{Tenant: "t", Terms: queryTerms(strings.Join(words, " ")), Limit: 1 + r.IntN(30), All: r.IntN(4) == 0}
+		switch r.IntN(3) {
+		case 1:
+			q.MinScore = r.Float64() * 6
+		case 2:
+			q.MinScore = 50 // above what any one term adds
+		}
+		for range r.IntN(5) {
+			q.Also = append(q.Also, uint32(r.IntN(620)))
+		}
+		got := searchDocs(t, db, q)
+		restore := store.SetProbeLongest(false)
+		want := searchDocs(t, db, q)
+		restore()
+		require.Equal(t, want, got, "query %d: %+v", n, q)
+		if len(q.Terms) >= 2 {
+			probed++
+		}
+	}
+	assert.Greater(t, probed, 200)
+}

@@ -19,6 +19,9 @@ type DocQuery struct {
 	// MinScore drops the hits scoring below it; they are counted in
 	// BelowFloor.
 	MinScore float64
+	// Also names segments whose scores to report in AlsoScores, ranked
+	// or not.
+	Also []uint32
 }
 
 // DocHit is one ranked segment.
@@ -29,10 +32,11 @@ type DocHit struct {
 
 // DocResult is the outcome of [SearchDocuments].
 type DocResult struct {
-	Hits       []DocHit // best first; ties by seq
-	DF         []int    // per query term, the segments holding it
-	Candidates int      // segments holding a query term (every term, with All)
-	BelowFloor int      // candidates that scored under MinScore
+	Hits       []DocHit  // best first; ties by seq
+	DF         []int     // per query term, the segments holding it
+	Candidates int       // segments holding a query term (every term, with All)
+	BelowFloor int       // candidates that scored under MinScore
+	AlsoScores []float64 // the scores of q.Also, 0 for a segment holding no term
 	Stats      DocStats
 }
 
@@ -42,9 +46,15 @@ type accumulator struct {
 	score   []float64
 	count   []uint8
 	touched []uint32
+	marked  []uint64  // a bit per seq: the segments to probe besides those touched
+	best    []float64 // kthBest's heap
 }
 
 var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
+
+// probeLongest lets SearchDocuments probe the longest posting list (see
+// there); the tests turn it off to compare.
+var probeLongest = true
 
 // maxDenseSeqs bounds the seq range whose scores an accumulator keeps in
 // arrays; a tenant with more seqs is ranked with a map.
@@ -57,7 +67,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 	var res DocResult
 	stats, err := ReadDocStats(tx, q.Tenant)
 	if err != nil || stats.Segments == 0 || len(q.Terms) == 0 {
-		res.Stats, res.DF = stats, make([]int, len(q.Terms))
+		res.Stats, res.DF, res.AlsoScores = stats, make([]int, len(q.Terms)), make([]float64, len(q.Also))
 		return res, err
 	}
 	res.Stats = stats
@@ -86,17 +96,79 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			acc.count = make([]uint8, stats.Next)
 		}
 		defer acc.reset()
-		for i := range q.Terms {
-			w := newTermWeight(index.IDF(stats.Segments, res.DF[i]), avg)
-			for _, v := range blocks[i] {
-				acc.addBlock(v, stats.Next, w)
+		// The term with the longest posting list is added last. When no
+		// segment holding that term alone can rank (what one term adds is
+		// under idf·(k1+1), and the limit's best of the other terms'
+		// scores reach that already, or the floor is above it, or every
+		// term is required), its postings are probed: only the segments
+		// the other terms (or q.Also) touched take its score, and the
+		// rest are counted, not scored. The answer is the same either way.
+		long := -1
+		if len(q.Terms) >= 2 {
+			long = 0
+			for i, df := range res.DF {
+				if df > res.DF[long] {
+					long = i
+				}
 			}
 		}
-		res.collect(q, len(acc.touched), func(fn func(seq uint32, score float64, count int)) {
-			for _, s := range acc.touched {
-				fn(s, acc.score[s], int(acc.count[s]))
+		ws := make([]termWeight, len(q.Terms))
+		for i := range q.Terms {
+			ws[i] = newTermWeight(index.IDF(stats.Segments, res.DF[i]), avg)
+			if i == long {
+				continue
 			}
-		})
+			for _, v := range blocks[i] {
+				acc.addBlock(v, stats.Next, ws[i], q.All)
+			}
+		}
+		unscored := 0 // postings of the long list probed past, with no score
+		if long >= 0 {
+			limit := max(q.Limit, 1)
+			probe := q.All
+			switch {
+			case !probeLongest:
+				probe = false
+			case probe:
+			case q.MinScore > 0:
+				probe = ws[long].c < q.MinScore
+			default:
+				probe = acc.kthBest(limit, stats.Next) >= ws[long].c
+			}
+			if probe {
+				acc.mark(q.Also, stats.Next)
+				found := 0
+				for _, v := range blocks[long] {
+					found += acc.probeBlock(v, stats.Next, ws[long], q.All)
+				}
+				acc.unmark(q.Also, stats.Next)
+				unscored = res.DF[long] - found
+			} else {
+				for _, v := range blocks[long] {
+					acc.addBlock(v, stats.Next, ws[long], q.All)
+				}
+			}
+		}
+		var top topHits
+		top.init(q)
+		for _, s := range acc.touched {
+			if score := acc.score[s]; score > 0 && (!q.All || int(acc.count[s]) >= len(q.Terms)) {
+				top.offer(s, score)
+			}
+		}
+		if !q.All { // with every term required, a segment of one term is no candidate
+			top.candidates += unscored
+			if q.MinScore > 0 {
+				top.below += unscored // each scores under idf·(k1+1), under the floor
+			}
+		}
+		res.finish(&top)
+		res.AlsoScores = make([]float64, len(q.Also))
+		for i, s := range q.Also {
+			if s < stats.Next && (!q.All || int(acc.count[s]) >= len(q.Terms)) {
+				res.AlsoScores[i] = acc.score[s]
+			}
+		}
 		return res, nil
 	}
 	type sc struct {
@@ -122,11 +194,20 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			}
 		}
 	}
-	res.collect(q, len(m), func(fn func(seq uint32, score float64, count int)) {
-		for s, e := range m {
-			fn(s, e.score, e.count)
+	var top topHits
+	top.init(q)
+	for s, e := range m {
+		if e.score > 0 && (!q.All || e.count >= len(q.Terms)) {
+			top.offer(s, e.score)
 		}
-	})
+	}
+	res.finish(&top)
+	res.AlsoScores = make([]float64, len(q.Also))
+	for i, s := range q.Also {
+		if e := m[s]; e != nil && (!q.All || e.count >= len(q.Terms)) {
+			res.AlsoScores[i] = e.score
+		}
+	}
 	return res, nil
 }
 
@@ -142,10 +223,12 @@ func newTermWeight(idf, avg float64) termWeight {
 }
 
 // addBlock adds the scores of the postings of block v (seqs below next)
-// to the accumulator, decoding the block in place. A malformed block
-// adds the postings before the fault and no more (crux doctor reports
-// it).
-func (a *accumulator) addBlock(v []byte, next uint32, w termWeight) {
+// to the accumulator, decoding the block in place, and with count, counts
+// the terms each segment holds. A segment is touched when its score
+// first turns positive (every posting adds a positive score). A
+// malformed block adds the postings before the fault and no more (crux
+// doctor reports it).
+func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count bool) {
 	n, i := uvarintSlow(v, 0)
 	if i < 0 || n == 0 || n > docBlockMax {
 		return
@@ -164,11 +247,16 @@ func (a *accumulator) addBlock(v []byte, next uint32, w termWeight) {
 		if seq += d; seq >= uint64(next) {
 			return
 		}
+		if tf == 0 {
+			continue // adds nothing; only a damaged block holds one
+		}
 		s := uint32(seq)
-		if a.count[s] == 0 {
+		if a.score[s] == 0 {
 			a.touched = append(a.touched, s)
 		}
-		a.count[s]++
+		if count {
+			a.count[s]++
+		}
 		f := float64(tf)
 		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(dl))
 	}
@@ -187,6 +275,102 @@ func uvarintSlow(v []byte, i int) (uint64, int) {
 	return x, i + k
 }
 
+// probeBlock is addBlock for the segments already touched or marked
+// only: it returns how many of the block's postings it scored.
+func (a *accumulator) probeBlock(v []byte, next uint32, w termWeight, count bool) int {
+	found := 0
+	n, i := uvarintSlow(v, 0)
+	if i < 0 || n == 0 || n > docBlockMax {
+		return 0
+	}
+	var seq uint64
+	for range n {
+		var x [3]uint64 // seq delta, tf, dl
+		for j := range x {
+			if i < len(v) && v[i] < 0x80 {
+				x[j], i = uint64(v[i]), i+1
+			} else if x[j], i = uvarintSlow(v, i); i < 0 {
+				return found
+			}
+		}
+		d, tf, dl := x[0], x[1], x[2]
+		if seq += d; seq >= uint64(next) {
+			return found
+		}
+		s := uint32(seq)
+		if tf == 0 || a.score[s] == 0 && a.marked[s/64]&(1<<(s%64)) == 0 {
+			continue
+		}
+		found++
+		if a.score[s] == 0 {
+			a.touched = append(a.touched, s)
+		}
+		if count {
+			a.count[s]++
+		}
+		f := float64(tf)
+		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(dl))
+	}
+	return found
+}
+
+// kthBest returns the k-th best score of the touched segments, or 0 when
+// fewer than k are touched.
+func (a *accumulator) kthBest(k int, next uint32) float64 {
+	if len(a.touched) < k {
+		return 0
+	}
+	h := a.best[:0] // a min-heap of the k best so far
+	for _, s := range a.touched {
+		x := a.score[s]
+		switch {
+		case len(h) < k:
+			h = append(h, x)
+			for i := len(h) - 1; i > 0 && h[(i-1)/2] > h[i]; i = (i - 1) / 2 {
+				h[(i-1)/2], h[i] = h[i], h[(i-1)/2]
+			}
+		case x > h[0]:
+			h[0] = x
+			for i := 0; ; {
+				l, m := 2*i+1, i
+				if l < len(h) && h[l] < h[m] {
+					m = l
+				}
+				if r := l + 1; r < len(h) && h[r] < h[m] {
+					m = r
+				}
+				if m == i {
+					break
+				}
+				h[i], h[m] = h[m], h[i]
+				i = m
+			}
+		}
+	}
+	a.best = h
+	return h[0]
+}
+
+// mark and unmark set and clear the marks of seqs (those below next).
+func (a *accumulator) mark(seqs []uint32, next uint32) {
+	if words := int(next+63) / 64; len(a.marked) < words {
+		a.marked = make([]uint64, words)
+	}
+	for _, s := range seqs {
+		if s < next {
+			a.marked[s/64] |= 1 << (s % 64)
+		}
+	}
+}
+
+func (a *accumulator) unmark(seqs []uint32, next uint32) {
+	for _, s := range seqs {
+		if s < next {
+			a.marked[s/64] &^= 1 << (s % 64)
+		}
+	}
+}
+
 func (a *accumulator) reset() {
 	for _, s := range a.touched {
 		a.score[s], a.count[s] = 0, 0
@@ -194,31 +378,42 @@ func (a *accumulator) reset() {
 	a.touched = a.touched[:0]
 }
 
-// collect keeps the best q.Limit of the scored segments each visits.
-func (res *DocResult) collect(q DocQuery, n int, each func(fn func(seq uint32, score float64, count int))) {
-	limit := max(q.Limit, 1)
-	h := make(hitHeap, 0, min(limit, n))
-	each(func(seq uint32, score float64, count int) {
-		if q.All && count < len(q.Terms) || score <= 0 {
-			return
-		}
-		res.Candidates++
-		if score < q.MinScore {
-			res.BelowFloor++
-			return
-		}
-		hit := DocHit{Seq: seq, Score: score}
-		switch {
-		case len(h) < limit:
-			h.push(hit)
-		case better(hit, h[0]):
-			h[0] = hit
-			h.down(0)
-		}
-	})
-	res.Hits = make([]DocHit, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
-		res.Hits[i] = h.pop()
+// topHits keeps the best limit of the candidates offered, counting them
+// and those under the floor.
+type topHits struct {
+	h          hitHeap
+	limit      int
+	floor      float64
+	candidates int
+	below      int
+}
+
+func (t *topHits) init(q DocQuery) {
+	t.limit, t.floor = max(q.Limit, 1), q.MinScore
+	t.h = make(hitHeap, 0, min(t.limit, 64))
+}
+
+// offer counts a candidate of score > 0 and keeps it if it is among the
+// best so far.
+func (t *topHits) offer(seq uint32, score float64) {
+	t.candidates++
+	switch {
+	case score < t.floor:
+		t.below++
+	case len(t.h) < t.limit:
+		t.h.push(DocHit{Seq: seq, Score: score})
+	case score > t.h[0].Score || score == t.h[0].Score && seq < t.h[0].Seq:
+		t.h[0] = DocHit{Seq: seq, Score: score}
+		t.h.down(0)
+	}
+}
+
+// finish moves the kept hits, best first, and the counts into res.
+func (res *DocResult) finish(t *topHits) {
+	res.Candidates, res.BelowFloor = t.candidates, t.below
+	res.Hits = make([]DocHit, len(t.h))
+	for i := len(t.h) - 1; i >= 0; i-- {
+		res.Hits[i] = t.h.pop()
 	}
 }
 

@@ -28,7 +28,11 @@ import (
 //   - 3: the keyword index holds stemmed words (see [Words]); format 2
 //     held the words as written. The document index (docs, docs.seg,
 //     docs.terms, docs.stats) is new in format 3.
-const Format = 3
+//   - 4: documents are indexed without a shorter list of stop words (see
+//     index.IsStop): words such as "what", "how" and "over", which format 3
+//     left out, are terms. The document postings and segment lengths are
+//     rebuilt from the segments' text.
+const Format = 4
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -84,6 +88,11 @@ func Upgrade(tx Tx) (from int, err error) {
 	if from < 3 {
 		if err := reindexWords(tx); err != nil {
 			return from, fmt.Errorf("store: stemming the keyword index: %w", err)
+		}
+	}
+	if from < 4 {
+		if err := reindexDocuments(tx); err != nil {
+			return from, fmt.Errorf("store: re-indexing the documents: %w", err)
 		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))

@@ -26,9 +26,13 @@ import (
 // openFixture copies the format-1 store of testdata/format1 (made by
 // generate.go with the code of that format) into a temporary directory and
 // returns its path.
-func openFixture(t *testing.T) string {
+func openFixture(t *testing.T) string { return openFixtureOf(t, "format1") }
+
+// openFixtureOf copies the store of testdata/<name>/crux.db.gz into a
+// temporary directory and returns its path.
+func openFixtureOf(t *testing.T, name string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "format1", "crux.db.gz"))
+	f, err := os.Open(filepath.Join("testdata", name, "crux.db.gz"))
 	require.NoError(t, err)
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
@@ -282,4 +286,113 @@ func stemmed(old map[string]string) map[string]string {
 		out[parts[0]+"\x00"+index.Stem(parts[1])+"\x00"+parts[2]] = v
 	}
 	return out
+}
+
+// format3Docs are the documents testdata/format3 holds, as its generate.go
+// left them (one replaced, one deleted).
+var format3Docs = map[string][]crux.Document{
+	"acme": {
+		{ID: "guide/how-to", Title: "How to rotate keys", Text: "What to do when a key leaks: rotate it over the weekend.\n\n" +
+			strings.Repeat("Filler paragraph about storage engines and pages.\n\n", 40)},
+		{ID: "guide/why", Title: "Why receipts", Text: "Why every answer carries a receipt, and what it proves."},
+		{ID: "guide/old", Title: "Old note", Text: "Replaced: what changed and how."},
+	},
+	"beta": {
+		{ID: "faq", Title: "FAQ", Text: "Where do the facts live? In the data directory, under your own user."},
+	},
+}
+
+// TestUpgradeFormat3Documents opens a store written by the code of format
+// 3, whose document index left out the words of a longer stop-word list,
+// and upgrades it: the documents and their segments' text are kept as
+// they were, and every query ranks them exactly as in a store the same
+// documents were ingested into by today's code (same results, same
+// scores), words such as "what" and "how" included; crux doctor finds
+// nothing amiss, and a document deleted after the upgrade leaves no
+// posting behind.
+func TestUpgradeFormat3Documents(t *testing.T) {
+	ctx := context.Background()
+	db, err := bolt.Open(openFixtureOf(t, "format3"), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	var docsBefore map[string]string
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		format, err := store.StoredFormat(tx)
+		require.NoError(t, err)
+		require.Equal(t, 3, format)
+		docsBefore = dump(t, tx, "docs")
+		res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: "acme", Terms: []string{"what"}, Limit: 10})
+		require.NoError(t, err)
+		assert.Zero(t, res.DF[0], "format 3 left \"what\" out")
+		return nil
+	}))
+	srv, err := crux.NewServer(db, nil)
+	require.NoError(t, err)
+	defer srv.Close()
+
+	fresh, err := bolt.Open(filepath.Join(t.TempDir(), "fresh.db"), nil)
+	require.NoError(t, err)
+	defer fresh.Close()
+	want, err := crux.NewServer(fresh, nil)
+	require.NoError(t, err)
+	defer want.Close()
+	for tenant, docs := range format3Docs {
+		_, err := want.Ingest(ctx, tenant, docs, nil)
+		require.NoError(t, err)
+	}
+
+	caller := crux.Caller{Agent: "alice", Authenticated: true}
+	type row struct {
+		DocID        string  `json:"doc_id"`
+		SegmentIndex int     `json:"segment_index"`
+		Score        float64 `json:"score"`
+		Snippet      string  `json:"snippet"`
+	}
+	query := func(s *crux.Server, tenant, q string) []row {
+		args, _ := json.Marshal(map[string]any{"tenant_id": tenant, "query": q, "limit": 20})
+		res, err := s.CallTool(ctx, caller, "query", args)
+		require.NoError(t, err)
+		var out struct{ Results []row }
+		require.NoError(t, json.Unmarshal([]byte(res.Content[0].Text), &out))
+		return out.Results
+	}
+	for _, q := range []struct{ tenant, query, top string }{
+		{"acme", "what to do when a key leaks", "guide/how-to"},
+		{"acme", "how rotate", "guide/how-to"},
+		{"acme", "what changed", "guide/old"},
+		{"acme", "why receipts", "guide/why"},
+		{"acme", "storage engines pages", "guide/how-to"},
+		{"beta", "where do the facts live", "faq"},
+	} {
+		got := query(srv, q.tenant, q.query)
+		require.NotEmpty(t, got, q.query)
+		assert.Equal(t, q.top, got[0].DocID, q.query)
+		assert.Equal(t, query(want, q.tenant, q.query), got, "%s: ranked as a fresh ingest ranks it", q.query)
+	}
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		format, err := store.StoredFormat(tx)
+		require.NoError(t, err)
+		assert.Equal(t, store.Format, format)
+		assert.Equal(t, docsBefore, dump(t, tx, "docs"), "document records unchanged")
+		problems, err := store.Diagnose(tx)
+		require.NoError(t, err)
+		assert.Empty(t, problems)
+		return nil
+	}))
+
+	gone, err := srv.DeleteDocuments(ctx, "acme", "guide/why")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"guide/why"}, gone)
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		for _, term := range []string{"whi", "receipt", "prove", "what"} {
+			res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: "acme", Terms: []string{index.Stem(term)}, Limit: 10})
+			require.NoError(t, err)
+			for _, h := range res.Hits {
+				seg, err := store.GetSegment(tx, "acme", h.Seq)
+				require.NoError(t, err)
+				assert.NotEqual(t, "guide/why", seg.DocID, "a posting of the deleted document is left for %q", term)
+			}
+		}
+		return nil
+	}))
 }

@@ -29,3 +29,7 @@ func ExportPlanHash(structured any, intent string) ([32]byte, error) {
 
 // ExportCheckEgress is checkEgress, the policy egress_policy_check applies.
 var ExportCheckEgress = checkEgress
+
+// ExportLaneDepth is laneDepth: how many results each lane of query ranks
+// before fusion.
+const ExportLaneDepth = laneDepth

@@ -9,10 +9,13 @@ import (
 )
 
 // Batches of Ingest: each is one transaction, so an interrupted ingest
-// leaves whole documents or none.
+// leaves whole documents or none. Large batches keep the index small:
+// each batch rewrites the pages of the posting blocks it adds to, and a
+// tenant's first batch lays its blocks out in full pages. A write made
+// meanwhile waits for the batch's commit at most.
 const (
-	ingestBatchDocs  = 512
-	ingestBatchBytes = 8 << 20
+	ingestBatchDocs  = 1 << 15
+	ingestBatchBytes = 16 << 20
 )
 
 // IngestProgress reports, after each committed batch, the documents

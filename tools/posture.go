@@ -9,7 +9,6 @@ import (
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/surface"
 )
 
 // Hardening and audit posture: route_access_matrix, execplan_gate and
@@ -17,9 +16,14 @@ import (
 //
 // Decisions taken where the CueCrux tool contract is silent:
 //
-//   - route_access_matrix describes the transports crux really serves: MCP
-//     over stdio, whose methods are initialize, tools/list and tools/call. It
-//     invents no HTTP routes.
+//   - route_access_matrix describes the transport that carried the call,
+//     as the transport reports it in the caller (Caller.Transport): MCP over
+//     stdio, whose methods are initialize, tools/list and tools/call, or
+//     over Streamable HTTP, whose routes are POST (those methods), GET (the
+//     session's stream) and DELETE (the session's end) of its endpoint,
+//     with what it asks of a request (a bearer token, or none). A call
+//     without a transport (in-process) gets the stdio routes of the crux
+//     command. It invents no other routes.
 //   - execplan_gate refuses a slug that already starts with "execplan:"
 //     (the contract says the slug comes without it) rather than guessing,
 //     and accepts a milestone as "M2" or "gate:M2". commit_sha must be 7 to
@@ -46,34 +50,17 @@ func routeAccessMatrix() *Tool {
 	const name = "route_access_matrix"
 	return &Tool{
 		Name: name,
-		Description: "The routes of crux's own transports and what each requires. crux serves MCP over stdio " +
-			"(no HTTP routes): initialize, tools/list and tools/call, bound to the agent the process was started " +
-			"for. With a capability token (an RCX router) tools/call needs the called tool's capability and " +
-			"tools/list shows only what the token allows; without one nothing is enforced (enforced: false).",
+		Description: "The routes of the crux transport serving this call and what each requires: over stdio " +
+			"initialize, tools/list and tools/call, bound to the agent the process was started for; over HTTP " +
+			"the POST, GET and DELETE of its MCP endpoint, bound to the bearer token's agent. With a capability " +
+			"token (an RCX router) tools/call needs the called tool's capability and tools/list shows only what " +
+			"the token allows; without one nothing is enforced (enforced: false).",
 		Annotations: Annotations{Title: "Route access matrix", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{routes: [{transport, route, required_any_scope: [string], enforced, passport_binding, tenant_binding, notes}], enforcing}",
 		schema:      schemaFor(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
 			enforcing := env.Router != nil
-			const passport = "the process's agent (--agent or CRUX_AGENT): named means authenticated, unnamed means anonymous"
-			const tenant = "the process's tenant (the crux command serves the default tenant)"
-			call := []string{}
-			callNote := "no capability token: every call is allowed (fail-open); arguments are checked against the tool's schema"
-			listNote := "no capability token: every tool is listed"
-			if enforcing {
-				call = []string{surface.CapabilityPrefix + "<tool>", surface.QueryCapability}
-				callNote = "needs the called tool's capability in the token: " + surface.CapabilityPrefix +
-					"<tool>, or " + surface.QueryCapability + " for query, query_scan and query_expand; refused with -32030 otherwise"
-				listNote = "lists only the tools the token allows"
-			}
-			routes := []routeAccess{
-				{Transport: "stdio", Route: "initialize", RequiredAnyScope: []string{}, Enforced: false,
-					PassportBinding: passport, TenantBinding: tenant, Notes: "protocol handshake; needs no capability"},
-				{Transport: "stdio", Route: "tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
-					PassportBinding: passport, TenantBinding: tenant, Notes: listNote},
-				{Transport: "stdio", Route: "tools/call", RequiredAnyScope: call, Enforced: enforcing,
-					PassportBinding: passport, TenantBinding: tenant, Notes: callNote},
-			}
+			routes := transportRoutes(c, enforcing)
 			return jsonResult(map[string]any{"routes": routes, "enforcing": enforcing})
 		}),
 	}

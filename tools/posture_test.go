@@ -43,6 +43,59 @@ func TestRouteAccessMatrixEnforcing(t *testing.T) {
 	assert.Equal(t, []any{"crux-mcp.<tool>", "corecrux.query.local"}, routes[2]["required_any_scope"])
 }
 
+// TestRouteAccessMatrixOverHTTP: a call carried by HTTP gets the routes of
+// the HTTP endpoint, with what the transport says it asks of a request.
+func TestRouteAccessMatrixOverHTTP(t *testing.T) {
+	signer, _, router := freeLocal(t)
+	srv, _, _ := newTestServer(t, withSigner(signer), withRouter(router))
+	for _, tc := range []struct {
+		name    string
+		tr      crux.Transport
+		routes  []string
+		binding string // in passport_binding
+		note    string // in the notes of tools/call
+		getNote string // in the notes of GET
+	}{
+		{"tokens required", crux.Transport{Kind: crux.TransportHTTP, Path: "/mcp", Tokens: true},
+			[]string{"POST /mcp initialize", "POST /mcp tools/list", "POST /mcp tools/call", "GET /mcp", "DELETE /mcp"},
+			"bearer token maps to", "refused with 401", "only the caller that opened the session"},
+		{"tokens or anonymous", crux.Transport{Kind: crux.TransportHTTP, Path: "/mcp", Tokens: true, Anonymous: true},
+			[]string{"POST /mcp initialize", "POST /mcp tools/list", "POST /mcp tools/call", "GET /mcp", "DELETE /mcp"},
+			"without a token is anonymous", "optional", "Mcp-Session-Id"},
+		{"no tokens, stateless", crux.Transport{Kind: crux.TransportHTTP, Path: "/x", Stateless: true},
+			[]string{"POST /x initialize", "POST /x tools/list", "POST /x tools/call", "GET /x", "DELETE /x"},
+			"every request is anonymous", "no authentication", "405"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			caller := alice
+			caller.Transport = tc.tr
+			got := call(t, srv, caller, "route_access_matrix", `{}`)
+			assert.Equal(t, true, got["enforcing"])
+			routes := objects(t, got, "routes")
+			var names []string
+			for _, r := range routes {
+				names = append(names, r["route"].(string))
+				assert.Equal(t, "http", r["transport"])
+				assert.Contains(t, r["passport_binding"], tc.binding)
+				assert.NotEmpty(t, r["tenant_binding"])
+			}
+			assert.Equal(t, tc.routes, names)
+			assert.Equal(t, true, routes[2]["enforced"])
+			assert.Equal(t, []any{"crux-mcp.<tool>", "corecrux.query.local"}, routes[2]["required_any_scope"])
+			assert.Contains(t, routes[2]["notes"], tc.note)
+			assert.Contains(t, routes[3]["notes"], tc.getNote)
+		})
+	}
+	// stdio, named or not, keeps the stdio routes.
+	for _, kind := range []string{"", crux.TransportStdio} {
+		caller := alice
+		caller.Transport = crux.Transport{Kind: kind}
+		routes := objects(t, call(t, srv, caller, "route_access_matrix", `{}`), "routes")
+		require.Len(t, routes, 3)
+		assert.Equal(t, "stdio", routes[0]["transport"])
+	}
+}
+
 func TestRouteAccessMatrixRejectsArguments(t *testing.T) {
 	srv, _, _ := newTestServer(t)
 	e := callErr(t, srv, alice, "route_access_matrix", `{"verbose":true}`)

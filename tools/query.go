@@ -200,7 +200,7 @@ type queryRow struct {
 	DocID        string   `json:"doc_id"`
 	SegmentIndex int      `json:"segment_index"`
 	Title        string   `json:"title,omitempty"`
-	Score        float64  `json:"score"`       // BM25 of the query; 0 for a result of the graph lane alone
+	Score        float64  `json:"score"`       // BM25 of the query; 0 for a segment holding none of its terms
 	FusedScore   float64  `json:"fused_score"` // what results are ranked by
 	Lanes        []string `json:"lanes"`
 	Entities     []string `json:"entities,omitempty"` // the entities that linked it
@@ -273,8 +273,10 @@ func query() *Tool {
 				return nil, err
 			}
 			minScore := 0.0
-			if in.MinScore != nil {
-				minScore = *in.MinScore
+			if in.MinScore != nil && *in.MinScore > 0 {
+				// Scores are shown rounded to 4 decimals; a floor keeps
+				// every result whose shown score reaches it.
+				minScore = *in.MinScore - 0.5e-4
 			}
 			terms := termStrings(qt) // the graph lane's keywords too, common words left out
 			now := env.now()
@@ -288,8 +290,12 @@ func query() *Tool {
 				if len(lane) > 0 {
 					depth = max(limit, laneDepth)
 				}
+				also := make([]uint32, len(lane))
+				for i, g := range lane {
+					also[i] = g.seq
+				}
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: terms,
-					Limit: depth, MinScore: minScore})
+					Limit: depth, MinScore: minScore, Also: also})
 				if err != nil {
 					return err
 				}
@@ -309,11 +315,19 @@ func query() *Tool {
 				for i, g := range lane {
 					f := byseq[g.seq]
 					if f == nil {
-						if minScore > 0 { // a graph-only result has no BM25 score: under any floor
-							out.Coverage.BelowFloor++
+						// Ranked by the graph lane alone: its BM25 score, if
+						// any, is shown, and a floor applies to it. One that
+						// holds a query term and scores under the floor is
+						// counted in below_floor already; one that holds
+						// none is counted here.
+						bm25 := res.AlsoScores[i]
+						if bm25 < minScore {
+							if bm25 == 0 {
+								out.Coverage.BelowFloor++
+							}
 							continue
 						}
-						f = &fused{seq: g.seq}
+						f = &fused{seq: g.seq, bm25: bm25}
 						byseq[g.seq] = f
 						order = append(order, f)
 					}
@@ -477,8 +491,8 @@ func snippet(text string, qt []index.QueryTerm) string {
 	}
 	first := -1
 	for _, t := range qt {
-		if i := indexWordFold(text, t.Term); i >= 0 && (first < 0 || i < first) {
-			first = i
+		if i := indexWordFold(text, t.Term, first); i >= 0 {
+			first = i // before the earlier terms' first, which bounded the search
 		}
 	}
 	start := 0
@@ -511,27 +525,44 @@ func snippet(text string, qt []index.QueryTerm) string {
 // indexWordFold returns the offset of the first word of text that starts
 // with term, ASCII letters compared without case, or -1. term is
 // lowercase; a term with other than ASCII letters and digits is looked
-// for as written.
-func indexWordFold(text, term string) int {
+// for as written. Only words starting before end are looked at (end < 0:
+// all of text), so a search for the earliest of several terms can stop
+// at the best found so far.
+func indexWordFold(text, term string, end int) int {
 	if term == "" {
 		return -1
+	}
+	if end < 0 || end > len(text)-len(term)+1 {
+		end = len(text) - len(term) + 1
 	}
 	lo, up := term[0], term[0]
 	if 'a' <= lo && lo <= 'z' {
 		up = lo - 'a' + 'A'
 	}
-	for i := 0; i+len(term) <= len(text); {
-		j := strings.IndexByte(text[i:], lo)
-		if up != lo {
-			if k := strings.IndexByte(text[i:], up); k >= 0 && (j < 0 || k < j) {
-				j = k
+	nextLo, nextUp := -1, -1 // the next offsets of lo and up at or after i; -1 not yet looked for
+	for i := 0; i < end; {
+		if nextLo < i {
+			if nextLo = strings.IndexByte(text[i:end], lo); nextLo >= 0 {
+				nextLo += i
+			} else {
+				nextLo = end
 			}
 		}
-		if j < 0 {
+		if up != lo && nextUp < i {
+			if nextUp = strings.IndexByte(text[i:end], up); nextUp >= 0 {
+				nextUp += i
+			} else {
+				nextUp = end
+			}
+		}
+		at := nextLo
+		if up != lo && nextUp < at {
+			at = nextUp
+		}
+		if at >= end {
 			return -1
 		}
-		at := i + j
-		if at+len(term) <= len(text) && (at == 0 || !isWordByte(text[at-1])) && hasPrefixFold(text[at:], term) {
+		if (at == 0 || !isWordByte(text[at-1])) && hasPrefixFold(text[at:], term) {
 			return at
 		}
 		i = at + 1

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,10 +16,10 @@ import (
 
 func TestSnippet(t *testing.T) {
 	terms := func(q string) []index.QueryTerm { qt, _ := index.Query(q); return qt }
-	if got := indexWordFold("Xranking, Ranked", "rank"); got != 10 {
+	if got := indexWordFold("Xranking, Ranked", "rank", -1); got != 10 {
 		t.Errorf("indexWordFold = %d, want 10 (the word start, not inside Xranking)", got)
 	}
-	if got := indexWordFold("nothing here", "rank"); got != -1 {
+	if got := indexWordFold("nothing here", "rank", -1); got != -1 {
 		t.Errorf("indexWordFold = %d, want -1", got)
 	}
 	short := "Short text comes back whole."
@@ -36,6 +37,39 @@ func TestSnippet(t *testing.T) {
 	multi := strings.Repeat("é", 300) + " rank"
 	if got := snippet(multi, terms("rank")); !strings.HasSuffix(got, "rank") && !strings.HasSuffix(got, "…") || !utf8Valid(got) {
 		t.Errorf("snippet of multi-byte text = %q", got)
+	}
+}
+
+// TestIndexWordFoldMatchesNaive: the search agrees with a byte-by-byte
+// one on texts mixing cases, word boundaries and near misses, with and
+// without an end bound.
+func TestIndexWordFoldMatchesNaive(t *testing.T) {
+	naive := func(text, term string, end int) int {
+		for at := 0; at+len(term) <= len(text); at++ {
+			if end >= 0 && at >= end {
+				break
+			}
+			if (at == 0 || !isWordByte(text[at-1])) && hasPrefixFold(text[at:], term) {
+				return at
+			}
+		}
+		return -1
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"r", "R", "a", "A", "n", "k", " ", "x", "é", "-", "rank", "RANK", "Rank"}
+	for range 5000 {
+		var b strings.Builder
+		for range r.IntN(30) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		text := b.String()
+		for _, term := range []string{"rank", "ra", "r", "k9"} {
+			for _, end := range []int{-1, 0, r.IntN(len(text) + 2)} {
+				if got, want := indexWordFold(text, term, end), naive(text, term, end); got != want {
+					t.Fatalf("indexWordFold(%q, %q, %d) = %d, want %d", text, term, end, got, want)
+				}
+			}
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/tools"
 )
 
 // guideDocs are the documents the retrieval tests search.
@@ -39,7 +40,7 @@ func TestQueryRanksAndCovers(t *testing.T) {
 	srv, _, _ := newTestServer(t)
 	ingestGuide(t, srv, "docs")
 
-	got := call(t, srv, alice, "query", `{"tenant_id":"docs","query":"where is each commit synced?"}`)
+	got := call(t, srv, alice, "query", `{"tenant_id":"docs","query":"is the commit synced?"}`)
 	res := objects(t, got, "results")
 	require.NotEmpty(t, res)
 	assert.Equal(t, "guide/storage.md", res[0]["doc_id"], "doc_id is the ingested id")
@@ -146,7 +147,7 @@ func TestQueryBudgetAndFloor(t *testing.T) {
 	assert.Equal(t, true, got["budget_truncated"])
 	assert.Equal(t, float64(budget), got["tokens_returned"])
 
-	floor := all[9]["score"].(float64)
+	floor := all[9]["score"].(float64) // as shown, rounded: the floor keeps what shows it
 	got = call(t, srv, alice, "query", fmt.Sprintf(`{"tenant_id":"t","query":"gadget","limit":30,"min_score":%v}`, floor))
 	kept := objects(t, got, "results")
 	assert.Len(t, kept, 10)
@@ -189,6 +190,47 @@ func TestQueryEntityGraph(t *testing.T) {
 	got = call(t, srv, alice, "query", `{"tenant_id":"default","query":"billing team","min_score":0.1}`)
 	assert.Empty(t, objects(t, got, "results"))
 	assert.Equal(t, 1.0, got["coverage"].(map[string]any)["below_floor"])
+
+	// A segment both lanes find, under the floor, is counted once.
+	got = call(t, srv, alice, "query", `{"tenant_id":"default","query":"refunds","min_score":100}`)
+	assert.Empty(t, objects(t, got, "results"))
+	require.Greater(t, got["total_candidates"], 0.0)
+	assert.Equal(t, got["total_candidates"], got["coverage"].(map[string]any)["below_floor"],
+		"every BM25 candidate is under the floor, the graph lane's among them, none counted twice")
+}
+
+// TestQueryGraphLaneShowsBM25: a segment the graph lane brings in from
+// beyond the BM25 lane's depth shows its BM25 score, and a floor keeps it
+// when that score reaches it.
+func TestQueryGraphLaneShowsBM25(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	var docs []crux.Document
+	for i := range tools.ExportLaneDepth + 10 { // more BM25 candidates than the lane ranks
+		docs = append(docs, crux.Document{ID: fmt.Sprintf("d%02d", i), Text: strings.Repeat("gadget ", 5) + "filler"})
+	}
+	docs = append(docs, crux.Document{ID: "zz/acme", Text: "gadget made by the acme corporation " + strings.Repeat("padding words ", 40)})
+	_, err := srv.Ingest(context.Background(), tenant, docs, nil)
+	require.NoError(t, err)
+	storeID(t, srv, alice, `{"entity":"acme corporation","key":"makes","value":"gadget"}`)
+
+	got := call(t, srv, alice, "query", `{"tenant_id":"default","query":"gadget"}`)
+	var acme map[string]any
+	for _, r := range objects(t, got, "results") {
+		if r["doc_id"] == "zz/acme" {
+			acme = r
+		}
+	}
+	require.NotNil(t, acme, "the graph lane brings it in")
+	assert.Equal(t, []any{"entity_graph"}, acme["lanes"], "beyond the BM25 lane's depth")
+	score := acme["score"].(float64)
+	assert.Greater(t, score, 0.0, "its BM25 score is shown")
+
+	got = call(t, srv, alice, "query", fmt.Sprintf(`{"tenant_id":"default","query":"gadget","min_score":%v}`, score))
+	found := false
+	for _, r := range objects(t, got, "results") {
+		found = found || r["doc_id"] == "zz/acme"
+	}
+	assert.True(t, found, "a floor at its shown score keeps it")
 }
 
 func TestQueryScanAndExpand(t *testing.T) {

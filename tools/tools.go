@@ -139,6 +139,35 @@ type Caller struct {
 	Agent         string // the agent's name
 	Authenticated bool   // whether the transport vouched for Agent
 	Tenant        string // the caller's tenant; "" means DefaultTenant
+	// Transport is the MCP transport that carried the call, which
+	// route_access_matrix describes. No tool decides anything else by it.
+	Transport Transport
+}
+
+// Transport kinds of [Transport.Kind].
+const (
+	TransportStdio = "stdio" // MCP over standard input and output
+	TransportHTTP  = "http"  // MCP over Streamable HTTP
+)
+
+// Transport describes the MCP transport that carried a call, as the
+// transport fills it in. The zero value is an in-process call (or one
+// whose transport says nothing), which route_access_matrix describes as
+// the crux command's stdio.
+type Transport struct {
+	// Kind is TransportStdio, TransportHTTP or "".
+	Kind string
+	// Path is the URL path of the HTTP endpoint, such as "/mcp".
+	Path string
+	// Tokens reports that HTTP requests authenticate with bearer tokens,
+	// each mapped to an agent and a tenant.
+	Tokens bool
+	// Anonymous reports that HTTP requests without a bearer token are
+	// served as anonymous callers; when false they are refused with 401.
+	Anonymous bool
+	// Stateless reports an HTTP transport without sessions: every POST
+	// stands alone, and GET and DELETE are refused with 405.
+	Stateless bool
 }
 
 // MaxCallerNameBytes caps a caller's agent name and tenant: they become

@@ -1,5 +1,6 @@
 // The crux system drives the library's retrieval core through its public
-// API: Server.Ingest, then Server.Compact (as crux ingest --compact does),
+// API: Server.Ingest (then Server.Compact with CruxCompact, as crux ingest
+// --compact does),
 // and the query tool.
 
 package retrieval
@@ -30,8 +31,8 @@ var CruxBatch = 0
 
 // CruxCompact makes the crux system compact its store after the ingest,
 // as crux ingest --compact does; without it the file keeps the pages the
-// ingest's later batches replaced.
-var CruxCompact = true
+// ingest's later batches replaced, if it took more than one.
+var CruxCompact = false
 
 const cruxTenant = "bench"
 

@@ -24,11 +24,19 @@ const maxStdinArgs = 64 << 20
 // serveCmd is crux serve: MCP over stdin and stdout until the client closes
 // stdin (a clean exit) or ctx is cancelled by a signal (also clean). Either
 // way, every call read from stdin is answered first (see "Shutting down"
-// in the mcpserver documentation). The store is closed before it returns.
+// in the mcpserver documentation). With --http, MCP over Streamable HTTP
+// instead, until a signal (see serveHTTP). The store is closed before it
+// returns.
 func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, osenv *environment, logger *slog.Logger) (err error) {
 	var cf commonFlags
+	var hf httpFlags
 	fs := newFlagSet("serve", &cf)
+	hf.register(fs)
 	s, err := resolveNoArgs("serve", fs, &cf, args, osenv)
+	if err != nil {
+		return err
+	}
+	hs, err := resolveHTTP(fs, &hf, osenv)
 	if err != nil {
 		return err
 	}
@@ -42,11 +50,16 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 		}
 	}()
 
+	if hs != nil {
+		return serveHTTP(ctx, s, hs, sess, logger)
+	}
 	logger.Info("crux: serving MCP on stdio",
 		"db", filepath.Join(s.dir, dbFile), "agent", s.caller.Name(), "authenticated", s.caller.Authenticated,
 		"owner", sess.conn.Owner())
+	caller := s.caller
+	caller.Transport = crux.Transport{Kind: crux.TransportStdio}
 	t := mcpserver.StdioTransport(io.NopCloser(stdin), stdout)
-	err = mcpserver.ServeBackend(ctx, sess, s.caller, t, &mcpserver.Options{Logger: logger})
+	err = mcpserver.ServeBackend(ctx, sess, caller, t, &mcpserver.Options{Logger: logger})
 	switch {
 	case err == nil:
 		logger.Info("crux: client closed the connection; stopping")

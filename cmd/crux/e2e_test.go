@@ -137,17 +137,21 @@ func TestServeSubprocess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"agent_name": "tester"}, identity.StructuredContent)
 
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{
+	// The SDK client speaks its newest protocol version, where a bad
+	// argument is an isError result the model can read.
+	bad, err := cs.CallTool(ctx, &mcp.CallToolParams{
 		Name:      "query_facts",
 		Arguments: map[string]any{"top_k": "ten"},
 	})
-	var we *jsonrpc.Error
-	require.True(t, errors.As(err, &we), "want a JSON-RPC error, got %v", err)
-	assert.Equal(t, int64(crux.CodeInvalidParams), we.Code)
-	assert.Contains(t, we.Message, "top_k")
-	assert.Contains(t, string(we.Data), `"param":"top_k"`)
+	require.NoError(t, err, "a bad argument is a tool error on %s", cs.InitializeResult().ProtocolVersion)
+	require.True(t, bad.IsError)
+	errObj := bad.StructuredContent.(map[string]any)["error"].(map[string]any)
+	assert.Equal(t, float64(crux.CodeInvalidParams), errObj["code"])
+	assert.Contains(t, errObj["message"], "top_k")
+	assert.Equal(t, "top_k", errObj["data"].(map[string]any)["param"])
 
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"})
+	var we *jsonrpc.Error
 	require.True(t, errors.As(err, &we), "want a JSON-RPC error, got %v", err)
 	assert.Equal(t, int64(crux.CodeMethodNotFound), we.Code)
 

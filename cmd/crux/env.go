@@ -33,7 +33,9 @@ type environment struct {
 }
 
 // commandVariables are the CRUX_* variables the command reads itself.
-var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR", "CRUX_ATTEST_ROOT"}
+// CRUX_AGENT_TOKENS is among them: it holds secrets and changes no
+// server's behaviour, so it is never sent to the owning process.
+var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR", "CRUX_AGENT_TOKENS", "CRUX_ATTEST_ROOT"}
 
 // newEnvironment reads environ, NAME=value entries as os.Environ returns
 // them; the first entry of a name wins, as with os.Getenv.

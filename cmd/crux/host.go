@@ -46,19 +46,40 @@ const (
 	opCompact    = "compact"     // compactReq → {}
 )
 
-// wireCaller is a crux.Caller on the socket.
+// wireCaller is a crux.Caller on the socket. The transport travels with
+// it, so that a forwarded call describes the transport of the process
+// that received it (route_access_matrix), not the owner's.
 type wireCaller struct {
-	Agent         string `json:"agent,omitempty"`
-	Authenticated bool   `json:"authenticated,omitempty"`
-	Tenant        string `json:"tenant,omitempty"`
+	Agent         string         `json:"agent,omitempty"`
+	Authenticated bool           `json:"authenticated,omitempty"`
+	Tenant        string         `json:"tenant,omitempty"`
+	Transport     *wireTransport `json:"transport,omitempty"`
+}
+
+// wireTransport is a crux.Transport on the socket.
+type wireTransport struct {
+	Kind      string `json:"kind,omitempty"`
+	Path      string `json:"path,omitempty"`
+	Tokens    bool   `json:"tokens,omitempty"`
+	Anonymous bool   `json:"anonymous,omitempty"`
+	Stateless bool   `json:"stateless,omitempty"`
 }
 
 func toWire(c crux.Caller) wireCaller {
-	return wireCaller{Agent: c.Agent, Authenticated: c.Authenticated, Tenant: c.Tenant}
+	w := wireCaller{Agent: c.Agent, Authenticated: c.Authenticated, Tenant: c.Tenant}
+	if c.Transport != (crux.Transport{}) {
+		t := wireTransport(c.Transport)
+		w.Transport = &t
+	}
+	return w
 }
 
 func (w wireCaller) caller() crux.Caller {
-	return crux.Caller{Agent: w.Agent, Authenticated: w.Authenticated, Tenant: w.Tenant}
+	c := crux.Caller{Agent: w.Agent, Authenticated: w.Authenticated, Tenant: w.Tenant}
+	if w.Transport != nil {
+		c.Transport = crux.Transport(*w.Transport)
+	}
+	return c
 }
 
 // The requests. Env is the forwarding process's CRUX_* and CORECRUXD_*

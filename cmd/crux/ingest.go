@@ -31,10 +31,12 @@ import (
 // owns the store in batches of one transaction each (whole documents or
 // none), so crux ingest runs beside crux serve on the same directory.
 
-// ingestBatch bounds one batch: one operation and one transaction.
+// ingestBatch bounds one batch: one operation and one transaction, the
+// size of Server.Ingest's own batches (large batches keep the index
+// small; see there).
 const (
-	ingestBatchDocs  = 512
-	ingestBatchBytes = 8 << 20
+	ingestBatchDocs  = 1 << 15
+	ingestBatchBytes = 16 << 20
 )
 
 type (

@@ -4,6 +4,8 @@
 // Usage:
 //
 //	crux serve [--data DIR] [--agent NAME]
+//	crux serve --http ADDR [--data DIR] [--tokens FILE] [--anonymous] [--allow-remote] [--stateless]
+//	crux token new [--tenant T] AGENT
 //	crux tools [--data DIR] [--agent NAME] [--json]
 //	crux call  [--data DIR] [--agent NAME] TOOL [JSON|-]
 //	crux doctor [--data DIR] [--repair]
@@ -14,7 +16,13 @@
 // standard input or the process gets SIGINT or SIGTERM; either way it
 // stops reading, answers every call it has read, and exits 0. A line that
 // is not a well-formed JSON-RPC message is answered with -32700 or -32600
-// and serving goes on. Logs go to standard error. tools prints the tool catalogue. call runs one tool with the JSON
+// and serving goes on. Logs go to standard error. serve --http serves MCP
+// over Streamable HTTP at http://ADDR/mcp instead, each request as the
+// agent its bearer token maps to (--tokens FILE or $CRUX_AGENT_TOKENS; see
+// crux help and package mcpserver), loopback only unless --allow-remote
+// with tokens, until SIGINT or SIGTERM, answering every request in flight
+// before it exits 0. token new makes a bearer token and its table entry.
+// tools prints the tool catalogue. call runs one tool with the JSON
 // arguments given (default {}; - reads them from standard input) and prints
 // the MCP result object; a protocol-level error is printed as
 // {"error":{"code","message","data"}} and exits with status 1. doctor

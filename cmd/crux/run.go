@@ -32,6 +32,32 @@ Usage:
         the data directory's key (DIR/signing.key): hosted-tier tools are
         not listed and are refused with -32030 and a signed refusal receipt.
 
+  crux serve --http ADDR [--data DIR] [--tokens FILE] [--anonymous]
+             [--allow-remote] [--stateless]
+        Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio,
+        until SIGINT or SIGTERM; then stop accepting connections, answer
+        every request in flight, and exit. ADDR is host:port on loopback
+        (127.0.0.1:8080, localhost:8080, [::1]:8080; port 0 picks one, and
+        the log gives the URL); any other address needs --allow-remote and
+        a token table. Each request is served as the agent and tenant its
+        bearer token maps to in the token table (--tokens FILE, else
+        $CRUX_AGENT_TOKENS; see "Token table" below), each with its own
+        tools/list and its own sessions. A request without a token is
+        refused with 401 and WWW-Authenticate: Bearer, unless --anonymous
+        serves it as anonymous; a wrong token is always refused. With no
+        table every request is anonymous. On a loopback address the Host
+        header must name a loopback host and an Origin header, if any, a
+        loopback origin, else 403 (DNS rebinding). --stateless keeps no
+        sessions: every POST stands alone and GET and DELETE get 405. A
+        session without a request for 30 minutes is closed (its client
+        gets 404 and starts a new one).
+        Calls are checked against the same free-local token as on stdio.
+
+  crux token new [--tenant T] AGENT
+        Make a bearer token for AGENT (of tenant T): print the token, to
+        give to the MCP client, and its token table entry
+        AGENT[@T]=sha256:..., which holds only the token's SHA-256 digest.
+
   crux tools [--data DIR] [--agent NAME] [--json]
         List the tools: name and first line of description, or with --json
         the tools/list array.
@@ -144,7 +170,24 @@ Flags:
                 DIR/signing.key, created once
   --tenant T    the tenant whose receipt chain verify chain and receipts
                 list read, or whose index ingest writes (default: default,
-                the tenant of the command's calls)
+                the tenant of the command's calls); of token new, the
+                agent's tenant
+  --http ADDR   serve: MCP over Streamable HTTP on ADDR instead of stdio
+  --tokens FILE serve --http: the token table (default $CRUX_AGENT_TOKENS)
+  --anonymous   serve --http: a request without a token is anonymous, not 401
+  --allow-remote serve --http: allow an address that is not loopback
+  --stateless   serve --http: no sessions
+
+Token table:
+
+  Entries AGENT[@TENANT]=CREDENTIAL, separated by commas, spaces or
+  newlines; "#" starts a comment. CREDENTIAL is the token itself (16 to
+  4096 characters of A-Z a-z 0-9 - . _ ~ + /, then optional "=" padding) or
+  sha256:HEX, the token's SHA-256 digest, so that the file need not hold
+  the secret. AGENT and TENANT may not contain = @ # , or spaces; no TENANT
+  means the default tenant. crux keeps only the digests and compares a
+  presented token's with every entry's in constant time. An agent may have
+  several tokens; a token belongs to one entry.
 
 Sharing a data directory:
 
@@ -164,6 +207,8 @@ Environment:
   XDG_DATA_HOME   without either, the data directory is $XDG_DATA_HOME/crux,
                   else ~/.local/share/crux (created with mode 0700)
   CRUX_AGENT      the agent when --agent is not given
+  CRUX_AGENT_TOKENS the token table of serve --http when --tokens is not
+                  given
   CRUX_STORE      the store when --store is not given
   CRUX_ENGRAM_DIR the engram files engram_resolve lists (default DIR/engrams;
                   the process that owns the directory reads its own)
@@ -232,6 +277,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = doctorCmd(ctx, rest, stdout, osenv, logger)
 	case "ingest":
 		err = ingestCmd(ctx, rest, stdout, stderr, osenv, logger)
+	case "token":
+		err = tokenCmd(rest, stdout)
 	default:
 		err = usagef("unknown command %q", cmd)
 	}

@@ -31,7 +31,7 @@ func main() {
 	base := flag.String("base", "bleve", "system the others' latency and size are compared with")
 	bleveStore := flag.Bool("bleve-store", true, "bleve stores title and text besides indexing them (crux keeps its documents' text)")
 	bleveQuery := flag.String("bleve-query", "all", "how bleve searches: all (match on _all), text (match on text), fields (disjunction of a match per field)")
-	cruxCompact := flag.Bool("crux-compact", true, "compact crux's store after the ingest, as crux ingest --compact does")
+	cruxCompact := flag.Bool("crux-compact", false, "compact crux's store after the ingest, as crux ingest --compact does")
 	cruxLimit := flag.Int("crux-limit", 0, "limit passed to crux's query tool (its results are segments, several of a passage counting once; default: k)")
 	flag.Parse()
 	log.SetFlags(0)

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crux-go/crux/mcpserver"
+)
+
+// httpFlags are crux serve's flags for MCP over Streamable HTTP.
+type httpFlags struct {
+	addr        string // --http: the address to listen on; empty: stdio
+	tokens      string // --tokens: the token table file
+	anonymous   bool   // --anonymous
+	allowRemote bool   // --allow-remote
+	stateless   bool   // --stateless
+}
+
+// register adds the HTTP flags to fs.
+func (hf *httpFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&hf.addr, "http", "", "serve MCP over Streamable HTTP on `ADDR` (host:port) instead of stdio")
+	fs.StringVar(&hf.tokens, "tokens", "", "the bearer token table `file` (default: $CRUX_AGENT_TOKENS)")
+	fs.BoolVar(&hf.anonymous, "anonymous", false, "serve requests without a bearer token as anonymous instead of refusing them")
+	fs.BoolVar(&hf.allowRemote, "allow-remote", false, "allow --http on an address that is not loopback (needs tokens)")
+	fs.BoolVar(&hf.stateless, "stateless", false, "serve HTTP without sessions")
+}
+
+// httpSetup is what crux serve --http resolved from its flags.
+type httpSetup struct {
+	addr   string
+	opts   mcpserver.HTTPOptions
+	source string // where the tokens came from, for the log
+}
+
+// resolveHTTP checks the HTTP flags of fs and reads the token table:
+// --tokens FILE, else $CRUX_AGENT_TOKENS. It returns nil when --http was
+// not given (and then no other HTTP flag may be).
+func resolveHTTP(fs *flag.FlagSet, hf *httpFlags, osenv *environment) (*httpSetup, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["http"] {
+		for _, name := range []string{"tokens", "anonymous", "allow-remote", "stateless"} {
+			if set[name] {
+				return nil, usagef("--%s needs --http ADDR", name)
+			}
+		}
+		return nil, nil
+	}
+	if set["agent"] {
+		return nil, usagef("--agent does not apply to --http: each request's bearer token names its agent (--tokens FILE or CRUX_AGENT_TOKENS)")
+	}
+	if _, _, err := net.SplitHostPort(hf.addr); err != nil {
+		return nil, usagef("--http wants host:port, such as 127.0.0.1:8080, got %q", hf.addr)
+	}
+	hs := &httpSetup{addr: hf.addr, opts: mcpserver.HTTPOptions{Anonymous: hf.anonymous, Stateless: hf.stateless}}
+	var table string
+	switch {
+	case set["tokens"]:
+		if hf.tokens == "" {
+			return nil, usagef("--tokens must not be empty")
+		}
+		b, err := os.ReadFile(hf.tokens)
+		if err != nil {
+			return nil, fmt.Errorf("reading the token table: %w", err)
+		}
+		table, hs.source = string(b), hf.tokens
+	case osenv.getenv("CRUX_AGENT_TOKENS") != "":
+		table, hs.source = osenv.getenv("CRUX_AGENT_TOKENS"), "CRUX_AGENT_TOKENS"
+	}
+	if hs.source != "" {
+		tok, err := mcpserver.ParseTokens(table)
+		if err != nil {
+			return nil, usagef("%s: %s", hs.source, strings.TrimPrefix(err.Error(), "crux: token table: "))
+		}
+		if tok.Len() == 0 {
+			return nil, usagef("%s holds no token", hs.source)
+		}
+		hs.opts.Tokens = tok
+	}
+	if hf.anonymous && hs.opts.Tokens == nil {
+		return nil, usagef("--anonymous needs tokens (--tokens FILE or CRUX_AGENT_TOKENS): without them every request is anonymous already")
+	}
+	if !mcpserver.LoopbackAddr(hf.addr) {
+		if !hf.allowRemote {
+			return nil, usagef("--http %s is not a loopback address: serving other machines needs --allow-remote and bearer tokens", hf.addr)
+		}
+		if hs.opts.Tokens == nil {
+			return nil, usagef("--http %s with --allow-remote needs bearer tokens (--tokens FILE or CRUX_AGENT_TOKENS)", hf.addr)
+		}
+	}
+	return hs, nil
+}
+
+// serveHTTP is crux serve --http: MCP over Streamable HTTP on hs.addr
+// through sess, until ctx is cancelled by a signal; then it stops
+// accepting connections, answers every request in flight and returns nil.
+func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logger *slog.Logger) error {
+	if hs.source != "" && hs.source != "CRUX_AGENT_TOKENS" {
+		if fi, err := os.Stat(hs.source); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			logger.Warn("crux: the token table can be read by other users; it should be mode 0600", "file", hs.source, "mode", fi.Mode().Perm())
+		}
+	}
+	ln, err := net.Listen("tcp", hs.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", hs.addr, err)
+	}
+	hs.opts.Logger = logger
+	url := "http://" + ln.Addr().String() + mcpserver.DefaultHTTPPath
+	auth := "none: every request is anonymous"
+	if hs.opts.Tokens != nil {
+		auth = fmt.Sprintf("%d bearer tokens from %s", hs.opts.Tokens.Len(), hs.source)
+		if hs.opts.Anonymous {
+			auth += "; requests without a token are anonymous"
+		}
+	}
+	logger.Info("crux: serving MCP over HTTP", "url", url, "db", filepath.Join(s.dir, dbFile),
+		"auth", auth, "stateless", hs.opts.Stateless, "owner", sess.conn.Owner())
+	err = mcpserver.ServeHTTP(ctx, sess, ln, &hs.opts)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		logger.Info("crux: stopping on signal; every request in flight was answered")
+		return nil
+	}
+	return fmt.Errorf("serving MCP over HTTP: %w", err)
+}
+
+// tokenCmd is crux token new: a fresh bearer token for an agent, and the
+// token table entry that stands for it.
+func tokenCmd(args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "new" {
+		return usagef("token takes a subcommand: new")
+	}
+	fs := flag.NewFlagSet("crux token new", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	tenant := fs.String("tenant", "", "the agent's `tenant` (default: default)")
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("token new takes one agent name")
+	}
+	name := pos[0]
+	if *tenant != "" {
+		name += "@" + *tenant
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	token := base64.RawURLEncoding.EncodeToString(b)
+	entry := name + "=" + mcpserver.TokenDigest(token)
+	if _, err := mcpserver.ParseTokens(entry); err != nil {
+		return usagef("%s", strings.TrimPrefix(err.Error(), "crux: token table: entry 1 (line 1): "))
+	}
+	_, err = fmt.Fprintf(stdout, "token: %s\nentry: %s\n", token, entry)
+	return err
+}
