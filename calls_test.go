@@ -38,6 +38,7 @@ func fixtureFlags() crux.Flags {
 	f.ReuseCheck = true
 	f.EngramMCP = true
 	f.MemoryAck = true
+	f.C2PAOutput = true
 	f.Artefacts = true
 	f.AgentPassports = true
 	f.PassportRevocation = true
@@ -270,6 +271,7 @@ var validCalls = []validCall{
 	{caller: alice, tool: "get_bootstrap", args: `{"topic":"docs","token_budget":500}`},
 	{caller: alice, tool: "fact_history", args: `{"entity":"project:crux","key":"language"}`},
 	{caller: alice, tool: "memory_acknowledge_use", args: `{"turn_id":"t1","fact_ids":["$FACT","$PRIVATE"],"intent":"answer","confidence":0.8,"note":"used"}`},
+	{caller: alice, tool: "output_attest", args: `{"receipt_id":"$RECEIPT","content_bytes_base64":"aGVsbG8gd29ybGQ=","content_type":"text/plain","claim_generator":"fixture/1","token_budget":10}`},
 	{caller: alice, tool: "memory_forget", args: `{"scope":{"type":"entity_prefix","value":"project:"},"reason":"cleanup"}`},
 	{caller: alice, tool: "memory_forget_dry_run", args: `{"scope":{"type":"entity_prefix","value":"project:"}}`},
 	{caller: alice, tool: "memory_view", args: `{"top_k":10}`},

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crux-go/crux/c2pa"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
@@ -91,6 +92,16 @@ type Options struct {
 	// beside the engrams stored with PutEngram (the crux command passes
 	// DIR/engrams, or $CRUX_ENGRAM_DIR). Empty means none.
 	EngramDir string
+	// AttestCA is the root CA whose leaf certificate, certifying Signer's
+	// key, signs output_attest's C2PA manifests. Nil means a CA made in
+	// memory on first use, for the server's lifetime; to keep manifests
+	// verifiable under one trust anchor across restarts pass a persistent
+	// one, such as c2pa.LoadOrCreateCA(dataDir, time.Now()).
+	AttestCA *c2pa.CA
+	// AttestRoot is the directory output_attest's content_path is
+	// confined to (opened through os.Root: no "..", no symlink out).
+	// Empty means output_attest reads no files.
+	AttestRoot string
 }
 
 // Server serves the crux tools over a store. It is safe for concurrent use
@@ -149,6 +160,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	s := &Server{set: set, byName: make(map[string]int)}
 	s.env = tools.NewEnv(set, st, flags, opts.Now, signer, opts.Router, opts.Logger)
 	s.env.EngramDir = opts.EngramDir
+	s.env.AttestCA, s.env.AttestRoot = opts.AttestCA, opts.AttestRoot
 	for i, t := range set.Tools() {
 		s.catalogue = append(s.catalogue, Tool{
 			Name:        t.Name,

@@ -22,7 +22,9 @@
 // retrieval (query, query_scan, query_expand) over the documents
 // [Server.Ingest] indexes per tenant; facts
 // (store_fact, query_facts, delete_fact, list_entities, get_bootstrap,
-// fact_history); acknowledged memory use; scoped forget and its dry run; the
+// fact_history); acknowledged memory use; output_attest (a C2PA manifest
+// binding an artefact to a signed receipt, package c2pa); scoped forget
+// and its dry run; the
 // memory panel (memory_view, memory_edit, memory_pin, memory_history);
 // freshness and decay; contradictions and consolidation; sessions;
 // artefacts; handoffs; hardening and get_gaps; session observations

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -107,6 +108,8 @@ var nameArguments = []struct{ tool, param, args string }{
 	{"verify_observation", "session_id", `{"session_id":"@@","observation_id":"obs_1"}`},
 	{"verify_observation", "observation_id", `{"session_id":"s1","observation_id":"@@"}`},
 	{"receipt_verify", "receipt_id", `{"receipt_id":"@@"}`},
+	{"output_attest", "receipt_id", `{"receipt_id":"@@","content_bytes_base64":"aGk="}`},
+	{"output_attest", "content_path", `{"receipt_id":"$RECEIPT","content_path":"@@"}`},
 	{"revoke_passport", "target_passport", `{"target_passport":"@@"}`},
 	{"query", "tenant_id", `{"tenant_id":"@@","query":"storage"}`},
 	{"query_scan", "tenant_id", `{"tenant_id":"@@","query":"storage"}`},
@@ -150,7 +153,7 @@ func limitCases() []limitCase {
 	}
 	for _, n := range nameArguments {
 		cases = append(cases, limitCase{row: "name", tool: n.tool, args: n.args, param: n.param, limit: tools.MaxNameBytes,
-			reason: "longer than 1024 bytes", otherRefusal: n.tool == "memory_consolidate" || n.tool == "query_expand"})
+			reason: "longer than 1024 bytes", otherRefusal: n.tool == "memory_consolidate" || n.tool == "query_expand" || n.tool == "output_attest"})
 	}
 	// Characters in the schema, bytes in the tool: both messages.
 	for _, tc := range []limitCase{
@@ -161,6 +164,8 @@ func limitCases() []limitCase {
 		{tool: "artefact_put", args: `{"content_bytes_base64":"aGk=","mime_type":"@@"}`, param: "mime_type", limit: 255},
 		{tool: "artefact_put", args: `{"content_bytes_base64":"aGk=","mime_type":"text/plain","tool_origin":"@@"}`, param: "tool_origin", limit: 255},
 		{tool: "artefact_list", args: `{"scope":"@@"}`, param: "scope", limit: 255},
+		{tool: "output_attest", args: `{"receipt_id":"$RECEIPT","content_bytes_base64":"aGk=","content_type":"@@"}`, param: "content_type", limit: 255},
+		{tool: "output_attest", args: `{"receipt_id":"$RECEIPT","content_bytes_base64":"aGk=","claim_generator":"@@"}`, param: "claim_generator", limit: 255},
 	} {
 		if tc.row == "" {
 			tc.row = tc.tool + "." + tc.param
@@ -249,6 +254,11 @@ func limitCases() []limitCase {
 		limitCase{row: "artefact_put.content_bytes_base64", tool: "artefact_put", args: `{"content_bytes_base64":"@@","mime_type":"text/plain"}`,
 			param: "content_bytes_base64", limit: 1048576, reason: "longer than 1048576 bytes",
 			value: func(n int) string { return strings.Repeat("A", n) }},
+		limitCase{row: "output_attest.content_bytes_base64", tool: "output_attest", args: `{"receipt_id":"$RECEIPT","content_bytes_base64":"@@"}`,
+			param: "content_bytes_base64", limit: 1048576, reason: "longer than 1048576 bytes",
+			value: func(n int) string { return strings.Repeat("A", n) }},
+		limitCase{row: "output_attest.content_path file", tool: "output_attest", param: "content_path", limit: 64 << 20,
+			reason: "the file is 67108865 bytes; the limit is 67108864", check: attestFileLimit},
 		limitCase{row: "query.query", tool: "query", args: `{"tenant_id":"default","query":"@@"}`, param: "query",
 			limit: 64, reason: "has more than 64 distinct words", value: distinctWords},
 		limitCase{row: "shell_pattern", tool: "declare_constraint", args: `{"constraint_type":"shell_pattern","assertion":"@@"}`,
@@ -511,4 +521,23 @@ func TestLimitsDocumented(t *testing.T) {
 	for name := range rows {
 		assert.True(t, hit[name], "TestLimits does not hit row %s of docs/limits.md", name)
 	}
+}
+
+// attestFileLimit: output_attest hashes a file of 64 MiB under its
+// content root and refuses one byte more. The files are sparse.
+func attestFileLimit(t *testing.T, _ *crux.Server) {
+	root := t.TempDir()
+	for name, n := range map[string]int64{"at": 64 << 20, "over": 64<<20 + 1} {
+		f, err := os.Create(filepath.Join(root, name))
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(n))
+		require.NoError(t, f.Close())
+	}
+	flags := fixtureFlags()
+	srv, _ := newServer(t, &crux.Options{Flags: &flags, AttestRoot: root})
+	receipt := call(t, srv, alice, "record_decision", `{"action":"a","rationale":"r"}`)["receipt_id"].(string)
+	out := call(t, srv, alice, "output_attest", `{"receipt_id":"`+receipt+`","content_path":"at"}`)
+	require.EqualValues(t, 64<<20, out["manifest"].(map[string]any)["content_bytes"])
+	e := callErr(t, srv, alice, "output_attest", `{"receipt_id":"`+receipt+`","content_path":"over"}`)
+	assertInvalidParam(t, e, "output_attest", "content_path", "the file is 67108865 bytes; the limit is 67108864")
 }

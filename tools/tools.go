@@ -76,6 +76,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crux-go/crux/c2pa"
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/internal/outschema"
@@ -314,6 +315,15 @@ type Env struct {
 	// EngramDir is the directory of engram files engram_resolve reads
 	// (see engrams.go); "" for none.
 	EngramDir string
+	// AttestCA issues the certificate that signs output_attest's
+	// manifests (see attest.go). Nil means a CA made in memory on first
+	// use, for the Env's lifetime.
+	AttestCA *c2pa.CA
+	// memCA is that CA.
+	memCA *memoryCA
+	// AttestRoot is the directory output_attest's content_path is
+	// confined to; "" refuses content_path.
+	AttestRoot string
 	// segments caches the document segments the retrieval tools read.
 	segments *segmentCache
 	// descriptions holds the description of each tool of Tools, for
@@ -348,7 +358,7 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 	e := &Env{
 		Now: now, Signer: signer, Router: router, Flags: flags,
 		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, descriptions: descriptions, segments: newSegmentCache(), Logger: logger,
-		corrupt: &corruptLog{seen: make(map[string]struct{})},
+		corrupt: &corruptLog{seen: make(map[string]struct{})}, memCA: new(memoryCA),
 	}
 	e.Store = store.Reporting(st, e.ReportCorrupt)
 	return e
@@ -525,6 +535,7 @@ func All() []*Tool {
 		query(), queryScan(), queryExpand(), // query.go
 		storeFact(), queryFacts(), deleteFact(), listEntities(), getBootstrap(), factHistory(), // facts.go, bootstrap.go
 		memoryAcknowledgeUse(),               // memory_use.go
+		outputAttest(),                       // attest.go
 		memoryForget(), memoryForgetDryRun(), // forget.go
 		memoryView(), memoryEdit(), memoryPin(), memoryHistory(), // memory.go
 		memoryFreshness(), memorySweepCandidates(), // freshness.go

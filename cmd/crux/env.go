@@ -35,7 +35,7 @@ type environment struct {
 // commandVariables are the CRUX_* variables the command reads itself.
 // CRUX_AGENT_TOKENS is among them: it holds secrets and changes no
 // server's behaviour, so it is never sent to the owning process.
-var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR", "CRUX_AGENT_TOKENS"}
+var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR", "CRUX_AGENT_TOKENS", "CRUX_ATTEST_ROOT"}
 
 // newEnvironment reads environ, NAME=value entries as os.Environ returns
 // them; the first entry of a name wins, as with os.Getenv.
@@ -122,6 +122,9 @@ type setup struct {
 	// engramDir is the directory of engram files ($CRUX_ENGRAM_DIR, else
 	// DIR/engrams); the owning process's is the one its tools read.
 	engramDir string
+	// attestRoot is output_attest's content root ($CRUX_ATTEST_ROOT, made
+	// absolute; empty: none); the owning process's is the one used.
+	attestRoot string
 }
 
 // resolve applies the common flags of fs (registered into cf) and the
@@ -153,8 +156,14 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, err
 	if engramDir == "" {
 		engramDir = filepath.Join(dir, "engrams")
 	}
+	attestRoot := osenv.getenv("CRUX_ATTEST_ROOT")
+	if attestRoot != "" {
+		if attestRoot, err = filepath.Abs(attestRoot); err != nil {
+			return nil, fmt.Errorf("CRUX_ATTEST_ROOT: %w", err)
+		}
+	}
 	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars(), storeURL: storeURL, keyFile: cf.key,
-		engramDir: engramDir}, nil
+		engramDir: engramDir, attestRoot: attestRoot}, nil
 }
 
 // resolveNoArgs parses the flags of a command that takes no positional

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/c2pa"
 	"github.com/crux-go/crux/internal/owner"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
@@ -150,10 +151,13 @@ type host struct {
 	signer *receipts.Ed25519Signer
 	logger *slog.Logger
 
-	engramDir string // engram_resolve's directory of engram files
+	engramDir  string // engram_resolve's directory of engram files
+	dir        string // the data directory, which keeps the C2PA root CA
+	attestRoot string // output_attest's content root
 
 	mu      sync.Mutex
 	servers map[string]*crux.Server // by the flag variables, sorted and joined
+	ca      *c2pa.CA                // the data directory's C2PA root, once a server attests
 }
 
 // maxServers bounds the servers a host keeps, one per distinct set of
@@ -171,7 +175,8 @@ func openHost(ctx context.Context, s *setup, logger *slog.Logger) (*host, error)
 	if err != nil {
 		return nil, err
 	}
-	h := &host{signer: signer, logger: logger, servers: map[string]*crux.Server{}, engramDir: s.engramDir}
+	h := &host{signer: signer, logger: logger, servers: map[string]*crux.Server{}, engramDir: s.engramDir,
+		dir: s.dir, attestRoot: s.attestRoot}
 	if s.storeURL != "" {
 		db, err := postgres.Open(ctx, s.storeURL, nil)
 		if err != nil {
@@ -216,8 +221,14 @@ func (h *host) server(env []string) (*crux.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the router: %w", err)
 	}
+	if flags.C2PAOutput && h.ca == nil {
+		// Created on first use, once: a manifest chains to this root.
+		if h.ca, err = c2pa.LoadOrCreateCA(h.dir, time.Now()); err != nil {
+			return nil, fmt.Errorf("the C2PA root CA: %w", err)
+		}
+	}
 	srv, err := crux.NewServer(h.db, &crux.Options{Flags: &flags, Logger: h.logger, Signer: h.signer, Router: router,
-		EngramDir: h.engramDir})
+		EngramDir: h.engramDir, AttestCA: h.ca, AttestRoot: h.attestRoot})
 	if err != nil {
 		return nil, err
 	}

@@ -94,6 +94,20 @@ Usage:
         CHAIN_RECORD_MISMATCH, CHAIN_RECORD_UNREADABLE). --json prints the
         audit as JSON.
 
+  crux verify output [--data DIR] [--roots FILE] [--receipt FILE] [--keyring FILE] MANIFEST ASSET
+        Verify a C2PA manifest made by output_attest against the asset's
+        bytes, offline: its structure, every assertion's hash, the
+        signature over the claim, the signing certificate's profile and its
+        chain to the trust anchors (FILE, else DIR/c2pa-ca.pem, the data
+        directory's root CA), and the asset's SHA-256. MANIFEST is the .c2pa
+        file (manifest_jumbf_base64 decoded), its base64, or the
+        output_attest answer saved as JSON. With --receipt, the exported
+        receipt must verify (with the keyring, else the data directory's
+        key) and be the one the manifest binds. Prints the report as JSON;
+        exits 0 when every check holds, else 1 and prints the code
+        (DATA_HASH_MISMATCH, SIG_INVALID, CERT_UNTRUSTED, ...) on standard
+        error.
+
   crux receipts list [--data DIR] [--tenant T] [--kind K] [--limit N] [--json]
         List a tenant's receipts, newest first: id, seq, kind, actor and
         created_at, one line each, or with --json a JSON array. --kind keeps
@@ -198,6 +212,11 @@ Environment:
   CRUX_STORE      the store when --store is not given
   CRUX_ENGRAM_DIR the engram files engram_resolve lists (default DIR/engrams;
                   the process that owns the directory reads its own)
+  CRUX_ATTEST_ROOT the directory output_attest's content_path reads files
+                  from (no .., no symlink out of it); unset, it reads none.
+                  With CORECRUXD_FEATURE_C2PA_OUTPUT on, the owning process
+                  creates the C2PA root CA once: DIR/c2pa-ca.key and
+                  DIR/c2pa-ca.pem (mode 0600)
   feature flags:  see ` + "`go doc github.com/crux-go/crux Flags`" + `
 
 Exit status: 0 on success, 1 on an error, 2 on a usage error.
