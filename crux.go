@@ -2,7 +2,6 @@ package crux
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,11 +113,11 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	}
 	signer := opts.Signer
 	if signer == nil {
-		_, priv, err := ed25519.GenerateKey(nil)
+		eph, err := receipts.GenerateEphemeralKey()
 		if err != nil {
 			return nil, err
 		}
-		signer = receipts.NewEd25519Signer(priv)
+		signer = eph
 	}
 	set, err := tools.NewSet(all)
 	if err != nil {
