@@ -28,7 +28,10 @@ import (
 //   - 3: the keyword index holds stemmed words (see [Words]); format 2
 //     held the words as written. The document index (docs, docs.seg,
 //     docs.terms, docs.stats) is new in format 3.
-const Format = 3
+//   - 4: the change log of sync (sync.log, see sync.go) numbers every
+//     version of the shared client facts; [Upgrade] logs the versions of
+//     an older store once, in id order.
+const Format = 4
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -84,6 +87,11 @@ func Upgrade(tx Tx) (from int, err error) {
 	if from < 3 {
 		if err := reindexWords(tx); err != nil {
 			return from, fmt.Errorf("store: stemming the keyword index: %w", err)
+		}
+	}
+	if from < 4 {
+		if err := backfillSyncLog(tx); err != nil {
+			return from, fmt.Errorf("store: logging the facts for sync: %w", err)
 		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))

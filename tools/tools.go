@@ -245,6 +245,14 @@ type Env struct {
 	// EngramDir is the directory of engram files engram_resolve reads
 	// (see engrams.go); "" for none.
 	EngramDir string
+	// DataDir is the server's data directory, "" when it has none (see
+	// audit_bundle.go and custody.go).
+	DataDir string
+	// Remote is the sync remote, nil when sync is not configured (see
+	// sync.go).
+	Remote Remote
+	// Checkout is the source checkout update_status reads, "" for none.
+	Checkout string
 	// segments caches the document segments the retrieval tools read.
 	segments *segmentCache
 	// descriptions holds the description of each tool of Tools, for
