@@ -753,3 +753,36 @@ func ChainWindow(tx store.Tx, tenant string, since, until time.Time, max int) (*
 	}
 	return w, nil
 }
+
+// ReadBundle returns the content of the bundle file data without
+// verifying it (see [VerifyBundle]): the manifest, the events and the
+// receipts.
+func ReadBundle(data []byte) (*Bundle, error) {
+	if len(data) < sealLen {
+		return nil, errors.New("receipts: bundle: shorter than a seal")
+	}
+	members, code, msg := readBundle(data[:len(data)-sealLen])
+	if code != OK {
+		return nil, fmt.Errorf("receipts: bundle: %s: %s", code, msg)
+	}
+	b := new(Bundle)
+	if err := json.Unmarshal(members[BundleManifestMember], &b.Manifest); err != nil {
+		return nil, fmt.Errorf("receipts: bundle: manifest.json: %w", err)
+	}
+	for line := range bytes.Lines(members[BundleEventsMember]) {
+		var e BundleEvent
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, fmt.Errorf("receipts: bundle: events.jsonl: %w", err)
+		}
+		b.Events = append(b.Events, e)
+	}
+	var rs []bundleReceipt
+	if err := wireDec.Unmarshal(members[BundleReceiptsMember], &rs); err != nil {
+		return nil, fmt.Errorf("receipts: bundle: receipts.cbor: %w", err)
+	}
+	for _, br := range rs {
+		b.Receipts = append(b.Receipts, &Receipt{ID: br.ReceiptID, Tenant: br.TenantID, Kind: br.Kind, Seq: br.Seq,
+			Body: br.Body, PayloadHash: br.PayloadHash, Sig: br.Sig})
+	}
+	return b, nil
+}

@@ -475,6 +475,7 @@ func All() []*Tool {
 		createHandoff(), acceptHandoff(), // handoff.go
 		recordDecision(),                                                                                             // decisions.go
 		declareConstraint(), getConstraints(), checkConstraints(), auditConfig(), checkConfigAudit(), enrichAction(), // constraints.go
+		auditExportBundle(),                                                     // audit_bundle.go
 		issuePassport(), requestPassportMint(), getPassport(), revokePassport(), // passport.go
 		passportSplit(), passportMerge(), passportLinkDevice(), // identity.go
 		syncPull(), syncPush(), // sync.go
