@@ -47,6 +47,8 @@ func fixtureFlags() crux.Flags {
 	f.HandoffObservations = true
 	f.AuditEnvelope = true
 	f.IdentityContinuity = true
+	f.AuditExport = true
+	f.AuditExportDir = fixtureExportDir
 	return f
 }
 
@@ -312,6 +314,7 @@ var validCalls = []validCall{
 	{caller: alice, tool: "audit_config", args: `{"path":"cfg/other.yaml","sha256":"` + configSHA + `","auditor":"alice","note":"PR 1"}`},
 	{caller: alice, tool: "check_config_audit", args: `{"paths":[{"path":"cfg/app.yaml","sha256":"` + configSHA + `"}]}`},
 	{caller: alice, tool: "enrich_action", args: `{"tool_name":"Bash","tool_parameters":{"command":"rm -rf /tmp/x"},"action_description":"clean up"}`},
+	{caller: alice, tool: "audit_export_bundle", args: `{"token_budget":2000,"since_ts":"2026-01-01T00:00:00Z","scope":{"entity_prefix":"project:"}}`},
 	{caller: alice, tool: "issue_passport", args: `{"sponsor_id":"carol"}`},
 	{caller: alice, tool: "request_passport_mint", args: `{"requested_category":"work","reason":"a work account"}`},
 	{caller: bob, tool: "get_passport", args: `{}`},
