@@ -57,9 +57,9 @@ const (
 const KindAuditExport = "audit_export"
 
 type auditExportArgs struct {
-	TokenBudget int    `json:"token_budget"`
-	SinceTS     string `json:"since_ts,omitempty"`
-	UntilTS     string `json:"until_ts,omitempty"`
+	TokenBudget int               `json:"token_budget"`
+	SinceTS     string            `json:"since_ts,omitempty"`
+	UntilTS     string            `json:"until_ts,omitempty"`
 	Scope       *auditExportScope `json:"scope,omitempty"`
 }
 
