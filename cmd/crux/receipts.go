@@ -85,8 +85,11 @@ func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ose
 	if len(args) > 0 && args[0] == "chain" {
 		return verifyChainCmd(ctx, args[1:], stdout, stderr, osenv, logger)
 	}
+	if len(args) > 0 && args[0] == "bundle" {
+		return verifyBundleCmd(args[1:], stdout, stderr) // bundle.go
+	}
 	if len(args) == 0 || args[0] != "receipt" {
-		return usagef(`verify takes the subcommand "receipt" or "chain"`)
+		return usagef(`verify takes the subcommand "receipt", "chain" or "bundle"`)
 	}
 	args = args[1:]
 	var cf commonFlags
