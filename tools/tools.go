@@ -479,6 +479,7 @@ func All() []*Tool {
 		issuePassport(), requestPassportMint(), getPassport(), revokePassport(), // passport.go
 		passportSplit(), passportMerge(), passportLinkDevice(), // identity.go
 		syncPull(), syncPush(), // sync.go
+		updateStatusTool(), // update_status.go
 	}
 }
 

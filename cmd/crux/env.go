@@ -33,7 +33,7 @@ type environment struct {
 }
 
 // commandVariables are the CRUX_* variables the command reads itself.
-var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR"}
+var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR", "CRUX_UPDATE_CHECKOUT"}
 
 // newEnvironment reads environ, NAME=value entries as os.Environ returns
 // them; the first entry of a name wins, as with os.Getenv.
@@ -120,6 +120,9 @@ type setup struct {
 	// engramDir is the directory of engram files ($CRUX_ENGRAM_DIR, else
 	// DIR/engrams); the owning process's is the one its tools read.
 	engramDir string
+	// checkout is the source checkout update_status compares the binary
+	// with ($CRUX_UPDATE_CHECKOUT; empty for none).
+	checkout string
 }
 
 // resolve applies the common flags of fs (registered into cf) and the
@@ -152,7 +155,7 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, err
 		engramDir = filepath.Join(dir, "engrams")
 	}
 	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars(), storeURL: storeURL, keyFile: cf.key,
-		engramDir: engramDir}, nil
+		engramDir: engramDir, checkout: osenv.getenv("CRUX_UPDATE_CHECKOUT")}, nil
 }
 
 // resolveNoArgs parses the flags of a command that takes no positional

@@ -131,6 +131,7 @@ type host struct {
 
 	engramDir string // engram_resolve's directory of engram files
 	dataDir   string // the data directory (audit bundles, custody checks)
+	checkout  string // update_status's source checkout
 
 	mu      sync.Mutex
 	servers map[string]*crux.Server // by the flag variables, sorted and joined
@@ -151,7 +152,8 @@ func openHost(ctx context.Context, s *setup, logger *slog.Logger) (*host, error)
 	if err != nil {
 		return nil, err
 	}
-	h := &host{signer: signer, logger: logger, servers: map[string]*crux.Server{}, engramDir: s.engramDir, dataDir: s.dir}
+	h := &host{signer: signer, logger: logger, servers: map[string]*crux.Server{}, engramDir: s.engramDir, dataDir: s.dir,
+		checkout: s.checkout}
 	if s.storeURL != "" {
 		db, err := postgres.Open(ctx, s.storeURL, nil)
 		if err != nil {
@@ -197,7 +199,7 @@ func (h *host) server(env []string) (*crux.Server, error) {
 		return nil, fmt.Errorf("building the router: %w", err)
 	}
 	srv, err := crux.NewServer(h.db, &crux.Options{Flags: &flags, Logger: h.logger, Signer: h.signer, Router: router,
-		EngramDir: h.engramDir, DataDir: h.dataDir})
+		EngramDir: h.engramDir, DataDir: h.dataDir, Checkout: h.checkout})
 	if err != nil {
 		return nil, err
 	}

@@ -169,6 +169,8 @@ Environment:
   CRUX_STORE      the store when --store is not given
   CRUX_ENGRAM_DIR the engram files engram_resolve lists (default DIR/engrams;
                   the process that owns the directory reads its own)
+  CRUX_UPDATE_CHECKOUT a source checkout of crux that update_status compares
+                  the binary with, reading its .git (no network call)
   feature flags:  see ` + "`go doc github.com/crux-go/crux Flags`" + `
 
 Exit status: 0 on success, 1 on an error, 2 on a usage error.
