@@ -786,3 +786,12 @@ func ReadBundle(data []byte) (*Bundle, error) {
 	}
 	return b, nil
 }
+
+// ChainHead returns tenant's chain head: its last seq and the BLAKE3 of
+// that receipt's body, or 0 and zero when the tenant has no receipts.
+func ChainHead(tx store.Tx, tenant string) (uint64, [HashSize]byte, error) {
+	if err := checkTenant(tenant); err != nil {
+		return 0, [HashSize]byte{}, err
+	}
+	return head(tx, tenant)
+}

@@ -479,7 +479,8 @@ func All() []*Tool {
 		issuePassport(), requestPassportMint(), getPassport(), revokePassport(), // passport.go
 		passportSplit(), passportMerge(), passportLinkDevice(), // identity.go
 		syncPull(), syncPush(), // sync.go
-		updateStatusTool(), // update_status.go
+		updateStatusTool(),    // update_status.go
+		contextCustodyAudit(), // custody.go
 	}
 }
 
