@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Sync: the change log a replica serves, and the rules by which a replica
@@ -302,6 +303,11 @@ func checkSyncFact(f *SyncFact) string {
 		return "stored_at is missing"
 	case f.Supersedes != "" && !validSyncID(f.Supersedes):
 		return "supersedes is not a fact id"
+	case !utf8.ValidString(f.Entity) || !utf8.ValidString(f.Key) || !utf8.ValidString(f.Value) ||
+		!utf8.ValidString(f.SourceReceipt) || !utf8.ValidString(f.Owner):
+		return "a text is not valid UTF-8"
+	case len(f.Owner) > maxSyncName || strings.ContainsRune(f.Owner, 0) || len(f.SourceReceipt) > maxSyncName:
+		return "owner or source_receipt is too long or contains a NUL byte"
 	}
 	return ""
 }
@@ -469,6 +475,11 @@ type SyncState struct {
 	// ConflictCount counts the conflicts resolved, here and on the
 	// replica, over every exchange.
 	ConflictCount uint64 `json:"conflict_count"`
+	// LastError is the failure of the last exchange that failed, at
+	// LastErrorAt; an exchange that succeeds later leaves it, and
+	// comparing the times tells whether sync is failing now.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 }
 
 // MaxPullCursors bounds the entity prefixes a [SyncState] keeps a pull

@@ -478,7 +478,7 @@ func All() []*Tool {
 		auditExportBundle(),                                                     // audit_bundle.go
 		issuePassport(), requestPassportMint(), getPassport(), revokePassport(), // passport.go
 		passportSplit(), passportMerge(), passportLinkDevice(), // identity.go
-		syncPull(), syncPush(), // sync.go
+		syncPull(), syncPush(), syncStatus(), // sync.go
 		updateStatusTool(),    // update_status.go
 		contextCustodyAudit(), // custody.go
 	}
