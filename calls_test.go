@@ -49,6 +49,7 @@ func fixtureFlags() crux.Flags {
 	f.IdentityContinuity = true
 	f.AuditExport = true
 	f.AuditExportDir = fixtureExportDir
+	f.ContextCustodyAudit = true
 	return f
 }
 
@@ -323,7 +324,10 @@ var validCalls = []validCall{
 	{caller: olga, tool: "passport_merge", args: `{"source_passport":"erin","target_passport":"olga","conflict_policy":"prefer_target","token_budget":500,"reason":"erin left"}`},
 	{caller: olga, tool: "passport_link_device", args: `{"device_fingerprint":"` + strings.Repeat("5e", 32) + `","token_budget":500,"capabilities_subset":["facts:read","sessions:read"]}`},
 	{caller: alice, tool: "sync_pull", args: `{"entity_prefix":"project:"}`, isError: true},
-	{caller: alice, tool: "sync_push", args: `{"allowlist":["project:crux"]}`, isError: true},
+	{caller: alice, tool: "sync_push", args: `{"allowlist":["entity:project:"]}`, isError: true},
+	{caller: alice, tool: "sync_status", args: `{}`},
+	{caller: alice, tool: "update_status", args: `{}`},
+	{caller: alice, tool: "context_custody_audit", args: `{"token_budget":2000}`},
 }
 
 // TestValidCallsCoverEveryTool: the table names every tool once, in
