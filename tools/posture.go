@@ -26,10 +26,11 @@ import (
 //     64 hex digits and is stored lowercased. token_budget is required and
 //     recorded in the gate record; the answer is a few dozen tokens and is
 //     never trimmed.
-//   - auth_posture_audit reports only what crux knows: no daemon, and no
-//     knowledge of its data directory (the embedder owns the store), so the
-//     contract's daemon_loopback_configured and data_dir_configured are left
-//     out and a note says why.
+//   - auth_posture_audit reports only what crux knows: there is no daemon,
+//     and the data directory is known only when the embedder names it
+//     (Options.DataDir), so the contract's daemon_loopback_configured and
+//     data_dir_configured are left out and a note names the directory or
+//     says why it is not known.
 
 // routeAccess is one route of a crux transport and what it requires.
 type routeAccess struct {
@@ -210,7 +211,7 @@ func authPostureAudit() *Tool {
 			"the transport authenticated it, whether a capability token is enforced (an RCX router; without one " +
 			"every call is allowed), agent passports (CORECRUXD_AGENT_PASSPORTS), passport revocation " +
 			"(CRUX_PASSPORT_REVOCATION) and the key that signs receipts, with recommended checks. crux has no daemon " +
-			"and does not know its data directory, so it reports neither.",
+			"and knows its data directory only when the embedder names it (the crux command does).",
 		Annotations: Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +
@@ -228,6 +229,9 @@ func authPostureAudit() *Tool {
 					"HTTP auth mode is not exposed: crux serves MCP over stdio, bound to the process's agent",
 				},
 				RecommendedChecks: []string{},
+			}
+			if env.DataDir != "" {
+				p.Notes[1] = "the server's data directory is " + env.DataDir + " (context_custody_audit reports its permissions)"
 			}
 			if env.Signer != nil {
 				p.ReceiptSignerKeyID = env.Signer.KeyID()
