@@ -155,7 +155,7 @@ func auditExportBundle() *Tool {
 			var win *receipts.Window
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				if scope.IncludeReserved {
-					if err := requireOperator(tx, name, c); err != nil {
+					if err := requireTier(tx, name, "scope.include_reserved", c, store.TierTrusted); err != nil {
 						return err
 					}
 				}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +153,30 @@ func TestAuditExportBundleDataDir(t *testing.T) {
 	assert.Equal(t, filepath.Join(data, "exports"), filepath.Dir(out["bytes_path"].(string)))
 	assert.Equal(t, receipts.KeyClassEphemeral, out["key_class"], "a server without a signer makes an ephemeral key")
 	readBundle(t, srv, out)
+}
+
+// An operator may add crux's reserved entities; private facts stay out.
+func TestAuditExportBundleReserved(t *testing.T) {
+	srv, _, db := exportServer(t, t.TempDir())
+	call(t, srv, alice, "record_decision", `{"action":"ship","rationale":"ready"}`)
+	call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"mine","private":true}`)
+	e := callErr(t, srv, alice, "audit_export_bundle", `{"token_budget":1000,"scope":{"include_reserved":true}}`)
+	assert.Equal(t, crux.CodeForbidden, e.Code)
+	assert.Contains(t, e.Message, "scope.include_reserved needs a passport of tier trusted")
+	call(t, srv, alice, "issue_passport", `{}`)
+	earn(t, db, tenant, "alice", 500)
+	out := call(t, srv, alice, "audit_export_bundle", `{"token_budget":100000,"scope":{"include_reserved":true}}`)
+	b := readBundle(t, srv, out)
+	assert.Equal(t, true, out["scope"].(map[string]any)["include_reserved"])
+	var decisions, private int
+	for _, ev := range b.Events {
+		if strings.HasPrefix(ev.Entity, "__decisions__::") {
+			decisions++
+		}
+		if ev.Value == "mine" {
+			private++
+		}
+	}
+	assert.Equal(t, 1, decisions)
+	assert.Zero(t, private)
 }

@@ -55,6 +55,9 @@ const (
 	MaxSyncFacts = 1000
 	// syncPage is how many versions one request to the remote carries.
 	syncPage = 250
+	// maxSyncPages caps the requests one sync_pull makes, however few
+	// versions each page brings (a rare entity_prefix).
+	maxSyncPages = 2 * MaxSyncFacts / syncPage
 	// maxSyncScan caps the change-log entries one call reads.
 	maxSyncScan = 10000
 	// maxSyncListed caps the conflicts and previewed facts an answer
@@ -106,10 +109,11 @@ func syncTenant(tool, tenantID string, c Caller) error {
 }
 
 // requireTier checks, in tx, that c holds a live passport of its tenant of
-// earned tier need or above. Anything less is -32003.
-func requireTier(tx store.Tx, tool string, c Caller, need string) error {
+// earned tier need or above, for what (the tool, or what of it needs the
+// tier). Anything less is -32003.
+func requireTier(tx store.Tx, tool, what string, c Caller, need string) error {
 	id, tenant := c.Identity(), c.TenantID()
-	what := fmt.Sprintf("%s needs a passport of tier %s or above", tool, need)
+	what = fmt.Sprintf("%s needs a passport of tier %s or above", what, need)
 	if id == "" {
 		return forbidden(tool, "tier_required", "anonymous callers have no passport; %s", what)
 	}
@@ -197,7 +201,7 @@ func syncPull() *Tool {
 				return notConfigured(env), nil
 			}
 			tenant := c.TenantID()
-			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, c, store.TierBasic) }); err != nil {
+			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierBasic) }); err != nil {
 				return nil, err
 			}
 			id, err := remoteName(ctx, env)
@@ -219,7 +223,7 @@ func syncPull() *Tool {
 			conflicts := []syncConflict{}
 			rejected := []store.SyncRejected{}
 			pulled, dups, nconf, more := 0, 0, 0, false
-			for moved := 0; moved < MaxSyncFacts; {
+			for moved, pages := 0, 0; moved < MaxSyncFacts && pages < maxSyncPages; pages++ {
 				limit := min(syncPage, MaxSyncFacts-moved)
 				resp, err := env.Remote.Changes(ctx, ChangesRequest{Cursor: cursor, EntityPrefix: in.EntityPrefix, Limit: limit})
 				if err == nil && len(resp.Facts) > limit {
@@ -353,7 +357,7 @@ func syncPush() *Tool {
 				return notConfigured(env), nil
 			}
 			tenant := c.TenantID()
-			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, c, store.TierEstablished) }); err != nil {
+			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierEstablished) }); err != nil {
 				return nil, err
 			}
 			id, err := remoteName(ctx, env)
