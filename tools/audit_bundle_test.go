@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
 )
 
@@ -157,14 +159,25 @@ func TestAuditExportBundleDataDir(t *testing.T) {
 
 // An operator may add crux's reserved entities; private facts stay out.
 func TestAuditExportBundleReserved(t *testing.T) {
-	srv, _, db := exportServer(t, t.TempDir())
+	f := crux.DefaultFlags()
+	f.AuditExport, f.AuditExportDir = true, t.TempDir()
+	signer := newSigner(t)
+	srv, clk, db := newTestServer(t, withFlags(f), withSigner(signer))
 	call(t, srv, alice, "record_decision", `{"action":"ship","rationale":"ready"}`)
 	call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"mine","private":true}`)
+	clk.Advance(time.Second) // until_ts defaults to now, exclusive
 	e := callErr(t, srv, alice, "audit_export_bundle", `{"token_budget":1000,"scope":{"include_reserved":true}}`)
 	assert.Equal(t, crux.CodeForbidden, e.Code)
 	assert.Contains(t, e.Message, "scope.include_reserved needs a passport of tier trusted")
 	call(t, srv, alice, "issue_passport", `{}`)
-	earn(t, db, tenant, "alice", 500)
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		for range 500 { // receipts of alice's, signed by the server's key
+			if _, err := receipts.Append(tx, signer, tenant, "decision", "alice", map[string]int{"n": 1}, start); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
 	out := call(t, srv, alice, "audit_export_bundle", `{"token_budget":100000,"scope":{"include_reserved":true}}`)
 	b := readBundle(t, srv, out)
 	assert.Equal(t, true, out["scope"].(map[string]any)["include_reserved"])
