@@ -48,6 +48,9 @@ func fixtureFlags() crux.Flags {
 	f.HandoffObservations = true
 	f.AuditEnvelope = true
 	f.IdentityContinuity = true
+	f.AuditExport = true
+	f.AuditExportDir = fixtureExportDir
+	f.ContextCustodyAudit = true
 	return f
 }
 
@@ -314,6 +317,7 @@ var validCalls = []validCall{
 	{caller: alice, tool: "audit_config", args: `{"path":"cfg/other.yaml","sha256":"` + configSHA + `","auditor":"alice","note":"PR 1"}`},
 	{caller: alice, tool: "check_config_audit", args: `{"paths":[{"path":"cfg/app.yaml","sha256":"` + configSHA + `"}]}`},
 	{caller: alice, tool: "enrich_action", args: `{"tool_name":"Bash","tool_parameters":{"command":"rm -rf /tmp/x"},"action_description":"clean up"}`},
+	{caller: alice, tool: "audit_export_bundle", args: `{"token_budget":2000,"since_ts":"2026-01-01T00:00:00Z","scope":{"entity_prefix":"project:"}}`},
 	{caller: alice, tool: "issue_passport", args: `{"sponsor_id":"carol"}`},
 	{caller: alice, tool: "request_passport_mint", args: `{"requested_category":"work","reason":"a work account"}`},
 	{caller: bob, tool: "get_passport", args: `{}`},
@@ -322,7 +326,10 @@ var validCalls = []validCall{
 	{caller: olga, tool: "passport_merge", args: `{"source_passport":"erin","target_passport":"olga","conflict_policy":"prefer_target","token_budget":500,"reason":"erin left"}`},
 	{caller: olga, tool: "passport_link_device", args: `{"device_fingerprint":"` + strings.Repeat("5e", 32) + `","token_budget":500,"capabilities_subset":["facts:read","sessions:read"]}`},
 	{caller: alice, tool: "sync_pull", args: `{"entity_prefix":"project:"}`, isError: true},
-	{caller: alice, tool: "sync_push", args: `{"allowlist":["project:crux"]}`, isError: true},
+	{caller: alice, tool: "sync_push", args: `{"allowlist":["entity:project:"]}`, isError: true},
+	{caller: alice, tool: "sync_status", args: `{}`},
+	{caller: alice, tool: "update_status", args: `{}`},
+	{caller: alice, tool: "context_custody_audit", args: `{"token_budget":2000}`},
 }
 
 // TestValidCallsCoverEveryTool: the table names every tool once, in

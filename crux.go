@@ -2,7 +2,6 @@ package crux
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,6 +101,20 @@ type Options struct {
 	// confined to (opened through os.Root: no "..", no symlink out).
 	// Empty means output_attest reads no files.
 	AttestRoot string
+	// DataDir is the directory the server's data lives in, when it has
+	// one (the crux command passes its data directory). audit_export_bundle
+	// writes bundles to DataDir/exports unless CORECRUXD_AUDIT_EXPORT_DIR
+	// names another directory, and context_custody_audit reports the
+	// directory's permissions. Empty means crux knows no data directory.
+	DataDir string
+	// Remote is the replica sync_pull and sync_push exchange facts with
+	// (see [Remote]). Nil means sync is not configured.
+	Remote Remote
+	// Checkout is a source checkout of crux whose HEAD update_status
+	// compares with the commit the running binary was built from. It is
+	// read from disk only; crux makes no network call to check for
+	// updates. Empty means none.
+	Checkout string
 }
 
 // Server serves the crux tools over a store. It is safe for concurrent use
@@ -147,11 +160,11 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	}
 	signer := opts.Signer
 	if signer == nil {
-		_, priv, err := ed25519.GenerateKey(nil)
+		eph, err := receipts.GenerateEphemeralKey()
 		if err != nil {
 			return nil, err
 		}
-		signer = receipts.NewEd25519Signer(priv)
+		signer = eph
 	}
 	set, err := tools.NewSet(all)
 	if err != nil {
@@ -161,6 +174,7 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	s.env = tools.NewEnv(set, st, flags, opts.Now, signer, opts.Router, opts.Logger)
 	s.env.EngramDir = opts.EngramDir
 	s.env.AttestCA, s.env.AttestRoot = opts.AttestCA, opts.AttestRoot
+	s.env.DataDir, s.env.Remote, s.env.Checkout = opts.DataDir, opts.Remote, opts.Checkout
 	for i, t := range set.Tools() {
 		s.catalogue = append(s.catalogue, Tool{
 			Name:        t.Name,

@@ -35,7 +35,10 @@
 // continuity for operator passports (passport_split, passport_merge,
 // passport_link_device); decisions;
 // constraints, config audit and action
-// enrichment; and the hosted-tier sync_pull and sync_push. Each description is
+// enrichment; audit_export_bundle; sync with a [Remote] (the hosted-tier
+// sync_pull and sync_push, and sync_status; [Server.SyncChanges] and
+// [Server.SyncPush] are the serving side, [ServerRemote] a remote in the
+// same process); update_status; and context_custody_audit. Each description is
 // prefixed with its tier marker ([local] or [hosted], package surface) and
 // says only what is specific to its tool; the guidance every tool shares
 // (open a session first, how answers are bounded, what each error code

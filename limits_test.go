@@ -116,6 +116,8 @@ var nameArguments = []struct{ tool, param, args string }{
 	{"query_expand", "tenant_id", `{"tenant_id":"@@","result_ids":["0:guide/storage.md"]}`},
 	{"reuse_check", "tenant_id", `{"tenant_id":"@@","description":"storage"}`},
 	{"engram_resolve", "tenant_id", `{"tenant_id":"@@"}`},
+	{"audit_export_bundle", "scope.entity_prefix", `{"token_budget":50,"scope":{"entity_prefix":"@@"}}`},
+	{"sync_pull", "entity_prefix", `{"entity_prefix":"@@"}`},
 }
 
 const sha = `"sha256":"` + configSHA + `"`
@@ -213,6 +215,7 @@ func limitCases() []limitCase {
 		{tool: "store_fact", args: `{"entity":"e","key":"k","value":"v","supersedes":[@@]}`, param: "supersedes", limit: 256, value: items(`"$FACT"`)},
 		{tool: "query_expand", args: `{"tenant_id":"default","result_ids":[@@]}`, param: "result_ids", limit: 50, value: items(`"0:guide/storage.md"`)},
 		{tool: "engram_resolve", args: `{"names":[@@]}`, param: "names", limit: 20, value: items(`"careful-edit@1"`)},
+		{tool: "sync_push", args: `{"allowlist":[@@]}`, param: "allowlist", limit: 64, value: items(`"*"`)},
 	} {
 		tc.row = tc.tool + "." + tc.param
 		tc.reason = fmt.Sprintf("more than %d items", tc.limit)
@@ -237,6 +240,7 @@ func limitCases() []limitCase {
 		{tool: "query", args: `{"tenant_id":"default","query":"storage","limit":@@}`, param: "limit", limit: 100},
 		{tool: "query_scan", args: `{"tenant_id":"default","query":"storage","limit":@@}`, param: "limit", limit: 200},
 		{tool: "reuse_check", args: `{"tenant_id":"default","description":"storage","limit":@@}`, param: "limit", limit: 20},
+		{tool: "audit_export_bundle", args: `{"token_budget":@@}`, param: "token_budget", limit: 4194304},
 	} {
 		tc.row, tc.value = tc.tool+"."+tc.param, number
 		tc.reason = fmt.Sprintf("must be <= %d", tc.limit)

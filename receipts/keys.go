@@ -44,6 +44,10 @@ type Ed25519Signer struct {
 	priv ed25519.PrivateKey
 	pub  ed25519.PublicKey
 	id   string
+	// keyFile is the key file the key was read from ("" for none), and
+	// class its [KeyClass]; see keyclass.go.
+	keyFile string
+	class   string
 }
 
 var _ Signer = (*Ed25519Signer)(nil)
@@ -152,7 +156,9 @@ func loadKey(path string) (*Ed25519Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receipts: key file %s is malformed: %w; it is left as it is (move it away to create a new key, which invalidates receipts signed with the old one)", path, err)
 	}
-	return NewEd25519Signer(ed25519.NewKeyFromSeed(seed)), nil
+	s := NewEd25519Signer(ed25519.NewKeyFromSeed(seed))
+	s.keyFile, s.class = path, KeyClassPersistent
+	return s, nil
 }
 
 // parseKeyFile checks the key file format and returns the seed.

@@ -335,6 +335,9 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	if err := indexLive(tx, f, true); err != nil {
 		return nil, nil, err
 	}
+	if err := logFact(tx, f); err != nil { // sync.go
+		return nil, nil, err
+	}
 	if active != 0 {
 		if err := addActive(tx, f.Tenant, stored, active); err != nil {
 			return nil, nil, err

@@ -32,7 +32,10 @@ import (
 //     index.IsStop): words such as "what", "how" and "over", which format 3
 //     left out, are terms. The document postings and segment lengths are
 //     rebuilt from the segments' text.
-const Format = 4
+//   - 5: the change log of sync (sync.log, see sync.go) numbers every
+//     version of the shared client facts; [Upgrade] logs the versions of
+//     an older store once, in id order.
+const Format = 5
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -93,6 +96,11 @@ func Upgrade(tx Tx) (from int, err error) {
 	if from < 4 {
 		if err := reindexDocuments(tx); err != nil {
 			return from, fmt.Errorf("store: re-indexing the documents: %w", err)
+		}
+	}
+	if from < 5 {
+		if err := backfillSyncLog(tx); err != nil {
+			return from, fmt.Errorf("store: logging the facts for sync: %w", err)
 		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))

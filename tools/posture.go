@@ -30,10 +30,11 @@ import (
 //     64 hex digits and is stored lowercased. token_budget is required and
 //     recorded in the gate record; the answer is a few dozen tokens and is
 //     never trimmed.
-//   - auth_posture_audit reports only what crux knows: no daemon, and no
-//     knowledge of its data directory (the embedder owns the store), so the
-//     contract's daemon_loopback_configured and data_dir_configured are left
-//     out and a note says why.
+//   - auth_posture_audit reports only what crux knows: there is no daemon,
+//     and the data directory is known only when the embedder names it
+//     (Options.DataDir), so the contract's daemon_loopback_configured and
+//     data_dir_configured are left out and a note names the directory or
+//     says why it is not known.
 
 // RouteAccess is one route of a crux transport and what it requires.
 type RouteAccess struct {
@@ -210,7 +211,8 @@ func authPostureAudit() *Tool {
 		Name: name,
 		Description: "How this server authenticates and authorises calls, truthfully: the caller and whether it is " +
 			"authenticated, whether a capability token is enforced (without one every call is allowed), agent " +
-			"passports, revocation, the key that signs receipts, with checks to make.",
+			"passports, revocation, the key that signs receipts and, when the embedder names it, the data " +
+			"directory, with checks to make.",
 		Annotations: Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +
@@ -229,6 +231,9 @@ func authPostureAudit() *Tool {
 					"HTTP auth mode is not exposed: crux serves MCP over stdio, bound to the process's agent",
 				},
 				RecommendedChecks: []string{},
+			}
+			if env.DataDir != "" {
+				p.Notes[1] = "the server's data directory is " + env.DataDir + " (context_custody_audit reports its permissions)"
 			}
 			if env.Signer != nil {
 				p.ReceiptSignerKeyID = env.Signer.KeyID()

@@ -2,8 +2,69 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/store"
+)
+
+// Sync and update: sync_pull, sync_push, sync_status (update_status is in
+// update_status.go).
+//
+// A server exchanges its tenants' shared facts with a [Remote]: another
+// replica, such as another crux server. The rules by which versions are
+// numbered, sent and applied, conflicts included, are store's (see
+// store.SyncFact and store.ApplySyncFacts); this file holds the tools and
+// the serving side ([ServeSyncChanges], [ServeSyncPush]).
+//
+// Decisions taken where the CueCrux tool contract is silent:
+//
+//   - Without a Remote (crux.Options.Remote) sync is not configured and
+//     sync_pull and sync_push answer an error result saying so;
+//     sync_status still reports what the store holds.
+//   - Both tools sync the caller's tenant; tenant_id, when given, must be
+//     it (another tenant is -32003). sync_pull needs a passport of tier
+//     basic or above, sync_push established or above (-32003 otherwise,
+//     for anonymous callers too).
+//   - sync_pull honours entity_prefix: only those entities are pulled, and
+//     the remote's cursor is kept per prefix (at most store.MaxPullCursors
+//     prefixes per remote).
+//   - sync_push pushes the versions of the change log after the push
+//     cursor that were written here: versions that came by sync are never
+//     pushed back, deleted ones are passed over, and private facts and
+//     reserved entities never enter the log. allowlist entries are *,
+//     facts or collection:facts (everything) and entity:<prefix>; crux
+//     syncs facts only, so other entries (constraints, plans, ...) are
+//     -32602. A version the allowlist leaves out holds the push cursor
+//     where it is, so a later push with a wider allowlist still sends it;
+//     versions after it that were pushed are sent again then, and the
+//     remote counts them as duplicates.
+//   - Without confirm, sync_push previews: it asks the remote only for its
+//     identity (the push cursor is kept per remote) and pushes nothing.
+//   - One call moves at most MaxSyncFacts versions, in pages of
+//     syncPage, each page applied in its own transaction; more: true says
+//     that more remain. The remote is contacted outside any transaction.
+
+// Bounds of sync.
+const (
+	// MaxSyncFacts caps the versions one sync_pull or sync_push moves.
+	MaxSyncFacts = 1000
+	// syncPage is how many versions one request to the remote carries.
+	syncPage = 250
+	// maxSyncPages caps the requests one sync_pull makes, however few
+	// versions each page brings (a rare entity_prefix).
+	maxSyncPages = 2 * MaxSyncFacts / syncPage
+	// maxSyncScan caps the change-log entries one call reads.
+	maxSyncScan = 10000
+	// maxSyncListed caps the conflicts and previewed facts an answer
+	// lists.
+	maxSyncListed = 32
+	// maxSyncStates caps the remotes sync_status lists.
+	maxSyncStates = 16
 )
 
 type syncPullArgs struct {
@@ -17,36 +78,624 @@ type syncPushArgs struct {
 	Allowlist []string `json:"allowlist,omitempty"`
 }
 
-// SyncOutput is the output type of sync_pull and sync_push, which have no
-// successful answer in crux: every call is an isError result saying why.
-type SyncOutput struct{}
+// syncConflict is a conflict as the tools report it: which side's version
+// was kept.
+type syncConflict struct {
+	Entity       string `json:"entity"`
+	Key          string `json:"key"`
+	LocalFactID  string `json:"local_fact_id"`
+	RemoteFactID string `json:"remote_fact_id"`
+	Kept         string `json:"kept"` // local or remote
+}
 
-// syncTool is sync_pull or sync_push, whose arguments decode into In. crux
-// has no client for a hosted sync platform: unconfigured, the tools say so;
-// configured, they say that crux does not contact the remote, rather than
-// pretend. Either way the arguments are checked and nothing is done with
-// them.
-func syncTool[In any](name, title, what string) *Tool {
+// notConfigured is the answer of a sync tool on a server without a Remote.
+func notConfigured(env *Env) *Result {
+	if env.Flags.SyncRemoteURL == "" {
+		return errorResult("sync not configured: %s is not set", feature.EnvSyncRemoteURL)
+	}
+	return errorResult("sync not configured: %s is set, but this server has no remote client to reach it "+
+		"(an embedder passes crux.Options.Remote)", feature.EnvSyncRemoteURL)
+}
+
+// syncTenant checks tenant_id against the caller's tenant.
+func syncTenant(tool, tenantID string, c Caller) error {
+	if err := checkName(tool, "tenant_id", tenantID); err != nil {
+		return err
+	}
+	if tenantID != "" && tenantID != c.TenantID() {
+		return forbidden(tool, "cross_tenant", "tenant_id %q is not your tenant %q; sync never crosses tenants", tenantID, c.TenantID())
+	}
+	return nil
+}
+
+// requireTier checks, in tx, that c holds a live passport of its tenant of
+// earned tier need or above, for what (the tool, or what of it needs the
+// tier). Anything less is -32003.
+func requireTier(tx store.Tx, tool, what string, c Caller, need string) error {
+	id, tenant := c.Identity(), c.TenantID()
+	what = fmt.Sprintf("%s needs a passport of tier %s or above", what, need)
+	if id == "" {
+		return forbidden(tool, "tier_required", "anonymous callers have no passport; %s", what)
+	}
+	p, err := store.GetPassport(tx, tenant, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return forbidden(tool, "tier_required", "%s has no passport in tenant %s; %s", id, tenant, what)
+	case err != nil:
+		return err
+	case p.Revoked():
+		return forbidden(tool, "passport_revoked", "your passport %s was revoked; %s", id, what)
+	case p.Retired():
+		return forbidden(tool, "passport_retired", "your passport %s was retired into %s by a merge; %s", id, p.RetiredInto, what)
+	}
+	tier, n, err := earnedTier(tx, tenant, id)
+	if err != nil {
+		return err
+	}
+	if store.TierRank(tier) < store.TierRank(need) {
+		e := forbidden(tool, "tier_required", "your passport %s is of tier %s (%d receipts); %s", id, tier, n, what)
+		e.Data = map[string]any{"reason": "tier_required", "tier": tier, "required_tier": need}
+		return e
+	}
+	return nil
+}
+
+// remoteName asks the remote for its identity.
+func remoteName(ctx context.Context, env *Env) (RemoteIdentity, error) {
+	id, err := env.Remote.Identity(ctx)
+	if err != nil {
+		return id, err
+	}
+	if id.Name == "" || strings.ContainsRune(id.Name, 0) || len(id.Name) > MaxCallerNameBytes {
+		return id, fmt.Errorf("the remote named itself %q, which is not a usable replica name", id.Name)
+	}
+	return id, nil
+}
+
+// recordSyncError keeps a failed exchange's error in the sync state. A
+// failure to record it is logged, not returned: the call already failed.
+func recordSyncError(ctx context.Context, env *Env, remote, tenant string, failure error) {
+	now := env.now()
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		st, err := store.GetSyncState(tx, remote, tenant)
+		if err != nil {
+			return err
+		}
+		st.LastError, st.LastErrorAt = failure.Error(), &now
+		return store.PutSyncState(tx, st)
+	})
+	if err != nil {
+		env.Logger.Error("crux: recording a sync failure", "remote", remote, "err", err)
+	}
+}
+
+// remoteFailure is the error result of a call whose remote failed.
+func remoteFailure(tool string, err error) *Result {
+	return errorResult("%s: the remote failed: %v", tool, err)
+}
+
+func syncPull() *Tool {
+	const name = "sync_pull"
 	return &Tool{
-		Name:        name,
-		Description: what + " Hosted tier. crux ships no sync client: the call says sync is not available.",
-		Annotations: Annotations{Title: title, OpenWorldHint: true},
-		Output:      "isError result: sync not configured, or not available in crux",
-		schema:      schemaFor(name),
-		out:         outputOf[SyncOutput](),
-		run: bind(name, func(_ context.Context, env *Env, _ Caller, _ *In) (*Result, error) {
-			if env.Flags.SyncRemoteURL == "" {
-				return errorResult("sync not configured: %s is not set", feature.EnvSyncRemoteURL), nil
+		Name: name,
+		Description: "Pull the shared facts of your tenant from the sync remote, from where the last pull stopped (a " +
+			"cursor kept per remote and entity_prefix). Versions you have are skipped; one that follows your current " +
+			"version replaces it; two versions written concurrently are a conflict, which the later stored_at wins " +
+			"(both stay in fact_history), reported in conflicts. At most 1000 versions per call (more: true when more " +
+			"remain). Needs a passport of tier basic or above. Hosted tier: needs a capability token that grants it.",
+		Annotations: Annotations{Title: "Sync pull", OpenWorldHint: true},
+		Output: "{remote, tenant_id, entity_prefix, facts_pulled, duplicates, conflict_count, conflicts: [{entity, key, " +
+			"local_fact_id, remote_fact_id, kept}], rejected: [{fact_id, reason}], cursor, more, total_pull_count, collection_cursor_count}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *syncPullArgs) (*Result, error) {
+			if err := syncTenant(name, in.TenantID, c); err != nil {
+				return nil, err
 			}
-			return errorResult("sync not available: crux has no sync client and does not contact %s", feature.EnvSyncRemoteURL), nil
+			if err := checkName(name, "entity_prefix", in.EntityPrefix); err != nil {
+				return nil, err
+			}
+			if store.IsReserved(in.EntityPrefix) {
+				return nil, reservedEntity(name, "entity_prefix", "entities starting with "+store.ReservedPrefix+" are not synced")
+			}
+			if env.Remote == nil {
+				return notConfigured(env), nil
+			}
+			tenant := c.TenantID()
+			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierBasic) }); err != nil {
+				return nil, err
+			}
+			id, err := remoteName(ctx, env)
+			if err != nil {
+				return remoteFailure(name, err), nil
+			}
+			var st *store.SyncState
+			if err := env.Store.View(ctx, func(tx store.Tx) error {
+				st, err = store.GetSyncState(tx, id.Name, tenant)
+				return err
+			}); err != nil {
+				return nil, err
+			}
+			cursor, known := st.PullCursors[in.EntityPrefix]
+			if !known && len(st.PullCursors) >= store.MaxPullCursors {
+				return nil, invalidParams(name, "entity_prefix", fmt.Sprintf("the remote already has cursors for %d prefixes, the most crux keeps; pull with one of them or without entity_prefix", store.MaxPullCursors))
+			}
+			out := map[string]any{"remote": id.Name, "tenant_id": tenant, "entity_prefix": in.EntityPrefix}
+			conflicts := []syncConflict{}
+			rejected := []store.SyncRejected{}
+			pulled, dups, nconf, more := 0, 0, 0, false
+			for moved, pages := 0, 0; moved < MaxSyncFacts && pages < maxSyncPages; pages++ {
+				limit := min(syncPage, MaxSyncFacts-moved)
+				resp, err := env.Remote.Changes(ctx, ChangesRequest{Cursor: cursor, EntityPrefix: in.EntityPrefix, Limit: limit})
+				if err == nil && len(resp.Facts) > limit {
+					err = fmt.Errorf("the remote sent %d versions, more than the %d asked for", len(resp.Facts), limit)
+				}
+				if err != nil {
+					recordSyncError(ctx, env, id.Name, tenant, err)
+					res := remoteFailure(name, err)
+					if pulled+dups > 0 {
+						res.Content[0].Text += fmt.Sprintf(" (%d versions were pulled before it failed; the cursor keeps them)", pulled)
+					}
+					return res, nil
+				}
+				var applied store.SyncApplied
+				now := env.now()
+				err = env.Store.Update(ctx, func(tx store.Tx) error {
+					var err error
+					if applied, err = store.ApplySyncFacts(tx, tenant, id.Name, resp.Facts); err != nil {
+						return err
+					}
+					s, err := store.GetSyncState(tx, id.Name, tenant)
+					if err != nil {
+						return err
+					}
+					s.PullCursors[in.EntityPrefix] = resp.Cursor
+					s.LastPullAt = &now
+					s.PullCount += uint64(applied.Applied)
+					s.ConflictCount += uint64(len(applied.Conflicts))
+					st = s
+					return store.PutSyncState(tx, s)
+				})
+				if err != nil {
+					return nil, err
+				}
+				pulled, dups, nconf = pulled+applied.Applied, dups+applied.Duplicates, nconf+len(applied.Conflicts)
+				for _, cf := range applied.Conflicts {
+					if len(conflicts) < maxSyncListed {
+						kept := "remote"
+						if cf.Kept == "existing" {
+							kept = "local"
+						}
+						conflicts = append(conflicts, syncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Existing, RemoteFactID: cf.Incoming, Kept: kept})
+					}
+				}
+				for _, r := range applied.Rejected {
+					if len(rejected) < maxSyncListed {
+						rejected = append(rejected, r)
+					}
+				}
+				moved += len(resp.Facts)
+				more = resp.More
+				if !resp.More || resp.Cursor == cursor {
+					cursor = resp.Cursor
+					break
+				}
+				cursor = resp.Cursor
+			}
+			out["facts_pulled"], out["duplicates"], out["conflict_count"] = pulled, dups, nconf
+			out["conflicts"], out["rejected"], out["cursor"], out["more"] = conflicts, rejected, cursor, more
+			out["total_pull_count"], out["collection_cursor_count"] = st.PullCount, len(st.PullCursors)
+			return jsonResult(out)
 		}),
 	}
 }
 
-func syncPull() *Tool {
-	return syncTool[syncPullArgs]("sync_pull", "Sync pull", "Pull shared facts of a hosted tenant into this store.")
+// pushFilter is a parsed allowlist: nil prefixes means everything.
+type pushFilter struct {
+	all      bool
+	prefixes []string
+}
+
+func (p pushFilter) allows(entity string) bool {
+	if p.all {
+		return true
+	}
+	for _, pre := range p.prefixes {
+		if strings.HasPrefix(entity, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseAllowlist reads sync_push's allowlist.
+func parseAllowlist(tool string, list []string, given bool) (pushFilter, error) {
+	if !given {
+		return pushFilter{all: true}, nil
+	}
+	var f pushFilter
+	for i, e := range list {
+		param := fmt.Sprintf("allowlist.%d", i)
+		switch {
+		case e == "*" || e == "facts" || e == "collection:facts":
+			f.all = true
+		case strings.HasPrefix(e, "entity:") && len(e) > len("entity:"):
+			pre := strings.TrimPrefix(e, "entity:")
+			if err := checkName(tool, param, pre); err != nil {
+				return f, err
+			}
+			f.prefixes = append(f.prefixes, pre)
+		default:
+			return f, invalidParams(tool, param, fmt.Sprintf("%q is not *, facts, collection:facts or entity:<prefix>; crux syncs facts only", e))
+		}
+	}
+	return f, nil
 }
 
 func syncPush() *Tool {
-	return syncTool[syncPushArgs]("sync_push", "Sync push", "Push locally created, non-private facts to a hosted tenant (preview unless confirm).")
+	const name = "sync_push"
+	return &Tool{
+		Name: name,
+		Description: "Push to the sync remote the versions of your tenant's shared facts written here since the last push. " +
+			"Private facts and reserved entities are never pushed, nor versions that came by sync. Without confirm it " +
+			"previews what would be pushed and sends nothing. allowlist: *, facts, collection:facts or entity:<prefix>. " +
+			"The remote resolves conflicts as sync_pull does and reports them. At most 1000 versions per call (more: true " +
+			"when more remain). Needs a passport of tier established or above. Hosted tier: needs a capability token that grants it.",
+		Annotations: Annotations{Title: "Sync push", OpenWorldHint: true},
+		Output: "{mode: preview|push, remote, tenant_id, would_promote?, facts?: [{fact_id, entity, key}], preview_hash?, " +
+			"facts_pushed?, duplicates?, conflict_count?, conflicts?, rejected?, skipped_synced, skipped_deleted, " +
+			"skipped_not_allowlisted, more, push_cursor, total_push_count}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *syncPushArgs) (*Result, error) {
+			if err := syncTenant(name, in.TenantID, c); err != nil {
+				return nil, err
+			}
+			filter, err := parseAllowlist(name, in.Allowlist, in.Allowlist != nil)
+			if err != nil {
+				return nil, err
+			}
+			if env.Remote == nil {
+				return notConfigured(env), nil
+			}
+			tenant := c.TenantID()
+			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierEstablished) }); err != nil {
+				return nil, err
+			}
+			id, err := remoteName(ctx, env)
+			if err != nil {
+				return remoteFailure(name, err), nil
+			}
+			var st *store.SyncState
+			var batch []store.SyncFact
+			var advance uint64
+			skippedSynced, skippedDeleted, skippedAllow := 0, 0, 0
+			more := false
+			err = env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				if st, err = store.GetSyncState(tx, id.Name, tenant); err != nil {
+					return err
+				}
+				advance = st.PushCursor
+				blocked := false
+				last, remain, err := store.SyncPending(tx, tenant, st.PushCursor, maxSyncScan, func(seq uint64, f *store.Fact, synced bool) bool {
+					switch {
+					case synced:
+						skippedSynced++
+					case f.Deleted:
+						skippedDeleted++
+					case !filter.allows(f.Entity):
+						skippedAllow++
+						blocked = true
+						return true
+					default:
+						if len(batch) == MaxSyncFacts {
+							return false
+						}
+						batch = append(batch, store.ToSyncFact(f))
+					}
+					if !blocked {
+						advance = seq
+					}
+					return true
+				})
+				if !blocked {
+					advance = last
+				}
+				more = remain
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			out := map[string]any{"remote": id.Name, "tenant_id": tenant, "skipped_synced": skippedSynced,
+				"skipped_deleted": skippedDeleted, "skipped_not_allowlisted": skippedAllow, "more": more}
+			if !in.Confirm {
+				h := sha256.New()
+				listed := []map[string]string{}
+				for _, f := range batch {
+					h.Write([]byte(f.ID + "\n"))
+					if len(listed) < maxSyncListed {
+						listed = append(listed, map[string]string{"fact_id": f.ID, "entity": f.Entity, "key": f.Key})
+					}
+				}
+				out["mode"], out["would_promote"], out["facts"] = "preview", len(batch), listed
+				out["preview_hash"] = hex.EncodeToString(h.Sum(nil))
+				out["push_cursor"], out["total_push_count"] = st.PushCursor, st.PushCount
+				return jsonResult(out)
+			}
+			conflicts := []syncConflict{}
+			rejected := []store.SyncRejected{}
+			pushed, dups, nconf := 0, 0, 0
+			for i := 0; i < len(batch); i += syncPage {
+				page := batch[i:min(i+syncPage, len(batch))]
+				resp, err := env.Remote.Push(ctx, PushRequest{Facts: page})
+				if err != nil {
+					recordSyncError(ctx, env, id.Name, tenant, err)
+					res := remoteFailure(name, err)
+					if i > 0 {
+						res.Content[0].Text += fmt.Sprintf(" (%d versions were sent before it failed; the next push sends them again and the remote counts them as duplicates)", i)
+					}
+					return res, nil
+				}
+				pushed, dups, nconf = pushed+resp.Applied, dups+resp.Duplicates, nconf+len(resp.Conflicts)
+				for _, cf := range resp.Conflicts {
+					if len(conflicts) < maxSyncListed {
+						kept := "local"
+						if cf.Kept == "existing" {
+							kept = "remote"
+						}
+						conflicts = append(conflicts, syncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Incoming, RemoteFactID: cf.Existing, Kept: kept})
+					}
+				}
+				for _, r := range resp.Rejected {
+					if len(rejected) < maxSyncListed {
+						rejected = append(rejected, r)
+					}
+				}
+			}
+			now := env.now()
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				s, err := store.GetSyncState(tx, id.Name, tenant)
+				if err != nil {
+					return err
+				}
+				if advance > s.PushCursor {
+					s.PushCursor = advance
+				}
+				s.LastPushAt = &now
+				s.PushCount += uint64(pushed)
+				s.ConflictCount += uint64(nconf)
+				st = s
+				return store.PutSyncState(tx, s)
+			})
+			if err != nil {
+				return nil, err
+			}
+			out["mode"], out["facts_pushed"], out["duplicates"], out["conflict_count"] = "push", pushed, dups, nconf
+			out["conflicts"], out["rejected"] = conflicts, rejected
+			out["push_cursor"], out["total_push_count"] = st.PushCursor, st.PushCount
+			return jsonResult(out)
+		}),
+	}
 }
+
+// syncStatusRemote is one remote as sync_status reports it.
+type syncStatusRemote struct {
+	*store.SyncState
+	PendingPush      int  `json:"pending_push"`
+	PendingTruncated bool `json:"pending_truncated"`
+	Failing          bool `json:"failing"`
+}
+
+func syncStatus() *Tool {
+	const name = "sync_status"
+	return &Tool{
+		Name: name,
+		Description: "What sync stands at for your tenant, from this store alone (the remote is not contacted): whether a " +
+			"remote is configured, each remote exchanged with (cursors, last pull and push, counts, the last failure) and " +
+			"how many versions written here wait to be pushed. crux has no background sync: pulls and pushes happen " +
+			"when sync_pull and sync_push are called.",
+		Annotations: Annotations{Title: "Sync status", ReadOnlyHint: true, IdempotentHint: true},
+		Output: "{mode, configured, remote_url, api_key_configured, background_sync_enabled, tenant_id, local_change_count, " +
+			"remotes: [{remote, tenant, pull_cursors, push_cursor, last_pull_at, last_push_at, pull_count, push_count, " +
+			"conflict_count, last_error, last_error_at, pending_push, pending_truncated, failing}], remotes_truncated, notes: [string]}",
+		schema: schemaFor(name),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+			tenant := c.TenantID()
+			out := map[string]any{"configured": env.Remote != nil, "remote_url": env.Flags.SyncRemoteURL,
+				"api_key_configured": env.Flags.SyncAPIKey.IsSet(), "background_sync_enabled": false, "tenant_id": tenant}
+			remotes := []syncStatusRemote{}
+			var head uint64
+			truncated := false
+			err := env.Store.View(ctx, func(tx store.Tx) error {
+				var err error
+				if head, err = store.SyncHead(tx, tenant); err != nil {
+					return err
+				}
+				states, more, err := store.SyncStates(tx, tenant, maxSyncStates)
+				if err != nil {
+					return err
+				}
+				truncated = more
+				for _, s := range states {
+					r := syncStatusRemote{SyncState: s}
+					_, r.PendingTruncated, err = store.SyncPending(tx, tenant, s.PushCursor, maxSyncScan, func(_ uint64, f *store.Fact, synced bool) bool {
+						if !synced && !f.Deleted {
+							r.PendingPush++
+						}
+						return true
+					})
+					if err != nil {
+						return err
+					}
+					last := s.LastPullAt
+					if s.LastPushAt != nil && (last == nil || s.LastPushAt.After(*last)) {
+						last = s.LastPushAt
+					}
+					r.Failing = s.LastErrorAt != nil && (last == nil || s.LastErrorAt.After(*last))
+					remotes = append(remotes, r)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			mode := "local-only"
+			if env.Remote != nil {
+				mode = "manual sync"
+				for _, r := range remotes {
+					if r.Failing {
+						mode = "degraded"
+					}
+				}
+			}
+			notes := []string{"crux has no background sync: nothing moves until sync_pull or sync_push is called"}
+			if env.Remote == nil && env.Flags.SyncRemoteURL != "" {
+				notes = append(notes, feature.EnvSyncRemoteURL+" is set, but this server has no remote client to reach it")
+			}
+			out["mode"], out["local_change_count"], out["remotes"], out["remotes_truncated"], out["notes"] = mode, head, remotes, truncated, notes
+			return jsonResult(out)
+		}),
+	}
+}
+
+// ServeSyncChanges answers a replica's request for env's change log, on
+// behalf of c, which must be authenticated: the versions of c's tenant
+// logged after req.Cursor, at most req.Limit (1 to MaxSyncFacts) of them.
+func ServeSyncChanges(ctx context.Context, env *Env, c Caller, req ChangesRequest) (*ChangesResponse, error) {
+	if err := serveCheck(ctx, env, c); err != nil {
+		return nil, err
+	}
+	if req.Limit < 1 || req.Limit > MaxSyncFacts {
+		return nil, invalidParams("sync/changes", "limit", fmt.Sprintf("must be 1 to %d", MaxSyncFacts))
+	}
+	after, err := store.ParseSyncCursor(req.Cursor)
+	if err != nil {
+		return nil, invalidParams("sync/changes", "cursor", err.Error())
+	}
+	resp := &ChangesResponse{}
+	err = env.Store.View(ctx, func(tx store.Tx) error {
+		facts, next, more, err := store.SyncChanges(tx, c.TenantID(), after, req.EntityPrefix, req.Limit, maxSyncScan)
+		resp.Facts, resp.Cursor, resp.More = facts, store.FormatSyncCursor(next), more
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Facts == nil {
+		resp.Facts = []store.SyncFact{}
+	}
+	return resp, nil
+}
+
+// ServeSyncPush applies a replica's pushed versions to c's tenant, c being
+// authenticated, at most MaxSyncFacts of them, in one transaction.
+func ServeSyncPush(ctx context.Context, env *Env, c Caller, req PushRequest) (*PushResponse, error) {
+	if err := serveCheck(ctx, env, c); err != nil {
+		return nil, err
+	}
+	if len(req.Facts) > MaxSyncFacts {
+		return nil, invalidParams("sync/push", "facts", fmt.Sprintf("more than %d versions", MaxSyncFacts))
+	}
+	var out store.SyncApplied
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		out, err = store.ApplySyncFacts(tx, c.TenantID(), "peer:"+c.Identity(), req.Facts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ServeSyncIdentity names env as a replica: "crux:" and its signer's key id.
+func ServeSyncIdentity(ctx context.Context, env *Env, c Caller) (RemoteIdentity, error) {
+	if err := serveCheck(ctx, env, c); err != nil {
+		return RemoteIdentity{}, err
+	}
+	return RemoteIdentity{Name: "crux:" + env.Signer.KeyID(), KeyID: env.Signer.KeyID(), Tenant: c.TenantID()}, nil
+}
+
+// serveCheck refuses a replica that is not an authenticated caller, or
+// whose passport is revoked while revocation is enforced.
+func serveCheck(ctx context.Context, env *Env, c Caller) error {
+	if err := c.Validate(); err != nil {
+		return &Error{Code: CodeInvalidRequest, Message: err.Error()}
+	}
+	if c.Identity() == "" {
+		return &Error{Code: CodeForbidden, Message: "sync: a replica must be an authenticated caller", Data: map[string]any{"reason": "unauthenticated"}}
+	}
+	refusal, err := checkRevocation(ctx, env, c, "sync")
+	if err != nil {
+		return err
+	}
+	if refusal != nil {
+		return &Error{Code: CodeForbidden, Message: "sync: " + refusal.Content[0].Text, Data: map[string]any{"reason": "passport_revoked"}}
+	}
+	return nil
+}
+
+// Remote is another replica sync_pull and sync_push exchange a tenant's
+// shared facts with. The caller's tenant on the remote is the remote's
+// business: it is whatever tenant the remote's own authentication maps
+// this replica to. Implementations must be safe for concurrent use and
+// honour ctx.
+//
+// The wire shape, for a remote over HTTP: each method is one POST of a
+// JSON request to a path under the remote's base URL, with the sync API
+// key as a bearer token, answered with a JSON body (or an HTTP error):
+//
+//	Identity  POST /v1/sync/identity  {}                                    → RemoteIdentity
+//	Changes   POST /v1/sync/changes   ChangesRequest {cursor, entity_prefix, limit} → ChangesResponse {facts, cursor, more}
+//	Push      POST /v1/sync/push      PushRequest {facts}                   → PushResponse {applied, duplicates, conflicts, rejected}
+//
+// A fact is a store.SyncFact: {fact_id, entity, key, value,
+// source_receipt?, confidence, stored_at (RFC 3339), horizon_class,
+// supersedes?, owner?}. crux.Server's SyncIdentity, SyncChanges and
+// SyncPush are the serving side; crux.ServerRemote adapts a Server in the
+// same process.
+type Remote interface {
+	// Identity names the remote. Name must be stable: the sync state
+	// (cursors, counts) is kept under it.
+	Identity(ctx context.Context) (RemoteIdentity, error)
+	// Changes returns the versions logged after req.Cursor.
+	Changes(ctx context.Context, req ChangesRequest) (*ChangesResponse, error)
+	// Push applies req.Facts on the remote, which resolves conflicts as
+	// store.ApplySyncFacts does.
+	Push(ctx context.Context, req PushRequest) (*PushResponse, error)
+}
+
+// RemoteIdentity names a remote replica.
+type RemoteIdentity struct {
+	// Name is the replica's stable name: for a crux server, "crux:" and
+	// the key id of its receipt signer.
+	Name string `json:"name"`
+	// KeyID is the key id of the replica's receipt signer, when it has one.
+	KeyID string `json:"key_id,omitempty"`
+	// Tenant is the tenant the replica serves this caller from.
+	Tenant string `json:"tenant"`
+}
+
+// ChangesRequest asks a remote for the versions logged after Cursor ("" for
+// the start) whose entity starts with EntityPrefix, at most Limit of them.
+type ChangesRequest struct {
+	Cursor       string `json:"cursor"`
+	EntityPrefix string `json:"entity_prefix,omitempty"`
+	Limit        int    `json:"limit"`
+}
+
+// ChangesResponse is a page of a remote's change log: the versions, the
+// cursor to ask from next, and whether more follow.
+type ChangesResponse struct {
+	Facts  []store.SyncFact `json:"facts"`
+	Cursor string           `json:"cursor"`
+	More   bool             `json:"more"`
+}
+
+// PushRequest is a batch of versions for a remote to apply.
+type PushRequest struct {
+	Facts []store.SyncFact `json:"facts"`
+}
+
+// PushResponse is what a remote did with a pushed batch.
+type PushResponse = store.SyncApplied

@@ -324,6 +324,14 @@ type Env struct {
 	// AttestRoot is the directory output_attest's content_path is
 	// confined to; "" refuses content_path.
 	AttestRoot string
+	// DataDir is the server's data directory, "" when it has none (see
+	// audit_bundle.go and custody.go).
+	DataDir string
+	// Remote is the sync remote, nil when sync is not configured (see
+	// sync.go).
+	Remote Remote
+	// Checkout is the source checkout update_status reads, "" for none.
+	Checkout string
 	// segments caches the document segments the retrieval tools read.
 	segments *segmentCache
 	// descriptions holds the description of each tool of Tools, for
@@ -551,9 +559,12 @@ func All() []*Tool {
 		createHandoff(), acceptHandoff(), // handoff.go
 		recordDecision(),                                                                                             // decisions.go
 		declareConstraint(), getConstraints(), checkConstraints(), auditConfig(), checkConfigAudit(), enrichAction(), // constraints.go
+		auditExportBundle(),                                                     // audit_bundle.go
 		issuePassport(), requestPassportMint(), getPassport(), revokePassport(), // passport.go
 		passportSplit(), passportMerge(), passportLinkDevice(), // identity.go
-		syncPull(), syncPush(), // sync.go
+		syncPull(), syncPush(), syncStatus(), // sync.go
+		updateStatusTool(),    // update_status.go
+		contextCustodyAudit(), // custody.go
 	}
 }
 

@@ -189,7 +189,7 @@ func TestChainCommandUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"verify what", []string{"verify", "chains"}, `"receipt", "chain" or "output"`},
+		{"verify what", []string{"verify", "chains"}, `"receipt", "chain", "output" or "bundle"`},
 		{"verify chain argument", []string{"verify", "chain", "--data", dir, "acme"}, "--tenant"},
 		{"verify chain agent", []string{"verify", "chain", "--data", dir, "--agent", "a"}, "--agent does not apply"},
 		{"verify chain unknown flag", []string{"verify", "chain", "--kind", "refusal"}, "-kind"},

@@ -35,7 +35,8 @@ type environment struct {
 // commandVariables are the CRUX_* variables the command reads itself.
 // CRUX_AGENT_TOKENS is among them: it holds secrets and changes no
 // server's behaviour, so it is never sent to the owning process.
-var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR", "CRUX_AGENT_TOKENS", "CRUX_ATTEST_ROOT"}
+var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR", "CRUX_AGENT_TOKENS", "CRUX_ATTEST_ROOT",
+	"CRUX_UPDATE_CHECKOUT"}
 
 // newEnvironment reads environ, NAME=value entries as os.Environ returns
 // them; the first entry of a name wins, as with os.Getenv.
@@ -125,6 +126,9 @@ type setup struct {
 	// attestRoot is output_attest's content root ($CRUX_ATTEST_ROOT, made
 	// absolute; empty: none); the owning process's is the one used.
 	attestRoot string
+	// checkout is the source checkout update_status compares the binary
+	// with ($CRUX_UPDATE_CHECKOUT; empty for none).
+	checkout string
 }
 
 // resolve applies the common flags of fs (registered into cf) and the
@@ -163,7 +167,7 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, err
 		}
 	}
 	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars(), storeURL: storeURL, keyFile: cf.key,
-		engramDir: engramDir, attestRoot: attestRoot}, nil
+		engramDir: engramDir, attestRoot: attestRoot, checkout: osenv.getenv("CRUX_UPDATE_CHECKOUT")}, nil
 }
 
 // resolveNoArgs parses the flags of a command that takes no positional

@@ -152,8 +152,9 @@ type host struct {
 	logger *slog.Logger
 
 	engramDir  string // engram_resolve's directory of engram files
-	dir        string // the data directory, which keeps the C2PA root CA
+	dir        string // the data directory: the C2PA root CA, audit bundles, custody checks
 	attestRoot string // output_attest's content root
+	checkout   string // update_status's source checkout
 
 	mu      sync.Mutex
 	servers map[string]*crux.Server // by the flag variables, sorted and joined
@@ -176,7 +177,7 @@ func openHost(ctx context.Context, s *setup, logger *slog.Logger) (*host, error)
 		return nil, err
 	}
 	h := &host{signer: signer, logger: logger, servers: map[string]*crux.Server{}, engramDir: s.engramDir,
-		dir: s.dir, attestRoot: s.attestRoot}
+		dir: s.dir, attestRoot: s.attestRoot, checkout: s.checkout}
 	if s.storeURL != "" {
 		db, err := postgres.Open(ctx, s.storeURL, nil)
 		if err != nil {
@@ -228,7 +229,7 @@ func (h *host) server(env []string) (*crux.Server, error) {
 		}
 	}
 	srv, err := crux.NewServer(h.db, &crux.Options{Flags: &flags, Logger: h.logger, Signer: h.signer, Router: router,
-		EngramDir: h.engramDir, AttestCA: h.ca, AttestRoot: h.attestRoot})
+		EngramDir: h.engramDir, AttestCA: h.ca, AttestRoot: h.attestRoot, DataDir: h.dir, Checkout: h.checkout})
 	if err != nil {
 		return nil, err
 	}

@@ -88,8 +88,11 @@ func verifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ose
 	if len(args) > 0 && args[0] == "output" {
 		return verifyOutputCmd(args[1:], stdout, stderr, osenv)
 	}
+	if len(args) > 0 && args[0] == "bundle" {
+		return verifyBundleCmd(args[1:], stdout, stderr) // bundle.go
+	}
 	if len(args) == 0 || args[0] != "receipt" {
-		return usagef(`verify takes the subcommand "receipt", "chain" or "output"`)
+		return usagef(`verify takes the subcommand "receipt", "chain", "output" or "bundle"`)
 	}
 	args = args[1:]
 	var cf commonFlags

@@ -107,6 +107,21 @@ Usage:
         exits 0 when every check holds, else 1 and prints the code
         (DATA_HASH_MISMATCH, SIG_INVALID, CERT_UNTRUSTED, ...) on standard
         error.
+  crux verify bundle [--keyring FILE] FILE
+        Verify an audit bundle (audit_export_bundle) offline, without a
+        store: the seal over every byte of the file, the manifest's
+        signature, the members' hashes and counts, each receipt and their
+        links to each other and to the chain head the bundle records. With
+        --keyring the bundle's key must be in FILE; without, the key the
+        bundle carries is used and its id printed. Prints the report;
+        exits 0 when it verifies, else 1 with the code on standard error
+        (BUNDLE_SEAL_MISSING, BUNDLE_SEAL_INVALID, BUNDLE_UNREADABLE,
+        BUNDLE_MEMBER_MISSING, BUNDLE_MANIFEST_INVALID,
+        BUNDLE_VERSION_UNSUPPORTED, BUNDLE_KEY_CLASS_MISSING, PUBKEY_INVALID,
+        KEY_NOT_FOUND, SIG_INVALID, BUNDLE_EVENTS_HASH_MISMATCH,
+        BUNDLE_RECEIPTS_HASH_MISMATCH, BUNDLE_EVENTS_INVALID,
+        BUNDLE_RECEIPTS_INVALID, BUNDLE_COUNT_MISMATCH,
+        BUNDLE_RECEIPT_INVALID or a chain code).
 
   crux receipts list [--data DIR] [--tenant T] [--kind K] [--limit N] [--json]
         List a tenant's receipts, newest first: id, seq, kind, actor and
@@ -217,6 +232,8 @@ Environment:
                   With CORECRUXD_FEATURE_C2PA_OUTPUT on, the owning process
                   creates the C2PA root CA once: DIR/c2pa-ca.key and
                   DIR/c2pa-ca.pem (mode 0600)
+  CRUX_UPDATE_CHECKOUT a source checkout of crux that update_status compares
+                  the binary with, reading its .git (no network call)
   feature flags:  see ` + "`go doc github.com/crux-go/crux Flags`" + `
 
 Exit status: 0 on success, 1 on an error, 2 on a usage error.

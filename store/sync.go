@@ -1,0 +1,564 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Sync: the change log a replica serves, and the rules by which a replica
+// applies the facts another one sends.
+//
+// # The change log
+//
+// Every version of a tenant's shared client facts (not private, not
+// reserved) is numbered in the order its transaction committed: bucket
+// sync.log holds tenant, NUL, seq (8 bytes big-endian) → fact id, written
+// by [PutFact] and by [ApplySyncFacts] in the transaction that stores the
+// version. seq is one more than the tenant's last; a transaction reads
+// that last entry, so two concurrent writers of one tenant conflict in the
+// store and the log has no gaps and never goes back. A replica's cursor is
+// a seq: [SyncChanges] returns the versions logged after it. A store
+// written before the log existed has its facts logged once, in id order,
+// by [Upgrade].
+//
+// # Applying another replica's facts
+//
+// Fact ids are the same on every replica: a version keeps the id it was
+// written with. [ApplySyncFacts] applies each version it is given, in
+// order:
+//
+//   - A version whose id the store holds already is a duplicate and
+//     changes nothing.
+//   - When its chain (tenant, entity, key) has no current version here, or
+//     the current one is the version it names as superseded, it follows
+//     it: it becomes the chain's new current version, as a write would.
+//   - Otherwise the two replicas wrote the chain concurrently: a conflict.
+//     The version with the later stored_at wins (the greater fact id when
+//     the times are equal). An incoming winner becomes current and retires
+//     the local one; an incoming loser is kept as a retired version,
+//     superseded by the local one. Either way both versions stay in the
+//     chain's history, and every replica that receives both resolves them
+//     alike.
+//
+// Applied versions keep their stored_at, and are marked as come by sync
+// (bucket sync.origin: tenant, NUL, fact id → the replica they came
+// from), so that they are never pushed back as local writes; they enter
+// the change log, so a replica serves what it received as well as what it
+// wrote.
+//
+// Deletes and forgets are not synced: a version deleted here stays
+// deleted, and one deleted on another replica is not sent.
+//
+// # State
+//
+// Bucket sync.state holds, per replica and tenant, the [SyncState] of the
+// exchange: cursors, times and counts (JSON).
+const (
+	bucketSyncLog    = "sync.log"    // tenant, NUL, seq (8 bytes BE) → fact id
+	bucketSyncOrigin = "sync.origin" // tenant, NUL, fact id → replica name
+	bucketSyncState  = "sync.state"  // replica, NUL, tenant → JSON SyncState
+)
+
+// SyncFact is a fact version as replicas exchange it (the JSON wire form).
+type SyncFact struct {
+	ID            string    `json:"fact_id"`
+	Entity        string    `json:"entity"`
+	Key           string    `json:"key"`
+	Value         string    `json:"value"`
+	SourceReceipt string    `json:"source_receipt,omitempty"`
+	Confidence    float64   `json:"confidence"`
+	StoredAt      time.Time `json:"stored_at"`
+	HorizonClass  string    `json:"horizon_class"`
+	// Supersedes is the version this one replaced where it was written.
+	Supersedes string `json:"supersedes,omitempty"`
+	// Owner is the agent that stored it there.
+	Owner string `json:"owner,omitempty"`
+}
+
+// syncable reports whether f is a version the change log carries: a
+// shared client fact.
+func syncable(f *Fact) bool { return !f.Private && !IsReserved(f.Entity) }
+
+// syncLogKey is tenant, NUL, seq.
+func syncLogKey(tenant string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(tenant), 0), seq)
+}
+
+// SyncHead returns the tenant's last change-log seq: how many versions it
+// has logged (0 for none).
+func SyncHead(tx Tx, tenant string) (uint64, error) {
+	var seq uint64
+	prefix := append([]byte(tenant), 0)
+	err := tx.Scan(bucketSyncLog, prefix, true, func(k, _ []byte) error {
+		if len(k) == len(prefix)+8 {
+			seq = binary.BigEndian.Uint64(k[len(prefix):])
+		}
+		return ErrStop
+	})
+	return seq, err
+}
+
+// logFact appends f to its tenant's change log when the log carries it.
+func logFact(tx Tx, f *Fact) error {
+	if !syncable(f) {
+		return nil
+	}
+	last, err := SyncHead(tx, f.Tenant)
+	if err != nil {
+		return err
+	}
+	if last == math.MaxUint64 {
+		return fmt.Errorf("store: the change log of tenant %q is full", f.Tenant)
+	}
+	hintWriteOnce(tx, bucketSyncLog)
+	return tx.Put(bucketSyncLog, syncLogKey(f.Tenant, last+1), []byte(f.ID))
+}
+
+// backfillSyncLog logs, in id order, every syncable version not yet in its
+// tenant's log: the upgrade of a store written before the log existed.
+func backfillSyncLog(tx Tx) error {
+	logged := make(map[string]bool)
+	if err := tx.Scan(bucketSyncLog, nil, false, func(_, v []byte) error {
+		logged[string(v)] = true
+		return nil
+	}); err != nil {
+		return err
+	}
+	var todo []*Fact
+	if err := tx.Scan(bucketFacts, nil, false, func(k, v []byte) error {
+		if logged[string(k)] {
+			return nil
+		}
+		f := new(Fact)
+		if err := factDec.Unmarshal(v, f); err != nil {
+			return nil // crux doctor reports it
+		}
+		if syncable(f) {
+			todo = append(todo, f)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, f := range todo {
+		if err := logFact(tx, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SyncChanges returns the versions of tenant's change log after seq after
+// whose entity starts with entityPrefix, at most limit of them and at most
+// maxScan log entries read, with the seq to resume from and whether more
+// entries follow. Versions deleted since they were logged, or purged, are
+// passed over. A version's Supersedes is the version it replaced here.
+func SyncChanges(tx Tx, tenant string, after uint64, entityPrefix string, limit, maxScan int) (facts []SyncFact, next uint64, more bool, err error) {
+	next = after
+	scanned := 0
+	err = scanFrom(tx, bucketSyncLog, append([]byte(tenant), 0), syncLogKey(tenant, after+1), func(k, v []byte) error {
+		if len(facts) == limit || scanned == maxScan {
+			more = true
+			return ErrStop
+		}
+		scanned++
+		if len(k) != len(tenant)+9 {
+			return nil
+		}
+		next = binary.BigEndian.Uint64(k[len(tenant)+1:])
+		f, err := GetFact(tx, string(v))
+		if errors.Is(err, ErrNotFound) {
+			return nil // purged by a forget
+		}
+		if err != nil {
+			return SkipCorrupt(tx, err)
+		}
+		if f.Deleted || !syncable(f) || f.Tenant != tenant || !strings.HasPrefix(f.Entity, entityPrefix) {
+			return nil
+		}
+		facts = append(facts, ToSyncFact(f))
+		return nil
+	})
+	return facts, next, more, err
+}
+
+// ToSyncFact is f in its wire form.
+func ToSyncFact(f *Fact) SyncFact {
+	return SyncFact{
+		ID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, SourceReceipt: f.SourceReceipt,
+		Confidence: f.Confidence, StoredAt: f.StoredAt.UTC(), HorizonClass: f.HorizonClass,
+		Supersedes: f.Supersedes, Owner: f.Owner,
+	}
+}
+
+// SyncPending walks tenant's change log after seq after, as sync_push
+// does, and calls visit with each seq and version, and whether it came by
+// sync. visit returns whether to go on. It reads at most maxScan entries
+// and returns the last seq it read and whether entries remain.
+func SyncPending(tx Tx, tenant string, after uint64, maxScan int, visit func(seq uint64, f *Fact, synced bool) bool) (last uint64, more bool, err error) {
+	last = after
+	scanned := 0
+	err = scanFrom(tx, bucketSyncLog, append([]byte(tenant), 0), syncLogKey(tenant, after+1), func(k, v []byte) error {
+		if scanned == maxScan {
+			more = true
+			return ErrStop
+		}
+		scanned++
+		if len(k) != len(tenant)+9 {
+			return nil
+		}
+		seq := binary.BigEndian.Uint64(k[len(tenant)+1:])
+		f, err := GetFact(tx, string(v))
+		if errors.Is(err, ErrNotFound) {
+			last = seq
+			return nil
+		}
+		if err != nil {
+			if err := SkipCorrupt(tx, err); err != nil {
+				return err
+			}
+			last = seq
+			return nil
+		}
+		_, err = tx.Get(bucketSyncOrigin, indexKey(tenant, f.ID))
+		synced := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if !visit(seq, f, synced) {
+			more = true
+			return ErrStop
+		}
+		last = seq
+		return nil
+	})
+	return last, more, err
+}
+
+// SyncConflict is a chain that two replicas wrote concurrently, as
+// [ApplySyncFacts] resolved it.
+type SyncConflict struct {
+	Entity string `json:"entity"`
+	Key    string `json:"key"`
+	// Incoming is the version received, Existing the chain's current
+	// version here; Kept names the winner: "incoming" or "existing".
+	Incoming string `json:"incoming_fact_id"`
+	Existing string `json:"existing_fact_id"`
+	Kept     string `json:"kept"`
+}
+
+// SyncRejected is a version [ApplySyncFacts] refused, and why.
+type SyncRejected struct {
+	ID     string `json:"fact_id"`
+	Reason string `json:"reason"`
+}
+
+// SyncApplied is the outcome of [ApplySyncFacts].
+type SyncApplied struct {
+	Applied    int            `json:"applied"`
+	Duplicates int            `json:"duplicates"`
+	Conflicts  []SyncConflict `json:"conflicts"`
+	Rejected   []SyncRejected `json:"rejected"`
+	// AppliedIDs are the ids of the versions stored, in order.
+	AppliedIDs []string `json:"-"`
+}
+
+// validSyncID reports whether id is a fact id: "f_" and 32 lowercase hex
+// digits.
+func validSyncID(id string) bool {
+	if len(id) != 34 || !strings.HasPrefix(id, "f_") {
+		return false
+	}
+	_, err := hex.DecodeString(id[2:])
+	return err == nil && strings.ToLower(id) == id
+}
+
+// checkSyncFact returns why f cannot be applied, or "".
+func checkSyncFact(f *SyncFact) string {
+	switch {
+	case !validSyncID(f.ID):
+		return "fact_id is not f_ and 32 lowercase hex digits"
+	case f.Entity == "" || f.Key == "":
+		return "entity and key must not be empty"
+	case IsReserved(f.Entity):
+		return "entities starting with " + ReservedPrefix + " are not synced"
+	case len(f.Entity) > maxSyncName || len(f.Key) > maxSyncName:
+		return fmt.Sprintf("entity or key longer than %d bytes", maxSyncName)
+	case strings.ContainsRune(f.Entity, 0) || strings.ContainsRune(f.Key, 0):
+		return "entity or key contains a NUL byte"
+	case !(f.Confidence >= 0 && f.Confidence <= 1):
+		return "confidence is not in [0, 1]"
+	case f.HorizonClass != "" && !ValidHorizon(f.HorizonClass):
+		return "horizon_class is not volatile, medium, stable or none"
+	case f.StoredAt.IsZero():
+		return "stored_at is missing"
+	case f.Supersedes != "" && !validSyncID(f.Supersedes):
+		return "supersedes is not a fact id"
+	case !utf8.ValidString(f.Entity) || !utf8.ValidString(f.Key) || !utf8.ValidString(f.Value) ||
+		!utf8.ValidString(f.SourceReceipt) || !utf8.ValidString(f.Owner):
+		return "a text is not valid UTF-8"
+	case len(f.Owner) > maxSyncName || strings.ContainsRune(f.Owner, 0) || len(f.SourceReceipt) > maxSyncName:
+		return "owner or source_receipt is too long or contains a NUL byte"
+	}
+	return ""
+}
+
+// maxSyncName bounds an entity or key received by sync, as the tools bound
+// those they store.
+const maxSyncName = 1024
+
+// maxRejectedListed bounds the rejected versions a [SyncApplied] lists.
+const maxRejectedListed = 32
+
+// ApplySyncFacts applies facts, received from the replica named origin,
+// to tenant in tx, by the rules in the package documentation of sync (see
+// [SyncFact]): duplicates are passed over, a version that follows the
+// chain's current one becomes current, and a conflict is resolved by
+// stored_at. A version that breaks a rule of the store (an id that is not
+// a fact id, a reserved entity, a confidence outside [0, 1], text that is
+// not valid UTF-8, an id another tenant holds) is rejected and reported;
+// the others still apply.
+func ApplySyncFacts(tx Tx, tenant, origin string, facts []SyncFact) (SyncApplied, error) {
+	out := SyncApplied{Conflicts: []SyncConflict{}, Rejected: []SyncRejected{}}
+	reject := func(id, reason string) {
+		if len(out.Rejected) < maxRejectedListed {
+			out.Rejected = append(out.Rejected, SyncRejected{ID: id, Reason: reason})
+		}
+	}
+	for i := range facts {
+		in := &facts[i]
+		if reason := checkSyncFact(in); reason != "" {
+			reject(in.ID, reason)
+			continue
+		}
+		old, err := GetFact(tx, in.ID)
+		switch {
+		case err == nil && old.Tenant == tenant:
+			out.Duplicates++
+			continue
+		case err == nil:
+			reject(in.ID, "another tenant holds a fact with this id")
+			continue
+		case !errors.Is(err, ErrNotFound):
+			var ce *CorruptRecordError
+			if errors.As(err, &ce) {
+				reject(in.ID, "a record with this id is unreadable here")
+				continue
+			}
+			return SyncApplied{}, err
+		}
+		current, err := currentShared(tx, tenant, in.Entity, in.Key)
+		if err != nil {
+			return SyncApplied{}, err
+		}
+		class := in.HorizonClass
+		if class == "" {
+			class = DefaultHorizon(in.Entity)
+		}
+		incomingWins := true
+		if current != nil && current.ID != in.Supersedes {
+			incomingWins = in.StoredAt.After(current.StoredAt) ||
+				(in.StoredAt.Equal(current.StoredAt) && in.ID > current.ID)
+			kept := "existing"
+			if incomingWins {
+				kept = "incoming"
+			}
+			out.Conflicts = append(out.Conflicts, SyncConflict{Entity: in.Entity, Key: in.Key,
+				Incoming: in.ID, Existing: current.ID, Kept: kept})
+		}
+		var f *Fact
+		if incomingWins {
+			f, _, err = PutFact(tx, NewFact{Scope: Scope{Tenant: tenant, Agent: in.Owner}, Entity: in.Entity, Key: in.Key,
+				Value: in.Value, SourceReceipt: in.SourceReceipt, Confidence: in.Confidence, HorizonClass: class,
+				Now: in.StoredAt, ID: in.ID})
+		} else {
+			f, err = putRetiredVersion(tx, tenant, in, class, current)
+		}
+		var te *TextError
+		if errors.As(err, &te) {
+			return SyncApplied{}, fmt.Errorf("store: sync: version %s: %w", in.ID, err)
+		}
+		if err != nil {
+			return SyncApplied{}, err
+		}
+		if err := tx.Put(bucketSyncOrigin, indexKey(tenant, f.ID), []byte(origin)); err != nil {
+			return SyncApplied{}, err
+		}
+		out.Applied++
+		out.AppliedIDs = append(out.AppliedIDs, f.ID)
+	}
+	return out, nil
+}
+
+// currentShared returns the current version of the shared chain (entity,
+// key) of tenant, or nil.
+func currentShared(tx Tx, tenant, entity, key string) (*Fact, error) {
+	var current *Fact
+	err := tx.Scan(bucketEntity, indexKey(tenant, entity, key, ""), true, func(_, v []byte) error {
+		f, err := indexedFact(tx, bucketEntity, string(v))
+		if err != nil {
+			return SkipCorrupt(tx, err)
+		}
+		if f.Current() && !f.Private {
+			current = f
+			return ErrStop
+		}
+		return nil
+	})
+	return current, err
+}
+
+// putRetiredVersion stores in as a version of its chain that winner, the
+// chain's current version, supersedes: the next version number, valid
+// from its stored_at until winner's, indexed as any retired version is.
+func putRetiredVersion(tx Tx, tenant string, in *SyncFact, class string, winner *Fact) (*Fact, error) {
+	var top uint32
+	if err := tx.Scan(bucketEntity, indexKey(tenant, in.Entity, in.Key, ""), true, func(k, _ []byte) error {
+		top = binary.BigEndian.Uint32(k[len(k)-4:])
+		return ErrStop
+	}); err != nil {
+		return nil, err
+	}
+	until := winner.StoredAt
+	if until.Before(in.StoredAt) {
+		until = in.StoredAt
+	}
+	f := &Fact{
+		ID: in.ID, Tenant: tenant, Entity: in.Entity, Key: in.Key, Value: in.Value,
+		SourceReceipt: in.SourceReceipt, Confidence: in.Confidence, StoredAt: in.StoredAt.UTC(),
+		Tokens: EstimateTokens(in.Value), Owner: in.Owner, HorizonClass: class,
+		ValidFrom: in.StoredAt.UTC(), ValidTo: &until, Version: top + 1, SupersededBy: winner.ID,
+	}
+	if in.Supersedes != "" {
+		if _, err := GetFact(tx, in.Supersedes); err == nil {
+			f.Supersedes = in.Supersedes
+		}
+	}
+	if f.Confidence == 0 {
+		f.Confidence = 0
+	}
+	if err := writeFact(tx, f); err != nil {
+		return nil, err
+	}
+	if err := tx.Put(bucketEntity, indexKey(tenant, f.Entity, f.Key, version(f.Version)), []byte(f.ID)); err != nil {
+		return nil, err
+	}
+	if err := indexLive(tx, f, true); err != nil {
+		return nil, err
+	}
+	return f, logFact(tx, f)
+}
+
+// SyncState is the state of the exchange between this store and one
+// replica, for one tenant.
+type SyncState struct {
+	Remote string `json:"remote"`
+	Tenant string `json:"tenant"`
+	// PullCursors are the replica's cursors, by the entity prefix pulled
+	// ("" for all); PushCursor is the seq of this store's change log up
+	// to which every version was pushed or passed over.
+	PullCursors map[string]string `json:"pull_cursors"`
+	PushCursor  uint64            `json:"push_cursor"`
+	LastPullAt  *time.Time        `json:"last_pull_at,omitempty"`
+	LastPushAt  *time.Time        `json:"last_push_at,omitempty"`
+	PullCount   uint64            `json:"pull_count"`
+	PushCount   uint64            `json:"push_count"`
+	// ConflictCount counts the conflicts resolved, here and on the
+	// replica, over every exchange.
+	ConflictCount uint64 `json:"conflict_count"`
+	// LastError is the failure of the last exchange that failed, at
+	// LastErrorAt; an exchange that succeeds later leaves it, and
+	// comparing the times tells whether sync is failing now.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+}
+
+// MaxPullCursors bounds the entity prefixes a [SyncState] keeps a pull
+// cursor for.
+const MaxPullCursors = 64
+
+func syncStateKey(remote, tenant string) []byte { return indexKey(remote, tenant) }
+
+// GetSyncState returns the state of the exchange with remote for tenant;
+// a fresh state when there is none.
+func GetSyncState(tx Tx, remote, tenant string) (*SyncState, error) {
+	v, err := tx.Get(bucketSyncState, syncStateKey(remote, tenant))
+	if errors.Is(err, ErrNotFound) {
+		return &SyncState{Remote: remote, Tenant: tenant, PullCursors: map[string]string{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := new(SyncState)
+	if err := json.Unmarshal(v, s); err != nil {
+		return nil, &CorruptRecordError{Bucket: bucketSyncState, Key: syncStateKey(remote, tenant), ID: remote, Err: err}
+	}
+	if s.PullCursors == nil {
+		s.PullCursors = map[string]string{}
+	}
+	return s, nil
+}
+
+// PutSyncState stores s. The remote name must not contain a NUL byte.
+func PutSyncState(tx Tx, s *SyncState) error {
+	if strings.ContainsRune(s.Remote, 0) || s.Remote == "" {
+		return fmt.Errorf("store: sync state: invalid remote name %q", s.Remote)
+	}
+	if len(s.PullCursors) > MaxPullCursors {
+		return fmt.Errorf("store: sync state: more than %d pull cursors", MaxPullCursors)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.Put(bucketSyncState, syncStateKey(s.Remote, s.Tenant), b)
+}
+
+// SyncStates returns the states of tenant's exchanges with every replica,
+// at most max of them, sorted by replica name, and whether there are more.
+func SyncStates(tx Tx, tenant string, max int) ([]*SyncState, bool, error) {
+	var out []*SyncState
+	more := false
+	err := tx.Scan(bucketSyncState, nil, false, func(k, v []byte) error {
+		remote, t, ok := bytes.Cut(k, []byte{0})
+		if !ok || string(t) != tenant {
+			return nil
+		}
+		if len(out) == max {
+			more = true
+			return ErrStop
+		}
+		s := new(SyncState)
+		if err := json.Unmarshal(v, s); err != nil {
+			return SkipCorrupt(tx, &CorruptRecordError{Bucket: bucketSyncState, Key: bytes.Clone(k), ID: string(remote), Err: err})
+		}
+		out = append(out, s)
+		return nil
+	})
+	return out, more, err
+}
+
+// FormatSyncCursor and ParseSyncCursor convert a change-log seq to and
+// from the cursor a replica hands out: its decimal digits.
+func FormatSyncCursor(seq uint64) string { return strconv.FormatUint(seq, 10) }
+
+// ParseSyncCursor reads a cursor made by [FormatSyncCursor]; "" is 0.
+func ParseSyncCursor(c string) (uint64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(c, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("store: sync cursor %q is not a change-log position", c)
+	}
+	return n, nil
+}

@@ -1,0 +1,88 @@
+package crux
+
+import (
+	"context"
+	"slices"
+
+	"github.com/crux-go/crux/tools"
+)
+
+// Remote is another replica sync_pull and sync_push exchange facts with;
+// see [tools.Remote] for the contract and the JSON wire shape.
+type Remote = tools.Remote
+
+// RemoteIdentity names a remote replica.
+type RemoteIdentity = tools.RemoteIdentity
+
+// ChangesRequest asks a remote for a page of its change log.
+type ChangesRequest = tools.ChangesRequest
+
+// ChangesResponse is a page of a remote's change log.
+type ChangesResponse = tools.ChangesResponse
+
+// PushRequest is a batch of fact versions pushed to a remote.
+type PushRequest = tools.PushRequest
+
+// PushResponse is what a remote did with a pushed batch.
+type PushResponse = tools.PushResponse
+
+// SyncIdentity names the server as a sync replica, for a replica calling
+// as c (which must be authenticated): "crux:" and its signer's key id, and
+// c's tenant. It is the serving side of [Remote.Identity].
+func (s *Server) SyncIdentity(ctx context.Context, c Caller) (RemoteIdentity, error) {
+	if s.closed.Load() {
+		return RemoteIdentity{}, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+	}
+	return tools.ServeSyncIdentity(ctx, s.env, c)
+}
+
+// SyncChanges answers a replica calling as c (which must be authenticated)
+// with the versions of c's tenant's shared facts logged after req.Cursor.
+// It is the serving side of [Remote.Changes]; errors are *Error values
+// (-32602 for a bad cursor or limit, -32003 for an unauthenticated or
+// revoked caller).
+func (s *Server) SyncChanges(ctx context.Context, c Caller, req ChangesRequest) (*ChangesResponse, error) {
+	if s.closed.Load() {
+		return nil, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+	}
+	return tools.ServeSyncChanges(ctx, s.env, c, req)
+}
+
+// SyncPush applies the versions a replica calling as c (which must be
+// authenticated) pushes to c's tenant, resolving conflicts by the rules of
+// store.ApplySyncFacts. It is the serving side of [Remote.Push].
+func (s *Server) SyncPush(ctx context.Context, c Caller, req PushRequest) (*PushResponse, error) {
+	if s.closed.Load() {
+		return nil, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+	}
+	return tools.ServeSyncPush(ctx, s.env, c, req)
+}
+
+// ServerRemote returns a [Remote] over srv in the same process, calling as
+// c: what a Remote over HTTP does against a crux server, without the
+// network. The answers are copied, so neither side shares memory with the
+// other.
+func ServerRemote(srv *Server, c Caller) Remote { return &serverRemote{srv: srv, c: c} }
+
+type serverRemote struct {
+	srv *Server
+	c   Caller
+}
+
+func (r *serverRemote) Identity(ctx context.Context) (RemoteIdentity, error) {
+	return r.srv.SyncIdentity(ctx, r.c)
+}
+
+func (r *serverRemote) Changes(ctx context.Context, req ChangesRequest) (*ChangesResponse, error) {
+	resp, err := r.srv.SyncChanges(ctx, r.c, req)
+	if err != nil {
+		return nil, err
+	}
+	out := *resp
+	out.Facts = slices.Clone(resp.Facts)
+	return &out, nil
+}
+
+func (r *serverRemote) Push(ctx context.Context, req PushRequest) (*PushResponse, error) {
+	return r.srv.SyncPush(ctx, r.c, PushRequest{Facts: slices.Clone(req.Facts)})
+}

@@ -1,0 +1,278 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/store"
+)
+
+// BYO audit trail: audit_export_bundle.
+//
+// Decisions taken where the CueCrux tool contract is silent:
+//
+//   - The bundle holds the caller's tenant only: the versions of its
+//     shared facts stored in the window (deleted ones left out, agents'
+//     private facts never included) and the signed receipts of its chain
+//     created in the window, with the chain head as an anchor. Its format,
+//     and what crux verify bundle checks, is receipts.Bundle's.
+//   - scope.include_reserved adds crux's own reserved entities and needs an
+//     operator passport (trusted or above); anyone else asking for it is
+//     refused with -32003 rather than silently served less.
+//   - Facts are selected oldest first while their token counts fit
+//     token_budget (the first always fits), at most MaxBundleFacts of
+//     them; receipts at most MaxBundleReceipts. Either cut is reported
+//     (facts_truncated, receipts_truncated).
+//   - Bundles are written to CORECRUXD_AUDIT_EXPORT_DIR, else to exports/
+//     in the server's data directory (Options.DataDir); with neither the
+//     tool refuses. Each file is audit-<bundle_id>.tar.zst, mode 0600,
+//     written to a temporary file and renamed into place.
+//   - Each export mints a signed receipt (kind audit_export) naming the
+//     bundle and the SHA-256 of its file, so the tenant's chain records
+//     every bundle made.
+
+// Bounds of an audit bundle.
+const (
+	// MaxBundleReceipts caps the receipts of one bundle.
+	MaxBundleReceipts = 10000
+	// MaxBundleFacts caps the fact versions of one bundle.
+	MaxBundleFacts = 100000
+	// MaxBundleTokenBudget is the largest token_budget audit_export_bundle
+	// takes.
+	MaxBundleTokenBudget = 4 << 20
+	// maxBundleScan caps the index entries one export examines.
+	maxBundleScan = 1000000
+)
+
+// KindAuditExport is the kind of the receipt an export mints.
+const KindAuditExport = "audit_export"
+
+type auditExportArgs struct {
+	TokenBudget int               `json:"token_budget"`
+	SinceTS     string            `json:"since_ts,omitempty"`
+	UntilTS     string            `json:"until_ts,omitempty"`
+	Scope       *auditExportScope `json:"scope,omitempty"`
+}
+
+type auditExportScope struct {
+	EntityPrefix    string `json:"entity_prefix,omitempty"`
+	IncludeReserved bool   `json:"include_reserved,omitempty"`
+}
+
+// auditExportOut is the answer of audit_export_bundle.
+type auditExportOut struct {
+	BundleID             string               `json:"bundle_id"`
+	BytesPath            string               `json:"bytes_path"`
+	Bytes                int                  `json:"bytes"`
+	BundleSHA256         string               `json:"bundle_sha256"`
+	ManifestSignatureB64 string               `json:"manifest_signature_b64"`
+	SignerKeyID          string               `json:"signer_key_id"`
+	KeyClass             string               `json:"key_class"`
+	FactCount            int                  `json:"fact_count"`
+	FactsInWindow        int                  `json:"facts_in_window"`
+	FactsTruncated       bool                 `json:"facts_truncated"`
+	ReceiptCount         int                  `json:"receipt_count"`
+	ReceiptsTruncated    bool                 `json:"receipts_truncated"`
+	TokensSwept          int                  `json:"tokens_swept"`
+	Scope                receipts.BundleScope `json:"scope"`
+	Chain                receipts.BundleChain `json:"chain"`
+	Since                string               `json:"since"`
+	Until                string               `json:"until"`
+	EventsJSONLSHA256    string               `json:"events_jsonl_sha256"`
+	ReceiptsCBORSHA256   string               `json:"receipts_cbor_sha256"`
+	ExportReceiptID      string               `json:"export_receipt_id"`
+}
+
+// exportPayload is the payload of an audit_export receipt.
+type exportPayload struct {
+	BundleID           string `cbor:"bundle_id"`
+	BundleSHA256       string `cbor:"bundle_sha256"`
+	EventsJSONLSHA256  string `cbor:"events_jsonl_sha256"`
+	ReceiptsCBORSHA256 string `cbor:"receipts_cbor_sha256"`
+	FactCount          int    `cbor:"fact_count"`
+	ReceiptCount       int    `cbor:"receipt_count"`
+	Since              string `cbor:"since"`
+	Until              string `cbor:"until"`
+	File               string `cbor:"file"`
+}
+
+func auditExportBundle() *Tool {
+	const name = "audit_export_bundle"
+	return &Tool{
+		Name: name,
+		Description: "Export a signed, self-contained audit bundle (tar.zst) of your tenant: every version of its shared " +
+			"facts stored in [since_ts, until_ts) (deleted and private facts never included) and the signed receipts of " +
+			"its chain created in the window, anchored to the chain head. crux verify bundle FILE checks it offline, and " +
+			"any changed byte fails. token_budget (required) caps the tokens of the facts swept, oldest first; at most " +
+			"10000 receipts; cuts are reported as facts_truncated and receipts_truncated. scope.include_reserved needs an " +
+			"operator passport. The file goes to CORECRUXD_AUDIT_EXPORT_DIR, else exports/ in the data directory; each " +
+			"export mints a receipt. Needs " + feature.EnvAuditExport + " on (off by default).",
+		Annotations: Annotations{Title: "Export audit bundle"},
+		Output: "{bundle_id, bytes_path, bytes, bundle_sha256, manifest_signature_b64, signer_key_id, key_class, fact_count, " +
+			"facts_in_window, facts_truncated, receipt_count, receipts_truncated, tokens_swept, scope, chain, since, until, " +
+			"events_jsonl_sha256, receipts_cbor_sha256, export_receipt_id}",
+		schema: schemaFor(name),
+		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvAuditExport, func(f *feature.Flags) bool { return f.AuditExport }),
+		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *auditExportArgs) (*Result, error) {
+			now := env.now()
+			since, until := time.Unix(0, 0).UTC(), now
+			var err error
+			if in.SinceTS != "" {
+				if since, err = time.Parse(time.RFC3339Nano, in.SinceTS); err != nil {
+					return nil, invalidParams(name, "since_ts", "must be an RFC 3339 time")
+				}
+			}
+			if in.UntilTS != "" {
+				if until, err = time.Parse(time.RFC3339Nano, in.UntilTS); err != nil {
+					return nil, invalidParams(name, "until_ts", "must be an RFC 3339 time")
+				}
+			}
+			if !since.Before(until) {
+				return nil, invalidParams(name, "since_ts", "must be before until_ts (default: now)")
+			}
+			scope := receipts.BundleScope{TenantID: c.TenantID(), Caller: c.Name()}
+			if in.Scope != nil {
+				if err := checkName(name, "scope.entity_prefix", in.Scope.EntityPrefix); err != nil {
+					return nil, err
+				}
+				scope.EntityPrefix, scope.IncludeReserved = in.Scope.EntityPrefix, in.Scope.IncludeReserved
+			}
+			dir, err := exportDir(env)
+			if err != nil {
+				return errorResult("%s", err.Error()), nil
+			}
+
+			var sel store.ExportSelection
+			var win *receipts.Window
+			err = env.Store.View(ctx, func(tx store.Tx) error {
+				if scope.IncludeReserved {
+					if err := requireTier(tx, name, "scope.include_reserved", c, store.TierTrusted); err != nil {
+						return err
+					}
+				}
+				var err error
+				sel, err = store.SelectExport(tx, store.ExportQuery{
+					Tenant: scope.TenantID, EntityPrefix: scope.EntityPrefix, IncludeReserved: scope.IncludeReserved,
+					Since: since, Until: until, TokenBudget: in.TokenBudget, MaxFacts: MaxBundleFacts, MaxScan: maxBundleScan,
+				})
+				if err != nil {
+					return err
+				}
+				win, err = receipts.ChainWindow(tx, scope.TenantID, since, until, MaxBundleReceipts)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+
+			id := store.NewID("bundle-")
+			b := &receipts.Bundle{
+				Manifest: receipts.BundleManifest{
+					BundleID: id, Since: since.UTC().Format(time.RFC3339Nano), Until: until.UTC().Format(time.RFC3339Nano),
+					GeneratedAt: now.Format(time.RFC3339Nano), Scope: scope, Chain: win.Anchor(scope.TenantID),
+					FactsTruncated: sel.Truncated, ReceiptsTruncated: win.Truncated,
+				},
+				Events:   make([]receipts.BundleEvent, len(sel.Facts)),
+				Receipts: win.Receipts,
+			}
+			for i, f := range sel.Facts {
+				b.Events[i] = receipts.BundleEvent{
+					FactID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, SourceReceipt: f.SourceReceipt,
+					Confidence: f.Confidence, StoredAt: f.StoredAt.UTC().Format(time.RFC3339Nano), Tokens: f.Tokens,
+					Deleted: f.Deleted, Version: f.Version, Supersedes: f.Supersedes, SupersededBy: f.SupersededBy,
+				}
+			}
+			var buf bytes.Buffer
+			m, err := receipts.WriteBundle(&buf, b, env.Signer)
+			if err != nil {
+				return nil, err
+			}
+			path := filepath.Join(dir, "audit-"+id+".tar.zst")
+			if err := writeFileAtomic(dir, path, buf.Bytes()); err != nil {
+				return errorResult("audit_export_bundle could not write the bundle to %s: %v", dir, err), nil
+			}
+			sum := sha256.Sum256(buf.Bytes())
+			out := auditExportOut{
+				BundleID: id, BytesPath: path, Bytes: buf.Len(), BundleSHA256: hex.EncodeToString(sum[:]),
+				ManifestSignatureB64: m.SignatureB64, SignerKeyID: m.SignerKeyID, KeyClass: m.KeyClass,
+				FactCount: m.FactCount, FactsInWindow: sel.Matched, FactsTruncated: m.FactsTruncated,
+				ReceiptCount: m.ReceiptCount, ReceiptsTruncated: m.ReceiptsTruncated, TokensSwept: sel.Tokens,
+				Scope: scope, Chain: m.Chain, Since: m.Since, Until: m.Until,
+				EventsJSONLSHA256: m.EventsJSONLSHA256, ReceiptsCBORSHA256: m.ReceiptsCBORSHA256,
+			}
+			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				r, err := receipts.Append(tx, env.Signer, scope.TenantID, KindAuditExport, c.Name(), exportPayload{
+					BundleID: id, BundleSHA256: out.BundleSHA256, EventsJSONLSHA256: m.EventsJSONLSHA256,
+					ReceiptsCBORSHA256: m.ReceiptsCBORSHA256, FactCount: m.FactCount, ReceiptCount: m.ReceiptCount,
+					Since: m.Since, Until: m.Until, File: filepath.Base(path),
+				}, now)
+				if err != nil {
+					return err
+				}
+				out.ExportReceiptID = r.ID
+				return nil
+			})
+			if err != nil {
+				_ = os.Remove(path) // no receipt, no bundle
+				return nil, err
+			}
+			return jsonResult(out)
+		}),
+	}
+}
+
+// exportDir is where bundles go: CORECRUXD_AUDIT_EXPORT_DIR, else
+// exports/ in the data directory.
+func exportDir(env *Env) (string, error) {
+	if env.Flags.AuditExportDir != "" {
+		return env.Flags.AuditExportDir, nil
+	}
+	if env.DataDir != "" {
+		return filepath.Join(env.DataDir, "exports"), nil
+	}
+	return "", errors.New("audit_export_bundle has nowhere to write the bundle: set " + feature.EnvAuditExportDir +
+		", or give the server a data directory")
+}
+
+// writeFileAtomic writes data to path (in dir, created 0700 if needed) as
+// a file of mode 0600: a temporary file in dir, synced, then renamed.
+func writeFileAtomic(dir, path string, data []byte) (err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".audit-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("renaming the bundle into place: %w", err)
+	}
+	return nil
+}
