@@ -90,8 +90,8 @@ type attestArgs struct {
 	TokenBudget    *int    `json:"token_budget,omitempty"`
 }
 
-// attestManifest is the manifest part of output_attest's answer.
-type attestManifest struct {
+// OutputAttestManifest is the manifest part of output_attest's answer.
+type OutputAttestManifest struct {
 	ManifestID          string  `json:"manifest_id"`
 	InstanceID          string  `json:"instance_id"`
 	SpecVersion         string  `json:"spec_version"`
@@ -114,9 +114,10 @@ type attestManifest struct {
 	AIActNotice         string  `json:"ai_act_notice"`
 }
 
-type attestOut struct {
+// OutputAttestOutput is what output_attest returns.
+type OutputAttestOutput struct {
 	FeatureEnabled  bool           `json:"feature_enabled"`
-	Manifest        attestManifest `json:"manifest"`
+	Manifest        OutputAttestManifest `json:"manifest"`
 	AttestReceiptID string         `json:"attest_receipt_id"`
 }
 
@@ -142,10 +143,8 @@ func attestOff(env *Env) (*Result, error) {
 	if env.Flags.C2PAOutput {
 		return nil, nil
 	}
-	return jsonResult(map[string]any{
-		"feature_enabled": false, "feature_flag": feature.EnvC2PAOutput, "tool": "output_attest", "manifest": nil,
-		"note": "nothing was attested: " + feature.EnvC2PAOutput + " is off (off by default; set it to 1 to enable)",
-	})
+	return jsonResult(FeatureOffOutput{FeatureFlag: feature.EnvC2PAOutput, Tool: "output_attest",
+		Note: "nothing was attested: " + feature.EnvC2PAOutput + " is off (off by default; set it to 1 to enable)"})
 }
 
 func outputAttest() *Tool {
@@ -170,6 +169,8 @@ func outputAttest() *Tool {
 			"certificate_sha256_hex, digital_source_type, verify_url: null, verify_command, ai_act_notice}, " +
 			"attest_receipt_id}; flag off: {feature_enabled: false, feature_flag, tool, manifest: null, note}",
 		schema: schemaFor(name),
+		out:    outputOf[OutputAttestOutput](),
+		alt:    outputOf[FeatureOffOutput](),
 		gate:   attestOff,
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *attestArgs) (*Result, error) {
 			if err := requirePassport(name, c); err != nil {
@@ -274,10 +275,10 @@ func outputAttest() *Tool {
 			if content.path != "" {
 				asset = content.path
 			}
-			return jsonResult(attestOut{
+			return jsonResult(OutputAttestOutput{
 				FeatureEnabled:  true,
 				AttestReceiptID: attestID,
-				Manifest: attestManifest{
+				Manifest: OutputAttestManifest{
 					ManifestID: m.Label, InstanceID: m.InstanceID, SpecVersion: c2pa.SpecVersion,
 					Format: "application/c2pa", ManifestJUMBFBase64: base64.StdEncoding.EncodeToString(m.Store),
 					ManifestBytes: len(m.Store), ClaimSHA256Hex: hex.EncodeToString(m.ClaimSHA256),

@@ -68,8 +68,8 @@ type auditExportScope struct {
 	IncludeReserved bool   `json:"include_reserved,omitempty"`
 }
 
-// auditExportOut is the answer of audit_export_bundle.
-type auditExportOut struct {
+// AuditExportBundleOutput is what audit_export_bundle returns.
+type AuditExportBundleOutput struct {
 	BundleID             string               `json:"bundle_id"`
 	BytesPath            string               `json:"bytes_path"`
 	Bytes                int                  `json:"bytes"`
@@ -121,6 +121,7 @@ func auditExportBundle() *Tool {
 			"facts_in_window, facts_truncated, receipt_count, receipts_truncated, tokens_swept, scope, chain, since, until, " +
 			"events_jsonl_sha256, receipts_cbor_sha256, export_receipt_id}",
 		schema: schemaFor(name),
+		out:    outputOf[AuditExportBundleOutput](),
 		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvAuditExport, func(f *feature.Flags) bool { return f.AuditExport }),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *auditExportArgs) (*Result, error) {
 			now := env.now()
@@ -201,7 +202,7 @@ func auditExportBundle() *Tool {
 				return errorResult("audit_export_bundle could not write the bundle to %s: %v", dir, err), nil
 			}
 			sum := sha256.Sum256(buf.Bytes())
-			out := auditExportOut{
+			out := AuditExportBundleOutput{
 				BundleID: id, BytesPath: path, Bytes: buf.Len(), BundleSHA256: hex.EncodeToString(sum[:]),
 				ManifestSignatureB64: m.SignatureB64, SignerKeyID: m.SignerKeyID, KeyClass: m.KeyClass,
 				FactCount: m.FactCount, FactsInWindow: sel.Matched, FactsTruncated: m.FactsTruncated,

@@ -39,8 +39,8 @@ type custodyArgs struct {
 	TokenBudget int `json:"token_budget,omitempty"`
 }
 
-// custodyPoint is one scored point.
-type custodyPoint struct {
+// CustodyPoint is one point context_custody_audit scores, with its evidence.
+type CustodyPoint struct {
 	Axis     string `json:"axis"`
 	Question string `json:"question"`
 	Verdict  string `json:"verdict"`
@@ -55,23 +55,32 @@ const (
 	verdictUnknown = "unknown"
 )
 
-type custodyOut struct {
+// ContextCustodyOutput is what context_custody_audit returns.
+type ContextCustodyOutput struct {
 	Enabled         bool           `json:"enabled"`
 	CruxVersion     string         `json:"crux_version"`
 	CheckedAt       string         `json:"checked_at"`
-	FourQuestions   []custodyPoint `json:"four_questions"`
-	ExitTest        []custodyPoint `json:"exit_test"`
+	FourQuestions   []CustodyPoint `json:"four_questions"`
+	ExitTest        []CustodyPoint `json:"exit_test"`
 	LockInRisk      int            `json:"lock_in_risk"`
 	LockInLabel     string         `json:"lock_in_label"`
-	TrustPosture    trustPosture   `json:"trust_posture"`
+	TrustPosture    TrustPosture   `json:"trust_posture"`
 	Thesis          string         `json:"thesis"`
 	Note            string         `json:"note"`
 	EvidenceTrimmed bool           `json:"evidence_trimmed"`
 }
 
-type trustPosture struct {
+// TrustPosture is what context_custody_audit recommends.
+type TrustPosture struct {
 	Recommendations []string `json:"recommendations"`
 	StandingGap     string   `json:"standing_gap"`
+}
+
+// ContextCustodyOffOutput is what context_custody_audit returns while its
+// flag is off: enabled false, and how to turn it on.
+type ContextCustodyOffOutput struct {
+	Enabled bool   `json:"enabled"`
+	Note    string `json:"note"`
 }
 
 func contextCustodyAudit() *Tool {
@@ -88,17 +97,19 @@ func contextCustodyAudit() *Tool {
 		Output: "{enabled, crux_version, checked_at, four_questions: [{axis, question, verdict, evidence}], exit_test: [...], " +
 			"lock_in_risk, lock_in_label, trust_posture: {recommendations: [string], standing_gap}, thesis, note, evidence_trimmed}",
 		schema: schemaFor(name),
+		out:    outputOf[ContextCustodyOutput](),
+		alt:    outputOf[ContextCustodyOffOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *custodyArgs) (*Result, error) {
 			if !env.Flags.ContextCustodyAudit {
-				return jsonResult(map[string]any{"enabled": false,
-					"note": "context_custody_audit is off: set " + feature.EnvContextCustodyAudit + "=1 to score this server"})
+				return jsonResult(ContextCustodyOffOutput{
+					Note: "context_custody_audit is off: set " + feature.EnvContextCustodyAudit + "=1 to score this server"})
 			}
 			out, err := custodyScore(ctx, env, c)
 			if err != nil {
 				return nil, err
 			}
 			if in.TokenBudget > 0 && codec.MarshalledLen(out)/4 > in.TokenBudget {
-				for _, ps := range [][]custodyPoint{out.FourQuestions, out.ExitTest} {
+				for _, ps := range [][]CustodyPoint{out.FourQuestions, out.ExitTest} {
 					for i := range ps {
 						ps[i].Evidence = ""
 					}
@@ -127,7 +138,7 @@ type custodyFacts struct {
 	remoteURL        string
 }
 
-func custodyScore(ctx context.Context, env *Env, c Caller) (*custodyOut, error) {
+func custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutput, error) {
 	var f custodyFacts
 	f.enforcing = env.Router != nil
 	if f.enforcing {
@@ -172,12 +183,12 @@ func custodyScore(ctx context.Context, env *Env, c Caller) (*custodyOut, error) 
 		f.dataDirEvidence, f.dataDirPrivate = dirPermissions(f.dataDir)
 	}
 
-	out := &custodyOut{Enabled: true, CruxVersion: cruxVersion(), CheckedAt: env.now().Format(time.RFC3339Nano),
+	out := &ContextCustodyOutput{Enabled: true, CruxVersion: cruxVersion(), CheckedAt: env.now().Format(time.RFC3339Nano),
 		Thesis: "Your context is in your custody when you can see it, steer it, keep it, check it, and leave with it.",
 		Note: "Each verdict is this server's state at checked_at, with the evidence it rests on; unknown means crux " +
 			"cannot see it from inside the server."}
-	out.FourQuestions = []custodyPoint{custodySee(env, &f), custodyDo(env, &f), custodyRemember(&f), custodyCheck(env, &f)}
-	out.ExitTest = []custodyPoint{custodyExport(env, &f), custodyInspect(env), custodyRevoke(env, &f), custodyRoute(&f),
+	out.FourQuestions = []CustodyPoint{custodySee(env, &f), custodyDo(env, &f), custodyRemember(&f), custodyCheck(env, &f)}
+	out.ExitTest = []CustodyPoint{custodyExport(env, &f), custodyInspect(env), custodyRevoke(env, &f), custodyRoute(&f),
 		custodyKeepLocal(&f), custodyProve(&f)}
 	weight := 0
 	for _, p := range out.ExitTest {
@@ -191,7 +202,7 @@ func custodyScore(ctx context.Context, env *Env, c Caller) (*custodyOut, error) 
 	out.LockInRisk = 1 + (weight*4+len(out.ExitTest))/(2*len(out.ExitTest))
 	out.LockInLabel = [...]string{"", "minimal", "low", "moderate", "high", "severe"}[out.LockInRisk]
 	out.TrustPosture.Recommendations = custodyRecommendations(env, &f, out)
-	for _, ps := range [][]custodyPoint{out.FourQuestions, out.ExitTest} {
+	for _, ps := range [][]CustodyPoint{out.FourQuestions, out.ExitTest} {
 		for _, p := range ps {
 			if p.Verdict == verdictWeak && out.TrustPosture.StandingGap == "" {
 				out.TrustPosture.StandingGap = p.Axis + ": " + p.Evidence
@@ -208,8 +219,8 @@ func onOff(b bool) string {
 	return "off"
 }
 
-func custodySee(env *Env, f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "SEE", Question: "Can you see what the agent remembers?"}
+func custodySee(env *Env, f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "SEE", Question: "Can you see what the agent remembers?"}
 	ev := fmt.Sprintf("query_facts and fact_history are always served; %d versions of shared facts are logged in your tenant; memory panel (%s) %s",
 		f.syncHead, feature.EnvMemoryPanel, onOff(env.Flags.MemoryPanel))
 	p.Verdict = verdictStrong
@@ -220,8 +231,8 @@ func custodySee(env *Env, f *custodyFacts) custodyPoint {
 	return p
 }
 
-func custodyDo(env *Env, f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "DO", Question: "Can you control what the agent does?"}
+func custodyDo(env *Env, f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "DO", Question: "Can you control what the agent does?"}
 	pass := "no passport for the caller"
 	if f.passport != nil {
 		pass = fmt.Sprintf("the caller's passport %s is of tier %s", f.passport.PrincipalID, f.passportTier)
@@ -240,8 +251,8 @@ func custodyDo(env *Env, f *custodyFacts) custodyPoint {
 	return p
 }
 
-func custodyRemember(f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "REMEMBER", Question: "Is the memory kept where only you control it?"}
+func custodyRemember(f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "REMEMBER", Question: "Is the memory kept where only you control it?"}
 	switch {
 	case f.dataDir == "":
 		p.Verdict = verdictUnknown
@@ -259,8 +270,8 @@ func custodyRemember(f *custodyFacts) custodyPoint {
 	return p
 }
 
-func custodyCheck(env *Env, f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "CHECK", Question: "Can you check what happened?"}
+func custodyCheck(env *Env, f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "CHECK", Question: "Can you check what happened?"}
 	base := fmt.Sprintf("receipts are Ed25519-signed and chained (your tenant's chain: %d receipts) and verify offline with crux verify; receipt_verify (%s) %s; signing key %s is %s",
 		f.chainHead, feature.EnvReceiptVerify, onOff(env.Flags.ReceiptVerify), f.keyID, keyClassText(f))
 	switch f.keyClass {
@@ -291,8 +302,8 @@ func keyClassText(f *custodyFacts) string {
 	return "of a class crux was not told (the embedder's signer)"
 }
 
-func custodyExport(env *Env, f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "EXPORT", Question: "Can you take everything out in a verifiable form?"}
+func custodyExport(env *Env, f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "EXPORT", Question: "Can you take everything out in a verifiable form?"}
 	dir, err := exportDir(env)
 	switch {
 	case !env.Flags.AuditExport:
@@ -308,8 +319,8 @@ func custodyExport(env *Env, f *custodyFacts) custodyPoint {
 	return p
 }
 
-func custodyInspect(env *Env) custodyPoint {
-	p := custodyPoint{Axis: "INSPECT", Question: "Can you verify a receipt yourself?"}
+func custodyInspect(env *Env) CustodyPoint {
+	p := CustodyPoint{Axis: "INSPECT", Question: "Can you verify a receipt yourself?"}
 	if env.Flags.ReceiptVerify {
 		p.Verdict = verdictStrong
 		p.Evidence = "receipt_verify is on, and crux verify receipt|chain|bundle works offline with the public keyring"
@@ -320,8 +331,8 @@ func custodyInspect(env *Env) custodyPoint {
 	return p
 }
 
-func custodyRevoke(env *Env, f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "REVOKE", Question: "Can you cut an agent off?"}
+func custodyRevoke(env *Env, f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "REVOKE", Question: "Can you cut an agent off?"}
 	if env.Flags.PassportRevocation {
 		p.Verdict = verdictStrong
 		p.Evidence = "revocation is enforced (" + feature.EnvPassportRevocation + "): a revoked passport may call only get_passport and get_agent_identity"
@@ -332,8 +343,8 @@ func custodyRevoke(env *Env, f *custodyFacts) custodyPoint {
 	return p
 }
 
-func custodyRoute(f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "ROUTE", Question: "Does every call go through a gate you set?"}
+func custodyRoute(f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "ROUTE", Question: "Does every call go through a gate you set?"}
 	if f.enforcing {
 		p.Verdict = verdictStrong
 		p.Evidence = "capability token " + f.tokenID + " routes and refuses calls; refusals mint signed receipts"
@@ -344,8 +355,8 @@ func custodyRoute(f *custodyFacts) custodyPoint {
 	return p
 }
 
-func custodyKeepLocal(f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "KEEP-LOCAL", Question: "Does your context stay on machines you choose?"}
+func custodyKeepLocal(f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "KEEP-LOCAL", Question: "Does your context stay on machines you choose?"}
 	if !f.remoteConfigured {
 		p.Verdict = verdictStrong
 		p.Evidence = "no sync remote is configured: nothing leaves this store through crux; which transport carries calls is not known to the server"
@@ -360,8 +371,8 @@ func custodyKeepLocal(f *custodyFacts) custodyPoint {
 	return p
 }
 
-func custodyProve(f *custodyFacts) custodyPoint {
-	p := custodyPoint{Axis: "PROVE", Question: "Can you prove to a third party what the agent was told and did?"}
+func custodyProve(f *custodyFacts) CustodyPoint {
+	p := CustodyPoint{Axis: "PROVE", Question: "Can you prove to a third party what the agent was told and did?"}
 	switch f.keyClass {
 	case receipts.KeyClassPersistent, receipts.KeyClassEnv:
 		p.Verdict = verdictStrong
@@ -376,7 +387,7 @@ func custodyProve(f *custodyFacts) custodyPoint {
 	return p
 }
 
-func custodyRecommendations(env *Env, f *custodyFacts, out *custodyOut) []string {
+func custodyRecommendations(env *Env, f *custodyFacts, out *ContextCustodyOutput) []string {
 	recs := []string{}
 	if !f.enforcing {
 		recs = append(recs, "wire a capability router (Options.Router; the crux command always does) so calls are checked against a token")

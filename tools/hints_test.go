@@ -94,8 +94,13 @@ var wantHints = map[string]hint{
 	"passport_split":          w.because("each call creates a passport and copies facts"),
 	"passport_merge":          w.destroys().because("the source passport is retired for good"),
 	"passport_link_device":    w.because("each call mints a receipt, relinking included"),
-	"sync_pull":               w.open().because("would contact a hosted platform"),
-	"sync_push":               w.open().because("would contact a hosted platform"),
+	"sync_pull":               w.open().because("writes the remote's versions here, read from another replica"),
+	"sync_push":               w.open().because("writes this store's versions to another replica"),
+	"sync_status":             ro.because("reads the sync state this store keeps; the remote is not contacted"),
+	"output_attest":           w.because("mints an output_attest receipt; each call signs a new manifest"),
+	"audit_export_bundle":     w.because("writes a bundle file and mints an audit_export receipt; each call a new one"),
+	"update_status":           ro.because("reads build information and a checkout's .git; no network call"),
+	"context_custody_audit":   ro.because("scores the server's runtime state"),
 }
 
 // TestHints: every tool carries the hints of its row, and every row names

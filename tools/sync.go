@@ -78,9 +78,9 @@ type syncPushArgs struct {
 	Allowlist []string `json:"allowlist,omitempty"`
 }
 
-// syncConflict is a conflict as the tools report it: which side's version
-// was kept.
-type syncConflict struct {
+// SyncConflict is a conflict as the sync tools report it: which side's
+// version was kept.
+type SyncConflict struct {
 	Entity       string `json:"entity"`
 	Key          string `json:"key"`
 	LocalFactID  string `json:"local_fact_id"`
@@ -187,6 +187,7 @@ func syncPull() *Tool {
 		Output: "{remote, tenant_id, entity_prefix, facts_pulled, duplicates, conflict_count, conflicts: [{entity, key, " +
 			"local_fact_id, remote_fact_id, kept}], rejected: [{fact_id, reason}], cursor, more, total_pull_count, collection_cursor_count}",
 		schema: schemaFor(name),
+		out:    outputOf[SyncPullOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *syncPullArgs) (*Result, error) {
 			if err := syncTenant(name, in.TenantID, c); err != nil {
 				return nil, err
@@ -219,8 +220,8 @@ func syncPull() *Tool {
 			if !known && len(st.PullCursors) >= store.MaxPullCursors {
 				return nil, invalidParams(name, "entity_prefix", fmt.Sprintf("the remote already has cursors for %d prefixes, the most crux keeps; pull with one of them or without entity_prefix", store.MaxPullCursors))
 			}
-			out := map[string]any{"remote": id.Name, "tenant_id": tenant, "entity_prefix": in.EntityPrefix}
-			conflicts := []syncConflict{}
+			out := SyncPullOutput{Remote: id.Name, TenantID: tenant, EntityPrefix: in.EntityPrefix}
+			conflicts := []SyncConflict{}
 			rejected := []store.SyncRejected{}
 			pulled, dups, nconf, more := 0, 0, 0, false
 			for moved, pages := 0, 0; moved < MaxSyncFacts && pages < maxSyncPages; pages++ {
@@ -265,7 +266,7 @@ func syncPull() *Tool {
 						if cf.Kept == "existing" {
 							kept = "local"
 						}
-						conflicts = append(conflicts, syncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Existing, RemoteFactID: cf.Incoming, Kept: kept})
+						conflicts = append(conflicts, SyncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Existing, RemoteFactID: cf.Incoming, Kept: kept})
 					}
 				}
 				for _, r := range applied.Rejected {
@@ -281,9 +282,9 @@ func syncPull() *Tool {
 				}
 				cursor = resp.Cursor
 			}
-			out["facts_pulled"], out["duplicates"], out["conflict_count"] = pulled, dups, nconf
-			out["conflicts"], out["rejected"], out["cursor"], out["more"] = conflicts, rejected, cursor, more
-			out["total_pull_count"], out["collection_cursor_count"] = st.PullCount, len(st.PullCursors)
+			out.FactsPulled, out.Duplicates, out.ConflictCount = pulled, dups, nconf
+			out.Conflicts, out.Rejected, out.Cursor, out.More = conflicts, rejected, cursor, more
+			out.TotalPullCount, out.CollectionCursorCount = st.PullCount, len(st.PullCursors)
 			return jsonResult(out)
 		}),
 	}
@@ -345,6 +346,8 @@ func syncPush() *Tool {
 			"facts_pushed?, duplicates?, conflict_count?, conflicts?, rejected?, skipped_synced, skipped_deleted, " +
 			"skipped_not_allowlisted, more, push_cursor, total_push_count}",
 		schema: schemaFor(name),
+		out:    outputOf[SyncPushOutput](),
+		alt:    outputOf[SyncPushPreviewOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *syncPushArgs) (*Result, error) {
 			if err := syncTenant(name, in.TenantID, c); err != nil {
 				return nil, err
@@ -406,23 +409,20 @@ func syncPush() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := map[string]any{"remote": id.Name, "tenant_id": tenant, "skipped_synced": skippedSynced,
-				"skipped_deleted": skippedDeleted, "skipped_not_allowlisted": skippedAllow, "more": more}
 			if !in.Confirm {
 				h := sha256.New()
-				listed := []map[string]string{}
+				listed := []SyncFactRef{}
 				for _, f := range batch {
 					h.Write([]byte(f.ID + "\n"))
 					if len(listed) < maxSyncListed {
-						listed = append(listed, map[string]string{"fact_id": f.ID, "entity": f.Entity, "key": f.Key})
+						listed = append(listed, SyncFactRef{FactID: f.ID, Entity: f.Entity, Key: f.Key})
 					}
 				}
-				out["mode"], out["would_promote"], out["facts"] = "preview", len(batch), listed
-				out["preview_hash"] = hex.EncodeToString(h.Sum(nil))
-				out["push_cursor"], out["total_push_count"] = st.PushCursor, st.PushCount
-				return jsonResult(out)
+				return jsonResult(SyncPushPreviewOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
+					SkippedDeleted: skippedDeleted, SkippedNotAllowlisted: skippedAllow, Mode: "preview", WouldPromote: len(batch), Facts: listed, PreviewHash: hex.EncodeToString(h.Sum(nil)),
+					PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
 			}
-			conflicts := []syncConflict{}
+			conflicts := []SyncConflict{}
 			rejected := []store.SyncRejected{}
 			pushed, dups, nconf := 0, 0, 0
 			for i := 0; i < len(batch); i += syncPage {
@@ -443,7 +443,7 @@ func syncPush() *Tool {
 						if cf.Kept == "existing" {
 							kept = "remote"
 						}
-						conflicts = append(conflicts, syncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Incoming, RemoteFactID: cf.Existing, Kept: kept})
+						conflicts = append(conflicts, SyncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Incoming, RemoteFactID: cf.Existing, Kept: kept})
 					}
 				}
 				for _, r := range resp.Rejected {
@@ -470,16 +470,90 @@ func syncPush() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out["mode"], out["facts_pushed"], out["duplicates"], out["conflict_count"] = "push", pushed, dups, nconf
-			out["conflicts"], out["rejected"] = conflicts, rejected
-			out["push_cursor"], out["total_push_count"] = st.PushCursor, st.PushCount
-			return jsonResult(out)
+			return jsonResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
+				SkippedDeleted: skippedDeleted, SkippedNotAllowlisted: skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: conflicts,
+				Rejected: rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
 		}),
 	}
 }
 
-// syncStatusRemote is one remote as sync_status reports it.
-type syncStatusRemote struct {
+// SyncPullOutput is what sync_pull returns.
+type SyncPullOutput struct {
+	CollectionCursorCount int                  `json:"collection_cursor_count"`
+	ConflictCount         int                  `json:"conflict_count"`
+	Conflicts             []SyncConflict       `json:"conflicts"`
+	Cursor                string               `json:"cursor"`
+	Duplicates            int                  `json:"duplicates"`
+	EntityPrefix          string               `json:"entity_prefix"`
+	FactsPulled           int                  `json:"facts_pulled"`
+	More                  bool                 `json:"more"`
+	Rejected              []store.SyncRejected `json:"rejected"`
+	Remote                string               `json:"remote"`
+	TenantID              string               `json:"tenant_id"`
+	TotalPullCount        uint64               `json:"total_pull_count"`
+}
+
+// SyncFactRef names a version sync_push would push.
+type SyncFactRef struct {
+	Entity string `json:"entity"`
+	FactID string `json:"fact_id"`
+	Key    string `json:"key"`
+}
+
+// SyncPushPreviewOutput is what sync_push returns without confirm: what
+// it would push.
+type SyncPushPreviewOutput struct {
+	Facts       []SyncFactRef `json:"facts"`
+	Mode        string        `json:"mode"` // preview
+	More        bool          `json:"more"`
+	PreviewHash string        `json:"preview_hash"`
+	PushCursor  uint64        `json:"push_cursor"`
+	Remote      string        `json:"remote"`
+	// The versions passed over: pushed or pulled by sync before, deleted,
+	// or outside the allowlist.
+	SkippedDeleted        int    `json:"skipped_deleted"`
+	SkippedNotAllowlisted int    `json:"skipped_not_allowlisted"`
+	SkippedSynced         int    `json:"skipped_synced"`
+	TenantID              string `json:"tenant_id"`
+	TotalPushCount        uint64 `json:"total_push_count"`
+	WouldPromote          int    `json:"would_promote"`
+}
+
+// SyncPushOutput is what sync_push returns with confirm.
+type SyncPushOutput struct {
+	ConflictCount int                  `json:"conflict_count"`
+	Conflicts     []SyncConflict       `json:"conflicts"`
+	Duplicates    int                  `json:"duplicates"`
+	FactsPushed   int                  `json:"facts_pushed"`
+	Mode          string               `json:"mode"` // push
+	More          bool                 `json:"more"`
+	PushCursor    uint64               `json:"push_cursor"`
+	Rejected      []store.SyncRejected `json:"rejected"`
+	Remote        string               `json:"remote"`
+	// The versions passed over, as in SyncPushPreviewOutput.
+	SkippedDeleted        int    `json:"skipped_deleted"`
+	SkippedNotAllowlisted int    `json:"skipped_not_allowlisted"`
+	SkippedSynced         int    `json:"skipped_synced"`
+	TenantID              string `json:"tenant_id"`
+	TotalPushCount        uint64 `json:"total_push_count"`
+}
+
+// SyncStatusOutput is what sync_status returns.
+type SyncStatusOutput struct {
+	APIKeyConfigured      bool               `json:"api_key_configured"`
+	BackgroundSyncEnabled bool               `json:"background_sync_enabled"` // always false: crux syncs only when asked
+	Configured            bool               `json:"configured"`
+	LocalChangeCount      uint64             `json:"local_change_count"`
+	Mode                  string             `json:"mode"`
+	Notes                 []string           `json:"notes"`
+	RemoteURL             string             `json:"remote_url"`
+	Remotes               []SyncStatusRemote `json:"remotes"`
+	RemotesTruncated      bool               `json:"remotes_truncated"`
+	TenantID              string             `json:"tenant_id"`
+}
+
+// SyncStatusRemote is one remote as sync_status reports it.
+type SyncStatusRemote struct {
 	*store.SyncState
 	PendingPush      int  `json:"pending_push"`
 	PendingTruncated bool `json:"pending_truncated"`
@@ -499,11 +573,12 @@ func syncStatus() *Tool {
 			"remotes: [{remote, tenant, pull_cursors, push_cursor, last_pull_at, last_push_at, pull_count, push_count, " +
 			"conflict_count, last_error, last_error_at, pending_push, pending_truncated, failing}], remotes_truncated, notes: [string]}",
 		schema: schemaFor(name),
+		out:    outputOf[SyncStatusOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
 			tenant := c.TenantID()
-			out := map[string]any{"configured": env.Remote != nil, "remote_url": env.Flags.SyncRemoteURL,
-				"api_key_configured": env.Flags.SyncAPIKey.IsSet(), "background_sync_enabled": false, "tenant_id": tenant}
-			remotes := []syncStatusRemote{}
+			out := SyncStatusOutput{Configured: env.Remote != nil, RemoteURL: env.Flags.SyncRemoteURL,
+				APIKeyConfigured: env.Flags.SyncAPIKey.IsSet(), TenantID: tenant}
+			remotes := []SyncStatusRemote{}
 			var head uint64
 			truncated := false
 			err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -517,7 +592,7 @@ func syncStatus() *Tool {
 				}
 				truncated = more
 				for _, s := range states {
-					r := syncStatusRemote{SyncState: s}
+					r := SyncStatusRemote{SyncState: s}
 					_, r.PendingTruncated, err = store.SyncPending(tx, tenant, s.PushCursor, maxSyncScan, func(_ uint64, f *store.Fact, synced bool) bool {
 						if !synced && !f.Deleted {
 							r.PendingPush++
@@ -552,7 +627,7 @@ func syncStatus() *Tool {
 			if env.Remote == nil && env.Flags.SyncRemoteURL != "" {
 				notes = append(notes, feature.EnvSyncRemoteURL+" is set, but this server has no remote client to reach it")
 			}
-			out["mode"], out["local_change_count"], out["remotes"], out["remotes_truncated"], out["notes"] = mode, head, remotes, truncated, notes
+			out.Mode, out.LocalChangeCount, out.Remotes, out.RemotesTruncated, out.Notes = mode, head, remotes, truncated, notes
 			return jsonResult(out)
 		}),
 	}

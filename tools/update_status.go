@@ -38,8 +38,8 @@ import (
 //     a tracking ref is compared: crux cannot know what the remote holds
 //     now.
 
-// updateStatus is the answer of update_status.
-type updateStatus struct {
+// UpdateStatusOutput is what update_status returns.
+type UpdateStatusOutput struct {
 	Enabled          bool     `json:"enabled"`
 	State            string   `json:"state"`
 	Basis            string   `json:"basis"`
@@ -111,6 +111,7 @@ func updateStatusTool() *Tool {
 			"checkout_ahead_by, checkout_behind_by, tracking_ref, latest_commit, latest_fetched_at, ahead_by, behind_by, " +
 			"comparison_stale, checked_at, error, upgrade_hint, notes: [string]}",
 		schema: schemaFor(name),
+		out:    outputOf[UpdateStatusOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, _ Caller, _ *struct{}) (*Result, error) {
 			bi, _ := debug.ReadBuildInfo()
 			return jsonResult(computeUpdateStatus(ctx, readBinaryInfo(bi), env.Checkout, env.now()))
@@ -120,8 +121,8 @@ func updateStatusTool() *Tool {
 
 // computeUpdateStatus is update_status for a binary and a checkout ("" for
 // none) at now.
-func computeUpdateStatus(ctx context.Context, bin binaryInfo, checkout string, now time.Time) updateStatus {
-	st := updateStatus{Enabled: true, State: "unknown", Basis: "none", ModulePath: bin.path, ModuleVersion: bin.version,
+func computeUpdateStatus(ctx context.Context, bin binaryInfo, checkout string, now time.Time) UpdateStatusOutput {
+	st := UpdateStatusOutput{Enabled: true, State: "unknown", Basis: "none", ModulePath: bin.path, ModuleVersion: bin.version,
 		GoVersion: bin.goVersion, BinaryModified: bin.modified, CheckedAt: now.Format(time.RFC3339Nano), Notes: []string{}}
 	if bin.revision != "" {
 		st.BinaryCommit, st.Basis = &bin.revision, "binary"
