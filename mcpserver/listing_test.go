@@ -104,9 +104,10 @@ func measureListing(t testing.TB, flags *crux.Flags, router bool) listingSizes {
 // the crux command's free-local token) and the initialize result (which
 // carries crux.Instructions). Each is the size measured when it was set,
 // plus about 5%; raise it only with a reason: an agent pays for these
-// bytes on every turn.
+// bytes on every turn. The list's was last raised for the five tools that
+// completed the catalogue's 70 contracts (129,019 B measured).
 const (
-	listBudget       = 123_000
+	listBudget       = 135_500
 	initializeBudget = 2_060
 )
 

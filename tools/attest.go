@@ -116,9 +116,9 @@ type OutputAttestManifest struct {
 
 // OutputAttestOutput is what output_attest returns.
 type OutputAttestOutput struct {
-	FeatureEnabled  bool           `json:"feature_enabled"`
+	FeatureEnabled  bool                 `json:"feature_enabled"`
 	Manifest        OutputAttestManifest `json:"manifest"`
-	AttestReceiptID string         `json:"attest_receipt_id"`
+	AttestReceiptID string               `json:"attest_receipt_id"`
 }
 
 // outputAttestReceipt is the payload of an "output_attest" receipt.
