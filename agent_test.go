@@ -113,7 +113,7 @@ func TestDispatchBadArgument(t *testing.T) {
 	srv, _ := newServer(t, nil)
 	ctx := context.Background()
 	for _, tc := range []struct{ input, param string }{
-		{`{"entity":"e","key":"k"}`, "value"},                      // missing
+		{`{"entity":"e","key":"k"}`, "value"},                     // missing
 		{`{"entity":"e","key":"k","value":"v","val":"v"}`, "val"}, // unknown
 		{`{"entity":"e","key":"k","value":"v","confidence":2}`, "confidence"},
 	} {
