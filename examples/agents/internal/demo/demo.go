@@ -16,10 +16,12 @@ import (
 	"github.com/crux-go/crux/store/bolt"
 )
 
-// Tools are the crux tools the examples offer the model: enough to
-// remember and recall facts, and a short prompt. Pass -all-tools to offer
-// every tool the caller sees.
-var Tools = []string{"store_fact", "query_facts", "list_entities", "fact_history"}
+// Tools are the crux tools the examples offer the model: the session
+// handshake every description points to, and enough to remember and
+// recall facts, which keeps the prompt short (every tool's definition
+// together is about 100 KB). Pass -all-tools to offer every tool the
+// caller sees.
+var Tools = []string{"cuecrux_session", "store_fact", "query_facts", "list_entities", "fact_history"}
 
 // System is the system prompt of the examples.
 const System = "You have a long-term memory made of the crux tools. Store facts worth keeping " +
