@@ -77,6 +77,19 @@
 // A panicking tool becomes -32603; the server keeps running, and since every
 // tool writes in one store transaction, nothing of the call is stored.
 //
+// # Agent loops
+//
+// A program that runs its own LLM tool-use loop (the Anthropic or OpenAI
+// SDK, langchaingo, ...) hands the model [Server.ToolSpecs] (name,
+// description and the input schema as ListTools shows it) and runs each
+// call the model asks for with [Server.Dispatch]. Dispatch returns the
+// text the model reads next and whether it is an error: an unknown tool,
+// a bad argument (the JSON error object names it), a refusal by the
+// capability token, missing standing or a conflict go back to the model,
+// which can correct its call; only an internal failure, an invalid
+// caller or a done context end the loop as a Go error. The module
+// examples/agents has a loop for each of those three.
+//
 // # Trust
 //
 // Every receipt the server mints (a capability refusal, a session plan) is
