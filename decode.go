@@ -79,15 +79,6 @@ func Decode[T any](res *Result) (T, error) {
 	return out, nil
 }
 
-// resultText is the text of res's content, its items joined by newlines.
-func resultText(res *Result) string {
-	texts := make([]string, len(res.Content))
-	for i, c := range res.Content {
-		texts[i] = c.Text
-	}
-	return strings.Join(texts, "\n")
-}
-
 // hasJSONField reports whether struct type t (through pointers) has a
 // field that encoding/json names name.
 func hasJSONField(t reflect.Type, name string) bool {
