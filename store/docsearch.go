@@ -46,7 +46,7 @@ type accumulator struct {
 	score   []float64
 	count   []uint8
 	touched []uint32
-	marked  []uint64  // a bit per seq: the segments to probe besides those touched
+	marked  []uint64  // a bit per seq: the touched segments and those to probe besides
 	best    []float64 // kthBest's heap
 }
 
@@ -94,6 +94,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		if len(acc.score) < int(stats.Next) {
 			acc.score = make([]float64, stats.Next)
 			acc.count = make([]uint8, stats.Next)
+			acc.marked = make([]uint64, (stats.Next+63)/64)
 		}
 		defer acc.reset()
 		// The term with the longest posting list is added last. When no
@@ -253,6 +254,7 @@ func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count bool) 
 		s := uint32(seq)
 		if a.score[s] == 0 {
 			a.touched = append(a.touched, s)
+			a.marked[s/64] |= 1 << (s % 64)
 		}
 		if count {
 			a.count[s]++
@@ -298,7 +300,7 @@ func (a *accumulator) probeBlock(v []byte, next uint32, w termWeight, count bool
 			return found
 		}
 		s := uint32(seq)
-		if tf == 0 || a.score[s] == 0 && a.marked[s/64]&(1<<(s%64)) == 0 {
+		if tf == 0 || a.marked[s/64]&(1<<(s%64)) == 0 { // the bits stay in cache; scores would not
 			continue
 		}
 		found++
@@ -353,9 +355,6 @@ func (a *accumulator) kthBest(k int, next uint32) float64 {
 
 // mark and unmark set and clear the marks of seqs (those below next).
 func (a *accumulator) mark(seqs []uint32, next uint32) {
-	if words := int(next+63) / 64; len(a.marked) < words {
-		a.marked = make([]uint64, words)
-	}
 	for _, s := range seqs {
 		if s < next {
 			a.marked[s/64] |= 1 << (s % 64)
@@ -374,6 +373,7 @@ func (a *accumulator) unmark(seqs []uint32, next uint32) {
 func (a *accumulator) reset() {
 	for _, s := range a.touched {
 		a.score[s], a.count[s] = 0, 0
+		a.marked[s/64] = 0 // its other bits are touched segments too (unmark cleared the rest)
 	}
 	a.touched = a.touched[:0]
 }

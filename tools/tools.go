@@ -586,7 +586,7 @@ func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 func jsonResult(v any) (*Result, error) {
 	v = outschema.Fill(v)
 	if a, ok := v.(jsonAppender); ok {
-		if b, ok := a.appendJSON(make([]byte, 0, 4096)); ok {
+		if b, ok := a.appendJSON(make([]byte, 0, 8192)); ok {
 			return &Result{Content: []Content{{Type: "text", Text: string(b)}}, StructuredContent: v}, nil
 		}
 	}

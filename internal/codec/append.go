@@ -12,6 +12,15 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the bytes AppendString copies as they are: ASCII from space
+// on, but '"', '\\', '<', '>' and '&'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // AppendString appends s as a JSON string: '"' and '\\' escaped, control
 // characters as \b, \f, \n, \r, \t or \u00XX, '<', '>' and '&' as
 // \u003c, \u003e and \u0026, U+2028 and U+2029 as \u2028 and \u2029, and
@@ -20,11 +29,11 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if plain[s[i]] {
+			i++
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
