@@ -12,6 +12,7 @@ import (
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/tools"
 )
 
 // BenchmarkGetPassport is get_passport in a tenant holding 100,000
@@ -52,8 +53,12 @@ func BenchmarkGetPassport(b *testing.B) {
 		}
 	}
 	res := mustCall(b, srv, "get_passport", []byte(`{}`))
-	if got := res.StructuredContent.(map[string]any)["reputation_tier"]; got != "elite" {
-		b.Fatalf("tier %v, want elite (2,000 receipts)", got)
+	out, err := crux.Decode[tools.GetPassportOutput](res)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if out.ReputationTier != "elite" {
+		b.Fatalf("tier %v, want elite (2,000 receipts)", out.ReputationTier)
 	}
 	var lat []time.Duration
 	for b.Loop() {
