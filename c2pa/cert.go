@@ -12,15 +12,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
+	"github.com/crux-go/crux/internal/keyfile"
 	"github.com/crux-go/crux/receipts"
 )
 
@@ -248,7 +247,7 @@ func LoadOrCreateCA(dir string, now time.Time) (*CA, error) {
 			return nil, fmt.Errorf("c2pa: new CA key: %w", merr)
 		}
 		content := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-		if err := createFile(dir, CAKeyFileName, content); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := createCAFile(dir, CAKeyFileName, content); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, err
 		}
 		key, err = loadCAKey(keyPath) // ours, or the one another process linked first
@@ -264,7 +263,7 @@ func LoadOrCreateCA(dir string, now time.Time) (*CA, error) {
 			return nil, serr
 		}
 		content := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-		if err := createFile(dir, CACertFileName, content); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := createCAFile(dir, CACertFileName, content); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, err
 		}
 		ca, err = loadCACert(certPath, key)
@@ -286,27 +285,12 @@ const maxPEMFile = 64 << 10
 // readSmall reads a file of at most maxPEMFile bytes, checking that it is
 // a regular file and, when private, that only its owner may access it.
 func readSmall(path string, private bool) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("c2pa: %w", err)
+	b, err := keyfile.Read(path, maxPEMFile+1, private)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("c2pa: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("c2pa: %s is not a regular file (mode %s)", path, fi.Mode())
-	}
-	if perm := fi.Mode().Perm(); private && perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("c2pa: %s has permissions %#o: group or others may access it; it must be 0600 (chmod 600 %s)", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("c2pa: %s: %w", path, err)
 	}
 	if len(b) > maxPEMFile {
 		return nil, fmt.Errorf("c2pa: %s is larger than %d bytes", path, maxPEMFile)
@@ -350,56 +334,12 @@ func loadCACert(path string, key ed25519.PrivateKey) (*CA, error) {
 	return ca, nil
 }
 
-// createFile writes content to dir/name, mode 0600, without ever replacing
-// an existing file: it fails with an error wrapping fs.ErrExist if the
-// file exists.
-func createFile(dir, name string, content []byte) error {
-	path := filepath.Join(dir, name)
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*") // mode 0600
-	if err != nil {
+// createCAFile creates dir/name once (see keyfile.Create); an error wraps
+// fs.ErrExist when the file exists already.
+func createCAFile(dir, name string, content []byte) error {
+	err := keyfile.Create(dir, name, content)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("c2pa: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := writeSync(tmp, content); err != nil {
-		return fmt.Errorf("c2pa: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		// No hard links here: create the file exclusively instead.
-		f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if ferr != nil {
-			if errors.Is(ferr, fs.ErrExist) {
-				return ferr
-			}
-			return fmt.Errorf("c2pa: %w (link: %v)", ferr, err)
-		}
-		if err := writeSync(f, content); err != nil {
-			return fmt.Errorf("c2pa: %w", err)
-		}
-	}
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("c2pa: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("c2pa: sync %s: %w", dir, err)
-	}
-	return nil
-}
-
-func writeSync(f *os.File, b []byte) error {
-	_, err := f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }

@@ -7,13 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"lukechampine.com/blake3"
+
+	"github.com/crux-go/crux/internal/keyfile"
 )
 
 // Signer signs receipt bodies. An embedder may implement it over an HSM or
@@ -113,7 +113,7 @@ func LoadOrCreateKey(dir string) (*Ed25519Signer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("receipts: key directory: %w", err)
 	}
-	if err := createKey(dir, path); err != nil {
+	if err := createKey(dir); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return loadKey(path) // another process created it first
 		}
@@ -130,27 +130,12 @@ func LoadKey(path string) (*Ed25519Signer, error) { return loadKey(path) }
 // loadKey reads and checks the key file at path. A missing file is
 // reported with an error wrapping fs.ErrNotExist.
 func loadKey(path string) (*Ed25519Signer, error) {
-	f, err := os.Open(path)
+	b, err := keyfile.Read(path, keyFileLen+1, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("receipts: key file: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("receipts: key file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("receipts: key file %s is not a regular file (mode %s)", path, fi.Mode())
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("receipts: key file %s has permissions %#o: group or others may access it; it must be 0600 (chmod 600 %s)", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, keyFileLen+1))
-	if err != nil {
-		return nil, fmt.Errorf("receipts: key file %s: %w", path, err)
+		return nil, fmt.Errorf("receipts: key file %w", err)
 	}
 	seed, err := parseKeyFile(b)
 	if err != nil {
@@ -181,9 +166,9 @@ func parseKeyFile(b []byte) ([]byte, error) {
 	return seed, nil
 }
 
-// createKey writes a new key file at path. It fails with an error wrapping
-// fs.ErrExist if path already exists.
-func createKey(dir, path string) (err error) {
+// createKey writes a new key file in dir. It fails with an error wrapping
+// fs.ErrExist if the file already exists.
+func createKey(dir string) error {
 	seed := make([]byte, ed25519.SeedSize)
 	if _, err := rand.Read(seed); err != nil {
 		return fmt.Errorf("receipts: new key: %w", err)
@@ -192,59 +177,11 @@ func createKey(dir, path string) (err error) {
 	content = hex.AppendEncode(content, seed)
 	content = append(content, '\n')
 
-	tmp, err := os.CreateTemp(dir, ".signing.key.tmp-*") // mode 0600
-	if err != nil {
-		return fmt.Errorf("receipts: new key: %w", err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	if err := writeSync(tmp, content); err != nil {
-		return fmt.Errorf("receipts: new key: %w", err)
-	}
-	if err := os.Link(tmpName, path); err != nil {
+	if err := keyfile.Create(dir, KeyFileName, content); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		// No hard links here: create the file exclusively instead.
-		f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if ferr != nil {
-			if errors.Is(ferr, fs.ErrExist) {
-				return ferr
-			}
-			return fmt.Errorf("receipts: new key: %w (link: %v)", ferr, err)
-		}
-		if err := writeSync(f, content); err != nil {
-			return fmt.Errorf("receipts: new key: %w", err)
-		}
-	}
-	return syncDir(dir)
-}
-
-// writeSync writes b to f, flushes it to disk and closes f.
-func writeSync(f *os.File, b []byte) error {
-	_, err := f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// syncDir flushes dir's entries to disk, so the new key file survives a
-// crash. Windows cannot sync directories; there it is a no-op.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
 		return fmt.Errorf("receipts: new key: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("receipts: new key: sync %s: %w", dir, err)
 	}
 	return nil
 }
