@@ -137,11 +137,7 @@ func PrepareDocument(d Document, a *index.Analyzer) (PreparedDocument, error) {
 	}
 	counts := make(map[string]int)
 	for _, s := range segs {
-		clear(counts)
-		n := 0
-		add := func(t string) { counts[t]++; n++ }
-		a.Terms(d.Title, add)
-		a.Terms(s, add)
+		n := countTerms(a, d.Title, s, counts)
 		ps := PreparedSegment{Text: s, Len: n, Tokens: EstimateTokens(s), Terms: make([]termFreq, 0, len(counts))}
 		for t, c := range counts {
 			ps.Terms = append(ps.Terms, termFreq{t, c})
@@ -150,6 +146,18 @@ func PrepareDocument(d Document, a *index.Analyzer) (PreparedDocument, error) {
 		p.Segments = append(p.Segments, ps)
 	}
 	return p, nil
+}
+
+// countTerms sets counts to the term frequencies of a segment of text in a
+// document titled title (the title's terms count in every segment) and
+// returns the segment's length in terms.
+func countTerms(a *index.Analyzer, title, text string, counts map[string]int) int {
+	clear(counts)
+	n := 0
+	add := func(t string) { counts[t]++; n++ }
+	a.Terms(title, add)
+	a.Terms(text, add)
+	return n
 }
 
 // docRecord is a document as docs holds it (its id is the key's).
@@ -664,11 +672,7 @@ func reindexDocuments(tx Tx) error {
 			if err != nil {
 				return nil // crux doctor reports it
 			}
-			clear(counts)
-			n := 0
-			add := func(t string) { counts[t]++; n++ }
-			a.Terms(rec.Title, add)
-			a.Terms(rec.Text, add)
+			n := countTerms(&a, rec.Title, rec.Text, counts)
 			seq := binary.BigEndian.Uint32(k[len(tenant)+1:])
 			for t, c := range counts {
 				pending[t] = append(pending[t], docPosting{seq: seq, tf: uint32(c), dl: uint32(n)})

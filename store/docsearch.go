@@ -134,7 +134,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			case q.MinScore > 0:
 				probe = ws[long].c < q.MinScore
 			default:
-				probe = acc.kthBest(limit, stats.Next) >= ws[long].c
+				probe = acc.kthBest(limit) >= ws[long].c
 			}
 			if probe {
 				acc.mark(q.Also, stats.Next)
@@ -318,7 +318,7 @@ func (a *accumulator) probeBlock(v []byte, next uint32, w termWeight, count bool
 
 // kthBest returns the k-th best score of the touched segments, or 0 when
 // fewer than k are touched.
-func (a *accumulator) kthBest(k int, next uint32) float64 {
+func (a *accumulator) kthBest(k int) float64 {
 	if len(a.touched) < k {
 		return 0
 	}
