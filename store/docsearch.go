@@ -125,16 +125,15 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		}
 		unscored := 0 // postings of the long list probed past, with no score
 		if long >= 0 {
-			limit := max(q.Limit, 1)
-			probe := q.All
+			var probe bool
 			switch {
 			case !probeLongest:
-				probe = false
-			case probe:
+			case q.All:
+				probe = true
 			case q.MinScore > 0:
 				probe = ws[long].c < q.MinScore
 			default:
-				probe = acc.kthBest(limit) >= ws[long].c
+				probe = acc.kthBest(max(q.Limit, 1)) >= ws[long].c
 			}
 			if probe {
 				acc.mark(q.Also, stats.Next)
