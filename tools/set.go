@@ -177,11 +177,13 @@ func checkArguments(tool string, sch *jsonschema.Schema, chk *check, args json.R
 	if nesting(args) > MaxDepth {
 		return nil, invalidParams(tool, "arguments", fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil || doc == nil || dec.InputOffset() != int64(len(args)) {
-		return nil, invalidParams(tool, "arguments", "must be a JSON object")
+	doc, ok := decodeFlat(args)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		if err := dec.Decode(&doc); err != nil || doc == nil || dec.InputOffset() != int64(len(args)) {
+			return nil, invalidParams(tool, "arguments", "must be a JSON object")
+		}
 	}
 	if !utf8.Valid(args) || loneSurrogate(args) {
 		var props map[string]json.RawMessage
