@@ -307,12 +307,18 @@ func query() *Tool {
 				if res.Stats.Segments == 0 {
 					return nil
 				}
-				byseq := make(map[uint32]*fused, len(res.Hits))
-				order := make([]*fused, 0, len(res.Hits))
+				all := make([]fused, len(res.Hits), len(res.Hits)+len(lane)) // never grown: order points into it
+				order := make([]*fused, len(res.Hits), cap(all))
 				for i, h := range res.Hits {
-					f := &fused{seq: h.Seq, bm25: h.Score, score: 1 / float64(rrfK+i+1), lanes: []string{laneBM25}}
-					byseq[h.Seq] = f
-					order = append(order, f)
+					all[i] = fused{seq: h.Seq, bm25: h.Score, score: 1 / float64(rrfK+i+1), lanes: []string{laneBM25}}
+					order[i] = &all[i]
+				}
+				var byseq map[uint32]*fused
+				if len(lane) > 0 {
+					byseq = make(map[uint32]*fused, cap(all))
+					for _, f := range order {
+						byseq[f.seq] = f
+					}
 				}
 				for i, g := range lane {
 					f := byseq[g.seq]
@@ -329,7 +335,8 @@ func query() *Tool {
 							}
 							continue
 						}
-						f = &fused{seq: g.seq, bm25: bm25}
+						all = append(all, fused{seq: g.seq, bm25: bm25})
+						f = &all[len(all)-1]
 						byseq[g.seq] = f
 						order = append(order, f)
 					}
@@ -347,6 +354,7 @@ func query() *Tool {
 					return int(int64(a.seq) - int64(b.seq))
 				})
 				b := budgetOf(in.TokenBudget, queryBudget)
+				out.Results = make([]QueryRow, 0, min(limit, len(order)))
 				linked := make(map[string]bool)
 				for _, f := range order {
 					if len(out.Results) == limit {

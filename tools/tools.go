@@ -75,6 +75,7 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/crux-go/crux/c2pa"
 	"github.com/crux-go/crux/feature"
@@ -586,8 +587,9 @@ func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 func jsonResult(v any) (*Result, error) {
 	v = outschema.Fill(v)
 	if a, ok := v.(jsonAppender); ok {
-		if b, ok := a.appendJSON(make([]byte, 0, 8192)); ok {
-			return &Result{Content: []Content{{Type: "text", Text: string(b)}}, StructuredContent: v}, nil
+		if b, ok := a.appendJSON(make([]byte, 0, 4096)); ok && len(b) > 0 {
+			// b is not written again: the text shares its bytes.
+			return &Result{Content: []Content{{Type: "text", Text: unsafe.String(&b[0], len(b))}}, StructuredContent: v}, nil
 		}
 	}
 	text, err := codec.MarshalString(v)
