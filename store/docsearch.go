@@ -120,7 +120,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 				continue
 			}
 			for _, v := range blocks[i] {
-				acc.addBlock(v, stats.Next, ws[i], q.All)
+				acc.addBlock(v, stats.Next, ws[i], q.All, false)
 			}
 		}
 		unscored := 0 // postings of the long list probed past, with no score
@@ -139,13 +139,13 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 				acc.mark(q.Also, stats.Next)
 				found := 0
 				for _, v := range blocks[long] {
-					found += acc.probeBlock(v, stats.Next, ws[long], q.All)
+					found += acc.addBlock(v, stats.Next, ws[long], q.All, true)
 				}
 				acc.unmark(q.Also, stats.Next)
 				unscored = res.DF[long] - found
 			} else {
 				for _, v := range blocks[long] {
-					acc.addBlock(v, stats.Next, ws[long], q.All)
+					acc.addBlock(v, stats.Next, ws[long], q.All, false)
 				}
 			}
 		}
@@ -225,32 +225,45 @@ func newTermWeight(idf, avg float64) termWeight {
 // addBlock adds the scores of the postings of block v (seqs below next)
 // to the accumulator, decoding the block in place, and with count, counts
 // the terms each segment holds. A segment is touched when its score
-// first turns positive (every posting adds a positive score). A
-// malformed block adds the postings before the fault and no more (crux
-// doctor reports it).
-func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count bool) {
+// first turns positive (every posting adds a positive score). With probe,
+// only the segments already touched or marked take a score; it returns
+// how many postings took one. A malformed block adds the postings before
+// the fault and no more (crux doctor reports it).
+func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count, probe bool) int {
+	found := 0
 	n, i := uvarintSlow(v, 0)
 	if i < 0 || n == 0 || n > docBlockMax {
-		return
+		return 0
 	}
 	var seq uint64
 	for range n {
 		var x [3]uint64 // seq delta, tf, dl
 		for j := range x {
-			if i < len(v) && v[i] < 0x80 { // most values take one byte
+			// Values of one and two bytes (most deltas, term frequencies
+			// and segment lengths) are decoded here; the call is the cost.
+			switch {
+			case i < len(v) && v[i] < 0x80:
 				x[j], i = uint64(v[i]), i+1
-			} else if x[j], i = uvarintSlow(v, i); i < 0 {
-				return
+			case i+1 < len(v) && v[i+1] < 0x80:
+				x[j], i = uint64(v[i]&0x7f)|uint64(v[i+1])<<7, i+2
+			default:
+				if x[j], i = uvarintSlow(v, i); i < 0 {
+					return found
+				}
 			}
 		}
 		d, tf, dl := x[0], x[1], x[2]
 		if seq += d; seq >= uint64(next) {
-			return
+			return found
 		}
+		s := uint32(seq)
 		if tf == 0 {
 			continue // adds nothing; only a damaged block holds one
 		}
-		s := uint32(seq)
+		if probe && a.marked[s/64]&(1<<(s%64)) == 0 { // the bits stay in cache; scores would not
+			continue
+		}
+		found++
 		if a.score[s] == 0 {
 			a.touched = append(a.touched, s)
 			a.marked[s/64] |= 1 << (s % 64)
@@ -261,6 +274,7 @@ func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count bool) 
 		f := float64(tf)
 		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(dl))
 	}
+	return found
 }
 
 // uvarintSlow decodes the uvarint at v[i:], returning it and the index
@@ -274,45 +288,6 @@ func uvarintSlow(v []byte, i int) (uint64, int) {
 		return 0, -1
 	}
 	return x, i + k
-}
-
-// probeBlock is addBlock for the segments already touched or marked
-// only: it returns how many of the block's postings it scored.
-func (a *accumulator) probeBlock(v []byte, next uint32, w termWeight, count bool) int {
-	found := 0
-	n, i := uvarintSlow(v, 0)
-	if i < 0 || n == 0 || n > docBlockMax {
-		return 0
-	}
-	var seq uint64
-	for range n {
-		var x [3]uint64 // seq delta, tf, dl
-		for j := range x {
-			if i < len(v) && v[i] < 0x80 {
-				x[j], i = uint64(v[i]), i+1
-			} else if x[j], i = uvarintSlow(v, i); i < 0 {
-				return found
-			}
-		}
-		d, tf, dl := x[0], x[1], x[2]
-		if seq += d; seq >= uint64(next) {
-			return found
-		}
-		s := uint32(seq)
-		if tf == 0 || a.marked[s/64]&(1<<(s%64)) == 0 { // the bits stay in cache; scores would not
-			continue
-		}
-		found++
-		if a.score[s] == 0 {
-			a.touched = append(a.touched, s)
-		}
-		if count {
-			a.count[s]++
-		}
-		f := float64(tf)
-		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(dl))
-	}
-	return found
 }
 
 // kthBest returns the k-th best score of the touched segments, or 0 when
