@@ -288,12 +288,12 @@ func TestCheckDocument(t *testing.T) {
 	assert.NoError(t, store.CheckDocument(&store.Document{ID: "guide/intro.md", Title: "Intro", Text: "Hello."}))
 }
 
-// TestSearchDocumentsProbeIsExact: probing the longest posting list
-// (scoring it only for the segments the other terms touched, counting
-// the rest) answers exactly as scoring every posting does: the same hits
-// and scores, candidates, below_floor and Also scores, for queries of
-// one to five terms, any limit, with and without a floor or All.
-func TestSearchDocumentsProbeIsExact(t *testing.T) {
+// TestSearchDocumentsIsExact: the merged posting lists answer as the
+// formula computed from scratch over every segment: the same hits and
+// scores, candidates, below_floor and Also scores, for queries of one to
+// five terms (common and rare), any limit, with and without a floor or
+// All, over posting lists of many blocks written by two ingests.
+func TestSearchDocumentsIsExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	common := strings.Fields("storage index commit query")
 	rare := strings.Fields("alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega")
@@ -313,7 +313,7 @@ func TestSearchDocumentsProbeIsExact(t *testing.T) {
 	ingest(t, db, "t", docs[:300]...)
 	ingest(t, db, "t", docs[300:]...)
 	vocab := append(append([]string{}, common...), rare...)
-	probed := 0
+	segs := refSegments(docs)
 	for n := range 400 {
 		var words []string
 		for range 1 + r.IntN(5) {
@@ -330,13 +330,95 @@ func TestSearchDocumentsProbeIsExact(t *testing.T) {
 			q.Also = append(q.Also, uint32(r.IntN(620)))
 		}
 		got := searchDocs(t, db, q)
-		restore := store.SetProbeLongest(false)
-		want := searchDocs(t, db, q)
-		restore()
-		require.Equal(t, want, got, "query %d: %+v", n, q)
-		if len(q.Terms) >= 2 {
-			probed++
+		want := searchReference(segs, q)
+		require.Equal(t, want.DF, got.DF, "query %d: %+v", n, q)
+		require.Equal(t, want.Candidates, got.Candidates, "query %d: %+v: candidates", n, q)
+		require.Equal(t, want.BelowFloor, got.BelowFloor, "query %d: %+v: below_floor", n, q)
+		require.Len(t, got.Hits, len(want.Hits), "query %d: %+v", n, q)
+		for i := range want.Hits {
+			assert.InDelta(t, want.Hits[i].Score, got.Hits[i].Score, 1e-9, "query %d: hit %d", n, i)
+			if i+1 < len(want.Hits) && want.Hits[i].Score-want.Hits[i+1].Score > 1e-9 && (i == 0 || want.Hits[i-1].Score-want.Hits[i].Score > 1e-9) {
+				assert.Equal(t, want.Hits[i].Seq, got.Hits[i].Seq, "query %d: hit %d", n, i) // not tied within rounding
+			}
+		}
+		require.Len(t, got.AlsoScores, len(q.Also))
+		for i := range q.Also {
+			assert.InDelta(t, want.AlsoScores[i], got.AlsoScores[i], 1e-9, "query %d: also %d", n, i)
 		}
 	}
-	assert.Greater(t, probed, 200)
+}
+
+// refSeg is a segment as searchReference sees it: its terms' frequencies
+// and its length.
+type refSeg struct {
+	tf  map[string]int
+	len int
+}
+
+// refSegments are the segments of docs (ingested in order, one batch or
+// several), numbered by seq.
+func refSegments(docs []store.Document) []refSeg {
+	var segs []refSeg
+	for _, d := range docs {
+		p, err := store.PrepareDocument(d, nil)
+		if err != nil {
+			panic(err)
+		}
+		for _, s := range p.Segments {
+			x := refSeg{tf: map[string]int{}}
+			index.Terms(d.Title+" "+s.Text, func(t string) { x.tf[t]++; x.len++ })
+			segs = append(segs, x)
+		}
+	}
+	return segs
+}
+
+// searchReference answers q over segs by the formula, computed from
+// scratch for every segment.
+func searchReference(segs []refSeg, q store.DocQuery) store.DocResult {
+	total := 0
+	for _, s := range segs {
+		total += s.len
+	}
+	avg := float64(total) / float64(len(segs))
+	res := store.DocResult{DF: make([]int, len(q.Terms)), AlsoScores: make([]float64, len(q.Also))}
+	for i, t := range q.Terms {
+		for _, s := range segs {
+			if s.tf[t] > 0 {
+				res.DF[i]++
+			}
+		}
+	}
+	scores := make([]float64, len(segs))
+	var hits []store.DocHit
+	for i, s := range segs {
+		held := 0
+		for j, t := range q.Terms {
+			if s.tf[t] == 0 {
+				continue
+			}
+			held++
+			idf := math.Log(1 + (float64(len(segs))-float64(res.DF[j])+0.5)/(float64(res.DF[j])+0.5))
+			tf := float64(s.tf[t])
+			scores[i] += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(s.len)/avg))
+		}
+		if held == 0 || q.All && held < len(q.Terms) {
+			scores[i] = 0
+			continue
+		}
+		res.Candidates++
+		if scores[i] < q.MinScore {
+			res.BelowFloor++
+			continue
+		}
+		hits = append(hits, store.DocHit{Seq: uint32(i), Score: scores[i]})
+	}
+	for i, s := range q.Also {
+		if int(s) < len(segs) {
+			res.AlsoScores[i] = scores[s]
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+	res.Hits = hits[:min(max(q.Limit, 1), len(hits))]
+	return res
 }

@@ -52,10 +52,6 @@ type accumulator struct {
 
 var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
 
-// probeLongest lets SearchDocuments probe the longest posting list (see
-// there); the tests turn it off to compare.
-var probeLongest = true
-
 // maxDenseSeqs bounds the seq range whose scores an accumulator keeps in
 // arrays; a tenant with more seqs is ranked with a map.
 const maxDenseSeqs = 1 << 22
@@ -127,7 +123,6 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		if long >= 0 {
 			var probe bool
 			switch {
-			case !probeLongest:
 			case q.All:
 				probe = true
 			case q.MinScore > 0:

@@ -68,11 +68,3 @@ func DocIndex(tx Tx, tenant string) ([]string, error) {
 	stats.Next = 0 // seqs differ between builds
 	return append(append(out, segs...), fmt.Sprintf("stats %+v", stats)), err
 }
-
-// SetProbeLongest turns SearchDocuments' probing of the longest posting
-// list on or off, and returns a function that restores it.
-func SetProbeLongest(on bool) (restore func()) {
-	old := probeLongest
-	probeLongest = on
-	return func() { probeLongest = old }
-}
