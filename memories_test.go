@@ -338,3 +338,42 @@ func TestImportMCPMemory(t *testing.T) {
 		&memio.ImportOptions{Source: memio.SourceMCPMemory})
 	assert.ErrorContains(t, err, "line 1: entity \"__x\" starts with __")
 }
+
+// TestExportPages walks an export one record (and one index entry) a page
+// at a time: the pages together hold exactly what one export holds, pages
+// that only passed over records the export leaves out included.
+func TestExportPages(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	srv, _ := newServer(t, &crux.Options{Now: clk.now})
+	fillMemories(t, srv, clk)
+	whole, err := srv.ExportMemories(ctx, crux.MemoryExportQuery{Agent: "alice", MaxRecords: 1 << 20})
+	require.NoError(t, err)
+	require.Empty(t, whole.Next)
+
+	var paged []store.MemoryRecord
+	cursor, pages, empty := "", 0, 0
+	for {
+		p, err := srv.ExportMemories(ctx, crux.MemoryExportQuery{Agent: "alice", Cursor: cursor, MaxRecords: 1, MaxScan: 1})
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(p.Records), 1)
+		paged = append(paged, p.Records...)
+		pages++
+		if len(p.Records) == 0 {
+			empty++
+		}
+		if p.Next == "" {
+			break
+		}
+		require.NotEqual(t, cursor, p.Next)
+		cursor = p.Next
+		require.Less(t, pages, 1000)
+	}
+	assert.Equal(t, whole.Records, paged)
+	assert.Positive(t, empty, "bob's private facts and sessions, and the bootstrap facts, are passed over")
+
+	for _, bad := range []string{"fact", "fact:!!", "nope:", "fact:" + "ZWxzZXdoZXJl"} {
+		_, err := srv.ExportMemories(ctx, crux.MemoryExportQuery{Cursor: bad})
+		assert.ErrorIs(t, err, store.ErrInvalidCursor, bad)
+	}
+}
