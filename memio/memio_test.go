@@ -21,17 +21,20 @@ func TestReadRefuses(t *testing.T) {
 		line int
 		msg  string
 	}{
-		"empty":           {"", 0, "empty"},
-		"no header":       {`{"type":"fact"}`, 1, "not a crux memories header"},
-		"other format":    {`{"format":"x","version":1,"tenant":"t","exported_at":"2026-01-01T00:00:00Z"}`, 1, `format "x"`},
-		"newer version":   {`{"format":"crux-memories","version":9,"tenant":"t","exported_at":"2026-01-01T00:00:00Z"}`, 1, "newer"},
-		"no tenant":       {`{"format":"crux-memories","version":1,"exported_at":"2026-01-01T00:00:00Z"}`, 1, "no tenant"},
-		"two values":      {header + "\n" + `{"type":"constraint"} {}`, 2, "not a record"},
-		"no record":       {header + "\n\n" + `{"type":"fact"}`, 3, "exactly one"},
-		"line too long":   {header + "\n" + strings.Repeat(" ", memio.MaxLineBytes+1), 2, "longer than"},
-		"session tenant":  {header + "\n" + `{"type":"session","session":{"session_id":"s","tenant_id":"u","state":{},"updated_at":"2026-01-01T00:00:00Z"}}`, 2, "tenant_id"},
-		"session state":   {header + "\n" + `{"type":"session","session":{"session_id":"s","tenant_id":"t","state":[1],"updated_at":"2026-01-01T00:00:00Z"}}`, 2, "not a JSON object"},
-		"mismatched type": {header + "\n" + `{"type":"session","constraint":{"constraint_id":"c"}}`, 2, "does not name"},
+		"empty":                {"", 0, "empty"},
+		"no header":            {`{"type":"fact"}`, 1, "not a crux memories header"},
+		"other format":         {`{"format":"x","version":1,"tenant":"t","exported_at":"2026-01-01T00:00:00Z"}`, 1, `format "x"`},
+		"newer version":        {`{"format":"crux-memories","version":9,"tenant":"t","exported_at":"2026-01-01T00:00:00Z"}`, 1, "newer"},
+		"no tenant":            {`{"format":"crux-memories","version":1,"exported_at":"2026-01-01T00:00:00Z"}`, 1, "no tenant"},
+		"two values":           {header + "\n" + `{"type":"constraint"} {}`, 2, "not a record"},
+		"no record":            {header + "\n\n" + `{"type":"fact"}`, 3, "exactly one"},
+		"line too long":        {header + "\n" + strings.Repeat(" ", memio.MaxLineBytes+1), 2, "longer than"},
+		"session tenant":       {header + "\n" + `{"type":"session","session":{"session_id":"s","tenant_id":"u","state":{},"updated_at":"2026-01-01T00:00:00Z"}}`, 2, "tenant_id"},
+		"session state":        {header + "\n" + `{"type":"session","session":{"session_id":"s","tenant_id":"t","state":[1],"updated_at":"2026-01-01T00:00:00Z"}}`, 2, "not a JSON object"},
+		"state of 1 MiB and 1": {header + "\n" + `{"type":"session","session":{"session_id":"s","tenant_id":"t","state":{"a":"` + strings.Repeat("x", 1<<20) + `"},"updated_at":"2026-01-01T00:00:00Z"}}`, 2, "state is larger than 1048576 bytes"},
+		"fact key of 1025":     {header + "\n" + `{"type":"fact","fact":{"id":"f_0000000000000000000000000000000a","tenant":"t","entity":"e","key":"` + strings.Repeat("k", 1025) + `","value":"v","confidence":1,"stored_at":"2026-01-01T00:00:00Z","version":1,"horizon_class":"medium","valid_from":"2026-01-01T00:00:00Z"}}`, 2, "entity or key longer than 1024 bytes"},
+		"session id of 1025":   {header + "\n" + `{"type":"session","session":{"session_id":"` + strings.Repeat("s", 1025) + `","tenant_id":"t","state":{},"updated_at":"2026-01-01T00:00:00Z"}}`, 2, "longer than 1024 bytes"},
+		"mismatched type":      {header + "\n" + `{"type":"session","constraint":{"constraint_id":"c"}}`, 2, "does not name"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			n := 0
