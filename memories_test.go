@@ -15,9 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/pgtest"
 	"github.com/crux-go/crux/memio"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/postgres"
 )
 
 // clock is a settable clock for servers under test.
@@ -111,6 +113,24 @@ var readCalls = []struct {
 // of the call (age_hours, freshness, effective_confidence) agree, and no
 // field needs to be left out.
 func TestExportImportReproduces(t *testing.T) {
+	exportImportReproduces(t, func(t *testing.T, opts *crux.Options) (*crux.Server, store.Backend) { return newServer(t, opts) })
+}
+
+// TestExportImportPostgres imports into a PostgreSQL store.
+func TestExportImportPostgres(t *testing.T) {
+	exportImportReproduces(t, func(t *testing.T, opts *crux.Options) (*crux.Server, store.Backend) {
+		_, dsn := pgtest.Schema(t, "crux_memio")
+		db, err := postgres.Open(context.Background(), dsn, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		srv, err := crux.NewServer(db, opts)
+		require.NoError(t, err)
+		t.Cleanup(func() { srv.Close() })
+		return srv, db
+	})
+}
+
+func exportImportReproduces(t *testing.T, newDst func(*testing.T, *crux.Options) (*crux.Server, store.Backend)) {
 	ctx := context.Background()
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	src, _ := newServer(t, &crux.Options{Now: clk.now})
@@ -125,7 +145,7 @@ func TestExportImportReproduces(t *testing.T) {
 	header, _, _ := strings.Cut(file.String(), "\n")
 	assert.Contains(t, header, `"format":"crux-memories","version":1,"tenant":"default","agent":"alice"`)
 
-	dst, dstDB := newServer(t, &crux.Options{Now: clk.now})
+	dst, dstDB := newDst(t, &crux.Options{Now: clk.now})
 	sum, err := dst.Import(ctx, bytes.NewReader(file.Bytes()), nil)
 	require.NoError(t, err)
 	assert.Equal(t, store.MemoryImportCounts{Imported: 12}, sum.Facts)
