@@ -397,3 +397,21 @@ func TestExportPages(t *testing.T) {
 		assert.ErrorIs(t, err, store.ErrInvalidCursor, bad)
 	}
 }
+
+// TestImportOtherOffsets imports a file whose times carry another offset
+// than UTC twice: the second import finds every fact unchanged.
+func TestImportOtherOffsets(t *testing.T) {
+	ctx := context.Background()
+	file := `{"format":"crux-memories","version":1,"tenant":"default","exported_at":"2026-03-02T00:00:00Z"}
+{"type":"fact","fact":{"id":"f_0000000000000000000000000000000a","tenant":"default","entity":"e","key":"k","value":"v","confidence":1,"stored_at":"2026-03-01T02:00:00+02:00","version":1,"horizon_class":"medium","valid_from":"2026-03-01T02:00:00+02:00","deleted":true,"deleted_at":"2026-03-01T03:00:00+02:00","valid_to":"2026-03-01T03:00:00+02:00"}}`
+	srv, _ := newServer(t, nil)
+	sum, err := srv.Import(ctx, strings.NewReader(file), nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.MemoryImportCounts{Imported: 1}, sum.Facts)
+	sum, err = srv.Import(ctx, strings.NewReader(file), nil)
+	require.NoError(t, err)
+	assert.Equal(t, store.MemoryImportCounts{Unchanged: 1}, sum.Facts)
+	hist := call(t, srv, anon, "fact_history", `{"entity":"e","key":"k"}`)
+	v := hist["versions"].([]any)[0].(map[string]any)
+	assert.Equal(t, "2026-03-01T00:00:00Z", v["stored_at"])
+}

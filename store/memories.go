@@ -525,6 +525,15 @@ const reasonSame = "same"
 // returns "", or reasonSame when the store holds it already, or why it
 // conflicts with the store.
 func importFact(tx Tx, f *Fact) (string, error) {
+	// Times as a write stores them, so that a file written with other
+	// offsets still finds its facts unchanged the second time.
+	f.StoredAt, f.ValidFrom = f.StoredAt.UTC(), f.ValidFrom.UTC()
+	for _, t := range []**time.Time{&f.ValidTo, &f.DeletedAt, &f.ReverifiedAt} {
+		if *t != nil {
+			u := (*t).UTC()
+			*t = &u
+		}
+	}
 	old, err := GetFact(tx, f.ID)
 	switch {
 	case err == nil:
@@ -548,7 +557,6 @@ func importFact(tx Tx, f *Fact) (string, error) {
 		}
 		return "", err
 	}
-	f.StoredAt, f.ValidFrom = f.StoredAt.UTC(), f.ValidFrom.UTC()
 	stored := f.StoredEntity()
 	slot := indexKey(f.Tenant, stored, f.Key, version(f.Version))
 	switch _, err := tx.Get(bucketEntity, slot); {
