@@ -64,6 +64,9 @@ func fillMemories(t *testing.T, srv *crux.Server, clk *clock) map[string]string 
 	put(alice, "store_fact", `{"entity":"diary","key":"mood","value":"delighted","private":true}`)
 	put(alice, "store_fact", `{"entity":"project:apollo","key":"status","value":"my own view: late","private":true}`)
 	put(bob, "store_fact", `{"entity":"diary","key":"mood","value":"bob's secret","private":true}`)
+	put(anon, "store_fact", `{"entity":"gone:x","key":"k","value":"a secret to forget"}`)
+	put(anon, "store_fact", `{"entity":"gone:x","key":"k","value":"another secret to forget"}`)
+	put(alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"gone:"},"reason":"test"}`)
 	put(alice, "record_decision", `{"action":"ship apollo","rationale":"it is ready","session_id":"s1","alternatives":["wait"]}`)
 	put(alice, "declare_constraint", `{"constraint_type":"policy","assertion":"never delete backups","severity":"high"}`)
 	put(anon, "save_session", `{"session_id":"shared-notes","state":{"step":3,"html":"<b>&</b>"}}`)
@@ -102,6 +105,8 @@ var readCalls = []struct {
 	{alice, "fact_history", `{"entity":"diary","key":"mood"}`},
 	{anon, "list_entities", `{}`},
 	{alice, "list_entities", `{}`},
+	{anon, "fact_history", `{"entity":"gone:x","key":"k"}`},
+	{anon, "query_facts", `{"entity":"gone:x","include_superseded":true}`},
 	{anon, "get_session", `{"session_id":"shared-notes"}`},
 	{alice, "get_session", `{"session_id":"work"}`},
 	{anon, "get_constraints", `{}`},
@@ -141,6 +146,7 @@ func exportImportReproduces(t *testing.T, newDst func(*testing.T, *crux.Options)
 	require.NoError(t, err)
 	assert.Equal(t, memio.ExportStats{Facts: 12, Sessions: 2, Constraints: 1}, st, "alice's export holds no fact or session of bob's")
 	assert.NotContains(t, file.String(), "bob's secret")
+	assert.NotContains(t, file.String(), "to forget", "forgotten facts are not exported")
 	assert.NotContains(t, file.String(), "__bootstrap__")
 	header, _, _ := strings.Cut(file.String(), "\n")
 	assert.Contains(t, header, `"format":"crux-memories","version":1,"tenant":"default","agent":"alice"`)
