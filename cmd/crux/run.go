@@ -215,6 +215,8 @@ Flags:
                 and an mcp-memory import writes (default: default,
                 the tenant of the command's calls); of token new, the
                 agent's tenant
+  --from F      import: the file's format, crux (an export, the default) or
+                mcp-memory (the reference MCP memory server's JSONL)
   --http ADDR   serve: MCP over Streamable HTTP on ADDR instead of stdio
   --tokens FILE serve --http: the token table (default $CRUX_AGENT_TOKENS)
   --anonymous   serve --http: a request without a token is anonymous, not 401
