@@ -118,6 +118,19 @@
 // [Server.RestoreForget]; after it, [Server.Purge] (also run by NewServer)
 // removes the values physically and compacts the store.
 //
+// # Memories in and out
+//
+// [Server.Export] writes a tenant's memories as JSON Lines (package memio
+// has the format): every version of every fact chain, decisions included,
+// the sessions, the constraints and the artefacts' metadata, an agent's
+// private records only when the export is for that agent. [Server.Import]
+// checks every line of such a file, or of the reference MCP memory
+// server's JSONL file, before it writes anything, then writes the records
+// in batches of one transaction and one signed memory_import receipt each,
+// ids and version chains kept; a record the store holds already is
+// unchanged, so importing twice changes nothing. [Server.ExportMemories]
+// and [Server.ImportMemories] do the same a page or a batch at a time.
+//
 // # Tool surface
 //
 // Flags.ToolSurface narrows tools/list: minimal lists the core floor,

@@ -308,6 +308,9 @@ var operations = map[string]operation{
 	opIngest:     decoding((*host).ingest),
 	opDeleteDocs: decoding((*host).deleteDocs),
 	opCompact:    decoding((*host).compact),
+
+	opExportMemories: decoding((*host).exportMemories), // memories.go
+	opImportMemories: decoding((*host).importMemories),
 }
 
 // decoding makes an operation of a method taking the decoded request.

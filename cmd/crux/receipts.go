@@ -52,8 +52,12 @@ func readReceipt(ctx context.Context, s *setup, logger *slog.Logger, id string) 
 	return e.Receipt()
 }
 
-// exportCmd is crux export receipt ID: a stored receipt as JSON.
-func exportCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
+// exportCmd is crux export receipt ID: a stored receipt as JSON; without
+// the subcommand, crux export of memories (exportMemoriesCmd).
+func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment, logger *slog.Logger) error {
+	if len(args) == 0 || args[0] != "receipt" {
+		return exportMemoriesCmd(ctx, args, stdout, stderr, osenv, logger) // memories.go
+	}
 	args, err := subcommand("export", "receipt", args)
 	if err != nil {
 		return err

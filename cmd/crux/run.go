@@ -171,6 +171,33 @@ Usage:
         it holds every other call for as long as that takes. --delete
         removes the documents with the ids given.
 
+  crux export [--data DIR] [--tenant T] [--agent A] > memories.jsonl
+        Print tenant T's memories (default tenant: default) as JSON Lines:
+        a header {"format":"crux-memories","version":1,...}, then every
+        version of every fact chain (superseded and deleted ones, decisions
+        included; not the bootstrap knowledge nor forgotten facts), the
+        sessions that have not expired, the constraints and the artefacts'
+        metadata (not their bytes), one record a line. Private facts,
+        sessions and artefacts are exported only with --agent of their
+        owner. Read a page at a time, each page its own transaction: a
+        write made meanwhile may or may not be in the export. A count goes
+        to standard error.
+
+  crux import [--data DIR] [--from crux|mcp-memory] [--tenant T] FILE|-
+        Import a crux export (ids, versions and chains kept, into the
+        export's tenant), or with --from mcp-memory the JSONL file of the
+        reference MCP memory server (@modelcontextprotocol/server-memory):
+        entity types, observations and relations become shared facts of
+        tenant T (default: default). Every line is checked first: a bad
+        line is reported with its number and nothing is imported. Then the
+        records go in batches, each one transaction with a signed
+        memory_import receipt (none when the batch wrote nothing). A
+        record the store holds already is unchanged, one it holds
+        otherwise is a conflict, left out and counted: importing a file
+        twice changes nothing. If a batch fails, the batches before it stay
+        imported and importing the file again completes it. Prints the
+        summary as JSON.
+
   crux help
         Print this text.
 
@@ -184,9 +211,12 @@ Flags:
   --key FILE    the signing key (a key file as DIR/signing.key); default
                 DIR/signing.key, created once
   --tenant T    the tenant whose receipt chain verify chain and receipts
-                list read, or whose index ingest writes (default: default,
+                list read, whose index ingest writes, or that export reads
+                and an mcp-memory import writes (default: default,
                 the tenant of the command's calls); of token new, the
                 agent's tenant
+  --from F      import: the file's format, crux (an export, the default) or
+                mcp-memory (the reference MCP memory server's JSONL)
   --http ADDR   serve: MCP over Streamable HTTP on ADDR instead of stdio
   --tokens FILE serve --http: the token table (default $CRUX_AGENT_TOKENS)
   --anonymous   serve --http: a request without a token is anonymous, not 401
@@ -281,7 +311,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "keys":
 		err = keysCmd(rest, stdout, osenv)
 	case "export":
-		err = exportCmd(ctx, rest, stdout, osenv, logger)
+		err = exportCmd(ctx, rest, stdout, stderr, osenv, logger)
+	case "import":
+		err = importMemoriesCmd(ctx, rest, stdin, stdout, osenv, logger)
 	case "verify":
 		err = verifyCmd(ctx, rest, stdout, stderr, osenv, logger)
 	case "receipts":

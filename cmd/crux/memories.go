@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/memio"
+)
+
+// crux export and crux import: memories out of a data directory and into
+// one, through the process that owns the store (package memio has the
+// format). An export is read a page at a time (opExportMemories, one
+// transaction each) and an import applied a batch at a time
+// (opImportMemories, one transaction and one receipt each), so both run
+// beside crux serve in bounded memory, every request well under the
+// socket's message limit.
+const (
+	opExportMemories = "memories/export" // exportMemoriesReq → crux.MemoryExportPage
+	opImportMemories = "memories/import" // importMemoriesReq → memio.BatchResult
+)
+
+type (
+	exportMemoriesReq struct {
+		Env   []string               `json:"env"`
+		Query crux.MemoryExportQuery `json:"query"`
+	}
+	importMemoriesReq struct {
+		Env   []string    `json:"env"`
+		Batch memio.Batch `json:"batch"`
+	}
+)
+
+func (h *host) exportMemories(ctx context.Context, req exportMemoriesReq) (any, error) {
+	srv, err := h.server(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	return srv.ExportMemories(ctx, req.Query)
+}
+
+func (h *host) importMemories(ctx context.Context, req importMemoriesReq) (any, error) {
+	srv, err := h.server(req.Env)
+	if err != nil {
+		return nil, err
+	}
+	return srv.ImportMemories(ctx, &req.Batch)
+}
+
+// exportMemoriesCmd is crux export [--tenant T] [--agent A]: the tenant's
+// memories as JSON Lines on standard output, and a count of them on
+// standard error.
+func exportMemoriesCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment, logger *slog.Logger) error {
+	var cf commonFlags
+	fs := newFlagSet("export", &cf)
+	var tenant string
+	fs.StringVar(&tenant, "tenant", crux.DefaultTenant, "the `tenant` to export")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef(`export takes no arguments (or the subcommand "receipt"), got %q`, pos[0])
+	}
+	s, err := resolve(fs, &cf, osenv)
+	if err != nil {
+		return err
+	}
+	return s.withSession(ctx, logger, func(sess *session) error {
+		h := memio.Header{Tenant: tenant, Agent: cf.agent, ExportedAt: time.Now().UTC()}
+		st, err := memio.Export(ctx, stdout, h, func(ctx context.Context, cursor string) (*crux.MemoryExportPage, error) {
+			q := crux.MemoryExportQuery{Tenant: tenant, Agent: cf.agent, Cursor: cursor}
+			var page *crux.MemoryExportPage
+			err := sess.run(ctx, opExportMemories, exportMemoriesReq{Env: sess.env, Query: q}, &page, func(srv *crux.Server) error {
+				var err error
+				page, err = srv.ExportMemories(ctx, q)
+				return err
+			})
+			return page, err
+		})
+		if err != nil {
+			return fmt.Errorf("export: %w (what standard output holds is incomplete)", err)
+		}
+		fmt.Fprintf(stderr, "crux: exported %d facts, %d sessions, %d constraints and %d artefacts of tenant %s\n",
+			st.Facts, st.Sessions, st.Constraints, st.Artefacts, tenant)
+		return nil
+	})
+}
+
+// importMemoriesCmd is crux import [--from crux|mcp-memory] [--tenant T]
+// FILE|-: every line checked first, then the records in batches to the
+// owner; the summary as JSON on standard output.
+func importMemoriesCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
+	var from, tenant string
+	s, pos, err := operatorFlags("import", args, osenv, func(fs *flag.FlagSet) {
+		fs.StringVar(&from, "from", memio.SourceCrux, "the file's `format`: crux (an export) or mcp-memory")
+		fs.StringVar(&tenant, "tenant", "", "the `tenant` an mcp-memory file goes to (default: default)")
+	})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("import takes one file (- for standard input)")
+	}
+	if from != memio.SourceCrux && from != memio.SourceMCPMemory {
+		return usagef("--from takes crux or mcp-memory, not %q", from)
+	}
+	file, cleanup, err := importFile(pos[0], stdin)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	sess, err := s.join(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := sess.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
+		}
+	}()
+	sum, err := memio.Import(ctx, file, &memio.ImportOptions{Source: from, Tenant: tenant}, func(ctx context.Context, b *memio.Batch) (*memio.BatchResult, error) {
+		var res *memio.BatchResult
+		err := sess.run(ctx, opImportMemories, importMemoriesReq{Env: sess.env, Batch: *b}, &res, func(srv *crux.Server) error {
+			var err error
+			res, err = srv.ImportMemories(ctx, b)
+			return err
+		})
+		return res, err
+	})
+	if sum != nil && sum.Batches > 0 || err == nil {
+		if werr := writeJSON(stdout, sum); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("import %s: %w", pos[0], err)
+	}
+	return nil
+}
+
+// importFile opens the file to import, which memio.Import reads twice:
+// standard input ("-") is copied to a temporary file first.
+func importFile(name string, stdin io.Reader) (io.ReadSeeker, func(), error) {
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { f.Close() }, nil
+	}
+	f, err := os.CreateTemp("", "crux-import-*.jsonl")
+	if err != nil {
+		return nil, nil, fmt.Errorf("a temporary copy of standard input: %w", err)
+	}
+	cleanup := func() {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	if _, err := io.Copy(f, stdin); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return f, cleanup, nil
+}
