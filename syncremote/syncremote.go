@@ -111,7 +111,7 @@ type Options struct {
 // is safe for concurrent use.
 type Client struct {
 	base    string // scheme://host[:port][/path], no trailing slash
-	key     feature.Secret
+	key     *feature.Secret // behind a pointer, so printing a Client value shows no key
 	hc      *http.Client
 	timeout time.Duration
 }
@@ -160,7 +160,8 @@ func New(baseURL, apiKey string, opts *Options) (*Client, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
-	return &Client{base: u.String(), key: feature.Secret(apiKey), hc: hc, timeout: o.Timeout}, nil
+	secret := feature.Secret(apiKey)
+	return &Client{base: u.String(), key: &secret, hc: hc, timeout: o.Timeout}, nil
 }
 
 // checkKey checks that key can be sent as a bearer token: not empty, at

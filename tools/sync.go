@@ -26,7 +26,15 @@ import (
 //
 //   - Without a Remote (crux.Options.Remote) sync is not configured and
 //     sync_pull and sync_push answer an error result saying so;
-//     sync_status still reports what the store holds.
+//     sync_status still reports what the store holds. Its remote_url is
+//     the Remote's own when it has a URL method (as syncremote's client
+//     has), else CORECRUXD_SYNC_REMOTE_URL; either without user
+//     information or query.
+//   - A remote that refuses the exchange (a *Error of code -32003 or
+//     -32030 from the Remote, such as a bad API key) makes the call fail
+//     with the same code, data.reason "remote_refused" and the remote's
+//     error under data.remote; any other failure of the remote is an
+//     error result, and sync_status reports it.
 //   - Both tools sync the caller's tenant; tenant_id, when given, must be
 //     it (another tenant is -32003). sync_pull needs a passport of tier
 //     basic or above, sync_push established or above (-32003 otherwise,
@@ -646,6 +654,9 @@ func syncStatus() *Tool {
 			tenant := c.TenantID()
 			out := SyncStatusOutput{Configured: env.Remote != nil, RemoteURL: redactURL(env.Flags.SyncRemoteURL),
 				APIKeyConfigured: env.Flags.SyncAPIKey.IsSet(), TenantID: tenant}
+			if u, ok := env.Remote.(interface{ URL() string }); ok {
+				out.RemoteURL = redactURL(u.URL()) // what the remote client reaches, which an embedder sets
+			}
 			remotes := []SyncStatusRemote{}
 			var head uint64
 			truncated := false
