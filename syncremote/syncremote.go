@@ -110,7 +110,7 @@ type Options struct {
 // Client is a [crux.Remote] over HTTP (see the package documentation). It
 // is safe for concurrent use.
 type Client struct {
-	base    string // scheme://host[:port][/path], no trailing slash
+	base    string          // scheme://host[:port][/path], no trailing slash
 	key     *feature.Secret // behind a pointer, so printing a Client value shows no key
 	hc      *http.Client
 	timeout time.Duration
