@@ -575,3 +575,34 @@ func errorsAsCrux(err error) bool {
 	_, ok := err.(*crux.Error)
 	return ok
 }
+
+// Pages are bounded in bytes both ways: seventeen versions of 1 MB
+// each, more than one request body may hold, are pulled and pushed over
+// HTTP in pages under the limit; a value over 1 MiB is rejected.
+func TestLargeValuesInPages(t *testing.T) {
+	a, b := pair(t)
+	a.withPassport(t, alice, 100)
+	b.withPassport(t, bob, 100)
+	value := strings.Repeat("x", 1_000_000)
+	for i := range 17 {
+		call(t, b.srv, bob, "store_fact", fmt.Sprintf(`{"entity":"big:b","key":"k%d","value":"%s"}`, i, value))
+		call(t, a.srv, alice, "store_fact", fmt.Sprintf(`{"entity":"big:a","key":"k%d","value":"%s"}`, i, value))
+	}
+	total := 0
+	for more := true; more; {
+		out := call(t, a.srv, alice, "sync_pull", `{}`)
+		total += int(out["facts_pulled"].(float64))
+		more = out["more"] == true
+	}
+	assert.Equal(t, 17, total)
+	pushed := call(t, a.srv, alice, "sync_push", `{"confirm":true}`)
+	assert.EqualValues(t, 17, pushed["facts_pushed"])
+	assert.Len(t, b.history(t, "big:a", "k16"), 1)
+
+	over := store.SyncFact{ID: "f_0123456789abcdef0123456789abcdef", Entity: "e", Key: "k", Value: strings.Repeat("y", store.MaxSyncValueBytes+1),
+		Confidence: 1, StoredAt: start}
+	resp, err := b.srv.SyncPush(context.Background(), crux.Caller{Agent: "x", Authenticated: true}, crux.PushRequest{Facts: []store.SyncFact{over}})
+	require.NoError(t, err)
+	require.Len(t, resp.Rejected, 1)
+	assert.Contains(t, resp.Rejected[0].Reason, "value longer than 1048576 bytes")
+}
