@@ -501,10 +501,15 @@ func TestNewRefusesBadURLsAndKeys(t *testing.T) {
 // refused, a deadline kept, an answer without the error body mapped by
 // status, and the path prefix of the base URL kept.
 func TestClientBounds(t *testing.T) {
-	var gotPath, gotAuth string
+	var (
+		mu               sync.Mutex
+		gotPath, gotAuth string
+	)
 	stall := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		gotPath, gotAuth = r.URL.Path, r.Header.Get("Authorization")
+		mu.Unlock()
 		switch r.URL.Path {
 		case "/base" + syncremote.PathIdentity:
 			w.Write([]byte(`{"name":"crux:x","tenant":"default"}`))
@@ -537,8 +542,10 @@ func TestClientBounds(t *testing.T) {
 	id, err := client("/base/", nil).Identity(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "crux:x", id.Name)
+	mu.Lock()
 	assert.Equal(t, "/base"+syncremote.PathIdentity, gotPath)
 	assert.Equal(t, "Bearer "+key, gotAuth)
+	mu.Unlock()
 
 	_, err = client("/redirect", nil).Identity(ctx)
 	require.Error(t, err)
