@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/mcpserver"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/syncremote"
 )
 
 // syncFacts is how many fact versions the sync benchmarks move.
@@ -82,46 +85,82 @@ func syncAll(b *testing.B, srv *crux.Server, tool string) int {
 	}
 }
 
-// BenchmarkSyncPull: a server pulling 10,000 fact versions from another in
-// the same process (crux.ServerRemote), 250 per request, each page applied
+// syncTransports are the ways a replica reaches another in the sync
+// benchmarks: in the same process (crux.ServerRemote), and over HTTP
+// (syncremote's client against mcpserver's handler on a loopback
+// httptest server, bearer token and all).
+var syncTransports = []struct {
+	name   string
+	remote func(b *testing.B, srv *crux.Server) crux.Remote
+}{
+	{"in-process", func(_ *testing.B, srv *crux.Server) crux.Remote {
+		return crux.ServerRemote(srv, crux.Caller{Agent: "replica", Authenticated: true})
+	}},
+	{"http", func(b *testing.B, srv *crux.Server) crux.Remote {
+		const token = "bench-replica-token-0123456789"
+		tok, err := mcpserver.ParseTokens("replica=" + token)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs := httptest.NewServer(mcpserver.NewHTTPHandler(mcpserver.Local(srv), &mcpserver.HTTPOptions{Tokens: tok}))
+		b.Cleanup(hs.Close)
+		r, err := syncremote.New(hs.URL, token, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
+	}},
+}
+
+// BenchmarkSyncPull: a server pulling 10,000 fact versions from another,
+// in the same process and over HTTP, 250 per request, each page applied
 // in one durable transaction. facts/s is the pull's throughput.
 //
 //	go test -run '^$' -bench 'Sync' -benchtime 3x -count 5 ./bench
 func BenchmarkSyncPull(b *testing.B) {
 	from, _ := syncReplica(b, nil, syncFacts)
-	var total time.Duration
-	n := 0
-	for b.Loop() {
-		b.StopTimer()
-		to, _ := syncReplica(b, crux.ServerRemote(from, crux.Caller{Agent: "replica", Authenticated: true}), 0)
-		b.StartTimer()
-		start := time.Now()
-		if got := syncAll(b, to, "sync_pull"); got != syncFacts {
-			b.Fatalf("pulled %d versions, want %d", got, syncFacts)
-		}
-		total += time.Since(start)
-		n += syncFacts
+	for _, tr := range syncTransports {
+		b.Run(tr.name, func(b *testing.B) {
+			remote := tr.remote(b, from)
+			var total time.Duration
+			n := 0
+			for b.Loop() {
+				b.StopTimer()
+				to, _ := syncReplica(b, remote, 0)
+				b.StartTimer()
+				start := time.Now()
+				if got := syncAll(b, to, "sync_pull"); got != syncFacts {
+					b.Fatalf("pulled %d versions, want %d", got, syncFacts)
+				}
+				total += time.Since(start)
+				n += syncFacts
+			}
+			b.ReportMetric(float64(n)/total.Seconds(), "facts/s")
+		})
 	}
-	b.ReportMetric(float64(n)/total.Seconds(), "facts/s")
 }
 
 // BenchmarkSyncPush: a server pushing 10,000 fact versions written locally
-// to another in the same process, 250 per request, each applied by the
-// receiver in one durable transaction.
+// to another, in the same process and over HTTP, 250 per request, each
+// applied by the receiver in one durable transaction.
 func BenchmarkSyncPush(b *testing.B) {
-	var total time.Duration
-	n := 0
-	for b.Loop() {
-		b.StopTimer()
-		to, _ := syncReplica(b, nil, 0)
-		from, _ := syncReplica(b, crux.ServerRemote(to, crux.Caller{Agent: "replica", Authenticated: true}), syncFacts)
-		b.StartTimer()
-		start := time.Now()
-		if got := syncAll(b, from, "sync_push"); got != syncFacts {
-			b.Fatalf("pushed %d versions, want %d", got, syncFacts)
-		}
-		total += time.Since(start)
-		n += syncFacts
+	for _, tr := range syncTransports {
+		b.Run(tr.name, func(b *testing.B) {
+			var total time.Duration
+			n := 0
+			for b.Loop() {
+				b.StopTimer()
+				to, _ := syncReplica(b, nil, 0)
+				from, _ := syncReplica(b, tr.remote(b, to), syncFacts)
+				b.StartTimer()
+				start := time.Now()
+				if got := syncAll(b, from, "sync_push"); got != syncFacts {
+					b.Fatalf("pushed %d versions, want %d", got, syncFacts)
+				}
+				total += time.Since(start)
+				n += syncFacts
+			}
+			b.ReportMetric(float64(n)/total.Seconds(), "facts/s")
+		})
 	}
-	b.ReportMetric(float64(n)/total.Seconds(), "facts/s")
 }

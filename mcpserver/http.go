@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/syncremote"
 )
 
 // DefaultHTTPPath is the URL path of the MCP endpoint when
@@ -103,6 +104,20 @@ type HTTPOptions struct {
 // A request body is at most 16 MiB, well above crux's cap on a call's
 // arguments; a larger one gets 413.
 //
+// When the Backend is a [SyncBackend] (as [Local] is), the handler also
+// serves crux sync to other replicas, the other side of package
+// syncremote's client: POST /v1/sync/identity, /v1/sync/changes and
+// /v1/sync/push, whatever [HTTPOptions.Path] is. They take the same checks
+// in the same order (Host and Origin, then the bearer token, which makes
+// the replica the table's agent and tenant: the exchange is with that
+// tenant), then: POST only (405), Content-Type application/json (415, so
+// that a browser page cannot send one without a CORS preflight, which
+// crux never grants), a body of at most 16 MiB (syncremote.MaxBodyBytes;
+// 413). Every failure, these and the refusals of the Server (an
+// anonymous replica is -32003), is answered with a JSON
+// syncremote.ErrorBody and the status syncremote.HTTPStatus gives its
+// code; a 401 keeps its WWW-Authenticate challenge.
+//
 // Bad arguments, refusals and other errors are mapped as over any
 // transport (see the package documentation): a -32030 refusal is a
 // JSON-RPC error with its data, carried in the HTTP 200 answer of the
@@ -169,12 +184,19 @@ func NewHTTPHandler(b Backend, opts *HTTPOptions) *HTTPHandler {
 // ServeHTTP checks the request and serves it as its caller (see
 // [HTTPHandler]).
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != h.opts.Path {
+	sb, isSync := h.b.(SyncBackend)
+	isSync = isSync && r.URL.Path != h.opts.Path && strings.HasPrefix(r.URL.Path, syncremote.PathPrefix)
+	if r.URL.Path != h.opts.Path && !isSync {
 		http.NotFound(w, r)
 		return
 	}
 	if msg := checkHostOrigin(r); msg != "" {
 		h.logger.Warn("crux: HTTP request refused", "status", http.StatusForbidden, "reason", msg, "remote", r.RemoteAddr)
+		if isSync {
+			syncremote.WriteError(w, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden, Message: "Forbidden: " + msg,
+				Data: map[string]any{"reason": "origin"}})
+			return
+		}
 		http.Error(w, "Forbidden: "+msg, http.StatusForbidden)
 		return
 	}
@@ -182,7 +204,16 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if challenge != "" {
 		h.logger.Warn("crux: HTTP request refused", "status", http.StatusUnauthorized, "reason", msg, "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", challenge)
+		if isSync {
+			syncremote.WriteError(w, http.StatusUnauthorized, &crux.Error{Code: crux.CodeForbidden, Message: "Unauthorized: " + msg,
+				Data: map[string]any{"reason": "unauthorized"}})
+			return
+		}
 		http.Error(w, "Unauthorized: "+msg, http.StatusUnauthorized)
+		return
+	}
+	if isSync {
+		h.serveSync(w, r, sb, caller)
 		return
 	}
 	sh := h.handlerFor(caller)

@@ -63,6 +63,12 @@
 // caller, so that each caller's tools/list and sessions are its own; it
 // also checks Host and Origin against DNS rebinding. See [HTTPHandler].
 //
+// The HTTP handler also serves crux sync to other replicas when its
+// Backend is a [SyncBackend] (Local is): POST /v1/sync/identity,
+// /v1/sync/changes and /v1/sync/push, the server side of package
+// syncremote, with the same Host, Origin and token checks as the MCP
+// endpoint.
+//
 // A transport says which it is in the caller's Transport (stdio or http,
 // and for HTTP the endpoint and what it asks of a request), which
 // route_access_matrix reports; the crux command sets it.

@@ -158,13 +158,15 @@ func backfillSyncLog(tx Tx) error {
 }
 
 // SyncChanges returns the versions of tenant's change log after seq after
-// whose entity starts with entityPrefix, at most limit of them and at most
-// maxScan log entries read, with the seq to resume from and whether more
-// entries follow. Versions deleted since they were logged, or purged, are
-// passed over. A version's Supersedes is the version it replaced here.
-func SyncChanges(tx Tx, tenant string, after uint64, entityPrefix string, limit, maxScan int) (facts []SyncFact, next uint64, more bool, err error) {
+// whose entity starts with entityPrefix, at most limit of them, at most
+// maxBytes of them in their JSON wire form (see [SyncFact.WireSize]; the
+// first version is returned whatever its size) and at most maxScan log
+// entries read, with the seq to resume from and whether more entries
+// follow. Versions deleted since they were logged, or purged, are passed
+// over. A version's Supersedes is the version it replaced here.
+func SyncChanges(tx Tx, tenant string, after uint64, entityPrefix string, limit, maxBytes, maxScan int) (facts []SyncFact, next uint64, more bool, err error) {
 	next = after
-	scanned := 0
+	scanned, size := 0, 0
 	err = scanFrom(tx, bucketSyncLog, append([]byte(tenant), 0), syncLogKey(tenant, after+1), func(k, v []byte) error {
 		if len(facts) == limit || scanned == maxScan {
 			more = true
@@ -174,21 +176,45 @@ func SyncChanges(tx Tx, tenant string, after uint64, entityPrefix string, limit,
 		if len(k) != len(tenant)+9 {
 			return nil
 		}
-		next = binary.BigEndian.Uint64(k[len(tenant)+1:])
+		seq := binary.BigEndian.Uint64(k[len(tenant)+1:])
 		f, err := GetFact(tx, string(v))
 		if errors.Is(err, ErrNotFound) {
+			next = seq
 			return nil // purged by a forget
 		}
 		if err != nil {
-			return SkipCorrupt(tx, err)
-		}
-		if f.Deleted || !syncable(f) || f.Tenant != tenant || !strings.HasPrefix(f.Entity, entityPrefix) {
+			if err := SkipCorrupt(tx, err); err != nil {
+				return err
+			}
+			next = seq
 			return nil
 		}
-		facts = append(facts, ToSyncFact(f))
+		if f.Deleted || !syncable(f) || f.Tenant != tenant || !strings.HasPrefix(f.Entity, entityPrefix) {
+			next = seq
+			return nil
+		}
+		sf := ToSyncFact(f)
+		n := sf.WireSize()
+		if len(facts) > 0 && size+n > maxBytes {
+			more = true // this version starts the next page
+			return ErrStop
+		}
+		size += n
+		next = seq
+		facts = append(facts, sf)
 		return nil
 	})
 	return facts, next, more, err
+}
+
+// WireSize is the length of f's JSON wire form, as encoding/json writes
+// it, and an estimate of what it adds to a page of versions.
+func (f *SyncFact) WireSize() int {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return len(f.Value) * 6 // cannot happen: every field encodes
+	}
+	return len(b) + 1 // and the comma
 }
 
 // ToSyncFact is f in its wire form.
@@ -308,6 +334,8 @@ func checkSyncFact(f *SyncFact) string {
 		return "a text is not valid UTF-8"
 	case len(f.Owner) > maxSyncName || strings.ContainsRune(f.Owner, 0) || len(f.SourceReceipt) > maxSyncName:
 		return "owner or source_receipt is too long or contains a NUL byte"
+	case len(f.Value) > MaxSyncValueBytes:
+		return fmt.Sprintf("value longer than %d bytes", MaxSyncValueBytes)
 	}
 	return ""
 }
@@ -315,6 +343,10 @@ func checkSyncFact(f *SyncFact) string {
 // maxSyncName bounds an entity or key received by sync, as the tools bound
 // those they store.
 const maxSyncName = 1024
+
+// MaxSyncValueBytes bounds the value of a version received by sync: 1 MiB,
+// the bound the tools put on a value they store (tools.MaxValueBytes).
+const MaxSyncValueBytes = 1 << 20
 
 // maxRejectedListed bounds the rejected versions a [SyncApplied] lists.
 const maxRejectedListed = 32

@@ -150,7 +150,7 @@ func custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutpu
 		f.keyFile = s.KeyFile()
 	}
 	f.remoteConfigured = env.Remote != nil || env.Flags.SyncRemoteURL != ""
-	f.remoteURL = env.Flags.SyncRemoteURL
+	f.remoteURL = redactURL(env.Flags.SyncRemoteURL)
 	tenant := c.TenantID()
 	err := env.Store.View(ctx, func(tx store.Tx) error {
 		var err error

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/crux-go/crux/feature"
@@ -25,7 +26,15 @@ import (
 //
 //   - Without a Remote (crux.Options.Remote) sync is not configured and
 //     sync_pull and sync_push answer an error result saying so;
-//     sync_status still reports what the store holds.
+//     sync_status still reports what the store holds. Its remote_url is
+//     the Remote's own when it has a URL method (as syncremote's client
+//     has), else CORECRUXD_SYNC_REMOTE_URL; either without user
+//     information or query.
+//   - A remote that refuses the exchange (a *Error of code -32003 or
+//     -32030 from the Remote, such as a bad API key) makes the call fail
+//     with the same code, data.reason "remote_refused" and the remote's
+//     error under data.remote; any other failure of the remote is an
+//     error result, and sync_status reports it.
 //   - Both tools sync the caller's tenant; tenant_id, when given, must be
 //     it (another tenant is -32003). sync_pull needs a passport of tier
 //     basic or above, sync_push established or above (-32003 otherwise,
@@ -55,6 +64,12 @@ const (
 	MaxSyncFacts = 1000
 	// syncPage is how many versions one request to the remote carries.
 	syncPage = 250
+	// MaxSyncPageBytes bounds a page of versions in its JSON wire form,
+	// one request's or one answer's: 8 MiB. A page holds fewer versions
+	// than asked for rather than more bytes, but always one version,
+	// which may be larger (a value is at most 1 MiB, up to six times that
+	// once escaped). A transport that bounds its bodies must take 16 MiB.
+	MaxSyncPageBytes = 8 << 20
 	// maxSyncPages caps the requests one sync_pull makes, however few
 	// versions each page brings (a rare entity_prefix).
 	maxSyncPages = 2 * MaxSyncFacts / syncPage
@@ -90,11 +105,14 @@ type SyncConflict struct {
 
 // notConfigured is the answer of a sync tool on a server without a Remote.
 func notConfigured(env *Env) *Result {
-	if env.Flags.SyncRemoteURL == "" {
+	switch {
+	case env.Flags.SyncRemoteURL == "":
 		return errorResult("sync not configured: %s is not set", feature.EnvSyncRemoteURL)
+	case !env.Flags.SyncAPIKey.IsSet():
+		return errorResult("sync not configured: %s is set but %s is not", feature.EnvSyncRemoteURL, feature.EnvSyncAPIKey)
 	}
 	return errorResult("sync not configured: %s is set, but this server has no remote client to reach it "+
-		"(an embedder passes crux.Options.Remote)", feature.EnvSyncRemoteURL)
+		"(the crux command makes one for an http or https URL; an embedder passes crux.Options.Remote)", feature.EnvSyncRemoteURL)
 }
 
 // syncTenant checks tenant_id against the caller's tenant.
@@ -174,6 +192,53 @@ func remoteFailure(tool string, err error) *Result {
 	return errorResult("%s: the remote failed: %v", tool, err)
 }
 
+// remoteRefusal is the error of a call the remote refused: when err is an
+// *Error of code -32003 or -32030 (the remote does not accept this
+// replica's credentials or standing), the same code, with the remote's
+// message and data under data.remote. Any other failure is nil: the
+// caller reports it as a failed exchange (remoteFailure).
+func remoteRefusal(tool string, err error) *Error {
+	var e *Error
+	if !errors.As(err, &e) || (e.Code != CodeForbidden && e.Code != CodeCapabilityDenied) {
+		return nil
+	}
+	return &Error{Code: e.Code, Message: tool + ": the remote refused the exchange: " + e.Message,
+		Data: map[string]any{"reason": "remote_refused", "remote": map[string]any{"code": e.Code, "message": e.Message, "data": e.Data}}}
+}
+
+// syncPages cuts batch into the pages sync_push sends: at most syncPage
+// versions and MaxSyncPageBytes each (a larger version alone).
+func syncPages(batch []store.SyncFact) [][]store.SyncFact {
+	var pages [][]store.SyncFact
+	start, size := 0, 0
+	for i := range batch {
+		n := batch[i].WireSize()
+		if i > start && (i-start == syncPage || size+n > MaxSyncPageBytes) {
+			pages = append(pages, batch[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(batch) {
+		pages = append(pages, batch[start:])
+	}
+	return pages
+}
+
+// redactURL is u without the user information and query a URL may carry
+// (a credential belongs in CORECRUXD_SYNC_API_KEY, never in an answer).
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(not a URL)"
+	}
+	if p.User == nil && p.RawQuery == "" && p.Fragment == "" {
+		return u
+	}
+	p.User, p.RawQuery, p.Fragment, p.ForceQuery = nil, "", "", false
+	return p.String() + " (credentials removed)"
+}
+
 func syncPull() *Tool {
 	const name = "sync_pull"
 	return &Tool{
@@ -207,6 +272,9 @@ func syncPull() *Tool {
 			}
 			id, err := remoteName(ctx, env)
 			if err != nil {
+				if e := remoteRefusal(name, err); e != nil {
+					return nil, e
+				}
 				return remoteFailure(name, err), nil
 			}
 			var st *store.SyncState
@@ -232,6 +300,9 @@ func syncPull() *Tool {
 				}
 				if err != nil {
 					recordSyncError(ctx, env, id.Name, tenant, err)
+					if e := remoteRefusal(name, err); e != nil {
+						return nil, e
+					}
 					res := remoteFailure(name, err)
 					if pulled+dups > 0 {
 						res.Content[0].Text += fmt.Sprintf(" (%d versions were pulled before it failed; the cursor keeps them)", pulled)
@@ -365,6 +436,9 @@ func syncPush() *Tool {
 			}
 			id, err := remoteName(ctx, env)
 			if err != nil {
+				if e := remoteRefusal(name, err); e != nil {
+					return nil, e
+				}
 				return remoteFailure(name, err), nil
 			}
 			var st *store.SyncState
@@ -425,11 +499,13 @@ func syncPush() *Tool {
 			conflicts := []SyncConflict{}
 			rejected := []store.SyncRejected{}
 			pushed, dups, nconf := 0, 0, 0
-			for i := 0; i < len(batch); i += syncPage {
-				page := batch[i:min(i+syncPage, len(batch))]
+			for i, page := range syncPages(batch) {
 				resp, err := env.Remote.Push(ctx, PushRequest{Facts: page})
 				if err != nil {
 					recordSyncError(ctx, env, id.Name, tenant, err)
+					if e := remoteRefusal(name, err); e != nil {
+						return nil, e
+					}
 					res := remoteFailure(name, err)
 					if i > 0 {
 						res.Content[0].Text += fmt.Sprintf(" (%d versions were sent before it failed; the next push sends them again and the remote counts them as duplicates)", i)
@@ -576,8 +652,11 @@ func syncStatus() *Tool {
 		out:    outputOf[SyncStatusOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
 			tenant := c.TenantID()
-			out := SyncStatusOutput{Configured: env.Remote != nil, RemoteURL: env.Flags.SyncRemoteURL,
+			out := SyncStatusOutput{Configured: env.Remote != nil, RemoteURL: redactURL(env.Flags.SyncRemoteURL),
 				APIKeyConfigured: env.Flags.SyncAPIKey.IsSet(), TenantID: tenant}
+			if u, ok := env.Remote.(interface{ URL() string }); ok {
+				out.RemoteURL = redactURL(u.URL()) // what the remote client reaches, which an embedder sets
+			}
 			remotes := []SyncStatusRemote{}
 			var head uint64
 			truncated := false
@@ -625,7 +704,7 @@ func syncStatus() *Tool {
 			}
 			notes := []string{"crux has no background sync: nothing moves until sync_pull or sync_push is called"}
 			if env.Remote == nil && env.Flags.SyncRemoteURL != "" {
-				notes = append(notes, feature.EnvSyncRemoteURL+" is set, but this server has no remote client to reach it")
+				notes = append(notes, strings.TrimPrefix(notConfigured(env).Content[0].Text, "sync not configured: "))
 			}
 			out.Mode, out.LocalChangeCount, out.Remotes, out.RemotesTruncated, out.Notes = mode, head, remotes, truncated, notes
 			return jsonResult(out)
@@ -649,7 +728,7 @@ func ServeSyncChanges(ctx context.Context, env *Env, c Caller, req ChangesReques
 	}
 	resp := &ChangesResponse{}
 	err = env.Store.View(ctx, func(tx store.Tx) error {
-		facts, next, more, err := store.SyncChanges(tx, c.TenantID(), after, req.EntityPrefix, req.Limit, maxSyncScan)
+		facts, next, more, err := store.SyncChanges(tx, c.TenantID(), after, req.EntityPrefix, req.Limit, MaxSyncPageBytes, maxSyncScan)
 		resp.Facts, resp.Cursor, resp.More = facts, store.FormatSyncCursor(next), more
 		return err
 	})

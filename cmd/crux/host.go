@@ -44,6 +44,10 @@ const (
 	opIngest     = "docs/ingest" // ingestReq → crux.IngestStats
 	opDeleteDocs = "docs/delete" // deleteDocsReq → deleteDocsAnswer
 	opCompact    = "compact"     // compactReq → {}
+	// The serving side of sync, for crux serve --http (see sync.go).
+	opSyncIdentity = "sync/identity" // syncReq → crux.RemoteIdentity
+	opSyncChanges  = "sync/changes"  // syncReq → crux.ChangesResponse
+	opSyncPush     = "sync/push"     // syncReq → crux.PushResponse
 )
 
 // wireCaller is a crux.Caller on the socket. The transport travels with
@@ -229,7 +233,8 @@ func (h *host) server(env []string) (*crux.Server, error) {
 		}
 	}
 	srv, err := crux.NewServer(h.db, &crux.Options{Flags: &flags, Logger: h.logger, Signer: h.signer, Router: router,
-		EngramDir: h.engramDir, AttestCA: h.ca, AttestRoot: h.attestRoot, DataDir: h.dir, Checkout: h.checkout})
+		EngramDir: h.engramDir, AttestCA: h.ca, AttestRoot: h.attestRoot, DataDir: h.dir, Checkout: h.checkout,
+		Remote: syncRemote(flags, h.logger)})
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +316,9 @@ var operations = map[string]operation{
 
 	opExportMemories: decoding((*host).exportMemories), // memories.go
 	opImportMemories: decoding((*host).importMemories),
+	opSyncIdentity:   decoding((*host).syncIdentity),
+	opSyncChanges:    decoding((*host).syncChanges),
+	opSyncPush:       decoding((*host).syncPush),
 }
 
 // decoding makes an operation of a method taking the decoded request.

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/crux-go/crux/mcpserver"
+	"github.com/crux-go/crux/syncremote"
 )
 
 // httpFlags are crux serve's flags for MCP over Streamable HTTP.
@@ -124,7 +125,8 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 		}
 	}
 	logger.Info("crux: serving MCP over HTTP", "url", url, "db", filepath.Join(s.dir, dbFile),
-		"auth", auth, "stateless", hs.opts.Stateless, "owner", sess.conn.Owner())
+		"auth", auth, "stateless", hs.opts.Stateless, "owner", sess.conn.Owner(),
+		"sync", "http://"+ln.Addr().String()+syncremote.PathPrefix)
 	err = mcpserver.ServeHTTP(ctx, sess, ln, &hs.opts)
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		logger.Info("crux: stopping on signal; every request in flight was answered")

@@ -52,6 +52,13 @@ Usage:
         session without a request for 30 minutes is closed (its client
         gets 404 and starts a new one).
         Calls are checked against the same free-local token as on stdio.
+        Beside /mcp it serves crux sync to other replicas: POST
+        /v1/sync/identity, /v1/sync/changes and /v1/sync/push (JSON,
+        bodies of at most 16 MiB), each as the agent and tenant of its
+        bearer token, with the same Host, Origin and token checks; an
+        anonymous request is refused (-32003). Another crux reaches it
+        with CORECRUXD_SYNC_REMOTE_URL=http://ADDR and
+        CORECRUXD_SYNC_API_KEY=its token.
 
   crux token new [--tenant T] AGENT
         Make a bearer token for AGENT (of tenant T): print the token, to
@@ -264,6 +271,13 @@ Environment:
                   DIR/c2pa-ca.pem (mode 0600)
   CRUX_UPDATE_CHECKOUT a source checkout of crux that update_status compares
                   the binary with, reading its .git (no network call)
+  CORECRUXD_SYNC_REMOTE_URL, CORECRUXD_SYNC_API_KEY
+                  the crux server (https, or http on loopback; the base
+                  URL, without /mcp) that sync_pull and sync_push exchange
+                  facts with, and the bearer token of its table to send;
+                  both are needed. The key is never logged. The free-local
+                  token still refuses sync_pull and sync_push; sync_status
+                  reports the configuration
   feature flags:  see ` + "`go doc github.com/crux-go/crux Flags`" + `
 
 Exit status: 0 on success, 1 on an error, 2 on a usage error.
