@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-		"path/filepath"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
