@@ -287,15 +287,15 @@ with the time. --json prints a JSON array of the forgets, with the reason
 and the restore and purge receipt ids. --limit lists at most N (default
 %d, at most %d); when there are more, standard error says so.`, defaultForgets, maxForgets),
 		RunE: func(c *cobra.Command, pos []string) error {
-			s, err := resolveChain("forgets list", c.Flags(), cf, a.env)
-			if err != nil {
-				return err
-			}
 			switch {
 			case len(pos) > 0:
 				return usagef("forgets list takes no arguments, got %q", pos[0])
 			case limit < 1 || limit > maxForgets:
 				return usagef("--limit must be between 1 and %d, got %d", maxForgets, limit)
+			}
+			s, err := resolveChain("forgets list", c.Flags(), cf, a.env)
+			if err != nil {
+				return err
 			}
 			return a.listForgets(s, cf, limit)
 		},

@@ -151,15 +151,15 @@ most N (default %d, at most %d); when more receipts match, standard error
 says so. Listing verifies nothing: crux verify receipt and crux verify
 chain do.`, defaultListLimit, maxListLimit),
 		RunE: func(c *cobra.Command, pos []string) error {
-			s, err := resolveChain("receipts list", c.Flags(), cf, a.env)
-			if err != nil {
-				return err
-			}
 			switch {
 			case len(pos) > 0:
 				return usagef("receipts list takes no arguments, got %q", pos[0])
 			case limit < 1 || limit > maxListLimit:
 				return usagef("--limit must be between 1 and %d, got %d", maxListLimit, limit)
+			}
+			s, err := resolveChain("receipts list", c.Flags(), cf, a.env)
+			if err != nil {
+				return err
 			}
 			return a.listReceipts(s, cf, kind, limit)
 		},

@@ -51,7 +51,7 @@ func newRoot(a *app) *cobra.Command {
 	root.SetErr(a.stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{msg: err.Error(), cmd: strings.TrimPrefix(c.CommandPath(), "crux")}
+		return &usageError{msg: err.Error(), cmd: strings.TrimPrefix(c.CommandPath(), "crux ")}
 	})
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
 		if !c.HasParent() {
@@ -81,6 +81,21 @@ func newRoot(a *app) *cobra.Command {
 		newVersionCmd(a),
 	)
 	root.SetHelpCommand(newHelpCmd())
+	// cobra's completion command, made now rather than when the tree
+	// runs, so that one without a shell, or with a shell it does not know,
+	// is a usage error.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(_ *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return usagef(`completion takes a shell: "bash", "zsh", "fish" or "powershell"`)
+				}
+				return usagef(`completion: no shell %q: "bash", "zsh", "fish" or "powershell"`, args[0])
+			}
+		}
+	}
 	return root
 }
 

@@ -56,7 +56,9 @@ func cruxBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "crux")
-		out, err := exec.Command(gobin, "build", "-o", binPath, ".").CombinedOutput()
+		// Stamped as scripts/release.sh stamps a release (see TestVersionStamped).
+		out, err := exec.Command(gobin, "build", "-o", binPath,
+			"-ldflags", "-X main.version="+stampedVersion+" -X main.revision="+stampedRevision, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
