@@ -99,7 +99,9 @@ fact a line (values on one line, cut at %d characters, control characters
 shown as spaces), or with --json the query_facts rows as a JSON array,
 whole. --limit shows at most N (default %d, at most %d); when more
 facts match, or some are below the confidence threshold, standard error
-says so. crux call query_facts '{...}' takes every other argument.`, maxCell, defaultFactsLimit, maxFactsLimit),
+says so. As with query_facts, a --query that finds nothing is recorded as
+the agent's gap (get_gaps). crux call query_facts '{...}' takes every other
+argument.`, maxCell, defaultFactsLimit, maxFactsLimit),
 		RunE: func(c *cobra.Command, pos []string) error {
 			if err := noArgs("facts", pos); err != nil {
 				return err

@@ -112,8 +112,7 @@ func parentCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 	if n := len(names); n > 1 {
 		list = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
 	}
-	word := "subcommand"
-	c.RunE = func(*cobra.Command, []string) error { return usagef("%s takes the %s %s", use, word, list) }
+	c.RunE = func(*cobra.Command, []string) error { return usagef("%s takes the subcommand %s", use, list) }
 	return c
 }
 
