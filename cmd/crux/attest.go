@@ -16,6 +16,8 @@ import (
 
 	"github.com/crux-go/crux/c2pa"
 	"github.com/crux-go/crux/receipts"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // maxManifestFile bounds the manifest file crux verify output reads: a
@@ -43,28 +45,51 @@ type receiptCheck struct {
 	Report    receipts.Report `json:"report"`
 }
 
-// verifyOutputCmd is crux verify output MANIFEST ASSET: the offline check
-// of a C2PA manifest made by output_attest against the asset's bytes, its
-// chain against the data directory's root CA (or --roots), and with
-// --receipt the receipt it binds. Status 0 when everything holds; else 1,
-// with the code on stderr.
-func verifyOutputCmd(args []string, stdout, stderr io.Writer, osenv *environment) error {
-	var cf commonFlags
-	fs := newFlagSet("verify output", &cf)
-	rootsFile := fs.String("roots", "", "trust anchors, a PEM `file` of certificates; default: the data directory's "+c2pa.CACertFileName)
-	receiptFile := fs.String("receipt", "", "an exported receipt `file` (crux export receipt) that the manifest must bind")
-	keyringFile := fs.String("keyring", "", "the keyring `file` that verifies --receipt; default: the data directory's key")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+// newVerifyOutputCmd returns crux verify output MANIFEST ASSET: the
+// offline check of a C2PA manifest made by output_attest against the
+// asset's bytes, its chain against the data directory's root CA (or
+// --roots), and with --receipt the receipt it binds. Status 0 when
+// everything holds; else 1, with the code on stderr.
+func newVerifyOutputCmd(a *app) *cobra.Command {
+	var cf *commonFlags
+	var o outputFlags
+	c := &cobra.Command{
+		Use:   "output [--data DIR] [--roots FILE] [--receipt FILE] [--keyring FILE] MANIFEST ASSET",
+		Short: "Verify a C2PA manifest made by output_attest against the asset's bytes",
+		Long: `Verify a C2PA manifest made by output_attest against the asset's bytes,
+offline: its structure, every assertion's hash, the signature over the
+claim, the signing certificate's profile and its chain to the trust anchors
+(FILE, else DIR/c2pa-ca.pem, the data directory's root CA), and the asset's
+SHA-256. MANIFEST is the .c2pa file (manifest_jumbf_base64 decoded), its
+base64, or the output_attest answer saved as JSON. With --receipt, the
+exported receipt must verify (with the keyring, else the data directory's
+key) and be the one the manifest binds. Prints the report as JSON; exits 0
+when every check holds, else 1 and prints the code (DATA_HASH_MISMATCH,
+SIG_INVALID, CERT_UNTRUSTED, ...) on standard error.`,
+		RunE: func(c *cobra.Command, pos []string) error {
+			return verifyOutput(c.Flags(), cf, &o, pos, a.stdout, a.stderr, a.env)
+		},
 	}
+	cf = withCommon(c)
+	c.Flags().StringVar(&o.roots, "roots", "", "trust anchors, a PEM `FILE` of certificates; default: the data directory's "+c2pa.CACertFileName)
+	c.Flags().StringVar(&o.receipt, "receipt", "", "an exported receipt `FILE` (crux export receipt) that the manifest must bind")
+	c.Flags().StringVar(&o.keyring, "keyring", "", "the keyring `FILE` that verifies --receipt; default: the data directory's key")
+	return c
+}
+
+// outputFlags are the flags of crux verify output.
+type outputFlags struct{ roots, receipt, keyring string }
+
+func verifyOutput(fs *pflag.FlagSet, cf *commonFlags, o *outputFlags, pos []string, stdout, stderr io.Writer, osenv *environment) error {
+	rootsFile, receiptFile, keyringFile := &o.roots, &o.receipt, &o.keyring
+	var err error
 	if len(pos) != 2 {
 		return usagef("verify output takes a manifest file and the asset file, got %d arguments", len(pos))
 	}
 	// The data directory is read only for what no flag names.
 	s := &setup{}
 	if *rootsFile == "" || *receiptFile != "" && *keyringFile == "" {
-		if s, err = resolve(fs, &cf, osenv); err != nil {
+		if s, err = resolve(fs, cf, osenv); err != nil {
 			return err
 		}
 	}

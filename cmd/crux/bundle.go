@@ -1,27 +1,46 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/crux-go/crux/receipts"
+	"github.com/spf13/cobra"
 )
 
-// verifyBundleCmd is crux verify bundle: an audit bundle checked offline,
-// with nothing but the file (and the keyring, when given). It opens no
-// store. Status 0 when the bundle verifies; else 1, with the code on
-// stderr.
-func verifyBundleCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("crux verify bundle", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	keyringFile := fs.String("keyring", "", "the keyring `file` (crux keys export) the bundle's key must be in")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+// newVerifyBundleCmd returns crux verify bundle: an audit bundle checked
+// offline, with nothing but the file (and the keyring, when given). It
+// opens no store. Status 0 when the bundle verifies; else 1, with the code
+// on stderr.
+func newVerifyBundleCmd(a *app) *cobra.Command {
+	var keyringFile string
+	c := &cobra.Command{
+		Use:   "bundle [--keyring FILE] FILE",
+		Short: "Verify an audit bundle (audit_export_bundle) offline, without a store",
+		Long: `Verify an audit bundle (audit_export_bundle) offline, without a store: the
+seal over every byte of the file, the manifest's signature, the members'
+hashes and counts, each receipt and their links to each other and to the
+chain head the bundle records. With --keyring the bundle's key must be in
+FILE; without, the key the bundle carries is used and its id printed.
+Prints the report; exits 0 when it verifies, else 1 with the code on
+standard error (BUNDLE_SEAL_MISSING, BUNDLE_SEAL_INVALID,
+BUNDLE_UNREADABLE, BUNDLE_MEMBER_MISSING, BUNDLE_MANIFEST_INVALID,
+BUNDLE_VERSION_UNSUPPORTED, BUNDLE_KEY_CLASS_MISSING, PUBKEY_INVALID,
+KEY_NOT_FOUND, SIG_INVALID, BUNDLE_EVENTS_HASH_MISMATCH,
+BUNDLE_RECEIPTS_HASH_MISMATCH, BUNDLE_EVENTS_INVALID,
+BUNDLE_RECEIPTS_INVALID, BUNDLE_COUNT_MISMATCH, BUNDLE_RECEIPT_INVALID or a
+chain code).`,
+		RunE: func(_ *cobra.Command, pos []string) error {
+			return verifyBundle(pos, keyringFile, a.stdout, a.stderr)
+		},
 	}
+	c.Flags().StringVar(&keyringFile, "keyring", "", "the keyring `FILE` (crux keys export) the bundle's key must be in")
+	return c
+}
+
+func verifyBundle(pos []string, keyringFile string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("verify bundle takes one bundle file")
 	}
@@ -37,8 +56,8 @@ func verifyBundleCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var kr *receipts.Keyring
-	if *keyringFile != "" {
-		b, err := os.ReadFile(*keyringFile)
+	if keyringFile != "" {
+		b, err := os.ReadFile(keyringFile)
 		if err != nil {
 			return err
 		}

@@ -2,18 +2,18 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/mcpserver"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // maxStdinArgs bounds the arguments crux call reads from standard input.
@@ -21,22 +21,65 @@ import (
 // error; this only keeps a runaway pipe from exhausting memory.
 const maxStdinArgs = 64 << 20
 
-// serveCmd is crux serve: MCP over stdin and stdout until the client closes
-// stdin (a clean exit) or ctx is cancelled by a signal (also clean). Either
-// way, every call read from stdin is answered first (see "Shutting down"
-// in the mcpserver documentation). With --http, MCP over Streamable HTTP
-// instead, until a signal (see serveHTTP). The store is closed before it
-// returns.
-func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, osenv *environment, logger *slog.Logger) (err error) {
-	var cf commonFlags
+// newServeCmd returns crux serve.
+func newServeCmd(a *app) *cobra.Command {
+	var cf *commonFlags
 	var hf httpFlags
-	fs := newFlagSet("serve", &cf)
-	hf.register(fs)
-	s, err := resolveNoArgs("serve", fs, &cf, args, osenv)
+	c := &cobra.Command{
+		Use:   "serve [--data DIR] [--agent NAME]",
+		Short: "Serve MCP on standard input and output, or over HTTP with --http",
+		Annotations: map[string]string{formsAnnotation: "serve --http ADDR [--data DIR] [--tokens FILE] [--anonymous]\n" +
+			"                 [--allow-remote] [--stateless]"},
+		Long: `Serve MCP over standard input and output until the client closes standard
+input, or on SIGINT or SIGTERM; then stop reading, answer every call already
+read, and exit 0. A malformed line is answered with JSON-RPC -32700 or -32600
+and serving goes on. Logs go to standard error, at level warn unless
+--log-level (or CRUX_LOG_LEVEL) says otherwise. Calls are checked against a
+free-local capability token signed with the data directory's key
+(DIR/signing.key): hosted-tier tools are not listed and are refused with
+-32030 and a signed refusal receipt.
+
+With --http, serve MCP over Streamable HTTP at http://ADDR/mcp instead, until
+SIGINT or SIGTERM; then stop accepting connections, answer every request in
+flight, and exit 0. ADDR is host:port on loopback (127.0.0.1:8080,
+localhost:8080, [::1]:8080; port 0 picks one); the URL is logged on standard
+error, "crux: serving MCP over HTTP" url=..., at every log level but error.
+Any other address needs --allow-remote and a token table. Each request is
+served as the agent and tenant its bearer token maps to in the token table
+(--tokens FILE, else $CRUX_AGENT_TOKENS; see crux help), each with its own
+tools/list and its own sessions. A request without a token is refused with
+401 and WWW-Authenticate: Bearer, unless --anonymous serves it as anonymous;
+a wrong token is always refused. With no table every request is anonymous.
+On a loopback address the Host header must name a loopback host and an
+Origin header, if any, a loopback origin, else 403 (DNS rebinding).
+--stateless keeps no sessions: every POST stands alone and GET and DELETE get
+405. A session without a request for 30 minutes is closed (its client gets
+404 and starts a new one). crux token new makes a token and its table entry.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := noArgs("serve", args); err != nil {
+				return err
+			}
+			return a.serve(c.Flags(), cf, &hf)
+		},
+	}
+	cf = withCommon(c)
+	hf.register(c.Flags())
+	return c
+}
+
+// serve is crux serve: MCP over stdin and stdout until the client closes
+// stdin (a clean exit) or the context is cancelled by a signal (also
+// clean). Either way, every call read from stdin is answered first (see
+// "Shutting down" in the mcpserver documentation). With --http, MCP over
+// Streamable HTTP instead, until a signal (see serveHTTP). The store is
+// closed before it returns.
+func (a *app) serve(fs *pflag.FlagSet, cf *commonFlags, hf *httpFlags) (err error) {
+	ctx, logger := a.ctx, a.logger
+	s, err := resolve(fs, cf, a.env)
 	if err != nil {
 		return err
 	}
-	hs, err := resolveHTTP(fs, &hf, osenv)
+	hs, err := resolveHTTP(fs, hf, a.env)
 	if err != nil {
 		return err
 	}
@@ -51,14 +94,14 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 	}()
 
 	if hs != nil {
-		return serveHTTP(ctx, s, hs, sess, logger)
+		return serveHTTP(ctx, s, hs, sess, logger, a.announcer())
 	}
 	logger.Info("crux: serving MCP on stdio",
 		"db", filepath.Join(s.dir, dbFile), "agent", s.caller.Name(), "authenticated", s.caller.Authenticated,
 		"owner", sess.conn.Owner())
 	caller := s.caller
 	caller.Transport = crux.Transport{Kind: crux.TransportStdio}
-	t := mcpserver.StdioTransport(io.NopCloser(stdin), stdout)
+	t := mcpserver.StdioTransport(io.NopCloser(a.stdin), a.stdout)
 	err = mcpserver.ServeBackend(ctx, sess, caller, t, &mcpserver.Options{Logger: logger})
 	switch {
 	case err == nil:
@@ -72,16 +115,34 @@ func serveCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 	}
 }
 
-// toolsCmd is crux tools: the catalogue as the caller sees it.
-func toolsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
-	var cf commonFlags
-	fs := newFlagSet("tools", &cf)
-	asJSON := fs.Bool("json", false, "print the tools/list array as JSON")
-	s, err := resolveNoArgs("tools", fs, &cf, args, osenv)
-	if err != nil {
-		return err
+// newToolsCmd returns crux tools: the catalogue as the caller sees it.
+func newToolsCmd(a *app) *cobra.Command {
+	var cf *commonFlags
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "tools [--data DIR] [--agent NAME] [--json]",
+		Short: "List the tools: name and first line of description",
+		Long: `List the tools the agent sees (tools/list): name and first line of
+description, one a line, or with --json the tools/list array.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := noArgs("tools", args); err != nil {
+				return err
+			}
+			s, err := resolve(c.Flags(), cf, a.env)
+			if err != nil {
+				return err
+			}
+			return a.tools(s, asJSON)
+		},
 	}
-	sess, err := s.join(ctx, logger)
+	cf = withCommon(c)
+	c.Flags().BoolVar(&asJSON, "json", false, "print the tools/list array as JSON")
+	return c
+}
+
+func (a *app) tools(s *setup, asJSON bool) error {
+	ctx := a.ctx
+	sess, err := s.join(ctx, a.logger)
 	if err != nil {
 		return err
 	}
@@ -93,10 +154,10 @@ func toolsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envir
 		return err
 	}
 
-	if *asJSON {
-		return writeJSON(stdout, list)
+	if asJSON {
+		return writeJSON(a.stdout, list)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
 	for _, t := range list {
 		first, _, _ := strings.Cut(t.Description, "\n")
 		fmt.Fprintf(tw, "%s\t%s\n", t.Name, first)
@@ -104,16 +165,29 @@ func toolsCmd(ctx context.Context, args []string, stdout io.Writer, osenv *envir
 	return tw.Flush()
 }
 
-// callCmd is crux call: one tool call. The result object goes to stdout
-// (status 0, also when isError is set); a protocol-level error goes to
-// stdout as {"error": {...}} with status 1.
-func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
-	var cf commonFlags
-	fs := newFlagSet("call", &cf)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+// newCallCmd returns crux call: one tool call.
+func newCallCmd(a *app) *cobra.Command {
+	var cf *commonFlags
+	c := &cobra.Command{
+		Use:   "call [--data DIR] [--agent NAME] TOOL [JSON|-]",
+		Short: "Run one tool call and print the MCP result object",
+		Long: `Run one tool call with the JSON arguments (default {}; - reads them from
+standard input) and print the MCP result object. A protocol-level error
+prints {"error":{"code","message","data"}} and exits with status 1; a tool
+result with isError exits with status 0. crux tools lists the tools.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			return a.call(c.Flags(), cf, args)
+		},
 	}
+	cf = withCommon(c)
+	return c
+}
+
+// call is crux call. The result object goes to stdout (status 0, also
+// when isError is set); a protocol-level error goes to stdout as
+// {"error": {...}} with status 1.
+func (a *app) call(fs *pflag.FlagSet, cf *commonFlags, pos []string) error {
+	ctx := a.ctx
 	switch {
 	case len(pos) == 0:
 		return usagef("call needs a tool name")
@@ -127,7 +201,8 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	if len(pos) == 2 {
 		raw := []byte(pos[1])
 		if pos[1] == "-" {
-			raw, err = io.ReadAll(io.LimitReader(stdin, maxStdinArgs+1))
+			var err error
+			raw, err = io.ReadAll(io.LimitReader(a.stdin, maxStdinArgs+1))
 			if err != nil {
 				return fmt.Errorf("reading the arguments from standard input: %w", err)
 			}
@@ -140,11 +215,11 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		}
 	}
 
-	s, err := resolve(fs, &cf, osenv)
+	s, err := resolve(fs, cf, a.env)
 	if err != nil {
 		return err
 	}
-	sess, err := s.join(ctx, logger)
+	sess, err := s.join(ctx, a.logger)
 	if err != nil {
 		return err
 	}
@@ -159,9 +234,9 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		if res == nil {
 			res = &crux.Result{Content: []crux.Content{}}
 		}
-		return writeJSON(stdout, res)
+		return writeJSON(a.stdout, res)
 	case errors.As(callErr, &ce):
-		if err := writeJSON(stdout, map[string]*crux.Error{"error": ce}); err != nil {
+		if err := writeJSON(a.stdout, map[string]*crux.Error{"error": ce}); err != nil {
 			return err
 		}
 		return &reportedError{}

@@ -1,32 +1,52 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"io"
-	"log/slog"
+
+	"github.com/spf13/cobra"
 )
 
-// doctorCmd is crux doctor [--repair]: lists the records of the store that
-// cannot be read (and the index entries naming them or naming nothing) and
-// checks every tenant's receipt chain; with --repair it first removes, in
-// one transaction, what store.Repair can remove, printing each removal
-// (see host.doctor). It creates no server, so nothing seeds or purges for
-// it. It returns a reportedError, for status 1, when problems remain.
-func doctorCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
+// newDoctorCmd returns crux doctor [--repair]: lists the records of the
+// store that cannot be read (and the index entries naming them or naming
+// nothing) and checks every tenant's receipt chain; with --repair it first
+// removes, in one transaction, what store.Repair can remove, printing each
+// removal (see host.doctor). It creates no server, so nothing seeds or
+// purges for it. It returns a reportedError, for status 1, when problems
+// remain.
+func newDoctorCmd(a *app) *cobra.Command {
+	var cf *commonFlags
 	var repair bool
-	s, pos, err := operatorFlags("doctor", args, osenv, func(fs *flag.FlagSet) {
-		fs.BoolVar(&repair, "repair", false, "remove the unreadable facts and the index entries naming them")
-	})
-	if err != nil {
-		return err
+	c := &cobra.Command{
+		Use:   "doctor [--data DIR] [--repair]",
+		Short: "Check the store for unreadable records and broken receipt chains",
+		Long: `Check the store: list each record that cannot be read (a fact, a forget
+record, a forgotten fact) and each index entry that names such a fact or
+names none, by bucket and key, and check each tenant's receipt chain. With
+--repair, first remove in one transaction the unreadable facts, the index
+entries and pins naming them and the index entries naming no fact, printing
+each removal; forget records and receipts are never removed. Exits 0 when
+the store is clean, else 1. Tools skip unreadable records and log each
+once; this is how to find and remove them.`,
+		RunE: func(c *cobra.Command, pos []string) error {
+			s, err := resolveOperator("doctor", c.Flags(), cf, a.env)
+			if err != nil {
+				return err
+			}
+			if err := noArgs("doctor", pos); err != nil {
+				return err
+			}
+			return a.doctor(s, repair)
+		},
 	}
-	if len(pos) > 0 {
-		return usagef("doctor takes no arguments, got %q", pos[0])
-	}
+	cf = withOperator(c)
+	c.Flags().BoolVar(&repair, "repair", false, "remove the unreadable facts and the index entries naming them")
+	return c
+}
+
+func (a *app) doctor(s *setup, repair bool) error {
+	ctx, stdout := a.ctx, a.stdout
 	var ans doctorAnswer
-	if err := s.withSession(ctx, logger, func(sess *session) error {
+	if err := s.withSession(ctx, a.logger, func(sess *session) error {
 		return sess.do(ctx, opDoctor, doctorReq{Repair: repair}, &ans)
 	}); err != nil {
 		return err

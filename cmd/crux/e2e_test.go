@@ -56,7 +56,9 @@ func cruxBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "crux")
-		out, err := exec.Command(gobin, "build", "-o", binPath, ".").CombinedOutput()
+		// Stamped as scripts/release.sh stamps a release (see TestVersionStamped).
+		out, err := exec.Command(gobin, "build", "-o", binPath,
+			"-ldflags", "-X main.version="+stampedVersion+" -X main.revision="+stampedRevision, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -81,7 +83,7 @@ func subprocessEnv() []string {
 // client to it over stdio. stderr collects the server's logs.
 func startServe(t *testing.T, ctx context.Context, dir string, stderr *syncBuffer) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(cruxBinary(t), "serve", "--data", dir, "--agent", "tester")
+	cmd := exec.Command(cruxBinary(t), "serve", "--log-level", "info", "--data", dir, "--agent", "tester")
 	cmd.Env = subprocessEnv()
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "test"}, nil)
@@ -306,7 +308,7 @@ func TestServeBurstThenEOF(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		in.WriteString(storeCall(i) + "\n")
 	}
-	cmd := exec.CommandContext(ctx, cruxBinary(t), "serve", "--data", dir, "--agent", "tester")
+	cmd := exec.CommandContext(ctx, cruxBinary(t), "serve", "--log-level", "info", "--data", dir, "--agent", "tester")
 	cmd.Env = subprocessEnv()
 	cmd.Stdin = strings.NewReader(in.String())
 	var stdout, stderr syncBuffer
@@ -333,7 +335,7 @@ func TestServeSIGTERMAnswersReadCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, cruxBinary(t), "serve", "--data", dir, "--agent", "tester")
+	cmd := exec.CommandContext(ctx, cruxBinary(t), "serve", "--log-level", "info", "--data", dir, "--agent", "tester")
 	cmd.Env = subprocessEnv()
 	var stderr syncBuffer
 	cmd.Stderr = &stderr

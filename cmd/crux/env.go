@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/crux-go/crux/internal/owner"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/spf13/pflag"
 )
 
 // dbFile is the name of the store in the data directory.
@@ -36,7 +36,7 @@ type environment struct {
 // CRUX_AGENT_TOKENS is among them: it holds secrets and changes no
 // server's behaviour, so it is never sent to the owning process.
 var commandVariables = []string{"CRUX_DATA_DIR", "CRUX_AGENT", "CRUX_STORE", "CRUX_ENGRAM_DIR", "CRUX_AGENT_TOKENS", "CRUX_ATTEST_ROOT",
-	"CRUX_UPDATE_CHECKOUT"}
+	"CRUX_UPDATE_CHECKOUT", "CRUX_LOG_LEVEL"}
 
 // newEnvironment reads environ, NAME=value entries as os.Environ returns
 // them; the first entry of a name wins, as with os.Getenv.
@@ -135,9 +135,9 @@ type setup struct {
 // environment. An agent name that crux would refuse on every call (see
 // crux.Caller.Validate: not UTF-8, "::" in it, ...) is a usage error, so a
 // serve with such a name stops at once instead of refusing each call.
-func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, error) {
+func resolve(fs *pflag.FlagSet, cf *commonFlags, osenv *environment) (*setup, error) {
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	dir, err := dataDir(cf.data, set["data"], osenv.getenv)
 	if err != nil {
 		return nil, err
@@ -168,19 +168,6 @@ func resolve(fs *flag.FlagSet, cf *commonFlags, osenv *environment) (*setup, err
 	}
 	return &setup{dir: dir, caller: caller, flags: osenv.flags, env: osenv.flagVars(), storeURL: storeURL, keyFile: cf.key,
 		engramDir: engramDir, attestRoot: attestRoot, checkout: osenv.getenv("CRUX_UPDATE_CHECKOUT")}, nil
-}
-
-// resolveNoArgs parses the flags of a command that takes no positional
-// arguments and resolves them (see resolve).
-func resolveNoArgs(name string, fs *flag.FlagSet, cf *commonFlags, args []string, osenv *environment) (*setup, error) {
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	if len(pos) > 0 {
-		return nil, usagef("%s takes no arguments, got %q", name, pos[0])
-	}
-	return resolve(fs, cf, osenv)
 }
 
 // lockedError reports that another process holds the store and does not

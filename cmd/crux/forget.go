@@ -1,45 +1,35 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/crux-go/crux"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // The operator side of memory_forget: crux forget restore and crux purge.
 // Both act for no agent (their receipts name the actor "operator"), so
 // --agent is refused rather than ignored.
 
-// operatorFlags parses the flags of an operator command: --data, and
-// those that register adds to the flag set.
-func operatorFlags(name string, args []string, osenv *environment, register ...func(*flag.FlagSet)) (*setup, []string, error) {
-	var cf commonFlags
-	fset := newFlagSet(name, &cf)
-	for _, r := range register {
-		r(fset)
+// withOperator registers the flags of an operator command on c: the
+// common ones, of which --agent is refused (see resolveOperator).
+func withOperator(c *cobra.Command) *commonFlags {
+	cf := withCommon(c)
+	_ = c.Flags().MarkHidden("agent")
+	return cf
+}
+
+// resolveOperator resolves the flags of the operator command called name.
+func resolveOperator(name string, fs *pflag.FlagSet, cf *commonFlags, osenv *environment) (*setup, error) {
+	if fs.Changed("agent") {
+		return nil, usagef("%s acts as the operator, not as an agent: --agent does not apply", name)
 	}
-	pos, err := parseArgs(fset, args)
-	if err != nil {
-		return nil, nil, err
-	}
-	agent := false
-	fset.Visit(func(f *flag.Flag) { agent = agent || f.Name == "agent" })
-	if agent {
-		return nil, nil, usagef("%s acts as the operator, not as an agent: --agent does not apply", name)
-	}
-	s, err := resolve(fset, &cf, osenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, pos, nil
+	return resolve(fs, cf, osenv)
 }
 
 // existingStore returns the path of the data directory's store, which must
@@ -55,45 +45,70 @@ func existingStore(dir string) (string, error) {
 	return path, nil
 }
 
-// forgetCmd is crux forget restore RECEIPT_ID: puts back what a forget
-// forgot, within its recovery window, and prints the restore report.
-func forgetCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
-	args, err := subcommand("forget", "restore", args)
-	if err != nil {
-		return err
+// newForgetCmd returns crux forget restore RECEIPT_ID: puts back what a
+// forget forgot, within its recovery window, and prints the restore
+// report.
+func newForgetCmd(a *app) *cobra.Command {
+	var cf *commonFlags
+	restore := &cobra.Command{
+		Use:   "restore [--data DIR] RECEIPT_ID",
+		Short: "Put back the facts a memory_forget forgot, within its recovery window",
+		Long: `Put back the facts that the memory_forget with this receipt forgot, exactly
+as they were, while its recovery window lasts
+(CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, default 7 days), and only once.
+Mints a signed forget_restore receipt and prints the restore report as
+JSON. crux forgets list lists the forgets and their state.`,
+		RunE: func(c *cobra.Command, pos []string) error {
+			s, err := resolveOperator("forget restore", c.Flags(), cf, a.env)
+			if err != nil {
+				return err
+			}
+			if len(pos) != 1 || pos[0] == "" {
+				return usagef("forget restore takes one forget receipt id")
+			}
+			var rep crux.RestoreReport
+			if err := s.withSession(a.ctx, a.logger, func(sess *session) error {
+				return sess.do(a.ctx, opRestore, restoreReq{Env: sess.env, ReceiptID: pos[0]}, &rep)
+			}); err != nil {
+				return err
+			}
+			return writeJSON(a.stdout, rep)
+		},
 	}
-	s, pos, err := operatorFlags("forget restore", args, osenv)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 || pos[0] == "" {
-		return usagef("forget restore takes one forget receipt id")
-	}
-	var rep crux.RestoreReport
-	if err := s.withSession(ctx, logger, func(sess *session) error {
-		return sess.do(ctx, opRestore, restoreReq{Env: sess.env, ReceiptID: pos[0]}, &rep)
-	}); err != nil {
-		return err
-	}
-	return writeJSON(stdout, rep)
+	cf = withOperator(restore)
+	return parentCmd("forget", "Restore forgotten facts", restore)
 }
 
-// purgeCmd is crux purge: purges every forget past its recovery window and
-// compacts the store, printing the purge report (see host.purge), in the
-// process that owns the store.
-func purgeCmd(ctx context.Context, args []string, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
-	s, pos, err := operatorFlags("purge", args, osenv)
-	if err != nil {
-		return err
+// newPurgeCmd returns crux purge: purges every forget past its recovery
+// window and compacts the store, printing the purge report (see
+// host.purge), in the process that owns the store.
+func newPurgeCmd(a *app) *cobra.Command {
+	var cf *commonFlags
+	c := &cobra.Command{
+		Use:   "purge [--data DIR]",
+		Short: "Remove for good the values of every forget past its recovery window",
+		Long: `Remove for good the values of every forget whose recovery window has
+ended, minting a signed permanent_purge receipt per forget, then compact the
+database file so that the values' bytes are gone from it. Prints the purge
+report as JSON. Every command that opens the store purges what is due as
+well.`,
+		RunE: func(c *cobra.Command, pos []string) error {
+			s, err := resolveOperator("purge", c.Flags(), cf, a.env)
+			if err != nil {
+				return err
+			}
+			if err := noArgs("purge", pos); err != nil {
+				return err
+			}
+			var rep crux.PurgeReport
+			if err := s.withSession(a.ctx, a.logger, func(sess *session) error {
+				return sess.do(a.ctx, opPurge, purgeReq{Env: sess.env}, &rep)
+			}); err != nil {
+				return err
+			}
+			return writeJSON(a.stdout, rep)
+		},
 	}
-	if len(pos) > 0 {
-		return usagef("purge takes no arguments, got %q", pos[0])
-	}
-	var rep crux.PurgeReport
-	if err := s.withSession(ctx, logger, func(sess *session) error {
-		return sess.do(ctx, opPurge, purgeReq{Env: sess.env}, &rep)
-	}); err != nil {
-		return err
-	}
-	return writeJSON(stdout, rep)
+	cf = withOperator(c)
+	return c
 }

@@ -40,6 +40,7 @@ const (
 	opChain    = "chain/audit"    // chainReq → receipts.ChainAudit
 	opReceipts = "receipts/list"  // receiptsReq → receiptsAnswer
 	opDoctor   = "doctor"         // doctorReq → doctorAnswer
+	opForgets  = "forgets/list"   // forgetsReq → forgetsAnswer
 	// opIngest and opDeleteDocs are crux ingest's (see ingest.go).
 	opIngest     = "docs/ingest" // ingestReq → crux.IngestStats
 	opDeleteDocs = "docs/delete" // deleteDocsReq → deleteDocsAnswer
@@ -127,6 +128,8 @@ type (
 // receiptsAnswer is the answer of opReceipts.
 type receiptsAnswer struct {
 	Receipts []listedReceipt `json:"receipts"`
+	// Truncated says that more receipts match than the limit listed.
+	Truncated bool `json:"truncated,omitempty"`
 	// WalkError is the error that stopped the walk of the chain early
 	// (an unreadable receipt); the receipts before it are listed.
 	WalkError string `json:"walk_error,omitempty"`
@@ -309,6 +312,7 @@ var operations = map[string]operation{
 	opChain:    decoding((*host).chain),
 	opReceipts: decoding((*host).receipts),
 	opDoctor:   decoding((*host).doctor),
+	opForgets:  decoding((*host).forgets),
 
 	opIngest:     decoding((*host).ingest),
 	opDeleteDocs: decoding((*host).deleteDocs),
@@ -462,19 +466,21 @@ func (h *host) chain(ctx context.Context, req chainReq) (any, error) {
 
 func (h *host) receipts(ctx context.Context, req receiptsReq) (any, error) {
 	out := receiptsAnswer{Receipts: []listedReceipt{}}
+	req.Limit = min(max(req.Limit, 1), maxListLimit)
 	err := h.db.View(ctx, func(tx store.Tx) error {
 		walkErr := receipts.ChainNewestFirst(tx, req.Tenant, func(r *receipts.Receipt) error {
 			if req.Kind != "" && r.Kind != req.Kind {
 				return nil
+			}
+			if len(out.Receipts) == req.Limit {
+				out.Truncated = true // one more matches
+				return store.ErrStop
 			}
 			l := listedReceipt{ReceiptID: r.ID, TenantID: r.Tenant, Seq: r.Seq, Kind: r.Kind}
 			if hd, err := r.Header(); err == nil {
 				l.Actor, l.CreatedAt = hd.Actor, hd.CreatedAt.UTC().Format(time.RFC3339Nano)
 			}
 			out.Receipts = append(out.Receipts, l)
-			if len(out.Receipts) == req.Limit {
-				return store.ErrStop
-			}
 			return nil
 		})
 		if walkErr != nil {

@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/crux-go/crux/mcpserver"
 	"github.com/crux-go/crux/syncremote"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // httpFlags are crux serve's flags for MCP over Streamable HTTP.
@@ -28,9 +28,9 @@ type httpFlags struct {
 }
 
 // register adds the HTTP flags to fs.
-func (hf *httpFlags) register(fs *flag.FlagSet) {
+func (hf *httpFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&hf.addr, "http", "", "serve MCP over Streamable HTTP on `ADDR` (host:port) instead of stdio")
-	fs.StringVar(&hf.tokens, "tokens", "", "the bearer token table `file` (default: $CRUX_AGENT_TOKENS)")
+	fs.StringVar(&hf.tokens, "tokens", "", "the bearer token table `FILE` (default $CRUX_AGENT_TOKENS)")
 	fs.BoolVar(&hf.anonymous, "anonymous", false, "serve requests without a bearer token as anonymous instead of refusing them")
 	fs.BoolVar(&hf.allowRemote, "allow-remote", false, "allow --http on an address that is not loopback (needs tokens)")
 	fs.BoolVar(&hf.stateless, "stateless", false, "serve HTTP without sessions")
@@ -46,9 +46,9 @@ type httpSetup struct {
 // resolveHTTP checks the HTTP flags of fs and reads the token table:
 // --tokens FILE, else $CRUX_AGENT_TOKENS. It returns nil when --http was
 // not given (and then no other HTTP flag may be).
-func resolveHTTP(fs *flag.FlagSet, hf *httpFlags, osenv *environment) (*httpSetup, error) {
+func resolveHTTP(fs *pflag.FlagSet, hf *httpFlags, osenv *environment) (*httpSetup, error) {
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	if !set["http"] {
 		for _, name := range []string{"tokens", "anonymous", "allow-remote", "stateless"} {
 			if set[name] {
@@ -105,7 +105,9 @@ func resolveHTTP(fs *flag.FlagSet, hf *httpFlags, osenv *environment) (*httpSetu
 // serveHTTP is crux serve --http: MCP over Streamable HTTP on hs.addr
 // through sess, until ctx is cancelled by a signal; then it stops
 // accepting connections, answers every request in flight and returns nil.
-func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logger *slog.Logger) error {
+// The URL it serves goes to announce, which shows it at the default log
+// level.
+func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logger, announce *slog.Logger) error {
 	if hs.source != "" && hs.source != "CRUX_AGENT_TOKENS" {
 		if fi, err := os.Stat(hs.source); err == nil && fi.Mode().Perm()&0o077 != 0 {
 			logger.Warn("crux: the token table can be read by other users; it should be mode 0600", "file", hs.source, "mode", fi.Mode().Perm())
@@ -124,7 +126,7 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 			auth += "; requests without a token are anonymous"
 		}
 	}
-	logger.Info("crux: serving MCP over HTTP", "url", url, "db", filepath.Join(s.dir, dbFile),
+	announce.Info("crux: serving MCP over HTTP", "url", url, "db", filepath.Join(s.dir, dbFile),
 		"auth", auth, "stateless", hs.opts.Stateless, "owner", sess.conn.Owner(),
 		"sync", "http://"+ln.Addr().String()+syncremote.PathPrefix)
 	err = mcpserver.ServeHTTP(ctx, sess, ln, &hs.opts)
@@ -135,33 +137,36 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 	return fmt.Errorf("serving MCP over HTTP: %w", err)
 }
 
-// tokenCmd is crux token new: a fresh bearer token for an agent, and the
-// token table entry that stands for it.
-func tokenCmd(args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "new" {
-		return usagef("token takes a subcommand: new")
+// newTokenCmd returns crux token new: a fresh bearer token for an agent,
+// and the token table entry that stands for it.
+func newTokenCmd(a *app) *cobra.Command {
+	var tenant string
+	newCmd := &cobra.Command{
+		Use:   "new [--tenant T] AGENT",
+		Short: "Make a bearer token for AGENT and its token table entry",
+		Long: `Make a bearer token for AGENT (of tenant T): print the token, to give to
+the MCP client, and its token table entry AGENT[@T]=sha256:..., which holds
+only the token's SHA-256 digest. crux serve --http reads the table from
+--tokens FILE or $CRUX_AGENT_TOKENS.`,
+		RunE: func(_ *cobra.Command, pos []string) error {
+			if len(pos) != 1 {
+				return usagef("token new takes one agent name")
+			}
+			name := pos[0]
+			if tenant != "" {
+				name += "@" + tenant
+			}
+			b := make([]byte, 32)
+			rand.Read(b)
+			token := base64.RawURLEncoding.EncodeToString(b)
+			entry := name + "=" + mcpserver.TokenDigest(token)
+			if _, err := mcpserver.ParseTokens(entry); err != nil {
+				return usagef("%s", strings.TrimPrefix(err.Error(), "crux: token table: entry 1 (line 1): "))
+			}
+			_, err := fmt.Fprintf(a.stdout, "token: %s\nentry: %s\n", token, entry)
+			return err
+		},
 	}
-	fs := flag.NewFlagSet("crux token new", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	tenant := fs.String("tenant", "", "the agent's `tenant` (default: default)")
-	pos, err := parseArgs(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("token new takes one agent name")
-	}
-	name := pos[0]
-	if *tenant != "" {
-		name += "@" + *tenant
-	}
-	b := make([]byte, 32)
-	rand.Read(b)
-	token := base64.RawURLEncoding.EncodeToString(b)
-	entry := name + "=" + mcpserver.TokenDigest(token)
-	if _, err := mcpserver.ParseTokens(entry); err != nil {
-		return usagef("%s", strings.TrimPrefix(err.Error(), "crux: token table: entry 1 (line 1): "))
-	}
-	_, err = fmt.Fprintf(stdout, "token: %s\nentry: %s\n", token, entry)
-	return err
+	newCmd.Flags().StringVar(&tenant, "tenant", "", "the agent's `TENANT` (default: default)")
+	return parentCmd("token", "Make bearer tokens for crux serve --http", newCmd)
 }

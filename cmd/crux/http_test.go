@@ -58,7 +58,7 @@ func serveHTTPInProcess(t *testing.T, ctx context.Context, e env, stderr *syncBu
 	t.Helper()
 	codes := make(chan int, 1)
 	go func() {
-		codes <- run(ctx, append([]string{"serve", "--http", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, stderr, e.list())
+		codes <- run(ctx, append([]string{"serve", "--log-level", "info", "--http", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, stderr, e.list())
 	}()
 	return waitURL(t, stderr, codes), codes
 }
@@ -256,7 +256,7 @@ func TestServeHTTPSIGTERMAnswersCalls(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			dir := t.TempDir()
-			args := []string{"serve", "--data", dir, "--http", "127.0.0.1:0"}
+			args := []string{"serve", "--log-level", "info", "--data", dir, "--http", "127.0.0.1:0"}
 			if stateless {
 				args = append(args, "--stateless")
 			}

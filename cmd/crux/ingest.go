@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store"
+	"github.com/spf13/cobra"
 )
 
 // crux ingest: documents into a tenant's retrieval index, from files.
@@ -91,19 +91,51 @@ type ingestSummary struct {
 	Compacted bool `json:"compacted,omitempty"`
 }
 
-// ingestCmd is crux ingest --tenant T FILE|DIR... and crux ingest
+// newIngestCmd returns crux ingest --tenant T FILE|DIR... and crux ingest
 // --tenant T --delete ID...
-func ingestCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment, logger *slog.Logger) error {
-	var tenant string
-	var del, compact bool
-	s, pos, err := operatorFlags("ingest", args, osenv, func(fs *flag.FlagSet) {
-		fs.StringVar(&tenant, "tenant", crux.DefaultTenant, "the `tenant` whose index the documents go to")
-		fs.BoolVar(&del, "delete", false, "remove the documents whose ids are the arguments")
-		fs.BoolVar(&compact, "compact", false, "compact the store afterwards")
-	})
-	if err != nil {
-		return err
+func newIngestCmd(a *app) *cobra.Command {
+	var cf *commonFlags
+	var f ingestFlags
+	c := &cobra.Command{
+		Use:         "ingest [--data DIR] [--tenant T] [--compact] FILE|DIR...",
+		Annotations: map[string]string{formsAnnotation: "ingest [--data DIR] [--tenant T] --delete ID..."},
+		Short:       "Index text, Markdown and JSONL files as documents for query, query_scan and query_expand",
+		Long: `Index documents for query, query_scan and query_expand in tenant T
+(default: default). A .txt or .md file is one document, its id the path as
+given (or, inside a directory argument, relative to it) and its title its
+first "# " heading; a .jsonl file holds one document per line, {"id",
+"title", "text"}. Directories are walked, skipping names that start with a
+dot. Ingesting an id again replaces the document. Documents are written in
+batches of one transaction each, so an interrupted ingest leaves whole
+documents; progress goes to standard error, and a JSON summary to standard
+output. --compact then rewrites the store without the pages the batches
+replaced (a bulk ingest leaves about one copy of the index's pages free); it
+holds every other call for as long as that takes. --delete removes the
+documents with the ids given.`,
+		RunE: func(c *cobra.Command, pos []string) error {
+			s, err := resolveOperator("ingest", c.Flags(), cf, a.env)
+			if err != nil {
+				return err
+			}
+			return ingest(a.ctx, s, f, pos, a.stdout, a.stderr, a.logger)
+		},
 	}
+	cf = withOperator(c)
+	c.Flags().StringVar(&f.tenant, "tenant", crux.DefaultTenant, "the `TENANT` whose index the documents go to")
+	c.Flags().BoolVar(&f.del, "delete", false, "remove the documents whose ids are the arguments")
+	c.Flags().BoolVar(&f.compact, "compact", false, "compact the store afterwards")
+	return c
+}
+
+// ingestFlags are the flags of crux ingest.
+type ingestFlags struct {
+	tenant       string
+	del, compact bool
+}
+
+// ingest is crux ingest.
+func ingest(ctx context.Context, s *setup, f ingestFlags, pos []string, stdout, stderr io.Writer, logger *slog.Logger) (err error) {
+	tenant, del, compact := f.tenant, f.del, f.compact
 	if len(pos) == 0 {
 		return usagef("ingest takes files or directories (or, with --delete, document ids)")
 	}

@@ -1,5 +1,10 @@
 // Command crux serves crux's agent-memory tools to MCP clients over stdio
-// and runs single tool calls from the shell.
+// or Streamable HTTP, runs single tool calls from the shell, and lets a
+// person browse, verify and look after the store.
+//
+// Install it with
+//
+//	go install github.com/crux-go/crux/cmd/crux@latest
 //
 // Usage:
 //
@@ -8,29 +13,48 @@
 //	crux token new [--tenant T] AGENT
 //	crux tools [--data DIR] [--agent NAME] [--json]
 //	crux call  [--data DIR] [--agent NAME] TOOL [JSON|-]
-//	crux doctor [--data DIR] [--repair]
+//	crux facts [--data DIR] [--agent NAME] [--entity E] [--query Q] [--limit N] [--json]
+//	crux keys export, crux export receipt ID, crux verify receipt|chain|output|bundle ...
+//	crux receipts list [--tenant T] [--kind K] [--limit N] [--json]
+//	crux forgets list [--tenant T] [--limit N] [--json]
+//	crux forget restore RECEIPT_ID, crux purge, crux doctor [--repair]
 //	crux ingest [--data DIR] [--tenant T] FILE|DIR...
-//	crux help
+//	crux version [--json], crux --version
+//	crux completion bash|zsh|fish|powershell
+//	crux help [COMMAND...]
+//
+// crux help lists every command with its synopsis, and the environment
+// variables, the token table and the exit statuses; crux help COMMAND, or
+// crux COMMAND -h, explains one command and its flags. The command line
+// is parsed by github.com/spf13/cobra: flags are GNU-style (--data DIR or
+// --data=DIR) and may follow the arguments.
 //
 // serve speaks MCP on standard input and output until the client closes
 // standard input or the process gets SIGINT or SIGTERM; either way it
 // stops reading, answers every call it has read, and exits 0. A line that
 // is not a well-formed JSON-RPC message is answered with -32700 or -32600
-// and serving goes on. Logs go to standard error. serve --http serves MCP
+// and serving goes on. Logs go to standard error, at the level of
+// --log-level (debug, info, warn or error), else $CRUX_LOG_LEVEL, else
+// warn for serve, so that an MCP client's log holds only what needs
+// attention, and info for the other commands. serve --http serves MCP
 // over Streamable HTTP at http://ADDR/mcp instead, each request as the
 // agent its bearer token maps to (--tokens FILE or $CRUX_AGENT_TOKENS; see
 // crux help and package mcpserver), loopback only unless --allow-remote
 // with tokens, until SIGINT or SIGTERM, answering every request in flight
-// before it exits 0. token new makes a bearer token and its table entry.
+// before it exits 0; it logs the URL it serves at every level but error.
 // tools prints the tool catalogue. call runs one tool with the JSON
 // arguments given (default {}; - reads them from standard input) and prints
-// the MCP result object; a protocol-level error is printed as
-// {"error":{"code","message","data"}} and exits with status 1. doctor
-// lists the records of the store that cannot be read, by bucket and key,
-// and with --repair removes the unreadable facts and the index entries
-// naming them; it exits with status 1 while problems remain. ingest indexes
-// text, Markdown and JSONL files as documents for the retrieval tools. A usage error
-// exits with status 2. crux help lists every command.
+// the MCP result object. facts, receipts list and forgets list print a
+// table (JSON with --json), bounded by --limit, and say on standard error
+// when more rows match.
+//
+// Exit status: 0 on success, including a tool result with isError; 1 for a
+// tool call's protocol-level error (printed as
+// {"error":{"code","message","data"}}) or any other failure (a receipt,
+// chain or bundle that does not verify, problems doctor found, a store
+// that cannot be opened); 2 for a usage error (an unknown command or flag,
+// a wrong argument), printed on standard error with the help command to
+// run.
 //
 // The data lives in DIR/crux.db, where DIR is --data, else $CRUX_DATA_DIR,
 // else $XDG_DATA_HOME/crux, else ~/.local/share/crux. Any number of crux
@@ -40,10 +64,9 @@
 // calls to it over the Unix socket DIR/crux.sock (mode 0600), getting the
 // answers it would give; when it exits, another takes over without a call
 // failing (see package internal/owner). The caller is --agent, else
-// $CRUX_AGENT: a named agent is
-// authenticated (the process was started for it); without one, calls are
-// anonymous. Feature flags are read from the environment: see
-// `go doc github.com/crux-go/crux Flags`.
+// $CRUX_AGENT: a named agent is authenticated (the process was started for
+// it); without one, calls are anonymous. Feature flags are read from the
+// environment: see `go doc github.com/crux-go/crux Flags`.
 package main
 
 import (

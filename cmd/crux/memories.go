@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/memio"
@@ -53,29 +53,15 @@ func (h *host) importMemories(ctx context.Context, req importMemoriesReq) (any, 
 	return srv.ImportMemories(ctx, &req.Batch)
 }
 
-// exportMemoriesCmd is crux export [--tenant T] [--agent A]: the tenant's
+// exportMemories is crux export [--tenant T] [--agent A]: the tenant's
 // memories as JSON Lines on standard output, and a count of them on
 // standard error.
-func exportMemoriesCmd(ctx context.Context, args []string, stdout, stderr io.Writer, osenv *environment, logger *slog.Logger) error {
-	var cf commonFlags
-	fs := newFlagSet("export", &cf)
-	var tenant string
-	fs.StringVar(&tenant, "tenant", crux.DefaultTenant, "the `tenant` to export")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef(`export takes no arguments (or the subcommand "receipt"), got %q`, pos[0])
-	}
-	s, err := resolve(fs, &cf, osenv)
-	if err != nil {
-		return err
-	}
-	return s.withSession(ctx, logger, func(sess *session) error {
-		h := memio.Header{Tenant: tenant, Agent: cf.agent, ExportedAt: time.Now().UTC()}
-		st, err := memio.Export(ctx, stdout, h, func(ctx context.Context, cursor string) (*crux.MemoryExportPage, error) {
-			q := crux.MemoryExportQuery{Tenant: tenant, Agent: cf.agent, Cursor: cursor}
+func exportMemories(a *app, s *setup, tenant, agent string) error {
+	ctx := a.ctx
+	return s.withSession(ctx, a.logger, func(sess *session) error {
+		h := memio.Header{Tenant: tenant, Agent: agent, ExportedAt: time.Now().UTC()}
+		st, err := memio.Export(ctx, a.stdout, h, func(ctx context.Context, cursor string) (*crux.MemoryExportPage, error) {
+			q := crux.MemoryExportQuery{Tenant: tenant, Agent: agent, Cursor: cursor}
 			var page *crux.MemoryExportPage
 			err := sess.run(ctx, opExportMemories, exportMemoriesReq{Env: sess.env, Query: q}, &page, func(srv *crux.Server) error {
 				var err error
@@ -87,36 +73,62 @@ func exportMemoriesCmd(ctx context.Context, args []string, stdout, stderr io.Wri
 		if err != nil {
 			return fmt.Errorf("export: %w (what standard output holds is incomplete)", err)
 		}
-		fmt.Fprintf(stderr, "crux: exported %d facts, %d sessions, %d constraints and %d artefacts of tenant %s\n",
+		fmt.Fprintf(a.stderr, "crux: exported %d facts, %d sessions, %d constraints and %d artefacts of tenant %s\n",
 			st.Facts, st.Sessions, st.Constraints, st.Artefacts, tenant)
 		return nil
 	})
 }
 
-// importMemoriesCmd is crux import [--from crux|mcp-memory] [--tenant T]
+// newImportCmd returns crux import [--from crux|mcp-memory] [--tenant T]
 // FILE|-: every line checked first, then the records in batches to the
 // owner; the summary as JSON on standard output.
-func importMemoriesCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, osenv *environment, logger *slog.Logger) error {
+func newImportCmd(a *app) *cobra.Command {
+	var cf *commonFlags
 	var from, tenant string
-	s, pos, err := operatorFlags("import", args, osenv, func(fs *flag.FlagSet) {
-		fs.StringVar(&from, "from", memio.SourceCrux, "the file's `format`: crux (an export) or mcp-memory")
-		fs.StringVar(&tenant, "tenant", "", "the `tenant` an mcp-memory file goes to (default: default)")
-	})
-	if err != nil {
-		return err
+	c := &cobra.Command{
+		Use:   "import [--data DIR] [--from crux|mcp-memory] [--tenant T] FILE|-",
+		Short: "Import memories: a crux export, or the MCP memory server's JSONL file",
+		Long: `Import a crux export (ids, versions and chains kept, into the export's
+tenant), or with --from mcp-memory the JSONL file of the reference MCP
+memory server (@modelcontextprotocol/server-memory): entity types,
+observations and relations become shared facts of tenant T (default:
+default). Every line is checked first: a bad line is reported with its
+number and nothing is imported. Then the records go in batches, each one
+transaction with a signed memory_import receipt (none when the batch wrote
+nothing). A record the store holds already is unchanged, one it holds
+otherwise is a conflict, left out and counted: importing a file twice
+changes nothing. If a batch fails, the batches before it stay imported and
+importing the file again completes it. Prints the summary as JSON.`,
+		RunE: func(c *cobra.Command, pos []string) (err error) {
+			s, err := resolveOperator("import", c.Flags(), cf, a.env)
+			if err != nil {
+				return err
+			}
+			if len(pos) != 1 {
+				return usagef("import takes one file (- for standard input)")
+			}
+			if from != memio.SourceCrux && from != memio.SourceMCPMemory {
+				return usagef("--from takes crux or mcp-memory, not %q", from)
+			}
+			return importMemories(a, s, pos[0], &memio.ImportOptions{Source: from, Tenant: tenant})
+		},
 	}
-	if len(pos) != 1 {
-		return usagef("import takes one file (- for standard input)")
-	}
-	if from != memio.SourceCrux && from != memio.SourceMCPMemory {
-		return usagef("--from takes crux or mcp-memory, not %q", from)
-	}
-	file, cleanup, err := importFile(pos[0], stdin)
+	cf = withOperator(c)
+	c.Flags().StringVar(&from, "from", memio.SourceCrux, "the file's `format`: crux (an export) or mcp-memory")
+	c.Flags().StringVar(&tenant, "tenant", "", "the `tenant` an mcp-memory file goes to (default: default)")
+	_ = c.RegisterFlagCompletionFunc("from", cobra.FixedCompletions([]cobra.Completion{memio.SourceCrux, memio.SourceMCPMemory}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+// importMemories imports the file name (- for standard input) with opts.
+func importMemories(a *app, s *setup, name string, opts *memio.ImportOptions) (err error) {
+	ctx := a.ctx
+	file, cleanup, err := importFile(name, a.stdin)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	sess, err := s.join(ctx, logger)
+	sess, err := s.join(ctx, a.logger)
 	if err != nil {
 		return err
 	}
@@ -125,7 +137,7 @@ func importMemoriesCmd(ctx context.Context, args []string, stdin io.Reader, stdo
 			err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
 		}
 	}()
-	sum, err := memio.Import(ctx, file, &memio.ImportOptions{Source: from, Tenant: tenant}, func(ctx context.Context, b *memio.Batch) (*memio.BatchResult, error) {
+	sum, err := memio.Import(ctx, file, opts, func(ctx context.Context, b *memio.Batch) (*memio.BatchResult, error) {
 		var res *memio.BatchResult
 		err := sess.run(ctx, opImportMemories, importMemoriesReq{Env: sess.env, Batch: *b}, &res, func(srv *crux.Server) error {
 			var err error
@@ -135,12 +147,12 @@ func importMemoriesCmd(ctx context.Context, args []string, stdin io.Reader, stdo
 		return res, err
 	})
 	if sum != nil && sum.Batches > 0 || err == nil {
-		if werr := writeJSON(stdout, sum); werr != nil {
+		if werr := writeJSON(a.stdout, sum); werr != nil {
 			return errors.Join(err, werr)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("import %s: %w", pos[0], err)
+		return fmt.Errorf("import %s: %w", name, err)
 	}
 	return nil
 }

@@ -254,10 +254,12 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"call", "-h"}} {
+	top := runCrux(t, nil, "", "help")
+	require.Equal(t, exitOK, top.code, top.stderr)
+	for _, args := range [][]string{{"--help"}, {"-h"}} {
 		r := runCrux(t, nil, "", args...)
 		assert.Equal(t, exitOK, r.code, "%v", args)
-		assert.Equal(t, usage, r.stdout, "%v", args)
+		assert.Equal(t, top.stdout, r.stdout, "%v", args)
 	}
 
 	r := runCrux(t, nil, "")
@@ -270,6 +272,7 @@ func TestHelp(t *testing.T) {
 	} {
 		assert.Contains(t, r.stderr, want)
 	}
+	assert.Equal(t, top.stdout, r.stderr, "crux alone prints the help on standard error")
 }
 
 func TestToolsJSON(t *testing.T) {
@@ -456,7 +459,10 @@ func TestServeInProcess(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("serve did not return after stdin closed")
 	}
-	assert.Contains(t, stderr.String(), "client closed the connection")
+	// serve logs at level warn by default: neither its own news nor the
+	// SDK's session chatter, only what needs attention.
+	assert.NotContains(t, stderr.String(), "level=INFO")
+	assert.NotContains(t, stderr.String(), "client closed the connection")
 
 	// The store was closed: it opens again.
 	db, err := bolt.Open(filepath.Join(dir, "crux.db"), &bolt.Options{LockTimeout: -1})
@@ -470,7 +476,7 @@ func TestServeStopsOnCancel(t *testing.T) {
 	serveCtx, stop := context.WithCancel(ctx)
 	var stderr syncBuffer
 	dir := t.TempDir()
-	cs, codes := serveInProcess(t, serveCtx, &stderr, "--data", dir)
+	cs, codes := serveInProcess(t, serveCtx, &stderr, "--data", dir, "--log-level", "info")
 	defer cs.Close()
 
 	_, err := cs.ListTools(ctx, nil)
@@ -506,11 +512,12 @@ func TestEnvironmentWarnings(t *testing.T) {
 }
 
 func TestErrorPrefixOnce(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := report(fmt.Errorf("opening: %w", crux.ErrServerClosed), &stdout, &stderr)
+	var stderr bytes.Buffer
+	a := &app{stderr: &stderr}
+	code := a.report(nil, fmt.Errorf("opening: %w", crux.ErrServerClosed))
 	assert.Equal(t, exitFailure, code)
 	assert.Equal(t, "crux: opening: crux: server is closed\n", stderr.String())
 	stderr.Reset()
-	report(crux.ErrServerClosed, &stdout, &stderr)
+	a.report(nil, crux.ErrServerClosed)
 	assert.Equal(t, "crux: server is closed\n", stderr.String())
 }
