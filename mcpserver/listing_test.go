@@ -46,6 +46,7 @@ func allToolFlags() crux.Flags {
 // wire.
 type listingSizes struct {
 	tools, list, initialize int
+	raw                     []byte // the tools/list response
 }
 
 // measureListing connects to a crux server built with flags (nil for the
@@ -96,7 +97,7 @@ func measureListing(t testing.TB, flags *crux.Flags, router bool) listingSizes {
 		Result struct{ Tools []json.RawMessage }
 	}
 	require.NoError(t, json.Unmarshal(list, &reply), "%s", list)
-	return listingSizes{tools: len(reply.Result.Tools), list: len(list), initialize: len(init)}
+	return listingSizes{tools: len(reply.Result.Tools), list: len(list), initialize: len(init), raw: list}
 }
 
 // Budgets of what a client reads when a session starts, as JSON on the
@@ -166,22 +167,57 @@ func TestInitializeInstructions(t *testing.T) {
 	require.NoError(t, ss.Wait())
 }
 
-// TestListToolsOutputSchema: tools/list carries each tool's output schema
-// as crux declares it.
+// TestListToolsOutputSchema: over MCP every tool declares the compact
+// output schema {"type":"object"}, which its structured content (always a
+// JSON object) satisfies; crux.Server.ListTools keeps the typed one.
 func TestListToolsOutputSchema(t *testing.T) {
 	srv := newCrux(t)
 	cs := connect(t, srv, tester)
 	ctx := context.Background()
-	want := map[string]json.RawMessage{}
+	typed := map[string]json.RawMessage{}
 	for _, tl := range srv.ListTools(ctx, tester) {
-		want[tl.Name] = tl.OutputSchema
+		typed[tl.Name] = tl.OutputSchema
 	}
 	got, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
+	require.NotEmpty(t, got.Tools)
 	for _, g := range got.Tools {
 		require.NotNil(t, g.OutputSchema, g.Name)
 		b, err := json.Marshal(g.OutputSchema)
 		require.NoError(t, err)
-		assert.JSONEq(t, string(want[g.Name]), string(b), g.Name)
+		assert.JSONEq(t, `{"type":"object"}`, string(b), g.Name)
+		assert.Contains(t, string(typed[g.Name]), `"properties"`, "%s: in-process listing keeps the typed schema", g.Name)
+	}
+}
+
+// TestListingTokenOnce: with a capability token, tools/list over MCP states
+// the token once, in the result's _meta.crux, and no tool repeats it in its
+// _meta or input schema; in-process, every tool keeps it.
+func TestListingTokenOnce(t *testing.T) {
+	full := allToolFlags()
+	s := measureListing(t, &full, true)
+	var reply struct {
+		Result struct {
+			Meta  map[string]map[string]any `json:"_meta"`
+			Tools []map[string]any
+		}
+	}
+	require.NoError(t, json.Unmarshal(s.raw, &reply))
+	shared := reply.Result.Meta["crux"]
+	require.NotNil(t, shared, "tools/list result _meta.crux")
+	assert.Equal(t, "rcx-capability-token", shared["filtered_by"])
+	assert.Equal(t, "free", shared["tier"])
+	assert.Equal(t, "verified", shared["receipt_class"])
+	ref, _ := shared["token_ref"].(map[string]any)
+	assert.Regexp(t, `^rcxct_`, ref["token_id"])
+	assert.Len(t, ref["token_hash"], 64)
+	require.NotEmpty(t, reply.Result.Tools)
+	for _, tl := range reply.Result.Tools {
+		b, err := json.Marshal(tl)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), `"x-crux-t`, tl["name"])
+		assert.NotContains(t, string(b), `"x-crux-receipt-class"`, tl["name"])
+		assert.NotContains(t, string(b), `filtered_by`, tl["name"])
+		assert.NotContains(t, string(b), `token_ref`, tl["name"])
 	}
 }

@@ -120,8 +120,12 @@ func TestListTools(t *testing.T) {
 		assert.Equal(t, w.Annotations.Title, g.Annotations.Title, w.Name)
 		assert.Equal(t, w.Annotations.ReadOnlyHint, g.Annotations.ReadOnlyHint, w.Name)
 		assert.Equal(t, w.Annotations.IdempotentHint, g.Annotations.IdempotentHint, w.Name)
-		require.NotNil(t, g.Annotations.DestructiveHint, w.Name)
-		assert.Equal(t, w.Annotations.DestructiveHint, *g.Annotations.DestructiveHint, w.Name)
+		if w.Annotations.ReadOnlyHint {
+			assert.Nil(t, g.Annotations.DestructiveHint, "%s: MCP defines destructiveHint only for a tool that is not read-only", w.Name)
+		} else {
+			require.NotNil(t, g.Annotations.DestructiveHint, w.Name)
+			assert.Equal(t, w.Annotations.DestructiveHint, *g.Annotations.DestructiveHint, w.Name)
+		}
 		require.NotNil(t, g.Annotations.OpenWorldHint, w.Name)
 		assert.Equal(t, w.Annotations.OpenWorldHint, *g.Annotations.OpenWorldHint, w.Name)
 
