@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,6 +25,10 @@ import (
 //     properties are served by get_bootstrap (topic tool-output) and
 //     declared in full by crux.Server.ListTools for a program that
 //     embeds crux.
+//   - No input schema says "additionalProperties": false at its top level:
+//     crux refuses an unknown argument of any tool (-32602 naming it, only
+//     turn_id and contract are accepted everywhere), which the server
+//     instructions say once.
 //   - A read-only tool carries no destructiveHint, which MCP defines only
 //     for tools that are not read-only.
 
@@ -50,6 +55,7 @@ func listResult(list []crux.Tool) *mcp.ListToolsResult {
 		if shared != nil {
 			t = withoutToken(t)
 		}
+		t.InputSchema = dropKeys(t.InputSchema, closed)
 		res.Tools = append(res.Tools, sdkTool(t))
 	}
 	return res
@@ -110,14 +116,22 @@ func withoutToken(t crux.Tool) crux.Tool {
 	if len(t.Meta) == 0 {
 		t.Meta = nil
 	}
-	t.InputSchema = dropKeys(t.InputSchema, schemaTokenKeys...)
+	t.InputSchema = dropKeys(t.InputSchema, func(k string, _ json.RawMessage) bool {
+		return slices.Contains(schemaTokenKeys, k)
+	})
 	return t
 }
 
-// dropKeys is the JSON object schema without the top-level keys named,
-// the others in their order. A schema that is not an object is returned
-// as it is.
-func dropKeys(schema json.RawMessage, keys ...string) json.RawMessage {
+// closed reports whether a schema key and value are "additionalProperties":
+// false.
+func closed(k string, v json.RawMessage) bool {
+	return k == "additionalProperties" && string(bytes.TrimSpace(v)) == "false"
+}
+
+// dropKeys is the JSON object schema without the top-level keys that drop
+// reports, the others in their order. A schema that is not an object is
+// returned as it is.
+func dropKeys(schema json.RawMessage, drop func(key string, v json.RawMessage) bool) json.RawMessage {
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return schema
@@ -135,11 +149,7 @@ func dropKeys(schema json.RawMessage, keys ...string) json.RawMessage {
 		if !ok || dec.Decode(&v) != nil {
 			return schema
 		}
-		drop := false
-		for _, k := range keys {
-			drop = drop || k == key
-		}
-		if drop {
+		if drop(key, v) {
 			continue
 		}
 		if n > 0 {

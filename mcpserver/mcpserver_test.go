@@ -114,7 +114,13 @@ func TestListTools(t *testing.T) {
 
 		schema, err := json.Marshal(g.InputSchema)
 		require.NoError(t, err)
-		assert.JSONEq(t, string(w.InputSchema), string(schema), "%s: input schema passed through", w.Name)
+		var open map[string]any
+		require.NoError(t, json.Unmarshal(w.InputSchema, &open))
+		assert.Equal(t, false, open["additionalProperties"], "%s: crux refuses unknown arguments", w.Name)
+		delete(open, "additionalProperties")
+		wantSchema, err := json.Marshal(open)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(wantSchema), string(schema), "%s: input schema passed through but for additionalProperties, which the instructions state once", w.Name)
 
 		require.NotNil(t, g.Annotations, w.Name)
 		assert.Equal(t, w.Annotations.Title, g.Annotations.Title, w.Name)
