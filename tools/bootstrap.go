@@ -168,8 +168,7 @@ func getBootstrap() *Tool {
 	const name = "get_bootstrap"
 	return &Tool{
 		Name: name,
-		Description: "crux's own knowledge: how to use it (topic doc), working patterns (pattern), what an error means and " +
-			"what to do (resolution), every tool's output contract (tool-output); one line per entry.",
+		Description: "crux's docs, patterns, error resolutions and each tool's output fields (topic tool-output); narrow with topic and query.",
 		Annotations: Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
 		schema:      schemaFor(name),

@@ -126,10 +126,7 @@ func storeFact() *Tool {
 	const name = "store_fact"
 	return &Tool{
 		Name: name,
-		Description: "Write a fact: a value under (entity, key). Each write is a new version that supersedes the previous " +
-			"one (fact_history keeps it); supersedes retires other facts too, every id visible to you or nothing " +
-			"is written. private: visible to you alone. confidence and horizon_class rank it: past its horizon a " +
-			"fact ranks at half its confidence.",
+		Description: "Write a value under (entity, key) as a new version; the old one stays in fact_history. supersedes retires other facts (all visible to you, or nothing is written).",
 		Annotations: Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		schema:      schemaFor(name),
@@ -229,10 +226,7 @@ func queryFacts() *Tool {
 	const name = "query_facts"
 	return &Tool{
 		Name: name,
-		Description: "Find facts ranked by effective confidence (halved past the freshness horizon), newest first among " +
-			"equals; filter by entity, entity_prefix, key and keywords (query); no filter gives the store's top " +
-			"facts. as_of reads the facts valid at an instant; include_superseded adds retired ones. A keyword " +
-			"query that finds nothing is recorded as your gap (get_gaps).",
+		Description: "Find current facts by entity, entity_prefix, key and/or keywords, ranked by confidence (halved when stale). as_of reads the past.",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
@@ -366,9 +360,7 @@ func deleteFact() *Tool {
 	const name = "delete_fact"
 	return &Tool{
 		Name: name,
-		Description: "Soft-delete a fact: it leaves every read but stays in fact_history, marked deleted. Its (entity, " +
-			"key) then has no current value until the next store_fact: the superseded version does not come " +
-			"back. Deleting it again changes nothing (deleted false).",
+		Description: "Soft-delete a fact: gone from every read, kept in fact_history. The previous version does not come back.",
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
 		schema:      schemaFor(name),
@@ -420,8 +412,7 @@ func listEntities() *Tool {
 	const name = "list_entities"
 	return &Tool{
 		Name: name,
-		Description: "The entities holding a current fact you can see, sorted; your private entities under their own " +
-			"names. When truncated, narrow with prefix.",
+		Description: "The entities holding a current fact you can see, sorted. When truncated, narrow with prefix.",
 		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{entities: [string], count, truncated}",
 		schema:      schemaFor(name),
@@ -493,9 +484,7 @@ func factHistory() *Tool {
 	const name = "fact_history"
 	return &Tool{
 		Name: name,
-		Description: "Every version of one (entity, key), superseded and deleted ones included, with your private chain " +
-			"merged in (marked private); origins names the passport split or merge that brought a version. " +
-			"Newest first, a page at a time (next_cursor).",
+		Description: "Every version of one (entity, key), superseded and deleted included, newest first, a page at a time.",
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",

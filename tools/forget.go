@@ -236,13 +236,7 @@ func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
 		Name: name,
-		Description: "Forget every fact in a scope: they leave every read at once; an operator can restore them until " +
-			"the recovery window ends (" + feature.EnvForgetRecoveryWindowDays + ", default 7 days), then purge " +
-			"removes their values for good. Pinned facts survive (include_pinned overrides your own pins only); " +
-			"entities starting with __ and other agents' private facts are never touched. Returns a signed forget " +
-			"receipt whose BLAKE3 value hashes can confirm a guessed value. Preview with memory_forget_dry_run. " +
-			"On unless " + feature.EnvScopedForget + " is set to something other than 1 or true (any case): even " +
-			"yes or on turns it off, and the call then fails with -32601.",
+		Description: "Forget the facts of a scope, signed: gone from every read at once, restorable by an operator for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS (7), then purged. Your pins protect unless include_pinned. Preview: memory_forget_dry_run. On unless CORECRUXD_FEATURE_SCOPED_FORGET is set to other than 1 or true (even yes or on turns it off; then -32601).",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
@@ -355,9 +349,7 @@ func memoryForgetDryRun() *Tool {
 	const name = "memory_forget_dry_run"
 	return &Tool{
 		Name: name,
-		Description: "Preview memory_forget, changing nothing: the facts the same scope, token_budget and " +
-			"include_pinned would forget, oldest first. Always available, whatever " + feature.EnvScopedForget +
-			" says.",
+		Description: "Preview memory_forget, changing nothing: the facts it would forget, oldest first. Always available.",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped}",

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
 
 	"github.com/fxamacker/cbor/v2"
@@ -115,10 +114,7 @@ func cuecruxSession() *Tool {
 	const name = surface.SessionTool
 	return &Tool{
 		Name: name,
-		Description: "Open a session: a signed plan of the tools you may call here (mode, tier) and of those you may not, " +
-			"with why. Call it first, with your intent: audit_review, document_ingest, session_review, " +
-			"compliance_export or knowledge_query orders the plan and, under the dynamic surface, the tools listed, " +
-			"for an hour.",
+		Description: "A signed plan of the tools you may call (mode, tier) and those you may not, with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it and the dynamic surface for an hour.",
 		Annotations: Annotations{Title: "Open session"},
 		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
 			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
@@ -249,9 +245,7 @@ func autonomyContract() *Tool {
 	const name = "autonomy_contract"
 	return &Tool{
 		Name: name,
-		Description: "Your per-tool autonomy matrix under the server's capability token: allowed or not and why, " +
-			"capability, backend, mode, credit cost. Metadata only. Needs " + feature.EnvAutonomyContract +
-			" on; off, it answers feature_enabled false and an empty list.",
+		Description: "Your per-tool matrix under the capability token: allowed and why, capability, mode, cost. Flag CORECRUXD_FEATURE_AUTONOMY_CONTRACT.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
@@ -327,9 +321,7 @@ func resolvePrincipal() *Tool {
 	const name = "resolve_principal"
 	return &Tool{
 		Name: name,
-		Description: "Resolve a principal: the passport bound to session_id (from cuecrux_session), else passport_id, " +
-			"else you. Says whether a passport record exists and, from it, tier, rank, category and work gate " +
-			"(null without one, never invented), and the capabilities the server's token grants.",
+		Description: "The passport behind session_id, passport_id or you: record or none, tier, rank, category, the token's capabilities.",
 		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
 			"resolved_via, has_passport_record, revoked, note?}, resolved_param}; tier, tier_rank, category, agent_work_gate null without a record",

@@ -46,9 +46,6 @@ const (
 	memoryViewTokenBudget = 2000
 )
 
-// panelOff is the sentence every panel description ends with.
-const panelOff = " On unless " + feature.EnvMemoryPanel + " is 0, false, off or no (then -32601)."
-
 func panelOn(f *feature.Flags) bool { return f.MemoryPanel }
 
 // memFlagGate is the -32601 or -32030 a tool answers while its flag is off.
@@ -169,9 +166,7 @@ func memoryView() *Tool {
 	const name = "memory_view"
 	return &Tool{
 		Name: name,
-		Description: "Your memories as a panel: the current facts you can see, ranked as query_facts ranks them, each " +
-			"marked pinned or not; optionally for one entity and/or key. The text is a readable list, " +
-			"structuredContent the rows." + panelOff,
+		Description: "Your current facts as a panel, ranked as query_facts ranks them, marked pinned.",
 		Annotations: Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
@@ -286,10 +281,7 @@ func memoryEdit() *Tool {
 	const name = "memory_edit"
 	return &Tool{
 		Name: name,
-		Description: "Correct a memory: new_value becomes a new version of the fact's (entity, key), keeping its " +
-			"confidence, horizon class and scope; reason is recorded (source_receipt memory_edit:<reason>) and " +
-			"your pin moves to it. Only the current version can be edited (else -32004 naming it). Needs an " +
-			"identity." + panelOff,
+		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved. Only the current version (else -32004).",
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		schema:      schemaFor(name),
@@ -354,8 +346,7 @@ func memoryPin() *Tool {
 	const name = "memory_pin"
 	return &Tool{
 		Name: name,
-		Description: "Pin (the default) or unpin a fact, for you alone: a fact you pinned is never a sweep candidate " +
-			"for you and survives memory_forget. A deleted fact cannot be pinned. Needs an identity." + panelOff,
+		Description: "Pin (default) or unpin a fact for you alone: pinned facts are never sweep candidates and survive memory_forget.",
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
 		schema:      schemaFor(name),
@@ -414,9 +405,7 @@ func memoryHistory() *Tool {
 	const name = "memory_history"
 	return &Tool{
 		Name: name,
-		Description: "Every version of a memory: give fact_id, or entity and key together (your private chain merged " +
-			"in, marked private). Newest first, a page at a time (next_cursor). Reserved entities are refused: " +
-			"operators use fact_history." + panelOff,
+		Description: "Every version of a fact (fact_id, or entity and key), newest first, a page at a time. Reserved entities: use fact_history.",
 		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",
