@@ -146,7 +146,7 @@ type ArtefactPutOutput struct {
 func artefactPut() *Tool {
 	const name = "artefact_put"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone; the same bytes refresh its deadline. Flag CORECRUXD_FEATURE_ARTEFACTS.",
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
@@ -244,7 +244,7 @@ type ArtefactGetOutput struct {
 func artefactGet() *Tool {
 	const name = "artefact_get"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Read back an artefact you parked (base64); past token_budget, metadata only. Flag CORECRUXD_FEATURE_ARTEFACTS.",
 		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
@@ -364,7 +364,7 @@ func artefactEnvelope(tool string, arts []ArtefactInfo, created []time.Time, now
 func artefactList() *Tool {
 	const name = "artefact_list"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Your parked artefacts, newest first, metadata only. Flag CORECRUXD_FEATURE_ARTEFACTS.",
 		Annotations: Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +

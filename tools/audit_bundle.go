@@ -108,7 +108,7 @@ type exportPayload struct {
 func auditExportBundle() *Tool {
 	const name = "audit_export_bundle"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Export a signed tar.zst of your tenant's shared fact versions and receipts in [since_ts, until_ts); check with `crux verify bundle`. Flag CORECRUXD_FEATURE_AUDIT_EXPORT.",
 		Annotations: Annotations{Title: "Export audit bundle"},
 		Output: "{bundle_id, bytes_path, bytes, bundle_sha256, manifest_signature_b64, signer_key_id, key_class, fact_count, " +

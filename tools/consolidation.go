@@ -111,7 +111,7 @@ type MemoryContradictionsOutput struct {
 func memoryContradictions() *Tool {
 	const name = "memory_contradictions"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Current facts of one (entity, key) with opposite polarity (yes against no), usually private against shared. Resolve with memory_consolidate.",
 		Annotations: Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{candidates: [{entity, key, reason, polarity_a, polarity_b, fact_ids: [string], values: [string], " +
@@ -244,7 +244,7 @@ type MemoryConsolidateOutput struct {
 func memoryConsolidate() *Tool {
 	const name = "memory_consolidate"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Collapse target_fact_ids (live shared facts of one (entity, key), its current one included) into one canonical fact, signed. Protected, pinned or high-confidence targets: -32030. Needs a passport.",
 		Annotations: Annotations{Title: "Consolidate memory", DestructiveHint: true},
 		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +

@@ -324,7 +324,7 @@ type DeclareConstraintOutput struct {
 func declareConstraint() *Tool {
 	const name = "declare_constraint"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Declare a tenant rule for check_constraints (keyword assertion or RE2 shell_pattern); critical blocks, high warns. Signed; at most 1000.",
 		Annotations: Annotations{Title: "Declare constraint"},
 		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
@@ -406,7 +406,7 @@ type GetConstraintsOutput struct {
 func getConstraints() *Tool {
 	const name = "get_constraints"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Your tenant's constraints, most severe first; status defaults to active.",
 		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
@@ -468,7 +468,7 @@ type CheckConstraintsOutput struct {
 func checkConstraints() *Tool {
 	const name = "check_constraints"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Check a proposed action against the tenant's active constraints: verdict block, warn or pass, with the matches. Writes nothing.",
 		Annotations: Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
@@ -550,7 +550,7 @@ type AuditConfigOutput struct {
 func auditConfig() *Tool {
 	const name = "audit_config"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Record that a configuration file was audited, by the SHA-256 of its bytes, with a signed receipt.",
 		Annotations: Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
@@ -626,7 +626,7 @@ type CheckConfigAuditOutput struct {
 func checkConfigAudit() *Tool {
 	const name = "check_config_audit"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Whether each {path, sha256} was recorded by audit_config in your tenant (the hash decides).",
 		Annotations: Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
@@ -692,7 +692,7 @@ type enrichActionArgs struct {
 func enrichAction() *Tool {
 	const name = "enrich_action"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Describe a proposed tool call, deterministically: narrative, principals, resources, risk, matching constraints. Writes nothing.",
 		Annotations: Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +

@@ -86,7 +86,7 @@ type ContextCustodyOffOutput struct {
 func contextCustodyAudit() *Tool {
 	const name = "context_custody_audit"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Score this server's custody of your context (SEE, DO, REMEMBER, CHECK, exit test), each verdict with evidence. Flag CRUX_CONTEXT_CUSTODY_AUDIT.",
 		Annotations: Annotations{Title: "Context custody audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{enabled, crux_version, checked_at, four_questions: [{axis, question, verdict, evidence}], exit_test: [...], " +

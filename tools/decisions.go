@@ -39,7 +39,7 @@ type RecordDecisionOutput struct {
 func recordDecision() *Tool {
 	const name = "record_decision"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Record a decision (action, rationale, alternatives) under a session: append-only, hashed, signed, seen by the tenant.",
 		Annotations: Annotations{Title: "Record decision"},
 		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",

@@ -125,7 +125,7 @@ type StoreFactOutput struct {
 func storeFact() *Tool {
 	const name = "store_fact"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Write a value under (entity, key) as a new version; the old one stays in fact_history. supersedes retires other facts (all visible to you, or nothing is written).",
 		Annotations: Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
@@ -225,7 +225,7 @@ type QueryFactsOutput struct {
 func queryFacts() *Tool {
 	const name = "query_facts"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Find current facts by entity, entity_prefix, key and/or keywords, ranked by confidence (halved when stale). as_of reads the past.",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
@@ -359,7 +359,7 @@ type FactHistoryOutput = HistoryPage[VersionRow]
 func deleteFact() *Tool {
 	const name = "delete_fact"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Soft-delete a fact: gone from every read, kept in fact_history. The previous version does not come back.",
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
@@ -411,7 +411,7 @@ type ListEntitiesOutput struct {
 func listEntities() *Tool {
 	const name = "list_entities"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "The entities holding a current fact you can see, sorted. When truncated, narrow with prefix.",
 		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{entities: [string], count, truncated}",
@@ -483,7 +483,7 @@ type VersionRow struct {
 func factHistory() *Tool {
 	const name = "fact_history"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Every version of one (entity, key), superseded and deleted included, newest first, a page at a time.",
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +

@@ -235,7 +235,7 @@ func forgetGate(env *Env) (*Result, error) {
 func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Forget the facts of a scope, signed: gone from every read at once, restorable by an operator for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS (7), then purged. Your pins protect unless include_pinned. Preview: memory_forget_dry_run. On unless CORECRUXD_FEATURE_SCOPED_FORGET is set to other than 1 or true (even yes or on turns it off; then -32601).",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
@@ -348,7 +348,7 @@ type MemoryForgetDryRunOutput struct {
 func memoryForgetDryRun() *Tool {
 	const name = "memory_forget_dry_run"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Preview memory_forget, changing nothing: the facts it would forget, oldest first. Always available.",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +

@@ -195,7 +195,7 @@ type MemoryFreshnessOutput struct {
 func memoryFreshness() *Tool {
 	const name = "memory_freshness"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Decay state of your current facts, stalest first: horizon class, fresh or stale, age. At most 5000 examined (complete false).",
 		Annotations: Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
@@ -327,7 +327,7 @@ var sweepRank = map[string]int{"stale+superseded": 0, "superseded": 1, "stale": 
 func memorySweepCandidates() *Tool {
 	const name = "memory_sweep_candidates"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Facts you see that are stale and/or superseded, never pinned ones; changes nothing. At most 5000 examined (complete false).",
 		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
@@ -408,7 +408,7 @@ type setHorizonArgs struct {
 func memorySetHorizon() *Tool {
 	const name = "memory_set_horizon"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Re-classify how fast a fact goes stale, in place (no new version). Only the current version (else -32004).",
 		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
@@ -454,7 +454,7 @@ type MemoryReverifyOutput struct {
 func memoryReverify() *Tool {
 	const name = "memory_reverify"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Confirm a fact still holds: its decay clock restarts, no new version; signed receipt. Only the current version (else -32004).",
 		Annotations: Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",

@@ -135,7 +135,7 @@ func saveGap(ctx context.Context, env *Env, c Caller, g gapQuery) error {
 func getGaps() *Tool {
 	const name = "get_gaps"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Your query_facts keyword queries that found nothing, with counts, newest first, and the tenant's unanswered words.",
 		Annotations: Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +

@@ -281,7 +281,7 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 func createHandoff() *Tool {
 	const name = "create_handoff"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Package one of your sessions for another agent (state, cited facts, message, task record), signed. Pass package_json to accept_handoff unchanged.",
 		Annotations: Annotations{Title: "Create handoff"},
 		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
@@ -452,7 +452,7 @@ func verifyHandoff(tool string, env *Env, raw string) (*handoffPackage, error) {
 func acceptHandoff() *Tool {
 	const name = "accept_handoff"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Accept a handoff package exactly as created: an altered, foreign or reused one is refused. The session becomes yours.",
 		Annotations: Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +

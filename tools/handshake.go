@@ -113,7 +113,7 @@ type sessionArgs struct {
 func cuecruxSession() *Tool {
 	const name = surface.SessionTool
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "A signed plan of the tools you may call (mode, tier) and those you may not, with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it and the dynamic surface for an hour.",
 		Annotations: Annotations{Title: "Open session"},
 		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
@@ -244,7 +244,7 @@ type AutonomyRow struct {
 func autonomyContract() *Tool {
 	const name = "autonomy_contract"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Your per-tool matrix under the capability token: allowed and why, capability, mode, cost. Flag CORECRUXD_FEATURE_AUTONOMY_CONTRACT.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
@@ -320,7 +320,7 @@ type ResolvePrincipalOutput struct {
 func resolvePrincipal() *Tool {
 	const name = "resolve_principal"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "The passport behind session_id, passport_id or you: record or none, tier, rank, category, the token's capabilities.",
 		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +

@@ -25,7 +25,7 @@ type GetAgentIdentityOutput struct {
 func getAgentIdentity() *Tool {
 	const name = "get_agent_identity"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Who crux thinks you are: this call's authenticated agent, or anonymous.",
 		Annotations: Annotations{Title: "Agent identity", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{agent_name}",
@@ -277,7 +277,7 @@ type PassportSplitOutput struct {
 func passportSplit() *Tool {
 	const name = "passport_split"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Fork your passport into a new one inheriting a copy of your private facts; signed. Needs a trusted passport. Flag CORECRUXD_FEATURE_IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Split passport"},
 		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
@@ -416,7 +416,7 @@ const maxListedConflicts = 20
 func passportMerge() *Tool {
 	const name = "passport_merge"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Merge a passport into another (you are one of them): private facts, sessions, pins, artefacts move; the source retires; signed. Needs a trusted passport. Flag CORECRUXD_FEATURE_IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Merge passports", DestructiveHint: true},
 		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
@@ -550,7 +550,7 @@ type PassportLinkDeviceOutput struct {
 func passportLinkDevice() *Tool {
 	const name = "passport_link_device"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Link a device fingerprint to your passport with capabilities_subset (at most 64); signed. Needs a trusted passport. Flag CORECRUXD_FEATURE_IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Link device"}, // each call mints a receipt
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +

@@ -165,7 +165,7 @@ type MemoryViewOutput struct {
 func memoryView() *Tool {
 	const name = "memory_view"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Your current facts as a panel, ranked as query_facts ranks them, marked pinned.",
 		Annotations: Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
@@ -280,7 +280,7 @@ func editSourceReceipt(reason string) string {
 func memoryEdit() *Tool {
 	const name = "memory_edit"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved. Only the current version (else -32004).",
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
@@ -345,7 +345,7 @@ type memoryPinArgs struct {
 func memoryPin() *Tool {
 	const name = "memory_pin"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Pin (default) or unpin a fact for you alone: pinned facts are never sweep candidates and survive memory_forget.",
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
@@ -404,7 +404,7 @@ type MemoryHistoryOutput = HistoryPage[MemoryVersion]
 func memoryHistory() *Tool {
 	const name = "memory_history"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Every version of a fact (fact_id, or entity and key), newest first, a page at a time. Reserved entities: use fact_history.",
 		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +

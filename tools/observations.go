@@ -200,7 +200,7 @@ type ListObservationsOutput struct {
 func listObservations() *Tool {
 	const name = "list_observations"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Your signed, chained observations of one session, oldest first. Flag CORECRUXD_OBSERVE.",
 		Annotations: Annotations{Title: "List observations", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{session_id, count, observations: [{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, " +
@@ -316,7 +316,7 @@ func getObservation() *Tool {
 func verifyObservation() *Tool {
 	const name = "verify_observation"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Re-verify one of your observations: body hash and Ed25519 signature; reason says what failed. Flag CORECRUXD_OBSERVE.",
 		Annotations: Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",

@@ -257,7 +257,7 @@ type fused struct {
 func query() *Tool {
 	const name = "query"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Search a tenant's ingested documents (BM25 plus an entity-graph lane): segments with result_id for query_expand, score, snippet; coverage lists unknown query words.",
 		Annotations: Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
@@ -630,7 +630,7 @@ type QueryScanOutput struct {
 func queryScan() *Tool {
 	const name = "query_scan"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Rank a tenant's document segments for a query, metadata only: pick what to pass to query_expand.",
 		Annotations: Annotations{Title: "Scan documents", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, score, token_count}], count, " +
@@ -712,7 +712,7 @@ type QueryExpandOutput struct {
 func queryExpand() *Tool {
 	const name = "query_expand"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Full text of result ids from query or query_scan, in order. Past token_budget, omitted lists the ids left out.",
 		Annotations: Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, doc_id, segment_index, title?, content, token_count}], count, " +

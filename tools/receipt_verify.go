@@ -50,7 +50,7 @@ type ReceiptVerifyOutput struct {
 func receiptVerify() *Tool {
 	const name = "receipt_verify"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Verify a stored receipt offline: hash, signature, chain links. Its passport or a trusted operator only (else -32003). Flag CORECRUXD_FEATURE_RECEIPT_VERIFY.",
 		Annotations: Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{receipt_id, tenant_id, feature_enabled, verified, signer_passport, errors: [string], http_status, " +

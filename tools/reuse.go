@@ -73,7 +73,7 @@ type ReuseCheckOutput struct {
 func reuseCheck() *Tool {
 	const name = "reuse_check"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Before building something, ask if it exists: ranks documents, tools and feature:<id> facts against a one-line description. Flag CORECRUXD_FEATURE_REUSE_CHECK.",
 		Annotations: Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, verdict: reuse-candidate-found|nothing-found, retrieval_candidates: [{result_id, rank, doc_id, " +

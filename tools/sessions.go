@@ -172,7 +172,7 @@ type GetSessionOutput struct {
 func getSession() *Tool {
 	const name = "get_session"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Read one of your sessions (sessions are per agent): state, updated_at, tokens. Missing or expired: isError.",
 		Annotations: Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired session
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
@@ -233,7 +233,7 @@ type saveSessionArgs struct {
 func saveSession() *Tool {
 	const name = "save_session"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Save one of your sessions: state (a JSON object) replaces the previous one verbatim; title and summary are conventional keys.",
 		Annotations: Annotations{Title: "Save session", IdempotentHint: true},
 		Output:      "{session_id, updated_at, expires_at?}",
@@ -385,7 +385,7 @@ func jsonLen(s string) int {
 func sessionCheckpoint() *Tool {
 	const name = "session_checkpoint"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Save a session from typed fields (objective, decisions, next_action, ...), trimmed to token_budget oldest entries first (trimmed says what).",
 		Annotations: Annotations{Title: "Session checkpoint", IdempotentHint: true},
 		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
@@ -486,7 +486,7 @@ type listSessionsArgs struct {
 func listSessions() *Tool {
 	const name = "list_sessions"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Your session ids, sorted; archived ones with include_archived.",
 		Annotations: Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
 		Output:      "{sessions: [string], count, truncated}",
@@ -540,7 +540,7 @@ func listSessions() *Tool {
 func deleteSession() *Tool {
 	const name = "delete_session"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Delete one of your sessions for good; archive_session is reversible.",
 		Annotations: Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, session_id}",
@@ -600,7 +600,7 @@ func setArchived(ctx context.Context, env *Env, c Caller, id string, archived bo
 func archiveSession() *Tool {
 	const name = "archive_session"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Hide a session from list_sessions; get_session still reads it; undo with unarchive_session.",
 		Annotations: Annotations{Title: "Archive session", IdempotentHint: true},
 		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
@@ -626,7 +626,7 @@ func archiveSession() *Tool {
 func unarchiveSession() *Tool {
 	const name = "unarchive_session"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Bring an archived session back into list_sessions.",
 		Annotations: Annotations{Title: "Unarchive session", IdempotentHint: true},
 		Output:      "{session_id, archived: false, was_archived}; missing: isError, session not found",

@@ -177,7 +177,7 @@ func remoteFailure(tool string, err error) *Result {
 func syncPull() *Tool {
 	const name = "sync_pull"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Pull your tenant's shared facts from the sync remote since the last pull; a concurrent version conflicts and the later stored_at wins. At most 1000 (more). Tier basic.",
 		Annotations: Annotations{Title: "Sync pull", OpenWorldHint: true},
 		Output: "{remote, tenant_id, entity_prefix, facts_pulled, duplicates, conflict_count, conflicts: [{entity, key, " +
@@ -331,7 +331,7 @@ func parseAllowlist(tool string, list []string, given bool) (pushFilter, error) 
 func syncPush() *Tool {
 	const name = "sync_push"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Push your tenant's shared fact versions written since the last push; without confirm, a preview. At most 1000 (more). Tier established.",
 		Annotations: Annotations{Title: "Sync push", OpenWorldHint: true},
 		Output: "{mode: preview|push, remote, tenant_id, would_promote?, facts?: [{fact_id, entity, key}], preview_hash?, " +
@@ -555,7 +555,7 @@ type SyncStatusRemote struct {
 func syncStatus() *Tool {
 	const name = "sync_status"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Where sync stands for your tenant, from this store: remote, cursors, last pull and push, versions waiting.",
 		Annotations: Annotations{Title: "Sync status", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{mode, configured, remote_url, api_key_configured, background_sync_enabled, tenant_id, local_change_count, " +

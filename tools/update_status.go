@@ -99,7 +99,7 @@ func readBinaryInfo(bi *debug.BuildInfo) binaryInfo {
 func updateStatusTool() *Tool {
 	const name = "update_status"
 	return &Tool{
-		Name: name,
+		Name:        name,
 		Description: "Which commit this binary was built from and, with a checkout configured, how it stands against it. No network call.",
 		Annotations: Annotations{Title: "Update status", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{enabled, state, basis, update_available, module_path, module_version, go_version, binary_commit, " +
