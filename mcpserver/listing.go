@@ -29,6 +29,8 @@ import (
 //     crux refuses an unknown argument of any tool (-32602 naming it, only
 //     turn_id and contract are accepted everywhere), which the server
 //     instructions say once.
+//   - No tool has a title: a title is for display only, and a client
+//     without one shows the tool's name. crux.Server.ListTools keeps them.
 //   - A read-only tool carries no destructiveHint, which MCP defines only
 //     for tools that are not read-only.
 

@@ -23,7 +23,8 @@
 // filtered it is in the result's _meta.crux rather than in each tool's
 // _meta and input schema, every outputSchema is {"type":"object"} (the
 // properties of each tool's answer are served by get_bootstrap, topic
-// tool-output), and a read-only tool has no destructiveHint.
+// tool-output), no tool has a title (the name is what a client shows
+// instead) and a read-only tool has no destructiveHint.
 //
 // The two error channels of crux keep their meaning on the wire, except
 // for bad arguments, whose channel depends on the protocol version:
@@ -377,11 +378,10 @@ func ServeStdio(ctx context.Context, srv *crux.Server, caller crux.Caller) error
 }
 
 // sdkTool converts a crux tool to the SDK's description of it: the input
-// schema passed through as raw JSON, the compact output schema (see
-// listResult), and no destructiveHint on a read-only tool.
+// schema passed through as raw JSON, the compact output schema, no title
+// and no destructiveHint on a read-only tool (see listResult).
 func sdkTool(t crux.Tool) *mcp.Tool {
 	ann := &mcp.ToolAnnotations{
-		Title:          t.Annotations.Title,
 		ReadOnlyHint:   t.Annotations.ReadOnlyHint,
 		IdempotentHint: t.Annotations.IdempotentHint,
 		OpenWorldHint:  &t.Annotations.OpenWorldHint,

@@ -123,7 +123,8 @@ func TestListTools(t *testing.T) {
 		assert.JSONEq(t, string(wantSchema), string(schema), "%s: input schema passed through but for additionalProperties, which the instructions state once", w.Name)
 
 		require.NotNil(t, g.Annotations, w.Name)
-		assert.Equal(t, w.Annotations.Title, g.Annotations.Title, w.Name)
+		assert.NotEmpty(t, w.Annotations.Title, w.Name)
+		assert.Empty(t, g.Annotations.Title, "%s: a title is for display; tools/list leaves it out", w.Name)
 		assert.Equal(t, w.Annotations.ReadOnlyHint, g.Annotations.ReadOnlyHint, w.Name)
 		assert.Equal(t, w.Annotations.IdempotentHint, g.Annotations.IdempotentHint, w.Name)
 		if w.Annotations.ReadOnlyHint {

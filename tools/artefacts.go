@@ -147,7 +147,7 @@ func artefactPut() *Tool {
 	const name = "artefact_put"
 	return &Tool{
 		Name:        name,
-		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone; the same bytes refresh its deadline. Flag CORECRUXD_FEATURE_ARTEFACTS.",
+		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone. Flag CORECRUXD_FEATURE_ARTEFACTS.",
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
 		schema:      schemaFor(name),
@@ -245,7 +245,7 @@ func artefactGet() *Tool {
 	const name = "artefact_get"
 	return &Tool{
 		Name:        name,
-		Description: "Read back an artefact you parked (base64); past token_budget, metadata only. Flag CORECRUXD_FEATURE_ARTEFACTS.",
+		Description: "Read back an artefact you parked; past token_budget, metadata only. Flag CORECRUXD_FEATURE_ARTEFACTS.",
 		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}" + artefactsOffOutput,

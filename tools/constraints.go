@@ -325,7 +325,7 @@ func declareConstraint() *Tool {
 	const name = "declare_constraint"
 	return &Tool{
 		Name:        name,
-		Description: "Declare a tenant rule for check_constraints (keyword assertion or RE2 shell_pattern); critical blocks, high warns. Signed; at most 1000.",
+		Description: "Declare a tenant rule for check_constraints (keywords, or an RE2 shell_pattern); critical blocks, high warns.",
 		Annotations: Annotations{Title: "Declare constraint"},
 		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
 		schema:      schemaFor(name),
@@ -469,7 +469,7 @@ func checkConstraints() *Tool {
 	const name = "check_constraints"
 	return &Tool{
 		Name:        name,
-		Description: "Check a proposed action against the tenant's active constraints: verdict block, warn or pass, with the matches. Writes nothing.",
+		Description: "Check a proposed action against the tenant's constraints: block, warn or pass, with the matches.",
 		Annotations: Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
 			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
@@ -551,7 +551,7 @@ func auditConfig() *Tool {
 	const name = "audit_config"
 	return &Tool{
 		Name:        name,
-		Description: "Record that a configuration file was audited, by the SHA-256 of its bytes, with a signed receipt.",
+		Description: "Record that a configuration file was audited, by the SHA-256 of its bytes.",
 		Annotations: Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
 		schema:      schemaFor(name),
@@ -627,7 +627,7 @@ func checkConfigAudit() *Tool {
 	const name = "check_config_audit"
 	return &Tool{
 		Name:        name,
-		Description: "Whether each {path, sha256} was recorded by audit_config in your tenant (the hash decides).",
+		Description: "Whether audit_config recorded each {path, sha256} in your tenant (the hash decides).",
 		Annotations: Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
 		schema:      schemaFor(name),
@@ -693,7 +693,7 @@ func enrichAction() *Tool {
 	const name = "enrich_action"
 	return &Tool{
 		Name:        name,
-		Description: "Describe a proposed tool call, deterministically: narrative, principals, resources, risk, matching constraints. Writes nothing.",
+		Description: "Describe a proposed tool call deterministically: narrative, principals, resources, risk, matching constraints.",
 		Annotations: Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +
 			"[string], affected_resources: [{kind, value}], state_diff{operations, resources_touched, reversible}, " +

@@ -87,7 +87,7 @@ func contextCustodyAudit() *Tool {
 	const name = "context_custody_audit"
 	return &Tool{
 		Name:        name,
-		Description: "Score this server's custody of your context (SEE, DO, REMEMBER, CHECK, exit test), each verdict with evidence. Flag CRUX_CONTEXT_CUSTODY_AUDIT.",
+		Description: "Score this server's custody of your context (SEE, DO, REMEMBER, CHECK, exit test). Flag CRUX_CONTEXT_CUSTODY_AUDIT.",
 		Annotations: Annotations{Title: "Context custody audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{enabled, crux_version, checked_at, four_questions: [{axis, question, verdict, evidence}], exit_test: [...], " +
 			"lock_in_risk, lock_in_label, trust_posture: {recommendations: [string], standing_gap}, thesis, note, evidence_trimmed}",

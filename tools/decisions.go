@@ -40,7 +40,7 @@ func recordDecision() *Tool {
 	const name = "record_decision"
 	return &Tool{
 		Name:        name,
-		Description: "Record a decision (action, rationale, alternatives) under a session: append-only, hashed, signed, seen by the tenant.",
+		Description: "Record a decision (action, rationale, alternatives) under a session: append-only, hashed, tenant-wide.",
 		Annotations: Annotations{Title: "Record decision"},
 		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",
 		schema:      schemaFor(name),

@@ -96,7 +96,7 @@ func egressPolicyCheck() *Tool {
 	const name = "egress_policy_check"
 	return &Tool{
 		Name:        name,
-		Description: "Check an outbound URL: https allowed; plain http only to loopback or with allow_plain_http. The host is parsed as a client would.",
+		Description: "Check an outbound URL: https allowed; plain http only to loopback or with allow_plain_http.",
 		Annotations: Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{schema: crux.egress_policy_check.v1, target, purpose, allowed, scheme, host, reasons: [string]}",
 		schema:      schemaFor(name),

@@ -126,7 +126,7 @@ func storeFact() *Tool {
 	const name = "store_fact"
 	return &Tool{
 		Name:        name,
-		Description: "Write a value under (entity, key) as a new version; the old one stays in fact_history. supersedes retires other facts (all visible to you, or nothing is written).",
+		Description: "Write a value under (entity, key) as a new version; fact_history keeps the old. supersedes retires other facts, all visible to you or none.",
 		Annotations: Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		schema:      schemaFor(name),

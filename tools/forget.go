@@ -236,7 +236,7 @@ func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
 		Name:        name,
-		Description: "Forget the facts of a scope, signed: gone from every read at once, restorable by an operator for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS (7), then purged. Your pins protect unless include_pinned. Preview: memory_forget_dry_run. On unless CORECRUXD_FEATURE_SCOPED_FORGET is set to other than 1 or true (even yes or on turns it off; then -32601).",
+		Description: "Forget a scope's facts: gone from every read at once, restorable by an operator for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS (7), then purged. Pins protect unless include_pinned. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true (-32601).",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +

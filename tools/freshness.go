@@ -196,7 +196,7 @@ func memoryFreshness() *Tool {
 	const name = "memory_freshness"
 	return &Tool{
 		Name:        name,
-		Description: "Decay state of your current facts, stalest first: horizon class, fresh or stale, age. At most 5000 examined (complete false).",
+		Description: "Decay state of your current facts, stalest first. At most 5000 examined (complete false).",
 		Annotations: Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
 			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
@@ -328,7 +328,7 @@ func memorySweepCandidates() *Tool {
 	const name = "memory_sweep_candidates"
 	return &Tool{
 		Name:        name,
-		Description: "Facts you see that are stale and/or superseded, never pinned ones; changes nothing. At most 5000 examined (complete false).",
+		Description: "Stale and/or superseded facts you see, never pinned ones. At most 5000 examined (complete false).",
 		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
@@ -409,7 +409,7 @@ func memorySetHorizon() *Tool {
 	const name = "memory_set_horizon"
 	return &Tool{
 		Name:        name,
-		Description: "Re-classify how fast a fact goes stale, in place (no new version). Only the current version (else -32004).",
+		Description: "Re-classify how fast a fact goes stale, in place. Current version only (else -32004).",
 		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
 		schema:      schemaFor(name),
@@ -455,7 +455,7 @@ func memoryReverify() *Tool {
 	const name = "memory_reverify"
 	return &Tool{
 		Name:        name,
-		Description: "Confirm a fact still holds: its decay clock restarts, no new version; signed receipt. Only the current version (else -32004).",
+		Description: "Confirm a fact still holds: its decay clock restarts, no new version. Current version only (else -32004).",
 		Annotations: Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
 		schema:      schemaFor(name),

@@ -282,7 +282,7 @@ func createHandoff() *Tool {
 	const name = "create_handoff"
 	return &Tool{
 		Name:        name,
-		Description: "Package one of your sessions for another agent (state, cited facts, message, task record), signed. Pass package_json to accept_handoff unchanged.",
+		Description: "Package one of your sessions for another agent, signed. Pass package_json to accept_handoff unchanged.",
 		Annotations: Annotations{Title: "Create handoff"},
 		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
 		schema:      schemaFor(name),
@@ -453,7 +453,7 @@ func acceptHandoff() *Tool {
 	const name = "accept_handoff"
 	return &Tool{
 		Name:        name,
-		Description: "Accept a handoff package exactly as created: an altered, foreign or reused one is refused. The session becomes yours.",
+		Description: "Accept a handoff package exactly as created; an altered, foreign or reused one is refused.",
 		Annotations: Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
 			"from_agent?, message?, task_record?, receipt_id}",

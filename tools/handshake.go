@@ -114,7 +114,7 @@ func cuecruxSession() *Tool {
 	const name = surface.SessionTool
 	return &Tool{
 		Name:        name,
-		Description: "A signed plan of the tools you may call (mode, tier) and those you may not, with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it and the dynamic surface for an hour.",
+		Description: "Your signed plan: the tools you may call (mode, tier), and those you may not with why. An intent (audit_review, document_ingest, session_review, compliance_export, knowledge_query) orders it for an hour.",
 		Annotations: Annotations{Title: "Open session"},
 		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
 			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
@@ -245,7 +245,7 @@ func autonomyContract() *Tool {
 	const name = "autonomy_contract"
 	return &Tool{
 		Name:        name,
-		Description: "Your per-tool matrix under the capability token: allowed and why, capability, mode, cost. Flag CORECRUXD_FEATURE_AUTONOMY_CONTRACT.",
+		Description: "Your per-tool matrix under the capability token: allowed and why, mode, cost. Flag CORECRUXD_FEATURE_AUTONOMY_CONTRACT.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
@@ -321,7 +321,7 @@ func resolvePrincipal() *Tool {
 	const name = "resolve_principal"
 	return &Tool{
 		Name:        name,
-		Description: "The passport behind session_id, passport_id or you: record or none, tier, rank, category, the token's capabilities.",
+		Description: "The passport behind session_id, passport_id or you: record or none, tier, category, capabilities.",
 		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
 			"resolved_via, has_passport_record, revoked, note?}, resolved_param}; tier, tier_rank, category, agent_work_gate null without a record",

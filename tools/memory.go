@@ -281,7 +281,7 @@ func memoryEdit() *Tool {
 	const name = "memory_edit"
 	return &Tool{
 		Name:        name,
-		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved. Only the current version (else -32004).",
+		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved. Current version only (else -32004).",
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		schema:      schemaFor(name),
@@ -346,7 +346,7 @@ func memoryPin() *Tool {
 	const name = "memory_pin"
 	return &Tool{
 		Name:        name,
-		Description: "Pin (default) or unpin a fact for you alone: pinned facts are never sweep candidates and survive memory_forget.",
+		Description: "Pin (default) or unpin a fact for you: pinned facts are never sweep candidates and survive memory_forget.",
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
 		schema:      schemaFor(name),
@@ -405,7 +405,7 @@ func memoryHistory() *Tool {
 	const name = "memory_history"
 	return &Tool{
 		Name:        name,
-		Description: "Every version of a fact (fact_id, or entity and key), newest first, a page at a time. Reserved entities: use fact_history.",
+		Description: "Every version of a fact (fact_id, or entity and key), newest first, paged.",
 		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",

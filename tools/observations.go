@@ -317,7 +317,7 @@ func verifyObservation() *Tool {
 	const name = "verify_observation"
 	return &Tool{
 		Name:        name,
-		Description: "Re-verify one of your observations: body hash and Ed25519 signature; reason says what failed. Flag CORECRUXD_OBSERVE.",
+		Description: "Re-verify one of your observations: body hash and signature; reason says what failed. Flag CORECRUXD_OBSERVE.",
 		Annotations: Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",
 		schema:      schemaFor(name),

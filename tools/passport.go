@@ -30,7 +30,7 @@ func issuePassport() *Tool {
 	const name = "issue_passport"
 	return &Tool{
 		Name:        name,
-		Description: "Issue your passport (tier and revocation hang on it); an existing one comes back unchanged. Hosted tier unless CORECRUXD_AGENT_PASSPORTS.",
+		Description: "Issue your passport (tier and revocation hang on it); an existing one comes back. Hosted unless CORECRUXD_AGENT_PASSPORTS.",
 		Annotations: Annotations{Title: "Issue passport", IdempotentHint: true},
 		Output:      "{principal_id, reputation_tier, receipt_count, sponsor_id, issued_at, created}",
 		schema:      schemaFor(name),
@@ -123,7 +123,7 @@ func getPassport() *Tool {
 	const name = "get_passport"
 	return &Tool{
 		Name:        name,
-		Description: "Your passport: tier (grows with the receipts naming you), receipt count, sponsor, revoked. Callable when revoked.",
+		Description: "Your passport: tier (grows with receipts naming you), receipt count, sponsor, revoked.",
 		Annotations: Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
 		schema:      schemaFor(name),
@@ -190,7 +190,7 @@ func requestPassportMint() *Tool {
 	const name = "request_passport_mint"
 	return &Tool{
 		Name:        name,
-		Description: "Ask an operator for a passport of another category: files one pending signed request, mints nothing.",
+		Description: "Ask an operator for a passport of another category: files one pending request, mints nothing.",
 		Annotations: Annotations{Title: "Request passport mint", IdempotentHint: true},
 		Output:      "{request_id, requester_id, requested_category, status, receipt_id, requested_at, already_pending}",
 		schema:      schemaFor(name),
@@ -281,7 +281,7 @@ func revokePassport() *Tool {
 	const name = "revoke_passport"
 	return &Tool{
 		Name:        name,
-		Description: "Revoke a passport (yours by default) for good: by itself, its sponsor or an elite operator; signed. With CRUX_PASSPORT_REVOCATION, it may then call only get_passport and get_agent_identity.",
+		Description: "Revoke a passport (default yours) for good: itself, its sponsor or an elite operator. With CRUX_PASSPORT_REVOCATION it then calls only get_passport and get_agent_identity.",
 		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
 		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
 		schema:      schemaFor(name),

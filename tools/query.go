@@ -258,7 +258,7 @@ func query() *Tool {
 	const name = "query"
 	return &Tool{
 		Name:        name,
-		Description: "Search a tenant's ingested documents (BM25 plus an entity-graph lane): segments with result_id for query_expand, score, snippet; coverage lists unknown query words.",
+		Description: "Search a tenant's documents (BM25 and entity graph): segments with result_id for query_expand; coverage lists unknown words.",
 		Annotations: Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
 			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +
@@ -713,7 +713,7 @@ func queryExpand() *Tool {
 	const name = "query_expand"
 	return &Tool{
 		Name:        name,
-		Description: "Full text of result ids from query or query_scan, in order. Past token_budget, omitted lists the ids left out.",
+		Description: "Full text of result ids from query or query_scan, in order; past token_budget, omitted lists the rest.",
 		Annotations: Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, doc_id, segment_index, title?, content, token_count}], count, " +
 			"tokens_returned, budget_truncated, omitted?}",

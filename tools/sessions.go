@@ -173,7 +173,7 @@ func getSession() *Tool {
 	const name = "get_session"
 	return &Tool{
 		Name:        name,
-		Description: "Read one of your sessions (sessions are per agent): state, updated_at, tokens. Missing or expired: isError.",
+		Description: "Read one of your sessions (sessions are per agent). Missing or expired: isError.",
 		Annotations: Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired session
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
 			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
@@ -234,7 +234,7 @@ func saveSession() *Tool {
 	const name = "save_session"
 	return &Tool{
 		Name:        name,
-		Description: "Save one of your sessions: state (a JSON object) replaces the previous one verbatim; title and summary are conventional keys.",
+		Description: "Save one of your sessions: state (a JSON object) replaces the previous one verbatim.",
 		Annotations: Annotations{Title: "Save session", IdempotentHint: true},
 		Output:      "{session_id, updated_at, expires_at?}",
 		schema:      schemaFor(name),
@@ -386,7 +386,7 @@ func sessionCheckpoint() *Tool {
 	const name = "session_checkpoint"
 	return &Tool{
 		Name:        name,
-		Description: "Save a session from typed fields (objective, decisions, next_action, ...), trimmed to token_budget oldest entries first (trimmed says what).",
+		Description: "Save a session from typed fields (objective, decisions, next_action...), cut to token_budget oldest first.",
 		Annotations: Annotations{Title: "Session checkpoint", IdempotentHint: true},
 		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
 		schema:      schemaFor(name),

@@ -178,7 +178,7 @@ func syncPull() *Tool {
 	const name = "sync_pull"
 	return &Tool{
 		Name:        name,
-		Description: "Pull your tenant's shared facts from the sync remote since the last pull; a concurrent version conflicts and the later stored_at wins. At most 1000 (more). Tier basic.",
+		Description: "Pull your tenant's shared facts from the sync remote since the last pull; of concurrent versions the later stored_at wins. Tier basic.",
 		Annotations: Annotations{Title: "Sync pull", OpenWorldHint: true},
 		Output: "{remote, tenant_id, entity_prefix, facts_pulled, duplicates, conflict_count, conflicts: [{entity, key, " +
 			"local_fact_id, remote_fact_id, kept}], rejected: [{fact_id, reason}], cursor, more, total_pull_count, collection_cursor_count}",
@@ -332,7 +332,7 @@ func syncPush() *Tool {
 	const name = "sync_push"
 	return &Tool{
 		Name:        name,
-		Description: "Push your tenant's shared fact versions written since the last push; without confirm, a preview. At most 1000 (more). Tier established.",
+		Description: "Push your tenant's shared fact versions written since the last push; without confirm, a preview. Tier established.",
 		Annotations: Annotations{Title: "Sync push", OpenWorldHint: true},
 		Output: "{mode: preview|push, remote, tenant_id, would_promote?, facts?: [{fact_id, entity, key}], preview_hash?, " +
 			"facts_pushed?, duplicates?, conflict_count?, conflicts?, rejected?, skipped_synced, skipped_deleted, " +
@@ -556,7 +556,7 @@ func syncStatus() *Tool {
 	const name = "sync_status"
 	return &Tool{
 		Name:        name,
-		Description: "Where sync stands for your tenant, from this store: remote, cursors, last pull and push, versions waiting.",
+		Description: "Where sync stands for your tenant, from this store: remote, cursors, last pull and push, pending.",
 		Annotations: Annotations{Title: "Sync status", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{mode, configured, remote_url, api_key_configured, background_sync_enabled, tenant_id, local_change_count, " +
 			"remotes: [{remote, tenant, pull_cursors, push_cursor, last_pull_at, last_push_at, pull_count, push_count, " +
