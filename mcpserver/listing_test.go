@@ -101,15 +101,23 @@ func measureListing(t testing.TB, flags *crux.Flags, router bool) listingSizes {
 }
 
 // Budgets of what a client reads when a session starts, as JSON on the
-// wire: the full catalogue's tools/list (every tool the flags allow, with
-// the crux command's free-local token) and the initialize result (which
-// carries crux.Instructions). Each is the size measured when it was set,
-// plus about 5%; raise it only with a reason: an agent pays for these
-// bytes on every turn. The list's was last raised for the five tools that
-// completed the catalogue's 70 contracts (129,019 B measured).
+// wire: the full catalogue's tools/list and the initialize result (which
+// carries crux.Instructions). An agent pays for these bytes on every
+// turn: raise one only with a reason.
+//
+// listBudget holds the listing the crux command serves (every tool the
+// flags allow, with its free-local token) to 40 KB, about 0.6 KB a tool;
+// it measured 39,202 B for 68 tools when set (129,019 B before the listing
+// was compacted). listBudgetNoToken holds the listing without a token,
+// which also shows the two hosted tools with their upgrade _meta (40,332 B
+// for 70 tools when set). initializeBudget was raised from 2,060 B to
+// take the guidance the descriptions no longer repeat: flags, unknown
+// arguments, tenant_id, current versions, the compact output schemas
+// (2,376 B measured).
 const (
-	listBudget       = 135_500
-	initializeBudget = 2_060
+	listBudget        = 40_000
+	listBudgetNoToken = 41_000
+	initializeBudget  = 2_500
 )
 
 // TestListingSize reports the size of tools/list and initialize for the
@@ -130,8 +138,11 @@ func TestListingSize(t *testing.T) {
 		s := measureListing(t, c.flags, c.router)
 		t.Logf("%s: %d tools, tools/list %d B (%d B per tool), initialize %d B", c.name, s.tools, s.list, s.list/s.tools, s.initialize)
 		assert.LessOrEqual(t, s.initialize, initializeBudget, "%s: initialize result", c.name)
-		if c.name == "all-flags+token" {
+		switch c.name {
+		case "all-flags+token":
 			assert.LessOrEqual(t, s.list, listBudget, "tools/list of the full catalogue")
+		case "all-flags":
+			assert.LessOrEqual(t, s.list, listBudgetNoToken, "tools/list of the full catalogue without a token")
 		}
 	}
 }

@@ -147,7 +147,7 @@ func artefactPut() *Tool {
 	const name = "artefact_put"
 	return &Tool{
 		Name:        name,
-		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone. Flag CORECRUXD_FEATURE_ARTEFACTS.",
+		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone. Flag ARTEFACTS.",
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
 		schema:      schemaFor(name),
@@ -245,7 +245,7 @@ func artefactGet() *Tool {
 	const name = "artefact_get"
 	return &Tool{
 		Name:        name,
-		Description: "Read back an artefact you parked; past token_budget, metadata only. Flag CORECRUXD_FEATURE_ARTEFACTS.",
+		Description: "Read back an artefact you parked; past token_budget, metadata only. Flag ARTEFACTS.",
 		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}" + artefactsOffOutput,
@@ -365,7 +365,7 @@ func artefactList() *Tool {
 	const name = "artefact_list"
 	return &Tool{
 		Name:        name,
-		Description: "Your parked artefacts, newest first, metadata only. Flag CORECRUXD_FEATURE_ARTEFACTS.",
+		Description: "Your parked artefacts, newest first, metadata only. Flag ARTEFACTS.",
 		Annotations: Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}" + artefactsOffOutput,

@@ -151,7 +151,7 @@ func outputAttest() *Tool {
 	const name = "output_attest"
 	return &Tool{
 		Name:        name,
-		Description: "Bind content you made to a crux receipt in a signed C2PA manifest (`crux verify output`). Flag CORECRUXD_FEATURE_C2PA_OUTPUT.",
+		Description: "Bind content you made to a crux receipt in a signed C2PA manifest (`crux verify output`). Flag C2PA_OUTPUT.",
 		Annotations: Annotations{Title: "Attest output (C2PA)"},
 		Output: "{feature_enabled, manifest: {manifest_id, instance_id, spec_version, format, manifest_jumbf_base64, " +
 			"manifest_bytes, claim_sha256_hex, content_hash_sha256_hex, content_hash_blake3_hex, content_bytes, " +

@@ -109,7 +109,7 @@ func auditExportBundle() *Tool {
 	const name = "audit_export_bundle"
 	return &Tool{
 		Name:        name,
-		Description: "Export a signed tar.zst of your tenant's shared fact versions and receipts in [since_ts, until_ts). Flag CORECRUXD_FEATURE_AUDIT_EXPORT.",
+		Description: "Export a signed tar.zst of your tenant's shared fact versions and receipts in [since_ts, until_ts). Flag AUDIT_EXPORT.",
 		Annotations: Annotations{Title: "Export audit bundle"},
 		Output: "{bundle_id, bytes_path, bytes, bundle_sha256, manifest_signature_b64, signer_key_id, key_class, fact_count, " +
 			"facts_in_window, facts_truncated, receipt_count, receipts_truncated, tokens_swept, scope, chain, since, until, " +

@@ -168,7 +168,7 @@ func getBootstrap() *Tool {
 	const name = "get_bootstrap"
 	return &Tool{
 		Name:        name,
-		Description: "crux's docs, patterns, error resolutions and each tool's output fields (topic tool-output).",
+		Description: "crux's docs, patterns, error resolutions, and each tool's output fields (topic tool-output).",
 		Annotations: Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
 		schema:      schemaFor(name),

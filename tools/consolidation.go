@@ -112,7 +112,7 @@ func memoryContradictions() *Tool {
 	const name = "memory_contradictions"
 	return &Tool{
 		Name:        name,
-		Description: "Current facts of one (entity, key) with opposite polarity (yes against no). Resolve with memory_consolidate.",
+		Description: "Current facts of one (entity, key) with opposite polarity (yes/no). Resolve with memory_consolidate.",
 		Annotations: Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{candidates: [{entity, key, reason, polarity_a, polarity_b, fact_ids: [string], values: [string], " +
 			"scopes: [shared|private]}], count, limit, dry_run: true, mode, entities_examined, facts_read, " +
@@ -245,7 +245,7 @@ func memoryConsolidate() *Tool {
 	const name = "memory_consolidate"
 	return &Tool{
 		Name:        name,
-		Description: "Collapse target_fact_ids (live shared facts of one (entity, key), its current one included) into one canonical fact. Protected, pinned or high-confidence targets: -32030.",
+		Description: "Collapse target_fact_ids (live shared facts of one (entity, key), the current one included) into one canonical fact. Protected, pinned or high-confidence ones are refused.",
 		Annotations: Annotations{Title: "Consolidate memory", DestructiveHint: true},
 		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +
 			"superseded_fact_ids: [string], source_fact_ids: [string], receipt_id}}",

@@ -693,7 +693,7 @@ func enrichAction() *Tool {
 	const name = "enrich_action"
 	return &Tool{
 		Name:        name,
-		Description: "Describe a proposed tool call deterministically: narrative, principals, resources, risk, matching constraints.",
+		Description: "Describe a proposed tool call, deterministically: narrative, principals, resources, risk, constraints matched.",
 		Annotations: Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +
 			"[string], affected_resources: [{kind, value}], state_diff{operations, resources_touched, reversible}, " +

@@ -121,7 +121,7 @@ func engramResolve() *Tool {
 	const name = "engram_resolve"
 	return &Tool{
 		Name:        name,
-		Description: "Instructions to apply before acting. No names: the manifest; name@version: what your model class may read. Flag CORECRUXD_FEATURE_ENGRAM_MCP.",
+		Description: "Instructions to apply before acting. No names: the manifest; name@version: what your model class may read. Flag ENGRAM_MCP.",
 		Annotations: Annotations{Title: "Resolve engrams", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "manifest: {schema, capability_class, engram_manifest: [{ref, name, version, intent_bucket?, prompt_hash, " +
 			"min_class, applicable_why?, source}], count, truncated, manifest_hash, files_skipped?}; resolve: {schema, " +

@@ -126,7 +126,7 @@ func storeFact() *Tool {
 	const name = "store_fact"
 	return &Tool{
 		Name:        name,
-		Description: "Write a value under (entity, key) as a new version; fact_history keeps the old. supersedes retires other facts, all visible to you or none.",
+		Description: "Write a value under (entity, key) as a new version; fact_history keeps the old. supersedes: ids it retires, all visible to you or nothing is written.",
 		Annotations: Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		schema:      schemaFor(name),
@@ -226,7 +226,7 @@ func queryFacts() *Tool {
 	const name = "query_facts"
 	return &Tool{
 		Name:        name,
-		Description: "Find current facts by entity, entity_prefix, key and/or keywords, ranked by confidence (halved when stale). as_of reads the past.",
+		Description: "Find current facts by entity, entity_prefix, key and/or keywords, ranked by confidence (halved when stale); as_of reads the past.",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
@@ -360,7 +360,7 @@ func deleteFact() *Tool {
 	const name = "delete_fact"
 	return &Tool{
 		Name:        name,
-		Description: "Soft-delete a fact: gone from every read, kept in fact_history. The previous version does not come back.",
+		Description: "Soft-delete a fact: gone from every read, kept in fact_history; the previous version does not come back.",
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
 		schema:      schemaFor(name),
@@ -484,7 +484,7 @@ func factHistory() *Tool {
 	const name = "fact_history"
 	return &Tool{
 		Name:        name,
-		Description: "Every version of one (entity, key), superseded and deleted included, newest first, a page at a time.",
+		Description: "Every version of one (entity, key), superseded and deleted included, newest first, paged.",
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",

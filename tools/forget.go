@@ -236,7 +236,7 @@ func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
 		Name:        name,
-		Description: "Forget a scope's facts: gone from every read at once, restorable by an operator for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS (7), then purged. Pins protect unless include_pinned. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true (-32601).",
+		Description: "Forget a scope's facts at once; an operator can restore them for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS (7) before they are purged. Your pins protect unless include_pinned. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true.",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
@@ -349,7 +349,7 @@ func memoryForgetDryRun() *Tool {
 	const name = "memory_forget_dry_run"
 	return &Tool{
 		Name:        name,
-		Description: "Preview memory_forget, changing nothing: the facts it would forget, oldest first. Always available.",
+		Description: "Preview memory_forget, changing nothing: the facts it would forget. Always available.",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped}",

@@ -328,7 +328,7 @@ func memorySweepCandidates() *Tool {
 	const name = "memory_sweep_candidates"
 	return &Tool{
 		Name:        name,
-		Description: "Stale and/or superseded facts you see, never pinned ones. At most 5000 examined (complete false).",
+		Description: "Stale or superseded facts you see, never pinned ones. At most 5000 examined (complete false).",
 		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
@@ -409,7 +409,7 @@ func memorySetHorizon() *Tool {
 	const name = "memory_set_horizon"
 	return &Tool{
 		Name:        name,
-		Description: "Re-classify how fast a fact goes stale, in place. Current version only (else -32004).",
+		Description: "Re-classify how fast a fact goes stale, in place.",
 		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
 		schema:      schemaFor(name),
@@ -455,7 +455,7 @@ func memoryReverify() *Tool {
 	const name = "memory_reverify"
 	return &Tool{
 		Name:        name,
-		Description: "Confirm a fact still holds: its decay clock restarts, no new version. Current version only (else -32004).",
+		Description: "Confirm a fact still holds: its decay clock restarts, no new version.",
 		Annotations: Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
 		schema:      schemaFor(name),

@@ -136,7 +136,7 @@ func getGaps() *Tool {
 	const name = "get_gaps"
 	return &Tool{
 		Name:        name,
-		Description: "Your query_facts keyword queries that found nothing, with counts, and the tenant's unanswered words.",
+		Description: "Your query_facts keyword queries that found nothing, with counts; the tenant's unanswered words.",
 		Annotations: Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +
 			"tenant_summary: {records, terms: [{term, count}], distinct_terms, truncated}}",

@@ -114,7 +114,7 @@ func cuecruxSession() *Tool {
 	const name = surface.SessionTool
 	return &Tool{
 		Name:        name,
-		Description: "Your signed plan: the tools you may call (mode, tier), and those you may not with why. An intent (audit_review, document_ingest, session_review, compliance_export, knowledge_query) orders it for an hour.",
+		Description: "Your signed plan: the tools you may call (mode, tier), and those you may not with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it.",
 		Annotations: Annotations{Title: "Open session"},
 		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
 			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
@@ -245,7 +245,7 @@ func autonomyContract() *Tool {
 	const name = "autonomy_contract"
 	return &Tool{
 		Name:        name,
-		Description: "Your per-tool matrix under the capability token: allowed and why, mode, cost. Flag CORECRUXD_FEATURE_AUTONOMY_CONTRACT.",
+		Description: "Your per-tool matrix under the capability token: allowed and why, mode, cost. Flag AUTONOMY_CONTRACT.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",

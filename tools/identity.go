@@ -278,7 +278,7 @@ func passportSplit() *Tool {
 	const name = "passport_split"
 	return &Tool{
 		Name:        name,
-		Description: "Fork your passport into a new one with a copy of your private facts. Trusted passport. Flag CORECRUXD_FEATURE_IDENTITY_CONTINUITY.",
+		Description: "Fork your passport into a new one with a copy of your private facts. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Split passport"},
 		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
 			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
@@ -417,7 +417,7 @@ func passportMerge() *Tool {
 	const name = "passport_merge"
 	return &Tool{
 		Name:        name,
-		Description: "Merge a passport into another (you are one): private facts, sessions, pins, artefacts move; the source retires. Trusted passport. Flag CORECRUXD_FEATURE_IDENTITY_CONTINUITY.",
+		Description: "Merge a passport into another (you are one): its private facts, sessions, pins, artefacts move; it retires. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Merge passports", DestructiveHint: true},
 		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
 			"conflicts_resolved, duplicates, moved{chains, facts, sessions, pins, artefacts}, conflicts: [{entity, key, " +
@@ -551,7 +551,7 @@ func passportLinkDevice() *Tool {
 	const name = "passport_link_device"
 	return &Tool{
 		Name:        name,
-		Description: "Link a device fingerprint to your passport with capabilities_subset. Trusted passport. Flag CORECRUXD_FEATURE_IDENTITY_CONTINUITY.",
+		Description: "Link a device fingerprint to your passport with capabilities_subset. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Link device"}, // each call mints a receipt
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
 			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +

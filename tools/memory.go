@@ -281,7 +281,7 @@ func memoryEdit() *Tool {
 	const name = "memory_edit"
 	return &Tool{
 		Name:        name,
-		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved. Current version only (else -32004).",
+		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved.",
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		schema:      schemaFor(name),

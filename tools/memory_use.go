@@ -140,7 +140,7 @@ func memoryAcknowledgeUse() *Tool {
 	const name = "memory_acknowledge_use"
 	return &Tool{
 		Name:        name,
-		Description: "Receipt of the fact_ids you used in a turn (turn_id); each recorded or counted as filtered, not_found or redacted. Flag CORECRUXD_FEATURE_MEMORY_ACK.",
+		Description: "Receipt of the fact_ids you used in a turn (turn_id); each recorded, or counted as filtered, not_found or redacted. Flag MEMORY_ACK.",
 		Annotations: Annotations{Title: "Acknowledge memory use"},
 		Output: "{turn_id, intent, feature_enabled, receipt_ref, memories_used: [{fact_id, topic, age_days, redacted?}], " +
 			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +

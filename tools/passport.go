@@ -30,7 +30,7 @@ func issuePassport() *Tool {
 	const name = "issue_passport"
 	return &Tool{
 		Name:        name,
-		Description: "Issue your passport (tier and revocation hang on it); an existing one comes back. Hosted unless CORECRUXD_AGENT_PASSPORTS.",
+		Description: "Issue your passport (tier and revocation hang on it); an existing one comes back.",
 		Annotations: Annotations{Title: "Issue passport", IdempotentHint: true},
 		Output:      "{principal_id, reputation_tier, receipt_count, sponsor_id, issued_at, created}",
 		schema:      schemaFor(name),
@@ -281,7 +281,7 @@ func revokePassport() *Tool {
 	const name = "revoke_passport"
 	return &Tool{
 		Name:        name,
-		Description: "Revoke a passport (default yours) for good: itself, its sponsor or an elite operator. With CRUX_PASSPORT_REVOCATION it then calls only get_passport and get_agent_identity.",
+		Description: "Revoke a passport (default yours) for good: by itself, its sponsor or an elite operator. With CRUX_PASSPORT_REVOCATION on, it may then only read itself.",
 		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
 		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
 		schema:      schemaFor(name),

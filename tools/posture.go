@@ -51,7 +51,7 @@ func routeAccessMatrix() *Tool {
 	const name = "route_access_matrix"
 	return &Tool{
 		Name:        name,
-		Description: "The routes of this transport and what each requires; whether a capability token is enforced.",
+		Description: "The routes of this transport, what each requires, and whether a token is enforced.",
 		Annotations: Annotations{Title: "Route access matrix", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{routes: [{transport, route, required_any_scope: [string], enforced, passport_binding, tenant_binding, notes}], enforcing}",
 		schema:      schemaFor(name),
@@ -117,7 +117,7 @@ func execplanGate() *Tool {
 	const name = "execplan_gate"
 	return &Tool{
 		Name:        name,
-		Description: "Record a plan's milestone gate as the fact execplan:<slug> / gate:<milestone>; again writes a new version.",
+		Description: "Record a plan's milestone gate as the fact execplan:<slug> gate:<milestone>; again, a new version.",
 		Annotations: Annotations{Title: "ExecPlan gate"},
 		Output:      "{fact_id, entity, key, version, commit_sha, status}",
 		schema:      schemaFor(name),
@@ -203,7 +203,7 @@ func authPostureAudit() *Tool {
 	const name = "auth_posture_audit"
 	return &Tool{
 		Name:        name,
-		Description: "How this server authenticates and authorises calls: caller, token, passports, revocation, signing key.",
+		Description: "How this server authenticates and authorises calls: caller, token, passports, revocation, key.",
 		Annotations: Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +

@@ -258,7 +258,7 @@ func query() *Tool {
 	const name = "query"
 	return &Tool{
 		Name:        name,
-		Description: "Search a tenant's documents (BM25 and entity graph): segments with result_id for query_expand; coverage lists unknown words.",
+		Description: "Search a tenant's documents (BM25, entity graph): segments with result_id for query_expand; coverage lists unknown words.",
 		Annotations: Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
 			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +

@@ -51,7 +51,7 @@ func receiptVerify() *Tool {
 	const name = "receipt_verify"
 	return &Tool{
 		Name:        name,
-		Description: "Verify a stored receipt offline: hash, signature, chain. Its passport or a trusted operator. Flag CORECRUXD_FEATURE_RECEIPT_VERIFY.",
+		Description: "Verify a stored receipt offline: hash, signature, chain. Its passport or a trusted operator only. Flag RECEIPT_VERIFY.",
 		Annotations: Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{receipt_id, tenant_id, feature_enabled, verified, signer_passport, errors: [string], http_status, " +
 			"report?{schema, receipt_id, tenant_id, kind, payload_hash, signature{alg, key_id}, integrity, signature_valid, " +

@@ -74,7 +74,7 @@ func reuseCheck() *Tool {
 	const name = "reuse_check"
 	return &Tool{
 		Name:        name,
-		Description: "Before building something, check it does not exist: ranks documents, tools and feature facts. Flag CORECRUXD_FEATURE_REUSE_CHECK.",
+		Description: "Before building something, check it does not exist: ranks documents, tools and feature facts. Flag REUSE_CHECK.",
 		Annotations: Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, verdict: reuse-candidate-found|nothing-found, retrieval_candidates: [{result_id, rank, doc_id, " +
 			"score, doc_length_tokens}], capability_candidates: [{id, name, system, maturity, files, overlap_terms}], guidance}",

@@ -601,7 +601,7 @@ func archiveSession() *Tool {
 	const name = "archive_session"
 	return &Tool{
 		Name:        name,
-		Description: "Hide a session from list_sessions; get_session still reads it; undo with unarchive_session.",
+		Description: "Hide a session from list_sessions; get_session still reads it; unarchive_session undoes it.",
 		Annotations: Annotations{Title: "Archive session", IdempotentHint: true},
 		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
 		schema:      schemaFor(name),

@@ -178,7 +178,7 @@ func syncPull() *Tool {
 	const name = "sync_pull"
 	return &Tool{
 		Name:        name,
-		Description: "Pull your tenant's shared facts from the sync remote since the last pull; of concurrent versions the later stored_at wins. Tier basic.",
+		Description: "Pull your tenant's shared facts from the sync remote since the last pull; of concurrent versions the later wins. Tier basic.",
 		Annotations: Annotations{Title: "Sync pull", OpenWorldHint: true},
 		Output: "{remote, tenant_id, entity_prefix, facts_pulled, duplicates, conflict_count, conflicts: [{entity, key, " +
 			"local_fact_id, remote_fact_id, kept}], rejected: [{fact_id, reason}], cursor, more, total_pull_count, collection_cursor_count}",

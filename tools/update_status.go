@@ -100,7 +100,7 @@ func updateStatusTool() *Tool {
 	const name = "update_status"
 	return &Tool{
 		Name:        name,
-		Description: "The commit this binary was built from, and how it stands against a configured checkout. No network.",
+		Description: "The commit this binary was built from, and how it stands against a configured checkout.",
 		Annotations: Annotations{Title: "Update status", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{enabled, state, basis, update_available, module_path, module_version, go_version, binary_commit, " +
 			"binary_commit_time, binary_modified, current_commit, checkout_path, checkout_commit, checkout_branch, " +
