@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/crux-go/crux/mcpserver"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
+	"github.com/crux-go/crux/tools"
 )
 
 // allToolFlags are the defaults with every switch that adds a tool to the
@@ -231,4 +233,56 @@ func TestListingTokenOnce(t *testing.T) {
 		assert.NotContains(t, string(b), `filtered_by`, tl["name"])
 		assert.NotContains(t, string(b), `token_ref`, tl["name"])
 	}
+}
+
+// startAnswerBudget is the most an answer of the two tools a session
+// starts with may take by default, as JSON on the wire.
+const startAnswerBudget = 8 << 10
+
+// TestSessionStartAnswers: cuecrux_session and get_bootstrap, which an
+// agent calls when its session starts, answer at most 8 KB by default over
+// MCP, for the full catalogue with the crux command's token, and more when
+// asked with the argument their schemas document.
+func TestSessionStartAnswers(t *testing.T) {
+	full := allToolFlags()
+	signer := receipts.NewEd25519Signer(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)))
+	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{IssuedAt: time.Now(), Capabilities: crux.FreeLocalCapabilities(full)})
+	require.NoError(t, err)
+	r, err := rcx.NewRouter(tok, signer.Public(), nil)
+	require.NoError(t, err)
+	cs := connect(t, newCruxWith(t, &crux.Options{Flags: &full, Signer: signer, Router: r}), tester)
+	size := func(name string, args map[string]any) (int, map[string]any) {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%s: %v", name, res.Content)
+		b, err := json.Marshal(res)
+		require.NoError(t, err)
+		var sc map[string]any
+		require.NoError(t, json.Unmarshal(mustJSON(t, res.StructuredContent), &sc))
+		return len(b), sc
+	}
+
+	n, plan := size("cuecrux_session", map[string]any{})
+	t.Logf("cuecrux_session {}: %d B", n)
+	assert.LessOrEqual(t, n, startAnswerBudget, "cuecrux_session {}")
+	assert.Len(t, plan["capability_graph"], tools.DefaultPlanCapabilities)
+	assert.Contains(t, fmt.Sprint(plan["notes"]), "hints.max_capabilities lists more")
+	more, all := size("cuecrux_session", map[string]any{"hints": map[string]any{"max_capabilities": 1000}})
+	assert.Greater(t, more, n)
+	assert.Greater(t, len(all["capability_graph"].([]any)), tools.DefaultPlanCapabilities, "hints.max_capabilities lists every tool you may call")
+
+	n, boot := size("get_bootstrap", map[string]any{})
+	t.Logf("get_bootstrap {}: %d B", n)
+	assert.LessOrEqual(t, n, startAnswerBudget, "get_bootstrap {}")
+	assert.Equal(t, true, boot["truncated"])
+	more, all = size("get_bootstrap", map[string]any{"token_budget": 100000})
+	assert.Greater(t, more, n)
+	assert.Greater(t, len(all["facts"].([]any)), len(boot["facts"].([]any)), "a larger token_budget gets more entries")
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }

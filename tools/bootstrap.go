@@ -136,6 +136,11 @@ type BootstrapFact struct {
 	Value  string `json:"value"`
 }
 
+// DefaultBootstrapBudget is get_bootstrap's token_budget when none is
+// given: about 3.6 KB of entries, sent as text and as structured content,
+// so that the answer stays under 8 KB. A larger token_budget gets more.
+const DefaultBootstrapBudget = 900
+
 // maxBootstrapEntries caps one get_bootstrap answer.
 const maxBootstrapEntries = 100
 
@@ -193,6 +198,9 @@ func getBootstrap() *Tool {
 			facts := []BootstrapFact{}
 			var lines []string
 			b := budget{Limit: in.TokenBudget}
+			if b.Limit == 0 {
+				b.Limit = DefaultBootstrapBudget
+			}
 			for _, r := range res.Facts {
 				if r.Entity == bootstrapSentinel.entity {
 					continue

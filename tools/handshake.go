@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -100,6 +101,12 @@ func planHash(p CuecruxSessionOutput) ([32]byte, error) {
 	return blake3.Sum256(b), nil
 }
 
+// DefaultPlanCapabilities is how many tools a cuecrux_session plan lists
+// in its capability_graph when hints.max_capabilities is not given (those
+// of the declared intent first), so that the answer stays under 8 KB; a
+// note says how many more there are.
+const DefaultPlanCapabilities = 14
+
 type sessionArgs struct {
 	Intent string `json:"intent,omitempty"`
 	Hints  struct {
@@ -153,8 +160,16 @@ func cuecruxSession() *Tool {
 			slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
 				return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
 			})
-			if m := in.Hints.MaxCapabilities; m != nil && *m < len(p.CapabilityGraph) {
-				p.CapabilityGraph = p.CapabilityGraph[:*m]
+			limit := DefaultPlanCapabilities
+			if m := in.Hints.MaxCapabilities; m != nil {
+				limit = *m
+			}
+			if limit < len(p.CapabilityGraph) {
+				if in.Hints.MaxCapabilities == nil {
+					p.Notes = append(p.Notes, fmt.Sprintf("capability_graph lists the first %d of the %d tools you may call, "+
+						"those of your intent first; hints.max_capabilities lists more", limit, len(p.CapabilityGraph)))
+				}
+				p.CapabilityGraph = p.CapabilityGraph[:limit]
 			}
 			p.Receipt.Mode = "local"
 
