@@ -191,8 +191,17 @@ func getBootstrap() *Tool {
 			if err != nil {
 				return nil, err
 			}
+			// Entries named by the query (a tool's output contract asked
+			// for by the tool's name) come first, then by name.
+			named := func(entity string) bool {
+				q := strings.TrimSpace(in.Query)
+				return q != "" && strings.HasSuffix(entity, ":"+q)
+			}
 			sort.Slice(res.Facts, func(i, j int) bool {
 				a, b := res.Facts[i], res.Facts[j]
+				if na, nb := named(a.Entity), named(b.Entity); na != nb {
+					return na
+				}
 				return a.Entity < b.Entity || a.Entity == b.Entity && a.Key < b.Key
 			})
 			facts := []BootstrapFact{}
