@@ -19,7 +19,11 @@ const instructions = "crux is a memory for agents: facts, sessions, documents an
 	"tool or one switched off; -32003 forbidden; -32004 a conflict with what is stored. An isError result " +
 	"means the tool ran and failed: read its text.\n" +
 	"- Anonymous callers have no private scope and no passport; tools that need an identity refuse them.\n" +
-	"- A tool whose feature flag is off says so: feature_enabled false, or one of the errors above.\n" +
+	"- \"Flag X\" in a description: the tool works while the operator turns CORECRUXD_FEATURE_X on (X itself when " +
+	"written in full); off, it says so: feature_enabled false or one of the errors above.\n" +
+	"- Unknown arguments are refused (-32602); turn_id and contract are accepted by every tool. tenant_id defaults " +
+	"to yours. A tool that changes a fact by fact_id takes its current version only (-32004 otherwise).\n" +
+	"- Over MCP each outputSchema is {type: object}; get_bootstrap topic tool-output names each tool's fields.\n" +
 	"- Read-only tools may keep crux's own bookkeeping: a query that finds nothing is recorded for get_gaps, " +
 	"and expired sessions and artefacts are reclaimed.\n" +
 	"- Every receipt is Ed25519-signed and chained per tenant; `crux verify receipt` checks one offline. With " +

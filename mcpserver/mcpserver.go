@@ -15,9 +15,16 @@
 // # How calls map to MCP
 //
 // tools/list and tools/call are answered from crux directly, so the SDK
-// neither validates the arguments nor touches the result: the input schema,
-// annotations and _meta of [crux.Server.ListTools] are served unchanged, and
-// tools/call hands the raw arguments to [crux.Server.CallTool].
+// neither validates the arguments nor touches the result: the descriptions,
+// input schemas, annotations and _meta of [crux.Server.ListTools] are
+// served in its order, and tools/call hands the raw arguments to
+// [crux.Server.CallTool]. Because an agent reads tools/list on every turn,
+// the list says once what every tool repeats: the capability token that
+// filtered it is in the result's _meta.crux rather than in each tool's
+// _meta and input schema, every outputSchema is {"type":"object"} (the
+// properties of each tool's answer are served by get_bootstrap, topic
+// tool-output), no tool has a title (the name is what a client shows
+// instead) and a read-only tool has no destructiveHint.
 //
 // The two error channels of crux keep their meaning on the wire, except
 // for bad arguments, whose channel depends on the protocol version:
@@ -376,27 +383,25 @@ func ServeStdio(ctx context.Context, srv *crux.Server, caller crux.Caller) error
 	return Serve(ctx, srv, caller, StdioTransport(os.Stdin, os.Stdout), nil)
 }
 
-// sdkTool converts a crux tool to the SDK's description of it. The input
-// and output schemas are passed through as raw JSON.
+// sdkTool converts a crux tool to the SDK's description of it: the input
+// schema passed through as raw JSON, the compact output schema, no title
+// and no destructiveHint on a read-only tool (see listResult).
 func sdkTool(t crux.Tool) *mcp.Tool {
-	destructive, openWorld := t.Annotations.DestructiveHint, t.Annotations.OpenWorldHint
-	var output any // nil, not a nil json.RawMessage, which would be sent as null
-	if len(t.OutputSchema) > 0 {
-		output = t.OutputSchema
+	ann := &mcp.ToolAnnotations{
+		ReadOnlyHint:   t.Annotations.ReadOnlyHint,
+		IdempotentHint: t.Annotations.IdempotentHint,
+		OpenWorldHint:  &t.Annotations.OpenWorldHint,
+	}
+	if !t.Annotations.ReadOnlyHint {
+		ann.DestructiveHint = &t.Annotations.DestructiveHint
 	}
 	return &mcp.Tool{
-		OutputSchema: output,
+		OutputSchema: compactOutputSchema,
 		Name:         t.Name,
 		Description:  t.Description,
 		InputSchema:  t.InputSchema,
-		Annotations: &mcp.ToolAnnotations{
-			Title:           t.Annotations.Title,
-			ReadOnlyHint:    t.Annotations.ReadOnlyHint,
-			DestructiveHint: &destructive,
-			IdempotentHint:  t.Annotations.IdempotentHint,
-			OpenWorldHint:   &openWorld,
-		},
-		Meta: mcp.Meta(t.Meta),
+		Annotations:  ann,
+		Meta:         mcp.Meta(t.Meta),
 	}
 }
 
@@ -558,11 +563,7 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, a.wireError("tools/list", err)
 			}
-			res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(list))}
-			for _, t := range list {
-				res.Tools = append(res.Tools, sdkTool(t))
-			}
-			return res, nil
+			return listResult(list), nil
 		}
 		return next(ctx, method, req)
 	}

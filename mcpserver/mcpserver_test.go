@@ -114,14 +114,25 @@ func TestListTools(t *testing.T) {
 
 		schema, err := json.Marshal(g.InputSchema)
 		require.NoError(t, err)
-		assert.JSONEq(t, string(w.InputSchema), string(schema), "%s: input schema passed through", w.Name)
+		var open map[string]any
+		require.NoError(t, json.Unmarshal(w.InputSchema, &open))
+		assert.Equal(t, false, open["additionalProperties"], "%s: crux refuses unknown arguments", w.Name)
+		delete(open, "additionalProperties")
+		wantSchema, err := json.Marshal(open)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(wantSchema), string(schema), "%s: input schema passed through but for additionalProperties, which the instructions state once", w.Name)
 
 		require.NotNil(t, g.Annotations, w.Name)
-		assert.Equal(t, w.Annotations.Title, g.Annotations.Title, w.Name)
+		assert.NotEmpty(t, w.Annotations.Title, w.Name)
+		assert.Empty(t, g.Annotations.Title, "%s: a title is for display; tools/list leaves it out", w.Name)
 		assert.Equal(t, w.Annotations.ReadOnlyHint, g.Annotations.ReadOnlyHint, w.Name)
 		assert.Equal(t, w.Annotations.IdempotentHint, g.Annotations.IdempotentHint, w.Name)
-		require.NotNil(t, g.Annotations.DestructiveHint, w.Name)
-		assert.Equal(t, w.Annotations.DestructiveHint, *g.Annotations.DestructiveHint, w.Name)
+		if w.Annotations.ReadOnlyHint {
+			assert.Nil(t, g.Annotations.DestructiveHint, "%s: MCP defines destructiveHint only for a tool that is not read-only", w.Name)
+		} else {
+			require.NotNil(t, g.Annotations.DestructiveHint, w.Name)
+			assert.Equal(t, w.Annotations.DestructiveHint, *g.Annotations.DestructiveHint, w.Name)
+		}
 		require.NotNil(t, g.Annotations.OpenWorldHint, w.Name)
 		assert.Equal(t, w.Annotations.OpenWorldHint, *g.Annotations.OpenWorldHint, w.Name)
 

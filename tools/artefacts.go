@@ -146,10 +146,8 @@ type ArtefactPutOutput struct {
 func artefactPut() *Tool {
 	const name = "artefact_put"
 	return &Tool{
-		Name: name,
-		Description: "Park content (base64, at most 768 KiB decoded) for later under a content address, art_<BLAKE3 of " +
-			"the bytes>. Artefacts are per passport: nobody else reads or lists yours; putting bytes you hold " +
-			"refreshes their metadata and deadline (created false). Needs an identity (else -32003)." + artefactsOffHelp,
+		Name:        name,
+		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone. Flag ARTEFACTS.",
 		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
 		schema:      schemaFor(name),
@@ -246,10 +244,8 @@ type ArtefactGetOutput struct {
 func artefactGet() *Tool {
 	const name = "artefact_get"
 	return &Tool{
-		Name: name,
-		Description: "Read back an artefact you parked, its content as base64; past token_budget, only its metadata " +
-			"(truncated). Another passport's artefact is refused with -32030 (cross_passport); an unknown or " +
-			"expired id is an isError result, not found." + artefactsOffHelp,
+		Name:        name,
+		Description: "Read back an artefact you parked; past token_budget, metadata only. Flag ARTEFACTS.",
 		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}" + artefactsOffOutput,
@@ -368,9 +364,8 @@ func artefactEnvelope(tool string, arts []ArtefactInfo, created []time.Time, now
 func artefactList() *Tool {
 	const name = "artefact_list"
 	return &Tool{
-		Name: name,
-		Description: "The artefacts you parked, newest first, metadata only; scope keeps those whose mime_type or " +
-			"tool_origin contains it. Anonymous callers get an empty list." + artefactsOffHelp,
+		Name:        name,
+		Description: "Your parked artefacts, newest first, metadata only. Flag ARTEFACTS.",
 		Annotations: Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}" + artefactsOffOutput,

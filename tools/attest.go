@@ -150,18 +150,8 @@ func attestOff(env *Env) (*Result, error) {
 func outputAttest() *Tool {
 	const name = "output_attest"
 	return &Tool{
-		Name: name,
-		Description: "Bind an artefact you produced to a signed crux receipt (receipt_id, of your tenant; it must " +
-			"verify) with a C2PA 2.x sidecar manifest that any C2PA validator reads: c2pa.created, digital source " +
-			"type trainedAlgorithmicMedia, the SHA-256 of the bytes as hard binding, the receipt's id and body " +
-			"hash, signed (EdDSA) with this server's receipt key under a certificate of its local root CA. Give " +
-			"exactly one of content_bytes_base64 (up to 786432 bytes) or content_path (a file under the server's " +
-			"content root, up to 64 MiB; no .., no symlink out of the root; refused when no root is configured). " +
-			"token_budget refuses content over that many tokens (4 bytes each) with -32602. Returns manifest " +
-			"{manifest_id, manifest_jumbf_base64: the .c2pa file, content hashes, signer, verify_command} and " +
-			"attest_receipt_id, the signed output_attest receipt recording it. Check offline with `crux verify " +
-			"output MANIFEST ASSET`. Requires an authenticated passport (anonymous: -32030). Needs " +
-			feature.EnvC2PAOutput + " (off by default): while off it answers feature_enabled false.",
+		Name:        name,
+		Description: "Bind content you made to a crux receipt in a signed C2PA manifest (`crux verify output`). Flag C2PA_OUTPUT.",
 		Annotations: Annotations{Title: "Attest output (C2PA)"},
 		Output: "{feature_enabled, manifest: {manifest_id, instance_id, spec_version, format, manifest_jumbf_base64, " +
 			"manifest_bytes, claim_sha256_hex, content_hash_sha256_hex, content_hash_blake3_hex, content_bytes, " +

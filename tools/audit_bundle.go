@@ -108,14 +108,8 @@ type exportPayload struct {
 func auditExportBundle() *Tool {
 	const name = "audit_export_bundle"
 	return &Tool{
-		Name: name,
-		Description: "Export a signed, self-contained audit bundle (tar.zst) of your tenant: every version of its shared " +
-			"facts stored in [since_ts, until_ts) (deleted and private facts never included) and the signed receipts of " +
-			"its chain created in the window, anchored to the chain head. crux verify bundle FILE checks it offline, and " +
-			"any changed byte fails. token_budget (required) caps the tokens of the facts swept, oldest first; at most " +
-			"10000 receipts; cuts are reported as facts_truncated and receipts_truncated. scope.include_reserved needs an " +
-			"operator passport. The file goes to CORECRUXD_AUDIT_EXPORT_DIR, else exports/ in the data directory; each " +
-			"export mints a receipt. Needs " + feature.EnvAuditExport + " on (off by default).",
+		Name:        name,
+		Description: "Export a signed tar.zst of your tenant's shared fact versions and receipts in [since_ts, until_ts). Flag AUDIT_EXPORT.",
 		Annotations: Annotations{Title: "Export audit bundle"},
 		Output: "{bundle_id, bytes_path, bytes, bundle_sha256, manifest_signature_b64, signer_key_id, key_class, fact_count, " +
 			"facts_in_window, facts_truncated, receipt_count, receipts_truncated, tokens_swept, scope, chain, since, until, " +

@@ -136,6 +136,11 @@ type BootstrapFact struct {
 	Value  string `json:"value"`
 }
 
+// DefaultBootstrapBudget is get_bootstrap's token_budget when none is
+// given: about 3.6 KB of entries, sent as text and as structured content,
+// so that the answer stays under 8 KB. A larger token_budget gets more.
+const DefaultBootstrapBudget = 900
+
 // maxBootstrapEntries caps one get_bootstrap answer.
 const maxBootstrapEntries = 100
 
@@ -167,9 +172,8 @@ type GetBootstrapOutput struct {
 func getBootstrap() *Tool {
 	const name = "get_bootstrap"
 	return &Tool{
-		Name: name,
-		Description: "crux's own knowledge: how to use it (topic doc), working patterns (pattern), what an error means and " +
-			"what to do (resolution), every tool's output contract (tool-output); one line per entry.",
+		Name:        name,
+		Description: "crux's docs, patterns, error resolutions, and each tool's output fields (topic tool-output).",
 		Annotations: Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
 		schema:      schemaFor(name),
@@ -187,13 +191,25 @@ func getBootstrap() *Tool {
 			if err != nil {
 				return nil, err
 			}
+			// Entries named by the query (a tool's output contract asked
+			// for by the tool's name) come first, then by name.
+			named := func(entity string) bool {
+				q := strings.TrimSpace(in.Query)
+				return q != "" && strings.HasSuffix(entity, ":"+q)
+			}
 			sort.Slice(res.Facts, func(i, j int) bool {
 				a, b := res.Facts[i], res.Facts[j]
+				if na, nb := named(a.Entity), named(b.Entity); na != nb {
+					return na
+				}
 				return a.Entity < b.Entity || a.Entity == b.Entity && a.Key < b.Key
 			})
 			facts := []BootstrapFact{}
 			var lines []string
 			b := budget{Limit: in.TokenBudget}
+			if b.Limit == 0 {
+				b.Limit = DefaultBootstrapBudget
+			}
 			for _, r := range res.Facts {
 				if r.Entity == bootstrapSentinel.entity {
 					continue

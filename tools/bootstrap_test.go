@@ -17,8 +17,18 @@ func TestGetBootstrap(t *testing.T) {
 	require.NoError(t, err)
 	text := res.Content[0].Text
 	assert.Contains(t, text, "[__bootstrap__::doc:quickstart] Quickstart = ")
-	assert.Contains(t, text, "[__bootstrap__::tool-output:query_facts] query_facts output schema = {contract?, kind?, rows:")
 	assert.NotContains(t, text, "[__bootstrap__::_meta]", "the sentinel is not served")
+	// Without token_budget the answer is bounded (DefaultBootstrapBudget);
+	// a larger budget serves every entry.
+	def := call(t, srv, anon, "get_bootstrap", `{}`)
+	assert.Equal(t, true, def["truncated"])
+	assert.LessOrEqual(t, int(def["total_tokens"].(float64)), tools.DefaultBootstrapBudget)
+	res, err = srv.CallTool(t.Context(), anon, "get_bootstrap", []byte(`{"token_budget":100000}`))
+	require.NoError(t, err)
+	assert.Contains(t, res.Content[0].Text, "[__bootstrap__::tool-output:query_facts] query_facts output schema = {contract?, kind?, rows:")
+	one := call(t, srv, anon, "get_bootstrap", `{"topic":"tool-output","query":"store_fact"}`)
+	require.NotEmpty(t, one["facts"], "a tool's output fields, by its name")
+	assert.Contains(t, fmt.Sprint(one["facts"]), "tool-output:store_fact")
 
 	for _, topic := range []string{"docs", "patterns", "errors", "tool"} {
 		got := call(t, srv, anon, "get_bootstrap", fmt.Sprintf(`{"topic":%q}`, topic))
@@ -31,7 +41,7 @@ func TestGetBootstrap(t *testing.T) {
 	}
 	// Every tool's output contract is there, whether its flags make it
 	// present on this server or not (the store serves servers of any flags).
-	got := call(t, srv, anon, "get_bootstrap", `{"topic":"tool-output"}`)
+	got := call(t, srv, anon, "get_bootstrap", `{"topic":"tool-output","token_budget":100000}`)
 	assert.Len(t, got["facts"], len(tools.All()))
 
 	got = call(t, srv, anon, "get_bootstrap", `{"query":"supersedes"}`)

@@ -33,9 +33,6 @@ import (
 // receipt. Both tools answer -32030 while CORECRUXD_FEATURE_CONSOLIDATION
 // is off, as the freshness tools do.
 
-// consolidationOffHelp is the sentence both descriptions end with.
-const consolidationOffHelp = " On unless " + feature.EnvConsolidation + " is 0, false, off or no (then -32030)."
-
 // consolidationOff is the gate of both tools: -32030 while the flag is off
 // (a fresh error each time, so no caller shares its data).
 func consolidationOff(tool string) func(env *Env) (*Result, error) {
@@ -114,11 +111,8 @@ type MemoryContradictionsOutput struct {
 func memoryContradictions() *Tool {
 	const name = "memory_contradictions"
 	return &Tool{
-		Name: name,
-		Description: "Find current facts you can see that share an (entity, key) but carry opposite polarity " +
-			"(true/yes/enabled/... against false/no/disabled/...): usually your private fact against the shared " +
-			"one. Detects only: resolve with memory_consolidate. Without entity, entity_prefix or key it examines " +
-			"the entities where you hold private facts." + consolidationOffHelp,
+		Name:        name,
+		Description: "Current facts of one (entity, key) with opposite polarity (yes/no). Resolve with memory_consolidate.",
 		Annotations: Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{candidates: [{entity, key, reason, polarity_a, polarity_b, fact_ids: [string], values: [string], " +
 			"scopes: [shared|private]}], count, limit, dry_run: true, mode, entities_examined, facts_read, " +
@@ -250,12 +244,8 @@ type MemoryConsolidateOutput struct {
 func memoryConsolidate() *Tool {
 	const name = "memory_consolidate"
 	return &Tool{
-		Name: name,
-		Description: "Collapse target_fact_ids, live shared facts of one (entity, key) that must include its current " +
-			"one, into one canonical fact that supersedes them (history kept), with a signed receipt. A target " +
-			"that is protected, pinned, receipt-linked, private or at or above protected_confidence_floor is " +
-			"refused with -32030 and the reason; a reused consolidation_id is -32004. Needs an authenticated " +
-			"passport." + consolidationOffHelp,
+		Name:        name,
+		Description: "Collapse target_fact_ids (live shared facts of one (entity, key), the current one included) into one canonical fact. Protected, pinned or high-confidence ones are refused.",
 		Annotations: Annotations{Title: "Consolidate memory", DestructiveHint: true},
 		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +
 			"superseded_fact_ids: [string], source_fact_ids: [string], receipt_id}}",

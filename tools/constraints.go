@@ -324,11 +324,8 @@ type DeclareConstraintOutput struct {
 func declareConstraint() *Tool {
 	const name = "declare_constraint"
 	return &Tool{
-		Name: name,
-		Description: "Declare a rule of your tenant that check_constraints matches actions against: boundary, " +
-			"relationship, policy and context_flag assertions by keywords; shell_pattern as an RE2 regular " +
-			"expression on shell commands. A critical match blocks, a high one warns. Applies to every agent of " +
-			"the tenant, with a signed receipt; at most 1000 active (then -32004).",
+		Name:        name,
+		Description: "Declare a tenant rule for check_constraints (keywords, or an RE2 shell_pattern); critical blocks, high warns.",
 		Annotations: Annotations{Title: "Declare constraint"},
 		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
 		schema:      schemaFor(name),
@@ -409,9 +406,8 @@ type GetConstraintsOutput struct {
 func getConstraints() *Tool {
 	const name = "get_constraints"
 	return &Tool{
-		Name: name,
-		Description: "Your tenant's constraints, most severe first, oldest first within a severity; status defaults to " +
-			"active. shell_pattern constraints are listed only when no constraint_type is given.",
+		Name:        name,
+		Description: "Your tenant's constraints, most severe first; status defaults to active.",
 		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
 		schema:      schemaFor(name),
@@ -472,11 +468,8 @@ type CheckConstraintsOutput struct {
 func checkConstraints() *Tool {
 	const name = "check_constraints"
 	return &Tool{
-		Name: name,
-		Description: "Check a proposed action against your tenant's active constraints: verdict block (a critical " +
-			"match), warn (a high one) or pass, with the matches. An assertion matches when half its content " +
-			"words are among the action's words; shell_pattern constraints match tool_parameters.command of bash, " +
-			"sh and shell calls. Writes nothing.",
+		Name:        name,
+		Description: "Check a proposed action against the tenant's constraints: block, warn or pass, with the matches.",
 		Annotations: Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
 			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
@@ -557,10 +550,8 @@ type AuditConfigOutput struct {
 func auditConfig() *Tool {
 	const name = "audit_config"
 	return &Tool{
-		Name: name,
-		Description: "Record that a configuration file (settings.json, .mcp.json, CLAUDE.md, ...) was audited, by the " +
-			"SHA-256 of its bytes, with a signed receipt; auditing the same hash again updates the record. " +
-			"check_config_audit reads them.",
+		Name:        name,
+		Description: "Record that a configuration file was audited, by the SHA-256 of its bytes.",
 		Annotations: Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
 		schema:      schemaFor(name),
@@ -635,9 +626,8 @@ type CheckConfigAuditOutput struct {
 func checkConfigAudit() *Tool {
 	const name = "check_config_audit"
 	return &Tool{
-		Name: name,
-		Description: "Whether configuration files were audited: for each {path, sha256}, whether audit_config recorded " +
-			"that hash in your tenant (the hash decides, not the path).",
+		Name:        name,
+		Description: "Whether audit_config recorded each {path, sha256} in your tenant (the hash decides).",
 		Annotations: Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
 		schema:      schemaFor(name),
@@ -702,11 +692,8 @@ type enrichActionArgs struct {
 func enrichAction() *Tool {
 	const name = "enrich_action"
 	return &Tool{
-		Name: name,
-		Description: "Describe a proposed tool call before it runs, locally and deterministically: a narrative, the " +
-			"principals and resources in tool_parameters, the operations implied, the risk level and the " +
-			"relationship constraints it matches; the same input gives byte-identical output " +
-			"(enrichment_receipt.hash). Writes nothing.",
+		Name:        name,
+		Description: "Describe a proposed tool call, deterministically: narrative, principals, resources, risk, constraints matched.",
 		Annotations: Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +
 			"[string], affected_resources: [{kind, value}], state_diff{operations, resources_touched, reversible}, " +

@@ -86,13 +86,8 @@ type ContextCustodyOffOutput struct {
 func contextCustodyAudit() *Tool {
 	const name = "context_custody_audit"
 	return &Tool{
-		Name: name,
-		Description: "Score this crux server's custody of your context from its runtime state: four questions (SEE, DO, " +
-			"REMEMBER, CHECK) and the exit test (EXPORT, INSPECT, REVOKE, ROUTE, KEEP-LOCAL, PROVE), each a verdict " +
-			"(strong, partial, weak, unknown) with its evidence: capability enforcement, the signing key's persistence, " +
-			"revocation, passports, the sync remote, the data directory's permissions. A gated-off capability scores " +
-			"partial; what crux cannot see scores unknown. A pure read. Needs " + feature.EnvContextCustodyAudit +
-			" (off by default: answers enabled false).",
+		Name:        name,
+		Description: "Score this server's custody of your context (SEE, DO, REMEMBER, CHECK, exit test). Flag CRUX_CONTEXT_CUSTODY_AUDIT.",
 		Annotations: Annotations{Title: "Context custody audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{enabled, crux_version, checked_at, four_questions: [{axis, question, verdict, evidence}], exit_test: [...], " +
 			"lock_in_risk, lock_in_label, trust_posture: {recommendations: [string], standing_gap}, thesis, note, evidence_trimmed}",

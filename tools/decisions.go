@@ -39,10 +39,8 @@ type RecordDecisionOutput struct {
 func recordDecision() *Tool {
 	const name = "record_decision"
 	return &Tool{
-		Name: name,
-		Description: "Record a decision (action, rationale, alternatives, confidence, context refs) under session_id: " +
-			"append-only, with its BLAKE3 decision_hash and a signed receipt. Every agent of the tenant sees it " +
-			"(query_facts entity_prefix __decisions__::).",
+		Name:        name,
+		Description: "Record a decision (action, rationale, alternatives) under a session: append-only, hashed, tenant-wide.",
 		Annotations: Annotations{Title: "Record decision"},
 		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",
 		schema:      schemaFor(name),

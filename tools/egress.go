@@ -95,10 +95,8 @@ func isLoopbackHost(host string) bool {
 func egressPolicyCheck() *Tool {
 	const name = "egress_policy_check"
 	return &Tool{
-		Name: name,
-		Description: "Check an outbound URL against the egress policy: https is allowed; plain http only to a loopback " +
-			"host (localhost, 127.0.0.0/8, ::1) or with allow_plain_http; other schemes are refused. The host " +
-			"is parsed as a client connects to it (http://127.0.0.1@evil.com goes to evil.com).",
+		Name:        name,
+		Description: "Check an outbound URL: https allowed; plain http only to loopback or with allow_plain_http.",
 		Annotations: Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{schema: crux.egress_policy_check.v1, target, purpose, allowed, scheme, host, reasons: [string]}",
 		schema:      schemaFor(name),

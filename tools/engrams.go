@@ -120,11 +120,8 @@ type EngramResolveOutput struct {
 func engramResolve() *Tool {
 	const name = "engram_resolve"
 	return &Tool{
-		Name: name,
-		Description: "Pre-execution overlays (engrams: instructions to apply before acting). Without names: the manifest " +
-			"(call it when a session starts). With names (name@version): the contents your model's class (from " +
-			"model_id) may read; the rest come back withheld or missing. Needs " + feature.EnvEngramMCP +
-			" on (else -32030).",
+		Name:        name,
+		Description: "Instructions to apply before acting. No names: the manifest; name@version: what your model class may read. Flag ENGRAM_MCP.",
 		Annotations: Annotations{Title: "Resolve engrams", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "manifest: {schema, capability_class, engram_manifest: [{ref, name, version, intent_bucket?, prompt_hash, " +
 			"min_class, applicable_why?, source}], count, truncated, manifest_hash, files_skipped?}; resolve: {schema, " +

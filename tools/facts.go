@@ -125,11 +125,8 @@ type StoreFactOutput struct {
 func storeFact() *Tool {
 	const name = "store_fact"
 	return &Tool{
-		Name: name,
-		Description: "Write a fact: a value under (entity, key). Each write is a new version that supersedes the previous " +
-			"one (fact_history keeps it); supersedes retires other facts too, every id visible to you or nothing " +
-			"is written. private: visible to you alone. confidence and horizon_class rank it: past its horizon a " +
-			"fact ranks at half its confidence.",
+		Name:        name,
+		Description: "Write a value under (entity, key) as a new version; fact_history keeps the old. supersedes: ids it retires, all visible to you or nothing is written.",
 		Annotations: Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		schema:      schemaFor(name),
@@ -228,11 +225,8 @@ type QueryFactsOutput struct {
 func queryFacts() *Tool {
 	const name = "query_facts"
 	return &Tool{
-		Name: name,
-		Description: "Find facts ranked by effective confidence (halved past the freshness horizon), newest first among " +
-			"equals; filter by entity, entity_prefix, key and keywords (query); no filter gives the store's top " +
-			"facts. as_of reads the facts valid at an instant; include_superseded adds retired ones. A keyword " +
-			"query that finds nothing is recorded as your gap (get_gaps).",
+		Name:        name,
+		Description: "Find current facts by entity, entity_prefix, key and/or keywords, ranked by confidence (halved when stale); as_of reads the past.",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
@@ -365,10 +359,8 @@ type FactHistoryOutput = HistoryPage[VersionRow]
 func deleteFact() *Tool {
 	const name = "delete_fact"
 	return &Tool{
-		Name: name,
-		Description: "Soft-delete a fact: it leaves every read but stays in fact_history, marked deleted. Its (entity, " +
-			"key) then has no current value until the next store_fact: the superseded version does not come " +
-			"back. Deleting it again changes nothing (deleted false).",
+		Name:        name,
+		Description: "Soft-delete a fact: gone from every read, kept in fact_history; the previous version does not come back.",
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
 		schema:      schemaFor(name),
@@ -419,9 +411,8 @@ type ListEntitiesOutput struct {
 func listEntities() *Tool {
 	const name = "list_entities"
 	return &Tool{
-		Name: name,
-		Description: "The entities holding a current fact you can see, sorted; your private entities under their own " +
-			"names. When truncated, narrow with prefix.",
+		Name:        name,
+		Description: "The entities holding a current fact you can see, sorted. When truncated, narrow with prefix.",
 		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{entities: [string], count, truncated}",
 		schema:      schemaFor(name),
@@ -492,10 +483,8 @@ type VersionRow struct {
 func factHistory() *Tool {
 	const name = "fact_history"
 	return &Tool{
-		Name: name,
-		Description: "Every version of one (entity, key), superseded and deleted ones included, with your private chain " +
-			"merged in (marked private); origins names the passport split or merge that brought a version. " +
-			"Newest first, a page at a time (next_cursor).",
+		Name:        name,
+		Description: "Every version of one (entity, key), superseded and deleted included, newest first, paged.",
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",

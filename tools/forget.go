@@ -235,14 +235,8 @@ func forgetGate(env *Env) (*Result, error) {
 func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
-		Name: name,
-		Description: "Forget every fact in a scope: they leave every read at once; an operator can restore them until " +
-			"the recovery window ends (" + feature.EnvForgetRecoveryWindowDays + ", default 7 days), then purge " +
-			"removes their values for good. Pinned facts survive (include_pinned overrides your own pins only); " +
-			"entities starting with __ and other agents' private facts are never touched. Returns a signed forget " +
-			"receipt whose BLAKE3 value hashes can confirm a guessed value. Preview with memory_forget_dry_run. " +
-			"On unless " + feature.EnvScopedForget + " is set to something other than 1 or true (any case): even " +
-			"yes or on turns it off, and the call then fails with -32601.",
+		Name:        name,
+		Description: "Forget a scope's facts at once; an operator can restore them for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS (7) before they are purged. Your pins protect unless include_pinned. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true.",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
@@ -354,10 +348,8 @@ type MemoryForgetDryRunOutput struct {
 func memoryForgetDryRun() *Tool {
 	const name = "memory_forget_dry_run"
 	return &Tool{
-		Name: name,
-		Description: "Preview memory_forget, changing nothing: the facts the same scope, token_budget and " +
-			"include_pinned would forget, oldest first. Always available, whatever " + feature.EnvScopedForget +
-			" says.",
+		Name:        name,
+		Description: "Preview memory_forget, changing nothing: the facts it would forget. Always available.",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped}",

@@ -434,7 +434,7 @@ func TestForgetFlagOff(t *testing.T) {
 	srv, _, _ := newTestServer(t)
 	for _, tl := range srv.ListTools(context.Background(), alice) {
 		if tl.Name == "memory_forget" {
-			assert.Contains(t, tl.Description, "On unless CORECRUXD_FEATURE_SCOPED_FORGET is set to something other than 1 or true (any case): even yes or on turns it off")
+			assert.Contains(t, tl.Description, "Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true")
 			assert.True(t, tl.Annotations.DestructiveHint)
 		}
 		if tl.Name == "memory_forget_dry_run" {

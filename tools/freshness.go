@@ -55,9 +55,6 @@ const (
 
 func freshnessOn(f *feature.Flags) bool { return f.Freshness }
 
-// freshnessOff is the sentence every freshness description ends with.
-const freshnessOff = " On unless " + feature.EnvFreshness + " is 0, false, off or no (then -32030)."
-
 // receiptKindReverify is the kind of the receipt memory_reverify mints.
 const receiptKindReverify = "reverify"
 
@@ -198,12 +195,8 @@ type MemoryFreshnessOutput struct {
 func memoryFreshness() *Tool {
 	const name = "memory_freshness"
 	return &Tool{
-		Name: name,
-		Description: "The decay state of the current facts you can see, stalest first: horizon class, freshness " +
-			"(fresh, stale, or unknown for a clock in the future), age in hours since stored or reverified, " +
-			"pinned. Stale means older than the class's horizon (CORECRUXD_DECAY_*; class none never goes stale). " +
-			"At most 5000 facts are examined: complete false says it stopped early (narrow with entity or key)." +
-			freshnessOff,
+		Name:        name,
+		Description: "Decay state of your current facts, stalest first. At most 5000 examined (complete false).",
 		Annotations: Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
 			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
@@ -334,10 +327,8 @@ var sweepRank = map[string]int{"stale+superseded": 0, "superseded": 1, "stale": 
 func memorySweepCandidates() *Tool {
 	const name = "memory_sweep_candidates"
 	return &Tool{
-		Name: name,
-		Description: "A janitor's list, changing nothing: the facts you can see that are stale, superseded or both, " +
-			"both first, then the oldest. Facts you pinned are never candidates. At most 5000 facts are examined " +
-			"(complete false says it stopped early)." + freshnessOff,
+		Name:        name,
+		Description: "Stale or superseded facts you see, never pinned ones. At most 5000 examined (complete false).",
 		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
@@ -417,10 +408,8 @@ type setHorizonArgs struct {
 func memorySetHorizon() *Tool {
 	const name = "memory_set_horizon"
 	return &Tool{
-		Name: name,
-		Description: "Re-classify how fast a fact goes stale (volatile, medium, stable or none), in place: value, " +
-			"confidence and storage time stay, freshness and ranking follow at once. Only the current version " +
-			"(else -32004). Needs an identity." + freshnessOff,
+		Name:        name,
+		Description: "Re-classify how fast a fact goes stale, in place.",
 		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
 		schema:      schemaFor(name),
@@ -465,10 +454,8 @@ type MemoryReverifyOutput struct {
 func memoryReverify() *Tool {
 	const name = "memory_reverify"
 	return &Tool{
-		Name: name,
-		Description: "Confirm that a fact still holds: its decay clock restarts (reverified_at), so a stale fact is " +
-			"fresh again, without a new version; mints a signed reverify receipt. Only the current version " +
-			"(else -32004). Needs an identity." + freshnessOff,
+		Name:        name,
+		Description: "Confirm a fact still holds: its decay clock restarts, no new version.",
 		Annotations: Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
 		schema:      schemaFor(name),

@@ -135,10 +135,8 @@ func saveGap(ctx context.Context, env *Env, c Caller, g gapQuery) error {
 func getGaps() *Tool {
 	const name = "get_gaps"
 	return &Tool{
-		Name: name,
-		Description: "What the memory could not answer: your keyword queries to query_facts that found nothing, one " +
-			"record per distinct query with a count, most recent first; tenant_summary counts the words every " +
-			"agent asked without an answer, never their text. Check it after a low-coverage query.",
+		Name:        name,
+		Description: "Your query_facts keyword queries that found nothing, with counts; the tenant's unanswered words.",
 		Annotations: Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +
 			"tenant_summary: {records, terms: [{term, count}], distinct_terms, truncated}}",

@@ -281,10 +281,8 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 func createHandoff() *Tool {
 	const name = "create_handoff"
 	return &Tool{
-		Name: name,
-		Description: "Package one of your sessions for another agent: its state, optionally the shared facts it cites " +
-			"(include_facts, at most 100), a target agent, a message and a task record, signed and recorded. " +
-			"Pass package_json to accept_handoff exactly as returned; it is accepted once.",
+		Name:        name,
+		Description: "Package one of your sessions for another agent, signed. Pass package_json to accept_handoff unchanged.",
 		Annotations: Annotations{Title: "Create handoff"},
 		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
 		schema:      schemaFor(name),
@@ -454,12 +452,8 @@ func verifyHandoff(tool string, env *Env, raw string) (*handoffPackage, error) {
 func acceptHandoff() *Tool {
 	const name = "accept_handoff"
 	return &Tool{
-		Name: name,
-		Description: "Accept a handoff package (package_json exactly as create_handoff returned it): hash and signature " +
-			"are checked, and an altered, foreign or already accepted package is refused (-32602, nothing " +
-			"loaded); a package for a target_agent is that agent's alone (-32030). The session becomes yours " +
-			"(same id, replacing any); carried facts are verified or written anew, facts_stale counts the ones " +
-			"whose value changed since.",
+		Name:        name,
+		Description: "Accept a handoff package exactly as created; an altered, foreign or reused one is refused.",
 		Annotations: Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
 			"from_agent?, message?, task_record?, receipt_id}",

@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
-	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
 
 	"github.com/fxamacker/cbor/v2"
@@ -101,6 +101,12 @@ func planHash(p CuecruxSessionOutput) ([32]byte, error) {
 	return blake3.Sum256(b), nil
 }
 
+// DefaultPlanCapabilities is how many tools a cuecrux_session plan lists
+// in its capability_graph when hints.max_capabilities is not given (those
+// of the declared intent first), so that the answer stays under 8 KB; a
+// note says how many more there are.
+const DefaultPlanCapabilities = 14
+
 type sessionArgs struct {
 	Intent string `json:"intent,omitempty"`
 	Hints  struct {
@@ -114,11 +120,8 @@ type sessionArgs struct {
 func cuecruxSession() *Tool {
 	const name = surface.SessionTool
 	return &Tool{
-		Name: name,
-		Description: "Open a session: a signed plan of the tools you may call here (mode, tier) and of those you may not, " +
-			"with why. Call it first, with your intent: audit_review, document_ingest, session_review, " +
-			"compliance_export or knowledge_query orders the plan and, under the dynamic surface, the tools listed, " +
-			"for an hour.",
+		Name:        name,
+		Description: "Your signed plan: the tools you may call (mode, tier), and those you may not with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it.",
 		Annotations: Annotations{Title: "Open session"},
 		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
 			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
@@ -157,8 +160,16 @@ func cuecruxSession() *Tool {
 			slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
 				return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
 			})
-			if m := in.Hints.MaxCapabilities; m != nil && *m < len(p.CapabilityGraph) {
-				p.CapabilityGraph = p.CapabilityGraph[:*m]
+			limit := DefaultPlanCapabilities
+			if m := in.Hints.MaxCapabilities; m != nil {
+				limit = *m
+			}
+			if limit < len(p.CapabilityGraph) {
+				if in.Hints.MaxCapabilities == nil {
+					p.Notes = append(p.Notes, fmt.Sprintf("capability_graph lists the first %d of the %d tools you may call, "+
+						"those of your intent first; hints.max_capabilities lists more", limit, len(p.CapabilityGraph)))
+				}
+				p.CapabilityGraph = p.CapabilityGraph[:limit]
 			}
 			p.Receipt.Mode = "local"
 
@@ -248,10 +259,8 @@ type AutonomyRow struct {
 func autonomyContract() *Tool {
 	const name = "autonomy_contract"
 	return &Tool{
-		Name: name,
-		Description: "Your per-tool autonomy matrix under the server's capability token: allowed or not and why, " +
-			"capability, backend, mode, credit cost. Metadata only. Needs " + feature.EnvAutonomyContract +
-			" on; off, it answers feature_enabled false and an empty list.",
+		Name:        name,
+		Description: "Your per-tool matrix under the capability token: allowed and why, mode, cost. Flag AUTONOMY_CONTRACT.",
 		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
@@ -326,10 +335,8 @@ type ResolvePrincipalOutput struct {
 func resolvePrincipal() *Tool {
 	const name = "resolve_principal"
 	return &Tool{
-		Name: name,
-		Description: "Resolve a principal: the passport bound to session_id (from cuecrux_session), else passport_id, " +
-			"else you. Says whether a passport record exists and, from it, tier, rank, category and work gate " +
-			"(null without one, never invented), and the capabilities the server's token grants.",
+		Name:        name,
+		Description: "The passport behind session_id, passport_id or you: record or none, tier, category, capabilities.",
 		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
 			"resolved_via, has_passport_record, revoked, note?}, resolved_param}; tier, tier_rank, category, agent_work_gate null without a record",

@@ -25,9 +25,8 @@ type GetAgentIdentityOutput struct {
 func getAgentIdentity() *Tool {
 	const name = "get_agent_identity"
 	return &Tool{
-		Name: name,
-		Description: "Who crux thinks you are: the authenticated agent name of this call, or anonymous. Your private " +
-			"facts belong to it.",
+		Name:        name,
+		Description: "Who crux thinks you are: this call's authenticated agent, or anonymous.",
 		Annotations: Annotations{Title: "Agent identity", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{agent_name}",
 		schema:      schemaFor(name),
@@ -278,9 +277,8 @@ type PassportSplitOutput struct {
 func passportSplit() *Tool {
 	const name = "passport_split"
 	return &Tool{
-		Name: name,
-		Description: "Fork your passport into a new one of your tenant that inherits a copy of each of your current " +
-			"private facts; after that the two diverge. One signed receipt." + identityOffHelp,
+		Name:        name,
+		Description: "Fork your passport into a new one with a copy of your private facts. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Split passport"},
 		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
 			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
@@ -418,11 +416,8 @@ const maxListedConflicts = 20
 func passportMerge() *Tool {
 	const name = "passport_merge"
 	return &Tool{
-		Name: name,
-		Description: "Merge a passport of your tenant into another (you must be one of them): the source's private facts " +
-			"with their history, sessions (read-only), pins and artefacts move, and the source is retired for " +
-			"good. conflict_policy decides which value stays where both hold one (error_on_conflict: -32004, " +
-			"nothing changed). One signed receipt." + identityOffHelp,
+		Name:        name,
+		Description: "Merge a passport into another (you are one): its private facts, sessions, pins, artefacts move; it retires. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Merge passports", DestructiveHint: true},
 		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
 			"conflicts_resolved, duplicates, moved{chains, facts, sessions, pins, artefacts}, conflicts: [{entity, key, " +
@@ -555,10 +550,8 @@ type PassportLinkDeviceOutput struct {
 func passportLinkDevice() *Tool {
 	const name = "passport_link_device"
 	return &Tool{
-		Name: name,
-		Description: "Link a device to your passport by its fingerprint (the BLAKE3 of its attestation, 64 lowercase " +
-			"hex), granting capabilities_subset (default facts:read); linking it again replaces them. A device " +
-			"belongs to one passport (else -32004); at most 64 per passport. One signed receipt." + identityOffHelp,
+		Name:        name,
+		Description: "Link a device fingerprint to your passport with capabilities_subset. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Link device"}, // each call mints a receipt
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
 			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +

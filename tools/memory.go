@@ -46,9 +46,6 @@ const (
 	memoryViewTokenBudget = 2000
 )
 
-// panelOff is the sentence every panel description ends with.
-const panelOff = " On unless " + feature.EnvMemoryPanel + " is 0, false, off or no (then -32601)."
-
 func panelOn(f *feature.Flags) bool { return f.MemoryPanel }
 
 // memFlagGate is the -32601 or -32030 a tool answers while its flag is off.
@@ -168,10 +165,8 @@ type MemoryViewOutput struct {
 func memoryView() *Tool {
 	const name = "memory_view"
 	return &Tool{
-		Name: name,
-		Description: "Your memories as a panel: the current facts you can see, ranked as query_facts ranks them, each " +
-			"marked pinned or not; optionally for one entity and/or key. The text is a readable list, " +
-			"structuredContent the rows." + panelOff,
+		Name:        name,
+		Description: "Your current facts as a panel, ranked as query_facts ranks them, marked pinned.",
 		Annotations: Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
@@ -285,11 +280,8 @@ func editSourceReceipt(reason string) string {
 func memoryEdit() *Tool {
 	const name = "memory_edit"
 	return &Tool{
-		Name: name,
-		Description: "Correct a memory: new_value becomes a new version of the fact's (entity, key), keeping its " +
-			"confidence, horizon class and scope; reason is recorded (source_receipt memory_edit:<reason>) and " +
-			"your pin moves to it. Only the current version can be edited (else -32004 naming it). Needs an " +
-			"identity." + panelOff,
+		Name:        name,
+		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved.",
 		Annotations: Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		schema:      schemaFor(name),
@@ -353,9 +345,8 @@ type memoryPinArgs struct {
 func memoryPin() *Tool {
 	const name = "memory_pin"
 	return &Tool{
-		Name: name,
-		Description: "Pin (the default) or unpin a fact, for you alone: a fact you pinned is never a sweep candidate " +
-			"for you and survives memory_forget. A deleted fact cannot be pinned. Needs an identity." + panelOff,
+		Name:        name,
+		Description: "Pin (default) or unpin a fact for you: pinned facts are never sweep candidates and survive memory_forget.",
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
 		schema:      schemaFor(name),
@@ -413,10 +404,8 @@ type MemoryHistoryOutput = HistoryPage[MemoryVersion]
 func memoryHistory() *Tool {
 	const name = "memory_history"
 	return &Tool{
-		Name: name,
-		Description: "Every version of a memory: give fact_id, or entity and key together (your private chain merged " +
-			"in, marked private). Newest first, a page at a time (next_cursor). Reserved entities are refused: " +
-			"operators use fact_history." + panelOff,
+		Name:        name,
+		Description: "Every version of a fact (fact_id, or entity and key), newest first, paged.",
 		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",

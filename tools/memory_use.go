@@ -139,12 +139,8 @@ type MemoryAcknowledgeUseOffOutput struct {
 func memoryAcknowledgeUse() *Tool {
 	const name = "memory_acknowledge_use"
 	return &Tool{
-		Name: name,
-		Description: "Declare the facts (fact_ids) you consulted for a turn (turn_id), so a host can show \"I used " +
-			"this\": they go into a signed memory_use receipt. Each id is recorded, or counted as filtered " +
-			"(reserved), not_found, not_visible (deleted) or redacted (your private fact, kept out of the " +
-			"receipt). Needs an authenticated passport (else -32030) and " + feature.EnvMemoryAck + " on; off, " +
-			"it records nothing and says feature_enabled false.",
+		Name:        name,
+		Description: "Receipt of the fact_ids you used in a turn (turn_id); each recorded, or counted as filtered, not_found or redacted. Flag MEMORY_ACK.",
 		Annotations: Annotations{Title: "Acknowledge memory use"},
 		Output: "{turn_id, intent, feature_enabled, receipt_ref, memories_used: [{fact_id, topic, age_days, redacted?}], " +
 			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +

@@ -14,7 +14,6 @@ import (
 
 	"lukechampine.com/blake3"
 
-	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -201,10 +200,8 @@ type ListObservationsOutput struct {
 func listObservations() *Tool {
 	const name = "list_observations"
 	return &Tool{
-		Name: name,
-		Description: "Your observations of one session (what your host reported), oldest first, each signed and " +
-			"chained to the one before; filter by since and provider, resume with next_cursor. Off unless " +
-			feature.EnvObserve + " is on.",
+		Name:        name,
+		Description: "Your signed, chained observations of one session, oldest first. Flag CORECRUXD_OBSERVE.",
 		Annotations: Annotations{Title: "List observations", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{session_id, count, observations: [{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, " +
 			"payload, prev_hash, receipt: {alg, signed_by, body_hash, signature}}], next_cursor?, truncated}",
@@ -300,7 +297,7 @@ func getObservation() *Tool {
 	const name = "get_observation"
 	return &Tool{
 		Name:        name,
-		Description: "One of your observations of a session, with its signature. Off unless " + feature.EnvObserve + " is on.",
+		Description: "One of your observations of a session, with its signature. Flag CORECRUXD_OBSERVE.",
 		Annotations: Annotations{Title: "Get observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, payload, prev_hash, " +
 			"receipt: {alg, signed_by, body_hash, signature}}; none: isError, observation not found",
@@ -319,10 +316,8 @@ func getObservation() *Tool {
 func verifyObservation() *Tool {
 	const name = "verify_observation"
 	return &Tool{
-		Name: name,
-		Description: "Re-verify one of your observations: its body rebuilt, its BLAKE3 hash compared, its Ed25519 " +
-			"signature checked; ok only when both hold, reason says what failed. Off unless " + feature.EnvObserve +
-			" is on.",
+		Name:        name,
+		Description: "Re-verify one of your observations: body hash and signature; reason says what failed. Flag CORECRUXD_OBSERVE.",
 		Annotations: Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",
 		schema:      schemaFor(name),

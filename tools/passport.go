@@ -29,9 +29,8 @@ type IssuePassportOutput struct {
 func issuePassport() *Tool {
 	const name = "issue_passport"
 	return &Tool{
-		Name: name,
-		Description: "Issue your passport, the identity record your tier and revocation hang on; an existing one is " +
-			"returned unchanged. Needs an identity. Hosted tier unless " + feature.EnvAgentPassports + " is on.",
+		Name:        name,
+		Description: "Issue your passport (tier and revocation hang on it); an existing one comes back.",
 		Annotations: Annotations{Title: "Issue passport", IdempotentHint: true},
 		Output:      "{principal_id, reputation_tier, receipt_count, sponsor_id, issued_at, created}",
 		schema:      schemaFor(name),
@@ -123,10 +122,8 @@ var errNoPassport = errors.New("no passport")
 func getPassport() *Tool {
 	const name = "get_passport"
 	return &Tool{
-		Name: name,
-		Description: "Your passport: tier, receipt count, sponsor, issue time, identity hash, revoked or not. The tier " +
-			"follows the receipts that name you (basic 10, established 100, trusted 500, elite 2000) and never " +
-			"goes down. Needs a passport (issue_passport); a revoked one may still call it.",
+		Name:        name,
+		Description: "Your passport: tier (grows with receipts naming you), receipt count, sponsor, revoked.",
 		Annotations: Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
 		schema:      schemaFor(name),
@@ -192,10 +189,8 @@ type mintRequestArgs struct {
 func requestPassportMint() *Tool {
 	const name = "request_passport_mint"
 	return &Tool{
-		Name: name,
-		Description: "Ask an operator to mint you a passport of another category (personal, work or public). It " +
-			"mints nothing: it files one pending request with a signed receipt (asking again returns it). Needs " +
-			"an identity. Exists only with " + feature.EnvPassportMintRequests + " on.",
+		Name:        name,
+		Description: "Ask an operator for a passport of another category: files one pending request, mints nothing.",
 		Annotations: Annotations{Title: "Request passport mint", IdempotentHint: true},
 		Output:      "{request_id, requester_id, requested_category, status, receipt_id, requested_at, already_pending}",
 		schema:      schemaFor(name),
@@ -285,10 +280,8 @@ type revokePassportArgs struct {
 func revokePassport() *Tool {
 	const name = "revoke_passport"
 	return &Tool{
-		Name: name,
-		Description: "Revoke a passport (yours by default), for good: allowed to the passport itself, its sponsor or an " +
-			"elite operator, with a signed receipt. With " + feature.EnvPassportRevocation + " on, a revoked " +
-			"passport may then call only get_passport and get_agent_identity.",
+		Name:        name,
+		Description: "Revoke a passport (default yours) for good: by itself, its sponsor or an elite operator. With CRUX_PASSPORT_REVOCATION on, it may then only read itself.",
 		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
 		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
 		schema:      schemaFor(name),

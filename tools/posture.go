@@ -50,12 +50,8 @@ type RouteAccess struct {
 func routeAccessMatrix() *Tool {
 	const name = "route_access_matrix"
 	return &Tool{
-		Name: name,
-		Description: "The routes of the crux transport serving this call and what each requires: over stdio " +
-			"initialize, tools/list and tools/call, bound to the agent the process was started for; over HTTP " +
-			"the POST, GET and DELETE of its MCP endpoint, bound to the bearer token's agent. With a capability " +
-			"token (an RCX router) tools/call needs the called tool's capability and tools/list shows only what " +
-			"the token allows; without one nothing is enforced (enforced: false).",
+		Name:        name,
+		Description: "The routes of this transport, what each requires, and whether a token is enforced.",
 		Annotations: Annotations{Title: "Route access matrix", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{routes: [{transport, route, required_any_scope: [string], enforced, passport_binding, tenant_binding, notes}], enforcing}",
 		schema:      schemaFor(name),
@@ -120,10 +116,8 @@ var commitSHA = regexp.MustCompile(`^[0-9a-fA-F]{7,64}$`)
 func execplanGate() *Tool {
 	const name = "execplan_gate"
 	return &Tool{
-		Name: name,
-		Description: "Record a milestone gate of an execution plan as a fact under execplan:<slug>, key " +
-			"gate:<milestone> (milestone M2 or gate:M2); recording it again writes a new version (fact_history " +
-			"keeps both). commit_sha is 7 to 64 hex digits.",
+		Name:        name,
+		Description: "Record a plan's milestone gate as the fact execplan:<slug> gate:<milestone>; again, a new version.",
 		Annotations: Annotations{Title: "ExecPlan gate"},
 		Output:      "{fact_id, entity, key, version, commit_sha, status}",
 		schema:      schemaFor(name),
@@ -208,11 +202,8 @@ type TokenInfo struct {
 func authPostureAudit() *Tool {
 	const name = "auth_posture_audit"
 	return &Tool{
-		Name: name,
-		Description: "How this server authenticates and authorises calls, truthfully: the caller and whether it is " +
-			"authenticated, whether a capability token is enforced (without one every call is allowed), agent " +
-			"passports, revocation, the key that signs receipts and, when the embedder names it, the data " +
-			"directory, with checks to make.",
+		Name:        name,
+		Description: "How this server authenticates and authorises calls: caller, token, passports, revocation, key.",
 		Annotations: Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +

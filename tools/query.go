@@ -257,11 +257,8 @@ type fused struct {
 func query() *Tool {
 	const name = "query"
 	return &Tool{
-		Name: name,
-		Description: "Search a tenant's ingested documents: BM25 fused with an entity-graph lane (segments naming the " +
-			"entities of matching facts). Results are segments with a result_id for query_expand, lanes, score " +
-			"and snippet; coverage lists the query words the index does not know. A low-coverage query is " +
-			"recorded for get_gaps.",
+		Name:        name,
+		Description: "Search a tenant's documents (BM25, entity graph): segments with result_id for query_expand; coverage lists unknown words.",
 		Annotations: Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
 			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +
@@ -641,9 +638,8 @@ type QueryScanOutput struct {
 func queryScan() *Tool {
 	const name = "query_scan"
 	return &Tool{
-		Name: name,
-		Description: "Rank a tenant's document segments by BM25 for a query, metadata only (result_id, doc_id, score, " +
-			"token_count): choose what to pass to query_expand.",
+		Name:        name,
+		Description: "Rank a tenant's document segments for a query, metadata only: pick what to pass to query_expand.",
 		Annotations: Annotations{Title: "Scan documents", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, score, token_count}], count, " +
 			"total_candidates, tokens_returned, budget_truncated, meta{took_ms, segments_searched}}",
@@ -724,10 +720,8 @@ type QueryExpandOutput struct {
 func queryExpand() *Tool {
 	const name = "query_expand"
 	return &Tool{
-		Name: name,
-		Description: "The full text of result ids from query or query_scan (<segment_index>:<doc_id>), in the order " +
-			"given. A malformed or unknown id is an error naming it; past token_budget, omitted lists the ids " +
-			"left out (the first always comes back).",
+		Name:        name,
+		Description: "Full text of result ids from query or query_scan, in order; past token_budget, omitted lists the rest.",
 		Annotations: Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, doc_id, segment_index, title?, content, token_count}], count, " +
 			"tokens_returned, budget_truncated, omitted?}",

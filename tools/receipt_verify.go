@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 )
@@ -51,11 +50,8 @@ type ReceiptVerifyOutput struct {
 func receiptVerify() *Tool {
 	const name = "receipt_verify"
 	return &Tool{
-		Name: name,
-		Description: "Verify a stored receipt offline, as crux verify receipt does: body hash, signature, header, and " +
-			"its links to its neighbours in the tenant's chain. Only the passport it names or an operator (trusted " +
-			"tier or above) may (else -32003). Needs " + feature.EnvReceiptVerify + " on; off, it verifies " +
-			"nothing and says FEATURE_DISABLED.",
+		Name:        name,
+		Description: "Verify a stored receipt offline: hash, signature, chain. Its passport or a trusted operator only. Flag RECEIPT_VERIFY.",
 		Annotations: Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{receipt_id, tenant_id, feature_enabled, verified, signer_passport, errors: [string], http_status, " +
 			"report?{schema, receipt_id, tenant_id, kind, payload_hash, signature{alg, key_id}, integrity, signature_valid, " +

@@ -73,10 +73,8 @@ type ReuseCheckOutput struct {
 func reuseCheck() *Tool {
 	const name = "reuse_check"
 	return &Tool{
-		Name: name,
-		Description: "Before building something, ask whether it exists: pass a one-line description. Ranks the tenant's " +
-			"documents (BM25) and the features lens (the tools served here, facts under feature:<id>); verdict " +
-			"reuse-candidate-found or nothing-found. Needs " + feature.EnvReuseCheck + " on (else -32030).",
+		Name:        name,
+		Description: "Before building something, check it does not exist: ranks documents, tools and feature facts. Flag REUSE_CHECK.",
 		Annotations: Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, verdict: reuse-candidate-found|nothing-found, retrieval_candidates: [{result_id, rank, doc_id, " +
 			"score, doc_length_tokens}], capability_candidates: [{id, name, system, maturity, files, overlap_terms}], guidance}",

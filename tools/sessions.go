@@ -172,10 +172,8 @@ type GetSessionOutput struct {
 func getSession() *Tool {
 	const name = "get_session"
 	return &Tool{
-		Name: name,
-		Description: "Read one of your sessions (sessions are per agent): its state as saved, when it was written, its " +
-			"size in tokens. A session a passport merge moved here is read_only (merged_from says from where). " +
-			"Missing or expired: an isError result, session not found.",
+		Name:        name,
+		Description: "Read one of your sessions (sessions are per agent). Missing or expired: isError.",
 		Annotations: Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired session
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
 			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
@@ -235,10 +233,8 @@ type saveSessionArgs struct {
 func saveSession() *Tool {
 	const name = "save_session"
 	return &Tool{
-		Name: name,
-		Description: "Save one of your sessions: state (a JSON object, at most 1 MiB) replaces the previous one, kept " +
-			"verbatim; by convention state.title and state.summary are short plain strings. ttl_seconds (0: " +
-			"never) starts again at each save; an archived session stays archived.",
+		Name:        name,
+		Description: "Save one of your sessions: state (a JSON object) replaces the previous one verbatim.",
 		Annotations: Annotations{Title: "Save session", IdempotentHint: true},
 		Output:      "{session_id, updated_at, expires_at?}",
 		schema:      schemaFor(name),
@@ -389,10 +385,8 @@ func jsonLen(s string) int {
 func sessionCheckpoint() *Tool {
 	const name = "session_checkpoint"
 	return &Tool{
-		Name: name,
-		Description: "Checkpoint one of your sessions compactly from typed fields (objective, decisions, next_action, " +
-			"...), replacing its state, trimmed to token_budget by cutting the oldest list entries first; trimmed " +
-			"says what was cut. get_session reads it back.",
+		Name:        name,
+		Description: "Save a session from typed fields (objective, decisions, next_action...), cut to token_budget oldest first.",
 		Annotations: Annotations{Title: "Session checkpoint", IdempotentHint: true},
 		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
 		schema:      schemaFor(name),
@@ -492,9 +486,8 @@ type listSessionsArgs struct {
 func listSessions() *Tool {
 	const name = "list_sessions"
 	return &Tool{
-		Name: name,
-		Description: "The ids of your sessions, sorted; archived ones only with include_archived. When truncated, narrow " +
-			"with prefix.",
+		Name:        name,
+		Description: "Your session ids, sorted; archived ones with include_archived.",
 		Annotations: Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
 		Output:      "{sessions: [string], count, truncated}",
 		schema:      schemaFor(name),
@@ -547,9 +540,8 @@ func listSessions() *Tool {
 func deleteSession() *Tool {
 	const name = "delete_session"
 	return &Tool{
-		Name: name,
-		Description: "Delete one of your sessions for good; prefer archive_session, which is reversible. Deleting a " +
-			"missing session changes nothing (deleted false).",
+		Name:        name,
+		Description: "Delete one of your sessions for good; archive_session is reversible.",
 		Annotations: Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, session_id}",
 		schema:      schemaFor(name),
@@ -608,9 +600,8 @@ func setArchived(ctx context.Context, env *Env, c Caller, id string, archived bo
 func archiveSession() *Tool {
 	const name = "archive_session"
 	return &Tool{
-		Name: name,
-		Description: "Archive one of your sessions: hidden from list_sessions unless include_archived, still readable " +
-			"with get_session, reversible with unarchive_session; reason is stored.",
+		Name:        name,
+		Description: "Hide a session from list_sessions; get_session still reads it; unarchive_session undoes it.",
 		Annotations: Annotations{Title: "Archive session", IdempotentHint: true},
 		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
 		schema:      schemaFor(name),
@@ -635,9 +626,8 @@ func archiveSession() *Tool {
 func unarchiveSession() *Tool {
 	const name = "unarchive_session"
 	return &Tool{
-		Name: name,
-		Description: "Bring an archived session of yours back into list_sessions, its state unchanged (was_archived " +
-			"false if it was not archived).",
+		Name:        name,
+		Description: "Bring an archived session back into list_sessions.",
 		Annotations: Annotations{Title: "Unarchive session", IdempotentHint: true},
 		Output:      "{session_id, archived: false, was_archived}; missing: isError, session not found",
 		schema:      schemaFor(name),

@@ -242,12 +242,8 @@ func redactURL(u string) string {
 func syncPull() *Tool {
 	const name = "sync_pull"
 	return &Tool{
-		Name: name,
-		Description: "Pull the shared facts of your tenant from the sync remote, from where the last pull stopped (a " +
-			"cursor kept per remote and entity_prefix). Versions you have are skipped; one that follows your current " +
-			"version replaces it; two versions written concurrently are a conflict, which the later stored_at wins " +
-			"(both stay in fact_history), reported in conflicts. At most 1000 versions per call (more: true when more " +
-			"remain). Needs a passport of tier basic or above. Hosted tier: needs a capability token that grants it.",
+		Name:        name,
+		Description: "Pull your tenant's shared facts from the sync remote since the last pull; of concurrent versions the later wins. Tier basic.",
 		Annotations: Annotations{Title: "Sync pull", OpenWorldHint: true},
 		Output: "{remote, tenant_id, entity_prefix, facts_pulled, duplicates, conflict_count, conflicts: [{entity, key, " +
 			"local_fact_id, remote_fact_id, kept}], rejected: [{fact_id, reason}], cursor, more, total_pull_count, collection_cursor_count}",
@@ -406,12 +402,8 @@ func parseAllowlist(tool string, list []string, given bool) (pushFilter, error) 
 func syncPush() *Tool {
 	const name = "sync_push"
 	return &Tool{
-		Name: name,
-		Description: "Push to the sync remote the versions of your tenant's shared facts written here since the last push. " +
-			"Private facts and reserved entities are never pushed, nor versions that came by sync. Without confirm it " +
-			"previews what would be pushed and sends nothing. allowlist: *, facts, collection:facts or entity:<prefix>. " +
-			"The remote resolves conflicts as sync_pull does and reports them. At most 1000 versions per call (more: true " +
-			"when more remain). Needs a passport of tier established or above. Hosted tier: needs a capability token that grants it.",
+		Name:        name,
+		Description: "Push your tenant's shared fact versions written since the last push; without confirm, a preview. Tier established.",
 		Annotations: Annotations{Title: "Sync push", OpenWorldHint: true},
 		Output: "{mode: preview|push, remote, tenant_id, would_promote?, facts?: [{fact_id, entity, key}], preview_hash?, " +
 			"facts_pushed?, duplicates?, conflict_count?, conflicts?, rejected?, skipped_synced, skipped_deleted, " +
@@ -639,11 +631,8 @@ type SyncStatusRemote struct {
 func syncStatus() *Tool {
 	const name = "sync_status"
 	return &Tool{
-		Name: name,
-		Description: "What sync stands at for your tenant, from this store alone (the remote is not contacted): whether a " +
-			"remote is configured, each remote exchanged with (cursors, last pull and push, counts, the last failure) and " +
-			"how many versions written here wait to be pushed. crux has no background sync: pulls and pushes happen " +
-			"when sync_pull and sync_push are called.",
+		Name:        name,
+		Description: "Where sync stands for your tenant, from this store: remote, cursors, last pull and push, pending.",
 		Annotations: Annotations{Title: "Sync status", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{mode, configured, remote_url, api_key_configured, background_sync_enabled, tenant_id, local_change_count, " +
 			"remotes: [{remote, tenant, pull_cursors, push_cursor, last_pull_at, last_push_at, pull_count, push_count, " +

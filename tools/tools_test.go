@@ -26,6 +26,14 @@ func TestAllCompiles(t *testing.T) {
 	}
 }
 
+// The longest description a tool and an argument may have, in bytes: a
+// description says what the tool does, when to use it and its one or two
+// traps; shared guidance is in crux.Instructions.
+const (
+	maxDescription    = 250
+	maxArgDescription = 100
+)
+
 func TestRegistryMetadata(t *testing.T) {
 	var names []string
 	for _, tl := range tools.All() {
@@ -39,9 +47,16 @@ func TestRegistryMetadata(t *testing.T) {
 			assert.NotContains(t, schema, k, "%s: top-level %s is not portable across model providers", tl.Name, k)
 		}
 		assert.Equal(t, false, schema["additionalProperties"], "%s must reject unknown arguments", tl.Name)
+		// An argument's description, where it has one, says what its name
+		// and the tool's description do not, in few words: tools/list
+		// carries it on every turn.
 		for name, p := range schema["properties"].(map[string]any) {
-			assert.NotEmpty(t, p.(map[string]any)["description"], "%s.%s has no description", tl.Name, name)
+			if d, ok := p.(map[string]any)["description"]; ok {
+				assert.NotEmpty(t, d, "%s.%s has an empty description", tl.Name, name)
+				assert.LessOrEqual(t, len(d.(string)), maxArgDescription, "%s.%s: description too long", tl.Name, name)
+			}
 		}
+		assert.LessOrEqual(t, len(tl.Description), maxDescription, "%s: description too long", tl.Name)
 	}
 	assert.Empty(t, surface.Missing(names), "every tool needs an entry in the surface table")
 

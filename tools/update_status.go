@@ -99,12 +99,8 @@ func readBinaryInfo(bi *debug.BuildInfo) binaryInfo {
 func updateStatusTool() *Tool {
 	const name = "update_status"
 	return &Tool{
-		Name: name,
-		Description: "Which commit this crux binary was built from (its build information: module version, " +
-			"vcs revision, dirty or not) and, when a source checkout is configured (CRUX_UPDATE_CHECKOUT for the crux " +
-			"command), how the binary stands against the checkout's HEAD and the checkout's remote-tracking branch as " +
-			"of its last fetch. crux makes no network call: it reads .git from disk and asks a local git only for " +
-			"commit counts. It never reports an update it could not count (state unknown, update_available null).",
+		Name:        name,
+		Description: "The commit this binary was built from, and how it stands against a configured checkout.",
 		Annotations: Annotations{Title: "Update status", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{enabled, state, basis, update_available, module_path, module_version, go_version, binary_commit, " +
 			"binary_commit_time, binary_modified, current_commit, checkout_path, checkout_commit, checkout_branch, " +

@@ -1,0 +1,168 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crux-go/crux"
+)
+
+// An agent reads tools/list on every turn, so the list crux sends over MCP
+// says once what [crux.Server.ListTools] repeats on every tool:
+//
+//   - The capability token that filtered the list (_meta.crux.filtered_by,
+//     token_ref, receipt_class and tier on each tool, and the same as
+//     x-crux-token-ref, x-crux-receipt-class and x-crux-tier in each input
+//     schema) is stated in the _meta.crux of the tools/list result, and
+//     left out of the tools. A tool whose token keys differ from the
+//     others' (no crux server lists such tools) keeps its own.
+//   - Each tool's outputSchema is {"type":"object"}: every structuredContent
+//     crux sends is a JSON object, and the names and JSON types of its
+//     properties are served by get_bootstrap (topic tool-output) and
+//     declared in full by crux.Server.ListTools for a program that
+//     embeds crux.
+//   - No input schema says "additionalProperties": false at its top level:
+//     crux refuses an unknown argument of any tool (-32602 naming it, only
+//     turn_id and contract are accepted everywhere), which the server
+//     instructions say once.
+//   - No tool has a title: a title is for display only, and a client
+//     without one shows the tool's name. crux.Server.ListTools keeps them.
+//   - A read-only tool carries no destructiveHint, which MCP defines only
+//     for tools that are not read-only.
+
+// tokenKeys are the keys of a tool's _meta.crux that describe the
+// capability token, and schemaTokenKeys the input schema keys that repeat
+// them.
+var (
+	tokenKeys       = []string{"filtered_by", "token_ref", "receipt_class", "tier"}
+	schemaTokenKeys = []string{"x-crux-token-ref", "x-crux-receipt-class", "x-crux-tier"}
+)
+
+// compactOutputSchema is the outputSchema of every tool over MCP.
+var compactOutputSchema = json.RawMessage(`{"type":"object"}`)
+
+// listResult is the tools/list result for list: the tools in its order,
+// with what they all share stated once (see above).
+func listResult(list []crux.Tool) *mcp.ListToolsResult {
+	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(list))}
+	shared := sharedToken(list)
+	if shared != nil {
+		res.Meta = mcp.Meta{"crux": shared}
+	}
+	for _, t := range list {
+		if shared != nil {
+			t = withoutToken(t)
+		}
+		t.InputSchema = dropKeys(t.InputSchema, closed)
+		res.Tools = append(res.Tools, sdkTool(t))
+	}
+	return res
+}
+
+// tokenOf is the token part of t's _meta.crux, or nil without one.
+func tokenOf(t crux.Tool) map[string]any {
+	meta, _ := t.Meta["crux"].(map[string]any)
+	out := map[string]any{}
+	for _, k := range tokenKeys {
+		if v, ok := meta[k]; ok {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// sharedToken is the token part of _meta.crux that every tool of list
+// carries alike, or nil when there is none or the tools disagree.
+func sharedToken(list []crux.Tool) map[string]any {
+	if len(list) == 0 {
+		return nil
+	}
+	first := tokenOf(list[0])
+	if first == nil {
+		return nil
+	}
+	want, err := json.Marshal(first)
+	if err != nil {
+		return nil
+	}
+	for _, t := range list[1:] {
+		got, err := json.Marshal(tokenOf(t))
+		if err != nil || !bytes.Equal(got, want) {
+			return nil
+		}
+	}
+	return first
+}
+
+// withoutToken is t without the token keys of its _meta.crux and input
+// schema. It leaves t's maps and schema as they were.
+func withoutToken(t crux.Tool) crux.Tool {
+	meta, _ := t.Meta["crux"].(map[string]any)
+	rest := maps.Clone(meta)
+	for _, k := range tokenKeys {
+		delete(rest, k)
+	}
+	t.Meta = maps.Clone(t.Meta)
+	if len(rest) > 0 {
+		t.Meta["crux"] = rest
+	} else {
+		delete(t.Meta, "crux")
+	}
+	if len(t.Meta) == 0 {
+		t.Meta = nil
+	}
+	t.InputSchema = dropKeys(t.InputSchema, func(k string, _ json.RawMessage) bool {
+		return slices.Contains(schemaTokenKeys, k)
+	})
+	return t
+}
+
+// closed reports whether a schema key and value are "additionalProperties":
+// false.
+func closed(k string, v json.RawMessage) bool {
+	return k == "additionalProperties" && string(bytes.TrimSpace(v)) == "false"
+}
+
+// dropKeys is the JSON object schema without the top-level keys that drop
+// reports, the others in their order. A schema that is not an object is
+// returned as it is.
+func dropKeys(schema json.RawMessage, drop func(key string, v json.RawMessage) bool) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return schema
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return schema
+		}
+		key, ok := tok.(string)
+		var v json.RawMessage
+		if !ok || dec.Decode(&v) != nil {
+			return schema
+		}
+		if drop(key, v) {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		kb, _ := json.Marshal(key)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
