@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -116,4 +117,47 @@ func FuzzDecodeFact(f *testing.F) {
 		require.NoError(t, err)
 		assert.Equal(t, c, c2)
 	})
+}
+
+// TestFactTextValid: the quick check finds what CheckText finds, in every
+// string field of a fact.
+func TestFactTextValid(t *testing.T) {
+	f := recordFacts()[1]
+	require.True(t, factTextValid(f))
+	require.NoError(t, CheckText("fact", f))
+	bad := "a\xffb"
+	for _, set := range []func(*Fact){
+		func(f *Fact) { f.ID = bad }, func(f *Fact) { f.Tenant = bad }, func(f *Fact) { f.Entity = bad },
+		func(f *Fact) { f.Key = bad }, func(f *Fact) { f.Value = bad }, func(f *Fact) { f.SourceReceipt = bad },
+		func(f *Fact) { f.Supersedes = bad }, func(f *Fact) { f.SupersededBy = bad }, func(f *Fact) { f.Owner = bad },
+		func(f *Fact) { f.HorizonClass = bad }, func(f *Fact) { f.Retires = []string{"a", bad} },
+		func(f *Fact) { f.Origins = []FactOrigin{{Op: bad}} }, func(f *Fact) { f.Origins = []FactOrigin{{FactID: bad}} },
+		func(f *Fact) { f.Origins = []FactOrigin{{Receipt: bad}} }, func(f *Fact) { f.Origins = []FactOrigin{{Passport: bad}} },
+	} {
+		g := *recordFacts()[1]
+		set(&g)
+		assert.False(t, factTextValid(&g))
+		assert.Error(t, CheckText("fact", &g))
+		_, err := encodeFact(&g)
+		assert.ErrorIs(t, err, ErrInvalidUTF8)
+	}
+}
+
+// TestFactTextValidCoversFields fails when Fact or FactOrigin gains a
+// string field that factTextValid (and TestFactTextValid) do not check.
+func TestFactTextValidCoversFields(t *testing.T) {
+	count := func(v any) (n int) {
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			switch k := rt.Field(i).Type.Kind(); {
+			case k == reflect.String:
+				n++
+			case k == reflect.Slice && rt.Field(i).Type.Elem().Kind() == reflect.String:
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 11, count(Fact{}), "ten strings and retires")
+	assert.Equal(t, 4, count(FactOrigin{}))
 }
