@@ -65,7 +65,7 @@ func Diagnose(tx Tx) ([]Problem, error) {
 	var out []Problem
 	unreadable := make(map[string]bool)
 	err := tx.Scan(bucketFacts, nil, false, func(k, v []byte) error {
-		if err := factDec.Unmarshal(v, new(Fact)); err != nil {
+		if err := decodeFact(v, new(Fact)); err != nil {
 			unreadable[string(k)] = true
 			out = append(out, Problem{Bucket: bucketFacts, Key: bytes.Clone(k), ID: string(k),
 				Reason: "the fact cannot be read: " + err.Error(), Repairable: true})
@@ -126,7 +126,7 @@ func Diagnose(tx Tx) ([]Problem, error) {
 		ff := new(ForgottenFact)
 		err := factDec.Unmarshal(v, ff)
 		if err == nil && ff.Original != nil { // nil once the forget is restored or purged
-			err = factDec.Unmarshal(ff.Original, new(Fact))
+			err = decodeFact(ff.Original, new(Fact))
 		}
 		if err != nil {
 			id, _, _ := bytes.Cut(k, []byte{0})

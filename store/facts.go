@@ -23,7 +23,7 @@ import (
 // Buckets holding facts and their indexes. Every index key starts with the
 // tenant, so tenants never see each other's facts.
 const (
-	bucketFacts  = "facts"        // fact id → JSON Fact
+	bucketFacts  = "facts"        // fact id → Fact record (see factrec.go)
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity → empty: the chain (stored entity, key) exists
 	bucketWords  = "facts.words"  // tenant, word, last fact id → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
@@ -407,7 +407,7 @@ func GetFact(tx Tx, id string) (*Fact, error) {
 		return nil, err
 	}
 	f := new(Fact)
-	if err := factDec.Unmarshal(v, f); err != nil {
+	if err := decodeFact(v, f); err != nil {
 		return nil, &CorruptRecordError{Bucket: bucketFacts, Key: []byte(id), ID: id, Err: err}
 	}
 	return f, nil
@@ -434,7 +434,7 @@ func encodeRecord(record string, v any) ([]byte, error) {
 // writeFact stores f under its id. A fact holding a string that is not
 // valid UTF-8 is refused with a [*TextError].
 func writeFact(tx Tx, f *Fact) error {
-	b, err := encodeRecord("fact "+f.ID, f)
+	b, err := encodeFact(f)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,9 @@ import (
 //   - 5: the change log of sync (sync.log, see sync.go) numbers every
 //     version of the shared client facts; [Upgrade] logs the versions of
 //     an older store once, in id order.
-const Format = 5
+//   - 6: fact records are in a compact binary layout (see factrec.go)
+//     instead of CBOR maps; [Upgrade] rewrites them.
+const Format = 6
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -101,6 +103,11 @@ func Upgrade(tx Tx) (from int, err error) {
 	if from < 5 {
 		if err := backfillSyncLog(tx); err != nil {
 			return from, fmt.Errorf("store: logging the facts for sync: %w", err)
+		}
+	}
+	if from < 6 {
+		if err := upgradeFactRecords(tx); err != nil {
+			return from, fmt.Errorf("store: rewriting the fact records: %w", err)
 		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))
