@@ -65,6 +65,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,6 +97,13 @@ type DB struct {
 	pool       *pgxpool.Pool
 	maxRetries int
 	closed     atomic.Bool
+	trips      atomic.Uint64  // round trips of transactions, for tests
+	bg         sync.WaitGroup // rollbacks of finished Views
+
+	mu   sync.Mutex
+	cond sync.Cond // signalled on mu when a call of a batch has run
+	open *batch    // the batch new Updates join, if any
+	last *batch    // the newest batch
 }
 
 var (
@@ -149,7 +157,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &DB{pool: pool, maxRetries: o.MaxRetries}, nil
+	db := &DB{pool: pool, maxRetries: o.MaxRetries}
+	db.cond.L = &db.mu
+	return db, nil
 }
 
 // migrationLock is the advisory lock key that serialises migrations.
@@ -221,6 +231,7 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	db.bg.Wait()
 	db.pool.Close()
 	return nil
 }
@@ -233,14 +244,26 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ptx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	conn, err := db.acquire(ctx)
 	if err != nil {
-		return db.wrap(ctx, err)
+		return err
 	}
-	defer ptx.Rollback(context.WithoutCancel(ctx))
-	t := &tx{ctx: ctx, ptx: ptx}
+	t := &tx{db: db, ctx: ctx, sctx: ctx, conn: conn, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+	defer func() {
+		t.done = true
+		if !t.begun {
+			t.release()
+			return
+		}
+		// Ending a read-only transaction changes nothing: its ROLLBACK
+		// need not hold up the caller.
+		db.bg.Add(1)
+		go func() {
+			defer db.bg.Done()
+			t.release()
+		}()
+	}()
 	err = fn(t)
-	t.done = true
 	if err == nil {
 		err = t.ctxErr
 	}
@@ -249,8 +272,10 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 
 // Update runs fn in a serializable transaction and commits it, running fn
 // again when PostgreSQL aborts the transaction for a serialization failure
-// or a deadlock (see the package documentation).
+// or a deadlock (see the package documentation). Concurrent Updates share
+// transactions (see batch).
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	solo := false
 	for attempt := 1; ; attempt++ {
 		if db.closed.Load() {
 			return store.ErrClosed
@@ -258,8 +283,14 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := db.attempt(ctx, fn)
-		if !retryable(err) {
+		err := db.attempt(ctx, fn, solo)
+		switch {
+		case errors.Is(err, errRerunAlone):
+			solo = true
+			continue
+		case errors.Is(err, errRerun):
+			continue // another call's failure: no backoff
+		case !retryable(err):
 			return err
 		}
 		if attempt >= db.maxRetries {
@@ -276,34 +307,6 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		case <-t.C:
 		}
 	}
-}
-
-// attempt runs fn once in a serializable transaction.
-func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error) error {
-	ptx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	if err != nil {
-		return db.wrap(ctx, err)
-	}
-	defer ptx.Rollback(context.WithoutCancel(ctx))
-	t := &tx{ctx: ctx, ptx: ptx, writable: true}
-	err = fn(t)
-	t.done = true
-	if err != nil {
-		if t.pgErr != nil {
-			return t.pgErr // a retryable abort fn saw (and may have passed on)
-		}
-		return err
-	}
-	if t.ctxErr != nil {
-		return t.ctxErr
-	}
-	if t.pgErr != nil {
-		return t.pgErr
-	}
-	if err := ptx.Commit(ctx); err != nil {
-		return db.wrap(ctx, err)
-	}
-	return nil
 }
 
 // retryable reports whether err aborted a transaction that may run again.
