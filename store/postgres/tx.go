@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/jackc/pgx/v5"
@@ -375,17 +376,32 @@ func (t *tx) Prefetch(bucket string, keys [][]byte) {
 }
 
 // PrefetchScan reads the first page of the keys of bucket starting with
-// prefix, with the next statement the transaction sends, into the view
-// (store.Prefetcher).
-func (t *tx) PrefetchScan(bucket string, prefix []byte) {
+// prefix, in ascending order or descending when reverse is set, with the
+// next statement the transaction sends, into the view (store.Prefetcher).
+func (t *tx) PrefetchScan(bucket string, prefix []byte, reverse bool) {
 	if t.check() != nil || bucket == "" {
 		return
 	}
 	lo, hi := prefixRange(prefix)
-	if _, ok := t.bucket(bucket).covering(lo); ok {
+	bv := t.bucket(bucket)
+	if _, ok := bv.covering(lo); ok && !reverse {
 		return
 	}
-	t.queue = append(t.queue, fetch{bucket: bucket, lo: bytes.Clone(lo), hi: hi})
+	if _, ok := bv.coveringBelow(hi); ok && reverse {
+		return
+	}
+	t.queue = append(t.queue, fetch{bucket: bucket, lo: bytes.Clone(lo), hi: hi, reverse: reverse})
+}
+
+// serves reports whether the fetch q reads what f would.
+func (q *fetch) serves(f *fetch) bool {
+	if q.bucket != f.bucket || (q.keys == nil) != (f.keys == nil) {
+		return false
+	}
+	if f.keys != nil {
+		return len(f.keys) == 1 && slices.ContainsFunc(q.keys, func(k []byte) bool { return bytes.Equal(k, f.keys[0]) })
+	}
+	return q.reverse == f.reverse && bytes.Equal(q.lo, f.lo) && bytes.Equal(q.hi, f.hi) && (q.hi == nil) == (f.hi == nil)
 }
 
 // The statements of the reads and writes.
@@ -410,8 +426,11 @@ func init() {
 // not begun, its BEGIN, in one round trip, and records the rows in the
 // view.
 func (t *tx) fetch(f fetch) error {
-	fs := append(t.queue, f)
+	fs := t.queue
 	t.queue = nil
+	if !slices.ContainsFunc(fs, func(q fetch) bool { return q.serves(&f) }) {
+		fs = append(fs, f)
+	}
 	b := &pgx.Batch{}
 	if !t.begun {
 		b.Queue(t.begin)
