@@ -14,8 +14,14 @@ import (
 	"github.com/crux-go/crux/store"
 )
 
-// scanPage is how many rows a Scan reads per query.
-const scanPage = 256
+// scanPage is how many rows a Scan reads per query; a descending Scan
+// reads downPage, as most stop at their first key (a chain's newest
+// version, a log's head), and every row read is a predicate lock of a
+// serializable transaction.
+const (
+	scanPage = 256
+	downPage = 16
+)
 
 // maxCached bounds the bytes of rows read from the server that a
 // transaction keeps in its view; past it the view forgets them (keeping
@@ -63,8 +69,8 @@ type undoRec struct {
 }
 
 // fetch is one read sent to the server: the rows of bucket with keys
-// in [lo, hi), at most scanPage of them in key order (descending when
-// reverse), or, when keys is set, the rows of those keys.
+// in [lo, hi), at most scanPage of them in key order (downPage,
+// descending, when reverse), or, when keys is set, the rows of those keys.
 type fetch struct {
 	bucket  string
 	lo, hi  []byte
@@ -408,8 +414,8 @@ func (q *fetch) serves(f *fetch) bool {
 const (
 	sqlPage     = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT 256"
 	sqlPageHi   = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT 256"
-	sqlPageDown = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 ORDER BY key DESC LIMIT 256"
-	sqlPageDnHi = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT 256"
+	sqlPageDown = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 ORDER BY key DESC LIMIT 16"
+	sqlPageDnHi = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT 16"
 	sqlKeys     = "SELECT key, value FROM kv WHERE bucket = $1 AND key = ANY($2)"
 	sqlUpsert   = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
 		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`
@@ -417,8 +423,8 @@ const (
 )
 
 func init() {
-	if scanPage != 256 {
-		panic("store/postgres: the page statements' LIMIT is not scanPage")
+	if scanPage != 256 || downPage != 16 {
+		panic("store/postgres: the page statements' LIMIT is not scanPage or downPage")
 	}
 }
 
@@ -511,7 +517,7 @@ func (t *tx) readBatch(br pgx.BatchResults, fs []fetch) error {
 					t.cached += len(k)
 				}
 			}
-		case len(got) < scanPage:
+		case !f.reverse && len(got) < scanPage, f.reverse && len(got) < downPage:
 			bv.addSpan(f.lo, f.hi)
 		case !f.reverse:
 			bv.addSpan(f.lo, append(got[len(got)-1].key[:len(got[len(got)-1].key):len(got[len(got)-1].key)], 0))
