@@ -35,15 +35,45 @@
 // runs in a REPEATABLE READ READ ONLY transaction: one consistent
 // snapshot, never blocking or aborting writers.
 //
-// A Scan reads its range a page at a time ([scanPage] rows), so its
-// callback may call Get, Put and Delete on the same transaction.
+// Concurrent Updates of one DB share a transaction (group commit): their
+// functions run one after the other, each on its caller's goroutine, and
+// commit together, so that callers of one process never abort each other
+// on the keys every write touches (a tenant's change-log head, the fresh
+// postings). A batch begins only after the one before it has ended, and
+// holds at most 64 calls. A function that returns an error has its writes
+// taken back from the batch, and its error is its result once the batch
+// commits; when the batch's transaction aborts, every function of it runs
+// again; when its commit fails for another reason, each writer runs again
+// alone, so the error reaches the caller that caused it.
+//
+// # Round trips
+//
+// A transaction keeps what it has read (the snapshot does not change
+// while it runs) and the ranges it has read in full, so reading a key or a
+// range again costs nothing. Its writes are kept too and sent at commit,
+// as one INSERT ... ON CONFLICT and one DELETE over arrays, in the same
+// round trip as the COMMIT. BEGIN is sent with the first read, and the
+// reads a transaction announces through [store.Prefetcher] go with its next
+// one: a keyword query costs two round trips, a store_fact two (and a
+// third when it retires a current version). A View's ROLLBACK is sent
+// after View has returned. A transaction that has read more than 16 MiB
+// forgets what it read (not what it wrote) and reads again what it needs.
+//
+// A Scan reads what it does not hold a page at a time (256 rows, 16 for a
+// descending scan, which mostly stops at its first key); its callback may
+// call Get, Put and Delete on the same transaction, and sees the writes
+// made after the key it is at.
 //
 // # Connections
 //
 // The pool is pgxpool's: [Options.MaxConns] connections at most (default
-// 4 per CPU, at least 4), each statement bounded by ctx. A transaction
-// holds one connection for its whole run; Open fails if the server cannot
-// be reached within [Options.ConnectTimeout] (default 10 s).
+// 4 per CPU, at least 4), each statement of a View bounded by ctx. A
+// transaction holds one connection for its whole run, a batch of Updates
+// one for all its calls; a statement of an Update runs to its end when ctx
+// ends (the call's next store access then fails, and its writes are
+// dropped), so that it does not abort the calls it shares a transaction
+// with. Open fails if the server cannot be reached within
+// [Options.ConnectTimeout] (default 10 s).
 //
 // # Purge and compaction
 //
