@@ -61,8 +61,9 @@ func BenchmarkPostgresStoreFactSequential(b *testing.B) {
 	b.ReportMetric(float64(i)/time.Since(start).Seconds(), "facts/s")
 }
 
-// BenchmarkPostgresStoreFact32Concurrent: 32 callers writing at once, each
-// in its own serializable transaction.
+// BenchmarkPostgresStoreFact32Concurrent: 32 callers writing at once; the
+// store runs concurrent calls in shared serializable transactions (group
+// commit), one COMMIT per batch.
 func BenchmarkPostgresStoreFact32Concurrent(b *testing.B) {
 	srv := pgServer(b, pgStore(b))
 	var n atomic.Int64

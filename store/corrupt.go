@@ -125,6 +125,14 @@ func (t reportingTx) ScanFrom(bucket string, prefix, from []byte, fn func(key, v
 	return scanFrom(t.Tx, bucket, prefix, from, fn)
 }
 
+// Prefetch passes the prefetch on; see [Prefetcher].
+func (t reportingTx) Prefetch(bucket string, keys [][]byte) { prefetch(t.Tx, bucket, keys) }
+
+// PrefetchScan passes the prefetch on; see [Prefetcher].
+func (t reportingTx) PrefetchScan(bucket string, prefix []byte, reverse bool) {
+	prefetchScan(t.Tx, bucket, prefix, reverse)
+}
+
 // indexedFact reads the fact id that an entry of the index bucket names.
 // A fact that does not decode or does not exist is a *CorruptRecordError
 // naming the index.

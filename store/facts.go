@@ -248,6 +248,16 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		f.HorizonClass = DefaultHorizon(n.Entity)
 	}
 	stored := f.StoredEntity()
+	if _, ok := tx.(Prefetcher); ok {
+		// What the write reads, in one go where reads cost a round trip.
+		prefetchScan(tx, bucketEntity, indexKey(n.Tenant, stored, n.Key, ""), true)
+		prefetch(tx, bucketKey, [][]byte{indexKey(n.Tenant, n.Key, stored)})
+		prefetch(tx, bucketActive, [][]byte{indexKey(n.Tenant, stored)})
+		prefetchScan(tx, bucketFresh, nil, false)
+		if syncable(f) {
+			prefetchScan(tx, bucketSyncLog, append([]byte(n.Tenant), 0), true)
+		}
+	}
 
 	// The chain: highest version, and the current fact if there is one.
 	var current *Fact

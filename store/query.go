@@ -109,6 +109,10 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		seen := make(map[string]struct{})
 		var keys [][]byte
 		for _, t := range q.Terms {
+			prefetchScan(tx, bucketWords, indexKey(q.Tenant, t), false)
+		}
+		prefetchScan(tx, bucketFresh, indexKey(q.Tenant, ""), false)
+		for _, t := range q.Terms {
 			err := tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(_, v []byte) error {
 				ps, err := decodeBlock(v)
 				if err != nil {
@@ -150,7 +154,15 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		}
 		sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
 		return rankStream(tx, q, bucketWords, func(visit func([]byte) error) error {
-			for _, k := range keys {
+			next, window := 0, max(q.Limit, 16)
+			for i, k := range keys {
+				if i == next {
+					// The facts of the next window of candidates, read
+					// together; the window doubles, as a query that reads
+					// past one is likely to read past the next.
+					prefetchFacts(tx, keys[i:min(len(keys), i+window)])
+					next, window = i+window, 2*window
+				}
 				if err := visit(k); err != nil {
 					return err
 				}
@@ -168,6 +180,19 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		}
 		return nil
 	})
+}
+
+// prefetchFacts announces the reads of the facts of the rank keys keys
+// (see Prefetcher).
+func prefetchFacts(tx Tx, keys [][]byte) {
+	if _, ok := tx.(Prefetcher); !ok {
+		return
+	}
+	ids := make([][]byte, len(keys))
+	for i, k := range keys {
+		ids[i] = k[16:]
+	}
+	prefetch(tx, bucketFacts, ids)
 }
 
 // rankIDs ranks every fact whose id is the value of a key under one of the

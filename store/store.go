@@ -176,3 +176,31 @@ func scanFrom(tx Tx, bucket string, prefix, from []byte, fn func(key, value []by
 		return fn(k, v)
 	})
 }
+
+// Prefetcher is implemented by a [Tx] whose reads cost a round trip to a
+// server: it is told what the transaction will soon read, so that it can
+// read it together with the next read instead of one key or one range at
+// a time. Prefetch announces Gets of keys in bucket, PrefetchScan a Scan
+// of the keys starting with prefix (its first rows, in ascending order or
+// descending when reverse is set). A prefetch changes no
+// result; a backend without the methods (bbolt, whose reads are memory
+// reads) loses nothing.
+type Prefetcher interface {
+	Prefetch(bucket string, keys [][]byte)
+	PrefetchScan(bucket string, prefix []byte, reverse bool)
+}
+
+// prefetch passes a prefetch of keys of bucket to tx, if it takes them.
+func prefetch(tx Tx, bucket string, keys [][]byte) {
+	if p, ok := tx.(Prefetcher); ok && len(keys) > 0 {
+		p.Prefetch(bucket, keys)
+	}
+}
+
+// prefetchScan passes a prefetch of the scan of prefix in bucket to tx,
+// if it takes them.
+func prefetchScan(tx Tx, bucket string, prefix []byte, reverse bool) {
+	if p, ok := tx.(Prefetcher); ok {
+		p.PrefetchScan(bucket, prefix, reverse)
+	}
+}

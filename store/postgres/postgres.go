@@ -35,15 +35,45 @@
 // runs in a REPEATABLE READ READ ONLY transaction: one consistent
 // snapshot, never blocking or aborting writers.
 //
-// A Scan reads its range a page at a time ([scanPage] rows), so its
-// callback may call Get, Put and Delete on the same transaction.
+// Concurrent Updates of one DB share a transaction (group commit): their
+// functions run one after the other, each on its caller's goroutine, and
+// commit together, so that callers of one process never abort each other
+// on the keys every write touches (a tenant's change-log head, the fresh
+// postings). A batch begins only after the one before it has ended, and
+// holds at most 64 calls. A function that returns an error has its writes
+// taken back from the batch, and its error is its result once the batch
+// commits; when the batch's transaction aborts, every function of it runs
+// again; when its commit fails for another reason, each writer runs again
+// alone, so the error reaches the caller that caused it.
+//
+// # Round trips
+//
+// A transaction keeps what it has read (the snapshot does not change
+// while it runs) and the ranges it has read in full, so reading a key or a
+// range again costs nothing. Its writes are kept too and sent at commit,
+// as one INSERT ... ON CONFLICT and one DELETE over arrays, in the same
+// round trip as the COMMIT. BEGIN is sent with the first read, and the
+// reads a transaction announces through [store.Prefetcher] go with its next
+// one: a keyword query costs two round trips, a store_fact two (and a
+// third when it retires a current version). A View's ROLLBACK is sent
+// after View has returned. A transaction that has read more than 16 MiB
+// forgets what it read (not what it wrote) and reads again what it needs.
+//
+// A Scan reads what it does not hold a page at a time (256 rows, 16 for a
+// descending scan, which mostly stops at its first key); its callback may
+// call Get, Put and Delete on the same transaction, and sees the writes
+// made after the key it is at.
 //
 // # Connections
 //
 // The pool is pgxpool's: [Options.MaxConns] connections at most (default
-// 4 per CPU, at least 4), each statement bounded by ctx. A transaction
-// holds one connection for its whole run; Open fails if the server cannot
-// be reached within [Options.ConnectTimeout] (default 10 s).
+// 4 per CPU, at least 4), each statement of a View bounded by ctx. A
+// transaction holds one connection for its whole run, a batch of Updates
+// one for all its calls; a statement of an Update runs to its end when ctx
+// ends (the call's next store access then fails, and its writes are
+// dropped), so that it does not abort the calls it shares a transaction
+// with. Open fails if the server cannot be reached within
+// [Options.ConnectTimeout] (default 10 s).
 //
 // # Purge and compaction
 //
@@ -65,6 +95,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,6 +127,13 @@ type DB struct {
 	pool       *pgxpool.Pool
 	maxRetries int
 	closed     atomic.Bool
+	trips      atomic.Uint64  // round trips of transactions, for tests
+	bg         sync.WaitGroup // rollbacks of finished Views
+
+	mu   sync.Mutex
+	cond sync.Cond // signalled on mu when a call of a batch has run
+	open *batch    // the batch new Updates join, if any
+	last *batch    // the newest batch
 }
 
 var (
@@ -149,7 +187,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &DB{pool: pool, maxRetries: o.MaxRetries}, nil
+	db := &DB{pool: pool, maxRetries: o.MaxRetries}
+	db.cond.L = &db.mu
+	return db, nil
 }
 
 // migrationLock is the advisory lock key that serialises migrations.
@@ -221,6 +261,7 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	db.bg.Wait()
 	db.pool.Close()
 	return nil
 }
@@ -233,14 +274,26 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ptx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	conn, err := db.acquire(ctx)
 	if err != nil {
-		return db.wrap(ctx, err)
+		return err
 	}
-	defer ptx.Rollback(context.WithoutCancel(ctx))
-	t := &tx{ctx: ctx, ptx: ptx}
+	t := &tx{db: db, ctx: ctx, sctx: ctx, conn: conn, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+	defer func() {
+		t.done = true
+		if !t.begun {
+			t.release()
+			return
+		}
+		// Ending a read-only transaction changes nothing: its ROLLBACK
+		// need not hold up the caller.
+		db.bg.Add(1)
+		go func() {
+			defer db.bg.Done()
+			t.release()
+		}()
+	}()
 	err = fn(t)
-	t.done = true
 	if err == nil {
 		err = t.ctxErr
 	}
@@ -249,8 +302,10 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 
 // Update runs fn in a serializable transaction and commits it, running fn
 // again when PostgreSQL aborts the transaction for a serialization failure
-// or a deadlock (see the package documentation).
+// or a deadlock (see the package documentation). Concurrent Updates share
+// transactions (see batch).
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	solo := false
 	for attempt := 1; ; attempt++ {
 		if db.closed.Load() {
 			return store.ErrClosed
@@ -258,8 +313,14 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := db.attempt(ctx, fn)
-		if !retryable(err) {
+		err := db.attempt(ctx, fn, solo)
+		switch {
+		case errors.Is(err, errRerunAlone):
+			solo = true
+			continue
+		case errors.Is(err, errRerun):
+			continue // another call's failure: no backoff
+		case !retryable(err):
 			return err
 		}
 		if attempt >= db.maxRetries {
@@ -276,34 +337,6 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 		case <-t.C:
 		}
 	}
-}
-
-// attempt runs fn once in a serializable transaction.
-func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error) error {
-	ptx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	if err != nil {
-		return db.wrap(ctx, err)
-	}
-	defer ptx.Rollback(context.WithoutCancel(ctx))
-	t := &tx{ctx: ctx, ptx: ptx, writable: true}
-	err = fn(t)
-	t.done = true
-	if err != nil {
-		if t.pgErr != nil {
-			return t.pgErr // a retryable abort fn saw (and may have passed on)
-		}
-		return err
-	}
-	if t.ctxErr != nil {
-		return t.ctxErr
-	}
-	if t.pgErr != nil {
-		return t.pgErr
-	}
-	if err := ptx.Commit(ctx); err != nil {
-		return db.wrap(ctx, err)
-	}
-	return nil
 }
 
 // retryable reports whether err aborted a transaction that may run again.

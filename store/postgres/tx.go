@@ -5,26 +5,77 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crux-go/crux/store"
 )
 
-// scanPage is how many rows a Scan reads per query.
-const scanPage = 256
+// scanPage is how many rows a Scan reads per query; a descending Scan
+// reads downPage, as most stop at their first key (a chain's newest
+// version, a log's head), and every row read is a predicate lock of a
+// serializable transaction.
+const (
+	scanPage = 256
+	downPage = 16
+)
+
+// maxCached bounds the bytes of rows read from the server that a
+// transaction keeps in its view; past it the view forgets them (keeping
+// its writes) and reads again what it needs.
+const maxCached = 16 << 20
+
+// maxPerStatement bounds the rows one statement of a commit writes.
+const maxPerStatement = 4096
 
 // errTxDone reports use of a store.Tx after its function returned.
 var errTxDone = errors.New("store/postgres: transaction used after its function returned")
 
-// tx implements store.Tx on a PostgreSQL transaction.
+// tx implements store.Tx on a PostgreSQL transaction. Its reads are kept
+// in a view of the table (see bucketView), its writes are buffered there
+// and sent at commit, and the statements it needs are sent together: the
+// BEGIN with the first read, queued prefetches with the next read, the
+// writes with the COMMIT.
 type tx struct {
-	ctx      context.Context
-	ptx      pgx.Tx
+	db       *DB
+	ctx      context.Context // the caller's: checked before every operation
+	sctx     context.Context // the statements'
+	conn     *pgxpool.Conn
+	begin    string // the BEGIN statement, until sent
+	begun    bool
 	writable bool
 	done     bool
 	ctxErr   error // ctx's error, once seen: every later call fails with it
 	pgErr    error // the statement error that aborted the transaction: every later call fails with it
+
+	buckets map[string]*bucketView
+	cached  int     // bytes of clean rows in the view
+	queue   []fetch // prefetches not yet sent
+
+	logging bool      // record undo entries for the writes
+	undo    []undoRec // how to take back the writes since logging began
+	writes  int       // writes since logging began
+}
+
+// undoRec restores one key of the view: old is the entry a write replaced,
+// nil if there was none.
+type undoRec struct {
+	bucket string
+	key    []byte
+	old    *entry
+}
+
+// fetch is one read sent to the server: the rows of bucket with keys
+// in [lo, hi), at most scanPage of them in key order (downPage,
+// descending, when reverse), or, when keys is set, the rows of those keys.
+type fetch struct {
+	bucket  string
+	lo, hi  []byte
+	reverse bool
+	keys    [][]byte
 }
 
 // check is run before every operation.
@@ -47,7 +98,7 @@ func (t *tx) check() error {
 // failed records the error of a statement: PostgreSQL aborts the whole
 // transaction on any error, so it is the answer to every later call too.
 func (t *tx) failed(err error) error {
-	if err := t.ctx.Err(); err != nil {
+	if err := t.ctx.Err(); err != nil && t.sctx == t.ctx {
 		t.ctxErr = err
 		return err
 	}
@@ -67,6 +118,19 @@ func checkKey(bucket string, key []byte) error {
 
 func (t *tx) Writable() bool { return t.writable }
 
+// bucket returns the view of bucket, created on first use.
+func (t *tx) bucket(name string) *bucketView {
+	bv := t.buckets[name]
+	if bv == nil {
+		if t.buckets == nil {
+			t.buckets = make(map[string]*bucketView)
+		}
+		bv = newBucketView()
+		t.buckets[name] = bv
+	}
+	return bv
+}
+
 func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
 	if err := t.check(); err != nil {
 		return nil, err
@@ -74,18 +138,23 @@ func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
 	if err := checkKey(bucket, key); err != nil {
 		return nil, err
 	}
-	var v []byte
-	err := t.ptx.QueryRow(t.ctx, "SELECT value FROM kv WHERE bucket = $1 AND key = $2", bucket, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, store.ErrNotFound
+	for range 2 {
+		bv := t.bucket(bucket)
+		if e := bv.ents[string(key)]; e != nil {
+			if !e.present {
+				return nil, store.ErrNotFound
+			}
+			return e.val, nil
+		}
+		if _, ok := bv.covering(key); ok {
+			return nil, store.ErrNotFound
+		}
+		if err := t.fetch(fetch{bucket: bucket, keys: [][]byte{key}}); err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, t.failed(err)
-	}
-	if v == nil {
-		v = []byte{}
-	}
-	return v, nil
+	// The fetch records every key it was asked for; it cannot be missing.
+	return nil, fmt.Errorf("store/postgres: internal error: key %q of %s not in the view after reading it", key, bucket)
 }
 
 func (t *tx) Put(bucket string, key, value []byte) error {
@@ -98,14 +167,7 @@ func (t *tx) Put(bucket string, key, value []byte) error {
 	if err := checkKey(bucket, key); err != nil {
 		return err
 	}
-	if value == nil {
-		value = []byte{}
-	}
-	_, err := t.ptx.Exec(t.ctx, `INSERT INTO kv (bucket, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`, bucket, key, value)
-	if err != nil {
-		return t.failed(err)
-	}
+	t.write(bucket, &entry{key: bytes.Clone(key), val: append([]byte{}, value...), present: true, dirty: true})
 	return nil
 }
 
@@ -119,10 +181,42 @@ func (t *tx) Delete(bucket string, key []byte) error {
 	if err := checkKey(bucket, key); err != nil {
 		return err
 	}
-	if _, err := t.ptx.Exec(t.ctx, "DELETE FROM kv WHERE bucket = $1 AND key = $2", bucket, key); err != nil {
-		return t.failed(err)
-	}
+	t.write(bucket, &entry{key: bytes.Clone(key), dirty: true})
 	return nil
+}
+
+// write puts the dirty entry e in the view.
+func (t *tx) write(bucket string, e *entry) {
+	old := t.bucket(bucket).set(e)
+	if old != nil && !old.dirty {
+		t.cached -= len(old.key) + len(old.val)
+	}
+	t.writes++
+	if t.logging {
+		t.undo = append(t.undo, undoRec{bucket: bucket, key: e.key, old: old})
+	}
+}
+
+// startUndo starts recording the writes, so that rollbackUndo can take
+// them back.
+func (t *tx) startUndo() { t.logging, t.undo, t.writes = true, t.undo[:0], 0 }
+
+// rollbackUndo takes back the writes since startUndo, newest first.
+func (t *tx) rollbackUndo() {
+	for i := len(t.undo) - 1; i >= 0; i-- {
+		u := t.undo[i]
+		bv := t.bucket(u.bucket)
+		if u.old == nil {
+			bv.remove(u.key)
+			continue
+		}
+		bv.set(u.old)
+		if !u.old.dirty {
+			t.cached += len(u.old.key) + len(u.old.val)
+		}
+	}
+	t.undo = t.undo[:0]
+	t.writes = 0
 }
 
 // successor is the least key greater than every key starting with prefix,
@@ -138,10 +232,18 @@ func successor(prefix []byte) []byte {
 	return nil
 }
 
-type row struct{ k, v []byte }
+// prefixRange is the key range [lo, hi) of the keys starting with prefix
+// (hi nil: no upper bound).
+func prefixRange(prefix []byte) (lo, hi []byte) {
+	if len(prefix) == 0 {
+		return []byte{}, nil
+	}
+	return prefix, successor(prefix)
+}
 
 // Scan visits the keys of bucket starting with prefix in key order (or
-// reverse), a page of scanPage rows at a time.
+// reverse), reading from the server a page of scanPage rows at a time
+// what the view does not hold.
 func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value []byte) error) error {
 	if err := t.check(); err != nil {
 		return err
@@ -149,11 +251,11 @@ func (t *tx) Scan(bucket string, prefix []byte, reverse bool, fn func(key, value
 	if bucket == "" {
 		return store.ErrEmptyKey
 	}
-	lo, hi := prefix, successor(prefix) // keys in [lo, hi); hi nil: no upper bound
-	if len(lo) == 0 {
-		lo, hi = []byte{}, nil
+	lo, hi := prefixRange(prefix)
+	if reverse {
+		return t.scanDown(bucket, lo, hi, fn)
 	}
-	return t.scanRange(bucket, lo, hi, reverse, fn)
+	return t.scanUp(bucket, lo, hi, fn)
 }
 
 // ScanFrom visits the keys of bucket starting with prefix that are not
@@ -165,78 +267,350 @@ func (t *tx) ScanFrom(bucket string, prefix, from []byte, fn func(key, value []b
 	if bucket == "" {
 		return store.ErrEmptyKey
 	}
-	lo, hi := prefix, successor(prefix)
-	if len(prefix) == 0 {
-		hi = nil
-	}
+	lo, hi := prefixRange(prefix)
 	if bytes.Compare(from, lo) > 0 {
 		lo = from
 	}
-	return t.scanRange(bucket, lo, hi, false, fn)
+	return t.scanUp(bucket, lo, hi, fn)
 }
 
-// scanRange visits the keys of bucket in [lo, hi) (hi nil: no upper
-// bound), a page at a time.
-func (t *tx) scanRange(bucket string, lo, hi []byte, reverse bool, fn func(key, value []byte) error) error {
+// stop turns the error of a Scan callback into Scan's.
+func stop(err error) error {
+	if errors.Is(err, store.ErrStop) {
+		return nil
+	}
+	return err
+}
+
+// scanUp visits the keys of bucket in [lo, hi) in ascending order. The
+// view is looked up afresh for every key, so fn may read and write the
+// transaction (writes after the current key are seen).
+func (t *tx) scanUp(bucket string, lo, hi []byte, fn func(key, value []byte) error) error {
+	cur := lo
 	for {
-		page, err := t.page(bucket, lo, hi, reverse)
+		if hi != nil && bytes.Compare(cur, hi) >= 0 {
+			return nil
+		}
+		bv := t.bucket(bucket)
+		s, ok := bv.covering(cur)
+		if !ok {
+			if err := t.fetch(fetch{bucket: bucket, lo: cur, hi: hi}); err != nil {
+				return err
+			}
+			continue
+		}
+		end := s.hi
+		if hi != nil && !below(hi, end) {
+			end = hi
+		}
+		e := bv.next(cur, end)
+		if e == nil {
+			if end == nil {
+				return nil
+			}
+			cur = end
+			continue
+		}
+		if err := fn(e.key, e.val); err != nil {
+			return stop(err)
+		}
+		if err := t.check(); err != nil {
+			return err
+		}
+		cur = append(e.key[:len(e.key):len(e.key)], 0) // the least key above e's
+	}
+}
+
+// scanDown visits the keys of bucket in [lo, hi) in descending order (see
+// scanUp).
+func (t *tx) scanDown(bucket string, lo, hi []byte, fn func(key, value []byte) error) error {
+	cur := hi // keys below cur remain; nil: all
+	for {
+		if cur != nil && bytes.Compare(cur, lo) <= 0 {
+			return nil
+		}
+		bv := t.bucket(bucket)
+		s, ok := bv.coveringBelow(cur)
+		if !ok {
+			if err := t.fetch(fetch{bucket: bucket, lo: lo, hi: cur, reverse: true}); err != nil {
+				return err
+			}
+			continue
+		}
+		start := s.lo
+		if bytes.Compare(start, lo) < 0 {
+			start = lo
+		}
+		e := bv.prev(start, cur)
+		if e == nil {
+			cur = start
+			if bytes.Equal(start, lo) {
+				return nil
+			}
+			continue
+		}
+		if err := fn(e.key, e.val); err != nil {
+			return stop(err)
+		}
+		if err := t.check(); err != nil {
+			return err
+		}
+		cur = e.key
+	}
+}
+
+// Prefetch reads the rows of keys of bucket, with the next statement the
+// transaction sends, into the view (store.Prefetcher).
+func (t *tx) Prefetch(bucket string, keys [][]byte) {
+	if t.check() != nil || bucket == "" {
+		return
+	}
+	bv := t.bucket(bucket)
+	var want [][]byte
+	for _, k := range keys {
+		if checkKey(bucket, k) != nil || bv.ents[string(k)] != nil {
+			continue
+		}
+		if _, ok := bv.covering(k); ok {
+			continue
+		}
+		want = append(want, bytes.Clone(k))
+	}
+	if len(want) > 0 {
+		t.queue = append(t.queue, fetch{bucket: bucket, keys: want})
+	}
+}
+
+// PrefetchScan reads the first page of the keys of bucket starting with
+// prefix, in ascending order or descending when reverse is set, with the
+// next statement the transaction sends, into the view (store.Prefetcher).
+func (t *tx) PrefetchScan(bucket string, prefix []byte, reverse bool) {
+	if t.check() != nil || bucket == "" {
+		return
+	}
+	lo, hi := prefixRange(prefix)
+	bv := t.bucket(bucket)
+	if _, ok := bv.covering(lo); ok && !reverse {
+		return
+	}
+	if _, ok := bv.coveringBelow(hi); ok && reverse {
+		return
+	}
+	t.queue = append(t.queue, fetch{bucket: bucket, lo: bytes.Clone(lo), hi: hi, reverse: reverse})
+}
+
+// serves reports whether the fetch q reads what f would.
+func (q *fetch) serves(f *fetch) bool {
+	if q.bucket != f.bucket || (q.keys == nil) != (f.keys == nil) {
+		return false
+	}
+	if f.keys != nil {
+		return len(f.keys) == 1 && slices.ContainsFunc(q.keys, func(k []byte) bool { return bytes.Equal(k, f.keys[0]) })
+	}
+	return q.reverse == f.reverse && bytes.Equal(q.lo, f.lo) && bytes.Equal(q.hi, f.hi) && (q.hi == nil) == (f.hi == nil)
+}
+
+// The statements of the reads and writes.
+const (
+	sqlPage     = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT 256"
+	sqlPageHi   = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT 256"
+	sqlPageDown = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 ORDER BY key DESC LIMIT 16"
+	sqlPageDnHi = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT 16"
+	sqlKeys     = "SELECT key, value FROM kv WHERE bucket = $1 AND key = ANY($2)"
+	sqlUpsert   = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
+		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`
+	sqlDelete = "DELETE FROM kv WHERE (bucket, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))"
+)
+
+func init() {
+	if scanPage != 256 || downPage != 16 {
+		panic("store/postgres: the page statements' LIMIT is not scanPage or downPage")
+	}
+}
+
+// fetch sends f, with the queued prefetches and, if the transaction has
+// not begun, its BEGIN, in one round trip, and records the rows in the
+// view.
+func (t *tx) fetch(f fetch) error {
+	fs := t.queue
+	t.queue = nil
+	if !slices.ContainsFunc(fs, func(q fetch) bool { return q.serves(&f) }) {
+		fs = append(fs, f)
+	}
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue(t.begin)
+	}
+	for _, f := range fs {
+		switch {
+		case f.keys != nil:
+			b.Queue(sqlKeys, f.bucket, f.keys)
+		case f.hi == nil && !f.reverse:
+			b.Queue(sqlPage, f.bucket, f.lo)
+		case !f.reverse:
+			b.Queue(sqlPageHi, f.bucket, f.lo, f.hi)
+		case f.hi == nil:
+			b.Queue(sqlPageDown, f.bucket, f.lo)
+		default:
+			b.Queue(sqlPageDnHi, f.bucket, f.lo, f.hi)
+		}
+	}
+	t.db.trips.Add(1)
+	br := t.conn.SendBatch(t.sctx, b)
+	err := t.readBatch(br, fs)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return t.failed(err)
+	}
+	return nil
+}
+
+// readBatch reads the results of the statements fetch sent.
+func (t *tx) readBatch(br pgx.BatchResults, fs []fetch) error {
+	if !t.begun {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		t.begun = true
+	}
+	if t.cached > maxCached {
+		for _, bv := range t.buckets {
+			bv.dropClean()
+		}
+		t.cached = 0
+	}
+	for _, f := range fs {
+		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		for _, r := range page {
-			if err := fn(r.k, r.v); err != nil {
-				if errors.Is(err, store.ErrStop) {
-					return nil
+		var got []*entry
+		for rows.Next() {
+			var k, v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return err
+			}
+			if v == nil {
+				v = []byte{}
+			}
+			got = append(got, &entry{key: k, val: v, present: true})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		bv := t.bucket(f.bucket)
+		for _, e := range got {
+			if bv.ents[string(e.key)] == nil {
+				bv.set(e)
+				t.cached += len(e.key) + len(e.val)
+			}
+		}
+		switch {
+		case f.keys != nil:
+			for _, k := range f.keys {
+				if bv.ents[string(k)] == nil {
+					bv.set(&entry{key: k})
+					t.cached += len(k)
 				}
-				return err
 			}
-			if err := t.check(); err != nil {
-				return err
-			}
-		}
-		if len(page) < scanPage {
-			return nil
-		}
-		last := page[len(page)-1].k
-		if reverse {
-			hi = last // the next page is below the last key
-		} else {
-			lo = append(append([]byte(nil), last...), 0) // the least key above the last
+		case !f.reverse && len(got) < scanPage, f.reverse && len(got) < downPage:
+			bv.addSpan(f.lo, f.hi)
+		case !f.reverse:
+			bv.addSpan(f.lo, append(got[len(got)-1].key[:len(got[len(got)-1].key):len(got[len(got)-1].key)], 0))
+		default:
+			bv.addSpan(got[len(got)-1].key, f.hi)
 		}
 	}
+	return nil
 }
 
-// page reads up to scanPage rows of bucket with keys in [lo, hi).
-func (t *tx) page(bucket string, lo, hi []byte, reverse bool) ([]row, error) {
-	order := "ASC"
-	if reverse {
-		order = "DESC"
+// commitBatch builds the statements that write the view's dirty entries,
+// in (bucket, key) order so that concurrent transactions lock rows in the
+// same order, and then commit. It returns nil when there is nothing to
+// write.
+func (t *tx) commitBatch() *pgx.Batch {
+	names := make([]string, 0, len(t.buckets))
+	for name := range t.buckets {
+		names = append(names, name)
 	}
-	q := "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2"
-	args := []any{bucket, lo}
-	if hi != nil {
-		q += " AND key < $3"
-		args = append(args, hi)
+	sort.Strings(names)
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue(t.begin)
 	}
-	q += " ORDER BY key " + order + fmt.Sprintf(" LIMIT %d", scanPage)
-	rows, err := t.ptx.Query(t.ctx, q, args...)
-	if err != nil {
-		return nil, t.failed(err)
-	}
-	defer rows.Close()
-	var out []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.k, &r.v); err != nil {
-			return nil, t.failed(err)
+	head := b.Len()
+	var pb, db []string
+	var pk, pv, dk [][]byte
+	flush := func(force bool) {
+		if len(pb) > 0 && (force || len(pb) >= maxPerStatement) {
+			b.Queue(sqlUpsert, pb, pk, pv)
+			pb, pk, pv = nil, nil, nil
 		}
-		if r.v == nil {
-			r.v = []byte{}
+		if len(db) > 0 && (force || len(db) >= maxPerStatement) {
+			b.Queue(sqlDelete, db, dk)
+			db, dk = nil, nil
 		}
-		out = append(out, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, t.failed(err)
+	for _, name := range names {
+		for _, e := range t.buckets[name].keys {
+			switch {
+			case !e.dirty:
+				continue
+			case e.present:
+				pb, pk, pv = append(pb, name), append(pk, e.key), append(pv, e.val)
+			default:
+				db, dk = append(db, name), append(dk, e.key)
+			}
+			flush(false)
+		}
 	}
-	return out, nil
+	flush(true)
+	if b.Len() == head {
+		return nil
+	}
+	b.Queue("COMMIT")
+	return b
+}
+
+// commit writes the view's dirty entries and commits, in one round trip.
+// Without writes it only ends the transaction.
+func (t *tx) commit() error {
+	b := t.commitBatch()
+	if b == nil {
+		return nil
+	}
+	t.db.trips.Add(1)
+	br := t.conn.SendBatch(t.sctx, b)
+	var err error
+	for range b.Len() {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		t.begun = false // committed: nothing to roll back
+	}
+	return err
+}
+
+// release rolls back what is still open and returns the connection to
+// the pool. A transaction that failed to roll back leaves its connection
+// closed by the pool (which drops a connection released mid-transaction).
+func (t *tx) release() {
+	if t.conn == nil {
+		return
+	}
+	if t.begun {
+		t.db.trips.Add(1)
+		_, _ = t.conn.Exec(context.WithoutCancel(t.sctx), "ROLLBACK")
+	}
+	t.conn.Release()
+	t.conn = nil
 }

@@ -1,0 +1,235 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/crux-go/crux/store"
+)
+
+// maxBatch caps the Update calls committed in one transaction.
+const maxBatch = 64
+
+// Group commit. Concurrent Updates of one DB join a batch: their fns run
+// one after the other, each on its caller's goroutine, in one PostgreSQL
+// transaction, which commits once for all of them. A batch begins its
+// transaction only when the one before it has ended, so that it reads
+// what that one wrote instead of colliding with it; callers arriving
+// meanwhile, or while it runs, join it. An fn that fails has its writes
+// taken back from the shared transaction (they were never sent: writes go
+// to the server at commit) and its error is its result if the batch
+// commits. When the batch's transaction aborts, every fn of it runs again
+// (the store contract allows it); when the commit fails for another reason
+// and the batch held several writers, each runs again alone, so that the
+// error reaches the caller whose writes caused it.
+
+// batch is one shared transaction and the calls that joined it.
+type batch struct {
+	t     *tx
+	turn  sync.Mutex    // held by the fn running on t
+	ready chan struct{} // closed when the batch before has ended
+	done  chan struct{} // closed when the batch has ended; err is then set
+
+	// Guarded by DB.mu.
+	joined, ran int
+	solo        bool // takes no other call
+	sealed      bool
+
+	// Guarded by turn until sealed, then read-only.
+	broken   error // the statement error that aborted t
+	brokenBy *member
+	writers  int // calls whose writes the commit holds
+
+	err error // the commit's result
+}
+
+// member is one call's part in a batch.
+type member struct{ wrote bool }
+
+// errRerun tells the calls of a batch whose transaction was aborted by
+// another call's statement to run again; errRerunAlone, to run again in a
+// batch of their own.
+var (
+	errRerun      = errors.New("store/postgres: batch aborted, run again")
+	errRerunAlone = errors.New("store/postgres: batch commit failed, run again alone")
+)
+
+// join adds a call to the open batch, or opens a new one (then the call
+// leads it: it commits it).
+func (db *DB) join(solo bool) (b *batch, lead bool) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if b = db.open; b != nil && !solo && !b.solo && b.joined < maxBatch {
+		b.joined++
+		return b, false
+	}
+	b = &batch{ready: make(chan struct{}), done: make(chan struct{}), joined: 1, solo: solo}
+	if prev := db.last; prev != nil {
+		go func() { <-prev.done; close(b.ready) }()
+	} else {
+		close(b.ready)
+	}
+	db.open, db.last = b, b
+	return b, true
+}
+
+// leave records that a call of b has run (or given up).
+func (db *DB) leave(b *batch) {
+	db.mu.Lock()
+	b.ran++
+	db.mu.Unlock()
+	db.cond.Broadcast()
+}
+
+// seal waits until every call that joined b has run and closes it to new
+// ones.
+func (db *DB) seal(b *batch) {
+	db.mu.Lock()
+	for b.ran < b.joined {
+		db.cond.Wait()
+	}
+	b.sealed = true
+	if db.open == b {
+		db.open = nil
+	}
+	db.mu.Unlock()
+}
+
+// attempt runs fn once in a batch and returns its result: fn's error, the
+// commit's, or errRerun / errRerunAlone / a retryable abort to run again.
+func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error, solo bool) error {
+	b, lead := db.join(solo)
+	ended, left := false, false
+	if lead {
+		defer func() {
+			if !ended { // fn panicked or called runtime.Goexit
+				db.end(ctx, b)
+			}
+		}()
+	}
+	defer func() {
+		if !left {
+			db.leave(b)
+		}
+	}()
+	<-b.ready
+	m := &member{}
+	err := db.runIn(ctx, b, m, fn)
+	left = true
+	db.leave(b)
+	if lead {
+		db.seal(b)
+		db.commit(ctx, b)
+		ended = true
+		db.end(ctx, b)
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return err // fn's writes were taken back: nothing to wait for
+	}
+	<-b.done
+	switch {
+	case b.brokenBy == m:
+		return err
+	case b.broken != nil:
+		return errRerun
+	case b.err != nil && retryable(b.err):
+		return b.err
+	case b.err != nil && b.writers > 1 && m.wrote:
+		return errRerunAlone
+	case b.err != nil && m.wrote:
+		return b.err
+	}
+	return err
+}
+
+// runIn runs fn, in its turn, on b's transaction.
+func (db *DB) runIn(ctx context.Context, b *batch, m *member, fn func(store.Tx) error) (err error) {
+	b.turn.Lock()
+	defer b.turn.Unlock()
+	if b.broken != nil {
+		return errRerun
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.t == nil {
+		conn, err := db.pool.Acquire(context.WithoutCancel(ctx))
+		if err != nil {
+			b.broken, b.brokenBy = db.wrap(ctx, err), m
+			return b.broken
+		}
+		b.t = &tx{db: db, conn: conn, begin: "BEGIN ISOLATION LEVEL SERIALIZABLE", writable: true}
+	}
+	t := b.t
+	t.ctx, t.sctx = ctx, context.WithoutCancel(ctx)
+	t.ctxErr, t.done = nil, false
+	t.startUndo()
+	ok := false
+	defer func() {
+		t.done = true
+		if t.pgErr != nil && b.broken == nil {
+			b.broken, b.brokenBy = t.pgErr, m
+		}
+		if !ok || err != nil || b.brokenBy == m {
+			t.rollbackUndo() // also when fn panics or calls runtime.Goexit
+		}
+		if ok && err == nil && t.writes > 0 {
+			m.wrote = true
+			b.writers++
+		}
+		t.logging = false
+	}()
+	err = fn(t)
+	if err == nil {
+		err = t.ctxErr
+	}
+	if t.pgErr != nil {
+		err = t.pgErr // a retryable abort fn saw (and may have passed on)
+	}
+	ok = true
+	return err
+}
+
+// commit ends b's transaction: it commits the writes of the calls that
+// succeeded, or rolls back when a statement aborted it.
+func (db *DB) commit(ctx context.Context, b *batch) {
+	t := b.t
+	if t == nil || b.broken != nil {
+		return
+	}
+	t.ctx, t.sctx = ctx, context.WithoutCancel(ctx)
+	if b.writers > 0 {
+		if err := t.commit(); err != nil {
+			b.err = db.wrap(context.Background(), err)
+		}
+	}
+}
+
+// end releases b's connection and wakes its calls and the next batch.
+func (db *DB) end(ctx context.Context, b *batch) {
+	if !b.sealed {
+		// The leader's fn panicked or called runtime.Goexit: the other
+		// calls run again.
+		db.seal(b)
+		if b.broken == nil {
+			b.broken = errRerun
+		}
+	}
+	if b.t != nil {
+		b.t.sctx = context.WithoutCancel(ctx)
+		b.t.release()
+	}
+	close(b.done)
+}
+
+// acquire takes a connection from the pool for a read-only transaction.
+func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, db.wrap(ctx, err)
+	}
+	return conn, nil
+}

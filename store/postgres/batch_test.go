@@ -1,0 +1,156 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/postgres"
+)
+
+// Concurrent Updates share transactions: one that fails leaves nothing,
+// the others commit everything, and a panicking one does not take the
+// others' writes with it.
+func TestGroupCommitIsolatesCalls(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	errOdd := errors.New("odd call fails")
+	var wg sync.WaitGroup
+	const calls = 64
+	errs := make([]error, calls)
+	panics := make([]any, calls)
+	for i := range calls {
+		wg.Go(func() {
+			defer func() { panics[i] = recover() }()
+			errs[i] = db.Update(ctx, func(tx store.Tx) error {
+				if err := tx.Put("b", fmt.Appendf(nil, "k%02d", i), []byte("v")); err != nil {
+					return err
+				}
+				if err := tx.Put("b", []byte("last"), fmt.Appendf(nil, "%02d", i)); err != nil {
+					return err
+				}
+				switch {
+				case i%10 == 9:
+					panic("boom")
+				case i%2 == 1:
+					return errOdd
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	var keys []string
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		return tx.Scan("b", []byte("k"), false, func(k, _ []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
+	}))
+	var want []string
+	for i := range calls {
+		switch {
+		case i%10 == 9:
+			assert.Equal(t, "boom", panics[i], "call %d", i)
+		case i%2 == 1:
+			assert.ErrorIs(t, errs[i], errOdd, "call %d", i)
+		default:
+			assert.NoError(t, errs[i], "call %d", i)
+			assert.Nil(t, panics[i], "call %d", i)
+			want = append(want, fmt.Sprintf("k%02d", i))
+		}
+	}
+	assert.Equal(t, want, keys, "the writes of the calls that succeeded, and only those")
+	var last []byte
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		v, err := tx.Get("b", []byte("last"))
+		last = v
+		return err
+	}))
+	var n int
+	_, err := fmt.Sscanf(string(last), "%d", &n)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n%2, "last written by a call that succeeded, got %q", last)
+}
+
+// A cancelled call in a shared transaction returns its context's error
+// and its writes are dropped; the others commit.
+func TestGroupCommitCancelledCall(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	cctx, cancel := context.WithCancel(ctx)
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	var cerr error
+	wg.Go(func() {
+		cerr = db.Update(cctx, func(tx store.Tx) error {
+			if err := tx.Put("b", []byte("cancelled"), nil); err != nil {
+				return err
+			}
+			close(started)
+			for cctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+			return tx.Put("b", []byte("cancelled2"), nil) // fails: ctx ended
+		})
+	})
+	<-started
+	wg.Go(func() {
+		assert.NoError(t, db.Update(ctx, func(tx store.Tx) error { return tx.Put("b", []byte("kept"), nil) }))
+	})
+	cancel()
+	wg.Wait()
+	assert.ErrorIs(t, cerr, context.Canceled)
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		_, err := tx.Get("b", []byte("kept"))
+		assert.NoError(t, err)
+		_, err = tx.Get("b", []byte("cancelled"))
+		assert.ErrorIs(t, err, store.ErrNotFound)
+		return nil
+	}))
+}
+
+// A keyword query reads its postings and fresh entries in one round trip
+// and its candidates' facts in another; a store_fact reads what it needs
+// in one and commits in a second.
+func TestRoundTrips(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	now := time.Now()
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		for i := range 500 {
+			if _, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t"},
+				Entity: fmt.Sprintf("e:%d", i), Key: "k", Value: fmt.Sprintf("note %d on topic%d", i, i%5),
+				Confidence: 0.5, Now: now.Add(-time.Duration(i) * time.Second)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	before := postgres.RoundTrips(db)
+	var res store.FactResult
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		var err error
+		res, err = store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: "t"}, Terms: []string{"topic3"}, Limit: 10, Now: now})
+		return err
+	}))
+	require.Len(t, res.Facts, 10)
+	for _, f := range res.Facts {
+		assert.Contains(t, f.Value, "topic3")
+	}
+	assert.LessOrEqual(t, postgres.RoundTrips(db)-before, uint64(3), "reads and the rollback")
+
+	before = postgres.RoundTrips(db)
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t"}, Entity: "e:new", Key: "k", Value: "v", Confidence: 0.5, Now: now})
+		return err
+	}))
+	assert.Equal(t, uint64(2), postgres.RoundTrips(db)-before, "the reads, then the writes with COMMIT")
+}
