@@ -240,11 +240,23 @@ func benchQueryOn(b *testing.B, srv *crux.Server, args func(i int) []byte, wantR
 	lat.report(b)
 }
 
-var sizes = []int{10_000, 100_000}
+// sizes are the store sizes of the query benchmarks.
+func sizes() []int { return []int{scaled(10_000), scaled(100_000)} }
+
+// scaled is n, or under -short a fiftieth of it (at least 200): the smoke
+// run of CI (go test -short -bench . -benchtime 1x) checks that every
+// benchmark runs, not what it measures, and the fills of full-size stores
+// would take most of its time.
+func scaled(n int) int {
+	if testing.Short() {
+		return max(200, n/50)
+	}
+	return n
+}
 
 // BenchmarkQueryFactsByEntity: one entity (10 facts) out of n.
 func BenchmarkQueryFactsByEntity(b *testing.B) {
-	for _, n := range sizes {
+	for _, n := range sizes() {
 		b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
 			benchQuery(b, n, func(i int) []byte {
 				return fmt.Appendf(nil, `{"entity":"entity:%d"}`, (i*7919)%(n/10))
@@ -256,7 +268,7 @@ func BenchmarkQueryFactsByEntity(b *testing.B) {
 // BenchmarkQueryFactsByKeyword: a keyword shared by 100 facts out of n,
 // top 10 by effective confidence.
 func BenchmarkQueryFactsByKeyword(b *testing.B) {
-	for _, n := range sizes {
+	for _, n := range sizes() {
 		b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
 			benchQuery(b, n, func(i int) []byte {
 				return fmt.Appendf(nil, `{"query":"topic%04d"}`, (i*7919)%(n/100))
@@ -267,7 +279,7 @@ func BenchmarkQueryFactsByKeyword(b *testing.B) {
 
 // BenchmarkQueryFactsUnfiltered: the top 10 of the whole store.
 func BenchmarkQueryFactsUnfiltered(b *testing.B) {
-	for _, n := range sizes {
+	for _, n := range sizes() {
 		b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
 			benchQuery(b, n, func(int) []byte { return []byte(`{}`) }, 10)
 		})

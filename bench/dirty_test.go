@@ -81,9 +81,10 @@ func pageOwners(data []byte) map[uint64]string {
 // call and walking the B+trees of the file after it.
 func BenchmarkWritePathDirtyPages(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "crux.db")
-	fill(b, path, 10_000)
+	start := scaled(10_000)
+	fill(b, path, start)
 	srv := newServer(b, path, nil)
-	i := 10_000
+	i := start
 	tally := map[string]int{}
 	n := 0
 	for b.Loop() {

@@ -67,6 +67,7 @@ func fillForget(b *testing.B, db store.Backend, prefix string, n int) {
 // facts, in a store of 20,000.
 func BenchmarkForgetDryRun10k(b *testing.B) {
 	srv, db := forgetBenchServer(b)
+	forgetFacts := scaled(forgetFacts)
 	fillForget(b, db, "bulk/", forgetFacts)
 	args := []byte(`{"scope":{"type":"entity_prefix","value":"bulk/"}}`)
 	b.ReportAllocs()
@@ -86,6 +87,7 @@ func BenchmarkForgetDryRun10k(b *testing.B) {
 // each iteration forgets a fresh set.
 func BenchmarkForget10k(b *testing.B) {
 	srv, db := forgetBenchServer(b)
+	forgetFacts := scaled(forgetFacts)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

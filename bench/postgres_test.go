@@ -80,7 +80,7 @@ func BenchmarkPostgresStoreFact32Concurrent(b *testing.B) {
 // BenchmarkPostgresQueryFactsByKeyword: as BenchmarkQueryFactsByKeyword,
 // over a PostgreSQL store of $CRUX_BENCH_PG_FACTS facts.
 func BenchmarkPostgresQueryFactsByKeyword(b *testing.B) {
-	n := 10_000
+	n := scaled(10_000)
 	if v := os.Getenv("CRUX_BENCH_PG_FACTS"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 100 {

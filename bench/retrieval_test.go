@@ -57,7 +57,7 @@ func phrase(doc crux.Document, i int) string {
 // BenchmarkIngest: 20,000 passages into an empty index, fsync on, as crux
 // ingest writes them.
 func BenchmarkIngest(b *testing.B) {
-	docs := passages(20_000)
+	docs := passages(scaled(20_000))
 	for b.Loop() {
 		b.StopTimer()
 		srv := newServer(b, filepath.Join(b.TempDir(), "crux.db"), nil)
@@ -72,7 +72,7 @@ func BenchmarkIngest(b *testing.B) {
 // BenchmarkQueryDocuments: query and query_scan in-process, four-word
 // phrases of the passages, over 20,000 passages.
 func BenchmarkQueryDocuments(b *testing.B) {
-	srv, docs := documentServer(b, 20_000)
+	srv, docs := documentServer(b, scaled(20_000))
 	for _, tool := range []string{"query", "query_scan"} {
 		b.Run(tool, func(b *testing.B) {
 			var lat latencies
@@ -90,7 +90,7 @@ func BenchmarkQueryDocuments(b *testing.B) {
 // BenchmarkStdioQuery: query over the stdio transport, as
 // BenchmarkQueryDocuments.
 func BenchmarkStdioQuery(b *testing.B) {
-	srv, docs := documentServer(b, 20_000)
+	srv, docs := documentServer(b, scaled(20_000))
 	benchStdio(b, srv, func(i int) string {
 		args, _ := json.Marshal(map[string]any{"tenant_id": "bench", "query": phrase(docs[(i*7919)%len(docs)], i)})
 		return fmt.Sprintf(`{"name":"query","arguments":%s}`, args)

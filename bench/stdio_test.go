@@ -91,11 +91,12 @@ func BenchmarkStdioStoreFact(b *testing.B) {
 	for _, noSync := range []bool{true, false} {
 		b.Run(fmt.Sprintf("sync=%v", map[bool]string{true: "off", false: "on"}[noSync]), func(b *testing.B) {
 			srv := newServer(b, filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: noSync})
-			for i := range 2000 {
+			n := scaled(2000)
+			for i := range n {
 				mustCall(b, srv, "store_fact", storeArgs(i))
 			}
 			benchStdio(b, srv, func(i int) string {
-				return fmt.Sprintf(`{"name":"store_fact","arguments":%s}`, storeArgs(2000+i))
+				return fmt.Sprintf(`{"name":"store_fact","arguments":%s}`, storeArgs(n+i))
 			})
 		})
 	}
@@ -105,7 +106,7 @@ func BenchmarkStdioStoreFact(b *testing.B) {
 // 100 facts sharing a word) over the stdio transport, in a store of 50,000
 // facts.
 func BenchmarkStdioQueryFacts(b *testing.B) {
-	const n = 50_000
+	n := scaled(50_000)
 	srv := newServer(b, corpus(b, n), &bolt.Options{NoSync: true})
 	benchStdio(b, srv, func(i int) string {
 		return fmt.Sprintf(`{"name":"query_facts","arguments":{"query":"topic%04d"}}`, (i*7919)%(n/100))

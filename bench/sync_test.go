@@ -118,6 +118,7 @@ var syncTransports = []struct {
 //
 //	go test -run '^$' -bench 'Sync' -benchtime 3x -count 5 ./bench
 func BenchmarkSyncPull(b *testing.B) {
+	syncFacts := scaled(syncFacts)
 	from, _ := syncReplica(b, nil, syncFacts)
 	for _, tr := range syncTransports {
 		b.Run(tr.name, func(b *testing.B) {
@@ -144,6 +145,7 @@ func BenchmarkSyncPull(b *testing.B) {
 // to another, in the same process and over HTTP, 250 per request, each
 // applied by the receiver in one durable transaction.
 func BenchmarkSyncPush(b *testing.B) {
+	syncFacts := scaled(syncFacts)
 	for _, tr := range syncTransports {
 		b.Run(tr.name, func(b *testing.B) {
 			var total time.Duration

@@ -79,10 +79,11 @@ func fill(b *testing.B, path string, n int) {
 // after each call.
 func BenchmarkWritePathPagesPerCommit(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "crux.db")
-	fill(b, path, 10_000)
+	start := scaled(10_000)
+	fill(b, path, start)
 	srv := newServer(b, path, nil)
 	var pages []int
-	i := 10_000
+	i := start
 	for b.Loop() {
 		before := readFile(b, path)
 		mustCall(b, srv, "store_fact", storeArgs(i))
@@ -98,7 +99,7 @@ func BenchmarkWritePathPagesPerCommit(b *testing.B) {
 // its pages in use (used-B/fact, see usedBytes). fsync is off: it
 // does not change what is written, only how long it takes.
 func BenchmarkWritePathFileBytes(b *testing.B) {
-	const n = 50_000
+	n := scaled(50_000)
 	for b.Loop() {
 		path := filepath.Join(b.TempDir(), "crux.db")
 		fill(b, path, n)
@@ -106,8 +107,8 @@ func BenchmarkWritePathFileBytes(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(fi.Size())/n, "B/fact")
-		b.ReportMetric(float64(usedBytes(b, path))/n, "used-B/fact")
+		b.ReportMetric(float64(fi.Size())/float64(n), "B/fact")
+		b.ReportMetric(float64(usedBytes(b, path))/float64(n), "used-B/fact")
 	}
 }
 
