@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/loopback"
 	"github.com/crux-go/crux/syncremote"
 )
 
@@ -318,17 +318,17 @@ func (h *HTTPHandler) handlerFor(c crux.Caller) *mcp.StreamableHTTPHandler {
 // returns why r fails them, or "".
 func checkHostOrigin(r *http.Request) string {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	onLoopback := local != nil && loopbackHost(hostOf(local.String()))
+	onLoopback := local != nil && loopback.Host(hostOf(local.String()))
 	origin := r.Header.Get("Origin")
 	if onLoopback {
-		if !loopbackHost(hostOf(r.Host)) {
+		if !loopback.Host(hostOf(r.Host)) {
 			return "the Host header " + quote(r.Host) + " is not a loopback host"
 		}
 		if origin == "" {
 			return ""
 		}
 		u, err := url.Parse(origin)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !loopbackHost(u.Hostname()) {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !loopback.Host(u.Hostname()) {
 			return "the Origin " + quote(origin) + " is not a loopback origin"
 		}
 		return ""
@@ -349,17 +349,6 @@ func hostOf(hostport string) string {
 		return h
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
-}
-
-// loopbackHost reports whether host names the loopback interface:
-// localhost, a name under .localhost (RFC 6761), or a loopback address.
-func loopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // quote bounds and quotes a header value for a message.
@@ -384,7 +373,7 @@ func LoopbackAddr(addr string) bool {
 	if err != nil {
 		return false
 	}
-	return host != "" && loopbackHost(host) && !strings.HasSuffix(strings.ToLower(host), ".localhost")
+	return host != "" && loopback.Host(host) && !strings.HasSuffix(strings.ToLower(host), ".localhost")
 }
 
 // ServeHTTP serves b over Streamable HTTP on ln (see [HTTPHandler]) until

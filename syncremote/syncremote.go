@@ -58,7 +58,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -66,6 +65,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/feature"
+	"github.com/crux-go/crux/internal/loopback"
 )
 
 // The paths of the three requests, under the base URL.
@@ -140,7 +140,7 @@ func New(baseURL, apiKey string, opts *Options) (*Client, error) {
 		return nil, errors.New("syncremote: the remote URL holds user information; the API key is given apart from it")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return nil, errors.New("syncremote: the remote URL must have no query or fragment")
-	case u.Scheme == "http" && !loopbackHost(u.Hostname()) && !o.AllowInsecureHTTP:
+	case u.Scheme == "http" && !loopback.Host(u.Hostname()) && !o.AllowInsecureHTTP:
 		return nil, fmt.Errorf("syncremote: the remote URL is plain http to %s, which is not loopback: the API key would cross the network in clear; use https", u.Hostname())
 	}
 	if err := checkKey(apiKey); err != nil {
@@ -313,17 +313,6 @@ func cleanMessage(s string) string {
 		}
 		return r
 	}, s))
-}
-
-// loopbackHost reports whether host names the loopback interface:
-// localhost, a name under .localhost, or a loopback address.
-func loopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // ErrorBody is the body of a sync answer that is not a success:
