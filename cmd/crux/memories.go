@@ -99,7 +99,7 @@ nothing). A record the store holds already is unchanged, one it holds
 otherwise is a conflict, left out and counted: importing a file twice
 changes nothing. If a batch fails, the batches before it stay imported and
 importing the file again completes it. Prints the summary as JSON.`,
-		RunE: func(c *cobra.Command, pos []string) (err error) {
+		RunE: func(c *cobra.Command, pos []string) error {
 			s, err := resolveOperator("import", c.Flags(), cf, a.env)
 			if err != nil {
 				return err
