@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -297,10 +298,55 @@ func ReadDocStats(tx Tx, tenant string) (DocStats, error) {
 	if err != nil {
 		return s, err
 	}
+	if s, ok := decodeDocStats(v); ok {
+		return s, nil
+	}
 	if err := factDec.Unmarshal(v, &s); err != nil {
 		return s, fmt.Errorf("store: document statistics of tenant %q: %w", tenant, err)
 	}
 	return s, nil
+}
+
+// decodeDocStats decodes the CBOR that putDocStats writes (a map of the
+// four fields, keys 1 to 4 in order, each an unsigned integer), which
+// every query reads, without the reflection of the general decoder; false
+// for any other shape, which the general decoder reads.
+func decodeDocStats(v []byte) (DocStats, bool) {
+	if len(v) == 0 || v[0] != 0xa4 { // a map of four pairs
+		return DocStats{}, false
+	}
+	var x [4]uint64
+	i := 1
+	for k := range x {
+		if i >= len(v) || v[i] != byte(k+1) {
+			return DocStats{}, false
+		}
+		i++
+		if i >= len(v) || v[i]>>5 != 0 { // an unsigned integer
+			return DocStats{}, false
+		}
+		n := 0 // bytes after the head
+		switch info := v[i] & 0x1f; {
+		case info < 24:
+			x[k] = uint64(info)
+		case info <= 27:
+			n = 1 << (info - 24)
+		default:
+			return DocStats{}, false
+		}
+		i++
+		if i+n > len(v) {
+			return DocStats{}, false
+		}
+		for _, b := range v[i : i+n] {
+			x[k] = x[k]<<8 | uint64(b)
+		}
+		i += n
+	}
+	if i != len(v) || x[0] > math.MaxInt || x[1] > math.MaxInt || x[2] > math.MaxInt64 || x[3] > math.MaxUint32 {
+		return DocStats{}, false
+	}
+	return DocStats{Documents: int(x[0]), Segments: int(x[1]), Terms: int64(x[2]), Next: uint32(x[3])}, true
 }
 
 func putDocStats(tx Tx, tenant string, s DocStats) error {

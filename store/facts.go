@@ -767,14 +767,18 @@ func addActive(tx Tx, tenant, stored string, delta int64) error {
 // indexKey joins parts with NUL bytes. The last part is not terminated, so
 // indexKey(a, b, "") is the prefix of every key under (a, b).
 func indexKey(parts ...string) []byte {
-	var b bytes.Buffer
+	n := len(parts)
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := make([]byte, 0, n) // room for a byte more: callers often append a 0
 	for i, p := range parts {
 		if i > 0 {
-			b.WriteByte(0)
+			b = append(b, 0)
 		}
-		b.WriteString(p)
+		b = append(b, p...)
 	}
-	return b.Bytes()
+	return b
 }
 
 func version(v uint32) string { return string(binary.BigEndian.AppendUint32(nil, v)) }

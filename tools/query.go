@@ -64,6 +64,10 @@ const (
 	laneGraph = "entity_graph"
 )
 
+// bm25Lane is the lanes of a result the BM25 lane ranked, shared by the
+// results (as bm25Lane[:1:1], so that adding a lane copies it).
+var bm25Lane = []string{laneBM25}
+
 // The output contract of the retrieval-shaped tools (query, query_scan,
 // query_expand, query_facts). It is on by default: their answers carry
 // contract "crc-v1" and their kind; a contract argument of legacy, v0,
@@ -307,7 +311,7 @@ func query() *Tool {
 				all := make([]fused, len(res.Hits), len(res.Hits)+len(lane)) // never grown: order points into it
 				order := make([]*fused, len(res.Hits), cap(all))
 				for i, h := range res.Hits {
-					all[i] = fused{seq: h.Seq, bm25: h.Score, score: 1 / float64(rrfK+i+1), lanes: []string{laneBM25}}
+					all[i] = fused{seq: h.Seq, bm25: h.Score, score: 1 / float64(rrfK+i+1), lanes: bm25Lane[:1:1]} // shared: append copies
 					order[i] = &all[i]
 				}
 				var byseq map[uint32]*fused
@@ -496,12 +500,7 @@ func snippet(text string, qt []index.QueryTerm) string {
 	if len(text) <= snippetBytes {
 		return text
 	}
-	first := -1
-	for _, t := range qt {
-		if i := indexWordFold(text, t.Term, first); i >= 0 {
-			first = i // before the earlier terms' first, which bounded the search
-		}
-	}
+	first := firstWordFold(text, qt)
 	start := 0
 	if first > snippetBytes/4 {
 		start = first - snippetBytes/4
@@ -529,56 +528,38 @@ func snippet(text string, qt []index.QueryTerm) string {
 	return s
 }
 
-// indexWordFold returns the offset of the first word of text that starts
-// with term, ASCII letters compared without case, or -1. term is
-// lowercase; a term with other than ASCII letters and digits is looked
-// for as written. Only words starting before end are looked at (end < 0:
-// all of text), so a search for the earliest of several terms can stop
-// at the best found so far.
-func indexWordFold(text, term string, end int) int {
-	if term == "" {
-		return -1
+// firstWordFold returns the offset of the first word of text that starts
+// with one of the terms of qt, ASCII letters compared without case, or
+// -1. The terms are lowercase; one with other than ASCII letters and
+// digits is looked for as written. A word starts where a byte follows
+// none of a word (isWordByte), so the text is read once, up to the match.
+func firstWordFold(text string, qt []index.QueryTerm) int {
+	var first [256]bool // the first bytes of the terms, in both cases
+	for _, t := range qt {
+		if t.Term == "" {
+			continue
+		}
+		c := t.Term[0]
+		first[c] = true
+		if 'a' <= c && c <= 'z' {
+			first[c-'a'+'A'] = true
+		}
 	}
-	if end < 0 || end > len(text)-len(term)+1 {
-		end = len(text) - len(term) + 1
-	}
-	lo, up := term[0], term[0]
-	if 'a' <= lo && lo <= 'z' {
-		up = lo - 'a' + 'A'
-	}
-	nextLo, nextUp := -1, -1 // the next offsets of lo and up at or after i; -1 not yet looked for
-	for i := 0; i < end; {
-		if nextLo < i {
-			if nextLo = strings.IndexByte(text[i:end], lo); nextLo >= 0 {
-				nextLo += i
-			} else {
-				nextLo = end
+	prev := byte(' ') // the byte before i; a space: text starts a word
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if first[c] && !isWordByte(prev) {
+			for _, t := range qt {
+				if t.Term != "" && len(text)-i >= len(t.Term) && hasPrefixFold(text[i:], t.Term) {
+					return i
+				}
 			}
 		}
-		if up != lo && nextUp < i {
-			if nextUp = strings.IndexByte(text[i:end], up); nextUp >= 0 {
-				nextUp += i
-			} else {
-				nextUp = end
-			}
-		}
-		at := nextLo
-		if up != lo && nextUp < at {
-			at = nextUp
-		}
-		if at >= end {
-			return -1
-		}
-		if (at == 0 || !isWordByte(text[at-1])) && hasPrefixFold(text[at:], term) {
-			return at
-		}
-		i = at + 1
+		prev = c
 	}
 	return -1
 }
 
-// isWordByte reports whether b is an ASCII letter or digit, or part of a
-// multi-byte character (letters of other scripts).
 func isWordByte(b byte) bool {
 	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b >= 0x80
 }

@@ -22,11 +22,11 @@ import (
 
 func TestSnippet(t *testing.T) {
 	terms := func(q string) []index.QueryTerm { qt, _ := index.Query(q); return qt }
-	if got := indexWordFold("Xranking, Ranked", "rank", -1); got != 10 {
-		t.Errorf("indexWordFold = %d, want 10 (the word start, not inside Xranking)", got)
+	if got := firstWordFold("Xranking, Ranked", terms("rank")); got != 10 {
+		t.Errorf("firstWordFold = %d, want 10 (the word start, not inside Xranking)", got)
 	}
-	if got := indexWordFold("nothing here", "rank", -1); got != -1 {
-		t.Errorf("indexWordFold = %d, want -1", got)
+	if got := firstWordFold("nothing here", terms("rank")); got != -1 {
+		t.Errorf("firstWordFold = %d, want -1", got)
 	}
 	short := "Short text comes back whole."
 	if got := snippet(short, terms("text")); got != short {
@@ -46,34 +46,36 @@ func TestSnippet(t *testing.T) {
 	}
 }
 
-// TestIndexWordFoldMatchesNaive: the search agrees with a byte-by-byte
-// one on texts mixing cases, word boundaries and near misses, with and
-// without an end bound.
-func TestIndexWordFoldMatchesNaive(t *testing.T) {
-	naive := func(text, term string, end int) int {
-		for at := 0; at+len(term) <= len(text); at++ {
-			if end >= 0 && at >= end {
-				break
-			}
-			if (at == 0 || !isWordByte(text[at-1])) && hasPrefixFold(text[at:], term) {
-				return at
+// TestFirstWordFoldMatchesNaive: the search agrees with a byte-by-byte
+// one, term by term, on texts mixing cases, word boundaries and near
+// misses.
+func TestFirstWordFoldMatchesNaive(t *testing.T) {
+	naive := func(text string, terms []string) int {
+		for at := 0; at < len(text); at++ {
+			for _, term := range terms {
+				if at+len(term) <= len(text) && (at == 0 || !isWordByte(text[at-1])) && hasPrefixFold(text[at:], term) {
+					return at
+				}
 			}
 		}
 		return -1
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	alphabet := []string{"r", "R", "a", "A", "n", "k", " ", "x", "é", "-", "rank", "RANK", "Rank"}
+	alphabet := []string{"r", "R", "a", "A", "n", "k", " ", "x", "é", "-", "9", "rank", "RANK", "Rank", "K9"}
+	sets := [][]string{{"rank"}, {"ra"}, {"r"}, {"k9"}, {"xa", "rank"}, {"k", "an", "é"}, {"9", "rank", "ra"}, {}}
 	for range 5000 {
 		var b strings.Builder
 		for range r.IntN(30) {
 			b.WriteString(alphabet[r.IntN(len(alphabet))])
 		}
 		text := b.String()
-		for _, term := range []string{"rank", "ra", "r", "k9"} {
-			for _, end := range []int{-1, 0, r.IntN(len(text) + 2)} {
-				if got, want := indexWordFold(text, term, end), naive(text, term, end); got != want {
-					t.Fatalf("indexWordFold(%q, %q, %d) = %d, want %d", text, term, end, got, want)
-				}
+		for _, set := range sets {
+			qt := make([]index.QueryTerm, len(set))
+			for i, term := range set {
+				qt[i] = index.QueryTerm{Term: term}
+			}
+			if got, want := firstWordFold(text, qt), naive(text, set); got != want {
+				t.Fatalf("firstWordFold(%q, %q) = %d, want %d", text, set, got, want)
 			}
 		}
 	}
@@ -117,7 +119,7 @@ func TestSegmentCacheBound(t *testing.T) {
 			}
 		}
 		again, err := c.segment(tx, "t", uint32(n-1))
-		if err == nil && again != c.m[segmentKey{"t", uint32(n - 1)}] {
+		if err == nil && again != c.m["t"][uint32(n-1)] {
 			t.Error("the newest segment was read again, not served from the cache")
 		}
 		return err
@@ -125,10 +127,10 @@ func TestSegmentCacheBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.bytes > segmentCacheBytes || len(c.m) < n/4 {
-		t.Fatalf("cache holds %d bytes in %d segments", c.bytes, len(c.m))
+	if c.bytes > segmentCacheBytes || len(c.m["t"]) < n/4 {
+		t.Fatalf("cache holds %d bytes in %d segments", c.bytes, len(c.m["t"]))
 	}
-	if _, ok := c.m[segmentKey{"t", 0}]; ok {
+	if _, ok := c.m["t"][0]; ok {
 		t.Error("the oldest segment was kept")
 	}
 }

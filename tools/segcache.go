@@ -15,8 +15,8 @@ import (
 // all and forgets the oldest first. It is safe for concurrent use.
 type segmentCache struct {
 	mu    sync.Mutex
-	m     map[segmentKey]*store.Segment
-	order []segmentKey // oldest first, from order[head]
+	m     map[string]map[uint32]*store.Segment // by tenant, then seq
+	order []segmentKey                         // oldest first, from order[head]
 	head  int
 	bytes int
 }
@@ -31,7 +31,7 @@ type segmentKey struct {
 const segmentCacheBytes = 8 << 20
 
 func newSegmentCache() *segmentCache {
-	return &segmentCache{m: make(map[segmentKey]*store.Segment)}
+	return &segmentCache{m: make(map[string]map[uint32]*store.Segment)}
 }
 
 // cost is what s counts against segmentCacheBytes.
@@ -42,9 +42,8 @@ func cost(k segmentKey, s *store.Segment) int {
 // segment returns segment seq of tenant, from the cache or from tx. The
 // segment returned is shared: callers do not modify it.
 func (c *segmentCache) segment(tx store.Tx, tenant string, seq uint32) (*store.Segment, error) {
-	k := segmentKey{tenant, seq}
 	c.mu.Lock()
-	s, ok := c.m[k]
+	s, ok := c.m[tenant][seq]
 	c.mu.Unlock()
 	if ok {
 		return s, nil
@@ -55,22 +54,35 @@ func (c *segmentCache) segment(tx store.Tx, tenant string, seq uint32) (*store.S
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
+	segs := c.m[tenant]
+	if _, ok := segs[seq]; ok {
 		return s, nil
 	}
+	if segs == nil {
+		segs = make(map[uint32]*store.Segment)
+		c.m[tenant] = segs
+	}
+	k := segmentKey{tenant, seq}
 	c.bytes += cost(k, s)
 	for c.bytes > segmentCacheBytes && c.head < len(c.order) {
 		old := c.order[c.head]
 		c.order[c.head] = segmentKey{}
 		c.head++
-		c.bytes -= cost(old, c.m[old])
-		delete(c.m, old)
+		olds := c.m[old.tenant]
+		c.bytes -= cost(old, olds[old.seq])
+		delete(olds, old.seq)
+		if len(olds) == 0 {
+			delete(c.m, old.tenant)
+		}
 	}
 	if c.head > len(c.order)/2 { // drop the forgotten half of the queue
 		c.order = append(c.order[:0], c.order[c.head:]...)
 		c.head = 0
 	}
 	c.order = append(c.order, k)
-	c.m[k] = s
+	if c.m[tenant] == nil { // the loop above forgot the tenant's last segment
+		c.m[tenant] = segs
+	}
+	segs[seq] = s
 	return s, nil
 }
