@@ -355,6 +355,7 @@ func query() *Tool {
 					return int(int64(a.seq) - int64(b.seq))
 				})
 				b := budgetOf(in.TokenBudget, queryBudget)
+				finder := newTermFinder(qt)
 				out.Results = make([]QueryRow, 0, min(limit, len(order)))
 				linked := make(map[string]bool)
 				for _, f := range order {
@@ -374,7 +375,7 @@ func query() *Tool {
 					out.Results = append(out.Results, QueryRow{
 						ResultID: resultID(seg), Rank: len(out.Results) + 1, DocID: seg.DocID, SegmentIndex: seg.Index,
 						Title: seg.Title, Score: round4(f.bm25), FusedScore: round4(f.score), Lanes: f.lanes,
-						Entities: f.entities, TokenCount: seg.Tokens, Snippet: snippet(seg.Text, qt),
+						Entities: f.entities, TokenCount: seg.Tokens, Snippet: snippet(seg.Text, finder),
 					})
 					for _, e := range f.entities {
 						linked[e] = true
@@ -496,11 +497,11 @@ func cutText(s string, n int) (string, bool) {
 // "ranking" both show at "rank"), on word boundaries, "…" marking a cut.
 // It is found by a search that ignores ASCII case, with no analysis of
 // the text.
-func snippet(text string, qt []index.QueryTerm) string {
+func snippet(text string, f *termFinder) string {
 	if len(text) <= snippetBytes {
 		return text
 	}
-	first := firstWordFold(text, qt)
+	first := f.index(text)
 	start := 0
 	if first > snippetBytes/4 {
 		start = first - snippetBytes/4
@@ -518,47 +519,67 @@ func snippet(text string, qt []index.QueryTerm) string {
 	for len(s) > 0 && !utf8.RuneStart(s[0]) { // start began inside a character
 		s = s[1:]
 	}
-	s = strings.TrimSpace(s)
+	pre, post := "", ""
 	if start > 0 {
-		s = "…" + s
+		pre = "…"
 	}
 	if end < len(text) {
-		s += "…"
+		post = "…"
 	}
-	return s
+	return pre + strings.TrimSpace(s) + post
 }
 
-// firstWordFold returns the offset of the first word of text that starts
-// with one of the terms of qt, ASCII letters compared without case, or
-// -1. The terms are lowercase; one with other than ASCII letters and
-// digits is looked for as written. A word starts where a byte follows
-// none of a word (isWordByte), so the text is read once, up to the match.
-func firstWordFold(text string, qt []index.QueryTerm) int {
-	var first [256]bool // the first bytes of the terms, in both cases
+// termFinder finds the first word of a text that starts with one of a
+// query's terms, ASCII letters compared without case. The terms are
+// lowercase; one with other than ASCII letters and digits is looked for
+// as written.
+type termFinder struct {
+	terms []string
+	first [256]bool // the first bytes of the terms, in both cases
+}
+
+func newTermFinder(qt []index.QueryTerm) *termFinder {
+	f := &termFinder{terms: make([]string, 0, len(qt))}
 	for _, t := range qt {
 		if t.Term == "" {
 			continue
 		}
+		f.terms = append(f.terms, t.Term)
 		c := t.Term[0]
-		first[c] = true
+		f.first[c] = true
 		if 'a' <= c && c <= 'z' {
-			first[c-'a'+'A'] = true
+			f.first[c-'a'+'A'] = true
 		}
 	}
-	prev := byte(' ') // the byte before i; a space: text starts a word
+	return f
+}
+
+// index returns the offset of the first word of text that starts with
+// one of the terms, or -1. A word starts where a byte follows none of a
+// word (isWordByte), so the text is read once, up to the match.
+func (f *termFinder) index(text string) int {
+	inWord := false // whether the byte before i is of a word
 	for i := 0; i < len(text); i++ {
 		c := text[i]
-		if first[c] && !isWordByte(prev) {
-			for _, t := range qt {
-				if t.Term != "" && len(text)-i >= len(t.Term) && hasPrefixFold(text[i:], t.Term) {
+		if f.first[c] && !inWord {
+			for _, t := range f.terms {
+				if len(text)-i >= len(t) && hasPrefixFold(text[i:], t) {
 					return i
 				}
 			}
 		}
-		prev = c
+		inWord = wordBytes[c]
 	}
 	return -1
 }
+
+// wordBytes holds isWordByte of every byte.
+var wordBytes = func() (t [256]bool) {
+	for i := range t {
+		t[i] = isWordByte(byte(i))
+	}
+	return t
+}()
 
 func isWordByte(b byte) bool {
 	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b >= 0x80

@@ -21,12 +21,12 @@ import (
 )
 
 func TestSnippet(t *testing.T) {
-	terms := func(q string) []index.QueryTerm { qt, _ := index.Query(q); return qt }
-	if got := firstWordFold("Xranking, Ranked", terms("rank")); got != 10 {
-		t.Errorf("firstWordFold = %d, want 10 (the word start, not inside Xranking)", got)
+	terms := func(q string) *termFinder { qt, _ := index.Query(q); return newTermFinder(qt) }
+	if got := terms("rank").index("Xranking, Ranked"); got != 10 {
+		t.Errorf("index = %d, want 10 (the word start, not inside Xranking)", got)
 	}
-	if got := firstWordFold("nothing here", terms("rank")); got != -1 {
-		t.Errorf("firstWordFold = %d, want -1", got)
+	if got := terms("rank").index("nothing here"); got != -1 {
+		t.Errorf("index = %d, want -1", got)
 	}
 	short := "Short text comes back whole."
 	if got := snippet(short, terms("text")); got != short {
@@ -46,10 +46,10 @@ func TestSnippet(t *testing.T) {
 	}
 }
 
-// TestFirstWordFoldMatchesNaive: the search agrees with a byte-by-byte
+// TestTermFinderMatchesNaive: the search agrees with a byte-by-byte
 // one, term by term, on texts mixing cases, word boundaries and near
 // misses.
-func TestFirstWordFoldMatchesNaive(t *testing.T) {
+func TestTermFinderMatchesNaive(t *testing.T) {
 	naive := func(text string, terms []string) int {
 		for at := 0; at < len(text); at++ {
 			for _, term := range terms {
@@ -74,8 +74,8 @@ func TestFirstWordFoldMatchesNaive(t *testing.T) {
 			for i, term := range set {
 				qt[i] = index.QueryTerm{Term: term}
 			}
-			if got, want := firstWordFold(text, qt), naive(text, set); got != want {
-				t.Fatalf("firstWordFold(%q, %q) = %d, want %d", text, set, got, want)
+			if got, want := newTermFinder(qt).index(text), naive(text, set); got != want {
+				t.Fatalf("index(%q) of %q = %d, want %d", text, set, got, want)
 			}
 		}
 	}
