@@ -46,9 +46,8 @@ type accumulator struct {
 	score   []float64
 	count   []uint8
 	touched []uint32
-	marked  []uint64                 // a bit per seq: the touched segments and those to probe besides
-	best    []float64                // kthBest's heap
-	keep    *[docBlockMax]docPosting // addBlock's postings to score
+	marked  []uint64  // a bit per seq: the touched segments and those to probe besides
+	best    []float64 // kthBest's heap
 }
 
 var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
@@ -225,75 +224,41 @@ func newTermWeight(idf, avg float64) termWeight {
 // only the segments already touched or marked take a score; it returns
 // how many postings took one. A malformed block adds the postings before
 // the fault and no more (crux doctor reports it).
-//
-// The block is read in two passes: the first decodes the postings and
-// keeps those to score, the second scores them. The first has no branch
-// that depends on the data but for a value of three bytes or more (rare:
-// seq deltas, term frequencies and segment lengths mostly take one or
-// two), so that a probe costs no mispredicted branch per posting.
 func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count, probe bool) int {
+	found := 0
 	n, i := uvarintSlow(v, 0)
 	if i < 0 || n == 0 || n > docBlockMax {
 		return 0
 	}
-	if a.keep == nil {
-		a.keep = new([docBlockMax]docPosting)
-	}
-	keep := a.keep
-	kept := 0
 	var seq uint64
 	for range n {
-		var d, tf, dl uint64
-		ok := false
-		if i+6 <= len(v) { // three values of one or two bytes each fit
-			var long uint64 // set when a value takes three bytes or more
-			j := i
-			for k := range 3 {
-				c0, c1 := uint64(v[j]), uint64(v[j+1])
-				m := c0 >> 7 // 1 when the value takes a second byte
-				x := c0&0x7f | c1<<7*m
-				long |= m & (c1 >> 7)
-				j += 1 + int(m)
-				switch k {
-				case 0:
-					d = x
-				case 1:
-					tf = x
-				default:
-					dl = x
+		var x [3]uint64 // seq delta, tf, dl
+		for j := range x {
+			// Values of one and two bytes (most deltas, term frequencies
+			// and segment lengths) are decoded here; the call is the cost.
+			switch {
+			case i < len(v) && v[i] < 0x80:
+				x[j], i = uint64(v[i]), i+1
+			case i+1 < len(v) && v[i+1] < 0x80:
+				x[j], i = uint64(v[i]&0x7f)|uint64(v[i+1])<<7, i+2
+			default:
+				if x[j], i = uvarintSlow(v, i); i < 0 {
+					return found
 				}
 			}
-			if long == 0 {
-				ok, i = true, j
-			}
 		}
-		if !ok {
-			if d, i = uvarintSlow(v, i); i < 0 {
-				break
-			}
-			if tf, i = uvarintSlow(v, i); i < 0 {
-				break
-			}
-			if dl, i = uvarintSlow(v, i); i < 0 {
-				break
-			}
-		}
+		d, tf, dl := x[0], x[1], x[2]
 		if seq += d; seq >= uint64(next) {
-			break
+			return found
 		}
 		s := uint32(seq)
-		take := 1
-		if probe { // the bits stay in cache; scores would not
-			take = int(a.marked[s/64]>>(s%64)) & 1
-		}
 		if tf == 0 {
-			take = 0 // adds nothing; only a damaged block holds one
+			continue // adds nothing; only a damaged block holds one
 		}
-		keep[kept] = docPosting{seq: s, tf: uint32(tf), dl: uint32(dl)}
-		kept += take
-	}
-	for _, p := range keep[:kept] {
-		s := p.seq
+		if probe && a.marked[s/64]&(1<<(s%64)) == 0 { // the bits stay in cache; scores would not
+			continue
+		}
+		found++
 		if a.score[s] == 0 {
 			a.touched = append(a.touched, s)
 			a.marked[s/64] |= 1 << (s % 64)
@@ -301,10 +266,10 @@ func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count, probe
 		if count {
 			a.count[s]++
 		}
-		f := float64(p.tf)
-		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(p.dl))
+		f := float64(tf)
+		a.score[s] += w.c * f / (f + w.k + w.kdl*float64(dl))
 	}
-	return kept
+	return found
 }
 
 // uvarintSlow decodes the uvarint at v[i:], returning it and the index
