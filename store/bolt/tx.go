@@ -60,10 +60,13 @@ type writeState struct {
 }
 
 // bucketCache remembers a few open buckets of a transaction, so repeated
-// calls on the same buckets do not look them up again.
+// calls on the same buckets do not look them up again, and a cursor of
+// each not in use, so that a Get or a Scan does not allocate one. (A
+// query reads about six buckets.)
 type bucketCache struct {
-	names [4]string
-	bs    [4]*bbolt.Bucket
+	names [8]string
+	bs    [8]*bbolt.Bucket
+	cs    [8]*bbolt.Cursor // a free cursor of bs[i], or nil
 	next  int
 }
 
@@ -77,8 +80,33 @@ func (c *bucketCache) get(name string) *bbolt.Bucket {
 }
 
 func (c *bucketCache) put(name string, b *bbolt.Bucket) {
-	c.names[c.next], c.bs[c.next] = name, b
+	c.names[c.next], c.bs[c.next], c.cs[c.next] = name, b, nil
 	c.next = (c.next + 1) % len(c.names)
+}
+
+// cursor returns a cursor of b, the cached one if it is free; release it
+// after use. Seek and First start from the bucket's root whatever the
+// cursor did before, so a cursor serves any number of scans of one
+// transaction, one at a time (a scan inside another's fn gets its own).
+func (c *bucketCache) cursor(b *bbolt.Bucket) *bbolt.Cursor {
+	for i, x := range c.bs {
+		if x == b && c.cs[i] != nil {
+			cur := c.cs[i]
+			c.cs[i] = nil
+			return cur
+		}
+	}
+	return b.Cursor()
+}
+
+// release makes cur, of bucket b, the free cursor of b's cache entry.
+func (c *bucketCache) release(b *bbolt.Bucket, cur *bbolt.Cursor) {
+	for i, x := range c.bs {
+		if x == b {
+			c.cs[i] = cur
+			return
+		}
+	}
 }
 
 // end marks the tx as finished: later calls fail.
@@ -190,7 +218,10 @@ func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
 		return nil, store.ErrNotFound
 	}
 	// bbolt's Bucket.Get cannot tell an empty value from a missing key.
-	k, v := b.Cursor().Seek(key)
+	c := t.cache()
+	cur := c.cursor(b)
+	k, v := cur.Seek(key)
+	c.release(b, cur)
 	if k == nil || !bytes.Equal(k, key) {
 		return nil, store.ErrNotFound
 	}
@@ -289,7 +320,9 @@ func (t *tx) scan(bucket string, prefix, from []byte, reverse bool, fn func(key,
 	if b == nil {
 		return nil
 	}
-	c := b.Cursor()
+	cache := t.cache()
+	c := cache.cursor(b)
+	defer cache.release(b, c)
 	var k, v []byte
 	switch {
 	case !reverse && bytes.Compare(from, prefix) > 0:
