@@ -232,22 +232,24 @@ func (a *accumulator) addBlock(v []byte, next uint32, w termWeight, count, probe
 	}
 	var seq uint64
 	for range n {
-		var x [3]uint64 // seq delta, tf, dl
-		for j := range x {
-			// Values of one and two bytes (most deltas, term frequencies
-			// and segment lengths) are decoded here; the call is the cost.
-			switch {
-			case i < len(v) && v[i] < 0x80:
-				x[j], i = uint64(v[i]), i+1
-			case i+1 < len(v) && v[i+1] < 0x80:
-				x[j], i = uint64(v[i]&0x7f)|uint64(v[i+1])<<7, i+2
-			default:
-				if x[j], i = uvarintSlow(v, i); i < 0 {
-					return found
-				}
-			}
+		// Values of one byte (most seq deltas, term frequencies and
+		// segment lengths) are decoded here; the call would be the cost.
+		var d, tf, dl uint64
+		if i < len(v) && v[i] < 0x80 {
+			d, i = uint64(v[i]), i+1
+		} else if d, i = uvarintSlow(v, i); i < 0 {
+			return found
 		}
-		d, tf, dl := x[0], x[1], x[2]
+		if i < len(v) && v[i] < 0x80 {
+			tf, i = uint64(v[i]), i+1
+		} else if tf, i = uvarintSlow(v, i); i < 0 {
+			return found
+		}
+		if i < len(v) && v[i] < 0x80 {
+			dl, i = uint64(v[i]), i+1
+		} else if dl, i = uvarintSlow(v, i); i < 0 {
+			return found
+		}
 		if seq += d; seq >= uint64(next) {
 			return found
 		}
