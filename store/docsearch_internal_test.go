@@ -42,7 +42,7 @@ func TestAddBlockMatchesReference(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	value := func() uint32 { // one to five bytes as a uvarint
-		return uint32(r.Uint64N(1 << (7 * (1 + r.IntN(5)))) & (1<<32 - 1))
+		return uint32(r.Uint64N(1<<(7*(1+r.IntN(5)))) & (1<<32 - 1))
 	}
 	for round := range 3000 {
 		ps := make([]docPosting, 1+r.IntN(docBlockMax))

@@ -14,9 +14,11 @@ const hexDigits = "0123456789abcdef"
 
 // plain marks the bytes AppendString copies as they are: ASCII from space
 // on, but '"', '\\', '<', '>' and '&'.
-var plain = func() (t [256]bool) {
+var plain = func() (t [256]uint8) {
 	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+		if c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			t[c] = 1
+		}
 	}
 	return t
 }()
@@ -29,7 +31,15 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if plain[s[i]] {
+		// Runs of plain bytes, most of most strings, eight at a time.
+		for i+8 <= len(s) && plain[s[i]]&plain[s[i+1]]&plain[s[i+2]]&plain[s[i+3]]&
+			plain[s[i+4]]&plain[s[i+5]]&plain[s[i+6]]&plain[s[i+7]] != 0 {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
+		if plain[s[i]] != 0 {
 			i++
 			continue
 		}

@@ -13,11 +13,11 @@ import (
 // separators, multi-byte characters and invalid UTF-8.
 func TestAppendStringIsMarshal(t *testing.T) {
 	pieces := []string{"a", "Z", " ", `"`, `\`, "<", ">", "&", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f",
-		"é", "€", "😀", "\u2028", "\u2029", "\xff", "\xe2\x82", "/", "'"}
+		"é", "€", "😀", "\u2028", "\u2029", "\xff", "\xe2\x82", "/", "'", "plain text run", "0123456"}
 	r := rand.New(rand.NewPCG(1, 1))
 	for range 20000 {
 		var sb strings.Builder
-		for range r.IntN(12) {
+		for range r.IntN(24) {
 			sb.WriteString(pieces[r.IntN(len(pieces))])
 		}
 		s := sb.String()
