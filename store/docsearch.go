@@ -355,27 +355,44 @@ type topHits struct {
 	h          hitHeap
 	limit      int
 	floor      float64
+	bar        float64 // a score under it is not kept: the floor, or the worst kept hit's once limit are kept
 	candidates int
 	below      int
 }
 
 func (t *topHits) init(q DocQuery) {
-	t.limit, t.floor = max(q.Limit, 1), q.MinScore
+	t.limit, t.floor, t.bar = max(q.Limit, 1), q.MinScore, q.MinScore
 	t.h = make(hitHeap, 0, min(t.limit, 64))
 }
 
 // offer counts a candidate of score > 0 and keeps it if it is among the
-// best so far.
+// best so far. Most candidates are turned away by the bar, here, without
+// a call.
 func (t *topHits) offer(seq uint32, score float64) {
 	t.candidates++
+	if score < t.bar {
+		if score < t.floor {
+			t.below++
+		}
+		return
+	}
+	t.keep(seq, score)
+}
+
+// keep adds a candidate at or over the bar if it is among the best so far.
+func (t *topHits) keep(seq uint32, score float64) {
+	x := DocHit{Seq: seq, Score: score}
 	switch {
-	case score < t.floor:
-		t.below++
 	case len(t.h) < t.limit:
-		t.h.push(DocHit{Seq: seq, Score: score})
-	case score > t.h[0].Score || score == t.h[0].Score && seq < t.h[0].Seq:
-		t.h[0] = DocHit{Seq: seq, Score: score}
+		t.h.push(x)
+	case better(x, t.h[0]):
+		t.h[0] = x
 		t.h.down(0)
+	default:
+		return
+	}
+	if len(t.h) == t.limit {
+		t.bar = max(t.floor, t.h[0].Score)
 	}
 }
 
