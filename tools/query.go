@@ -182,7 +182,7 @@ func parseResultID(id string) (int, string, bool) {
 // skippable reports whether err is a record a listing passes over: gone,
 // or unreadable (crux doctor reports it).
 func skippable(err error) bool {
-	return errors.Is(err, store.ErrNotFound) || errors.As(err, new(*store.CorruptRecordError))
+	return err != nil && (errors.Is(err, store.ErrNotFound) || errors.As(err, new(*store.CorruptRecordError)))
 }
 
 func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
