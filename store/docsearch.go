@@ -46,8 +46,7 @@ type accumulator struct {
 	score   []float64
 	count   []uint8
 	touched []uint32
-	marked  []uint64  // a bit per seq: the touched segments and those to probe besides
-	best    []float64 // kthBest's heap
+	marked  []uint64 // a bit per seq: the touched segments and those to probe besides
 }
 
 var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
@@ -92,7 +91,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			acc.count = make([]uint8, stats.Next)
 			acc.marked = make([]uint64, (stats.Next+63)/64)
 		}
-		defer acc.reset()
+		defer acc.reset(q.All)
 		// The term with the longest posting list is added last. When no
 		// segment holding that term alone can rank (what one term adds is
 		// under idf·(k1+1), and the limit's best of the other terms'
@@ -128,7 +127,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			case q.MinScore > 0:
 				probe = ws[long].c < q.MinScore
 			default:
-				probe = acc.kthBest(max(q.Limit, 1)) >= ws[long].c
+				probe = acc.atLeast(max(q.Limit, 1), ws[long].c)
 			}
 			if probe {
 				acc.mark(q.Also, stats.Next)
@@ -287,41 +286,16 @@ func uvarintSlow(v []byte, i int) (uint64, int) {
 	return x, i + k
 }
 
-// kthBest returns the k-th best score of the touched segments, or 0 when
-// fewer than k are touched.
-func (a *accumulator) kthBest(k int) float64 {
-	if len(a.touched) < k {
-		return 0
-	}
-	h := a.best[:0] // a min-heap of the k best so far
+// atLeast reports whether k or more touched segments score x or more.
+func (a *accumulator) atLeast(k int, x float64) bool {
 	for _, s := range a.touched {
-		x := a.score[s]
-		switch {
-		case len(h) < k:
-			h = append(h, x)
-			for i := len(h) - 1; i > 0 && h[(i-1)/2] > h[i]; i = (i - 1) / 2 {
-				h[(i-1)/2], h[i] = h[i], h[(i-1)/2]
-			}
-		case x > h[0]:
-			h[0] = x
-			for i := 0; ; {
-				l, m := 2*i+1, i
-				if l < len(h) && h[l] < h[m] {
-					m = l
-				}
-				if r := l + 1; r < len(h) && h[r] < h[m] {
-					m = r
-				}
-				if m == i {
-					break
-				}
-				h[i], h[m] = h[m], h[i]
-				i = m
+		if a.score[s] >= x {
+			if k--; k == 0 {
+				return true
 			}
 		}
 	}
-	a.best = h
-	return h[0]
+	return false
 }
 
 // mark and unmark set and clear the marks of seqs (those below next).
@@ -341,10 +315,18 @@ func (a *accumulator) unmark(seqs []uint32, next uint32) {
 	}
 }
 
-func (a *accumulator) reset() {
+// reset clears what a query left; counted says whether it counted terms
+// (addBlock's count).
+func (a *accumulator) reset(counted bool) {
+	score, marked := a.score, a.marked
 	for _, s := range a.touched {
-		a.score[s], a.count[s] = 0, 0
-		a.marked[s/64] = 0 // its other bits are touched segments too (unmark cleared the rest)
+		score[s] = 0
+		marked[s/64] = 0 // its other bits are touched segments too (unmark cleared the rest)
+	}
+	if counted {
+		for _, s := range a.touched {
+			a.count[s] = 0
+		}
 	}
 	a.touched = a.touched[:0]
 }
