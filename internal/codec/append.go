@@ -92,6 +92,15 @@ func AppendFloat(b []byte, f float64) ([]byte, bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return b, false
 	}
+	// Most numbers crux writes are scores rounded to four decimals. Below
+	// 1e9 a number n/1e4 is written as those digits (floats there are far
+	// closer together than 1e-4, so no shorter decimal stands for it),
+	// without strconv's search for the shortest form.
+	if math.Abs(f) < 1e9 {
+		if n := math.Round(f * 1e4); n/1e4 == f && (n != 0 || !math.Signbit(f)) {
+			return appendFixed4(b, int64(n)), true
+		}
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -104,6 +113,23 @@ func AppendFloat(b []byte, f float64) ([]byte, bool) {
 		}
 	}
 	return b, true
+}
+
+// appendFixed4 appends n/1e4 in decimal, with no trailing zeros.
+func appendFixed4(b []byte, n int64) []byte {
+	if n < 0 {
+		b, n = append(b, '-'), -n
+	}
+	b = strconv.AppendInt(b, n/1e4, 10)
+	frac := n % 1e4
+	if frac == 0 {
+		return b
+	}
+	b = append(b, '.', byte('0'+frac/1000), byte('0'+frac/100%10), byte('0'+frac/10%10), byte('0'+frac%10))
+	for b[len(b)-1] == '0' {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // AppendStrings appends ss as a JSON array of strings, null when nil.
