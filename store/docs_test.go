@@ -296,14 +296,18 @@ func TestCheckDocument(t *testing.T) {
 func TestSearchDocumentsIsExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	common := strings.Fields("storage index commit query")
+	medium := strings.Fields("north south east west") // in about a tenth of the segments each
 	rare := strings.Fields("alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega")
 	docs := make([]store.Document, 600)
 	for i := range docs {
 		var b strings.Builder
 		for range 3 + r.IntN(60) {
 			w := common[r.IntN(len(common))]
-			if r.IntN(8) == 0 {
+			switch r.IntN(80) {
+			case 0, 1, 2, 3, 4, 5, 6, 7, 8, 9:
 				w = rare[r.IntN(len(rare))]
+			case 10:
+				w = medium[r.IntN(len(medium))]
 			}
 			b.WriteString(w + " ")
 		}
@@ -312,7 +316,7 @@ func TestSearchDocumentsIsExact(t *testing.T) {
 	db := openDB(t)
 	ingest(t, db, "t", docs[:300]...)
 	ingest(t, db, "t", docs[300:]...)
-	vocab := append(append([]string{}, common...), rare...)
+	vocab := append(append(append([]string{}, common...), medium...), rare...)
 	segs := refSegments(docs)
 	for n := range 400 {
 		var words []string
