@@ -320,8 +320,12 @@ func TestSearchDocumentsIsExact(t *testing.T) {
 	segs := refSegments(docs)
 	for n := range 400 {
 		var words []string
+		from := vocab
+		if n%2 == 1 {
+			from = vocab[:len(common)+len(medium)] // terms of close document frequencies
+		}
 		for range 1 + r.IntN(5) {
-			words = append(words, vocab[r.IntN(len(vocab))])
+			words = append(words, from[r.IntN(len(from))])
 		}
 		q := store.DocQuery{Tenant: "t", Terms: queryTerms(strings.Join(words, " ")), Limit: 1 + r.IntN(30), All: r.IntN(4) == 0}
 		switch r.IntN(3) {
