@@ -148,11 +148,32 @@ func corpus(b *testing.B, n int) string {
 	if p, ok := corpora.Load(n); ok {
 		return p.(string)
 	}
+	if dir := os.Getenv("CRUX_BENCH_CORPUS_DIR"); dir != "" {
+		// Kept between runs (see pgcompare.sh): made once, under a
+		// temporary name renamed when complete.
+		path := filepath.Join(dir, fmt.Sprintf("corpus-%d.db", n))
+		if _, err := os.Stat(path); err != nil {
+			tmp := path + ".tmp"
+			os.Remove(tmp)
+			fillCorpusFile(b, tmp, n)
+			if err := os.Rename(tmp, path); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return path
+	}
 	dir, err := os.MkdirTemp("", "crux-bench-")
 	if err != nil {
 		b.Fatal(err)
 	}
 	path := filepath.Join(dir, "crux.db")
+	fillCorpusFile(b, path, n)
+	corpora.Store(n, path)
+	return path
+}
+
+// fillCorpusFile makes the bbolt store at path hold the corpus of n facts.
+func fillCorpusFile(b *testing.B, path string, n int) {
 	db, err := bolt.Open(path, &bolt.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
@@ -161,8 +182,6 @@ func corpus(b *testing.B, n int) string {
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}
-	corpora.Store(n, path)
-	return path
 }
 
 // fillCorpus stores the corpus of n facts (see corpus) into db, perTx

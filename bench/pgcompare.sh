@@ -1,0 +1,95 @@
+#!/bin/sh
+# pgcompare.sh puts the core's benchmarks on PostgreSQL beside the same
+# benchmarks on bbolt, in one run on one machine: store_fact from one
+# caller and from 32, and query_facts by keyword over 100,000 facts. It
+# prints each figure's median for both backends and their ratio
+# (postgres / bbolt).
+#
+#	CRUX_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+#		bench/pgcompare.sh [count] [facts]
+#
+# count defaults to 5, facts to 100000. The test binary is built once; each
+# round runs every benchmark on bbolt and then on PostgreSQL, so that both
+# see the same noise. The query corpora are filled once (a few minutes for
+# PostgreSQL) and kept for the rounds: the bbolt one in a temporary
+# directory, the PostgreSQL one in a schema of its own (dropped at the end
+# with psql). Writes are durable on both (bbolt fsyncs every group commit,
+# PostgreSQL commits with its synchronous_commit, on by default).
+set -eu
+count=${1:-5}
+facts=${2:-100000}
+: "${CRUX_TEST_POSTGRES:?set CRUX_TEST_POSTGRES to the PostgreSQL server to use}"
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+corpus=crux_bench_corpus_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+cleanup() {
+	psql -q "$CRUX_TEST_POSTGRES" -c "DROP SCHEMA IF EXISTS ${corpus}_$facts CASCADE" >/dev/null 2>&1 ||
+		echo "pgcompare: could not drop schema ${corpus}_$facts" >&2
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+mkdir "$tmp/corpus"
+(cd "$root/bench" && go test -c -o "$tmp/bench.test" .)
+export CRUX_BENCH_CORPUS_DIR="$tmp/corpus" CRUX_BENCH_PG_CORPUS="$corpus" CRUX_BENCH_PG_FACTS="$facts"
+
+run() { # run benchmark-regexp benchtime
+	(cd "$root/bench" && "$tmp/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count 1)
+}
+
+# Fill both corpora before the first timed round.
+run "^Benchmark(Postgres)?QueryFactsByKeyword\$/^facts=$facts\$" 1x >/dev/null
+
+# label:bolt-benchmark:postgres-benchmark:benchtime:metric
+set -- \
+	"store_fact-1:StoreFactSequential:PostgresStoreFactSequential:3s:facts/s" \
+	"store_fact-32:StoreFact32Concurrent:PostgresStoreFact32Concurrent:3s:facts/s" \
+	"query_facts-p50:QueryFactsByKeyword/facts=$facts:PostgresQueryFactsByKeyword/facts=$facts:2000x:p50-µs" \
+	"query_facts-p99:QueryFactsByKeyword/facts=$facts:PostgresQueryFactsByKeyword/facts=$facts:2000x:p99-µs"
+i=0
+while [ "$i" -lt "$count" ]; do
+	for spec in "$@"; do
+		label=${spec%%:*}
+		rest=${spec#*:}
+		bolt=${rest%%:*}
+		rest=${rest#*:}
+		pg=${rest%%:*}
+		rest=${rest#*:}
+		bt=${rest%%:*}
+		metric=${rest#*:}
+		case $label in
+		query_facts-p99) continue ;; # read from the p50 run's output
+		esac
+		for backend in bolt pg; do
+			name=$bolt
+			[ "$backend" = pg ] && name=$pg
+			sub=${name#*/}
+			top=${name%%/*}
+			pat="^Benchmark$top\$"
+			[ "$sub" != "$name" ] && pat="$pat/^$sub\$"
+			run "$pat" "$bt" >"$tmp/out"
+			for m in "$metric" p99-µs; do
+				l=$label
+				[ "$m" = p99-µs ] && { [ "$metric" = p50-µs ] || continue; l=query_facts-p99; }
+				awk -v b="$backend" -v m="$m" '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i++) if ($(i+1) == m) print b, $i }' "$tmp/out" >>"$tmp/$l"
+			done
+		done
+	done
+	i=$((i + 1))
+done
+
+for spec in "$@"; do
+	label=${spec%%:*}
+	metric=${spec##*:}
+	awk -v label="$label" -v metric="$metric" '
+		{ v[$1, ++n[$1]] = $2 }
+		function median(t,   i, j, x, k, a) {
+			k = n[t]
+			for (i = 1; i <= k; i++) a[i] = v[t, i]
+			for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j+1] = a[j]; a[j+1] = x }
+			return k % 2 ? a[(k+1)/2] : (a[k/2] + a[k/2+1]) / 2
+		}
+		END {
+			o = median("bolt"); w = median("pg")
+			printf "%-16s %-9s bbolt %10.1f  postgres %10.1f  postgres/bbolt %6.3f  (median of %d each)\n", label, metric, o, w, (o ? w/o : 0), n["pg"]
+		}' "$tmp/$label"
+done
