@@ -187,6 +187,12 @@ func fillCorpusFile(b *testing.B, path string, n int) {
 // fillCorpus stores the corpus of n facts (see corpus) into db, perTx
 // facts a transaction.
 func fillCorpus(b *testing.B, db store.Backend, n, perTx int) {
+	// The store format first, as a server would write it on the empty
+	// store: else the first server opened on the corpus upgrades it,
+	// reindexing every fact.
+	if _, err := store.UpgradeBackend(context.Background(), db); err != nil {
+		b.Fatal(err)
+	}
 	now := time.Now()
 	for start := 0; start < n; start += perTx {
 		err := db.Update(context.Background(), func(tx store.Tx) error {
