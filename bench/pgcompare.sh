@@ -6,11 +6,13 @@
 # (postgres / bbolt).
 #
 #	CRUX_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
-#		bench/pgcompare.sh [count] [facts]
+#		bench/pgcompare.sh [count] [facts] [old-commit]
 #
-# count defaults to 5, facts to 100000. The test binary is built once; each
-# round runs every benchmark on bbolt and then on PostgreSQL, so that both
-# see the same noise. The query corpora are filled once (a few minutes for
+# count defaults to 5, facts to 100000. With old-commit, the PostgreSQL
+# benchmarks of that commit (exported with git archive) run too, beside
+# this tree's, and the ratio new / old is printed as well. The test
+# binaries are built once; each round runs every benchmark on bbolt, then
+# on PostgreSQL (old, then new), so that all see the same noise. The query corpora are filled once (a few minutes for
 # PostgreSQL) and kept for the rounds: the bbolt one in a temporary
 # directory, the PostgreSQL one in a schema of its own (dropped at the end
 # with psql). Writes are durable on both (bbolt fsyncs every group commit,
@@ -18,6 +20,7 @@
 set -eu
 count=${1:-5}
 facts=${2:-100000}
+old=${3:-}
 : "${CRUX_TEST_POSTGRES:?set CRUX_TEST_POSTGRES to the PostgreSQL server to use}"
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -30,10 +33,17 @@ cleanup() {
 trap cleanup EXIT
 mkdir "$tmp/corpus"
 (cd "$root/bench" && go test -c -o "$tmp/bench.test" .)
+backends="bolt pg"
+if [ -n "$old" ]; then
+	mkdir "$tmp/old"
+	git -C "$root" archive "$old" | tar -x -C "$tmp/old"
+	(cd "$tmp/old/bench" && go test -c -o "$tmp/old.test" .)
+	backends="bolt pgold pg"
+fi
 export CRUX_BENCH_CORPUS_DIR="$tmp/corpus" CRUX_BENCH_PG_CORPUS="$corpus" CRUX_BENCH_PG_FACTS="$facts"
 
-run() { # run benchmark-regexp benchtime
-	(cd "$root/bench" && "$tmp/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count 1)
+run() { # run benchmark-regexp benchtime [binary]
+	(cd "$root/bench" && "${3:-$tmp/bench.test}" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count 1)
 }
 
 # Fill both corpora before the first timed round.
@@ -59,14 +69,17 @@ while [ "$i" -lt "$count" ]; do
 		case $label in
 		query_facts-p99) continue ;; # read from the p50 run's output
 		esac
-		for backend in bolt pg; do
-			name=$bolt
-			[ "$backend" = pg ] && name=$pg
+		for backend in $backends; do
+			name=$pg bin=$tmp/bench.test
+			case $backend in
+			bolt) name=$bolt ;;
+			pgold) bin=$tmp/old.test ;;
+			esac
 			sub=${name#*/}
 			top=${name%%/*}
 			pat="^Benchmark$top\$"
 			[ "$sub" != "$name" ] && pat="$pat/^$sub\$"
-			run "$pat" "$bt" >"$tmp/out"
+			run "$pat" "$bt" "$bin" >"$tmp/out"
 			for m in "$metric" p99-µs; do
 				l=$label
 				[ "$m" = p99-µs ] && { [ "$metric" = p50-µs ] || continue; l=query_facts-p99; }
@@ -90,6 +103,8 @@ for spec in "$@"; do
 		}
 		END {
 			o = median("bolt"); w = median("pg")
-			printf "%-16s %-9s bbolt %10.1f  postgres %10.1f  postgres/bbolt %6.3f  (median of %d each)\n", label, metric, o, w, (o ? w/o : 0), n["pg"]
+			printf "%-16s %-9s bbolt %9.1f  postgres %9.1f  postgres/bbolt %6.3f", label, metric, o, w, (o ? w/o : 0)
+			if (n["pgold"]) { p = median("pgold"); printf "  postgres-old %9.1f  new/old %6.3f", p, (p ? w/p : 0) }
+			printf "  (median of %d each)\n", n["pg"]
 		}' "$tmp/$label"
 done
