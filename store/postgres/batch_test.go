@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -153,4 +154,82 @@ func TestRoundTrips(t *testing.T) {
 		return err
 	}))
 	assert.Equal(t, uint64(2), postgres.RoundTrips(db)-before, "the reads, then the writes with COMMIT")
+}
+
+// The calls of a batch probe: their reads go to the server together, a
+// few round trips for all, and each call still runs at its place in the
+// batch's order, seeing the writes of the calls before it.
+func TestProbesShareRoundTrips(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	now := time.Now()
+	put := func(entity string) error {
+		return db.Update(ctx, func(tx store.Tx) error {
+			_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t"}, Entity: entity, Key: "k", Value: "v of " + entity, Confidence: 0.5, Now: now})
+			return err
+		})
+	}
+	require.NoError(t, put("e:shared")) // a chain with a current version: its readers read it too
+	before := postgres.RoundTrips(db)
+
+	// A first call holds the batch open until the others have joined it.
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		assert.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+			<-release
+			return tx.Put("b", []byte("first"), []byte("v"))
+		}))
+	})
+	for postgres.Joined(db) < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	const calls = 32
+	errs := make([]error, calls)
+	for i := range calls {
+		wg.Go(func() {
+			entity := fmt.Sprintf("e:%d", i)
+			if i%2 == 1 {
+				entity = "e:shared"
+			}
+			errs[i] = put(entity)
+		})
+	}
+	for postgres.Joined(db) < calls+1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "call %d", i)
+	}
+	trips := postgres.RoundTrips(db) - before
+	assert.LessOrEqual(t, trips, uint64(6), "round trips of a batch of %d store_facts", calls)
+
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		for i := 0; i < calls; i += 2 {
+			res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: "t"}, Entity: fmt.Sprintf("e:%d", i), Now: now})
+			require.NoError(t, err)
+			require.Len(t, res.Facts, 1, "e:%d", i)
+			assert.Equal(t, uint32(1), res.Facts[0].Version)
+		}
+		var versions []uint32
+		current := 0
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: "t"}, Entity: "e:shared", IncludeSuperseded: true, Now: now})
+		require.NoError(t, err)
+		for _, f := range res.Facts {
+			versions = append(versions, f.Version)
+			if f.SupersededBy == "" {
+				current++
+			}
+		}
+		sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
+		want := make([]uint32, calls/2+1)
+		for i := range want {
+			want[i] = uint32(i + 1)
+		}
+		assert.Equal(t, want, versions, "one chain, each call a version after the one before")
+		assert.Equal(t, 1, current, "one current version")
+		return nil
+	}))
 }

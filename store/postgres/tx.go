@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,7 +60,16 @@ type tx struct {
 	logging bool      // record undo entries for the writes
 	undo    []undoRec // how to take back the writes since logging began
 	writes  int       // writes since logging began
+
+	probing bool       // a probe: a read the view cannot answer is queued and unwinds fn
+	missed  bool       // the probe has unwound
+	sent    uint64     // round trips of reads made, to tell waiting probes theirs is done
+	wake    *sync.Cond // broadcast after each round trip of reads, if set
 }
+
+// missPanic is the panic that unwinds the function of a probe at a read the
+// view cannot answer (see batch.go).
+type missPanic struct{}
 
 // undoRec restores one key of the view: old is the entry a write replaced,
 // nil if there was none.
@@ -87,6 +98,8 @@ func (t *tx) check() error {
 		return t.ctxErr
 	case t.pgErr != nil:
 		return t.pgErr
+	case t.missed:
+		panic(missPanic{}) // fn recovered the first: it gets no further
 	}
 	if err := t.ctx.Err(); err != nil {
 		t.ctxErr = err
@@ -430,12 +443,35 @@ func init() {
 
 // fetch sends f, with the queued prefetches and, if the transaction has
 // not begun, its BEGIN, in one round trip, and records the rows in the
-// view.
+// view. In a probe it queues f instead and unwinds the probe's function.
 func (t *tx) fetch(f fetch) error {
-	fs := t.queue
-	t.queue = nil
-	if !slices.ContainsFunc(fs, func(q fetch) bool { return q.serves(&f) }) {
-		fs = append(fs, f)
+	if t.probing {
+		if !slices.ContainsFunc(t.queue, func(q fetch) bool { return q.serves(&f) }) {
+			t.queue = append(t.queue, f)
+		}
+		t.missed = true
+		panic(missPanic{})
+	}
+	return t.send(&f)
+}
+
+// flush sends the queued reads in one round trip (none if the view holds
+// them all by now).
+func (t *tx) flush() error { return t.send(nil) }
+
+// send sends the queued reads and f (if not nil), with the transaction's
+// BEGIN if it has not begun, in one round trip, records the rows in the
+// view and wakes the probes waiting for them.
+func (t *tx) send(f *fetch) error {
+	defer func() {
+		t.sent++
+		if t.wake != nil {
+			t.wake.Broadcast()
+		}
+	}()
+	fs := t.pending(f)
+	if len(fs) == 0 {
+		return nil
 	}
 	b := &pgx.Batch{}
 	if !t.begun {
@@ -465,6 +501,63 @@ func (t *tx) fetch(f fetch) error {
 		return t.failed(err)
 	}
 	return nil
+}
+
+// pending empties the queue and returns its reads and f (if not nil),
+// without those the view can answer by now or another read of the list
+// covers; the reads of keys of one bucket become one.
+func (t *tx) pending(f *fetch) []fetch {
+	fs := t.queue
+	t.queue = nil
+	if f != nil {
+		fs = append(fs, *f)
+	}
+	if len(fs) == 1 {
+		return fs
+	}
+	var out []fetch
+	keysAt := map[string]int{}      // bucket: index in out of its reads of keys
+	seen := map[string]struct{}{} // keys and ranges already in out
+	for _, q := range fs {
+		bv := t.bucket(q.bucket)
+		if q.keys != nil {
+			for _, k := range q.keys {
+				if bv.ents[string(k)] != nil {
+					continue
+				}
+				if _, ok := bv.covering(k); ok {
+					continue
+				}
+				id := q.bucket + "\x00" + string(k)
+				if _, ok := seen[id]; ok {
+					continue
+				}
+				seen[id] = struct{}{}
+				i, ok := keysAt[q.bucket]
+				if !ok {
+					i = len(out)
+					keysAt[q.bucket] = i
+					out = append(out, fetch{bucket: q.bucket, keys: [][]byte{}})
+				}
+				out[i].keys = append(out[i].keys, k)
+			}
+			continue
+		}
+		if _, ok := bv.covering(q.lo); ok && !q.reverse {
+			continue
+		}
+		if _, ok := bv.coveringBelow(q.hi); ok && q.reverse {
+			continue
+		}
+		id := strconv.Quote(q.bucket) + strconv.FormatBool(q.reverse) + strconv.Quote(string(q.lo)) +
+			strconv.FormatBool(q.hi == nil) + strconv.Quote(string(q.hi))
+		if _, ok := seen[id]; ok {
+			continue
+		}
+		seen[id] = struct{}{}
+		out = append(out, q)
+	}
+	return out
 }
 
 // readBatch reads the results of the statements fetch sent.
