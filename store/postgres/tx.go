@@ -516,7 +516,7 @@ func (t *tx) pending(f *fetch) []fetch {
 		return fs
 	}
 	var out []fetch
-	keysAt := map[string]int{}      // bucket: index in out of its reads of keys
+	keysAt := map[string]int{}    // bucket: index in out of its reads of keys
 	seen := map[string]struct{}{} // keys and ranges already in out
 	for _, q := range fs {
 		bv := t.bucket(q.bucket)
