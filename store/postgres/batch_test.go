@@ -233,3 +233,35 @@ func TestProbesShareRoundTrips(t *testing.T) {
 		return nil
 	}))
 }
+
+// The store_fact that moves the fresh postings into the keyword index
+// reads the blocks of all their words in one round trip, not one or two
+// per word.
+func TestRoundTripsOfFreshFlush(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	now := time.Now()
+	put := func(i int) error {
+		return db.Update(ctx, func(tx store.Tx) error {
+			_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t"}, Entity: fmt.Sprintf("e:%d", i), Key: "k",
+				Value: fmt.Sprintf("value %d w%dz other%d", i, i, i), Confidence: 0.5, Now: now})
+			return err
+		})
+	}
+	// Enough facts that every later one flushes at some point, with words
+	// of their own (about 6 each) and shared ones.
+	most := uint64(0)
+	for i := range 200 {
+		before := postgres.RoundTrips(db)
+		require.NoError(t, put(i))
+		most = max(most, postgres.RoundTrips(db)-before)
+	}
+	assert.LessOrEqual(t, most, uint64(4), "round trips of the costliest store_fact")
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: "t"}, Terms: []string{"w7z"}, Limit: 10, Now: now})
+		require.NoError(t, err)
+		require.Len(t, res.Facts, 1)
+		assert.Equal(t, "e:7", res.Facts[0].Entity)
+		return nil
+	}))
+}
