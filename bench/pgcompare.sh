@@ -15,7 +15,9 @@
 # on PostgreSQL (old, then new), so that all see the same noise. The query corpora are filled once (a few minutes for
 # PostgreSQL) and kept for the rounds: the bbolt one in a temporary
 # directory, the PostgreSQL one in a schema of its own (dropped at the end
-# with psql). Writes are durable on both (bbolt fsyncs every group commit,
+# with psql). To keep them for later runs, set CRUX_BENCH_CORPUS_DIR (a
+# directory) and CRUX_BENCH_PG_CORPUS (a schema name prefix) yourself: the
+# script then neither makes nor removes them. Writes are durable on both (bbolt fsyncs every group commit,
 # PostgreSQL commits with its synchronous_commit, on by default).
 set -eu
 count=${1:-5}
@@ -24,14 +26,18 @@ old=${3:-}
 : "${CRUX_TEST_POSTGRES:?set CRUX_TEST_POSTGRES to the PostgreSQL server to use}"
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
-corpus=crux_bench_corpus_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+keep=${CRUX_BENCH_PG_CORPUS:+yes}
+corpus=${CRUX_BENCH_PG_CORPUS:-crux_bench_corpus_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')}
+corpusdir=${CRUX_BENCH_CORPUS_DIR:-$tmp/corpus}
 cleanup() {
-	psql -q "$CRUX_TEST_POSTGRES" -c "DROP SCHEMA IF EXISTS ${corpus}_$facts CASCADE" >/dev/null 2>&1 ||
-		echo "pgcompare: could not drop schema ${corpus}_$facts" >&2
+	if [ -z "$keep" ]; then
+		psql -q "$CRUX_TEST_POSTGRES" -c "DROP SCHEMA IF EXISTS ${corpus}_$facts CASCADE" >/dev/null 2>&1 ||
+			echo "pgcompare: could not drop schema ${corpus}_$facts" >&2
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkdir "$tmp/corpus"
+mkdir -p "$corpusdir"
 (cd "$root/bench" && go test -c -o "$tmp/bench.test" .)
 backends="bolt pg"
 if [ -n "$old" ]; then
@@ -40,14 +46,17 @@ if [ -n "$old" ]; then
 	(cd "$tmp/old/bench" && go test -c -o "$tmp/old.test" .)
 	backends="bolt pgold pg"
 fi
-export CRUX_BENCH_CORPUS_DIR="$tmp/corpus" CRUX_BENCH_PG_CORPUS="$corpus" CRUX_BENCH_PG_FACTS="$facts"
+export CRUX_BENCH_CORPUS_DIR="$corpusdir" CRUX_BENCH_PG_CORPUS="$corpus" CRUX_BENCH_PG_FACTS="$facts"
 
 run() { # run benchmark-regexp benchtime [binary]
 	(cd "$root/bench" && "${3:-$tmp/bench.test}" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count 1)
 }
 
 # Fill both corpora before the first timed round.
-run "^Benchmark(Postgres)?QueryFactsByKeyword\$/^facts=$facts\$" 1x >/dev/null
+run "^Benchmark(Postgres)?QueryFactsByKeyword\$/^facts=$facts\$" 1x >"$tmp/out" || {
+	cat "$tmp/out" >&2
+	exit 1
+}
 
 # label:bolt-benchmark:postgres-benchmark:benchtime:metric
 set -- \
