@@ -430,6 +430,17 @@ const (
 	sqlPageDown = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 ORDER BY key DESC LIMIT 16"
 	sqlPageDnHi = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT 16"
 	sqlKeys     = "SELECT key, value FROM kv WHERE bucket = $1 AND key = ANY($2)"
+
+	// Pages of several ranges of one bucket in one statement: each
+	// range's rows, in its order, with its number (from 1).
+	sqlPages = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[]) WITH ORDINALITY AS r(lo, i)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo ORDER BY key LIMIT 256) s ORDER BY r.i, s.key`
+	sqlPagesHi = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r(lo, hi, i)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo AND key < r.hi ORDER BY key LIMIT 256) s ORDER BY r.i, s.key`
+	sqlPagesDown = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[]) WITH ORDINALITY AS r(lo, i)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
+	sqlPagesDnHi = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r(lo, hi, i)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo AND key < r.hi ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
 	sqlUpsert   = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
 		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`
 	sqlDelete = "DELETE FROM kv WHERE (bucket, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))"
@@ -477,7 +488,33 @@ func (t *tx) send(f *fetch) error {
 	if !t.begun {
 		b.Queue(t.begin)
 	}
-	for _, f := range fs {
+	stmts := statements(fs)
+	for _, st := range stmts {
+		f := &fs[st[0]]
+		if len(st) > 1 {
+			los := make([][]byte, len(st))
+			var his [][]byte
+			if f.hi != nil {
+				his = make([][]byte, len(st))
+			}
+			for j, i := range st {
+				los[j] = append([]byte{}, fs[i].lo...) // never nil: nil is NULL
+				if his != nil {
+					his[j] = fs[i].hi
+				}
+			}
+			switch {
+			case f.hi == nil && !f.reverse:
+				b.Queue(sqlPages, f.bucket, los)
+			case !f.reverse:
+				b.Queue(sqlPagesHi, f.bucket, los, his)
+			case f.hi == nil:
+				b.Queue(sqlPagesDown, f.bucket, los)
+			default:
+				b.Queue(sqlPagesDnHi, f.bucket, los, his)
+			}
+			continue
+		}
 		switch {
 		case f.keys != nil:
 			b.Queue(sqlKeys, f.bucket, f.keys)
@@ -493,7 +530,7 @@ func (t *tx) send(f *fetch) error {
 	}
 	t.db.trips.Add(1)
 	br := t.conn.SendBatch(t.sctx, b)
-	err := t.readBatch(br, fs)
+	err := t.readBatch(br, fs, stmts)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -560,8 +597,35 @@ func (t *tx) pending(f *fetch) []fetch {
 	return out
 }
 
-// readBatch reads the results of the statements fetch sent.
-func (t *tx) readBatch(br pgx.BatchResults, fs []fetch) error {
+// statements groups the reads fs into statements, as indexes into fs: a
+// read of keys alone, the range reads of one bucket with the same
+// direction and kind of upper bound together.
+func statements(fs []fetch) [][]int {
+	type shape struct {
+		bucket        string
+		reverse, open bool
+	}
+	var out [][]int
+	at := map[shape]int{}
+	for i, f := range fs {
+		if f.keys != nil {
+			out = append(out, []int{i})
+			continue
+		}
+		sh := shape{f.bucket, f.reverse, f.hi == nil}
+		if j, ok := at[sh]; ok {
+			out[j] = append(out[j], i)
+			continue
+		}
+		at[sh] = len(out)
+		out = append(out, []int{i})
+	}
+	return out
+}
+
+// readBatch reads the results of the statements send sent: stmts as
+// statements returned them for fs.
+func (t *tx) readBatch(br pgx.BatchResults, fs []fetch, stmts [][]int) error {
 	if !t.begun {
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -574,51 +638,69 @@ func (t *tx) readBatch(br pgx.BatchResults, fs []fetch) error {
 		}
 		t.cached = 0
 	}
-	for _, f := range fs {
+	for _, st := range stmts {
 		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		var got []*entry
+		got := make([][]*entry, len(st))
 		for rows.Next() {
+			var i int64
 			var k, v []byte
-			if err := rows.Scan(&k, &v); err != nil {
+			if len(st) > 1 {
+				err = rows.Scan(&i, &k, &v)
+				i-- // ordinals count from 1
+			} else {
+				err = rows.Scan(&k, &v)
+			}
+			if err == nil && (i < 0 || i >= int64(len(st))) {
+				err = fmt.Errorf("store/postgres: internal error: row of range %d of %d", i+1, len(st))
+			}
+			if err != nil {
 				rows.Close()
 				return err
 			}
 			if v == nil {
 				v = []byte{}
 			}
-			got = append(got, &entry{key: k, val: v, present: true})
+			got[i] = append(got[i], &entry{key: k, val: v, present: true})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		bv := t.bucket(f.bucket)
-		for _, e := range got {
-			if bv.ents[string(e.key)] == nil {
-				bv.set(e)
-				t.cached += len(e.key) + len(e.val)
-			}
-		}
-		switch {
-		case f.keys != nil:
-			for _, k := range f.keys {
-				if bv.ents[string(k)] == nil {
-					bv.set(&entry{key: k})
-					t.cached += len(k)
-				}
-			}
-		case !f.reverse && len(got) < scanPage, f.reverse && len(got) < downPage:
-			bv.addSpan(f.lo, f.hi)
-		case !f.reverse:
-			bv.addSpan(f.lo, append(got[len(got)-1].key[:len(got[len(got)-1].key):len(got[len(got)-1].key)], 0))
-		default:
-			bv.addSpan(got[len(got)-1].key, f.hi)
+		for j, i := range st {
+			t.record(&fs[i], got[j])
 		}
 	}
 	return nil
+}
+
+// record puts in the view the rows got that the read f returned.
+func (t *tx) record(f *fetch, got []*entry) {
+	bv := t.bucket(f.bucket)
+	for _, e := range got {
+		if bv.ents[string(e.key)] == nil {
+			bv.set(e)
+			t.cached += len(e.key) + len(e.val)
+		}
+	}
+	switch {
+	case f.keys != nil:
+		for _, k := range f.keys {
+			if bv.ents[string(k)] == nil {
+				bv.set(&entry{key: k})
+				t.cached += len(k)
+			}
+		}
+	case !f.reverse && len(got) < scanPage, f.reverse && len(got) < downPage:
+		bv.addSpan(f.lo, f.hi)
+	case !f.reverse:
+		last := got[len(got)-1].key
+		bv.addSpan(f.lo, append(last[:len(last):len(last)], 0))
+	default:
+		bv.addSpan(got[len(got)-1].key, f.hi)
+	}
 }
 
 // commitBatch builds the statements that write the view's dirty entries,
