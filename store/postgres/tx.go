@@ -441,7 +441,7 @@ const (
 		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
 	sqlPagesDnHi = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r(lo, hi, i)
 		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo AND key < r.hi ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
-	sqlUpsert   = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
+	sqlUpsert = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
 		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`
 	sqlDelete = "DELETE FROM kv WHERE (bucket, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))"
 )
