@@ -69,6 +69,10 @@
 // after View has returned. A transaction that has read more than 16 MiB
 // forgets what it read (not what it wrote) and reads again what it needs.
 //
+// Reads sent together go as few statements: the keys of one bucket as one,
+// the pages of several ranges of one bucket (same direction, same kind of
+// upper bound) as one, a LATERAL join over the arrays of their bounds.
+//
 // A Scan reads what it does not hold a page at a time (256 rows, 16 for a
 // descending scan, which mostly stops at its first key); its callback may
 // call Get, Put and Delete on the same transaction, and sees the writes
