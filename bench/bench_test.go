@@ -13,7 +13,8 @@
 // Beside the Go benchmarks: callpath.sh times a crux serve process of this
 // tree against an older crux (stdio-latency drives them), and
 // peer/mcp-peer-bench.mjs compares crux serve with the reference MCP memory
-// server, and retrieval.sh compares crux's document index with bleve and a
+// server, pgcompare.sh puts the core's benchmarks on PostgreSQL beside
+// bbolt's, and retrieval.sh compares crux's document index with bleve and a
 // textbook BM25 on passages of the Go standard library's documentation (a
 // module of its own, bench/retrieval, so that bleve stays out of crux's
 // go.mod); each script's header says how to run it.
