@@ -13,7 +13,8 @@
 // Beside the Go benchmarks: callpath.sh times a crux serve process of this
 // tree against an older crux (stdio-latency drives them), and
 // peer/mcp-peer-bench.mjs compares crux serve with the reference MCP memory
-// server, and retrieval.sh compares crux's document index with bleve and a
+// server, pgcompare.sh puts the core's benchmarks on PostgreSQL beside
+// bbolt's, and retrieval.sh compares crux's document index with bleve and a
 // textbook BM25 on passages of the Go standard library's documentation (a
 // module of its own, bench/retrieval, so that bleve stays out of crux's
 // go.mod); each script's header says how to run it.
@@ -148,11 +149,32 @@ func corpus(b *testing.B, n int) string {
 	if p, ok := corpora.Load(n); ok {
 		return p.(string)
 	}
+	if dir := os.Getenv("CRUX_BENCH_CORPUS_DIR"); dir != "" {
+		// Kept between runs (see pgcompare.sh): made once, under a
+		// temporary name renamed when complete.
+		path := filepath.Join(dir, fmt.Sprintf("corpus-%d.db", n))
+		if _, err := os.Stat(path); err != nil {
+			tmp := path + ".tmp"
+			os.Remove(tmp)
+			fillCorpusFile(b, tmp, n)
+			if err := os.Rename(tmp, path); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return path
+	}
 	dir, err := os.MkdirTemp("", "crux-bench-")
 	if err != nil {
 		b.Fatal(err)
 	}
 	path := filepath.Join(dir, "crux.db")
+	fillCorpusFile(b, path, n)
+	corpora.Store(n, path)
+	return path
+}
+
+// fillCorpusFile makes the bbolt store at path hold the corpus of n facts.
+func fillCorpusFile(b *testing.B, path string, n int) {
 	db, err := bolt.Open(path, &bolt.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
@@ -161,13 +183,17 @@ func corpus(b *testing.B, n int) string {
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}
-	corpora.Store(n, path)
-	return path
 }
 
 // fillCorpus stores the corpus of n facts (see corpus) into db, perTx
 // facts a transaction.
 func fillCorpus(b *testing.B, db store.Backend, n, perTx int) {
+	// The store format first, as a server would write it on the empty
+	// store: else the first server opened on the corpus upgrades it,
+	// reindexing every fact.
+	if _, err := store.UpgradeBackend(context.Background(), db); err != nil {
+		b.Fatal(err)
+	}
 	now := time.Now()
 	for start := 0; start < n; start += perTx {
 		err := db.Update(context.Background(), func(tx store.Tx) error {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -24,7 +25,9 @@ import (
 //
 // They skip without CRUX_TEST_POSTGRES (and fail without it in CI). The query corpus has
 // $CRUX_BENCH_PG_FACTS facts (default 10,000, so that a one-iteration run
-// stays short; filling 100,000 takes a few minutes).
+// stays short; filling 100,000 takes a few minutes). pgcompare.sh runs
+// them beside the bbolt ones, round after round, over 100,000 facts, and
+// prints medians and ratios.
 
 // pgStore opens a store in a fresh schema of the benchmark database (see
 // pgtest.Schema).
@@ -88,10 +91,54 @@ func BenchmarkPostgresQueryFactsByKeyword(b *testing.B) {
 		}
 	}
 	b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
-		db := pgStore(b)
-		fillCorpus(b, db, n, 1000)
+		db := pgCorpus(b, n)
 		benchQueryOn(b, pgServer(b, db), func(i int) []byte {
 			return fmt.Appendf(nil, `{"query":"topic%04d"}`, (i*7919)%(n/100))
 		}, 10)
 	})
+}
+
+// pgCorpus opens a store holding the corpus of n facts (see corpus): in a
+// fresh schema, or, when $CRUX_BENCH_PG_CORPUS names a schema, in that one,
+// filled by the first run that needs it and kept for the next ones (see
+// pgcompare.sh, which drops it at the end).
+func pgCorpus(b *testing.B, n int) *postgres.DB {
+	b.Helper()
+	schema := os.Getenv("CRUX_BENCH_PG_CORPUS")
+	if schema == "" {
+		db := pgStore(b)
+		fillCorpus(b, db, n, 1000)
+		return db
+	}
+	schema = fmt.Sprintf("%s_%d", schema, n)
+	db, err := postgres.Open(context.Background(), pgtest.DSN(b), &postgres.Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	// A marker, written once the fill has committed, says the corpus is whole.
+	const markBucket = "bench_corpus"
+	mark := []byte("facts")
+	var have bool
+	err = db.View(context.Background(), func(tx store.Tx) error {
+		v, err := tx.Get(markBucket, mark)
+		have = err == nil && string(v) == strconv.Itoa(n)
+		if errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !have {
+		fillCorpus(b, db, n, 1000)
+		err := db.Update(context.Background(), func(tx store.Tx) error {
+			return tx.Put(markBucket, mark, []byte(strconv.Itoa(n)))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return db
 }

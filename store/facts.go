@@ -466,6 +466,11 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 	rank := rankKey(f) // posting values carry it, so keyword queries can order candidates unread
 	words := Words(f.Value + " " + f.Key + " " + f.Entity)
 	if !add {
+		if _, ok := tx.(Prefetcher); ok {
+			for _, w := range words {
+				prefetchScan(tx, bucketWords, wordPrefix(f.Tenant, w), true)
+			}
+		}
 		for _, w := range words {
 			if err := removePosting(tx, f.Tenant, w, f.ID); err != nil {
 				return err
@@ -624,6 +629,13 @@ func flushFresh(tx Tx, min int) error {
 	slices.SortFunc(words, func(a, b word) int {
 		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.word, b.word))
 	})
+	if _, ok := tx.(Prefetcher); ok {
+		// Each word's last blocks, where new ids go (see findBlock), read
+		// together where reads cost a round trip.
+		for _, w := range words {
+			prefetchScan(tx, bucketWords, wordPrefix(w.tenant, w.word), true)
+		}
+	}
 	for _, w := range words {
 		if err := addPostings(tx, w.tenant, w.word, byWord[w]); err != nil {
 			return err

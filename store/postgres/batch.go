@@ -13,6 +13,9 @@ import (
 // maxBatch caps the Update calls committed in one transaction.
 const maxBatch = 64
 
+// maxProbes caps the probes of one call (see probe).
+const maxProbes = 4
+
 // Group commit. Concurrent Updates of one DB join a batch: their fns run
 // one after the other, each on its caller's goroutine, in one PostgreSQL
 // transaction, which commits once for all of them. A batch begins its
@@ -25,11 +28,28 @@ const maxBatch = 64
 // (the store contract allows it); when the commit fails for another reason
 // and the batch held several writers, each runs again alone, so that the
 // error reaches the caller whose writes caused it.
+//
+// Probes. The calls of a batch run one after the other, so a call that
+// reads what the transaction does not hold would make a round trip while
+// the others wait for their turn, and a batch of n calls would make about
+// 2n. Instead, while other calls of the batch are unfinished, a call runs
+// its fn as a probe: a read that the transaction's view cannot answer is
+// queued, with the prefetches fn announced, and unwinds fn (a panic that
+// the probe recovers; fn's writes are taken back), and the call waits
+// until its reads have been sent. They are sent, in one round trip with
+// those of every other call waiting so, by the call that finds every
+// unfinished call of the batch waiting; then each runs its fn again. A
+// probe that reads nothing the view lacks has run fn for real, at its
+// place in the batch's order: its writes stay. After maxProbes probes, or
+// when it is the batch's only unfinished call, a call runs fn plainly,
+// making its own round trips. A batch of store_facts so makes about three
+// round trips for all its calls, and the commit.
 
 // batch is one shared transaction and the calls that joined it.
 type batch struct {
 	t     *tx
 	turn  sync.Mutex    // held by the fn running on t
+	cond  sync.Cond     // on turn: signalled when reads have been sent
 	ready chan struct{} // closed when the batch before has ended
 	done  chan struct{} // closed when the batch has ended; err is then set
 
@@ -39,9 +59,12 @@ type batch struct {
 	sealed      bool
 
 	// Guarded by turn until sealed, then read-only.
-	broken   error // the statement error that aborted t
-	brokenBy *member
-	writers  int // calls whose writes the commit holds
+	broken      error // the statement error that aborted t
+	brokenBy    *member
+	flushFailed bool // broken by the reads of waiting probes, sent for all
+	writers     int  // calls whose writes the commit holds
+	finished    int  // calls that have left runIn
+	waiting     int  // calls waiting for the reads of their probes
 
 	err error // the commit's result
 }
@@ -67,6 +90,7 @@ func (db *DB) join(solo bool) (b *batch, lead bool) {
 		return b, false
 	}
 	b = &batch{ready: make(chan struct{}), done: make(chan struct{}), joined: 1, solo: solo}
+	b.cond.L = &b.turn
 	if prev := db.last; prev != nil {
 		go func() { <-prev.done; close(b.ready) }()
 	} else {
@@ -133,6 +157,10 @@ func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error, solo bool) e
 	switch {
 	case b.brokenBy == m:
 		return err
+	case b.flushFailed && retryable(b.broken):
+		return b.broken // aborted: back off and run again
+	case b.flushFailed:
+		return errRerunAlone // so that the error reaches the caller whose reads caused it
 	case b.broken != nil:
 		return errRerun
 	case b.err != nil && retryable(b.err):
@@ -145,33 +173,63 @@ func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error, solo bool) e
 	return err
 }
 
-// runIn runs fn, in its turn, on b's transaction.
-func (db *DB) runIn(ctx context.Context, b *batch, m *member, fn func(store.Tx) error) (err error) {
+// runIn runs fn, in its turn, on b's transaction: as probes while other
+// calls of b are unfinished, then plainly (see Probes above).
+func (db *DB) runIn(ctx context.Context, b *batch, m *member, fn func(store.Tx) error) error {
 	b.turn.Lock()
 	defer b.turn.Unlock()
-	if b.broken != nil {
-		return errRerun
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if b.t == nil {
-		conn, err := db.pool.Acquire(context.WithoutCancel(ctx))
-		if err != nil {
-			b.broken, b.brokenBy = db.wrap(ctx, err), m
-			return b.broken
+	defer db.finish(b)
+	for probes := 0; ; probes++ {
+		if b.broken != nil {
+			return errRerun
 		}
-		b.t = &tx{db: db, conn: conn, begin: "BEGIN ISOLATION LEVEL SERIALIZABLE", writable: true}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if b.t == nil {
+			conn, err := db.pool.Acquire(context.WithoutCancel(ctx))
+			if err != nil {
+				b.broken, b.brokenBy = db.wrap(ctx, err), m
+				return b.broken
+			}
+			b.t = &tx{db: db, conn: conn, begin: "BEGIN ISOLATION LEVEL SERIALIZABLE", writable: true, wake: &b.cond}
+		}
+		probe := probes < maxProbes && db.unfinished(b) > 1
+		err, missed := db.runOnce(ctx, b, m, fn, probe)
+		if !missed {
+			return err
+		}
+		db.await(b)
 	}
+}
+
+// runOnce runs fn once on b's transaction. As a probe, it returns missed
+// when fn read what the view lacks: fn was unwound and its writes are taken
+// back.
+func (db *DB) runOnce(ctx context.Context, b *batch, m *member, fn func(store.Tx) error, probe bool) (err error, missed bool) {
 	t := b.t
 	t.ctx, t.sctx = ctx, context.WithoutCancel(ctx)
 	t.ctxErr, t.done = nil, false
+	t.probing, t.missed = probe, false
 	t.startUndo()
 	ok := false
 	defer func() {
 		t.done = true
+		t.probing = false
+		if t.missed {
+			// Unwound at a read. Whatever fn did after (recovered and
+			// returned, or panicked otherwise), the probe is void.
+			if !ok {
+				recover()
+			}
+			t.rollbackUndo()
+			t.logging, t.missed = false, false
+			err, missed = nil, true
+			return
+		}
 		if t.pgErr != nil && b.broken == nil {
 			b.broken, b.brokenBy = t.pgErr, m
+			b.cond.Broadcast() // the waiting probes run again elsewhere
 		}
 		if !ok || err != nil || b.brokenBy == m {
 			t.rollbackUndo() // also when fn panics or calls runtime.Goexit
@@ -190,7 +248,57 @@ func (db *DB) runIn(ctx context.Context, b *batch, m *member, fn func(store.Tx) 
 		err = t.pgErr // a retryable abort fn saw (and may have passed on)
 	}
 	ok = true
-	return err
+	return err, false
+}
+
+// unfinished is the number of calls of b that have not left runIn.
+// Called with b.turn held.
+func (db *DB) unfinished(b *batch) int {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return b.joined - b.finished
+}
+
+// await waits, with b.turn released meanwhile, until the reads queued on
+// b's transaction have been sent; it sends them itself when every
+// unfinished call of b waits so. Called with b.turn held.
+func (db *DB) await(b *batch) {
+	t := b.t
+	sent := t.sent
+	b.waiting++
+	defer func() { b.waiting-- }()
+	if b.waiting >= db.unfinished(b) {
+		db.flush(b)
+		return
+	}
+	for t.sent == sent && b.broken == nil {
+		b.cond.Wait()
+	}
+}
+
+// finish records that a call has left runIn, and sends the reads of the
+// waiting probes if every other unfinished call waits. Called with b.turn
+// held.
+func (db *DB) finish(b *batch) {
+	b.finished++
+	if b.waiting > 0 && b.waiting >= db.unfinished(b) {
+		db.flush(b)
+	}
+}
+
+// flush sends the reads of the waiting probes of b. When it fails, b is
+// broken, and every call of b runs again (see attempt).
+func (db *DB) flush(b *batch) {
+	if b.broken != nil {
+		b.cond.Broadcast()
+		return
+	}
+	t := b.t
+	t.sctx = context.WithoutCancel(t.sctx)
+	if err := t.flush(); err != nil && b.broken == nil {
+		b.broken, b.flushFailed = db.wrap(context.Background(), err), true
+		b.cond.Broadcast()
+	}
 }
 
 // commit ends b's transaction: it commits the writes of the calls that

@@ -46,6 +46,16 @@
 // again; when its commit fails for another reason, each writer runs again
 // alone, so the error reaches the caller that caused it.
 //
+// While other calls of its batch are unfinished, a call's function runs as
+// a probe: at the first read the transaction does not hold, it is unwound
+// (by a panic that Update recovers; its writes are taken back), and runs
+// again once that read has been sent, in one round trip with the reads of
+// every other call of the batch waiting so. A probe that needs nothing the
+// transaction lacks has simply run, at its place in the batch. So a batch
+// of n store_facts makes about three round trips before its COMMIT, not
+// 2n. A function must therefore not recover panics it did not raise
+// itself, nor hold a lock across a store call without a deferred unlock.
+//
 // # Round trips
 //
 // A transaction keeps what it has read (the snapshot does not change
@@ -54,10 +64,14 @@
 // as one INSERT ... ON CONFLICT and one DELETE over arrays, in the same
 // round trip as the COMMIT. BEGIN is sent with the first read, and the
 // reads a transaction announces through [store.Prefetcher] go with its next
-// one: a keyword query costs two round trips, a store_fact two (and a
-// third when it retires a current version). A View's ROLLBACK is sent
+// one: a keyword query costs two round trips, a store_fact alone two (and
+// a third when it retires a current version). A View's ROLLBACK is sent
 // after View has returned. A transaction that has read more than 16 MiB
 // forgets what it read (not what it wrote) and reads again what it needs.
+//
+// Reads sent together go as few statements: the keys of one bucket as one,
+// the pages of several ranges of one bucket (same direction, same kind of
+// upper bound) as one, a LATERAL join over the arrays of their bounds.
 //
 // A Scan reads what it does not hold a page at a time (256 rows, 16 for a
 // descending scan, which mostly stops at its first key); its callback may

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,7 +60,16 @@ type tx struct {
 	logging bool      // record undo entries for the writes
 	undo    []undoRec // how to take back the writes since logging began
 	writes  int       // writes since logging began
+
+	probing bool       // a probe: a read the view cannot answer is queued and unwinds fn
+	missed  bool       // the probe has unwound
+	sent    uint64     // round trips of reads made, to tell waiting probes theirs is done
+	wake    *sync.Cond // broadcast after each round trip of reads, if set
 }
+
+// missPanic is the panic that unwinds the function of a probe at a read the
+// view cannot answer (see batch.go).
+type missPanic struct{}
 
 // undoRec restores one key of the view: old is the entry a write replaced,
 // nil if there was none.
@@ -87,6 +98,8 @@ func (t *tx) check() error {
 		return t.ctxErr
 	case t.pgErr != nil:
 		return t.pgErr
+	case t.missed:
+		panic(missPanic{}) // fn recovered the first: it gets no further
 	}
 	if err := t.ctx.Err(); err != nil {
 		t.ctxErr = err
@@ -417,7 +430,18 @@ const (
 	sqlPageDown = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 ORDER BY key DESC LIMIT 16"
 	sqlPageDnHi = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT 16"
 	sqlKeys     = "SELECT key, value FROM kv WHERE bucket = $1 AND key = ANY($2)"
-	sqlUpsert   = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
+
+	// Pages of several ranges of one bucket in one statement: each
+	// range's rows, in its order, with its number (from 1).
+	sqlPages = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[]) WITH ORDINALITY AS r(lo, i)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo ORDER BY key LIMIT 256) s ORDER BY r.i, s.key`
+	sqlPagesHi = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r(lo, hi, i)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo AND key < r.hi ORDER BY key LIMIT 256) s ORDER BY r.i, s.key`
+	sqlPagesDown = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[]) WITH ORDINALITY AS r(lo, i)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
+	sqlPagesDnHi = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r(lo, hi, i)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo AND key < r.hi ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
+	sqlUpsert = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
 		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`
 	sqlDelete = "DELETE FROM kv WHERE (bucket, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))"
 )
@@ -430,18 +454,67 @@ func init() {
 
 // fetch sends f, with the queued prefetches and, if the transaction has
 // not begun, its BEGIN, in one round trip, and records the rows in the
-// view.
+// view. In a probe it queues f instead and unwinds the probe's function.
 func (t *tx) fetch(f fetch) error {
-	fs := t.queue
-	t.queue = nil
-	if !slices.ContainsFunc(fs, func(q fetch) bool { return q.serves(&f) }) {
-		fs = append(fs, f)
+	if t.probing {
+		if !slices.ContainsFunc(t.queue, func(q fetch) bool { return q.serves(&f) }) {
+			t.queue = append(t.queue, f)
+		}
+		t.missed = true
+		panic(missPanic{})
+	}
+	return t.send(&f)
+}
+
+// flush sends the queued reads in one round trip (none if the view holds
+// them all by now).
+func (t *tx) flush() error { return t.send(nil) }
+
+// send sends the queued reads and f (if not nil), with the transaction's
+// BEGIN if it has not begun, in one round trip, records the rows in the
+// view and wakes the probes waiting for them.
+func (t *tx) send(f *fetch) error {
+	defer func() {
+		t.sent++
+		if t.wake != nil {
+			t.wake.Broadcast()
+		}
+	}()
+	fs := t.pending(f)
+	if len(fs) == 0 {
+		return nil
 	}
 	b := &pgx.Batch{}
 	if !t.begun {
 		b.Queue(t.begin)
 	}
-	for _, f := range fs {
+	stmts := statements(fs)
+	for _, st := range stmts {
+		f := &fs[st[0]]
+		if len(st) > 1 {
+			los := make([][]byte, len(st))
+			var his [][]byte
+			if f.hi != nil {
+				his = make([][]byte, len(st))
+			}
+			for j, i := range st {
+				los[j] = append([]byte{}, fs[i].lo...) // never nil: nil is NULL
+				if his != nil {
+					his[j] = fs[i].hi
+				}
+			}
+			switch {
+			case f.hi == nil && !f.reverse:
+				b.Queue(sqlPages, f.bucket, los)
+			case !f.reverse:
+				b.Queue(sqlPagesHi, f.bucket, los, his)
+			case f.hi == nil:
+				b.Queue(sqlPagesDown, f.bucket, los)
+			default:
+				b.Queue(sqlPagesDnHi, f.bucket, los, his)
+			}
+			continue
+		}
 		switch {
 		case f.keys != nil:
 			b.Queue(sqlKeys, f.bucket, f.keys)
@@ -457,7 +530,7 @@ func (t *tx) fetch(f fetch) error {
 	}
 	t.db.trips.Add(1)
 	br := t.conn.SendBatch(t.sctx, b)
-	err := t.readBatch(br, fs)
+	err := t.readBatch(br, fs, stmts)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -467,8 +540,92 @@ func (t *tx) fetch(f fetch) error {
 	return nil
 }
 
-// readBatch reads the results of the statements fetch sent.
-func (t *tx) readBatch(br pgx.BatchResults, fs []fetch) error {
+// pending empties the queue and returns its reads and f (if not nil),
+// without those the view can answer by now or another read of the list
+// covers; the reads of keys of one bucket become one.
+func (t *tx) pending(f *fetch) []fetch {
+	fs := t.queue
+	t.queue = nil
+	if f != nil {
+		fs = append(fs, *f)
+	}
+	if len(fs) == 1 {
+		return fs
+	}
+	var out []fetch
+	keysAt := map[string]int{}    // bucket: index in out of its reads of keys
+	seen := map[string]struct{}{} // keys and ranges already in out
+	for _, q := range fs {
+		bv := t.bucket(q.bucket)
+		if q.keys != nil {
+			for _, k := range q.keys {
+				if bv.ents[string(k)] != nil {
+					continue
+				}
+				if _, ok := bv.covering(k); ok {
+					continue
+				}
+				id := q.bucket + "\x00" + string(k)
+				if _, ok := seen[id]; ok {
+					continue
+				}
+				seen[id] = struct{}{}
+				i, ok := keysAt[q.bucket]
+				if !ok {
+					i = len(out)
+					keysAt[q.bucket] = i
+					out = append(out, fetch{bucket: q.bucket, keys: [][]byte{}})
+				}
+				out[i].keys = append(out[i].keys, k)
+			}
+			continue
+		}
+		if _, ok := bv.covering(q.lo); ok && !q.reverse {
+			continue
+		}
+		if _, ok := bv.coveringBelow(q.hi); ok && q.reverse {
+			continue
+		}
+		id := strconv.Quote(q.bucket) + strconv.FormatBool(q.reverse) + strconv.Quote(string(q.lo)) +
+			strconv.FormatBool(q.hi == nil) + strconv.Quote(string(q.hi))
+		if _, ok := seen[id]; ok {
+			continue
+		}
+		seen[id] = struct{}{}
+		out = append(out, q)
+	}
+	return out
+}
+
+// statements groups the reads fs into statements, as indexes into fs: a
+// read of keys alone, the range reads of one bucket with the same
+// direction and kind of upper bound together.
+func statements(fs []fetch) [][]int {
+	type shape struct {
+		bucket        string
+		reverse, open bool
+	}
+	var out [][]int
+	at := map[shape]int{}
+	for i, f := range fs {
+		if f.keys != nil {
+			out = append(out, []int{i})
+			continue
+		}
+		sh := shape{f.bucket, f.reverse, f.hi == nil}
+		if j, ok := at[sh]; ok {
+			out[j] = append(out[j], i)
+			continue
+		}
+		at[sh] = len(out)
+		out = append(out, []int{i})
+	}
+	return out
+}
+
+// readBatch reads the results of the statements send sent: stmts as
+// statements returned them for fs.
+func (t *tx) readBatch(br pgx.BatchResults, fs []fetch, stmts [][]int) error {
 	if !t.begun {
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -481,51 +638,69 @@ func (t *tx) readBatch(br pgx.BatchResults, fs []fetch) error {
 		}
 		t.cached = 0
 	}
-	for _, f := range fs {
+	for _, st := range stmts {
 		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		var got []*entry
+		got := make([][]*entry, len(st))
 		for rows.Next() {
+			var i int64
 			var k, v []byte
-			if err := rows.Scan(&k, &v); err != nil {
+			if len(st) > 1 {
+				err = rows.Scan(&i, &k, &v)
+				i-- // ordinals count from 1
+			} else {
+				err = rows.Scan(&k, &v)
+			}
+			if err == nil && (i < 0 || i >= int64(len(st))) {
+				err = fmt.Errorf("store/postgres: internal error: row of range %d of %d", i+1, len(st))
+			}
+			if err != nil {
 				rows.Close()
 				return err
 			}
 			if v == nil {
 				v = []byte{}
 			}
-			got = append(got, &entry{key: k, val: v, present: true})
+			got[i] = append(got[i], &entry{key: k, val: v, present: true})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		bv := t.bucket(f.bucket)
-		for _, e := range got {
-			if bv.ents[string(e.key)] == nil {
-				bv.set(e)
-				t.cached += len(e.key) + len(e.val)
-			}
-		}
-		switch {
-		case f.keys != nil:
-			for _, k := range f.keys {
-				if bv.ents[string(k)] == nil {
-					bv.set(&entry{key: k})
-					t.cached += len(k)
-				}
-			}
-		case !f.reverse && len(got) < scanPage, f.reverse && len(got) < downPage:
-			bv.addSpan(f.lo, f.hi)
-		case !f.reverse:
-			bv.addSpan(f.lo, append(got[len(got)-1].key[:len(got[len(got)-1].key):len(got[len(got)-1].key)], 0))
-		default:
-			bv.addSpan(got[len(got)-1].key, f.hi)
+		for j, i := range st {
+			t.record(&fs[i], got[j])
 		}
 	}
 	return nil
+}
+
+// record puts in the view the rows got that the read f returned.
+func (t *tx) record(f *fetch, got []*entry) {
+	bv := t.bucket(f.bucket)
+	for _, e := range got {
+		if bv.ents[string(e.key)] == nil {
+			bv.set(e)
+			t.cached += len(e.key) + len(e.val)
+		}
+	}
+	switch {
+	case f.keys != nil:
+		for _, k := range f.keys {
+			if bv.ents[string(k)] == nil {
+				bv.set(&entry{key: k})
+				t.cached += len(k)
+			}
+		}
+	case !f.reverse && len(got) < scanPage, f.reverse && len(got) < downPage:
+		bv.addSpan(f.lo, f.hi)
+	case !f.reverse:
+		last := got[len(got)-1].key
+		bv.addSpan(f.lo, append(last[:len(last):len(last)], 0))
+	default:
+		bv.addSpan(got[len(got)-1].key, f.hi)
+	}
 }
 
 // commitBatch builds the statements that write the view's dirty entries,

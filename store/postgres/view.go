@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 )
 
@@ -94,36 +95,33 @@ func (bv *bucketView) coveringBelow(k []byte) (span, bool) {
 }
 
 // addSpan records that every row of [lo, hi) is in the view, merging the
-// spans it overlaps or touches.
+// spans it overlaps or touches. It finds them by binary search, so that a
+// transaction that reads many ranges (an upgrade reindexing a store) does
+// not pay for all its spans at each one.
 func (bv *bucketView) addSpan(lo, hi []byte) {
 	if hi != nil && bytes.Compare(lo, hi) >= 0 {
 		return
 	}
-	out := bv.spans[:0:0]
-	placed := false
-	for _, s := range bv.spans {
-		switch {
-		case s.hi != nil && bytes.Compare(s.hi, lo) < 0: // wholly before
-			out = append(out, s)
-		case hi != nil && bytes.Compare(s.lo, hi) > 0: // wholly after
-			if !placed {
-				out = append(out, span{lo, hi})
-				placed = true
-			}
-			out = append(out, s)
-		default: // overlapping or adjacent: merge
-			if bytes.Compare(s.lo, lo) < 0 {
-				lo = s.lo
-			}
-			if hi != nil && (s.hi == nil || bytes.Compare(s.hi, hi) > 0) {
-				hi = s.hi
-			}
+	// spans[:i] end before lo; spans[j:] start after hi.
+	i := sort.Search(len(bv.spans), func(k int) bool {
+		s := bv.spans[k]
+		return s.hi == nil || bytes.Compare(s.hi, lo) >= 0
+	})
+	j := i
+	if hi == nil {
+		j = len(bv.spans)
+	} else {
+		j += sort.Search(len(bv.spans)-i, func(k int) bool { return bytes.Compare(bv.spans[i+k].lo, hi) > 0 })
+	}
+	if i < j {
+		if first := bv.spans[i]; bytes.Compare(first.lo, lo) < 0 {
+			lo = first.lo
+		}
+		if last := bv.spans[j-1]; hi != nil && (last.hi == nil || bytes.Compare(last.hi, hi) > 0) {
+			hi = last.hi
 		}
 	}
-	if !placed {
-		out = append(out, span{lo, hi})
-	}
-	bv.spans = out
+	bv.spans = slices.Replace(bv.spans, i, j, span{lo, hi})
 }
 
 // next returns the first present entry with lo <= key < hi (hi nil: no
