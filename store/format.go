@@ -37,7 +37,10 @@ import (
 //     an older store once, in id order.
 //   - 6: fact records are in a compact binary layout (see factrec.go)
 //     instead of CBOR maps; [Upgrade] rewrites them.
-const Format = 6
+//   - 7: the newest entries of the change log wait in sync.log.new before
+//     they move to sync.log (see sync.go); a crux of format 6 would not
+//     see them. Nothing older is rewritten.
+const Format = 7
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
