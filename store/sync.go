@@ -71,8 +71,8 @@ import (
 const (
 	bucketSyncLog    = "sync.log"     // tenant, NUL, seq (8 bytes BE) → fact id
 	bucketSyncNew    = "sync.log.new" // the same, for the newest entries (see syncStageMax)
-	bucketSyncOrigin = "sync.origin" // tenant, NUL, fact id → replica name
-	bucketSyncState  = "sync.state"  // replica, NUL, tenant → JSON SyncState
+	bucketSyncOrigin = "sync.origin"  // tenant, NUL, fact id → replica name
+	bucketSyncState  = "sync.state"   // replica, NUL, tenant → JSON SyncState
 )
 
 // SyncFact is a fact version as replicas exchange it (the JSON wire form).
