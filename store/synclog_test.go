@@ -113,6 +113,36 @@ func TestUpgradeFormat6(t *testing.T) {
 		return nil
 	}))
 	require.Greater(t, len(before["sync.log"]), 100, "the fixture's change log has entries")
+	search := func(tenant, agent, words string) []string {
+		ids := []string{}
+		require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+			res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant, Agent: agent},
+				Terms: store.Words(words), IncludeSuperseded: true, Limit: 1000,
+				Now: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Policy: store.DefaultDecayPolicy})
+			for _, f := range res.Facts {
+				ids = append(ids, f.ID)
+			}
+			return err
+		}))
+		return ids
+	}
+	type query struct{ tenant, agent, words string }
+	found := map[query][]string{}
+	var oldWords map[string]string
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error { oldWords = dump(t, tx, "facts.words"); return nil }))
+	for _, tenant := range []string{"default", "acme"} {
+		for _, agent := range []string{"", "alice", "bob"} {
+			for _, w := range []string{"widget3", "fixture", "value 7", "upgrade", "setting2"} {
+				q := query{tenant, agent, w}
+				found[q] = search(tenant, agent, w)
+			}
+		}
+	}
+	n := 0
+	for _, ids := range found {
+		n += len(ids)
+	}
+	require.Greater(t, n, 100, "the queries find facts")
 	tenants := []string{"default", "acme"}
 	oldLog := map[string][]string{}
 	heads := map[string]uint64{}
@@ -131,6 +161,24 @@ func TestUpgradeFormat6(t *testing.T) {
 		for _, b := range buckets {
 			assert.Equal(t, before[b], dump(t, tx, b), "bucket %s", b)
 		}
+		return nil
+	}))
+	for q, ids := range found {
+		assert.Equal(t, ids, search(q.tenant, q.agent, q.words), "%+v", q)
+	}
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		words := dump(t, tx, "facts.words")
+		oldSize, newSize := 0, 0
+		for k, v := range words {
+			assert.NotEqual(t, oldWords[k], v, "block %q rewritten", k)
+			oldSize += len(oldWords[k])
+			newSize += len(v)
+		}
+		assert.Len(t, words, len(oldWords))
+		assert.Less(t, 3*newSize, 2*oldSize, "blocks of %d bytes, were %d", newSize, oldSize)
+		problems, err := store.Diagnose(tx)
+		require.NoError(t, err)
+		assert.Empty(t, problems)
 		return nil
 	}))
 	for _, tenant := range tenants {
