@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"go.etcd.io/bbolt"
 )
 
 // pageOwners maps each page id reachable from the meta page of the bbolt
@@ -128,5 +130,36 @@ func BenchmarkWritePathDirtyPages(b *testing.B) {
 			name = "root"
 		}
 		b.ReportMetric(float64(tally[k])/float64(n), "pages-"+name+"/commit")
+	}
+}
+
+// BenchmarkWritePathBucketBytes reports, after 50,000 store_fact calls from
+// one caller, the bytes per fact each bucket holds in use
+// ("B-<bucket>/fact": keys, values and element headers of its leaves and
+// branches) and allocates ("alloc-B-<bucket>/fact": its pages), as bbolt's
+// bucket statistics count them. fsync is off.
+func BenchmarkWritePathBucketBytes(b *testing.B) {
+	n := scaled(50_000)
+	for b.Loop() {
+		path := filepath.Join(b.TempDir(), "crux.db")
+		fill(b, path, n)
+		db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = db.View(func(tx *bbolt.Tx) error {
+			return tx.ForEach(func(name []byte, bk *bbolt.Bucket) error {
+				s := bk.Stats()
+				inuse := s.LeafInuse + s.BranchInuse + s.InlineBucketInuse
+				alloc := s.LeafAlloc + s.BranchAlloc
+				b.ReportMetric(float64(inuse)/float64(n), "B-"+string(name)+"/fact")
+				b.ReportMetric(float64(alloc)/float64(n), "alloc-B-"+string(name)+"/fact")
+				return nil
+			})
+		})
+		db.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 }

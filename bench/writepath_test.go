@@ -54,6 +54,16 @@ func readFile(b *testing.B, path string) []byte {
 	return data
 }
 
+// short is n, or under -short a fiftieth of it (at least 200), as the
+// other benchmarks of the package do; it is this file's own, since older
+// versions of the package do not have theirs.
+func short(n int) int {
+	if testing.Short() {
+		return max(200, n/50)
+	}
+	return n
+}
+
 // fill writes n facts with storeArgs through a server on path, fsync off.
 func fill(b *testing.B, path string, n int) {
 	b.Helper()
@@ -79,7 +89,7 @@ func fill(b *testing.B, path string, n int) {
 // after each call.
 func BenchmarkWritePathPagesPerCommit(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "crux.db")
-	start := scaled(10_000)
+	start := short(10_000)
 	fill(b, path, start)
 	srv := newServer(b, path, nil)
 	var pages []int
@@ -99,7 +109,7 @@ func BenchmarkWritePathPagesPerCommit(b *testing.B) {
 // its pages in use (used-B/fact, see usedBytes). fsync is off: it
 // does not change what is written, only how long it takes.
 func BenchmarkWritePathFileBytes(b *testing.B) {
-	n := scaled(50_000)
+	n := short(50_000)
 	for b.Loop() {
 		path := filepath.Join(b.TempDir(), "crux.db")
 		fill(b, path, n)

@@ -256,6 +256,8 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		prefetchScan(tx, bucketFresh, nil, false)
 		if syncable(f) {
 			prefetchScan(tx, bucketSyncLog, append([]byte(n.Tenant), 0), true)
+			prefetchScan(tx, bucketSyncNew, append([]byte(n.Tenant), 0), true)
+			prefetchScan(tx, bucketSyncNew, nil, false)
 		}
 	}
 

@@ -37,7 +37,12 @@ import (
 //     an older store once, in id order.
 //   - 6: fact records are in a compact binary layout (see factrec.go)
 //     instead of CBOR maps; [Upgrade] rewrites them.
-const Format = 6
+//   - 7: the newest entries of the change log wait in sync.log.new before
+//     they move to sync.log (see sync.go); a crux of format 6 would not
+//     see them. Keyword posting blocks are in a compact layout (see
+//     postings.go), about half their format-6 size; [Upgrade] rewrites
+//     them.
+const Format = 7
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -108,6 +113,11 @@ func Upgrade(tx Tx) (from int, err error) {
 	if from < 6 {
 		if err := upgradeFactRecords(tx); err != nil {
 			return from, fmt.Errorf("store: rewriting the fact records: %w", err)
+		}
+	}
+	if from < 7 {
+		if err := upgradeBlocks(tx); err != nil {
+			return from, fmt.Errorf("store: rewriting the keyword posting blocks: %w", err)
 		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))

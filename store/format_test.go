@@ -442,7 +442,9 @@ func TestUpgradeFormat5Records(t *testing.T) {
 	db, err := bolt.Open(path, nil)
 	require.NoError(t, err)
 
-	unchanged := []string{"facts.entity", "facts.key", "facts.words", "facts.rank", "facts.active", "facts.fresh",
+	// facts.words is rewritten too, from format 7 (TestUpgradeFormat6
+	// checks it); the queries below find the same facts.
+	unchanged := []string{"facts.entity", "facts.key", "facts.rank", "facts.active", "facts.fresh",
 		"sync.log", "forgets", "forgets.facts", "receipts", "receipts.chain", "receipts.head"}
 	before := map[string]map[string]string{}
 	var oldFacts map[string]*store.Fact

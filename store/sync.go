@@ -25,7 +25,13 @@ import (
 // by [PutFact] and by [ApplySyncFacts] in the transaction that stores the
 // version. seq is one more than the tenant's last; a transaction reads
 // that last entry, so two concurrent writers of one tenant conflict in the
-// store and the log has no gaps and never goes back. A replica's cursor is
+// store and the log has no gaps and never goes back. The newest entries
+// (from format 7) wait in bucket sync.log.new, laid out alike, and move to
+// sync.log syncStageMax at a time: sync.log is a tree three levels deep
+// once it holds a few thousand entries, and an entry appended to it costs
+// a commit three pages to write, where the small bucket costs one. Every
+// seq in sync.log.new is above every seq of its tenant in sync.log, so a
+// reader walks sync.log, then sync.log.new. A replica's cursor is
 // a seq: [SyncChanges] returns the versions logged after it. A store
 // written before the log existed has its facts logged once, in id order,
 // by [Upgrade].
@@ -63,9 +69,10 @@ import (
 // Bucket sync.state holds, per replica and tenant, the [SyncState] of the
 // exchange: cursors, times and counts (JSON).
 const (
-	bucketSyncLog    = "sync.log"    // tenant, NUL, seq (8 bytes BE) → fact id
-	bucketSyncOrigin = "sync.origin" // tenant, NUL, fact id → replica name
-	bucketSyncState  = "sync.state"  // replica, NUL, tenant → JSON SyncState
+	bucketSyncLog    = "sync.log"     // tenant, NUL, seq (8 bytes BE) → fact id
+	bucketSyncNew    = "sync.log.new" // the same, for the newest entries (see syncStageMax)
+	bucketSyncOrigin = "sync.origin"  // tenant, NUL, fact id → replica name
+	bucketSyncState  = "sync.state"   // replica, NUL, tenant → JSON SyncState
 )
 
 // SyncFact is a fact version as replicas exchange it (the JSON wire form).
@@ -98,13 +105,74 @@ func syncLogKey(tenant string, seq uint64) []byte {
 func SyncHead(tx Tx, tenant string) (uint64, error) {
 	var seq uint64
 	prefix := append([]byte(tenant), 0)
-	err := tx.Scan(bucketSyncLog, prefix, true, func(k, _ []byte) error {
+	last := func(k, _ []byte) error {
 		if len(k) == len(prefix)+8 {
 			seq = binary.BigEndian.Uint64(k[len(prefix):])
 		}
 		return ErrStop
-	})
+	}
+	if err := tx.Scan(bucketSyncNew, prefix, true, last); err != nil || seq != 0 {
+		return seq, err
+	}
+	err := tx.Scan(bucketSyncLog, prefix, true, last)
 	return seq, err
+}
+
+// syncStageMax is how many entries sync.log.new holds at most: the write
+// that brings it there moves them all to sync.log. They fit one page.
+const syncStageMax = 48
+
+// scanLog calls fn with each entry of tenant's change log from seq from
+// on, in seq order: those of sync.log, then those of sync.log.new. fn
+// returning ErrStop ends the walk without error.
+func scanLog(tx Tx, tenant string, from uint64, fn func(k, v []byte) error) error {
+	stopped := false
+	visit := func(k, v []byte) error {
+		err := fn(k, v)
+		if errors.Is(err, ErrStop) {
+			stopped = true
+		}
+		return err
+	}
+	prefix := append([]byte(tenant), 0)
+	if err := scanFrom(tx, bucketSyncLog, prefix, syncLogKey(tenant, from), visit); err != nil || stopped {
+		return err
+	}
+	return scanFrom(tx, bucketSyncNew, prefix, syncLogKey(tenant, from), visit)
+}
+
+// flushSyncLog moves the entries of sync.log.new to sync.log once it holds
+// at least min of them (min 0 or 1: whenever it holds any).
+func flushSyncLog(tx Tx, min int) error {
+	n := 0
+	err := tx.Scan(bucketSyncNew, nil, false, func(_, _ []byte) error {
+		if n++; n >= min {
+			return ErrStop
+		}
+		return nil
+	})
+	if err != nil || n < min || n == 0 {
+		return err
+	}
+	var keys, vals [][]byte
+	if err := tx.Scan(bucketSyncNew, nil, false, func(k, v []byte) error {
+		keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(v))
+		return nil
+	}); err != nil {
+		return err
+	}
+	hintWriteOnce(tx, bucketSyncLog)
+	for i, k := range keys {
+		if err := tx.Put(bucketSyncLog, k, vals[i]); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if err := tx.Delete(bucketSyncNew, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // logFact appends f to its tenant's change log when the log carries it.
@@ -119,19 +187,24 @@ func logFact(tx Tx, f *Fact) error {
 	if last == math.MaxUint64 {
 		return fmt.Errorf("store: the change log of tenant %q is full", f.Tenant)
 	}
-	hintWriteOnce(tx, bucketSyncLog)
-	return tx.Put(bucketSyncLog, syncLogKey(f.Tenant, last+1), []byte(f.ID))
+	hintAppend(tx, bucketSyncNew)
+	if err := tx.Put(bucketSyncNew, syncLogKey(f.Tenant, last+1), []byte(f.ID)); err != nil {
+		return err
+	}
+	return flushSyncLog(tx, syncStageMax)
 }
 
 // backfillSyncLog logs, in id order, every syncable version not yet in its
 // tenant's log: the upgrade of a store written before the log existed.
 func backfillSyncLog(tx Tx) error {
 	logged := make(map[string]bool)
-	if err := tx.Scan(bucketSyncLog, nil, false, func(_, v []byte) error {
-		logged[string(v)] = true
-		return nil
-	}); err != nil {
-		return err
+	for _, b := range []string{bucketSyncLog, bucketSyncNew} {
+		if err := tx.Scan(b, nil, false, func(_, v []byte) error {
+			logged[string(v)] = true
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	var todo []*Fact
 	if err := tx.Scan(bucketFacts, nil, false, func(k, v []byte) error {
@@ -167,7 +240,7 @@ func backfillSyncLog(tx Tx) error {
 func SyncChanges(tx Tx, tenant string, after uint64, entityPrefix string, limit, maxBytes, maxScan int) (facts []SyncFact, next uint64, more bool, err error) {
 	next = after
 	scanned, size := 0, 0
-	err = scanFrom(tx, bucketSyncLog, append([]byte(tenant), 0), syncLogKey(tenant, after+1), func(k, v []byte) error {
+	err = scanLog(tx, tenant, after+1, func(k, v []byte) error {
 		if len(facts) == limit || scanned == maxScan {
 			more = true
 			return ErrStop
@@ -233,7 +306,7 @@ func ToSyncFact(f *Fact) SyncFact {
 func SyncPending(tx Tx, tenant string, after uint64, maxScan int, visit func(seq uint64, f *Fact, synced bool) bool) (last uint64, more bool, err error) {
 	last = after
 	scanned := 0
-	err = scanFrom(tx, bucketSyncLog, append([]byte(tenant), 0), syncLogKey(tenant, after+1), func(k, v []byte) error {
+	err = scanLog(tx, tenant, after+1, func(k, v []byte) error {
 		if scanned == maxScan {
 			more = true
 			return ErrStop
