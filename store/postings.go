@@ -67,6 +67,15 @@ func compactID(id string) ([]byte, bool) {
 	return b, true
 }
 
+// standardID is the standard fact id that the 16 bytes raw stand for:
+// compactID's inverse.
+func standardID(raw []byte) string {
+	var hx [34]byte
+	hx[0], hx[1] = 'f', '_'
+	hex.Encode(hx[2:], raw[:16])
+	return string(hx[:])
+}
+
 // blockMark is the first byte of a block in the layout of format 7.
 const blockMark = 0xfe
 
@@ -116,12 +125,20 @@ var errBadBlock = errors.New("store: malformed keyword posting block")
 // decodeBlock decodes a block of either layout; the postings share no
 // memory with v.
 func decodeBlock(v []byte) ([]posting, error) {
+	ps, _, err := decodeBlockLayout(v)
+	return ps, err
+}
+
+// decodeBlockLayout is decodeBlock, also reporting whether v is in the
+// layout of format 7.
+func decodeBlockLayout(v []byte) (ps []posting, current bool, err error) {
 	if len(v) > 0 && v[0] == blockMark {
 		if ps, err := decodeBlock7(v[1:]); err == nil {
-			return ps, nil
+			return ps, true, nil
 		}
 	}
-	return decodeBlock6(v)
+	ps, err = decodeBlock6(v)
+	return ps, false, err
 }
 
 // decodeBlock7 decodes the postings of a format-7 block, after its mark.
@@ -150,10 +167,7 @@ func decodeBlock7(v []byte) ([]posting, error) {
 			raw[0], raw[1], raw[2], raw[3], raw[4], raw[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
 			copy(raw[6:], v[n:n+10])
 			v = v[n+10:]
-			var hx [34]byte
-			hx[0], hx[1] = 'f', '_'
-			hex.Encode(hx[2:], raw[:])
-			id = string(hx[:])
+			id = standardID(raw[:])
 		} else {
 			l, n := binary.Uvarint(v)
 			if n <= 0 || l == 0 || l > postingIDMax || uint64(len(v)-n) < l {
@@ -201,7 +215,7 @@ func decodeBlock6(v []byte) ([]posting, error) {
 			if len(v) < 16 {
 				return nil, errBadBlock
 			}
-			id, v = "f_"+hex.EncodeToString(v[:16]), v[16:]
+			id, v = standardID(v[:16]), v[16:]
 		} else {
 			if len(v) < n {
 				return nil, errBadBlock
@@ -227,13 +241,8 @@ func upgradeBlocks(tx Tx) error {
 	type entry struct{ k, v []byte }
 	var todo []entry
 	if err := tx.Scan(bucketWords, nil, false, func(k, v []byte) error {
-		if len(v) > 0 && v[0] == blockMark {
-			if _, err := decodeBlock7(v[1:]); err == nil {
-				return nil
-			}
-		}
-		ps, err := decodeBlock6(v)
-		if err != nil {
+		ps, current, err := decodeBlockLayout(v)
+		if current || err != nil {
 			return nil
 		}
 		todo = append(todo, entry{bytes.Clone(k), encodeBlock(ps)})

@@ -142,16 +142,16 @@ func scanLog(tx Tx, tenant string, from uint64, fn func(k, v []byte) error) erro
 }
 
 // flushSyncLog moves the entries of sync.log.new to sync.log once it holds
-// at least min of them (min 0 or 1: whenever it holds any).
-func flushSyncLog(tx Tx, min int) error {
+// syncStageMax of them.
+func flushSyncLog(tx Tx) error {
 	n := 0
 	err := tx.Scan(bucketSyncNew, nil, false, func(_, _ []byte) error {
-		if n++; n >= min {
+		if n++; n == syncStageMax {
 			return ErrStop
 		}
 		return nil
 	})
-	if err != nil || n < min || n == 0 {
+	if err != nil || n < syncStageMax {
 		return err
 	}
 	var keys, vals [][]byte
@@ -191,7 +191,7 @@ func logFact(tx Tx, f *Fact) error {
 	if err := tx.Put(bucketSyncNew, syncLogKey(f.Tenant, last+1), []byte(f.ID)); err != nil {
 		return err
 	}
-	return flushSyncLog(tx, syncStageMax)
+	return flushSyncLog(tx)
 }
 
 // backfillSyncLog logs, in id order, every syncable version not yet in its
