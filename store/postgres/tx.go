@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -553,8 +552,13 @@ func (t *tx) pending(f *fetch) []fetch {
 		return fs
 	}
 	var out []fetch
-	keysAt := map[string]int{}    // bucket: index in out of its reads of keys
-	seen := map[string]struct{}{} // keys and ranges already in out
+	// read names a key (lo), or a range, already in out.
+	type read struct {
+		bucket, lo, hi     string
+		key, reverse, open bool // open: no upper bound
+	}
+	keysAt := map[string]int{} // bucket: index in out of its reads of keys
+	seen := map[read]bool{}
 	for _, q := range fs {
 		bv := t.bucket(q.bucket)
 		if q.keys != nil {
@@ -565,11 +569,11 @@ func (t *tx) pending(f *fetch) []fetch {
 				if _, ok := bv.covering(k); ok {
 					continue
 				}
-				id := q.bucket + "\x00" + string(k)
-				if _, ok := seen[id]; ok {
+				id := read{bucket: q.bucket, lo: string(k), key: true}
+				if seen[id] {
 					continue
 				}
-				seen[id] = struct{}{}
+				seen[id] = true
 				i, ok := keysAt[q.bucket]
 				if !ok {
 					i = len(out)
@@ -586,12 +590,11 @@ func (t *tx) pending(f *fetch) []fetch {
 		if _, ok := bv.coveringBelow(q.hi); ok && q.reverse {
 			continue
 		}
-		id := strconv.Quote(q.bucket) + strconv.FormatBool(q.reverse) + strconv.Quote(string(q.lo)) +
-			strconv.FormatBool(q.hi == nil) + strconv.Quote(string(q.hi))
-		if _, ok := seen[id]; ok {
+		id := read{bucket: q.bucket, lo: string(q.lo), hi: string(q.hi), reverse: q.reverse, open: q.hi == nil}
+		if seen[id] {
 			continue
 		}
-		seen[id] = struct{}{}
+		seen[id] = true
 		out = append(out, q)
 	}
 	return out
