@@ -91,8 +91,9 @@ func TestChangeLogStaged(t *testing.T) {
 }
 
 // TestUpgradeFormat6 opens a store written by the code of format 6, whose
-// change log is all in sync.log: the upgrade rewrites nothing but the
-// format record, the log reads as before, and versions written afterwards
+// change log is all in sync.log: the upgrade rewrites the keyword posting
+// blocks (smaller, finding the same facts) and the format record and
+// nothing else, the log reads as before, and versions written afterwards
 // continue it.
 func TestUpgradeFormat6(t *testing.T) {
 	path := openFixtureOf(t, "format6")
