@@ -58,6 +58,31 @@ func dump(t *testing.T, tx store.Tx, bucket string) map[string]string {
 
 // readFacts returns every fact of the store by id, each read with
 // GetFact, with its times in UTC.
+// fixtureQuery is a query of a fixture's facts, superseded versions
+// included: by key, or by words (limit 0: the default).
+type fixtureQuery struct {
+	tenant, agent, key, words string
+	limit                     int
+}
+
+// searchFixture returns the ids of the facts q finds, in order, at the
+// time the fixtures' queries are asked.
+func searchFixture(t *testing.T, tx store.Tx, q fixtureQuery) []string {
+	t.Helper()
+	fq := store.FactQuery{Scope: store.Scope{Tenant: q.tenant, Agent: q.agent}, Key: q.key, Limit: q.limit,
+		IncludeSuperseded: true, Now: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Policy: store.DefaultDecayPolicy}
+	if q.words != "" {
+		fq.Terms = store.Words(q.words)
+	}
+	res, err := store.SearchFacts(tx, fq)
+	require.NoError(t, err)
+	ids := []string{}
+	for _, f := range res.Facts {
+		ids = append(ids, f.ID)
+	}
+	return ids
+}
+
 func readFacts(t *testing.T, tx store.Tx) map[string]*store.Fact {
 	t.Helper()
 	out := map[string]*store.Fact{}
@@ -449,30 +474,16 @@ func TestUpgradeFormat5Records(t *testing.T) {
 	before := map[string]map[string]string{}
 	var oldFacts map[string]*store.Fact
 	var oldRecords map[string]string
-	type query struct{ tenant, agent, key, word string }
-	var queries []query
-	results := map[query][]string{}
-	search := func(tx store.Tx, q query) []string {
-		fq := store.FactQuery{Scope: store.Scope{Tenant: q.tenant, Agent: q.agent}, Key: q.key,
-			IncludeSuperseded: true, Now: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Policy: store.DefaultDecayPolicy}
-		if q.word != "" {
-			fq.Terms = store.Words(q.word)
-		}
-		res, err := store.SearchFacts(tx, fq)
-		require.NoError(t, err)
-		ids := []string{}
-		for _, f := range res.Facts {
-			ids = append(ids, f.ID)
-		}
-		return ids
-	}
+	var queries []fixtureQuery
+	results := map[fixtureQuery][]string{}
+	search := func(tx store.Tx, q fixtureQuery) []string { return searchFixture(t, tx, q) }
 	for _, tenant := range []string{"default", "acme"} {
 		for _, agent := range []string{"", "alice", "bob"} {
 			for i := range 4 {
-				queries = append(queries, query{tenant, agent, fmt.Sprintf("setting%d", i), ""})
+				queries = append(queries, fixtureQuery{tenant: tenant, agent: agent, key: fmt.Sprintf("setting%d", i)})
 			}
 			for _, w := range []string{"widget3", "fixture", "value 7", "upgrade"} {
-				queries = append(queries, query{tenant, agent, "", w})
+				queries = append(queries, fixtureQuery{tenant: tenant, agent: agent, words: w})
 			}
 		}
 	}

@@ -114,28 +114,19 @@ func TestUpgradeFormat6(t *testing.T) {
 		return nil
 	}))
 	require.Greater(t, len(before["sync.log"]), 100, "the fixture's change log has entries")
-	search := func(tenant, agent, words string) []string {
-		ids := []string{}
-		require.NoError(t, db.View(ctx, func(tx store.Tx) error {
-			res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant, Agent: agent},
-				Terms: store.Words(words), IncludeSuperseded: true, Limit: 1000,
-				Now: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Policy: store.DefaultDecayPolicy})
-			for _, f := range res.Facts {
-				ids = append(ids, f.ID)
-			}
-			return err
-		}))
+	search := func(q fixtureQuery) []string {
+		var ids []string
+		require.NoError(t, db.View(ctx, func(tx store.Tx) error { ids = searchFixture(t, tx, q); return nil }))
 		return ids
 	}
-	type query struct{ tenant, agent, words string }
-	found := map[query][]string{}
+	found := map[fixtureQuery][]string{}
 	var oldWords map[string]string
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error { oldWords = dump(t, tx, "facts.words"); return nil }))
 	for _, tenant := range []string{"default", "acme"} {
 		for _, agent := range []string{"", "alice", "bob"} {
 			for _, w := range []string{"widget3", "fixture", "value 7", "upgrade", "setting2"} {
-				q := query{tenant, agent, w}
-				found[q] = search(tenant, agent, w)
+				q := fixtureQuery{tenant: tenant, agent: agent, words: w, limit: 1000}
+				found[q] = search(q)
 			}
 		}
 	}
@@ -165,7 +156,7 @@ func TestUpgradeFormat6(t *testing.T) {
 		return nil
 	}))
 	for q, ids := range found {
-		assert.Equal(t, ids, search(q.tenant, q.agent, q.words), "%+v", q)
+		assert.Equal(t, ids, search(q), "%+v", q)
 	}
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
 		words := dump(t, tx, "facts.words")
