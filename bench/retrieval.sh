@@ -7,6 +7,8 @@
 # to bench/retrieval/testdata/results.json.
 #
 #	bench/retrieval.sh [compare flags...]      e.g. -reps 10, -systems bleve
+#	bench/retrieval.sh --paths                 make the corpus and queries,
+#	                                           print their paths, no run
 #
 # Environment:
 #	N, SEED         query count and seed (1000, 1)
@@ -30,10 +32,14 @@ ckey=$(printf '%s' "$ckey" | sha256sum | cut -c1-10)
 corpus=$data/corpus-$gov-$ckey.jsonl
 queries=$data/queries-$ckey-$(key queries.go cmd/queries/main.go)-n$n-seed$seed.jsonl
 if [ ! -s "$corpus" ]; then
-	go run ./cmd/corpus -out "$corpus"
+	go run ./cmd/corpus -out "$corpus" >&2
 fi
 if [ ! -s "$queries" ]; then
-	go run ./cmd/queries -corpus "$corpus" -out "$queries" -n "$n" -seed "$seed"
+	go run ./cmd/queries -corpus "$corpus" -out "$queries" -n "$n" -seed "$seed" >&2
+fi
+if [ "${1:-}" = --paths ]; then
+	echo "$corpus" "$queries"
+	exit 0
 fi
 
 go run ./cmd/compare -corpus "$corpus" -queries "$queries" \

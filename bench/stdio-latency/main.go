@@ -3,7 +3,7 @@
 // previous one, and its latency runs from writing the request line to
 // reading the reply line.
 //
-//	stdio-latency [-prefill N] [-writes N] [-queries N] -- COMMAND [ARG...]
+//	stdio-latency [-prefill N] [-writes N] [-queries N] [-doc-queries FILE [-tenant T]] -- COMMAND [ARG...]
 //
 // It starts COMMAND (typically crux serve --data DIR) with pipes on its
 // standard input and output and does the MCP initialize handshake. Then,
@@ -16,7 +16,13 @@
 //   - -queries N sends N query_facts calls one at a time, a keyword query
 //     for a topic word of the prefilled facts (its top 10 of 100 matches),
 //     and times each. -topics says how many topic words the store holds
-//     when it was prefilled by an earlier run (default: N/100 of -prefill).
+//     when it was prefilled by an earlier run (default: N/100 of -prefill);
+//   - -doc-queries FILE sends one query call (document retrieval, limit
+//     10, the default token_budget) for each line of FILE, one at a time,
+//     in the order of the file, and times each. FILE holds JSON lines with
+//     a "query" field, as bench/retrieval's cmd/queries writes them; the
+//     documents must have been ingested into tenant -tenant beforehand
+//     (crux ingest --tenant T).
 //
 // The report is one line of key=value pairs on standard output: the
 // calls made and the p50 and p99 of each timed phase, in milliseconds.
@@ -45,10 +51,20 @@ func main() {
 	writes := flag.Int("writes", 0, "store_fact calls to time, one at a time")
 	queries := flag.Int("queries", 0, "query_facts calls to time, one at a time")
 	topics := flag.Int("topics", 0, "topic words in a store prefilled earlier (default prefill/100)")
+	docQueries := flag.String("doc-queries", "", "JSONL `file` of document queries to time, one query call each")
+	tenant := flag.String("tenant", "bench", "the `tenant` whose documents -doc-queries asks")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: stdio-latency [-prefill N] [-writes N] [-queries N] [-topics N] -- COMMAND [ARG...]")
+		fmt.Fprintln(os.Stderr, "usage: stdio-latency [-prefill N] [-writes N] [-queries N] [-topics N] [-doc-queries FILE [-tenant T]] -- COMMAND [ARG...]")
 		os.Exit(2)
+	}
+	var docs []string
+	if *docQueries != "" {
+		var err error
+		if docs, err = readQueries(*docQueries); err != nil {
+			fmt.Fprintln(os.Stderr, "stdio-latency:", err)
+			os.Exit(2)
+		}
 	}
 	if *topics == 0 {
 		*topics = *prefill / 100
@@ -57,7 +73,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "stdio-latency: -queries needs -prefill or -topics")
 		os.Exit(2)
 	}
-	line, err := run(flag.Args(), *prefill, *writes, *queries, *topics)
+	line, err := run(flag.Args(), *prefill, *writes, *queries, *topics, *tenant, docs)
 	if line != "" {
 		fmt.Println(line)
 	}
@@ -159,7 +175,36 @@ func storeParams(i, topics int) string {
 		i/10, i%10, i, i%max(1, topics), i%5000)
 }
 
-func run(argv []string, prefill, writes, queries, topics int) (string, error) {
+// readQueries returns the "query" field of each line of a JSONL file.
+func readQueries(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var qs []string
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal([]byte(line), &q); err != nil || q.Query == "" {
+			return nil, fmt.Errorf("%s:%d: not a line {\"query\": ...}", path, i+1)
+		}
+		qs = append(qs, q.Query)
+	}
+	return qs, nil
+}
+
+// docQueryParams is a query call asking tenant for q.
+func docQueryParams(tenant, q string) string {
+	args, _ := json.Marshal(struct {
+		TenantID string `json:"tenant_id"`
+		Query    string `json:"query"`
+		Limit    int    `json:"limit"`
+	}{tenant, q, 10})
+	return `{"name":"query","arguments":` + string(args) + `}`
+}
+
+func run(argv []string, prefill, writes, queries, topics int, tenant string, docs []string) (string, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -264,6 +309,11 @@ func run(argv []string, prefill, writes, queries, topics int) (string, error) {
 		if err := timed("queries", queries, func(i int) string {
 			return fmt.Sprintf(`{"name":"query_facts","arguments":{"query":"topic%04d"}}`, (i*7919)%topics)
 		}); err != nil {
+			return strings.Join(report, " "), err
+		}
+	}
+	if len(docs) > 0 {
+		if err := timed("docqueries", len(docs), func(i int) string { return docQueryParams(tenant, docs[i]) }); err != nil {
 			return strings.Join(report, " "), err
 		}
 	}
