@@ -93,10 +93,29 @@
 //
 // A purged value is deleted from kv: no query can read it. PostgreSQL
 // keeps a deleted row's bytes in its page until VACUUM reclaims the space;
-// [DB.Compact] (store.Compacter, which crux purge calls) runs VACUUM on kv,
-// after which they are gone from the table's live pages. VACUUM FULL, which
-// rewrites the table file, needs an exclusive lock and is left to the
-// operator.
+// [DB.Compact] (store.Compacter, which crux purge calls) runs VACUUM
+// (ANALYZE) on kv, after which they are gone from the table's live pages.
+// VACUUM FULL, which rewrites the table file, needs an exclusive lock and
+// is left to the operator.
+//
+// # Server settings
+//
+// PostgreSQL's defaults serve crux, with two points for busy deployments:
+//
+//   - autovacuum must stay on (the default). Besides reclaiming the rows
+//     that writes replace (a posting block or a change-log head is
+//     rewritten at each store_fact), it keeps the table's statistics, by
+//     which the planner reads a range of keys through the index in key
+//     order instead of fetching the whole range and sorting it. After a
+//     bulk load on a server without it, run VACUUM ANALYZE on kv
+//     ([DB.Compact] does). The point reads and deletes do not depend on
+//     statistics: each key is one index lookup.
+//   - max_pred_locks_per_transaction (default 64) sizes the shared table of
+//     the predicate locks that SERIALIZABLE transactions take on the rows
+//     and pages they read. A batch of concurrent store_facts reads many,
+//     and a parallel load of 100,000 facts has exhausted the default
+//     ("out of shared memory", with a hint naming the setting): give busy
+//     deployments 256 or more (it takes effect at a server restart).
 package postgres
 
 import (
@@ -370,14 +389,15 @@ func (db *DB) wrap(ctx context.Context, err error) error {
 	return err
 }
 
-// Compact runs VACUUM on the table, so the space of deleted and
-// overwritten values (purged facts among them) is reclaimed (see the
-// package documentation). It implements store.Compacter.
+// Compact runs VACUUM (ANALYZE) on the table, so the space of deleted and
+// overwritten values (purged facts among them) is reclaimed and the
+// planner's statistics are fresh (see the package documentation). It
+// implements store.Compacter.
 func (db *DB) Compact(ctx context.Context) error {
 	if db.closed.Load() {
 		return store.ErrClosed
 	}
-	_, err := db.pool.Exec(ctx, "VACUUM kv")
+	_, err := db.pool.Exec(ctx, "VACUUM (ANALYZE) kv")
 	return db.wrap(ctx, err)
 }
 

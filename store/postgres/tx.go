@@ -428,7 +428,12 @@ const (
 	sqlPageHi   = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT 256"
 	sqlPageDown = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 ORDER BY key DESC LIMIT 16"
 	sqlPageDnHi = "SELECT key, value FROM kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT 16"
-	sqlKeys     = "SELECT key, value FROM kv WHERE bucket = $1 AND key = ANY($2)"
+	// The rows of keys, one index lookup each whatever the planner's
+	// statistics say: a LATERAL subquery with a LIMIT is not flattened
+	// into a join, which, on a table without statistics (autovacuum off,
+	// or not yet run), the planner may run as a scan of the whole bucket.
+	sqlKeys = `SELECT s.key, s.value FROM unnest($2::bytea[]) AS r(k)
+		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key = r.k LIMIT 1) s`
 
 	// Pages of several ranges of one bucket in one statement: each
 	// range's rows, in its order, with its number (from 1).
@@ -442,7 +447,11 @@ const (
 		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo AND key < r.hi ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
 	sqlUpsert = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
 		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`
-	sqlDelete = "DELETE FROM kv WHERE (bucket, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))"
+	// The rows of (bucket, key) pairs, found as sqlKeys finds them (the
+	// IN form was planned as a hash join over a scan of the table) and
+	// deleted by their row address.
+	sqlDelete = `DELETE FROM kv WHERE ctid = ANY (ARRAY(SELECT s.ctid FROM unnest($1::text[], $2::bytea[]) AS r(b, k)
+		CROSS JOIN LATERAL (SELECT ctid FROM kv WHERE bucket = r.b AND key = r.k LIMIT 1) s))`
 )
 
 func init() {
