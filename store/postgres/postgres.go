@@ -24,10 +24,11 @@
 // from this process or any other, behave as if they ran one after the
 // other: two servers storing a version of the same fact at once cannot
 // both make it current, and a tenant's receipt chain cannot fork. When
-// PostgreSQL aborts one of them (SQLSTATE 40001, serialization failure, or
-// 40P01, deadlock), Update runs fn again in a new transaction, after a
-// random backoff growing to at most 64 ms, until it commits, ctx ends, or
-// [Options.MaxRetries] attempts have failed. fn may therefore run more
+// PostgreSQL aborts one of them (SQLSTATE 40001, serialization failure,
+// 40P01, deadlock, or 23505, unique violation: see Round trips), Update
+// runs fn again in a new transaction, after a random backoff growing to at
+// most 64 ms, until it commits, ctx ends, or [Options.MaxRetries] attempts
+// have failed. fn may therefore run more
 // than once, which the store contract allows: crux's transaction
 // functions compute everything from what they read in the transaction
 // and have no effect outside it (random ids and signatures are made
@@ -61,8 +62,13 @@
 // A transaction keeps what it has read (the snapshot does not change
 // while it runs) and the ranges it has read in full, so reading a key or a
 // range again costs nothing. Its writes are kept too and sent at commit,
-// as one INSERT ... ON CONFLICT and one DELETE over arrays, in the same
-// round trip as the COMMIT. BEGIN is sent with the first read, and the
+// in the same round trip as the COMMIT, as statements over arrays: an
+// INSERT of the keys it read as absent, an INSERT ... ON CONFLICT of the
+// others, a DELETE of the keys it did not read as absent (deleting a key
+// read as absent sends nothing). A plain INSERT costs the server less than
+// the speculative insertion of ON CONFLICT; when a concurrent transaction
+// has inserted one of its keys since the snapshot, the unique violation
+// aborts the transaction and Update runs fn again. BEGIN is sent with the first read, and the
 // reads a transaction announces through [store.Prefetcher] go with its next
 // one: a keyword query costs two round trips, a store_fact alone two (and
 // a third when it retires a current version). A View's ROLLBACK is sent
@@ -372,10 +378,15 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 }
 
-// retryable reports whether err aborted a transaction that may run again.
+// retryable reports whether err aborted a transaction that may run again:
+// a serialization failure, a deadlock, or a unique violation, which only
+// the plain INSERT of a commit can raise (every other write is an INSERT
+// ... ON CONFLICT), on a key the transaction read as absent and a
+// concurrent one has inserted since: a serialization failure that
+// PostgreSQL reports as a unique violation.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "23505")
 }
 
 // wrap turns a driver error into the store's: ctx's error when ctx ended.

@@ -199,7 +199,9 @@ func (t *tx) Delete(bucket string, key []byte) error {
 
 // write puts the dirty entry e in the view.
 func (t *tx) write(bucket string, e *entry) {
-	old := t.bucket(bucket).set(e)
+	bv := t.bucket(bucket)
+	e.base = bv.base(e.key)
+	old := bv.set(e)
 	if old != nil && !old.dirty {
 		t.cached -= len(old.key) + len(old.val)
 	}
@@ -445,7 +447,13 @@ const (
 		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
 	sqlPagesDnHi = `SELECT r.i, s.key, s.value FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r(lo, hi, i)
 		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key >= r.lo AND key < r.hi ORDER BY key DESC LIMIT 16) s ORDER BY r.i, s.key DESC`
-	sqlUpsert = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
+	// The rows the transaction read as absent are inserted, which costs
+	// the server less than an INSERT ... ON CONFLICT (no speculative
+	// insertion); should a concurrent transaction have inserted one
+	// meanwhile, the unique violation aborts the transaction, and Update
+	// runs it again (see retryable).
+	sqlInsert = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])`
+	sqlUpsert = sqlInsert + `
 		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`
 	// The rows of (bucket, key) pairs, found as sqlKeys finds them (the
 	// IN form was planned as a hash join over a scan of the table) and
@@ -729,38 +737,64 @@ func (t *tx) commitBatch() *pgx.Batch {
 	if !t.begun {
 		b.Queue(t.begin)
 	}
-	head := b.Len()
-	var pb, db []string
-	var pk, pv, dk [][]byte
-	flush := func(force bool) {
-		if len(pb) > 0 && (force || len(pb) >= maxPerStatement) {
-			b.Queue(sqlUpsert, pb, pk, pv)
-			pb, pk, pv = nil, nil, nil
-		}
-		if len(db) > 0 && (force || len(db) >= maxPerStatement) {
-			b.Queue(sqlDelete, db, dk)
-			db, dk = nil, nil
-		}
-	}
+	ins, ups, del := rowWrites{sql: sqlInsert}, rowWrites{sql: sqlUpsert}, rowWrites{sql: sqlDelete}
+	dirty := false
 	for _, name := range names {
 		for _, e := range t.buckets[name].keys {
-			switch {
-			case !e.dirty:
+			if !e.dirty {
 				continue
-			case e.present:
-				pb, pk, pv = append(pb, name), append(pk, e.key), append(pv, e.val)
-			default:
-				db, dk = append(db, name), append(dk, e.key)
 			}
-			flush(false)
+			dirty = true
+			switch {
+			case e.present && e.base == baseAbsent:
+				ins.add(b, name, e.key, e.val)
+			case e.present:
+				ups.add(b, name, e.key, e.val)
+			case e.base != baseAbsent: // no row to delete otherwise
+				del.add(b, name, e.key, nil)
+			}
 		}
 	}
-	flush(true)
-	if b.Len() == head {
-		return nil
+	ins.queue(b)
+	ups.queue(b)
+	del.queue(b)
+	if !dirty || !t.begun && b.Len() == 1 {
+		return nil // nothing written, or nothing read nor left to write
 	}
 	b.Queue("COMMIT")
 	return b
+}
+
+// rowWrites gathers the rows of one write statement of a commit.
+type rowWrites struct {
+	sql        string
+	buckets    []string
+	keys, vals [][]byte // vals nil for a delete
+}
+
+// add adds a row, queueing the statement on b once it holds
+// maxPerStatement rows.
+func (w *rowWrites) add(b *pgx.Batch, bucket string, key, val []byte) {
+	w.buckets, w.keys = append(w.buckets, bucket), append(w.keys, key)
+	if val != nil {
+		w.vals = append(w.vals, val)
+	}
+	if len(w.keys) >= maxPerStatement {
+		w.queue(b)
+	}
+}
+
+// queue queues the statement of the rows added since the last, if any.
+func (w *rowWrites) queue(b *pgx.Batch) {
+	switch {
+	case len(w.keys) == 0:
+		return
+	case w.sql == sqlDelete:
+		b.Queue(w.sql, w.buckets, w.keys)
+	default:
+		b.Queue(w.sql, w.buckets, w.keys, w.vals)
+	}
+	w.buckets, w.keys, w.vals = nil, nil, nil
 }
 
 // commit writes the view's dirty entries and commits, in one round trip.
