@@ -433,7 +433,9 @@ const (
 	// The rows of keys, one index lookup each whatever the planner's
 	// statistics say: a LATERAL subquery with a LIMIT is not flattened
 	// into a join, which, on a table without statistics (autovacuum off,
-	// or not yet run), the planner may run as a scan of the whole bucket.
+	// or not yet run), the planner may run as a scan of the whole bucket
+	// (key = ANY($2) was: up to 1 ms a statement in a 32-caller
+	// store_fact run, against 0.04 ms).
 	sqlKeys = `SELECT s.key, s.value FROM unnest($2::bytea[]) AS r(k)
 		CROSS JOIN LATERAL (SELECT key, value FROM kv WHERE bucket = $1 AND key = r.k LIMIT 1) s`
 
@@ -455,9 +457,10 @@ const (
 	sqlInsert = `INSERT INTO kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])`
 	sqlUpsert = sqlInsert + `
 		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`
-	// The rows of (bucket, key) pairs, found as sqlKeys finds them (the
-	// IN form was planned as a hash join over a scan of the table) and
-	// deleted by their row address.
+	// The rows of (bucket, key) pairs, each found by a lookup of the
+	// primary key (a LATERAL subquery with a LIMIT is not flattened into a
+	// join; the IN form was planned as a hash join over a scan of the
+	// table) and deleted by its row address.
 	sqlDelete = `DELETE FROM kv WHERE ctid = ANY (ARRAY(SELECT s.ctid FROM unnest($1::text[], $2::bytea[]) AS r(b, k)
 		CROSS JOIN LATERAL (SELECT ctid FROM kv WHERE bucket = r.b AND key = r.k LIMIT 1) s))`
 )
