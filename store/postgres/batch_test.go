@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crux-go/crux/internal/pgtest"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/postgres"
 )
@@ -322,4 +323,47 @@ func expectValue(p, k string) string {
 	var i int
 	fmt.Sscanf(k[len(p):], "%d", &i)
 	return fmt.Sprintf("v%s%d", p, i)
+}
+
+// Two servers that both read a key as absent and then insert it: the
+// commit that comes second is aborted (a serialization failure, or a
+// unique violation on the key the first inserted), and its
+// Update runs again, now reading the key, instead of failing.
+func TestInsertOfKeyReadAbsentRetries(t *testing.T) {
+	first, schema := openSchema(t)
+	second, err := postgres.Open(context.Background(), pgtest.DSN(t), &postgres.Options{Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { second.Close() })
+	ctx := context.Background()
+	var read sync.WaitGroup // both have read the key as absent in their first run
+	read.Add(2)
+	var runs [2]int
+	var wg sync.WaitGroup
+	for i, db := range []*postgres.DB{first, second} {
+		wg.Go(func() {
+			assert.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+				runs[i]++
+				v, err := tx.Get("b", []byte("k"))
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					v = nil
+				case err != nil:
+					return err
+				}
+				if runs[i] == 1 {
+					read.Done()
+					read.Wait()
+				}
+				return tx.Put("b", []byte("k"), append(v, byte('a'+i)))
+			}))
+		})
+	}
+	wg.Wait()
+	var v []byte
+	require.NoError(t, first.View(ctx, func(tx store.Tx) error {
+		v, err = tx.Get("b", []byte("k"))
+		return err
+	}))
+	assert.ElementsMatch(t, []byte("ab"), v, "each server's write, one after the other")
+	assert.Equal(t, 3, runs[0]+runs[1], "the second to commit ran again once")
 }

@@ -24,10 +24,11 @@
 // from this process or any other, behave as if they ran one after the
 // other: two servers storing a version of the same fact at once cannot
 // both make it current, and a tenant's receipt chain cannot fork. When
-// PostgreSQL aborts one of them (SQLSTATE 40001, serialization failure, or
-// 40P01, deadlock), Update runs fn again in a new transaction, after a
-// random backoff growing to at most 64 ms, until it commits, ctx ends, or
-// [Options.MaxRetries] attempts have failed. fn may therefore run more
+// PostgreSQL aborts one of them (SQLSTATE 40001, serialization failure,
+// 40P01, deadlock, or 23505, unique violation: see Round trips), Update
+// runs fn again in a new transaction, after a random backoff growing to at
+// most 64 ms, until it commits, ctx ends, or [Options.MaxRetries] attempts
+// have failed. fn may therefore run more
 // than once, which the store contract allows: crux's transaction
 // functions compute everything from what they read in the transaction
 // and have no effect outside it (random ids and signatures are made
@@ -61,8 +62,13 @@
 // A transaction keeps what it has read (the snapshot does not change
 // while it runs) and the ranges it has read in full, so reading a key or a
 // range again costs nothing. Its writes are kept too and sent at commit,
-// as one INSERT ... ON CONFLICT and one DELETE over arrays, in the same
-// round trip as the COMMIT. BEGIN is sent with the first read, and the
+// in the same round trip as the COMMIT, as statements over arrays: an
+// INSERT of the keys it read as absent, an INSERT ... ON CONFLICT of the
+// others, a DELETE of the keys it did not read as absent (deleting a key
+// read as absent sends nothing). A plain INSERT costs the server less than
+// the speculative insertion of ON CONFLICT; when a concurrent transaction
+// has inserted one of its keys since the snapshot, the unique violation
+// aborts the transaction and Update runs fn again. BEGIN is sent with the first read, and the
 // reads a transaction announces through [store.Prefetcher] go with its next
 // one: a keyword query costs two round trips, a store_fact alone two (and
 // a third when it retires a current version). A View's ROLLBACK is sent
@@ -93,10 +99,38 @@
 //
 // A purged value is deleted from kv: no query can read it. PostgreSQL
 // keeps a deleted row's bytes in its page until VACUUM reclaims the space;
-// [DB.Compact] (store.Compacter, which crux purge calls) runs VACUUM on kv,
-// after which they are gone from the table's live pages. VACUUM FULL, which
-// rewrites the table file, needs an exclusive lock and is left to the
-// operator.
+// [DB.Compact] (store.Compacter, which crux purge calls) runs VACUUM
+// (ANALYZE) on kv, after which they are gone from the table's live pages.
+// VACUUM FULL, which rewrites the table file, needs an exclusive lock and
+// is left to the operator.
+//
+// # Planner settings
+//
+// Every statement crux sends reads kv through its primary key: a key, a
+// few keys, or the first rows of a key range in key order. Its
+// connections set plan_cache_mode = force_generic_plan, enable_seqscan =
+// off and enable_bitmapscan = off (unless the connection string sets
+// them): each statement is planned once per connection instead of at each
+// execution (planning was three quarters of the server's time for a range
+// read), and the plan is an index scan in key order whatever the table's
+// statistics say, where a table without statistics had a range read
+// fetch the whole range and sort it, or a bucket scanned for a few keys.
+//
+// # Server settings
+//
+// PostgreSQL's defaults serve crux, with two points for busy deployments:
+//
+//   - autovacuum must stay on (the default): it reclaims the rows that
+//     writes replace (a posting block or a change-log head is rewritten at
+//     each store_fact) and keeps the table's statistics. After a bulk load
+//     on a server without it, run VACUUM ANALYZE on kv ([DB.Compact]
+//     does).
+//   - max_pred_locks_per_transaction (default 64) sizes the shared table of
+//     the predicate locks that SERIALIZABLE transactions take on the rows
+//     and pages they read. A batch of concurrent store_facts reads many,
+//     and a parallel load of 100,000 facts has exhausted the default
+//     ("out of shared memory", with a hint naming the setting): give busy
+//     deployments 256 or more (it takes effect at a server restart).
 package postgres
 
 import (
@@ -183,6 +217,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("store/postgres: %w", err)
 	}
 	cfg.MaxConns = o.MaxConns
+	for name, v := range plannerParams {
+		if _, set := cfg.ConnConfig.RuntimeParams[name]; !set {
+			cfg.ConnConfig.RuntimeParams[name] = v
+		}
+	}
 	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
 	if o.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
@@ -204,6 +243,14 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 	db := &DB{pool: pool, maxRetries: o.MaxRetries}
 	db.cond.L = &db.mu
 	return db, nil
+}
+
+// plannerParams are the planner settings of crux's connections (see the
+// package documentation), unless the connection string sets them.
+var plannerParams = map[string]string{
+	"plan_cache_mode":   "force_generic_plan",
+	"enable_seqscan":    "off",
+	"enable_bitmapscan": "off",
 }
 
 // migrationLock is the advisory lock key that serialises migrations.
@@ -353,10 +400,15 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 }
 
-// retryable reports whether err aborted a transaction that may run again.
+// retryable reports whether err aborted a transaction that may run again:
+// a serialization failure, a deadlock, or a unique violation, which only
+// the plain INSERT of a commit can raise (every other write is an INSERT
+// ... ON CONFLICT), on a key the transaction read as absent and a
+// concurrent one has inserted since: a serialization failure that
+// PostgreSQL reports as a unique violation.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "23505")
 }
 
 // wrap turns a driver error into the store's: ctx's error when ctx ended.
@@ -370,14 +422,15 @@ func (db *DB) wrap(ctx context.Context, err error) error {
 	return err
 }
 
-// Compact runs VACUUM on the table, so the space of deleted and
-// overwritten values (purged facts among them) is reclaimed (see the
-// package documentation). It implements store.Compacter.
+// Compact runs VACUUM (ANALYZE) on the table, so the space of deleted and
+// overwritten values (purged facts among them) is reclaimed and the
+// planner's statistics are fresh (see the package documentation). It
+// implements store.Compacter.
 func (db *DB) Compact(ctx context.Context) error {
 	if db.closed.Load() {
 		return store.ErrClosed
 	}
-	_, err := db.pool.Exec(ctx, "VACUUM kv")
+	_, err := db.pool.Exec(ctx, "VACUUM (ANALYZE) kv")
 	return db.wrap(ctx, err)
 }
 

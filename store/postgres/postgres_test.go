@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"net/url"
 	"testing"
 	"time"
 
@@ -133,4 +134,26 @@ func TestDocuments(t *testing.T) {
 		return err
 	}))
 	assert.Empty(t, search("bbolt"))
+}
+
+// The connections plan each statement once and read kv through its
+// primary key, unless the connection string says otherwise.
+func TestPlannerSettings(t *testing.T) {
+	db, schema := openSchema(t)
+	for name, want := range map[string]string{"plan_cache_mode": "force_generic_plan", "enable_seqscan": "off", "enable_bitmapscan": "off"} {
+		got, err := postgres.Setting(db, name)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, name)
+	}
+	u, err := url.Parse(pgtest.DSN(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("enable_seqscan", "on")
+	u.RawQuery = q.Encode()
+	own, err := postgres.Open(context.Background(), u.String(), &postgres.Options{Schema: schema})
+	require.NoError(t, err)
+	defer own.Close()
+	got, err := postgres.Setting(own, "enable_seqscan")
+	require.NoError(t, err)
+	assert.Equal(t, "on", got, "the connection string's setting")
 }

@@ -14,11 +14,42 @@ import (
 
 // entry is one key of a bucket's view: its value in the transaction, or
 // its absence (present false), read from the server (clean) or written by
-// the transaction (dirty).
+// the transaction (dirty). A dirty entry also knows whether the key has a
+// row in the transaction's snapshot (base), when the transaction read it
+// before writing it: the commit then inserts or deletes the row with
+// cheaper statements, or sends nothing.
 type entry struct {
 	key, val []byte
 	present  bool
 	dirty    bool
+	base     base
+}
+
+// base is what a transaction knows of a key's row in its snapshot.
+type base uint8
+
+const (
+	baseUnknown base = iota // never read
+	baseAbsent              // read: no row
+	basePresent             // read: a row
+)
+
+// base returns what the view knows of the row of key in the snapshot:
+// from the entry read from the server, or the one the first write of the
+// key replaced, or a range read that covered the key.
+func (bv *bucketView) base(key []byte) base {
+	switch e := bv.ents[string(key)]; {
+	case e != nil && e.dirty:
+		return e.base
+	case e != nil && e.present:
+		return basePresent
+	case e != nil:
+		return baseAbsent
+	}
+	if _, ok := bv.covering(key); ok {
+		return baseAbsent
+	}
+	return baseUnknown
 }
 
 // span is a key range [lo, hi) (hi nil: no upper bound) every row of
