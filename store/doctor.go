@@ -34,7 +34,7 @@ var factIndexes = []struct {
 	bucket string
 	id     func(k, v []byte) (string, bool)
 }{
-	{bucketEntity, func(_, v []byte) (string, bool) { return string(v), true }},
+	{bucketEntity, func(_, v []byte) (string, bool) { return string(entityID(v)), true }},
 	// One entry per chain, with an empty value: checked by keyEntryProblem.
 	{bucketKey, func(_, v []byte) (string, bool) { return string(v), true }},
 	// Blocks of postings: checked posting by posting by blockProblems.
@@ -188,6 +188,7 @@ func keyEntryProblem(tx Tx, k []byte, unreadable map[string]bool) (*Problem, err
 	}
 	found := false
 	err := tx.Scan(bucketEntity, indexKey(string(k[:i]), stored, key, ""), false, func(_, v []byte) error {
+		v = entityID(v)
 		if unreadable[string(v)] {
 			return nil
 		}
@@ -298,7 +299,7 @@ func Repair(tx Tx) ([]Problem, error) {
 func recountActive(tx Tx, tenant, stored string) error {
 	var n uint64
 	err := tx.Scan(bucketEntity, indexKey(tenant, stored, ""), false, func(_, v []byte) error {
-		f, err := GetFact(tx, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return err
 		}

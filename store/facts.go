@@ -267,7 +267,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		if f.Version == 0 {
 			f.Version = binary.BigEndian.Uint32(k[len(k)-4:]) + 1
 		}
-		old, err := indexedFact(tx, bucketEntity, string(v))
+		old, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}
@@ -334,7 +334,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	if err := writeFact(tx, f); err != nil {
 		return nil, nil, err
 	}
-	if err := tx.Put(bucketEntity, indexKey(f.Tenant, stored, f.Key, version(f.Version)), []byte(f.ID)); err != nil {
+	if err := tx.Put(bucketEntity, entityKey(f), []byte(f.ID)); err != nil {
 		return nil, nil, err
 	}
 	if current == nil {
@@ -367,11 +367,25 @@ func retire(tx Tx, old *Fact, id string, t time.Time) error {
 }
 
 // markRetired is retire without the count of current facts, which the
-// caller keeps.
+// caller keeps. In a backend of local reads, the retirement goes to old's
+// entity-index entry when it can (see [retiredEntry]), else to its record.
 func markRetired(tx Tx, old *Fact, id string, t time.Time) error {
 	old.SupersededBy = id
 	if old.ValidTo == nil {
 		old.ValidTo = &t
+	}
+	if !localReads(tx) {
+		return writeFact(tx, old)
+	}
+	k := entityKey(old)
+	v, err := tx.Get(bucketEntity, k)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err == nil && string(v) == old.ID {
+		if nv, ok := retiredEntry(old); ok {
+			return tx.Put(bucketEntity, k, nv)
+		}
 	}
 	return writeFact(tx, old)
 }
@@ -412,8 +426,28 @@ func DeleteFact(tx Tx, s Scope, id string, now time.Time) (f *Fact, deleted bool
 }
 
 // GetFact reads one fact by id, or returns ErrNotFound. A stored fact that
-// does not decode is a [*CorruptRecordError].
+// does not decode is a [*CorruptRecordError]. In a backend of local reads
+// (see [localReads]), a fact whose record does not say it was retired is
+// looked up in the entity index too, whose entry says so when a later
+// write retired it (see [markRetired]).
 func GetFact(tx Tx, id string) (*Fact, error) {
+	f, err := getRecord(tx, id)
+	if err != nil || !f.Current() || !localReads(tx) {
+		return f, err
+	}
+	v, err := tx.Get(bucketEntity, entityKey(f))
+	switch {
+	case err == nil:
+		applyRetired(f, v)
+	case !errors.Is(err, ErrNotFound):
+		return nil, err
+	}
+	return f, nil
+}
+
+// getRecord reads the record of the fact id as it is, without what its
+// entity-index entry may add.
+func getRecord(tx Tx, id string) (*Fact, error) {
 	v, err := tx.Get(bucketFacts, []byte(id))
 	if err != nil {
 		return nil, err
@@ -421,6 +455,83 @@ func GetFact(tx Tx, id string) (*Fact, error) {
 	f := new(Fact)
 	if err := decodeFact(v, f); err != nil {
 		return nil, &CorruptRecordError{Bucket: bucketFacts, Key: []byte(id), ID: id, Err: err}
+	}
+	return f, nil
+}
+
+// An entry of the entity index names a version of a chain: its value is
+// the fact id. From format 8, when a later write retires the fact (a new
+// version of its chain, or a write naming it in supersedes), the entry
+// rather than the record takes what the retirement sets: the value is then
+// the id, a NUL byte, the id of the fact that retired it (a uvarint length
+// and its bytes) and the end of its valid time (the zigzag varint of its
+// Unix time in nanoseconds). The new version's entry lands on the same
+// leaf as the old one's, where the record of the old version lies on a
+// leaf of its own, written long ago: a retirement so costs no page more.
+// Only a backend of local reads (bbolt, see [localReads]) writes such
+// entries: where reads cost a round trip, looking a fact's entry up would
+// cost one more for every fact read, and a record's rewrite costs no more
+// than the entry's.
+// [GetFact] and [entryFact] put the two together; a record rewritten later
+// (a deletion, a forget) takes the retirement in.
+
+// entityKey is the key of f's entry in the entity index.
+func entityKey(f *Fact) []byte {
+	return indexKey(f.Tenant, f.StoredEntity(), f.Key, version(f.Version))
+}
+
+// entityID is the fact id that the entity-index value v names.
+func entityID(v []byte) []byte {
+	if i := bytes.IndexByte(v, 0); i >= 0 {
+		return v[:i]
+	}
+	return v
+}
+
+// retiredEntry is the entity-index value of f, retired: f.SupersededBy
+// and f.ValidTo follow its id. ok is false when they do not fit the layout
+// (an id holding a NUL byte, a time out of range or not in UTC): the
+// record must then take them.
+func retiredEntry(f *Fact) (v []byte, ok bool) {
+	if f.ValidTo == nil || !nanosRange(*f.ValidTo) || f.ValidTo.Location() != time.UTC ||
+		strings.IndexByte(f.ID, 0) >= 0 {
+		return nil, false
+	}
+	v = make([]byte, 0, len(f.ID)+len(f.SupersededBy)+12)
+	v = append(append(v, f.ID...), 0)
+	v = binary.AppendUvarint(v, uint64(len(f.SupersededBy)))
+	v = append(v, f.SupersededBy...)
+	return binary.AppendVarint(v, f.ValidTo.UnixNano()), true
+}
+
+// applyRetired sets f.SupersededBy and f.ValidTo from the entity-index
+// value v of f, when v says f was retired. A value that does not parse
+// adds nothing.
+func applyRetired(f *Fact, v []byte) {
+	id := entityID(v)
+	if len(id) == len(v) || string(id) != f.ID {
+		return
+	}
+	d := recordDecoder{b: v[len(id)+1:]}
+	by := d.str()
+	to := d.varint()
+	if d.err != nil || by == "" || len(d.b) != 0 {
+		return
+	}
+	t := time.Unix(0, to).UTC()
+	f.SupersededBy, f.ValidTo = by, &t
+}
+
+// entryFact reads the fact that the entity-index value v names, as
+// [indexedFact] does, with what v says of its retirement.
+func entryFact(tx Tx, v []byte) (*Fact, error) {
+	id := string(entityID(v))
+	f, err := getRecord(tx, id)
+	if err = indexedErr(bucketEntity, id, err); err != nil {
+		return nil, err
+	}
+	if f.Current() {
+		applyRetired(f, v)
 	}
 	return f, nil
 }
@@ -715,13 +826,14 @@ func parseKeyEntry(k []byte, tenant string) (key, stored string, ok bool) {
 // scan of a chain.
 var errStopKeyScan = errors.New("store: stop key scan")
 
-// scanKeyIndex calls fn with the id of every version of every chain whose
+// scanKeyIndex calls fn with the entity-index value (see [entityID]) of
+// every version of every chain whose
 // key-index entry starts with prefix (the tenant, a NUL, then a prefix of
 // keys, or a whole key and a NUL): chain after chain in index order (by key,
 // then stored entity), each chain's versions oldest first. skip, unless nil,
 // sees each chain's key and stored entity first and returns true to pass it
 // over unread. fn returning ErrStop ends the walk without error.
-func scanKeyIndex(tx Tx, tenant string, prefix []byte, skip func(key, stored string) bool, fn func(id []byte) error) error {
+func scanKeyIndex(tx Tx, tenant string, prefix []byte, skip func(key, stored string) bool, fn func(v []byte) error) error {
 	err := tx.Scan(bucketKey, prefix, false, func(k, _ []byte) error {
 		key, stored, ok := parseKeyEntry(k, tenant)
 		if !ok || skip != nil && skip(key, stored) {
@@ -813,7 +925,7 @@ func History(tx Tx, s Scope, entity, key string) ([]*Fact, error) {
 	var out []*Fact
 	for _, stored := range s.storedNames(entity) {
 		err := tx.Scan(bucketEntity, indexKey(s.Tenant, stored, key, ""), false, func(_, v []byte) error {
-			f, err := indexedFact(tx, bucketEntity, string(v))
+			f, err := entryFact(tx, v)
 			if err != nil {
 				return SkipCorrupt(tx, err)
 			}
@@ -922,7 +1034,7 @@ func ReadHistory(tx Tx, q HistoryQuery) (*HistoryPage, error) {
 			if ver >= c.from {
 				return nil
 			}
-			f, err := indexedFact(tx, bucketEntity, string(v))
+			f, err := entryFact(tx, v)
 			if err != nil {
 				return SkipCorrupt(tx, err) // reported, and left out of the page
 			}

@@ -42,7 +42,11 @@ import (
 //     see them. Keyword posting blocks are in a compact layout (see
 //     postings.go), about half their format-6 size; [Upgrade] rewrites
 //     them.
-const Format = 7
+//   - 8: a fact retired by a later write (a new version of its chain, or
+//     a write naming it in supersedes) keeps its record as it was: its
+//     entry in the entity index takes the retirement (see facts.go), which
+//     a crux of format 7 would not see. Nothing older needs rewriting.
+const Format = 8
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.

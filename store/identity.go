@@ -194,7 +194,7 @@ func privateChains(tx Tx, tenant, owner string) ([]*privateChain, error) {
 			return nil
 		}
 		key := string(tail[:len(tail)-5])
-		f, err := indexedFact(tx, bucketEntity, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}
@@ -459,7 +459,7 @@ func MergePassports(tx Tx, req MergeRequest, receipt func(*MergeResult) (string,
 		var top uint32
 		err := tx.Scan(bucketEntity, indexKey(req.Tenant, m.to, c.key, ""), false, func(k, v []byte) error {
 			top = max(top, uint32FromKey(k))
-			f, err := indexedFact(tx, bucketEntity, string(v))
+			f, err := entryFact(tx, v)
 			if err != nil {
 				return SkipCorrupt(tx, err)
 			}

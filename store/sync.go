@@ -509,7 +509,7 @@ func ApplySyncFacts(tx Tx, tenant, origin string, facts []SyncFact) (SyncApplied
 func currentShared(tx Tx, tenant, entity, key string) (*Fact, error) {
 	var current *Fact
 	err := tx.Scan(bucketEntity, indexKey(tenant, entity, key, ""), true, func(_, v []byte) error {
-		f, err := indexedFact(tx, bucketEntity, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}
