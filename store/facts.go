@@ -32,6 +32,15 @@ const (
 	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, rank scope, NUL, the fact's words (entries not yet in facts.words and facts.rank)
 )
 
+// StagedIndexes returns the names of the index buckets whose writes a
+// backend whose commits write pages may hold back in a small bucket of its
+// own, moving them in together later, so that a lone write does not cost
+// pages on a random leaf of each (store/bolt does, for the entity index,
+// whose keys are not time-ordered). Such a backend must read the two as
+// one bucket, in every transaction; a store written so is of format 8 or
+// later.
+func StagedIndexes() []string { return []string{bucketEntity} }
+
 // freshMax is how many facts the fresh postings hold at most: the write
 // that brings them to freshMax moves them all into facts.words (see
 // indexLive).

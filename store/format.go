@@ -45,7 +45,9 @@ import (
 //   - 8: a fact retired by a later write (a new version of its chain, or
 //     a write naming it in supersedes) keeps its record as it was: its
 //     entry in the entity index takes the retirement (see facts.go), which
-//     a crux of format 7 would not see. Nothing older needs rewriting.
+//     a crux of format 7 would not see; and a backend may hold the newest
+//     entries of the entity index in a bucket of their own (see
+//     [StagedIndexes]). Nothing older needs rewriting.
 const Format = 8
 
 // bucketMeta holds the store's format record under formatKey: the format
