@@ -34,7 +34,7 @@ var factIndexes = []struct {
 	bucket string
 	id     func(k, v []byte) (string, bool)
 }{
-	{bucketEntity, func(_, v []byte) (string, bool) { return string(entityID(v)), true }},
+	{bucketEntity, func(_, v []byte) (string, bool) { return entityID(v), true }},
 	// One entry per chain, with an empty value: checked by keyEntryProblem.
 	{bucketKey, func(_, v []byte) (string, bool) { return string(v), true }},
 	// Blocks of postings: checked posting by posting by blockProblems.
@@ -188,11 +188,11 @@ func keyEntryProblem(tx Tx, k []byte, unreadable map[string]bool) (*Problem, err
 	}
 	found := false
 	err := tx.Scan(bucketEntity, indexKey(string(k[:i]), stored, key, ""), false, func(_, v []byte) error {
-		v = entityID(v)
-		if unreadable[string(v)] {
+		id := entityID(v)
+		if unreadable[id] {
 			return nil
 		}
-		if _, err := tx.Get(bucketFacts, v); errors.Is(err, ErrNotFound) {
+		if _, err := tx.Get(bucketFacts, []byte(id)); errors.Is(err, ErrNotFound) {
 			return nil
 		} else if err != nil {
 			return err

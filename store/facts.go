@@ -343,7 +343,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	if err := writeFact(tx, f); err != nil {
 		return nil, nil, err
 	}
-	if err := tx.Put(bucketEntity, entityKey(f), []byte(f.ID)); err != nil {
+	if err := tx.Put(bucketEntity, entityKey(f), entityValue(f.ID)); err != nil {
 		return nil, nil, err
 	}
 	if current == nil {
@@ -391,7 +391,7 @@ func markRetired(tx Tx, old *Fact, id string, t time.Time) error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if err == nil && string(v) == old.ID {
+	if id, rest := splitEntry(v); err == nil && id == old.ID && len(rest) == 0 {
 		if nv, ok := retiredEntry(old); ok {
 			return tx.Put(bucketEntity, k, nv)
 		}
@@ -468,33 +468,66 @@ func getRecord(tx Tx, id string) (*Fact, error) {
 	return f, nil
 }
 
-// An entry of the entity index names a version of a chain: its value is
-// the fact id. From format 8, when a later write retires the fact (a new
-// version of its chain, or a write naming it in supersedes), the entry
-// rather than the record takes what the retirement sets: the value is then
-// the id, a NUL byte, the id of the fact that retired it (a uvarint length
-// and its bytes) and the end of its valid time (the zigzag varint of its
-// Unix time in nanoseconds). The new version's entry lands on the same
-// leaf as the old one's, where the record of the old version lies on a
-// leaf of its own, written long ago: a retirement so costs no page more.
-// Only a backend of local reads (bbolt, see [localReads]) writes such
-// entries: where reads cost a round trip, looking a fact's entry up would
-// cost one more for every fact read, and a record's rewrite costs no more
-// than the entry's.
-// [GetFact] and [entryFact] put the two together; a record rewritten later
-// (a deletion, a forget) takes the retirement in.
+// An entry of the entity index names a version of a chain: its value
+// names the fact. Up to format 7 the value is the fact id. From format 8
+// it is the byte entryRaw and the 16 bytes a standard fact id stands for
+// (see [compactID]), or for any other id the byte entryText and the id;
+// and when a later write retires the fact (a new version of its chain, or
+// a write naming it in supersedes), the entry rather than the record takes
+// what the retirement sets: after the id, for a text id a NUL byte, then
+// the id of the fact that retired it (entryRaw and 16 bytes, or entryText,
+// a uvarint length and the id) and the end of its valid time (the zigzag
+// varint of its Unix time in nanoseconds). The new version's entry lands
+// on the same leaf as the old one's, where the record of the old version
+// lies on a leaf of its own, written long ago: a retirement so costs no
+// page more. [GetFact] and [entryFact] put the two together; a record
+// rewritten later (a deletion, a forget) takes the retirement in. Fact ids
+// never start with either byte.
+//
+// Only a backend of local reads (bbolt, see [localReads]) writes
+// retirements there: where reads cost a round trip, looking a fact's entry
+// up would cost one more for every fact read, and a record's rewrite costs
+// no more than the entry's.
+const (
+	entryRaw  = 0x01
+	entryText = 0x02
+)
 
 // entityKey is the key of f's entry in the entity index.
 func entityKey(f *Fact) []byte {
 	return indexKey(f.Tenant, f.StoredEntity(), f.Key, version(f.Version))
 }
 
-// entityID is the fact id that the entity-index value v names.
-func entityID(v []byte) []byte {
-	if i := bytes.IndexByte(v, 0); i >= 0 {
-		return v[:i]
+// entityValue is the entity-index value naming the fact id.
+func entityValue(id string) []byte { return appendEntryID(nil, id) }
+
+// appendEntryID appends id to b as an entity-index value names it.
+func appendEntryID(b []byte, id string) []byte {
+	if raw, ok := compactID(id); ok {
+		return append(append(b, entryRaw), raw...)
 	}
-	return v
+	return append(append(b, entryText), id...)
+}
+
+// splitEntry returns the fact id that the entity-index value v names and
+// the rest of v: empty unless the entry holds a retirement.
+func splitEntry(v []byte) (id string, rest []byte) {
+	switch {
+	case len(v) >= 1+16 && v[0] == entryRaw:
+		return standardID(v[1:17]), v[17:]
+	case len(v) > 0 && v[0] == entryText:
+		v = v[1:]
+	}
+	if i := bytes.IndexByte(v, 0); i >= 0 {
+		return string(v[:i]), v[i+1:]
+	}
+	return string(v), nil
+}
+
+// entityID is the fact id that the entity-index value v names.
+func entityID(v []byte) string {
+	id, _ := splitEntry(v)
+	return id
 }
 
 // retiredEntry is the entity-index value of f, retired: f.SupersededBy
@@ -503,13 +536,19 @@ func entityID(v []byte) []byte {
 // record must then take them.
 func retiredEntry(f *Fact) (v []byte, ok bool) {
 	if f.ValidTo == nil || !nanosRange(*f.ValidTo) || f.ValidTo.Location() != time.UTC ||
-		strings.IndexByte(f.ID, 0) >= 0 {
+		strings.IndexByte(f.ID, 0) >= 0 || f.SupersededBy == "" {
 		return nil, false
 	}
-	v = make([]byte, 0, len(f.ID)+len(f.SupersededBy)+12)
-	v = append(append(v, f.ID...), 0)
-	v = binary.AppendUvarint(v, uint64(len(f.SupersededBy)))
-	v = append(v, f.SupersededBy...)
+	v = appendEntryID(make([]byte, 0, 2*len(f.ID)+16), f.ID)
+	if v[0] == entryText {
+		v = append(v, 0)
+	}
+	if raw, ok := compactID(f.SupersededBy); ok {
+		v = append(append(v, entryRaw), raw...)
+	} else {
+		v = binary.AppendUvarint(append(v, entryText), uint64(len(f.SupersededBy)))
+		v = append(v, f.SupersededBy...)
+	}
 	return binary.AppendVarint(v, f.ValidTo.UnixNano()), true
 }
 
@@ -517,12 +556,21 @@ func retiredEntry(f *Fact) (v []byte, ok bool) {
 // value v of f, when v says f was retired. A value that does not parse
 // adds nothing.
 func applyRetired(f *Fact, v []byte) {
-	id := entityID(v)
-	if len(id) == len(v) || string(id) != f.ID {
+	id, rest := splitEntry(v)
+	if len(rest) == 0 || id != f.ID {
 		return
 	}
-	d := recordDecoder{b: v[len(id)+1:]}
-	by := d.str()
+	var by string
+	d := recordDecoder{b: rest[1:]}
+	switch rest[0] {
+	case entryRaw:
+		if len(d.b) < 16 {
+			return
+		}
+		by, d.b = standardID(d.b[:16]), d.b[16:]
+	case entryText:
+		by = d.str()
+	}
 	to := d.varint()
 	if d.err != nil || by == "" || len(d.b) != 0 {
 		return
@@ -534,7 +582,7 @@ func applyRetired(f *Fact, v []byte) {
 // entryFact reads the fact that the entity-index value v names, as
 // [indexedFact] does, with what v says of its retirement.
 func entryFact(tx Tx, v []byte) (*Fact, error) {
-	id := string(entityID(v))
+	id := entityID(v)
 	f, err := getRecord(tx, id)
 	if err = indexedErr(bucketEntity, id, err); err != nil {
 		return nil, err
@@ -570,7 +618,11 @@ func writeFact(tx Tx, f *Fact) error {
 	if err != nil {
 		return err
 	}
-	hintAppend(tx, bucketFacts) // ids are time-ordered
+	// Ids are time-ordered, and a retirement no longer grows the record
+	// of the fact it retires (see markRetired): only rarer writes (a
+	// deletion, a forget, a re-verification) rewrite one, so pages are
+	// filled (225 bytes a fact, were 256 at 80%).
+	hintWriteOnce(tx, bucketFacts)
 	return tx.Put(bucketFacts, []byte(f.ID), b)
 }
 

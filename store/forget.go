@@ -201,7 +201,7 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 	seen := make(map[string]struct{})
 	for _, s := range scans {
 		visit := func(v []byte) error { // an entity-index value
-			id := string(entityID(v))
+			id := entityID(v)
 			if _, dup := seen[id]; dup {
 				return nil
 			}
@@ -578,7 +578,7 @@ func RestoreForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetReco
 func chainCurrent(tx Tx, f *Fact) (*Fact, error) {
 	var cur *Fact
 	err := tx.Scan(bucketEntity, indexKey(f.Tenant, f.StoredEntity(), f.Key, ""), true, func(_, v []byte) error {
-		if string(entityID(v)) == f.ID {
+		if entityID(v) == f.ID {
 			return nil
 		}
 		g, err := entryFact(tx, v)

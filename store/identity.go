@@ -326,7 +326,7 @@ func SplitPassport(tx Tx, req SplitRequest, receipt func(*SplitResult) (string, 
 		if err := writeFact(tx, g); err != nil {
 			return nil, err
 		}
-		if err := tx.Put(bucketEntity, indexKey(g.Tenant, stored, g.Key, version(g.Version)), []byte(g.ID)); err != nil {
+		if err := tx.Put(bucketEntity, indexKey(g.Tenant, stored, g.Key, version(g.Version)), entityValue(g.ID)); err != nil {
 			return nil, err
 		}
 		if err := putKeyEntry(tx, g.Tenant, g.Key, stored); err != nil {
@@ -614,7 +614,7 @@ func (m *chainMove) apply(tx Tx, req MergeRequest, receiptID string, now time.Ti
 		if err := writeFact(tx, f); err != nil {
 			return err
 		}
-		if err := tx.Put(bucketEntity, indexKey(tenant, m.to, m.key, version(f.Version)), []byte(f.ID)); err != nil {
+		if err := tx.Put(bucketEntity, indexKey(tenant, m.to, m.key, version(f.Version)), entityValue(f.ID)); err != nil {
 			return err
 		}
 		if !forgotten && !f.Deleted {

@@ -577,7 +577,7 @@ func importFact(tx Tx, f *Fact) (string, error) {
 	if err := writeFact(tx, f); err != nil {
 		return "", err
 	}
-	if err := tx.Put(bucketEntity, slot, []byte(f.ID)); err != nil {
+	if err := tx.Put(bucketEntity, slot, entityValue(f.ID)); err != nil {
 		return "", err
 	}
 	if err := putKeyEntry(tx, f.Tenant, f.Key, stored); err != nil {

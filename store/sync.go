@@ -554,7 +554,7 @@ func putRetiredVersion(tx Tx, tenant string, in *SyncFact, class string, winner 
 	if err := writeFact(tx, f); err != nil {
 		return nil, err
 	}
-	if err := tx.Put(bucketEntity, indexKey(tenant, f.Entity, f.Key, version(f.Version)), []byte(f.ID)); err != nil {
+	if err := tx.Put(bucketEntity, indexKey(tenant, f.Entity, f.Key, version(f.Version)), entityValue(f.ID)); err != nil {
 		return nil, err
 	}
 	if err := indexLive(tx, f, true); err != nil {
