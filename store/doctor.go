@@ -44,14 +44,15 @@ var factIndexes = []struct {
 		i := bytes.IndexByte(k, 0)
 		return string(k[i+1:]), i >= 0
 	}},
-	// tenant, scope, 16 bytes of rank, fact id: the rank bytes may hold
-	// NUL bytes, the tenant and the scope (an agent name) do not.
+	// tenant, scope, 16 bytes of rank and fact id (see rankEntry): the
+	// rank bytes may hold NUL bytes, the tenant and the scope (an agent
+	// name) do not.
 	{bucketRank, func(k, _ []byte) (string, bool) {
 		parts := bytes.SplitN(k, []byte{0}, 3)
 		if len(parts) != 3 || len(parts[2]) <= 16 {
 			return "", false
 		}
-		return string(parts[2][16:]), true
+		return string(rankOfEntry(parts[2])[16:]), true
 	}},
 }
 

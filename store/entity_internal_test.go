@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -45,4 +46,27 @@ func TestEntityEntries(t *testing.T) {
 	local := at.In(time.FixedZone("x", 3600))
 	_, ok := retiredEntry(&Fact{ID: std, SupersededBy: std, ValidTo: &local})
 	assert.False(t, ok, "a time not in UTC goes to the record")
+}
+
+// TestRankEntries: the keys of facts.rank sort in the reverse order of the
+// rank keys they stand for, and a newer fact's key after the older ones of
+// its confidence; rankOfEntry reads them back, and reads a key of format 7
+// as it is.
+func TestRankEntries(t *testing.T) {
+	base := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	var ranks [][]byte
+	for i, conf := range []float64{1, 0.5, 0, 0.5, 1, 0.25} {
+		ranks = append(ranks, rankKey(&Fact{ID: NewFactID(), Confidence: conf, StoredAt: base.Add(time.Duration(i) * time.Hour)}))
+	}
+	for i, a := range ranks {
+		ea := rankEntry("t", "", a)
+		assert.Equal(t, a, rankOfEntry(ea[len(rankPrefix("t", "")):]))
+		assert.Equal(t, a, rankOfEntry(a), "a key of format 7")
+		for _, b := range ranks[i+1:] {
+			eb := rankEntry("t", "", b)
+			assert.Equal(t, bytes.Compare(a, b), -bytes.Compare(ea, eb))
+		}
+	}
+	older, newer := rankEntry("t", "", ranks[1]), rankEntry("t", "", ranks[3]) // both 0.5
+	assert.Negative(t, bytes.Compare(older, newer))
 }

@@ -27,7 +27,7 @@ const (
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity → empty: the chain (stored entity, key) exists
 	bucketWords  = "facts.words"  // tenant, word, last fact id → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
-	bucketRank   = "facts.rank"   // tenant, scope, ^confidence, ^stored_at, fact id → empty (facts not deleted); scope: "" shared, else the private owner
+	bucketRank   = "facts.rank"   // tenant, scope, the rank key (^confidence, ^stored_at, fact id) complemented (see rankEntry) → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
 	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, rank scope, NUL, the fact's words (entries not yet in facts.words and facts.rank)
 )
@@ -653,7 +653,7 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 		if err := tx.Delete(bucketFresh, indexKey(f.Tenant, f.ID)); err != nil {
 			return err
 		}
-		return tx.Delete(bucketRank, append(rankPrefix(f.Tenant, rankScope(f)), rank...))
+		return tx.Delete(bucketRank, rankEntry(f.Tenant, rankScope(f), rank))
 	}
 	scope := rankScope(f)
 	v := make([]byte, 0, 16+len(scope)+1+len(f.Value)+len(f.Key)+len(f.Entity))
@@ -737,8 +737,8 @@ func scanRank(tx Tx, tenant, scope string, visit func(key []byte) error) error {
 		return err
 	}
 	p := rankPrefix(tenant, scope)
-	err = tx.Scan(bucketRank, p, false, func(k, _ []byte) error {
-		k = k[len(p):]
+	err = tx.Scan(bucketRank, p, true, func(k, _ []byte) error {
+		k = rankOfEntry(k[len(p):])
 		for len(fresh) > 0 && bytes.Compare(fresh[0], k) < 0 {
 			if err := visit(fresh[0]); err != nil {
 				return err
@@ -816,10 +816,11 @@ func flushFresh(tx Tx, min int) error {
 		}
 	}
 	slices.SortFunc(entries, func(a, b freshEntry) int {
-		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.scope, b.scope), bytes.Compare(a.rank, b.rank))
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.scope, b.scope), bytes.Compare(b.rank, a.rank))
 	})
+	hintWriteOnce(tx, bucketRank) // appended within each confidence, never rewritten
 	for _, e := range entries {
-		if err := tx.Put(bucketRank, append(append(rankPrefix(e.tenant, e.scope), e.rank...), e.id...), nil); err != nil {
+		if err := tx.Put(bucketRank, rankEntry(e.tenant, e.scope, append(e.rank, e.id...)), nil); err != nil {
 			return err
 		}
 	}
@@ -839,6 +840,36 @@ func rankScope(f *Fact) string {
 		return f.Owner
 	}
 	return ""
+}
+
+// rankEntry is the key in facts.rank of the rank key k (^confidence,
+// ^stored_at, fact id) in the partition of tenant and scope: from format
+// 8, the partition's prefix and the bytes of k complemented. A newer fact,
+// whose ^stored_at is smaller, so sorts after the older facts of its
+// confidence, and its entry is appended rather than put before them; the
+// partition is scanned backwards.
+func rankEntry(tenant, scope string, k []byte) []byte {
+	e := rankPrefix(tenant, scope)
+	for _, c := range k {
+		e = append(e, ^c)
+	}
+	return e
+}
+
+// rankOfEntry is the rank key that rest, a key of facts.rank less its
+// partition's prefix, stands for, in either layout: up to format 7 rest
+// is the rank key, whose first byte (of ^confidence, for a confidence in
+// [0, 1]) is at least 0xc0; from format 8 it is complemented, and its
+// first byte at most 0x3f.
+func rankOfEntry(rest []byte) []byte {
+	if len(rest) > 0 && rest[0] >= 0x80 {
+		return rest
+	}
+	k := make([]byte, len(rest))
+	for i, c := range rest {
+		k[i] = ^c
+	}
+	return k
 }
 
 // rankPrefix is the rank-index prefix of a partition.
