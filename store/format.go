@@ -49,7 +49,10 @@ import (
 //     entries of the entity index in a bucket of their own (see
 //     [StagedIndexes]). The keys of the confidence index (facts.rank) are
 //     complemented, so that new facts' entries are appended (see
-//     rankEntry); [Upgrade] rewrites them.
+//     rankEntry); [Upgrade] rewrites them. Fact records name the standard
+//     fact ids they hold (supersedes, retires, superseded_by) by their 16
+//     bytes, which a crux of format 7 cannot read, and so do the entity
+//     index and the change log.
 const Format = 8
 
 // bucketMeta holds the store's format record under formatKey: the format
