@@ -23,6 +23,7 @@ cp "$root/bench/writepath_test.go" "$tmp/old/bench/"
 # name:benchtime:metric
 set -- \
 	"WritePathPagesPerCommit:200x:pages/commit" \
+	"WritePathPagesPerCommit:200x:mean-pages/commit" \
 	"WritePathFileBytes:1x:B/fact" \
 	"StoreFact32Concurrent:3s:facts/s" \
 	"WritePathCPU:2000x:cpu-µs/op"
