@@ -63,10 +63,10 @@ func (t *tx) stageGet(bucket, stage string, key []byte) ([]byte, error) {
 	return t.get(bucket, key)
 }
 
-// scanStaged is scan of a staged bucket b, whose stage is s (either may be
-// nil): both walked together in key order, an entry of s hiding b's entry
-// of the same key.
-func (t *tx) scanStaged(b, s *bbolt.Bucket, prefix, from []byte, reverse bool, fn func(key, value []byte) error) error {
+// scanBuckets is scan of the bucket b and, for a staged bucket, its stage
+// s (either may be nil): both walked together in key order, an entry of s
+// hiding b's entry of the same key.
+func (t *tx) scanBuckets(b, s *bbolt.Bucket, prefix, from []byte, reverse bool, fn func(key, value []byte) error) error {
 	cache := t.cache()
 	var cb, cs *bbolt.Cursor
 	var kb, vb, ks, vs []byte

@@ -344,47 +344,11 @@ func (t *tx) scan(bucket string, prefix, from []byte, reverse bool, fn func(key,
 		return store.ErrEmptyKey
 	}
 	b := t.bucket(bucket)
+	var s *bbolt.Bucket
 	if stage, ok := stages[bucket]; ok {
-		if s := t.bucket(stage); s != nil {
-			return t.scanStaged(b, s, prefix, from, reverse, fn)
-		}
+		s = t.bucket(stage)
 	}
-	if b == nil {
-		return nil
-	}
-	cache := t.cache()
-	c := cache.cursor(b)
-	defer cache.release(b, c)
-	k, v := startScan(c, prefix, from, reverse)
-	for n := 1; k != nil && bytes.HasPrefix(k, prefix); n++ {
-		if n%scanCheckEvery == 0 {
-			if err := t.check(); err != nil {
-				return err
-			}
-		}
-		if v == nil {
-			v = emptyValue
-		}
-		gen := t.gen()
-		if err := fn(k, v); err != nil {
-			if errors.Is(err, store.ErrStop) {
-				return nil
-			}
-			return err
-		}
-		if t.gen() != gen {
-			// A write may have moved the cursor's node: seek again from
-			// the key just visited. The slice k itself stays valid.
-			k, v = reposition(c, k, reverse)
-			continue
-		}
-		if reverse {
-			k, v = c.Prev()
-		} else {
-			k, v = c.Next()
-		}
-	}
-	return nil
+	return t.scanBuckets(b, s, prefix, from, reverse, fn)
 }
 
 // seekLast positions c on the last key having prefix, or on the key before
