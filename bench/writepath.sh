@@ -23,6 +23,7 @@ cp "$root/bench/writepath_test.go" "$tmp/old/bench/"
 # name:benchtime:metric
 set -- \
 	"WritePathPagesPerCommit:200x:pages/commit" \
+	"WritePathPagesPerCommit:200x:mean-pages/commit" \
 	"WritePathFileBytes:1x:B/fact" \
 	"StoreFact32Concurrent:3s:facts/s" \
 	"WritePathCPU:2000x:cpu-µs/op"
@@ -31,13 +32,14 @@ for spec in "$@"; do
 	rest=${spec#*:}
 	bt=${rest%%:*}
 	metric=${rest#*:}
+	out=$tmp/$name.$(echo "$metric" | tr / _)
 	i=0
 	while [ "$i" -lt "$count" ]; do
 		for tree in old new; do
 			dir=$root
 			[ "$tree" = old ] && dir=$tmp/old
 			(cd "$dir" && go test -run '^$' -bench "^Benchmark$name\$" -benchtime "$bt" -count 1 ./bench) |
-				awk -v tree="$tree" -v m="$metric" '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i++) if ($(i+1) == m) print tree, $i }' >>"$tmp/$name"
+				awk -v tree="$tree" -v m="$metric" '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i++) if ($(i+1) == m) print tree, $i }' >>"$out"
 		done
 		i=$((i + 1))
 	done
@@ -52,5 +54,5 @@ for spec in "$@"; do
 		END {
 			o = median("old"); w = median("new")
 			printf "%-26s %-13s old %10.1f  new %10.1f  new/old %6.3f  (median of %d each)\n", name, metric, o, w, (o ? w/o : 0), n["new"]
-		}' "$tmp/$name"
+		}' "$out"
 done

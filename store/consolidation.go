@@ -151,7 +151,7 @@ func Contradictions(tx Tx, q ContradictionQuery) (ContradictionResult, error) {
 					return errScanFull
 				}
 				res.FactsRead++
-				f, err := indexedFact(tx, bucketEntity, string(v))
+				f, err := entryFact(tx, v)
 				if err != nil {
 					return SkipCorrupt(tx, err)
 				}
@@ -470,7 +470,7 @@ func Consolidate(tx Tx, r ConsolidateRequest) (*Consolidation, error) {
 	// The canonical version retires the pair's current shared fact (the
 	// one PutFact finds first): it must have passed the guards above.
 	err := tx.Scan(bucketEntity, indexKey(r.Tenant, r.Entity, r.Key, ""), true, func(_, v []byte) error {
-		f, err := indexedFact(tx, bucketEntity, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -53,8 +54,9 @@ func getFact(t *testing.T, db *bolt.DB, id string) *store.Fact {
 	return f
 }
 
-// revive makes a superseded fact current again by rewriting its record, as
-// a restore or an import outside PutFact could, leaving its chain with two
+// revive makes a superseded fact current again by rewriting its record and
+// its entity-index entry (which holds the retirement from format 8), as a
+// restore or an import outside PutFact could, leaving its chain with two
 // current facts.
 func revive(t *testing.T, db *bolt.DB, id string) {
 	t.Helper()
@@ -64,7 +66,13 @@ func revive(t *testing.T, db *bolt.DB, id string) {
 	require.NoError(t, err)
 	b, err := enc.Marshal(f)
 	require.NoError(t, err)
-	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error { return tx.Put("facts", []byte(id), b) }))
+	entry := binary.BigEndian.AppendUint32([]byte(f.Tenant+"\x00"+f.StoredEntity()+"\x00"+f.Key+"\x00"), f.Version)
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.Put("facts.entity", entry, []byte(id)); err != nil {
+			return err
+		}
+		return tx.Put("facts", []byte(id), b)
+	}))
 	require.True(t, getFact(t, db, id).Current())
 }
 

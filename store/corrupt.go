@@ -138,14 +138,23 @@ func (t reportingTx) PrefetchScan(bucket string, prefix []byte, reverse bool) {
 // naming the index.
 func indexedFact(tx Tx, index, id string) (*Fact, error) {
 	f, err := GetFact(tx, id)
+	if err = indexedErr(index, id, err); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// indexedErr is the error of indexedFact for the error err of reading the
+// fact id that an entry of the index bucket names.
+func indexedErr(index, id string, err error) error {
 	var ce *CorruptRecordError
 	switch {
 	case errors.As(err, &ce):
 		e := *ce
 		e.Index = index
-		return nil, &e
+		return &e
 	case errors.Is(err, ErrNotFound):
-		return nil, &CorruptRecordError{Bucket: bucketFacts, Key: []byte(id), ID: id, Index: index, Err: ErrMissingRecord}
+		return &CorruptRecordError{Bucket: bucketFacts, Key: []byte(id), ID: id, Index: index, Err: ErrMissingRecord}
 	}
-	return f, err
+	return err
 }

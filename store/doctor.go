@@ -34,7 +34,7 @@ var factIndexes = []struct {
 	bucket string
 	id     func(k, v []byte) (string, bool)
 }{
-	{bucketEntity, func(_, v []byte) (string, bool) { return string(v), true }},
+	{bucketEntity, func(_, v []byte) (string, bool) { return entityID(v), true }},
 	// One entry per chain, with an empty value: checked by keyEntryProblem.
 	{bucketKey, func(_, v []byte) (string, bool) { return string(v), true }},
 	// Blocks of postings: checked posting by posting by blockProblems.
@@ -44,14 +44,15 @@ var factIndexes = []struct {
 		i := bytes.IndexByte(k, 0)
 		return string(k[i+1:]), i >= 0
 	}},
-	// tenant, scope, 16 bytes of rank, fact id: the rank bytes may hold
-	// NUL bytes, the tenant and the scope (an agent name) do not.
+	// tenant, scope, 16 bytes of rank and fact id (see rankEntry): the
+	// rank bytes may hold NUL bytes, the tenant and the scope (an agent
+	// name) do not.
 	{bucketRank, func(k, _ []byte) (string, bool) {
 		parts := bytes.SplitN(k, []byte{0}, 3)
 		if len(parts) != 3 || len(parts[2]) <= 16 {
 			return "", false
 		}
-		return string(parts[2][16:]), true
+		return string(rankOfEntry(parts[2])[16:]), true
 	}},
 }
 
@@ -188,10 +189,11 @@ func keyEntryProblem(tx Tx, k []byte, unreadable map[string]bool) (*Problem, err
 	}
 	found := false
 	err := tx.Scan(bucketEntity, indexKey(string(k[:i]), stored, key, ""), false, func(_, v []byte) error {
-		if unreadable[string(v)] {
+		id := entityID(v)
+		if unreadable[id] {
 			return nil
 		}
-		if _, err := tx.Get(bucketFacts, v); errors.Is(err, ErrNotFound) {
+		if _, err := tx.Get(bucketFacts, []byte(id)); errors.Is(err, ErrNotFound) {
 			return nil
 		} else if err != nil {
 			return err
@@ -298,7 +300,7 @@ func Repair(tx Tx) ([]Problem, error) {
 func recountActive(tx Tx, tenant, stored string) error {
 	var n uint64
 	err := tx.Scan(bucketEntity, indexKey(tenant, stored, ""), false, func(_, v []byte) error {
-		f, err := GetFact(tx, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return err
 		}

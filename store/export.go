@@ -67,7 +67,7 @@ func SelectExport(tx Tx, q ExportQuery) (ExportSelection, error) {
 			(!q.IncludeReserved && bytes.HasPrefix(stored, []byte(ReservedPrefix))) {
 			return nil
 		}
-		f, err := indexedFact(tx, bucketEntity, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}

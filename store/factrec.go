@@ -18,7 +18,9 @@ import (
 // uvarints (signed ones zigzag); times are the Unix time in nanoseconds,
 // zigzag (a time outside the years 1678–2262 is written as RFC 3339 text
 // instead); a standard fact id ("f_" and 32 lowercase hex digits) is the 16
-// bytes it stands for. Fields equal to what the rest of the record implies
+// bytes it stands for, and so (from format 8) is a standard id in
+// supersedes, retires or superseded_by. Fields equal to what the rest of
+// the record implies
 // are left out: valid_from when it is stored_at, tokens when they are the
 // estimate of the value's length. The record is a third of its CBOR size,
 // and encoding and decoding it allocate only the strings.
@@ -61,6 +63,10 @@ const (
 	tagValidFromText = 26
 	tagValidToText   = 27
 	tagDeletedAtText = 28
+	// From format 8: a standard fact id as the 16 bytes it stands for.
+	tagSupersedesRaw   = 29
+	tagRetiresRaw      = 30
+	tagSupersededByRaw = 31
 )
 
 // encodeFact returns the compact record of f. A string of f that is not
@@ -94,11 +100,15 @@ func encodeFact(f *Fact) ([]byte, error) {
 	if f.Version != 0 {
 		b = binary.AppendUvarint(append(b, tagVersion), uint64(f.Version))
 	}
-	b = appendStr(b, tagSupersedes, f.Supersedes)
+	b = appendID(b, tagSupersedes, tagSupersedesRaw, f.Supersedes)
 	for _, id := range f.Retires {
-		b = appendStrAlways(b, tagRetires, id)
+		if raw, ok := compactID(id); ok {
+			b = append(append(b, tagRetiresRaw), raw...)
+		} else {
+			b = appendStrAlways(b, tagRetires, id)
+		}
 	}
-	b = appendStr(b, tagSupersededBy, f.SupersededBy)
+	b = appendID(b, tagSupersededBy, tagSupersededByRaw, f.SupersededBy)
 	if f.Private {
 		b = append(b, tagPrivate)
 	}
@@ -154,6 +164,15 @@ func factTextValid(f *Fact) bool {
 	return true
 }
 
+// appendID appends the fact id, unless empty: a standard one under rawTag
+// as its 16 bytes, any other under tag as a string.
+func appendID(b []byte, tag, rawTag byte, id string) []byte {
+	if raw, ok := compactID(id); ok {
+		return append(append(b, rawTag), raw...)
+	}
+	return appendStr(b, tag, id)
+}
+
 func appendStr(b []byte, tag byte, s string) []byte {
 	if s == "" {
 		return b
@@ -207,11 +226,13 @@ func decodeFact(v []byte, f *Fact) error {
 		d.b = d.b[1:]
 		switch tag {
 		case tagIDRaw:
-			if len(d.b) < 16 {
-				return errBadFactRecord
-			}
-			f.ID = factIDString(d.b[:16])
-			d.b = d.b[16:]
+			f.ID = d.rawID()
+		case tagSupersedesRaw:
+			f.Supersedes = d.rawID()
+		case tagRetiresRaw:
+			f.Retires = append(f.Retires, d.rawID())
+		case tagSupersededByRaw:
+			f.SupersededBy = d.rawID()
 		case tagID:
 			f.ID = d.str()
 		case tagTenant:
@@ -321,6 +342,17 @@ func (d *recordDecoder) raw() []byte {
 	r := d.b[:n]
 	d.b = d.b[n:]
 	return r
+}
+
+// rawID returns the standard fact id of the next 16 bytes.
+func (d *recordDecoder) rawID() string {
+	if len(d.b) < 16 {
+		d.err, d.b = errBadFactRecord, nil
+		return ""
+	}
+	id := factIDString(d.b[:16])
+	d.b = d.b[16:]
+	return id
 }
 
 func (d *recordDecoder) str() string {

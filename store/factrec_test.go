@@ -30,6 +30,10 @@ func recordFacts() []*Fact {
 		{ID: NewFactID(), Entity: "e", Key: "k", StoredAt: early, ValidFrom: far, Tokens: 0, Confidence: 0},
 		{ID: NewFactID(), Entity: "e", Key: "k", Value: "ünïcode ✓", Confidence: math.SmallestNonzeroFloat64, StoredAt: zoned, ValidFrom: zoned, Tokens: -3, Version: math.MaxUint32},
 		{ID: "F_" + NewFactID()[2:]}, // uppercase: not standard
+		// Standard ids among the retirement's fields, in 16 bytes each,
+		// and one that is not, in order.
+		{ID: NewFactID(), Supersedes: NewFactID(), Retires: []string{NewFactID(), "odd", NewFactID()},
+			SupersededBy: NewFactID(), StoredAt: t0, ValidFrom: t0, ValidTo: &t1},
 		{},
 	}
 }

@@ -27,10 +27,19 @@ const (
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity → empty: the chain (stored entity, key) exists
 	bucketWords  = "facts.words"  // tenant, word, last fact id → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
-	bucketRank   = "facts.rank"   // tenant, scope, ^confidence, ^stored_at, fact id → empty (facts not deleted); scope: "" shared, else the private owner
+	bucketRank   = "facts.rank"   // tenant, scope, the rank key (^confidence, ^stored_at, fact id) complemented (see rankEntry) → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
 	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, rank scope, NUL, the fact's words (entries not yet in facts.words and facts.rank)
 )
+
+// StagedIndexes returns the names of the index buckets whose writes a
+// backend whose commits write pages may hold back in a small bucket of its
+// own, moving them in together later, so that a lone write does not cost
+// pages on a random leaf of each (store/bolt does, for the entity index,
+// whose keys are not time-ordered). Such a backend must read the two as
+// one bucket, in every transaction; a store written so is of format 8 or
+// later.
+func StagedIndexes() []string { return []string{bucketEntity} }
 
 // freshMax is how many facts the fresh postings hold at most: the write
 // that brings them to freshMax moves them all into facts.words (see
@@ -267,7 +276,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		if f.Version == 0 {
 			f.Version = binary.BigEndian.Uint32(k[len(k)-4:]) + 1
 		}
-		old, err := indexedFact(tx, bucketEntity, string(v))
+		old, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}
@@ -334,7 +343,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 	if err := writeFact(tx, f); err != nil {
 		return nil, nil, err
 	}
-	if err := tx.Put(bucketEntity, indexKey(f.Tenant, stored, f.Key, version(f.Version)), []byte(f.ID)); err != nil {
+	if err := tx.Put(bucketEntity, entityKey(f), entityValue(f.ID)); err != nil {
 		return nil, nil, err
 	}
 	if current == nil {
@@ -367,11 +376,25 @@ func retire(tx Tx, old *Fact, id string, t time.Time) error {
 }
 
 // markRetired is retire without the count of current facts, which the
-// caller keeps.
+// caller keeps. In a backend of local reads, the retirement goes to old's
+// entity-index entry when it can (see [retiredEntry]), else to its record.
 func markRetired(tx Tx, old *Fact, id string, t time.Time) error {
 	old.SupersededBy = id
 	if old.ValidTo == nil {
 		old.ValidTo = &t
+	}
+	if !localReads(tx) {
+		return writeFact(tx, old)
+	}
+	k := entityKey(old)
+	v, err := tx.Get(bucketEntity, k)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if id, rest := splitEntry(v); err == nil && id == old.ID && len(rest) == 0 {
+		if nv, ok := retiredEntry(old); ok {
+			return tx.Put(bucketEntity, k, nv)
+		}
 	}
 	return writeFact(tx, old)
 }
@@ -412,8 +435,28 @@ func DeleteFact(tx Tx, s Scope, id string, now time.Time) (f *Fact, deleted bool
 }
 
 // GetFact reads one fact by id, or returns ErrNotFound. A stored fact that
-// does not decode is a [*CorruptRecordError].
+// does not decode is a [*CorruptRecordError]. In a backend of local reads
+// (see [localReads]), a fact whose record does not say it was retired is
+// looked up in the entity index too, whose entry says so when a later
+// write retired it (see [markRetired]).
 func GetFact(tx Tx, id string) (*Fact, error) {
+	f, err := getRecord(tx, id)
+	if err != nil || !f.Current() || !localReads(tx) {
+		return f, err
+	}
+	v, err := tx.Get(bucketEntity, entityKey(f))
+	switch {
+	case err == nil:
+		applyRetired(f, v)
+	case !errors.Is(err, ErrNotFound):
+		return nil, err
+	}
+	return f, nil
+}
+
+// getRecord reads the record of the fact id as it is, without what its
+// entity-index entry may add.
+func getRecord(tx Tx, id string) (*Fact, error) {
 	v, err := tx.Get(bucketFacts, []byte(id))
 	if err != nil {
 		return nil, err
@@ -421,6 +464,131 @@ func GetFact(tx Tx, id string) (*Fact, error) {
 	f := new(Fact)
 	if err := decodeFact(v, f); err != nil {
 		return nil, &CorruptRecordError{Bucket: bucketFacts, Key: []byte(id), ID: id, Err: err}
+	}
+	return f, nil
+}
+
+// An entry of the entity index names a version of a chain: its value
+// names the fact. Up to format 7 the value is the fact id. From format 8
+// it is the byte entryRaw and the 16 bytes a standard fact id stands for
+// (see [compactID]), or for any other id the byte entryText and the id;
+// and when a later write retires the fact (a new version of its chain, or
+// a write naming it in supersedes), the entry rather than the record takes
+// what the retirement sets: after the id, for a text id a NUL byte, then
+// the id of the fact that retired it (entryRaw and 16 bytes, or entryText,
+// a uvarint length and the id) and the end of its valid time (the zigzag
+// varint of its Unix time in nanoseconds). The new version's entry lands
+// on the same leaf as the old one's, where the record of the old version
+// lies on a leaf of its own, written long ago: a retirement so costs no
+// page more. [GetFact] and [entryFact] put the two together; a record
+// rewritten later (a deletion, a forget) takes the retirement in. Fact ids
+// never start with either byte.
+//
+// Only a backend of local reads (bbolt, see [localReads]) writes
+// retirements there: where reads cost a round trip, looking a fact's entry
+// up would cost one more for every fact read, and a record's rewrite costs
+// no more than the entry's.
+const (
+	entryRaw  = 0x01
+	entryText = 0x02
+)
+
+// entityKey is the key of f's entry in the entity index.
+func entityKey(f *Fact) []byte {
+	return indexKey(f.Tenant, f.StoredEntity(), f.Key, version(f.Version))
+}
+
+// entityValue is the entity-index value naming the fact id.
+func entityValue(id string) []byte { return appendEntryID(nil, id) }
+
+// appendEntryID appends id to b as an entity-index value names it.
+func appendEntryID(b []byte, id string) []byte {
+	if raw, ok := compactID(id); ok {
+		return append(append(b, entryRaw), raw...)
+	}
+	return append(append(b, entryText), id...)
+}
+
+// splitEntry returns the fact id that the entity-index value v names and
+// the rest of v: empty unless the entry holds a retirement.
+func splitEntry(v []byte) (id string, rest []byte) {
+	switch {
+	case len(v) >= 1+16 && v[0] == entryRaw:
+		return standardID(v[1:17]), v[17:]
+	case len(v) > 0 && v[0] == entryText:
+		v = v[1:]
+	}
+	if i := bytes.IndexByte(v, 0); i >= 0 {
+		return string(v[:i]), v[i+1:]
+	}
+	return string(v), nil
+}
+
+// entityID is the fact id that the entity-index value v names.
+func entityID(v []byte) string {
+	id, _ := splitEntry(v)
+	return id
+}
+
+// retiredEntry is the entity-index value of f, retired: f.SupersededBy
+// and f.ValidTo follow its id. ok is false when they do not fit the layout
+// (an id holding a NUL byte, a time out of range or not in UTC): the
+// record must then take them.
+func retiredEntry(f *Fact) (v []byte, ok bool) {
+	if f.ValidTo == nil || !nanosRange(*f.ValidTo) || f.ValidTo.Location() != time.UTC ||
+		strings.IndexByte(f.ID, 0) >= 0 || f.SupersededBy == "" {
+		return nil, false
+	}
+	v = appendEntryID(make([]byte, 0, 2*len(f.ID)+16), f.ID)
+	if v[0] == entryText {
+		v = append(v, 0)
+	}
+	if raw, ok := compactID(f.SupersededBy); ok {
+		v = append(append(v, entryRaw), raw...)
+	} else {
+		v = binary.AppendUvarint(append(v, entryText), uint64(len(f.SupersededBy)))
+		v = append(v, f.SupersededBy...)
+	}
+	return binary.AppendVarint(v, f.ValidTo.UnixNano()), true
+}
+
+// applyRetired sets f.SupersededBy and f.ValidTo from the entity-index
+// value v of f, when v says f was retired. A value that does not parse
+// adds nothing.
+func applyRetired(f *Fact, v []byte) {
+	id, rest := splitEntry(v)
+	if len(rest) == 0 || id != f.ID {
+		return
+	}
+	var by string
+	d := recordDecoder{b: rest[1:]}
+	switch rest[0] {
+	case entryRaw:
+		if len(d.b) < 16 {
+			return
+		}
+		by, d.b = standardID(d.b[:16]), d.b[16:]
+	case entryText:
+		by = d.str()
+	}
+	to := d.varint()
+	if d.err != nil || by == "" || len(d.b) != 0 {
+		return
+	}
+	t := time.Unix(0, to).UTC()
+	f.SupersededBy, f.ValidTo = by, &t
+}
+
+// entryFact reads the fact that the entity-index value v names, as
+// [indexedFact] does, with what v says of its retirement.
+func entryFact(tx Tx, v []byte) (*Fact, error) {
+	id := entityID(v)
+	f, err := getRecord(tx, id)
+	if err = indexedErr(bucketEntity, id, err); err != nil {
+		return nil, err
+	}
+	if f.Current() {
+		applyRetired(f, v)
 	}
 	return f, nil
 }
@@ -450,7 +618,11 @@ func writeFact(tx Tx, f *Fact) error {
 	if err != nil {
 		return err
 	}
-	hintAppend(tx, bucketFacts) // ids are time-ordered
+	// Ids are time-ordered, and a retirement no longer grows the record
+	// of the fact it retires (see markRetired): only rarer writes (a
+	// deletion, a forget, a re-verification) rewrite one, so pages are
+	// filled (225 bytes a fact, were 256 at 80%).
+	hintWriteOnce(tx, bucketFacts)
 	return tx.Put(bucketFacts, []byte(f.ID), b)
 }
 
@@ -481,7 +653,7 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 		if err := tx.Delete(bucketFresh, indexKey(f.Tenant, f.ID)); err != nil {
 			return err
 		}
-		return tx.Delete(bucketRank, append(rankPrefix(f.Tenant, rankScope(f)), rank...))
+		return tx.Delete(bucketRank, rankEntry(f.Tenant, rankScope(f), rank))
 	}
 	scope := rankScope(f)
 	v := make([]byte, 0, 16+len(scope)+1+len(f.Value)+len(f.Key)+len(f.Entity))
@@ -565,8 +737,8 @@ func scanRank(tx Tx, tenant, scope string, visit func(key []byte) error) error {
 		return err
 	}
 	p := rankPrefix(tenant, scope)
-	err = tx.Scan(bucketRank, p, false, func(k, _ []byte) error {
-		k = k[len(p):]
+	err = tx.Scan(bucketRank, p, true, func(k, _ []byte) error {
+		k = rankOfEntry(k[len(p):])
 		for len(fresh) > 0 && bytes.Compare(fresh[0], k) < 0 {
 			if err := visit(fresh[0]); err != nil {
 				return err
@@ -644,10 +816,11 @@ func flushFresh(tx Tx, min int) error {
 		}
 	}
 	slices.SortFunc(entries, func(a, b freshEntry) int {
-		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.scope, b.scope), bytes.Compare(a.rank, b.rank))
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.scope, b.scope), bytes.Compare(b.rank, a.rank))
 	})
+	hintWriteOnce(tx, bucketRank) // appended within each confidence, never rewritten
 	for _, e := range entries {
-		if err := tx.Put(bucketRank, append(append(rankPrefix(e.tenant, e.scope), e.rank...), e.id...), nil); err != nil {
+		if err := tx.Put(bucketRank, rankEntry(e.tenant, e.scope, append(e.rank, e.id...)), nil); err != nil {
 			return err
 		}
 	}
@@ -667,6 +840,36 @@ func rankScope(f *Fact) string {
 		return f.Owner
 	}
 	return ""
+}
+
+// rankEntry is the key in facts.rank of the rank key k (^confidence,
+// ^stored_at, fact id) in the partition of tenant and scope: from format
+// 8, the partition's prefix and the bytes of k complemented. A newer fact,
+// whose ^stored_at is smaller, so sorts after the older facts of its
+// confidence, and its entry is appended rather than put before them; the
+// partition is scanned backwards.
+func rankEntry(tenant, scope string, k []byte) []byte {
+	e := rankPrefix(tenant, scope)
+	for _, c := range k {
+		e = append(e, ^c)
+	}
+	return e
+}
+
+// rankOfEntry is the rank key that rest, a key of facts.rank less its
+// partition's prefix, stands for, in either layout: up to format 7 rest
+// is the rank key, whose first byte (of ^confidence, for a confidence in
+// [0, 1]) is at least 0xc0; from format 8 it is complemented, and its
+// first byte at most 0x3f.
+func rankOfEntry(rest []byte) []byte {
+	if len(rest) > 0 && rest[0] >= 0x80 {
+		return rest
+	}
+	k := make([]byte, len(rest))
+	for i, c := range rest {
+		k[i] = ^c
+	}
+	return k
 }
 
 // rankPrefix is the rank-index prefix of a partition.
@@ -715,13 +918,14 @@ func parseKeyEntry(k []byte, tenant string) (key, stored string, ok bool) {
 // scan of a chain.
 var errStopKeyScan = errors.New("store: stop key scan")
 
-// scanKeyIndex calls fn with the id of every version of every chain whose
+// scanKeyIndex calls fn with the entity-index value (see [entityID]) of
+// every version of every chain whose
 // key-index entry starts with prefix (the tenant, a NUL, then a prefix of
 // keys, or a whole key and a NUL): chain after chain in index order (by key,
 // then stored entity), each chain's versions oldest first. skip, unless nil,
 // sees each chain's key and stored entity first and returns true to pass it
 // over unread. fn returning ErrStop ends the walk without error.
-func scanKeyIndex(tx Tx, tenant string, prefix []byte, skip func(key, stored string) bool, fn func(id []byte) error) error {
+func scanKeyIndex(tx Tx, tenant string, prefix []byte, skip func(key, stored string) bool, fn func(v []byte) error) error {
 	err := tx.Scan(bucketKey, prefix, false, func(k, _ []byte) error {
 		key, stored, ok := parseKeyEntry(k, tenant)
 		if !ok || skip != nil && skip(key, stored) {
@@ -813,7 +1017,7 @@ func History(tx Tx, s Scope, entity, key string) ([]*Fact, error) {
 	var out []*Fact
 	for _, stored := range s.storedNames(entity) {
 		err := tx.Scan(bucketEntity, indexKey(s.Tenant, stored, key, ""), false, func(_, v []byte) error {
-			f, err := indexedFact(tx, bucketEntity, string(v))
+			f, err := entryFact(tx, v)
 			if err != nil {
 				return SkipCorrupt(tx, err)
 			}
@@ -922,7 +1126,7 @@ func ReadHistory(tx Tx, q HistoryQuery) (*HistoryPage, error) {
 			if ver >= c.from {
 				return nil
 			}
-			f, err := indexedFact(tx, bucketEntity, string(v))
+			f, err := entryFact(tx, v)
 			if err != nil {
 				return SkipCorrupt(tx, err) // reported, and left out of the page
 			}

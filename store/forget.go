@@ -200,8 +200,8 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 	sel := &ForgetSelection{}
 	seen := make(map[string]struct{})
 	for _, s := range scans {
-		visit := func(v []byte) error {
-			id := string(v)
+		visit := func(v []byte) error { // an entity-index value
+			id := entityID(v)
 			if _, dup := seen[id]; dup {
 				return nil
 			}
@@ -578,10 +578,10 @@ func RestoreForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetReco
 func chainCurrent(tx Tx, f *Fact) (*Fact, error) {
 	var cur *Fact
 	err := tx.Scan(bucketEntity, indexKey(f.Tenant, f.StoredEntity(), f.Key, ""), true, func(_, v []byte) error {
-		if string(v) == f.ID {
+		if entityID(v) == f.ID {
 			return nil
 		}
-		g, err := indexedFact(tx, bucketEntity, string(v))
+		g, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}

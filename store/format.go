@@ -42,7 +42,18 @@ import (
 //     see them. Keyword posting blocks are in a compact layout (see
 //     postings.go), about half their format-6 size; [Upgrade] rewrites
 //     them.
-const Format = 7
+//   - 8: a fact retired by a later write (a new version of its chain, or
+//     a write naming it in supersedes) keeps its record as it was: its
+//     entry in the entity index takes the retirement (see facts.go), which
+//     a crux of format 7 would not see; and a backend may hold the newest
+//     entries of the entity index in a bucket of their own (see
+//     [StagedIndexes]). The keys of the confidence index (facts.rank) are
+//     complemented, so that new facts' entries are appended (see
+//     rankEntry); [Upgrade] rewrites them. Fact records name the standard
+//     fact ids they hold (supersedes, retires, superseded_by) by their 16
+//     bytes, which a crux of format 7 cannot read, and so do the entity
+//     index and the change log.
+const Format = 8
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -120,6 +131,11 @@ func Upgrade(tx Tx) (from int, err error) {
 			return from, fmt.Errorf("store: rewriting the keyword posting blocks: %w", err)
 		}
 	}
+	if from < 8 {
+		if err := upgradeRank(tx); err != nil {
+			return from, fmt.Errorf("store: rewriting the confidence index: %w", err)
+		}
+	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))
 }
 
@@ -159,6 +175,7 @@ func reindexWords(tx Tx) error {
 		if !ok1 || !ok2 || len(rest) <= rankLen {
 			continue
 		}
+		rest = rankOfEntry(rest)
 		f, err := GetFact(tx, string(rest[rankLen:]))
 		if err != nil {
 			continue
@@ -178,6 +195,33 @@ func reindexWords(tx Tx) error {
 	})
 	for _, w := range words {
 		if err := addPostings(tx, w.tenant, w.word, byWord[w]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upgradeRank rewrites the keys of facts.rank still in the layout of
+// format 7 in that of format 8 (see [rankEntry]). A malformed key is left
+// for crux doctor to report.
+func upgradeRank(tx Tx) error {
+	var old [][]byte
+	if err := tx.Scan(bucketRank, nil, false, func(k, _ []byte) error {
+		parts := bytes.SplitN(k, []byte{0}, 3)
+		if len(parts) == 3 && len(parts[2]) > rankLen && parts[2][0] >= 0x80 {
+			old = append(old, bytes.Clone(k))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	hintWriteOnce(tx, bucketRank)
+	for _, k := range old {
+		parts := bytes.SplitN(k, []byte{0}, 3)
+		if err := tx.Delete(bucketRank, k); err != nil {
+			return err
+		}
+		if err := tx.Put(bucketRank, rankEntry(string(parts[0]), string(parts[1]), parts[2]), nil); err != nil {
 			return err
 		}
 	}

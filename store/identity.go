@@ -194,7 +194,7 @@ func privateChains(tx Tx, tenant, owner string) ([]*privateChain, error) {
 			return nil
 		}
 		key := string(tail[:len(tail)-5])
-		f, err := indexedFact(tx, bucketEntity, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}
@@ -326,7 +326,7 @@ func SplitPassport(tx Tx, req SplitRequest, receipt func(*SplitResult) (string, 
 		if err := writeFact(tx, g); err != nil {
 			return nil, err
 		}
-		if err := tx.Put(bucketEntity, indexKey(g.Tenant, stored, g.Key, version(g.Version)), []byte(g.ID)); err != nil {
+		if err := tx.Put(bucketEntity, indexKey(g.Tenant, stored, g.Key, version(g.Version)), entityValue(g.ID)); err != nil {
 			return nil, err
 		}
 		if err := putKeyEntry(tx, g.Tenant, g.Key, stored); err != nil {
@@ -459,7 +459,7 @@ func MergePassports(tx Tx, req MergeRequest, receipt func(*MergeResult) (string,
 		var top uint32
 		err := tx.Scan(bucketEntity, indexKey(req.Tenant, m.to, c.key, ""), false, func(k, v []byte) error {
 			top = max(top, uint32FromKey(k))
-			f, err := indexedFact(tx, bucketEntity, string(v))
+			f, err := entryFact(tx, v)
 			if err != nil {
 				return SkipCorrupt(tx, err)
 			}
@@ -614,7 +614,7 @@ func (m *chainMove) apply(tx Tx, req MergeRequest, receiptID string, now time.Ti
 		if err := writeFact(tx, f); err != nil {
 			return err
 		}
-		if err := tx.Put(bucketEntity, indexKey(tenant, m.to, m.key, version(f.Version)), []byte(f.ID)); err != nil {
+		if err := tx.Put(bucketEntity, indexKey(tenant, m.to, m.key, version(f.Version)), entityValue(f.ID)); err != nil {
 			return err
 		}
 		if !forgotten && !f.Deleted {

@@ -177,7 +177,7 @@ func exportRecord(tx Tx, typ string, q MemoryExportQuery, rest, v []byte) (*Memo
 			bytes.HasPrefix(stored, []byte(PrivatePrefix)) && (q.Agent == "" || !bytes.HasPrefix(stored, []byte(PrivateEntity(q.Agent, "")))) {
 			return nil, 0, nil
 		}
-		f, err := indexedFact(tx, bucketEntity, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return nil, 0, SkipCorrupt(tx, err)
 		}
@@ -577,7 +577,7 @@ func importFact(tx Tx, f *Fact) (string, error) {
 	if err := writeFact(tx, f); err != nil {
 		return "", err
 	}
-	if err := tx.Put(bucketEntity, slot, []byte(f.ID)); err != nil {
+	if err := tx.Put(bucketEntity, slot, entityValue(f.ID)); err != nil {
 		return "", err
 	}
 	if err := putKeyEntry(tx, f.Tenant, f.Key, stored); err != nil {

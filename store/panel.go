@@ -91,7 +91,7 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 		err := scanKeyIndex(tx, s.Tenant, append(indexKey(s.Tenant, s.Key), 0),
 			// another agent's private fact, or crux's own: not read, not counted
 			func(_, stored string) bool { return !keyEntrySeen(stored, s.Agent) },
-			visit)
+			func(v []byte) error { return visit([]byte(entityID(v))) })
 		if err != nil {
 			return st, err
 		}
@@ -112,7 +112,7 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 		return st, nil
 	}
 	for _, p := range prefixes {
-		err := tx.Scan(bucket, p, false, func(_, v []byte) error { return visit(v) })
+		err := tx.Scan(bucket, p, false, func(_, v []byte) error { return visit([]byte(entityID(v))) })
 		if err != nil {
 			return st, err
 		}

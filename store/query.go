@@ -101,7 +101,7 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		var res FactResult
 		err := scanKeyIndex(tx, q.Tenant, append(indexKey(q.Tenant, q.Key), 0),
 			func(_, stored string) bool { return !keyEntrySeen(stored, q.Agent) },
-			func(id []byte) error { return q.rankInto(tx, &res, bucketKey, id) })
+			func(v []byte) error { return q.rankInto(tx, &res, v) })
 		return q.finish(res), err
 	case len(q.Terms) > 0:
 		// Postings hold the fact's rank key, so candidates are ordered
@@ -200,7 +200,7 @@ func prefetchFacts(tx Tx, keys [][]byte) {
 func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, error) {
 	var res FactResult
 	for _, p := range prefixes {
-		err := tx.Scan(bucket, p, false, func(_, v []byte) error { return q.rankInto(tx, &res, bucket, v) })
+		err := tx.Scan(bucket, p, false, func(_, v []byte) error { return q.rankInto(tx, &res, v) })
 		if err != nil {
 			return res, err
 		}
@@ -208,10 +208,10 @@ func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, 
 	return q.finish(res), nil
 }
 
-// rankInto reads the fact id, reached through index, and adds it to res
-// when it passes q.
-func (q *FactQuery) rankInto(tx Tx, res *FactResult, index string, id []byte) error {
-	f, err := indexedFact(tx, index, string(id))
+// rankInto reads the fact that the entity-index value v names, and adds
+// it to res when it passes q.
+func (q *FactQuery) rankInto(tx Tx, res *FactResult, v []byte) error {
+	f, err := entryFact(tx, v)
 	if err != nil {
 		return SkipCorrupt(tx, err)
 	}

@@ -190,6 +190,17 @@ type Prefetcher interface {
 	PrefetchScan(bucket string, prefix []byte, reverse bool)
 }
 
+// localReads reports whether the reads of tx are memory reads, as bbolt's
+// are: whether tx, beneath the store's own wrapper, takes no prefetch (a
+// backend whose reads cost a round trip takes them).
+func localReads(tx Tx) bool {
+	if r, ok := tx.(reportingTx); ok {
+		tx = r.Tx
+	}
+	_, remote := tx.(Prefetcher)
+	return !remote
+}
+
 // prefetch passes a prefetch of keys of bucket to tx, if it takes them.
 func prefetch(tx Tx, bucket string, keys [][]byte) {
 	if p, ok := tx.(Prefetcher); ok && len(keys) > 0 {

@@ -69,7 +69,7 @@ import (
 // Bucket sync.state holds, per replica and tenant, the [SyncState] of the
 // exchange: cursors, times and counts (JSON).
 const (
-	bucketSyncLog    = "sync.log"     // tenant, NUL, seq (8 bytes BE) → fact id
+	bucketSyncLog    = "sync.log"     // tenant, NUL, seq (8 bytes BE) → fact id, named as the entity index names it (see entityValue; format 8), or the id itself
 	bucketSyncNew    = "sync.log.new" // the same, for the newest entries (see syncStageMax)
 	bucketSyncOrigin = "sync.origin"  // tenant, NUL, fact id → replica name
 	bucketSyncState  = "sync.state"   // replica, NUL, tenant → JSON SyncState
@@ -188,7 +188,7 @@ func logFact(tx Tx, f *Fact) error {
 		return fmt.Errorf("store: the change log of tenant %q is full", f.Tenant)
 	}
 	hintAppend(tx, bucketSyncNew)
-	if err := tx.Put(bucketSyncNew, syncLogKey(f.Tenant, last+1), []byte(f.ID)); err != nil {
+	if err := tx.Put(bucketSyncNew, syncLogKey(f.Tenant, last+1), entityValue(f.ID)); err != nil {
 		return err
 	}
 	return flushSyncLog(tx)
@@ -200,7 +200,7 @@ func backfillSyncLog(tx Tx) error {
 	logged := make(map[string]bool)
 	for _, b := range []string{bucketSyncLog, bucketSyncNew} {
 		if err := tx.Scan(b, nil, false, func(_, v []byte) error {
-			logged[string(v)] = true
+			logged[entityID(v)] = true
 			return nil
 		}); err != nil {
 			return err
@@ -250,7 +250,7 @@ func SyncChanges(tx Tx, tenant string, after uint64, entityPrefix string, limit,
 			return nil
 		}
 		seq := binary.BigEndian.Uint64(k[len(tenant)+1:])
-		f, err := GetFact(tx, string(v))
+		f, err := GetFact(tx, entityID(v))
 		if errors.Is(err, ErrNotFound) {
 			next = seq
 			return nil // purged by a forget
@@ -316,7 +316,7 @@ func SyncPending(tx Tx, tenant string, after uint64, maxScan int, visit func(seq
 			return nil
 		}
 		seq := binary.BigEndian.Uint64(k[len(tenant)+1:])
-		f, err := GetFact(tx, string(v))
+		f, err := GetFact(tx, entityID(v))
 		if errors.Is(err, ErrNotFound) {
 			last = seq
 			return nil
@@ -509,7 +509,7 @@ func ApplySyncFacts(tx Tx, tenant, origin string, facts []SyncFact) (SyncApplied
 func currentShared(tx Tx, tenant, entity, key string) (*Fact, error) {
 	var current *Fact
 	err := tx.Scan(bucketEntity, indexKey(tenant, entity, key, ""), true, func(_, v []byte) error {
-		f, err := indexedFact(tx, bucketEntity, string(v))
+		f, err := entryFact(tx, v)
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}
@@ -554,7 +554,7 @@ func putRetiredVersion(tx Tx, tenant string, in *SyncFact, class string, winner 
 	if err := writeFact(tx, f); err != nil {
 		return nil, err
 	}
-	if err := tx.Put(bucketEntity, indexKey(tenant, f.Entity, f.Key, version(f.Version)), []byte(f.ID)); err != nil {
+	if err := tx.Put(bucketEntity, indexKey(tenant, f.Entity, f.Key, version(f.Version)), entityValue(f.ID)); err != nil {
 		return nil, err
 	}
 	if err := indexLive(tx, f, true); err != nil {

@@ -151,7 +151,7 @@ func TestUpgradeFormat6(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, store.Format, format)
 		for _, b := range buckets {
-			assert.Equal(t, before[b], dump(t, tx, b), "bucket %s", b)
+			assert.Equal(t, upgraded(b, before[b]), dump(t, tx, b), "bucket %s", b)
 		}
 		return nil
 	}))

@@ -64,6 +64,15 @@
 // all read transactions to end: keep Views short, and do not call Update
 // from inside a View's fn, nor Update from inside an Update's fn (either may
 // wait for itself forever).
+//
+// # Staged buckets
+//
+// A commit writes every page on the path from each leaf it changed up to
+// its bucket's root. The buckets that [store.StagedIndexes] names, whose
+// keys land anywhere, therefore take their writes in a small bucket of
+// their own first, one page, and receive them together, sorted, once it
+// has grown past a few kilobytes; reads see the two as one bucket (see
+// stage.go).
 package bolt
 
 import (

@@ -254,6 +254,13 @@ func (r *runner) attempt(calls []*call) (retry []*call, failed *call) {
 		}
 		return nil, nil
 	}
+	if err := (&tx{ctx: context.Background(), btx: btx, w: w}).flushStages(); err != nil {
+		r.rollback()
+		for _, c := range ran {
+			c.finish(err)
+		}
+		return nil, nil
+	}
 	start := time.Now()
 	err = btx.Commit() // rolls back by itself on failure
 	r.db.noteCommit(time.Since(start))

@@ -57,6 +57,7 @@ type writeState struct {
 	buckets   bucketCache
 	appending []string // buckets hinted as appended to
 	writeOnce []string // buckets hinted as written once
+	staged    []string // stages written to (see stage.go)
 }
 
 // bucketCache remembers a few open buckets of a transaction, so repeated
@@ -213,6 +214,14 @@ func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
 	if bucket == "" || len(key) == 0 {
 		return nil, store.ErrEmptyKey
 	}
+	if stage, ok := stages[bucket]; ok {
+		return t.stageGet(bucket, stage, key)
+	}
+	return t.get(bucket, key)
+}
+
+// get is Get of a bucket, staged or not, as it is.
+func (t *tx) get(bucket string, key []byte) ([]byte, error) {
 	b := t.bucket(bucket)
 	if b == nil {
 		return nil, store.ErrNotFound
@@ -243,6 +252,14 @@ func (t *tx) Put(bucket string, key, value []byte) error {
 	if bucket == "" || len(key) == 0 {
 		return store.ErrEmptyKey
 	}
+	if stage, ok := stages[bucket]; ok {
+		return t.stagePut(stage, key, value)
+	}
+	return t.put(bucket, key, value)
+}
+
+// put is Put into a bucket, staged or not, as it is.
+func (t *tx) put(bucket string, key, value []byte) error {
 	t.writes++
 	t.w.gen++
 	b, err := t.writableBucket(bucket)
@@ -270,6 +287,16 @@ func (t *tx) Delete(bucket string, key []byte) error {
 	if bucket == "" || len(key) == 0 {
 		return store.ErrEmptyKey
 	}
+	if stage, ok := stages[bucket]; ok {
+		if err := t.delete(stage, key); err != nil {
+			return err
+		}
+	}
+	return t.delete(bucket, key)
+}
+
+// delete is Delete from a bucket, staged or not, as it is.
+func (t *tx) delete(bucket string, key []byte) error {
 	b := t.bucket(bucket)
 	if b == nil {
 		return nil
@@ -317,52 +344,11 @@ func (t *tx) scan(bucket string, prefix, from []byte, reverse bool, fn func(key,
 		return store.ErrEmptyKey
 	}
 	b := t.bucket(bucket)
-	if b == nil {
-		return nil
+	var s *bbolt.Bucket
+	if stage, ok := stages[bucket]; ok {
+		s = t.bucket(stage)
 	}
-	cache := t.cache()
-	c := cache.cursor(b)
-	defer cache.release(b, c)
-	var k, v []byte
-	switch {
-	case !reverse && bytes.Compare(from, prefix) > 0:
-		k, v = c.Seek(from)
-	case !reverse && len(prefix) == 0:
-		k, v = c.First()
-	case !reverse:
-		k, v = c.Seek(prefix)
-	default:
-		k, v = seekLast(c, prefix)
-	}
-	for n := 1; k != nil && bytes.HasPrefix(k, prefix); n++ {
-		if n%scanCheckEvery == 0 {
-			if err := t.check(); err != nil {
-				return err
-			}
-		}
-		if v == nil {
-			v = emptyValue
-		}
-		gen := t.gen()
-		if err := fn(k, v); err != nil {
-			if errors.Is(err, store.ErrStop) {
-				return nil
-			}
-			return err
-		}
-		if t.gen() != gen {
-			// A write may have moved the cursor's node: seek again from
-			// the key just visited. The slice k itself stays valid.
-			k, v = reposition(c, k, reverse)
-			continue
-		}
-		if reverse {
-			k, v = c.Prev()
-		} else {
-			k, v = c.Next()
-		}
-	}
-	return nil
+	return t.scanBuckets(b, s, prefix, from, reverse, fn)
 }
 
 // seekLast positions c on the last key having prefix, or on the key before

@@ -1,0 +1,151 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/store/bolt"
+)
+
+// TestUpgradeFormat7 opens a store written by the code of format 7, whose
+// retired facts carry their retirement in their records: the upgrade
+// rewrites nothing but the format record, every fact reads as before, and
+// a new version of a chain written afterwards retires the format-7 fact it
+// supersedes without rewriting that fact's record (its entity-index entry
+// takes the retirement), which then reads as retired.
+func TestUpgradeFormat7(t *testing.T) {
+	path := openFixtureOf(t, "format7")
+	ctx := context.Background()
+	db, err := bolt.Open(path, nil)
+	require.NoError(t, err)
+
+	buckets := []string{"facts", "facts.entity", "facts.key", "facts.words", "facts.rank", "facts.active",
+		"facts.fresh", "sync.log", "sync.log.new", "forgets", "forgets.facts", "receipts", "receipts.chain"}
+	before := map[string]map[string]string{}
+	var facts map[string]*store.Fact
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		format, err := store.StoredFormat(tx)
+		require.NoError(t, err)
+		require.Equal(t, 7, format)
+		for _, b := range buckets {
+			before[b] = dump(t, tx, b)
+		}
+		facts = readFacts(t, tx)
+		return nil
+	}))
+	retired := 0
+	for _, f := range facts {
+		if f.SupersededBy != "" {
+			retired++
+		}
+	}
+	require.Greater(t, retired, 20, "the fixture holds retired facts")
+	require.NotEmpty(t, before["facts.rank"])
+	found := map[fixtureQuery][]string{}
+	for _, tenant := range []string{"default", "acme"} {
+		for _, agent := range []string{"", "alice", "bob"} {
+			for _, w := range []string{"widget3", "fixture", "upgrade", "setting2"} {
+				q := fixtureQuery{tenant: tenant, agent: agent, words: w, limit: 1000}
+				require.NoError(t, db.View(ctx, func(tx store.Tx) error { found[q] = searchFixture(t, tx, q); return nil }))
+			}
+		}
+	}
+
+	from, err := store.UpgradeBackend(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, 7, from)
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		format, err := store.StoredFormat(tx)
+		require.NoError(t, err)
+		assert.Equal(t, store.Format, format)
+		for _, b := range buckets {
+			assert.Equal(t, upgraded(b, before[b]), dump(t, tx, b), "bucket %s", b)
+		}
+		assert.Equal(t, facts, readFacts(t, tx))
+		for q, ids := range found {
+			assert.Equal(t, ids, searchFixture(t, tx, q), "%+v", q)
+		}
+		return nil
+	}))
+
+	// A new version of every current shared chain of tenant default.
+	type chain struct{ entity, key string }
+	olds := map[chain]*store.Fact{}
+	for _, f := range facts {
+		if f.Tenant == "default" && f.Current() && !f.Private && !store.IsReserved(f.Entity) {
+			olds[chain{f.Entity, f.Key}] = f
+		}
+	}
+	require.Greater(t, len(olds), 10)
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	news := map[string]*store.Fact{}
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		for c, old := range olds {
+			now = now.Add(time.Second)
+			f, gone, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "default", Agent: "alice"},
+				Entity: c.entity, Key: c.key, Value: "after the upgrade", Confidence: 1, Now: now})
+			require.NoError(t, err)
+			require.Equal(t, []string{old.ID}, gone)
+			news[old.ID] = f
+		}
+		return nil
+	}))
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		records := dump(t, tx, "facts")
+		for id, f := range news {
+			assert.Equal(t, before["facts"][id], records[id], "the record of %s is not rewritten", id)
+			old, err := store.GetFact(tx, id)
+			require.NoError(t, err)
+			assert.Equal(t, f.ID, old.SupersededBy)
+			require.NotNil(t, old.ValidTo)
+			assert.True(t, old.ValidTo.Equal(f.StoredAt))
+			assert.False(t, old.Current())
+			hist, err := store.History(tx, store.Scope{Tenant: "default"}, old.Entity, old.Key)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, len(hist), 2)
+			last, prev := hist[len(hist)-1], hist[len(hist)-2]
+			assert.Equal(t, f.ID, last.ID)
+			assert.Equal(t, old.ID, prev.ID)
+			assert.Equal(t, f.ID, prev.SupersededBy)
+		}
+		problems, err := store.Diagnose(tx)
+		require.NoError(t, err)
+		assert.Empty(t, problems)
+		return nil
+	}))
+	require.NoError(t, db.Close())
+
+	db, err = bolt.Open(path, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	from, err = store.UpgradeBackend(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, store.Format, from)
+	assert.Zero(t, db.Stats().Commits, "the second open commits nothing")
+}
+
+// upgraded is what the entries m of bucket, in a store of format 7 or
+// older, become once upgraded: the keys of facts.rank are complemented
+// after their tenant and scope (format 8); other buckets the tests compare
+// are left as they were.
+func upgraded(bucket string, m map[string]string) map[string]string {
+	if bucket != "facts.rank" {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		parts := strings.SplitN(k, "\x00", 3)
+		rest := []byte(parts[2])
+		for i := range rest {
+			rest[i] = ^rest[i]
+		}
+		out[parts[0]+"\x00"+parts[1]+"\x00"+string(rest)] = v
+	}
+	return out
+}
