@@ -301,7 +301,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		retired = append(retired, current.ID)
 	}
 	for _, id := range n.Supersedes {
-		if containsString(retired, id) {
+		if slices.Contains(retired, id) {
 			continue
 		}
 		old, err := GetFact(tx, id)
@@ -1000,15 +1000,6 @@ func indexKey(parts ...string) []byte {
 }
 
 func version(v uint32) string { return string(binary.BigEndian.AppendUint32(nil, v)) }
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // History returns every version of (entity, key) that agent may see: the
 // shared chain and agent's private chain, oldest first, deleted and

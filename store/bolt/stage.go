@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/bbolt"
 
@@ -47,7 +48,7 @@ var stages = func() map[string]string {
 // stagePut puts key and value into the stage of bucket, which is staged,
 // and notes the stage for flushStages.
 func (t *tx) stagePut(stage string, key, value []byte) error {
-	if !containsString(t.w.staged, stage) {
+	if !slices.Contains(t.w.staged, stage) {
 		t.w.staged = append(t.w.staged, stage)
 	}
 	return t.put(stage, key, value)
@@ -162,7 +163,7 @@ func step(c *bbolt.Cursor, reverse bool) ([]byte, []byte) {
 // has grown past stageBytes into its bucket, in key order, and empties it.
 func (t *tx) flushStages() error {
 	for bucket, stage := range stages {
-		if !containsString(t.w.staged, stage) {
+		if !slices.Contains(t.w.staged, stage) {
 			continue
 		}
 		s := t.bucket(stage)
@@ -191,13 +192,4 @@ func (t *tx) flushStages() error {
 		}
 	}
 	return nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
