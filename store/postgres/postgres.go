@@ -115,6 +115,12 @@
 // read), and the plan is an index scan in key order whatever the table's
 // statistics say, where a table without statistics had a range read
 // fetch the whole range and sort it, or a bucket scanned for a few keys.
+// These settings, like search_path for [Options.Schema], are sent as
+// startup parameters of each connection: a connection pooler in front of
+// the server must pass them on (PgBouncer refuses a connection that sends
+// parameters it does not track unless its ignore_startup_parameters lists
+// them; with it, set them on the database instead, with ALTER DATABASE
+// ... SET).
 //
 // # Server settings
 //
