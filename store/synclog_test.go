@@ -121,7 +121,7 @@ func TestUpgradeFormat6(t *testing.T) {
 	}
 	found := map[fixtureQuery][]string{}
 	var oldWords map[string]string
-	require.NoError(t, db.View(ctx, func(tx store.Tx) error { oldWords = dump(t, tx, "facts.words"); return nil }))
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error { oldWords = upgraded("facts.words", dump(t, tx, "facts.words")); return nil }))
 	for _, tenant := range []string{"default", "acme"} {
 		for _, agent := range []string{"", "alice", "bob"} {
 			for _, w := range []string{"widget3", "fixture", "value 7", "upgrade", "setting2"} {
