@@ -90,3 +90,10 @@ func BlockIDs(v []byte) ([]string, error) {
 	}
 	return ids, err
 }
+
+// UpgradedBlock is the block value v rewritten in the layout of [Format],
+// for tests.
+func UpgradedBlock(v []byte) (string, error) {
+	ps, err := decodeBlock(v)
+	return string(encodeBlock(ps)), err
+}

@@ -54,8 +54,10 @@ import (
 //     bytes, which a crux of format 7 cannot read, and so do the entity
 //     index and the change log. The keyword index keeps the greatest ids
 //     of each word in a tail block keyed by the word alone (see
-//     postings.go), which new facts' postings join without moving it;
-//     [Upgrade] moves each word's last block there.
+//     postings.go), which new facts' postings join without moving it, and
+//     its blocks write a confidence of whole hundredths in a byte and the
+//     first stored_at from the first id's millisecond; [Upgrade] moves
+//     each word's last block there and rewrites the blocks.
 const Format = 8
 
 // bucketMeta holds the store's format record under formatKey: the format
@@ -129,12 +131,10 @@ func Upgrade(tx Tx) (from int, err error) {
 			return from, fmt.Errorf("store: rewriting the fact records: %w", err)
 		}
 	}
-	if from < 7 {
+	if from < 8 {
 		if err := upgradeBlocks(tx); err != nil {
 			return from, fmt.Errorf("store: rewriting the keyword posting blocks: %w", err)
 		}
-	}
-	if from < 8 {
 		if err := upgradeRank(tx); err != nil {
 			return from, fmt.Errorf("store: rewriting the confidence index: %w", err)
 		}
