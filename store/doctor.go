@@ -148,7 +148,7 @@ func Diagnose(tx Tx) ([]Problem, error) {
 // removes that posting alone.
 func blockProblems(tx Tx, k, v []byte, unreadable map[string]bool) ([]Problem, error) {
 	_, _, last, ok := parseBlockKey(k)
-	if ok && len(v) == rankLen && len(last) <= postingIDMax {
+	if ok && len(v) == rankLen && len(last) <= postingIDMax && last != tailMark {
 		// One posting, as a store not yet upgraded keeps them (see
 		// upgradeWords): the fact id ends the key.
 		return blockProblems(tx, k, encodeBlock([]posting{{id: last, rank: v}}), unreadable)

@@ -68,3 +68,32 @@ func DocIndex(tx Tx, tenant string) ([]string, error) {
 	stats.Next = 0 // seqs differ between builds
 	return append(append(out, segs...), fmt.Sprintf("stats %+v", stats)), err
 }
+
+// AddPosting adds the posting of the fact id, with rank, to the blocks of
+// word in tenant, for tests.
+func AddPosting(tx Tx, tenant, word, id string, rank []byte) error {
+	return addPostings(tx, tenant, word, []posting{{id: id, rank: rank}})
+}
+
+// RemovePosting removes the posting of the fact id from the blocks of word
+// in tenant, for tests.
+func RemovePosting(tx Tx, tenant, word, id string) error {
+	return removePosting(tx, tenant, word, id)
+}
+
+// BlockIDs decodes the block value v into its fact ids, for tests.
+func BlockIDs(v []byte) ([]string, error) {
+	ps, err := decodeBlock(v)
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.id
+	}
+	return ids, err
+}
+
+// UpgradedBlock is the block value v rewritten in the layout of [Format],
+// for tests.
+func UpgradedBlock(v []byte) (string, error) {
+	ps, err := decodeBlock(v)
+	return string(encodeBlock(ps)), err
+}

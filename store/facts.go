@@ -26,7 +26,7 @@ const (
 	bucketFacts  = "facts"        // fact id → Fact record (see factrec.go)
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity → empty: the chain (stored entity, key) exists
-	bucketWords  = "facts.words"  // tenant, word, last fact id → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
+	bucketWords  = "facts.words"  // tenant, word, last fact id (0xff for the tail block) → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
 	bucketRank   = "facts.rank"   // tenant, scope, the rank key (^confidence, ^stored_at, fact id) complemented (see rankEntry) → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
 	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, rank scope, NUL, the fact's words (entries not yet in facts.words and facts.rank)

@@ -52,7 +52,12 @@ import (
 //     rankEntry); [Upgrade] rewrites them. Fact records name the standard
 //     fact ids they hold (supersedes, retires, superseded_by) by their 16
 //     bytes, which a crux of format 7 cannot read, and so do the entity
-//     index and the change log.
+//     index and the change log. The keyword index keeps the greatest ids
+//     of each word in a tail block keyed by the word alone (see
+//     postings.go), which new facts' postings join without moving it, and
+//     its blocks write a confidence of whole hundredths in a byte and the
+//     first stored_at from the first id's millisecond; [Upgrade] moves
+//     each word's last block there and rewrites the blocks.
 const Format = 8
 
 // bucketMeta holds the store's format record under formatKey: the format
@@ -126,14 +131,15 @@ func Upgrade(tx Tx) (from int, err error) {
 			return from, fmt.Errorf("store: rewriting the fact records: %w", err)
 		}
 	}
-	if from < 7 {
+	if from < 8 {
 		if err := upgradeBlocks(tx); err != nil {
 			return from, fmt.Errorf("store: rewriting the keyword posting blocks: %w", err)
 		}
-	}
-	if from < 8 {
 		if err := upgradeRank(tx); err != nil {
 			return from, fmt.Errorf("store: rewriting the confidence index: %w", err)
+		}
+		if err := upgradeTails(tx); err != nil {
+			return from, fmt.Errorf("store: moving the keyword blocks to their tail keys: %w", err)
 		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))

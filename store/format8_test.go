@@ -132,20 +132,43 @@ func TestUpgradeFormat7(t *testing.T) {
 
 // upgraded is what the entries m of bucket, in a store of format 7 or
 // older, become once upgraded: the keys of facts.rank are complemented
-// after their tenant and scope (format 8); other buckets the tests compare
-// are left as they were.
+// after their tenant and scope, and the last block of each word in
+// facts.words moves to the word's tail key, its key ending in the byte
+// 0xff instead of a fact id, every block in the block layout of format 8
+// (format 8); other buckets the tests compare are left as they were.
 func upgraded(bucket string, m map[string]string) map[string]string {
-	if bucket != "facts.rank" {
-		return m
-	}
 	out := make(map[string]string, len(m))
-	for k, v := range m {
-		parts := strings.SplitN(k, "\x00", 3)
-		rest := []byte(parts[2])
-		for i := range rest {
-			rest[i] = ^rest[i]
+	switch bucket {
+	case "facts.rank":
+		for k, v := range m {
+			parts := strings.SplitN(k, "\x00", 3)
+			rest := []byte(parts[2])
+			for i := range rest {
+				rest[i] = ^rest[i]
+			}
+			out[parts[0]+"\x00"+parts[1]+"\x00"+string(rest)] = v
 		}
-		out[parts[0]+"\x00"+parts[1]+"\x00"+string(rest)] = v
+	case "facts.words":
+		last := map[string]string{} // tenant NUL word NUL → its greatest key
+		for k := range m {
+			i := strings.LastIndexByte(k, 0)
+			if w := k[:i+1]; k > last[w] {
+				last[w] = k
+			}
+		}
+		for k, v := range m {
+			b, err := store.UpgradedBlock([]byte(v))
+			if err != nil {
+				b = v // left as it was, for crux doctor
+			}
+			out[k] = b
+		}
+		for w, k := range last {
+			out[w+"\xff"] = out[k]
+			delete(out, k)
+		}
+	default:
+		return m
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -13,7 +14,9 @@ import (
 // The keyword index (facts.words) keeps the postings of a word in blocks:
 // the postings of one word in one tenant, sorted by fact id, at most
 // blockMax to a block, under the key (tenant, word, the block's last fact
-// id). The blocks of a word cover disjoint ranges of ids, in key order. A
+// id), except the word's tail block, which holds its greatest ids, under
+// (tenant, word, tailMark) from format 8. The blocks of a word cover
+// disjoint ranges of ids, in key order. A
 // posting is a fact id and the fact's 16-byte rank prefix (^confidence,
 // ^stored_at), so that keyword queries order their candidates without
 // reading them.
@@ -21,8 +24,13 @@ import (
 // One posting per key cost a key of its own (tenant, word and id again) and
 // a bbolt element header for every word of every fact, and as many leaves
 // to write; in blocks, a word's postings share one key per block, and ids
-// being time-ordered, the postings of new facts are appended to the last
-// block of each word (see flushFresh).
+// being time-ordered, the postings of new facts are appended to the tail
+// block of each word (see flushFresh), whose key stays put; once full, its
+// blockMax first postings move to a block of their own, under their last
+// id. A word of one or a few facts (most words) thus has a single block
+// whose key holds no fact id: format 7 keyed every block by its last id,
+// 34 bytes more for a standard id, and split a full last block into two
+// half blocks. [Upgrade] moves each word's last block to its tail key.
 //
 // A block's value (from format 7) is the byte blockMark, then its postings
 // one after the other, each a flags byte and:
@@ -37,12 +45,20 @@ import (
 //   - ^stored_at as the zigzag varint of its difference from the previous
 //     posting's (0 before the first).
 //
+// From format 8, whose blocks start with blockMark where those of format 7
+// start with blockMark7, a confidence of whole hundredths (0, 0.01, ...,
+// 1) takes one byte, its hundredths, under flagConfPct; and when the first
+// id is standard, the first ^stored_at is counted from ^(its millisecond
+// × 10⁶) instead of 0. A block of one posting, as most words have, takes
+// about 22 bytes instead of 35.
+//
 // A posting of a new fact takes 15 to 18 bytes, against 33 in the layout
 // of format 6 (a length byte L, the id: L bytes, or when L is 0 the 16
 // bytes of a standard id; and the 16 rank bytes), which [decodeBlock]
-// still reads: a value that does not start with blockMark, or does but
-// does not decode (a format-6 block whose first id is 254 bytes long) is
-// in that layout. [Upgrade] rewrites format-6 blocks.
+// still reads, as it reads format 7: a value that starts with neither
+// mark, or does but does not decode (a format-6 block whose first id is
+// 253 or 254 bytes long) is in that layout. [Upgrade] rewrites format-6
+// and format-7 blocks.
 const blockMax = 48
 
 // posting is one entry of a block.
@@ -76,19 +92,55 @@ func standardID(raw []byte) string {
 	return string(hx[:])
 }
 
-// blockMark is the first byte of a block in the layout of format 7.
-const blockMark = 0xfe
+// Marks of a block: the first byte of a block in the layout of format 8
+// (blockMark) and in that of format 7 (blockMark7).
+const (
+	blockMark  = 0xfd
+	blockMark7 = 0xfe
+)
 
-// Flags of a posting of a format-7 block.
+// Flags of a posting of a block of format 7 or 8 (flagConfPct: format 8
+// only).
 const (
 	flagStdID    = 1 << 0
 	flagSameConf = 1 << 1
+	flagConfPct  = 1 << 2
 )
 
-// encodeBlock encodes postings, sorted by id.
+// confPct returns k when the 8 bytes of ^confidence c stand for k/100, k
+// a whole number from 0 to 100.
+func confPct(c []byte) (byte, bool) {
+	f := math.Float64frombits(^binary.BigEndian.Uint64(c))
+	k := math.Round(f * 100)
+	if k < 0 || k > 100 || float64(k)/100 != f || math.Signbit(f) {
+		return 0, false
+	}
+	return byte(k), true
+}
+
+// idMs is the millisecond of a time-ordered standard id, its first 6 of
+// 16 bytes.
+func idMs(raw []byte) uint64 {
+	return uint64(raw[0])<<40 | uint64(raw[1])<<32 | uint64(raw[2])<<24 | uint64(raw[3])<<16 | uint64(raw[4])<<8 | uint64(raw[5])
+}
+
+// msAt is the ^stored_at of the start of millisecond ms: a block of format
+// 8 whose first id is standard counts the first ^stored_at from it.
+func msAt(ms uint64) uint64 { return ^(ms * 1e6) }
+
+// encodeBlock encodes postings, sorted by id, in the layout of format 8.
 func encodeBlock(ps []posting) []byte {
+	return encodeBlockLayout(ps, true)
+}
+
+// encodeBlockLayout encodes postings, sorted by id, in the layout of
+// format 8, or of format 7 when v8 is false.
+func encodeBlockLayout(ps []posting, v8 bool) []byte {
 	b := make([]byte, 0, 1+len(ps)*18)
-	b = append(b, blockMark)
+	b = append(b, blockMark7)
+	if v8 {
+		b[0] = blockMark
+	}
 	var prevMs, prevAt uint64
 	for i, p := range ps {
 		raw, std := compactID(p.id)
@@ -97,12 +149,19 @@ func encodeBlock(ps []posting) []byte {
 			flags |= flagStdID
 		}
 		same := i > 0 && string(p.rank[:8]) == string(ps[i-1].rank[:8])
-		if same {
+		pct, isPct := confPct(p.rank[:8])
+		switch {
+		case same:
 			flags |= flagSameConf
+		case isPct && v8:
+			flags |= flagConfPct
 		}
 		b = append(b, flags)
 		if std {
-			ms := uint64(raw[0])<<40 | uint64(raw[1])<<32 | uint64(raw[2])<<24 | uint64(raw[3])<<16 | uint64(raw[4])<<8 | uint64(raw[5])
+			ms := idMs(raw)
+			if i == 0 && v8 {
+				prevAt = msAt(ms)
+			}
 			b = binary.AppendVarint(b, int64(ms-prevMs))
 			b = append(b, raw[6:]...)
 			prevMs = ms
@@ -110,7 +169,11 @@ func encodeBlock(ps []posting) []byte {
 			b = binary.AppendUvarint(b, uint64(len(p.id)))
 			b = append(b, p.id...)
 		}
-		if !same {
+		switch {
+		case same:
+		case isPct && v8:
+			b = append(b, pct)
+		default:
 			b = append(b, p.rank[:8]...)
 		}
 		at := binary.BigEndian.Uint64(p.rank[8:16])
@@ -130,27 +193,32 @@ func decodeBlock(v []byte) ([]posting, error) {
 }
 
 // decodeBlockLayout is decodeBlock, also reporting whether v is in the
-// layout of format 7.
+// layout of format 8.
 func decodeBlockLayout(v []byte) (ps []posting, current bool, err error) {
-	if len(v) > 0 && v[0] == blockMark {
-		if ps, err := decodeBlock7(v[1:]); err == nil {
-			return ps, true, nil
+	if len(v) > 0 && (v[0] == blockMark || v[0] == blockMark7) {
+		if ps, err := decodeBlock7(v[1:], v[0] == blockMark); err == nil {
+			return ps, v[0] == blockMark, nil
 		}
 	}
 	ps, err = decodeBlock6(v)
 	return ps, false, err
 }
 
-// decodeBlock7 decodes the postings of a format-7 block, after its mark.
-func decodeBlock7(v []byte) ([]posting, error) {
+// decodeBlock7 decodes the postings of a block of format 8, or of format 7
+// when v8 is false, after its mark.
+func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 	ps := make([]posting, 0, len(v)/15)
 	var prevMs, prevAt uint64
 	var conf []byte
 	var raw [16]byte
+	allowed := byte(flagStdID | flagSameConf)
+	if v8 {
+		allowed |= flagConfPct
+	}
 	for len(v) > 0 {
 		flags := v[0]
 		v = v[1:]
-		if flags&^(flagStdID|flagSameConf) != 0 {
+		if flags&^allowed != 0 || flags&(flagSameConf|flagConfPct) == flagSameConf|flagConfPct {
 			return nil, errBadBlock
 		}
 		var id string
@@ -162,6 +230,9 @@ func decodeBlock7(v []byte) ([]posting, error) {
 			ms := prevMs + uint64(d)
 			if ms >= 1<<48 {
 				return nil, errBadBlock
+			}
+			if len(ps) == 0 && v8 {
+				prevAt = msAt(ms)
 			}
 			prevMs = ms
 			raw[0], raw[1], raw[2], raw[3], raw[4], raw[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
@@ -181,6 +252,12 @@ func decodeBlock7(v []byte) ([]posting, error) {
 				return nil, errBadBlock
 			}
 			copy(rank, conf)
+		} else if flags&flagConfPct != 0 {
+			if len(v) < 1 || v[0] > 100 {
+				return nil, errBadBlock
+			}
+			binary.BigEndian.PutUint64(rank, ^math.Float64bits(float64(v[0])/100))
+			v = v[1:]
 		} else {
 			if len(v) < 8 {
 				return nil, errBadBlock
@@ -234,9 +311,9 @@ func decodeBlock6(v []byte) ([]posting, error) {
 	return ps, nil
 }
 
-// upgradeBlocks rewrites, in the layout of format 7, every block of the
-// keyword index still in that of format 6. A block that decodes in
-// neither is left for crux doctor.
+// upgradeBlocks rewrites, in the layout of format 8, every block of the
+// keyword index still in that of format 6 or 7. A block that decodes in
+// none is left for crux doctor.
 func upgradeBlocks(tx Tx) error {
 	type entry struct{ k, v []byte }
 	var todo []entry
@@ -258,13 +335,62 @@ func upgradeBlocks(tx Tx) error {
 	return nil
 }
 
+// upgradeTails moves the last block of every word that has no tail block
+// (as in format 7, where every block is under its last id) to the word's
+// tail key. A last block that does not decode is left for crux doctor.
+func upgradeTails(tx Tx) error {
+	type entry struct{ from, to, v []byte }
+	var todo []entry
+	var last entry // the last block seen of the current word
+	flush := func() {
+		if last.from != nil && !isTailKey(last.from) {
+			if _, err := decodeBlock(last.v); err == nil {
+				todo = append(todo, last)
+			}
+		}
+	}
+	if err := tx.Scan(bucketWords, nil, false, func(k, v []byte) error {
+		tenant, word, _, ok := parseBlockKey(k)
+		if !ok {
+			return nil
+		}
+		to := tailKey(tenant, word)
+		if last.from != nil && !bytes.Equal(to, last.to) {
+			flush()
+		}
+		last = entry{bytes.Clone(k), to, bytes.Clone(v)}
+		return nil
+	}); err != nil {
+		return err
+	}
+	flush()
+	for _, e := range todo {
+		if err := tx.Delete(bucketWords, e.from); err != nil {
+			return err
+		}
+		if err := tx.Put(bucketWords, e.to, e.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // postingID is the longest fact id a block holds: its length is one byte.
 const postingIDMax = 255
 
 // wordPrefix is the key prefix of the blocks of word in tenant.
 func wordPrefix(tenant, word string) []byte { return indexKey(tenant, word, "") }
 
-// parseBlockKey splits a block key into tenant, word and last id.
+// tailMark ends the key of a word's tail block in place of a fact id: the
+// byte 0xff, which no fact id (valid UTF-8) holds, so the key sorts after
+// those of the word's other blocks, as the tail's ids do.
+const tailMark = "\xff"
+
+// tailKey is the key of the tail block of word in tenant.
+func tailKey(tenant, word string) []byte { return indexKey(tenant, word, tailMark) }
+
+// parseBlockKey splits a block key into tenant, word and last id; the last
+// id of a tail block is tailMark.
 func parseBlockKey(k []byte) (tenant, word, last string, ok bool) {
 	t, rest, ok1 := bytes.Cut(k, []byte{0})
 	w, l, ok2 := bytes.Cut(rest, []byte{0})
@@ -274,43 +400,64 @@ func parseBlockKey(k []byte) (tenant, word, last string, ok bool) {
 	return string(t), string(w), string(l), true
 }
 
+// isTailKey reports whether the block key k is that of a tail block.
+func isTailKey(k []byte) bool {
+	_, _, last, ok := parseBlockKey(k)
+	return ok && last == tailMark
+}
+
 // block is a block read from the index.
 type block struct {
-	key []byte
-	ps  []posting
+	key  []byte
+	ps   []posting
+	tail bool // key is the word's tail key
 }
 
 // findBlock returns the block of word where id belongs: the one with the
-// smallest last id at or above id, or else the word's last block; nil when
-// the word has no block. Blocks that do not decode are passed over (crux
-// doctor reports them).
-func findBlock(tx Tx, tenant, word, id string) (*block, error) {
+// smallest last id at or above id, or else the word's tail block, or else
+// its last block; nil when the word has no block. Blocks that do not
+// decode are passed over (crux doctor reports them); tailTaken reports
+// whether the word's tail key holds one.
+func findBlock(tx Tx, tenant, word, id string) (found *block, tailTaken bool, err error) {
 	prefix := wordPrefix(tenant, word)
-	var found *block
 	visit := func(k, v []byte) error {
+		tail := isTailKey(k)
+		tailTaken = tailTaken || tail
 		ps, err := decodeBlock(v)
 		if err != nil {
 			return nil
 		}
-		found = &block{key: bytes.Clone(k), ps: ps}
+		found = &block{key: bytes.Clone(k), ps: ps, tail: tail}
 		return ErrStop
 	}
 	if err := scanFrom(tx, bucketWords, prefix, append(bytes.Clone(prefix), id...), visit); err != nil || found != nil {
-		return found, err
+		return found, tailTaken, err
 	}
-	return found, tx.Scan(bucketWords, prefix, true, visit) // id is past every block: the last one
+	err = tx.Scan(bucketWords, prefix, true, visit) // id is past every block: the last one
+	return found, tailTaken, err
 }
 
 // putBlocks writes ps (sorted by id) as blocks of at most blockMax
-// postings, each under its last id.
-func putBlocks(tx Tx, tenant, word string, ps []posting) error {
+// postings, each under its last id; when tail is set, the last of them is
+// the word's tail block, under its tail key, and the others are full.
+func putBlocks(tx Tx, tenant, word string, ps []posting, tail bool) error {
 	hintAppend(tx, bucketWords)
 	for len(ps) > 0 {
 		n := min(len(ps), blockMax)
-		if len(ps) > blockMax && len(ps) < 2*blockMax {
-			n = len(ps) / 2 // two half blocks rather than a full one and a sliver
+		key := tailKey(tenant, word)
+		switch {
+		case tail && len(ps) <= blockMax:
+		case tail:
+			// Postings are appended to the tail: full blocks before it
+			// stay full.
+			key = indexKey(tenant, word, ps[n-1].id)
+		default:
+			if len(ps) > blockMax && len(ps) < 2*blockMax {
+				n = len(ps) / 2 // two half blocks rather than a full one and a sliver
+			}
+			key = indexKey(tenant, word, ps[n-1].id)
 		}
-		if err := tx.Put(bucketWords, indexKey(tenant, word, ps[n-1].id), encodeBlock(ps[:n])); err != nil {
+		if err := tx.Put(bucketWords, key, encodeBlock(ps[:n])); err != nil {
 			return err
 		}
 		ps = ps[n:]
@@ -318,14 +465,15 @@ func putBlocks(tx Tx, tenant, word string, ps []posting) error {
 	return nil
 }
 
-// replaceBlock removes b from the index and writes ps in its place.
-func replaceBlock(tx Tx, tenant, word string, b *block, ps []posting) error {
-	if b != nil {
+// replaceBlock removes b from the index and writes ps in its place (see
+// putBlocks for tail). A tail block rewritten as the tail keeps its key.
+func replaceBlock(tx Tx, tenant, word string, b *block, ps []posting, tail bool) error {
+	if b != nil && !(b.tail && tail && len(ps) > 0) {
 		if err := tx.Delete(bucketWords, b.key); err != nil {
 			return err
 		}
 	}
-	return putBlocks(tx, tenant, word, ps)
+	return putBlocks(tx, tenant, word, ps, tail)
 }
 
 // addPostings adds the postings ps of word in tenant, sorted by id and
@@ -336,19 +484,24 @@ func addPostings(tx Tx, tenant, word string, ps []posting) error {
 		if len(p.id) > postingIDMax {
 			return fmt.Errorf("store: fact id %.40q... is longer than %d bytes", p.id, postingIDMax)
 		}
+		if strings.HasPrefix(p.id, tailMark) {
+			return fmt.Errorf("store: fact id %.40q is not valid UTF-8", p.id)
+		}
 	}
 	for len(ps) > 0 {
-		b, err := findBlock(tx, tenant, word, ps[0].id)
+		b, tailTaken, err := findBlock(tx, tenant, word, ps[0].id)
 		if err != nil {
 			return err
 		}
 		if b == nil {
-			return putBlocks(tx, tenant, word, ps)
+			return putBlocks(tx, tenant, word, ps, !tailTaken)
 		}
 		last := b.ps[len(b.ps)-1].id
 		if ps[0].id > last {
-			// Past the word's last block: all of ps joins it.
-			return replaceBlock(tx, tenant, word, b, append(b.ps, ps...))
+			// Past the word's last block: all of ps joins it, which is
+			// (or becomes, unless a block that does not decode holds the
+			// key) the word's tail.
+			return replaceBlock(tx, tenant, word, b, append(b.ps, ps...), b.tail || !tailTaken)
 		}
 		// Into the block's range: the postings up to its last id.
 		n := 1
@@ -365,7 +518,7 @@ func addPostings(tx Tx, tenant, word string, ps []posting) error {
 				merged = slices.Insert(merged, i, p)
 			}
 		}
-		if err := replaceBlock(tx, tenant, word, b, merged); err != nil {
+		if err := replaceBlock(tx, tenant, word, b, merged, b.tail); err != nil {
 			return err
 		}
 		ps = ps[n:]
@@ -376,7 +529,7 @@ func addPostings(tx Tx, tenant, word string, ps []posting) error {
 // removePosting removes the posting of the fact id from the blocks of word
 // in tenant. A missing posting is not an error.
 func removePosting(tx Tx, tenant, word, id string) error {
-	b, err := findBlock(tx, tenant, word, id)
+	b, _, err := findBlock(tx, tenant, word, id)
 	if err != nil || b == nil {
 		return err
 	}
@@ -384,5 +537,5 @@ func removePosting(tx Tx, tenant, word, id string) error {
 	if !found {
 		return nil
 	}
-	return replaceBlock(tx, tenant, word, b, slices.Delete(b.ps, i, i+1))
+	return replaceBlock(tx, tenant, word, b, slices.Delete(b.ps, i, i+1), b.tail)
 }

@@ -28,6 +28,13 @@ func TestBlockLayouts(t *testing.T) {
 		posting{id: NewFactID(), rank: rank(0, t0.Add(time.Hour))},
 		posting{id: NewFactID(), rank: rank(0, time.Unix(0, 0))},
 	)
+	// Confidences that are not whole hundredths.
+	ps = append(ps,
+		posting{id: NewFactID(), rank: rank(1.0/3, t0)},
+		posting{id: NewFactID(), rank: rank(math.Copysign(0, -1), t0)},
+		posting{id: NewFactID(), rank: rank(0.123, t0)},
+		posting{id: NewFactID(), rank: rank(0.07, t0)},
+	)
 	// Ids that are not standard: random-ordered old ones sort among them.
 	ps = append(ps, posting{id: "f_" + "ffffffffffffffffffffffffffffffff", rank: rank(1, t0)},
 		posting{id: "g_not-a-standard-id", rank: rank(0.5, t0)},
@@ -35,10 +42,38 @@ func TestBlockLayouts(t *testing.T) {
 		posting{id: string(make([]byte, 254)), rank: rank(0.5, t0)})
 
 	b := encodeBlock(ps)
-	got, err := decodeBlock(b)
+	got, current, err := decodeBlockLayout(b)
 	require.NoError(t, err)
+	assert.True(t, current)
 	assert.Equal(t, ps, got)
 	assert.Equal(t, byte(blockMark), b[0])
+
+	// Format 7, which Upgrade rewrites, still reads.
+	b7 := encodeBlockLayout(ps, false)
+	assert.Equal(t, byte(blockMark7), b7[0])
+	got, current, err = decodeBlockLayout(b7)
+	require.NoError(t, err)
+	assert.False(t, current)
+	assert.Equal(t, ps, got)
+
+	// A block of one posting of a new fact, as most words have.
+	at := time.Now()
+	one := []posting{{id: NewFactID(), rank: rank(0.9, at)}}
+	b1 := encodeBlock(one)
+	assert.LessOrEqual(t, len(b1), 24, "%x", b1)
+	assert.Less(t, len(b1)+10, len(encodeBlockLayout(one, false)))
+	got, err = decodeBlock(b1)
+	require.NoError(t, err)
+	assert.Equal(t, one, got)
+	for _, conf := range []float64{0, 0.01, 0.29, 0.57, 1} {
+		pct, ok := confPct(rank(conf, at)[:8])
+		assert.True(t, ok, "%v", conf)
+		assert.Equal(t, conf, float64(pct)/100)
+	}
+	for _, conf := range []float64{-0.01, 1.01, 0.005, math.NaN(), math.Inf(1), math.Copysign(0, -1)} {
+		_, ok := confPct(rank(conf, at)[:8])
+		assert.False(t, ok, "%v", conf)
+	}
 
 	std := encodeBlock(ps[:40])
 	assert.Less(t, len(std), 40*19, "standard postings of one confidence take under 19 bytes each")
@@ -48,15 +83,20 @@ func TestBlockLayouts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ps[:40], got, "a format-6 block decodes")
 
-	// A format-6 block whose first id is 254 bytes long starts with the
-	// mark; it still reads as what it is.
-	long := encodeBlockFormat6(ps[len(ps)-1:])
-	require.Equal(t, byte(blockMark), long[0])
-	got, err = decodeBlock(long)
-	require.NoError(t, err)
-	assert.Equal(t, ps[len(ps)-1:], got)
+	// A format-6 block whose first id is 254 or 253 bytes long starts
+	// with a mark; it still reads as what it is.
+	for _, l := range []int{254, 253} {
+		long := []posting{{id: string(make([]byte, l)), rank: rank(0.5, t0)}}
+		b6 := encodeBlockFormat6(long)
+		require.Equal(t, byte(l), b6[0])
+		got, current, err = decodeBlockLayout(b6)
+		require.NoError(t, err)
+		assert.False(t, current)
+		assert.Equal(t, long, got)
+	}
 
-	for _, bad := range [][]byte{{blockMark}, {blockMark, 0x04}, {blockMark, flagStdID, 0x02}, b[:len(b)-1], {blockMark, flagSameConf | flagStdID, 0}} {
+	for _, bad := range [][]byte{{blockMark}, {blockMark, 0x08}, {blockMark, flagStdID, 0x02}, b[:len(b)-1], {blockMark, flagSameConf | flagStdID, 0},
+		{blockMark, flagConfPct, 1, 'x', 101, 0}, {blockMark, flagConfPct | flagSameConf, 1, 'x', 1, 0}, {blockMark7, flagConfPct, 1, 'x', 1, 0}} {
 		_, err := decodeBlock(bad)
 		assert.Error(t, err, "%x", bad)
 	}

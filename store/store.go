@@ -53,11 +53,12 @@
 //     one appended entry per fact instead of one entry per word and one in
 //     the rank index, each on a leaf of its own; every 64 facts they move
 //     to facts.words and facts.rank together. Queries read both.
-//   - facts.words: tenant, word, last fact id → a block of up to 48
-//     postings of that word (fact id, 16-byte rank prefix), sorted by id.
-//     One key per block instead of one per posting makes the index about a
-//     third of its former size, and new facts' postings append to each
-//     word's last block.
+//   - facts.words: tenant, word, last fact id (or, for the word's tail
+//     block, the byte 0xff) → a block of up to 48 postings of that word
+//     (fact id, 16-byte rank prefix), sorted by id. One key per block
+//     instead of one per posting makes the index about a third of its
+//     former size, and new facts' postings append to each word's tail
+//     block, whose key stays put.
 //   - facts.rank: tenant, scope, ^confidence, ^stored_at, fact id → empty.
 //   - facts.active: tenant, stored entity → count of current facts, kept
 //     for entity listings; a new version of a chain leaves it unwritten.
