@@ -121,13 +121,7 @@ func TestUpgradeFormat7(t *testing.T) {
 	}))
 	require.NoError(t, db.Close())
 
-	db, err = bolt.Open(path, nil)
-	require.NoError(t, err)
-	defer db.Close()
-	from, err = store.UpgradeBackend(ctx, db)
-	require.NoError(t, err)
-	assert.Equal(t, store.Format, from)
-	assert.Zero(t, db.Stats().Commits, "the second open commits nothing")
+	assertUpgraded(t, path)
 }
 
 // upgraded is what the entries m of bucket, in a store of format 7 or

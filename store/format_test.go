@@ -568,10 +568,18 @@ func TestUpgradeFormat5Records(t *testing.T) {
 	}))
 	require.NoError(t, db.Close())
 
-	db, err = bolt.Open(path, nil)
+	assertUpgraded(t, path)
+}
+
+// assertUpgraded opens the store at path, upgraded by an earlier open, and
+// checks that it is of the current format and that opening it again
+// commits nothing.
+func assertUpgraded(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, nil)
 	require.NoError(t, err)
 	defer db.Close()
-	from, err = store.UpgradeBackend(ctx, db)
+	from, err := store.UpgradeBackend(context.Background(), db)
 	require.NoError(t, err)
 	assert.Equal(t, store.Format, from)
 	assert.Zero(t, db.Stats().Commits, "the second open commits nothing")

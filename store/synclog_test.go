@@ -195,11 +195,5 @@ func TestUpgradeFormat6(t *testing.T) {
 	assert.Equal(t, append(oldLog["acme"], added...), changes)
 	require.NoError(t, db.Close())
 
-	db, err = bolt.Open(path, nil)
-	require.NoError(t, err)
-	defer db.Close()
-	from, err = store.UpgradeBackend(ctx, db)
-	require.NoError(t, err)
-	assert.Equal(t, store.Format, from)
-	assert.Zero(t, db.Stats().Commits, "the second open commits nothing")
+	assertUpgraded(t, path)
 }
