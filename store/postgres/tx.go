@@ -772,15 +772,15 @@ func (t *tx) commitBatch() *pgx.Batch {
 type rowWrites struct {
 	sql        string
 	buckets    []string
-	keys, vals [][]byte // vals nil for a delete
+	keys, vals [][]byte // no vals for a delete
 }
 
 // add adds a row, queueing the statement on b once it holds
-// maxPerStatement rows.
+// maxPerStatement rows. val is ignored for a delete.
 func (w *rowWrites) add(b *pgx.Batch, bucket string, key, val []byte) {
 	w.buckets, w.keys = append(w.buckets, bucket), append(w.keys, key)
-	if val != nil {
-		w.vals = append(w.vals, val)
+	if w.sql != sqlDelete {
+		w.vals = append(w.vals, val) // one for each key, an empty value too
 	}
 	if len(w.keys) >= maxPerStatement {
 		w.queue(b)
