@@ -49,14 +49,21 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 	}
 	var st ScanStats
 	halted := false // the cap or fn ended the scan
-	var bucket string
-	visit := func(id []byte) error {
+	// visit reads the fact that an entry of the entity index names (its
+	// value entry), or one of the confidence index (entry nil) names (id).
+	visit := func(id string, entry []byte) error {
 		if s.MaxExamined > 0 && st.Examined >= s.MaxExamined {
 			halted = true
 			return ErrStop
 		}
 		st.Examined++
-		f, err := indexedFact(tx, bucket, string(id))
+		var f *Fact
+		var err error
+		if entry != nil {
+			f, err = entryFact(tx, entry)
+		} else {
+			f, err = indexedFact(tx, bucketRank, id)
+		}
 		if err != nil {
 			return SkipCorrupt(tx, err)
 		}
@@ -77,7 +84,6 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 	var prefixes [][]byte
 	switch {
 	case s.Entity != "":
-		bucket = bucketEntity
 		stored := s.storedNames(s.Entity)
 		for _, e := range stored {
 			p := indexKey(s.Tenant, e, s.Key) // "t\x00entity\x00" matches exactly this entity
@@ -87,21 +93,19 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 			prefixes = append(prefixes, p)
 		}
 	case s.Key != "":
-		bucket = bucketKey
 		err := scanKeyIndex(tx, s.Tenant, append(indexKey(s.Tenant, s.Key), 0),
 			// another agent's private fact, or crux's own: not read, not counted
 			func(_, stored string) bool { return !keyEntrySeen(stored, s.Agent) },
-			func(v []byte) error { return visit([]byte(entityID(v))) })
+			func(v []byte) error { return visit("", v) })
 		if err != nil {
 			return st, err
 		}
 		st.Complete = !halted
 		return st, nil
 	default:
-		bucket = bucketRank
 		for _, scope := range rankScopes(s.Agent) {
 			// ^confidence, ^stored_at, id
-			if err := scanRank(tx, s.Tenant, scope, func(k []byte) error { return visit(k[16:]) }); err != nil {
+			if err := scanRank(tx, s.Tenant, scope, func(k []byte) error { return visit(string(k[16:]), nil) }); err != nil {
 				return st, err
 			}
 			if halted {
@@ -112,7 +116,7 @@ func ScanFacts(tx Tx, s FactScan, fn func(*Fact) error) (ScanStats, error) {
 		return st, nil
 	}
 	for _, p := range prefixes {
-		err := tx.Scan(bucket, p, false, func(_, v []byte) error { return visit([]byte(entityID(v))) })
+		err := tx.Scan(bucketEntity, p, false, func(_, v []byte) error { return visit("", v) })
 		if err != nil {
 			return st, err
 		}
