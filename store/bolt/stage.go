@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.etcd.io/bbolt"
 
@@ -161,25 +162,19 @@ func step(c *bbolt.Cursor, reverse bool) ([]byte, []byte) {
 
 // flushStages moves each stage that this transaction wrote to and that
 // has grown past stageBytes into its bucket, in key order, and empties it.
+// A stage that stays is only measured, not copied.
 func (t *tx) flushStages() error {
-	for bucket, stage := range stages {
-		if !slices.Contains(t.w.staged, stage) {
-			continue
-		}
+	for _, stage := range t.w.staged {
 		s := t.bucket(stage)
-		if s == nil {
+		if s == nil || stageSize(s) <= stageBytes {
 			continue
 		}
 		var keys, vals [][]byte
-		size := 0
 		c := s.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(v))
-			size += 16 + len(k) + len(v)
 		}
-		if size <= stageBytes {
-			continue
-		}
+		bucket := strings.TrimSuffix(stage, stageSuffix)
 		for i, k := range keys {
 			if err := t.put(bucket, k, vals[i]); err != nil {
 				return err
@@ -192,4 +187,15 @@ func (t *tx) flushStages() error {
 		}
 	}
 	return nil
+}
+
+// stageSize is the size of the stage s as stageBytes counts it: keys,
+// values and bbolt's 16-byte element headers.
+func stageSize(s *bbolt.Bucket) int {
+	size := 0
+	c := s.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		size += 16 + len(k) + len(v)
+	}
+	return size
 }
