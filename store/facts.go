@@ -862,7 +862,7 @@ func rankEntry(tenant, scope string, k []byte) []byte {
 // [0, 1]) is at least 0xc0; from format 8 it is complemented, and its
 // first byte at most 0x3f.
 func rankOfEntry(rest []byte) []byte {
-	if len(rest) > 0 && rest[0] >= 0x80 {
+	if !rankComplemented(rest) {
 		return rest
 	}
 	k := make([]byte, len(rest))
@@ -871,6 +871,10 @@ func rankOfEntry(rest []byte) []byte {
 	}
 	return k
 }
+
+// rankComplemented reports whether rest, a key of facts.rank less its
+// partition's prefix, is in the layout of format 8 (see rankOfEntry).
+func rankComplemented(rest []byte) bool { return len(rest) == 0 || rest[0] < 0x80 }
 
 // rankPrefix is the rank-index prefix of a partition.
 func rankPrefix(tenant, scope string) []byte { return indexKey(tenant, scope, "") }

@@ -211,23 +211,23 @@ func reindexWords(tx Tx) error {
 // format 7 in that of format 8 (see [rankEntry]). A malformed key is left
 // for crux doctor to report.
 func upgradeRank(tx Tx) error {
-	var old [][]byte
+	type entry struct{ old, new []byte }
+	var todo []entry
 	if err := tx.Scan(bucketRank, nil, false, func(k, _ []byte) error {
 		parts := bytes.SplitN(k, []byte{0}, 3)
-		if len(parts) == 3 && len(parts[2]) > rankLen && parts[2][0] >= 0x80 {
-			old = append(old, bytes.Clone(k))
+		if len(parts) == 3 && len(parts[2]) > rankLen && !rankComplemented(parts[2]) {
+			todo = append(todo, entry{bytes.Clone(k), rankEntry(string(parts[0]), string(parts[1]), parts[2])})
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
 	hintWriteOnce(tx, bucketRank)
-	for _, k := range old {
-		parts := bytes.SplitN(k, []byte{0}, 3)
-		if err := tx.Delete(bucketRank, k); err != nil {
+	for _, e := range todo {
+		if err := tx.Delete(bucketRank, e.old); err != nil {
 			return err
 		}
-		if err := tx.Put(bucketRank, rankEntry(string(parts[0]), string(parts[1]), parts[2]), nil); err != nil {
+		if err := tx.Put(bucketRank, e.new, nil); err != nil {
 			return err
 		}
 	}
