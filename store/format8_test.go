@@ -57,16 +57,8 @@ func TestUpgradeFormat7(t *testing.T) {
 		}
 	}
 
-	from, err := store.UpgradeBackend(ctx, db)
-	require.NoError(t, err)
-	assert.Equal(t, 7, from)
+	upgradeFrom(t, db, 7, buckets, before)
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
-		format, err := store.StoredFormat(tx)
-		require.NoError(t, err)
-		assert.Equal(t, store.Format, format)
-		for _, b := range buckets {
-			assert.Equal(t, upgraded(b, before[b]), dump(t, tx, b), "bucket %s", b)
-		}
 		assert.Equal(t, facts, readFacts(t, tx))
 		for q, ids := range found {
 			assert.Equal(t, ids, searchFixture(t, tx, q), "%+v", q)

@@ -152,19 +152,11 @@ func TestUpgradeFormat1(t *testing.T) {
 	require.Greater(t, len(oldFacts), 150, "the fixture holds the facts generate.go wrote")
 	require.Len(t, oldKeys, len(before["facts.entity"]), "format 1: one key entry per version")
 
-	from, err := store.UpgradeBackend(ctx, db)
-	require.NoError(t, err)
-	assert.Equal(t, 1, from)
+	upgradeFrom(t, db, 1, unchanged, before)
 	assert.Equal(t, uint64(1), db.Stats().Commits, "one transaction upgrades the store")
 
 	tenants := map[string]bool{}
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
-		format, err := store.StoredFormat(tx)
-		require.NoError(t, err)
-		assert.Equal(t, store.Format, format)
-		for _, b := range unchanged {
-			assert.Equal(t, upgraded(b, before[b]), dump(t, tx, b), "bucket %s", b)
-		}
 		assert.Equal(t, oldFacts, readFacts(t, tx), "every fact reads as before")
 
 		// One entry per chain: the old entries without their version.
@@ -218,13 +210,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	// The second open finds the current format: no upgrade, no commit.
-	db, err = bolt.Open(path, nil)
-	require.NoError(t, err)
-	defer db.Close()
-	from, err = store.UpgradeBackend(ctx, db)
-	require.NoError(t, err)
-	assert.Equal(t, store.Format, from)
-	assert.Zero(t, db.Stats().Commits)
+	assertUpgraded(t, path)
 }
 
 // auditChains checks every tenant's receipt chain, signatures included.
@@ -509,16 +495,8 @@ func TestUpgradeFormat5Records(t *testing.T) {
 	}
 	require.Greater(t, found, 100, "the queries find facts")
 
-	from, err := store.UpgradeBackend(ctx, db)
-	require.NoError(t, err)
-	assert.Equal(t, 5, from)
+	upgradeFrom(t, db, 5, unchanged, before)
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
-		format, err := store.StoredFormat(tx)
-		require.NoError(t, err)
-		assert.Equal(t, store.Format, format)
-		for _, b := range unchanged {
-			assert.Equal(t, upgraded(b, before[b]), dump(t, tx, b), "bucket %s", b)
-		}
 		assert.Equal(t, oldFacts, readFacts(t, tx), "every fact reads as before")
 		records := dump(t, tx, "facts")
 		// What a record holds besides its value: under half of what it was.
@@ -569,6 +547,27 @@ func TestUpgradeFormat5Records(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	assertUpgraded(t, path)
+}
+
+// upgradeFrom upgrades db, which must be of format from, and checks that it
+// is then of the current format and that each of buckets holds what it
+// held before the upgrade (before), as the upgrade turns it (see
+// upgraded).
+func upgradeFrom(t *testing.T, db store.Backend, from int, buckets []string, before map[string]map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := store.UpgradeBackend(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, from, got)
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		format, err := store.StoredFormat(tx)
+		require.NoError(t, err)
+		assert.Equal(t, store.Format, format)
+		for _, b := range buckets {
+			assert.Equal(t, upgraded(b, before[b]), dump(t, tx, b), "bucket %s", b)
+		}
+		return nil
+	}))
 }
 
 // assertUpgraded opens the store at path, upgraded by an earlier open, and

@@ -143,18 +143,7 @@ func TestUpgradeFormat6(t *testing.T) {
 		require.NotEmpty(t, oldLog[tenant], "tenant %s", tenant)
 	}
 
-	from, err := store.UpgradeBackend(ctx, db)
-	require.NoError(t, err)
-	assert.Equal(t, 6, from)
-	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
-		format, err := store.StoredFormat(tx)
-		require.NoError(t, err)
-		assert.Equal(t, store.Format, format)
-		for _, b := range buckets {
-			assert.Equal(t, upgraded(b, before[b]), dump(t, tx, b), "bucket %s", b)
-		}
-		return nil
-	}))
+	upgradeFrom(t, db, 6, buckets, before)
 	for q, ids := range found {
 		assert.Equal(t, ids, search(q), "%+v", q)
 	}
