@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -116,25 +117,41 @@ func TestUpgradeFormat7(t *testing.T) {
 	assertUpgraded(t, path)
 }
 
-// upgraded is what the entries m of bucket, in a store of format 7 or
-// older, become once upgraded: the keys of facts.rank are complemented
-// after their tenant and scope, and the last block of each word in
+// upgraded is what the entries m of bucket, in a store of format from (8
+// or older), become once upgraded: the keys of facts.rank are complemented
+// after their tenant and scope (format 8; a key of format 8 is already),
+// a standard fact id in them being the byte 0x01 and its 16 bytes (format
+// 9); and, in a store of format 7 or older, the last block of each word in
 // facts.words moves to the word's tail key, its key ending in the byte
 // 0xff instead of a fact id, every block in the block layout of format 8
 // (format 8); other buckets the tests compare are left as they were.
-func upgraded(bucket string, m map[string]string) map[string]string {
+func upgraded(from int, bucket string, m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	switch bucket {
 	case "facts.rank":
 		for k, v := range m {
 			parts := strings.SplitN(k, "\x00", 3)
 			rest := []byte(parts[2])
+			if rest[0] < 0x80 { // complemented: format 8
+				for i := range rest {
+					rest[i] = ^rest[i]
+				}
+			}
+			if id := string(rest[16:]); len(id) == 34 && strings.HasPrefix(id, "f_") && strings.ToLower(id) == id {
+				raw, err := hex.DecodeString(id[2:])
+				if err == nil {
+					rest = append(append(rest[:16], 1), raw...)
+				}
+			}
 			for i := range rest {
 				rest[i] = ^rest[i]
 			}
 			out[parts[0]+"\x00"+parts[1]+"\x00"+string(rest)] = v
 		}
 	case "facts.words":
+		if from >= 8 {
+			return m
+		}
 		last := map[string]string{} // tenant NUL word NUL → its greatest key
 		for k := range m {
 			i := strings.LastIndexByte(k, 0)
