@@ -63,9 +63,12 @@ import (
 //     byte (see factrec.go); the keys of the confidence index hold a
 //     standard fact id as its 16 bytes (see rankEntry), and the entity
 //     index counts a retirement's end of valid time from the retiring id
-//     (see entryRawAt). A crux of format 8 can read none of these.
-//     [Upgrade] rewrites the confidence index; records and entity-index
-//     entries written before stay as they are, and read as before.
+//     (see entryRawAt), and a keyword posting block may give a standard
+//     id by its distance from the previous one (see postings.go). A crux
+//     of format 8 can read none of these.
+//     [Upgrade] rewrites the confidence index; records, entity-index
+//     entries and blocks written before stay as they are, and read as
+//     before.
 const Format = 9
 
 // bucketMeta holds the store's format record under formatKey: the format
