@@ -172,11 +172,11 @@ func encodeFact(f *Fact) ([]byte, error) {
 // the millisecond of f's standard id, when it is within storedAtIDMax of
 // it (and in UTC, in the range of nanoseconds).
 func storedAtFromID(f *Fact) (int64, bool) {
-	raw, ok := compactID(f.ID)
+	raw, ok := stdID(f.ID)
 	if !ok || f.StoredAt.IsZero() || !nanosRange(f.StoredAt) || f.StoredAt.Location() != time.UTC {
 		return 0, false
 	}
-	d := int64(uint64(f.StoredAt.UnixNano()) - idNanos(raw))
+	d := int64(uint64(f.StoredAt.UnixNano()) - idNanos(raw[:]))
 	return d, d > -storedAtIDMax && d < storedAtIDMax
 }
 
@@ -292,11 +292,11 @@ func decodeFact(v []byte, id string, f *Fact) error {
 		case tagStoredAt, tagStoredAtText:
 			f.StoredAt = d.time(tag == tagStoredAtText)
 		case tagStoredAtID:
-			raw, ok := compactID(f.ID)
+			raw, ok := stdID(f.ID)
 			if !ok {
 				return fmt.Errorf("%w: stored_at counted from the id %q, which is not standard", errBadFactRecord, f.ID)
 			}
-			f.StoredAt = time.Unix(0, int64(idNanos(raw)+uint64(d.varint()))).UTC()
+			f.StoredAt = time.Unix(0, int64(idNanos(raw[:])+uint64(d.varint()))).UTC()
 		case tagTokens:
 			f.Tokens, tokens = int(d.varint()), true
 		case tagVersion:

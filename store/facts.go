@@ -886,7 +886,9 @@ func rankOfEntry(rest []byte) []byte {
 		k[i] = ^c
 	}
 	if len(k) == rankLen+17 && k[rankLen] == entryRaw {
-		k = append(k[:rankLen], standardID(k[rankLen+1:])...)
+		var raw [16]byte
+		copy(raw[:], k[rankLen+1:])
+		k = hex.AppendEncode(append(k[:rankLen], 'f', '_'), raw[:])
 	}
 	return k
 }

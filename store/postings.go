@@ -79,14 +79,38 @@ const rankLen = 16
 // compactID returns the 16 bytes a standard fact id ("f_" and 32 lowercase
 // hex digits) stands for.
 func compactID(id string) ([]byte, bool) {
+	raw, ok := stdID(id)
+	if !ok {
+		return nil, false
+	}
+	return raw[:], true
+}
+
+// stdID is compactID without allocating.
+func stdID(id string) (raw [16]byte, ok bool) {
 	if len(id) != 34 || !strings.HasPrefix(id, "f_") {
-		return nil, false
+		return raw, false
 	}
-	b, err := hex.DecodeString(id[2:])
-	if err != nil || hex.EncodeToString(b) != id[2:] { // lowercase only, so it decodes back to id
-		return nil, false
+	for i := range raw {
+		hi, ok1 := lowerHex(id[2+2*i])
+		lo, ok2 := lowerHex(id[3+2*i])
+		if !ok1 || !ok2 {
+			return raw, false // uppercase too: it would not decode back to id
+		}
+		raw[i] = hi<<4 | lo
 	}
-	return b, true
+	return raw, true
+}
+
+// lowerHex is the value of the lowercase hex digit c.
+func lowerHex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // standardID is the standard fact id that the 16 bytes raw stand for:
@@ -150,13 +174,14 @@ func idMs(raw []byte) uint64 {
 // 8 whose first id is standard counts the first ^stored_at from it.
 func msAt(ms uint64) uint64 { return ^(ms * 1e6) }
 
-// encodeBlock encodes postings, sorted by id, in the layout of format 8.
+// encodeBlock encodes postings, sorted by id, in the layout of format 9.
 func encodeBlock(ps []posting) []byte {
 	return encodeBlockLayout(ps, true)
 }
 
 // encodeBlockLayout encodes postings, sorted by id, in the layout of
-// format 8, or of format 7 when v8 is false.
+// format 9 (blockMark; format 8 is the same less flagSeqID), or of format
+// 7 when v8 is false.
 func encodeBlockLayout(ps []posting, v8 bool) []byte {
 	b := make([]byte, 0, 1+len(ps)*18)
 	b = append(b, blockMark7)

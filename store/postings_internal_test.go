@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +162,19 @@ func TestBlockSeqIDs(t *testing.T) {
 	got, err = decodeBlock(b7)
 	require.NoError(t, err)
 	assert.Equal(t, ps, got)
+}
+
+// TestCompactID: the 16 bytes of a standard id are those its hex digits
+// spell, and an id with an uppercase digit, another prefix or another
+// length is not standard.
+func TestCompactID(t *testing.T) {
+	id := NewFactID()
+	raw, ok := compactID(id)
+	require.True(t, ok)
+	assert.Equal(t, id, standardID(raw))
+	assert.Equal(t, id, "f_"+hex.EncodeToString(raw))
+	for _, bad := range []string{"f_" + strings.ToUpper(id[2:]), "g_" + id[2:], id[:33], id + "0", "f_" + id[3:] + "g"} {
+		_, ok := compactID(bad)
+		assert.False(t, ok, bad)
+	}
 }
