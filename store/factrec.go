@@ -86,7 +86,7 @@ var horizonClasses = [...]string{HorizonNone, HorizonVolatile, HorizonMedium, Ho
 
 // storedAtIDMax bounds the distance from the id's millisecond of a
 // stored_at that a record writes under tagStoredAtID: about 73 minutes,
-// six bytes at most; farther, the plain time takes no more.
+// seven bytes at most; farther, the plain time (nine) is written.
 const storedAtIDMax = 1 << 42
 
 // idNanos is the Unix time in nanoseconds of the start of the
