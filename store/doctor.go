@@ -66,7 +66,7 @@ func Diagnose(tx Tx) ([]Problem, error) {
 	var out []Problem
 	unreadable := make(map[string]bool)
 	err := tx.Scan(bucketFacts, nil, false, func(k, v []byte) error {
-		if err := decodeFact(v, new(Fact)); err != nil {
+		if err := decodeFact(v, string(k), new(Fact)); err != nil {
 			unreadable[string(k)] = true
 			out = append(out, Problem{Bucket: bucketFacts, Key: bytes.Clone(k), ID: string(k),
 				Reason: "the fact cannot be read: " + err.Error(), Repairable: true})
@@ -127,7 +127,7 @@ func Diagnose(tx Tx) ([]Problem, error) {
 		ff := new(ForgottenFact)
 		err := factDec.Unmarshal(v, ff)
 		if err == nil && ff.Original != nil { // nil once the forget is restored or purged
-			err = decodeFact(ff.Original, new(Fact))
+			err = decodeFact(ff.Original, ff.ID, new(Fact))
 		}
 		if err != nil {
 			id, _, _ := bytes.Cut(k, []byte{0})

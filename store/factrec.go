@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -24,6 +25,13 @@ import (
 // are left out: valid_from when it is stored_at, tokens when they are the
 // estimate of the value's length. The record is a third of its CBOR size,
 // and encoding and decoding it allocate only the strings.
+//
+// From format 9 a record leaves out the fact id, which its key holds (a
+// record of an older format that names it still reads so); writes
+// stored_at, when the id is standard, as the nanoseconds from the start of
+// the id's millisecond (time-ordered ids are made when the fact is
+// stored: a few bytes instead of nine); and writes a horizon class of the
+// four crux knows as a byte.
 //
 // A record written before format 6 is a CBOR map, whose first byte is
 // never factRecordMark: [decodeFact] reads both, so records that [Upgrade]
@@ -67,11 +75,29 @@ const (
 	tagSupersedesRaw   = 29
 	tagRetiresRaw      = 30
 	tagSupersededByRaw = 31
+	// From format 9.
+	tagStoredAtID = 32 // zigzag varint: stored_at in nanoseconds less the start of the id's millisecond (see idNanos)
+	tagHorizonID  = 33 // one byte: the class's index in horizonClasses
 )
 
-// encodeFact returns the compact record of f. A string of f that is not
-// valid UTF-8 is a [*TextError]: it is refused as the CBOR records refused
-// it, so what is written reads back the same.
+// horizonClasses are the horizon classes a record writes as a byte
+// (tagHorizonID), by their index: the order is part of the format.
+var horizonClasses = [...]string{HorizonNone, HorizonVolatile, HorizonMedium, HorizonStable}
+
+// storedAtIDMax bounds the distance from the id's millisecond of a
+// stored_at that a record writes under tagStoredAtID: about 73 minutes,
+// seven bytes at most; farther, the plain time (nine) is written.
+const storedAtIDMax = 1 << 42
+
+// idNanos is the Unix time in nanoseconds of the start of the
+// millisecond of the standard id raw, modulo 2⁶⁴ (a random id's
+// "millisecond" may lie far beyond the range of a time).
+func idNanos(raw []byte) uint64 { return idMs(raw) * 1e6 }
+
+// encodeFact returns the compact record of f, to be stored under f.ID,
+// which it leaves out. A string of f that is not valid UTF-8 is a
+// [*TextError]: it is refused as the CBOR records refused it, so what is
+// written reads back the same.
 func encodeFact(f *Fact) ([]byte, error) {
 	if !factTextValid(f) {
 		if err := CheckText("fact "+f.ID, f); err != nil {
@@ -80,11 +106,6 @@ func encodeFact(f *Fact) ([]byte, error) {
 	}
 	b := make([]byte, 0, 64+len(f.Entity)+len(f.Key)+len(f.Value)+len(f.Owner)+len(f.SourceReceipt))
 	b = append(b, factRecordMark)
-	if raw, ok := compactID(f.ID); ok {
-		b = append(append(b, tagIDRaw), raw...)
-	} else {
-		b = appendStr(b, tagID, f.ID)
-	}
 	b = appendStr(b, tagTenant, f.Tenant)
 	b = appendStr(b, tagEntity, f.Entity)
 	b = appendStr(b, tagKey, f.Key)
@@ -93,7 +114,11 @@ func encodeFact(f *Fact) ([]byte, error) {
 	if f.Confidence != 0 || math.Signbit(f.Confidence) {
 		b = binary.AppendUvarint(append(b, tagConfidence), bits.ReverseBytes64(math.Float64bits(f.Confidence)))
 	}
-	b = appendTime(b, tagStoredAt, tagStoredAtText, f.StoredAt)
+	if d, ok := storedAtFromID(f); ok {
+		b = binary.AppendVarint(append(b, tagStoredAtID), d)
+	} else {
+		b = appendTime(b, tagStoredAt, tagStoredAtText, f.StoredAt)
+	}
 	if f.Tokens != EstimateTokens(f.Value) {
 		b = binary.AppendVarint(append(b, tagTokens), int64(f.Tokens))
 	}
@@ -113,7 +138,11 @@ func encodeFact(f *Fact) ([]byte, error) {
 		b = append(b, tagPrivate)
 	}
 	b = appendStr(b, tagOwner, f.Owner)
-	b = appendStr(b, tagHorizon, f.HorizonClass)
+	if i := slices.Index(horizonClasses[:], f.HorizonClass); i >= 0 {
+		b = append(b, tagHorizonID, byte(i))
+	} else {
+		b = appendStr(b, tagHorizon, f.HorizonClass)
+	}
 	if f.ReverifiedAt != nil {
 		b = appendTimeAlways(b, tagReverifiedAt, tagReverifText, *f.ReverifiedAt)
 	}
@@ -137,6 +166,18 @@ func encodeFact(f *Fact) ([]byte, error) {
 		b = appendStrAlways(b, tagOrigins, string(o))
 	}
 	return b, nil
+}
+
+// storedAtFromID returns f.StoredAt as the nanoseconds from the start of
+// the millisecond of f's standard id, when it is within storedAtIDMax of
+// it (and in UTC, in the range of nanoseconds).
+func storedAtFromID(f *Fact) (int64, bool) {
+	raw, ok := stdID(f.ID)
+	if !ok || f.StoredAt.IsZero() || !nanosRange(f.StoredAt) || f.StoredAt.Location() != time.UTC {
+		return 0, false
+	}
+	d := int64(uint64(f.StoredAt.UnixNano()) - idNanos(raw[:]))
+	return d, d > -storedAtIDMax && d < storedAtIDMax
 }
 
 // factTextValid reports whether every string of f is valid UTF-8: the
@@ -211,14 +252,15 @@ var (
 	errInvalidUTF8   = errors.New("store: fact record holds a string of invalid UTF-8")
 )
 
-// decodeFact decodes the fact record v into f: a compact record, or the
-// CBOR of a record written before format 6. f's strings share no memory
-// with v.
-func decodeFact(v []byte, f *Fact) error {
+// decodeFact decodes the fact record v, stored under the fact id id, into
+// f: a compact record, or the CBOR of a record written before format 6.
+// A record that names no id (from format 9) is that of id. f's strings
+// share no memory with v.
+func decodeFact(v []byte, id string, f *Fact) error {
 	if len(v) == 0 || v[0] != factRecordMark {
 		return factDec.Unmarshal(v, f)
 	}
-	*f = Fact{}
+	*f = Fact{ID: id}
 	d := recordDecoder{b: v[1:]}
 	tokens, validFrom := false, false
 	for len(d.b) > 0 && d.err == nil {
@@ -249,6 +291,12 @@ func decodeFact(v []byte, f *Fact) error {
 			f.Confidence = math.Float64frombits(bits.ReverseBytes64(d.uvarint()))
 		case tagStoredAt, tagStoredAtText:
 			f.StoredAt = d.time(tag == tagStoredAtText)
+		case tagStoredAtID:
+			raw, ok := stdID(f.ID)
+			if !ok {
+				return fmt.Errorf("%w: stored_at counted from the id %q, which is not standard", errBadFactRecord, f.ID)
+			}
+			f.StoredAt = time.Unix(0, int64(idNanos(raw[:])+uint64(d.varint()))).UTC()
 		case tagTokens:
 			f.Tokens, tokens = int(d.varint()), true
 		case tagVersion:
@@ -269,6 +317,11 @@ func decodeFact(v []byte, f *Fact) error {
 			f.Owner = d.str()
 		case tagHorizon:
 			f.HorizonClass = d.str()
+		case tagHorizonID:
+			if len(d.b) == 0 || int(d.b[0]) >= len(horizonClasses) {
+				return errBadFactRecord
+			}
+			f.HorizonClass, d.b = horizonClasses[d.b[0]], d.b[1:]
 		case tagReverifiedAt, tagReverifText:
 			t := d.time(tag == tagReverifText)
 			f.ReverifiedAt = &t

@@ -27,7 +27,7 @@ const (
 	bucketEntity = "facts.entity" // tenant, stored entity, key, version → fact id
 	bucketKey    = "facts.key"    // tenant, key, stored entity → empty: the chain (stored entity, key) exists
 	bucketWords  = "facts.words"  // tenant, word, last fact id (0xff for the tail block) → block of postings (fact id, rank key prefix); see postings.go (facts not deleted, superseded ones included)
-	bucketRank   = "facts.rank"   // tenant, scope, the rank key (^confidence, ^stored_at, fact id) complemented (see rankEntry) → empty (facts not deleted); scope: "" shared, else the private owner
+	bucketRank   = "facts.rank"   // tenant, scope, the rank key (^confidence, ^stored_at, fact id: a standard one in 17 bytes) complemented (see rankEntry) → empty (facts not deleted); scope: "" shared, else the private owner
 	bucketActive = "facts.active" // tenant, stored entity → number of current facts
 	bucketFresh  = "facts.fresh"  // tenant, fact id → rank key prefix, rank scope, NUL, the fact's words (entries not yet in facts.words and facts.rank)
 )
@@ -462,7 +462,7 @@ func getRecord(tx Tx, id string) (*Fact, error) {
 		return nil, err
 	}
 	f := new(Fact)
-	if err := decodeFact(v, f); err != nil {
+	if err := decodeFact(v, id, f); err != nil {
 		return nil, &CorruptRecordError{Bucket: bucketFacts, Key: []byte(id), ID: id, Err: err}
 	}
 	return f, nil
@@ -477,20 +477,25 @@ func getRecord(tx Tx, id string) (*Fact, error) {
 // what the retirement sets: after the id, for a text id a NUL byte, then
 // the id of the fact that retired it (entryRaw and 16 bytes, or entryText,
 // a uvarint length and the id) and the end of its valid time (the zigzag
-// varint of its Unix time in nanoseconds). The new version's entry lands
+// varint of its Unix time in nanoseconds). From format 9, a standard id
+// that retired the fact is the byte entryRawAt and its 16 bytes, and the
+// end of the valid time is counted from the start of that id's millisecond
+// (see idNanos): the retiring fact's stored_at, as a rule, a few bytes
+// instead of nine. The new version's entry lands
 // on the same leaf as the old one's, where the record of the old version
 // lies on a leaf of its own, written long ago: a retirement so costs no
 // page more. [GetFact] and [entryFact] put the two together; a record
 // rewritten later (a deletion, a forget) takes the retirement in. Fact ids
-// never start with either byte.
+// never start with any of these bytes.
 //
 // Only a backend of local reads (bbolt, see [localReads]) writes
 // retirements there: where reads cost a round trip, looking a fact's entry
 // up would cost one more for every fact read, and a record's rewrite costs
 // no more than the entry's.
 const (
-	entryRaw  = 0x01
-	entryText = 0x02
+	entryRaw   = 0x01
+	entryText  = 0x02
+	entryRawAt = 0x03 // from format 9: retired by a standard id, the valid time counted from it
 )
 
 // entityKey is the key of f's entry in the entity index.
@@ -544,11 +549,11 @@ func retiredEntry(f *Fact) (v []byte, ok bool) {
 		v = append(v, 0)
 	}
 	if raw, ok := compactID(f.SupersededBy); ok {
-		v = append(append(v, entryRaw), raw...)
-	} else {
-		v = binary.AppendUvarint(append(v, entryText), uint64(len(f.SupersededBy)))
-		v = append(v, f.SupersededBy...)
+		v = append(append(v, entryRawAt), raw...)
+		return binary.AppendVarint(v, int64(uint64(f.ValidTo.UnixNano())-idNanos(raw))), true
 	}
+	v = binary.AppendUvarint(append(v, entryText), uint64(len(f.SupersededBy)))
+	v = append(v, f.SupersededBy...)
 	return binary.AppendVarint(v, f.ValidTo.UnixNano()), true
 }
 
@@ -561,11 +566,15 @@ func applyRetired(f *Fact, v []byte) {
 		return
 	}
 	var by string
+	var from uint64 // what the end of the valid time is counted from
 	d := recordDecoder{b: rest[1:]}
 	switch rest[0] {
-	case entryRaw:
+	case entryRaw, entryRawAt:
 		if len(d.b) < 16 {
 			return
+		}
+		if rest[0] == entryRawAt {
+			from = idNanos(d.b[:16])
 		}
 		by, d.b = standardID(d.b[:16]), d.b[16:]
 	case entryText:
@@ -575,7 +584,7 @@ func applyRetired(f *Fact, v []byte) {
 	if d.err != nil || by == "" || len(d.b) != 0 {
 		return
 	}
-	t := time.Unix(0, to).UTC()
+	t := time.Unix(0, int64(from+uint64(to))).UTC()
 	f.SupersededBy, f.ValidTo = by, &t
 }
 
@@ -847,9 +856,16 @@ func rankScope(f *Fact) string {
 // 8, the partition's prefix and the bytes of k complemented. A newer fact,
 // whose ^stored_at is smaller, so sorts after the older facts of its
 // confidence, and its entry is appended rather than put before them; the
-// partition is scanned backwards.
+// partition is scanned backwards. From format 9, a standard fact id is
+// the byte entryRaw and the 16 bytes it stands for, 17 bytes of 34, before
+// it is complemented; in the order of the partition, the facts of one
+// confidence and stored_at whose ids are standard then come before those
+// whose ids are not (all but a store's oldest facts have standard ids).
 func rankEntry(tenant, scope string, k []byte) []byte {
 	e := rankPrefix(tenant, scope)
+	if raw, ok := compactID(string(k[min(rankLen, len(k)):])); ok {
+		k = append(append(append(make([]byte, 0, rankLen+17), k[:rankLen]...), entryRaw), raw...)
+	}
 	for _, c := range k {
 		e = append(e, ^c)
 	}
@@ -860,20 +876,26 @@ func rankEntry(tenant, scope string, k []byte) []byte {
 // partition's prefix, stands for, in either layout: up to format 7 rest
 // is the rank key, whose first byte (of ^confidence, for a confidence in
 // [0, 1]) is at least 0xc0; from format 8 it is complemented, and its
-// first byte at most 0x3f.
+// first byte at most 0x3f. The id of the rank key is always text.
 func rankOfEntry(rest []byte) []byte {
 	if !rankComplemented(rest) {
 		return rest
 	}
-	k := make([]byte, len(rest))
+	k := make([]byte, len(rest), max(len(rest), rankLen+34))
 	for i, c := range rest {
 		k[i] = ^c
+	}
+	if len(k) == rankLen+17 && k[rankLen] == entryRaw {
+		var raw [16]byte
+		copy(raw[:], k[rankLen+1:])
+		k = hex.AppendEncode(append(k[:rankLen], 'f', '_'), raw[:])
 	}
 	return k
 }
 
 // rankComplemented reports whether rest, a key of facts.rank less its
-// partition's prefix, is in the layout of format 8 (see rankOfEntry).
+// partition's prefix, is in the layout of format 8 or later (see
+// rankOfEntry).
 func rankComplemented(rest []byte) bool { return len(rest) == 0 || rest[0] < 0x80 }
 
 // rankPrefix is the rank-index prefix of a partition.

@@ -485,7 +485,7 @@ func RestoreForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetReco
 	var originals []*Fact
 	err = ForgottenFacts(tx, id, func(ff *ForgottenFact) error {
 		f := new(Fact)
-		if err := decodeFact(ff.Original, f); err != nil {
+		if err := decodeFact(ff.Original, ff.ID, f); err != nil {
 			return &CorruptRecordError{Bucket: bucketForgetFacts, Key: forgetFactKey(id, ff.ID), ID: ff.ID, Err: err}
 		}
 		entries, originals = append(entries, ff), append(originals, f)

@@ -58,7 +58,18 @@ import (
 //     its blocks write a confidence of whole hundredths in a byte and the
 //     first stored_at from the first id's millisecond; [Upgrade] moves
 //     each word's last block there and rewrites the blocks.
-const Format = 8
+//   - 9: fact records leave out the fact id, which their key holds, count
+//     stored_at from the id's millisecond and write a horizon class as a
+//     byte (see factrec.go); the keys of the confidence index hold a
+//     standard fact id as its 16 bytes (see rankEntry), and the entity
+//     index counts a retirement's end of valid time from the retiring id
+//     (see entryRawAt), and a keyword posting block may give a standard
+//     id by its distance from the previous one (see postings.go). A crux
+//     of format 8 can read none of these.
+//     [Upgrade] rewrites the confidence index; records, entity-index
+//     entries and blocks written before stay as they are, and read as
+//     before.
+const Format = 9
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -135,11 +146,13 @@ func Upgrade(tx Tx) (from int, err error) {
 		if err := upgradeBlocks(tx); err != nil {
 			return from, fmt.Errorf("store: rewriting the keyword posting blocks: %w", err)
 		}
-		if err := upgradeRank(tx); err != nil {
-			return from, fmt.Errorf("store: rewriting the confidence index: %w", err)
-		}
 		if err := upgradeTails(tx); err != nil {
 			return from, fmt.Errorf("store: moving the keyword blocks to their tail keys: %w", err)
+		}
+	}
+	if from < 9 {
+		if err := upgradeRank(tx); err != nil {
+			return from, fmt.Errorf("store: rewriting the confidence index: %w", err)
 		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))
@@ -208,15 +221,18 @@ func reindexWords(tx Tx) error {
 }
 
 // upgradeRank rewrites the keys of facts.rank still in the layout of
-// format 7 in that of format 8 (see [rankEntry]). A malformed key is left
-// for crux doctor to report.
+// format 7 or 8 in that of format 9 (see [rankEntry]). A malformed key is
+// left for crux doctor to report.
 func upgradeRank(tx Tx) error {
 	type entry struct{ old, new []byte }
 	var todo []entry
 	if err := tx.Scan(bucketRank, nil, false, func(k, _ []byte) error {
 		parts := bytes.SplitN(k, []byte{0}, 3)
-		if len(parts) == 3 && len(parts[2]) > rankLen && !rankComplemented(parts[2]) {
-			todo = append(todo, entry{bytes.Clone(k), rankEntry(string(parts[0]), string(parts[1]), parts[2])})
+		if len(parts) < 3 || len(parts[2]) <= rankLen {
+			return nil
+		}
+		if e := rankEntry(string(parts[0]), string(parts[1]), rankOfEntry(parts[2])); !bytes.Equal(e, k) {
+			todo = append(todo, entry{bytes.Clone(k), e})
 		}
 		return nil
 	}); err != nil {

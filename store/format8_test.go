@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,23 @@ import (
 
 // TestUpgradeFormat7 opens a store written by the code of format 7, whose
 // retired facts carry their retirement in their records: the upgrade
-// rewrites nothing but the format record, every fact reads as before, and
-// a new version of a chain written afterwards retires the format-7 fact it
-// supersedes without rewriting that fact's record (its entity-index entry
-// takes the retirement), which then reads as retired.
-func TestUpgradeFormat7(t *testing.T) {
-	path := openFixtureOf(t, "format7")
+// rewrites nothing of the buckets compared but the keyword and confidence
+// indexes (see upgraded), every fact reads as before, and a new version of
+// a chain written afterwards retires the format-7 fact it supersedes
+// without rewriting that fact's record (its entity-index entry takes the
+// retirement), which then reads as retired (see upgradeAndRetire).
+func TestUpgradeFormat7(t *testing.T) { upgradeAndRetire(t, "format7", 7) }
+
+// upgradeAndRetire opens the store of testdata/<fixture>, of format from,
+// holding retired facts, and upgrades it: each bucket compared holds what
+// upgraded says; every fact reads as before; keyword and unfiltered
+// queries find the same facts in the same order. It then writes a new
+// version of every current shared chain of tenant default: each retires
+// the old fact, whose record stays as it was and which reads as retired,
+// in history too; the new facts are found by their words; crux doctor
+// finds nothing amiss; and a second open commits nothing.
+func upgradeAndRetire(t *testing.T, fixture string, from int) {
+	path := openFixtureOf(t, fixture)
 	ctx := context.Background()
 	db, err := bolt.Open(path, nil)
 	require.NoError(t, err)
@@ -32,7 +44,7 @@ func TestUpgradeFormat7(t *testing.T) {
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
 		format, err := store.StoredFormat(tx)
 		require.NoError(t, err)
-		require.Equal(t, 7, format)
+		require.Equal(t, from, format)
 		for _, b := range buckets {
 			before[b] = dump(t, tx, b)
 		}
@@ -46,18 +58,18 @@ func TestUpgradeFormat7(t *testing.T) {
 		}
 	}
 	require.Greater(t, retired, 20, "the fixture holds retired facts")
-	require.NotEmpty(t, before["facts.rank"])
+	require.Greater(t, len(before["facts.rank"]), 50)
 	found := map[fixtureQuery][]string{}
 	for _, tenant := range []string{"default", "acme"} {
 		for _, agent := range []string{"", "alice", "bob"} {
-			for _, w := range []string{"widget3", "fixture", "upgrade", "setting2"} {
+			for _, w := range []string{"widget3", "fixture", "upgrade", "setting2", ""} {
 				q := fixtureQuery{tenant: tenant, agent: agent, words: w, limit: 1000}
 				require.NoError(t, db.View(ctx, func(tx store.Tx) error { found[q] = searchFixture(t, tx, q); return nil }))
 			}
 		}
 	}
 
-	upgradeFrom(t, db, 7, buckets, before)
+	upgradeFrom(t, db, from, buckets, before)
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
 		assert.Equal(t, facts, readFacts(t, tx))
 		for q, ids := range found {
@@ -66,7 +78,6 @@ func TestUpgradeFormat7(t *testing.T) {
 		return nil
 	}))
 
-	// A new version of every current shared chain of tenant default.
 	type chain struct{ entity, key string }
 	olds := map[chain]*store.Fact{}
 	for _, f := range facts {
@@ -81,7 +92,7 @@ func TestUpgradeFormat7(t *testing.T) {
 		for c, old := range olds {
 			now = now.Add(time.Second)
 			f, gone, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "default", Agent: "alice"},
-				Entity: c.entity, Key: c.key, Value: "after the upgrade", Confidence: 1, Now: now})
+				Entity: c.entity, Key: c.key, Value: "written after the upgrade, zebra", Confidence: 1, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, []string{old.ID}, gone)
 			news[old.ID] = f
@@ -90,8 +101,13 @@ func TestUpgradeFormat7(t *testing.T) {
 	}))
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
 		records := dump(t, tx, "facts")
+		var ids []string
 		for id, f := range news {
+			ids = append(ids, f.ID)
 			assert.Equal(t, before["facts"][id], records[id], "the record of %s is not rewritten", id)
+			got, err := store.GetFact(tx, f.ID)
+			require.NoError(t, err)
+			assert.True(t, got.StoredAt.Equal(f.StoredAt))
 			old, err := store.GetFact(tx, id)
 			require.NoError(t, err)
 			assert.Equal(t, f.ID, old.SupersededBy)
@@ -106,6 +122,7 @@ func TestUpgradeFormat7(t *testing.T) {
 			assert.Equal(t, old.ID, prev.ID)
 			assert.Equal(t, f.ID, prev.SupersededBy)
 		}
+		assert.ElementsMatch(t, ids, searchFixture(t, tx, fixtureQuery{tenant: "default", words: "zebra", limit: 1000}))
 		problems, err := store.Diagnose(tx)
 		require.NoError(t, err)
 		assert.Empty(t, problems)
@@ -116,25 +133,41 @@ func TestUpgradeFormat7(t *testing.T) {
 	assertUpgraded(t, path)
 }
 
-// upgraded is what the entries m of bucket, in a store of format 7 or
-// older, become once upgraded: the keys of facts.rank are complemented
-// after their tenant and scope, and the last block of each word in
+// upgraded is what the entries m of bucket, in a store of format from (8
+// or older), become once upgraded: the keys of facts.rank are complemented
+// after their tenant and scope (format 8; a key of format 8 is already),
+// a standard fact id in them being the byte 0x01 and its 16 bytes (format
+// 9); and, in a store of format 7 or older, the last block of each word in
 // facts.words moves to the word's tail key, its key ending in the byte
 // 0xff instead of a fact id, every block in the block layout of format 8
 // (format 8); other buckets the tests compare are left as they were.
-func upgraded(bucket string, m map[string]string) map[string]string {
+func upgraded(from int, bucket string, m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	switch bucket {
 	case "facts.rank":
 		for k, v := range m {
 			parts := strings.SplitN(k, "\x00", 3)
 			rest := []byte(parts[2])
+			if rest[0] < 0x80 { // complemented: format 8
+				for i := range rest {
+					rest[i] = ^rest[i]
+				}
+			}
+			if id := string(rest[16:]); len(id) == 34 && strings.HasPrefix(id, "f_") && strings.ToLower(id) == id {
+				raw, err := hex.DecodeString(id[2:])
+				if err == nil {
+					rest = append(append(rest[:16], 1), raw...)
+				}
+			}
 			for i := range rest {
 				rest[i] = ^rest[i]
 			}
 			out[parts[0]+"\x00"+parts[1]+"\x00"+string(rest)] = v
 		}
 	case "facts.words":
+		if from >= 8 {
+			return m
+		}
 		last := map[string]string{} // tenant NUL word NUL → its greatest key
 		for k := range m {
 			i := strings.LastIndexByte(k, 0)

@@ -564,7 +564,7 @@ func upgradeFrom(t *testing.T, db store.Backend, from int, buckets []string, bef
 		require.NoError(t, err)
 		assert.Equal(t, store.Format, format)
 		for _, b := range buckets {
-			assert.Equal(t, upgraded(b, before[b]), dump(t, tx, b), "bucket %s", b)
+			assert.Equal(t, upgraded(from, b, before[b]), dump(t, tx, b), "bucket %s", b)
 		}
 		return nil
 	}))

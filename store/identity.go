@@ -664,7 +664,7 @@ func moveForgottenOriginal(tx Tx, tomb *Fact, target string, offset uint32, orig
 		return nil // restored or purged: nothing would come back
 	}
 	f := new(Fact)
-	if err := decodeFact(ff.Original, f); err != nil {
+	if err := decodeFact(ff.Original, ff.ID, f); err != nil {
 		return &CorruptRecordError{Bucket: bucketForgetFacts, Key: forgetFactKey(forget, tomb.ID), ID: tomb.ID, Err: err}
 	}
 	f.Owner, f.Version = target, f.Version+offset

@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,7 +98,8 @@ func TestBlockLayouts(t *testing.T) {
 	}
 
 	for _, bad := range [][]byte{{blockMark}, {blockMark, 0x08}, {blockMark, flagStdID, 0x02}, b[:len(b)-1], {blockMark, flagSameConf | flagStdID, 0},
-		{blockMark, flagConfPct, 1, 'x', 101, 0}, {blockMark, flagConfPct | flagSameConf, 1, 'x', 1, 0}, {blockMark7, flagConfPct, 1, 'x', 1, 0}} {
+		{blockMark, flagConfPct, 1, 'x', 101, 0}, {blockMark, flagConfPct | flagSameConf, 1, 'x', 1, 0}, {blockMark7, flagConfPct, 1, 'x', 1, 0},
+		{blockMark, flagSeqID, 1, 0}, {blockMark, 0, 1, 'x', 0, flagSeqID, 1, 0}, {blockMark7, flagStdID, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, flagSeqID, 1, 0}} {
 		_, err := decodeBlock(bad)
 		assert.Error(t, err, "%x", bad)
 	}
@@ -114,4 +117,64 @@ func encodeBlockFormat6(ps []posting) []byte {
 		b = append(b, p.rank...)
 	}
 	return b
+}
+
+// TestBlockSeqIDs: ids of one millisecond a little apart, as facts
+// written together get, take a byte or two each after the first, and read
+// back; the distance is counted from the previous standard id only, ids
+// of another millisecond or far apart take their 10 bytes, and format-7
+// blocks never hold them.
+func TestBlockSeqIDs(t *testing.T) {
+	r := binary.BigEndian.AppendUint64(nil, ^math.Float64bits(1))
+	r = binary.BigEndian.AppendUint64(r, ^uint64(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano()))
+	raw, ok := compactID(NewFactID())
+	require.True(t, ok)
+	id := func(ms, lo uint64) string {
+		b := append([]byte(nil), raw...)
+		b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+		binary.BigEndian.PutUint64(b[8:], lo)
+		return standardID(b)
+	}
+	ms := idMs(raw)
+	var ps []posting
+	for i := range uint64(32) {
+		ps = append(ps, posting{id: id(ms, 1000+i*i), rank: r})
+	}
+	b := encodeBlock(ps)
+	assert.Less(t, len(b), 16+32*(1+2+1)+8, "%d bytes", len(b))
+	got, err := decodeBlock(b)
+	require.NoError(t, err)
+	assert.Equal(t, ps, got)
+
+	// Past seqMax, in the next millisecond, across a wrap of the last 8
+	// bytes, after an id that is not standard: 10 bytes each.
+	// (A block's ids are sorted; the encoding does not depend on it.)
+	far := []posting{{id: id(ms, 5), rank: r}, {id: id(ms, 5+seqMax+1), rank: r}, {id: id(ms+1, 6+seqMax+1), rank: r},
+		{id: id(ms+1, math.MaxUint64), rank: r}, {id: id(ms+2, 0), rank: r}, {id: "g_other", rank: r}, {id: id(ms+2, 1), rank: r}}
+	b = encodeBlock(far)
+	got, err = decodeBlock(b)
+	require.NoError(t, err)
+	assert.Equal(t, far, got)
+	assert.GreaterOrEqual(t, len(b), 1+6*12+1+1+7+1, "every standard id in its 10 bytes")
+
+	b7 := encodeBlockLayout(ps, false)
+	assert.Greater(t, len(b7), 32*11)
+	got, err = decodeBlock(b7)
+	require.NoError(t, err)
+	assert.Equal(t, ps, got)
+}
+
+// TestCompactID: the 16 bytes of a standard id are those its hex digits
+// spell, and an id with an uppercase digit, another prefix or another
+// length is not standard.
+func TestCompactID(t *testing.T) {
+	id := NewFactID()
+	raw, ok := compactID(id)
+	require.True(t, ok)
+	assert.Equal(t, id, standardID(raw))
+	assert.Equal(t, id, "f_"+hex.EncodeToString(raw))
+	for _, bad := range []string{"f_" + strings.ToUpper(id[2:]), "g_" + id[2:], id[:33], id + "0", "f_" + id[3:] + "g"} {
+		_, ok := compactID(bad)
+		assert.False(t, ok, bad)
+	}
 }

@@ -39,10 +39,11 @@
 // touches few pages of a B+tree store such as bbolt, where a commit writes
 // every page it dirtied, and the path from the root to it:
 //
-//   - facts: fact id → CBOR record. Fact ids are time-ordered
-//     ([NewFactID]), so new records append to the last leaf instead of
-//     landing on a random one (and the backend is told so, see
-//     [AppendHinter]). Retiring a version rewrites its record in place.
+//   - facts: fact id → record (see factrec.go), which leaves the id to
+//     its key. Fact ids are time-ordered ([NewFactID]), so new records
+//     append to the last leaf instead of landing on a random one (and the
+//     backend is told so, see [AppendHinter]). Retiring a version rewrites
+//     its record in place, or in bbolt its entity-index entry.
 //   - facts.entity: tenant, stored entity, key, 4-byte version → fact id.
 //     The version chains: a write reads its chain's newest versions here.
 //   - facts.key: tenant, key, stored entity → empty. One entry per chain,
@@ -59,7 +60,8 @@
 //     instead of one per posting makes the index about a third of its
 //     former size, and new facts' postings append to each word's tail
 //     block, whose key stays put.
-//   - facts.rank: tenant, scope, ^confidence, ^stored_at, fact id → empty.
+//   - facts.rank: tenant, scope, then ^confidence, ^stored_at and fact id
+//     (a standard id in 17 bytes) complemented → empty (see rankEntry).
 //   - facts.active: tenant, stored entity → count of current facts, kept
 //     for entity listings; a new version of a chain leaves it unwritten.
 //   - store.meta: "format" → [Format]. [Upgrade] brings a store written by

@@ -212,7 +212,7 @@ func backfillSyncLog(tx Tx) error {
 			return nil
 		}
 		f := new(Fact)
-		if err := decodeFact(v, f); err != nil {
+		if err := decodeFact(v, string(k), f); err != nil {
 			return nil // crux doctor reports it
 		}
 		if syncable(f) {

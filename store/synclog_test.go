@@ -149,7 +149,7 @@ func TestUpgradeFormat6(t *testing.T) {
 	}
 	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
 		words := dump(t, tx, "facts.words")
-		assert.Equal(t, upgraded("facts.words", oldWords), words)
+		assert.Equal(t, upgraded(6, "facts.words", oldWords), words)
 		oldSize, newSize := 0, 0
 		for _, v := range oldWords {
 			oldSize += len(v)
