@@ -338,6 +338,8 @@ Environment:
                   With CORECRUXD_FEATURE_C2PA_OUTPUT on, the owning process
                   creates the C2PA root CA once: DIR/c2pa-ca.key and
                   DIR/c2pa-ca.pem (mode 0600)
+  GOGC            the garbage collector's pace (default 400 in crux: a
+                  server's heap is small and every call allocates)
   CRUX_UPDATE_CHECKOUT a source checkout of crux that update_status compares
                   the binary with, reading its .git (no network call)
   feature flags:  see ` + "`go doc github.com/crux-go/crux Flags`" + `

@@ -73,10 +73,30 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
+// gcPercent is the pace of the garbage collector when $GOGC is not set:
+// a new cycle starts once the heap has grown by 400% of what the last one
+// left live. A serving process keeps little live heap (the store is
+// memory-mapped, not on the heap), and every call allocates, so Go's
+// default of 100% spent about a quarter of crux serve's CPU time
+// collecting; at 400% a call costs about 27% less CPU, and the process
+// holds about 20 MB more (crux serve answering 16,000 calls over 10,000
+// facts: 5.4 s of CPU against 7.4 s, 61 MB resident against 43 MB).
+const gcPercent = 400
+
+// setGC sets the collector's pace to gcPercent unless the environment
+// sets GOGC, which the runtime has applied already.
+func setGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+}
+
 func main() {
+	setGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first signal, a second one kills the process at once.
