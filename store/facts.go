@@ -295,10 +295,12 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		f.Version = 1
 	}
 
+	// The facts retired, as read: each is read once, and retired below.
 	var retired []string
+	var olds []*Fact
 	if current != nil {
 		f.Supersedes = current.ID
-		retired = append(retired, current.ID)
+		retired, olds = append(retired, current.ID), append(olds, current)
 	}
 	for _, id := range n.Supersedes {
 		if slices.Contains(retired, id) {
@@ -320,14 +322,10 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 			return nil, nil, &SupersedeError{ID: id, Shared: true}
 		}
 		f.Retires = append(f.Retires, id)
-		retired = append(retired, id)
+		retired, olds = append(retired, id), append(olds, old)
 	}
 	active := int64(1) // the change to the count of current facts under (tenant, stored)
-	for _, id := range retired {
-		old, err := GetFact(tx, id)
-		if err != nil {
-			return nil, nil, err
-		}
+	for _, old := range olds {
 		if old.Tenant == f.Tenant && old.StoredEntity() == stored {
 			// Counted below with the new fact: a new version of a chain
 			// leaves the count as it was, and then costs no write.
