@@ -81,7 +81,7 @@ func encodeFact(f *Fact) ([]byte, error) {
 	b := make([]byte, 0, 64+len(f.Entity)+len(f.Key)+len(f.Value)+len(f.Owner)+len(f.SourceReceipt))
 	b = append(b, factRecordMark)
 	if raw, ok := compactID(f.ID); ok {
-		b = append(append(b, tagIDRaw), raw...)
+		b = append(append(b, tagIDRaw), raw[:]...)
 	} else {
 		b = appendStr(b, tagID, f.ID)
 	}
@@ -103,7 +103,7 @@ func encodeFact(f *Fact) ([]byte, error) {
 	b = appendID(b, tagSupersedes, tagSupersedesRaw, f.Supersedes)
 	for _, id := range f.Retires {
 		if raw, ok := compactID(id); ok {
-			b = append(append(b, tagRetiresRaw), raw...)
+			b = append(append(b, tagRetiresRaw), raw[:]...)
 		} else {
 			b = appendStrAlways(b, tagRetires, id)
 		}
@@ -168,7 +168,7 @@ func factTextValid(f *Fact) bool {
 // as its 16 bytes, any other under tag as a string.
 func appendID(b []byte, tag, rawTag byte, id string) []byte {
 	if raw, ok := compactID(id); ok {
-		return append(append(b, rawTag), raw...)
+		return append(append(b, rawTag), raw[:]...)
 	}
 	return appendStr(b, tag, id)
 }

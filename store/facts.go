@@ -502,7 +502,7 @@ func entityValue(id string) []byte { return appendEntryID(nil, id) }
 // appendEntryID appends id to b as an entity-index value names it.
 func appendEntryID(b []byte, id string) []byte {
 	if raw, ok := compactID(id); ok {
-		return append(append(b, entryRaw), raw...)
+		return append(append(b, entryRaw), raw[:]...)
 	}
 	return append(append(b, entryText), id...)
 }
@@ -542,7 +542,7 @@ func retiredEntry(f *Fact) (v []byte, ok bool) {
 		v = append(v, 0)
 	}
 	if raw, ok := compactID(f.SupersededBy); ok {
-		v = append(append(v, entryRaw), raw...)
+		v = append(append(v, entryRaw), raw[:]...)
 	} else {
 		v = binary.AppendUvarint(append(v, entryText), uint64(len(f.SupersededBy)))
 		v = append(v, f.SupersededBy...)

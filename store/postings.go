@@ -72,15 +72,30 @@ const rankLen = 16
 
 // compactID returns the 16 bytes a standard fact id ("f_" and 32 lowercase
 // hex digits) stands for.
-func compactID(id string) ([]byte, bool) {
+func compactID(id string) (raw [16]byte, ok bool) {
 	if len(id) != 34 || !strings.HasPrefix(id, "f_") {
-		return nil, false
+		return raw, false
 	}
-	b, err := hex.DecodeString(id[2:])
-	if err != nil || hex.EncodeToString(b) != id[2:] { // lowercase only, so it decodes back to id
-		return nil, false
+	for i := range raw {
+		hi, lo := lowerHex(id[2+2*i]), lowerHex(id[3+2*i])
+		if hi > 0xf || lo > 0xf { // lowercase only, so it stands for id alone
+			return [16]byte{}, false
+		}
+		raw[i] = hi<<4 | lo
 	}
-	return b, true
+	return raw, true
+}
+
+// lowerHex is the value of the lowercase hexadecimal digit c, or 0xff
+// when c is not one.
+func lowerHex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 0xff
 }
 
 // standardID is the standard fact id that the 16 bytes raw stand for:
@@ -158,7 +173,7 @@ func encodeBlockLayout(ps []posting, v8 bool) []byte {
 		}
 		b = append(b, flags)
 		if std {
-			ms := idMs(raw)
+			ms := idMs(raw[:])
 			if i == 0 && v8 {
 				prevAt = msAt(ms)
 			}
@@ -211,6 +226,7 @@ func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 	var prevMs, prevAt uint64
 	var conf []byte
 	var raw [16]byte
+	var ranks []byte // the postings' ranks are cut from it, a few at a time
 	allowed := byte(flagStdID | flagSameConf)
 	if v8 {
 		allowed |= flagConfPct
@@ -246,7 +262,11 @@ func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 			}
 			id, v = string(v[n:n+int(l)]), v[n+int(l):]
 		}
-		rank := make([]byte, rankLen)
+		if len(ranks) < rankLen {
+			ranks = make([]byte, rankLen*max(8, len(v)/13+1))
+		}
+		rank := ranks[:rankLen:rankLen]
+		ranks = ranks[rankLen:]
 		if flags&flagSameConf != 0 {
 			if conf == nil {
 				return nil, errBadBlock

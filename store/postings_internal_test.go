@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"testing"
 	"time"
@@ -107,11 +108,42 @@ func encodeBlockFormat6(ps []posting) []byte {
 	var b []byte
 	for _, p := range ps {
 		if raw, ok := compactID(p.id); ok {
-			b = append(append(b, 0), raw...)
+			b = append(append(b, 0), raw[:]...)
 		} else {
 			b = append(append(b, byte(len(p.id))), p.id...)
 		}
 		b = append(b, p.rank...)
 	}
 	return b
+}
+
+// TestCompactID: a standard fact id stands for its 16 bytes and back; an
+// id of any other form (uppercase or non-hex digits, another length or
+// prefix) has no compact form, as encoding/hex decoding and re-encoding
+// it would tell.
+func TestCompactID(t *testing.T) {
+	for range 100 {
+		id := NewFactID()
+		raw, ok := compactID(id)
+		require.True(t, ok, id)
+		want, err := hex.DecodeString(id[2:])
+		require.NoError(t, err)
+		assert.Equal(t, want, raw[:])
+		assert.Equal(t, id, standardID(raw[:]))
+	}
+	std := "f_0123456789abcdef0123456789abcdef"
+	_, ok := compactID(std)
+	require.True(t, ok)
+	for _, id := range []string{
+		"f_0123456789ABCDEF0123456789abcdef", "f_0123456789abcdef0123456789abcdeg",
+		"f_0123456789abcdef0123456789abcde", "f_0123456789abcdef0123456789abcdef0",
+		"g_0123456789abcdef0123456789abcdef", "F_0123456789abcdef0123456789abcdef",
+		"f_0123456789abcdef0123456789abcd\x00f", "f_0123456789abcdef0123456789abcd/f",
+		"f_0123456789abcdef0123456789abcd:f", "f_0123456789abcdef0123456789abcd`f",
+		"", "f_", "custom-id",
+	} {
+		raw, ok := compactID(id)
+		assert.False(t, ok, id)
+		assert.Equal(t, [16]byte{}, raw, id)
+	}
 }
