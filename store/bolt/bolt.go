@@ -161,7 +161,8 @@ type DB struct {
 	pending []*call // queued Update calls, in arrival order
 	leading bool    // a goroutine leads the group commit
 
-	lastBatch   int           // calls in the last batch taken
+	callers     atomic.Int64  // Update calls in progress
+	nextBatch   int           // calls the next batch waits for (see DB.more)
 	lastCommit  time.Duration // how long the last commit took
 	fill        chan struct{} // closed when a call queues; nil when no leader waits for one
 	requeueWait time.Duration // maxRequeueWait, but for tests
@@ -344,6 +345,8 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	db.inflight.Add(1)
 	defer db.inflight.Done()
+	db.callers.Add(1)
+	defer db.callers.Add(-1)
 	db.pending = append(db.pending, c)
 	if db.fill != nil {
 		close(db.fill)

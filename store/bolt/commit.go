@@ -57,9 +57,10 @@ func (c *call) finishGoexit() {
 // batch is the calls a leader runs in one transaction: those queued when
 // it began, and those that queue while it runs them (see more).
 type batch struct {
-	calls    []*call   // every call taken, in queue order; calls[0] is the leader's
-	want     int       // how many calls the batch waits for before its commit
-	deadline time.Time // how long it waits for them
+	calls    []*call       // every call taken, in queue order; calls[0] is the leader's
+	want     int           // how many calls the batch waits for before its commit
+	wait     time.Duration // how long it waits for them, once it has run every call queued
+	deadline time.Time     // when the wait ends, once it has begun
 }
 
 // lead runs the batch at the head of the queue, which starts with self, then
@@ -69,8 +70,8 @@ func (db *DB) lead(self *call) {
 	db.mu.Lock()
 	b := &batch{calls: db.take(maxBatch)}
 	// Keep batches full: see more.
-	if want, wait := min(db.lastBatch, maxBatch), min(db.lastCommit/2, db.requeueWait); want > len(b.calls) && wait > 0 {
-		b.want, b.deadline = want, time.Now().Add(wait)
+	if want, wait := min(db.nextBatch, maxBatch), min(db.lastCommit/2, db.requeueWait); want > len(b.calls) && wait > 0 {
+		b.want, b.wait = want, wait
 	}
 	db.mu.Unlock()
 	if len(b.calls) == 0 || b.calls[0] != self {
@@ -132,14 +133,18 @@ const maxRequeueWait = time.Millisecond
 // the commit, and concurrent callers would split into two groups taking
 // turns, each paying a commit for half of them. So a leader starts at once
 // with the calls queued, runs those that queue while it runs them in the
-// same transaction, and before its commit waits until the batch holds as
-// many calls as the previous one, but no longer than half the previous
-// commit took, and at most maxRequeueWait. A caller alone never waits: its
-// previous batch held one call.
+// same transaction, and once it has run them all waits, before its commit,
+// until the batch holds as many calls as the previous one (or as there
+// were callers when it ended, see handoff), but no longer than half the
+// previous commit took, and at most maxRequeueWait. A caller alone never
+// waits: its previous batch held one call.
 func (db *DB) more(b *batch) []*call {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for len(db.pending) == 0 && len(b.calls) < b.want {
+		if b.deadline.IsZero() {
+			b.deadline = time.Now().Add(b.wait)
+		}
 		wait := time.Until(b.deadline)
 		if wait <= 0 {
 			break
@@ -166,12 +171,17 @@ func (db *DB) more(b *batch) []*call {
 	return calls
 }
 
-// handoff records the size of b, the batch just run, and passes leadership
-// to the head of the queue, or ends it.
+// handoff sets how many calls the next batch waits for, and passes
+// leadership to the head of the queue, or ends it. The next batch waits for
+// as many calls as b, the batch just run, held, or as there are callers in
+// Update now if they are more: b's, who come back if they write again, and
+// those queued meanwhile. (Waiting only for as many as b held, batches
+// would shrink, each to the size of the last, whenever a caller came back
+// late.)
 func (db *DB) handoff(b *batch) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	db.lastBatch = len(b.calls)
+	db.nextBatch = max(len(b.calls), int(db.callers.Load()))
 	if len(db.pending) == 0 {
 		db.leading = false
 		return

@@ -394,7 +394,7 @@ func batchOfTwo(t *testing.T, db *DB) {
 	require.NoError(t, <-results)
 	require.NoError(t, <-results)
 	db.mu.Lock()
-	require.Equal(t, 2, db.lastBatch)
+	require.Equal(t, 2, db.nextBatch)
 	db.lastCommit = 2 * time.Hour
 	db.mu.Unlock()
 }
