@@ -482,3 +482,24 @@ func TestGroupCommitWaitsForRequeue(t *testing.T) {
 	assert.Equal(t, commits+4, db.Stats().Commits)
 	assert.False(t, db.waiting())
 }
+
+// TestGroupCommitWaitsForCallers: the next batch waits for as many calls
+// as there are callers in Update when a batch ends, when they are more
+// than the batch held (callers queued during its commit, or come back
+// late), and for as many as it held otherwise.
+func TestGroupCommitWaitsForCallers(t *testing.T) {
+	db := openTest(t, nil)
+	calls := []*call{{done: make(chan struct{})}, {done: make(chan struct{})}}
+	for _, tc := range []struct{ callers, want int }{{5, 5}, {1, 2}, {0, 2}} {
+		db.mu.Lock()
+		db.leading = true
+		db.mu.Unlock()
+		db.callers.Store(int64(tc.callers))
+		db.handoff(&batch{calls: calls})
+		db.mu.Lock()
+		assert.Equal(t, tc.want, db.nextBatch, "%d callers after a batch of %d", tc.callers, len(calls))
+		assert.False(t, db.leading, "no call queued: leadership ends")
+		db.mu.Unlock()
+	}
+	db.callers.Store(0)
+}
