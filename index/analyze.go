@@ -29,6 +29,7 @@
 package index
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -205,19 +206,36 @@ func LowerWords(text string) []string { return distinct(text, nil) }
 // when it is not nil.
 func distinct(text string, norm func(string) string) []string {
 	var out []string
-	seen := make(map[string]struct{})
+	var seen map[string]struct{} // once out is longer than distinctScan; until then out is searched
 	Split(text, func(w Word) {
 		t := w.Lower
 		if norm != nil {
 			t = norm(t)
 		}
-		if _, ok := seen[t]; !ok {
+		switch {
+		case seen != nil:
+			if _, ok := seen[t]; ok {
+				return
+			}
 			seen[t] = struct{}{}
-			out = append(out, t)
+		case slices.Contains(out, t):
+			return
+		case len(out) == distinctScan:
+			seen = make(map[string]struct{}, 2*distinctScan)
+			for _, o := range out {
+				seen[o] = struct{}{}
+			}
+			seen[t] = struct{}{}
 		}
+		out = append(out, t)
 	})
 	return out
 }
+
+// distinctScan is how many distinct words distinct finds by searching the
+// list of those it found before a set takes over: a short text, such as a
+// fact's, then costs no map.
+const distinctScan = 32
 
 // QueryTerm is one distinct term of a query and the words it came from.
 type QueryTerm struct {

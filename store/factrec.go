@@ -128,7 +128,7 @@ func encodeFact(f *Fact) ([]byte, error) {
 	b = appendID(b, tagSupersedes, tagSupersedesRaw, f.Supersedes)
 	for _, id := range f.Retires {
 		if raw, ok := compactID(id); ok {
-			b = append(append(b, tagRetiresRaw), raw...)
+			b = append(append(b, tagRetiresRaw), raw[:]...)
 		} else {
 			b = appendStrAlways(b, tagRetires, id)
 		}
@@ -172,7 +172,7 @@ func encodeFact(f *Fact) ([]byte, error) {
 // the millisecond of f's standard id, when it is within storedAtIDMax of
 // it (and in UTC, in the range of nanoseconds).
 func storedAtFromID(f *Fact) (int64, bool) {
-	raw, ok := stdID(f.ID)
+	raw, ok := compactID(f.ID)
 	if !ok || f.StoredAt.IsZero() || !nanosRange(f.StoredAt) || f.StoredAt.Location() != time.UTC {
 		return 0, false
 	}
@@ -209,7 +209,7 @@ func factTextValid(f *Fact) bool {
 // as its 16 bytes, any other under tag as a string.
 func appendID(b []byte, tag, rawTag byte, id string) []byte {
 	if raw, ok := compactID(id); ok {
-		return append(append(b, rawTag), raw...)
+		return append(append(b, rawTag), raw[:]...)
 	}
 	return appendStr(b, tag, id)
 }
@@ -292,7 +292,7 @@ func decodeFact(v []byte, id string, f *Fact) error {
 		case tagStoredAt, tagStoredAtText:
 			f.StoredAt = d.time(tag == tagStoredAtText)
 		case tagStoredAtID:
-			raw, ok := stdID(f.ID)
+			raw, ok := compactID(f.ID)
 			if !ok {
 				return fmt.Errorf("%w: stored_at counted from the id %q, which is not standard", errBadFactRecord, f.ID)
 			}

@@ -104,10 +104,10 @@ func TestFactRecordFormat9(t *testing.T) {
 	b, err := encodeFact(f)
 	require.NoError(t, err)
 	raw, _ := compactID(f.ID)
-	assert.NotContains(t, string(b), string(raw), "the id is the key's")
+	assert.NotContains(t, string(b), string(raw[:]), "the id is the key's")
 
 	// The same fact as format 8 wrote it.
-	old := append([]byte{factRecordMark, tagIDRaw}, raw...)
+	old := append([]byte{factRecordMark, tagIDRaw}, raw[:]...)
 	old = appendStr(old, tagEntity, f.Entity)
 	old = appendStr(old, tagKey, f.Key)
 	old = appendStr(old, tagValue, f.Value)

@@ -295,10 +295,12 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		f.Version = 1
 	}
 
+	// The facts retired, as read: each is read once, and retired below.
 	var retired []string
+	var olds []*Fact
 	if current != nil {
 		f.Supersedes = current.ID
-		retired = append(retired, current.ID)
+		retired, olds = append(retired, current.ID), append(olds, current)
 	}
 	for _, id := range n.Supersedes {
 		if slices.Contains(retired, id) {
@@ -320,14 +322,10 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 			return nil, nil, &SupersedeError{ID: id, Shared: true}
 		}
 		f.Retires = append(f.Retires, id)
-		retired = append(retired, id)
+		retired, olds = append(retired, id), append(olds, old)
 	}
 	active := int64(1) // the change to the count of current facts under (tenant, stored)
-	for _, id := range retired {
-		old, err := GetFact(tx, id)
-		if err != nil {
-			return nil, nil, err
-		}
+	for _, old := range olds {
 		if old.Tenant == f.Tenant && old.StoredEntity() == stored {
 			// Counted below with the new fact: a new version of a chain
 			// leaves the count as it was, and then costs no write.
@@ -509,7 +507,7 @@ func entityValue(id string) []byte { return appendEntryID(nil, id) }
 // appendEntryID appends id to b as an entity-index value names it.
 func appendEntryID(b []byte, id string) []byte {
 	if raw, ok := compactID(id); ok {
-		return append(append(b, entryRaw), raw...)
+		return append(append(b, entryRaw), raw[:]...)
 	}
 	return append(append(b, entryText), id...)
 }
@@ -549,8 +547,8 @@ func retiredEntry(f *Fact) (v []byte, ok bool) {
 		v = append(v, 0)
 	}
 	if raw, ok := compactID(f.SupersededBy); ok {
-		v = append(append(v, entryRawAt), raw...)
-		return binary.AppendVarint(v, int64(uint64(f.ValidTo.UnixNano())-idNanos(raw))), true
+		v = append(append(v, entryRawAt), raw[:]...)
+		return binary.AppendVarint(v, int64(uint64(f.ValidTo.UnixNano())-idNanos(raw[:]))), true
 	}
 	v = binary.AppendUvarint(append(v, entryText), uint64(len(f.SupersededBy)))
 	v = append(v, f.SupersededBy...)
@@ -864,7 +862,7 @@ func rankScope(f *Fact) string {
 func rankEntry(tenant, scope string, k []byte) []byte {
 	e := rankPrefix(tenant, scope)
 	if raw, ok := compactID(string(k[min(rankLen, len(k)):])); ok {
-		k = append(append(append(make([]byte, 0, rankLen+17), k[:rankLen]...), entryRaw), raw...)
+		k = append(append(append(make([]byte, 0, rankLen+17), k[:rankLen]...), entryRaw), raw[:]...)
 	}
 	for _, c := range k {
 		e = append(e, ^c)

@@ -78,39 +78,30 @@ const rankLen = 16
 
 // compactID returns the 16 bytes a standard fact id ("f_" and 32 lowercase
 // hex digits) stands for.
-func compactID(id string) ([]byte, bool) {
-	raw, ok := stdID(id)
-	if !ok {
-		return nil, false
-	}
-	return raw[:], true
-}
-
-// stdID is compactID without allocating.
-func stdID(id string) (raw [16]byte, ok bool) {
+func compactID(id string) (raw [16]byte, ok bool) {
 	if len(id) != 34 || !strings.HasPrefix(id, "f_") {
 		return raw, false
 	}
 	for i := range raw {
-		hi, ok1 := lowerHex(id[2+2*i])
-		lo, ok2 := lowerHex(id[3+2*i])
-		if !ok1 || !ok2 {
-			return raw, false // uppercase too: it would not decode back to id
+		hi, lo := lowerHex(id[2+2*i]), lowerHex(id[3+2*i])
+		if hi > 0xf || lo > 0xf { // lowercase only, so it stands for id alone
+			return [16]byte{}, false
 		}
 		raw[i] = hi<<4 | lo
 	}
 	return raw, true
 }
 
-// lowerHex is the value of the lowercase hex digit c.
-func lowerHex(c byte) (byte, bool) {
+// lowerHex is the value of the lowercase hexadecimal digit c, or 0xff
+// when c is not one.
+func lowerHex(c byte) byte {
 	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
 	}
-	return 0, false
+	return 0xff
 }
 
 // standardID is the standard fact id that the 16 bytes raw stand for:
@@ -189,13 +180,14 @@ func encodeBlockLayout(ps []posting, v8 bool) []byte {
 		b[0] = blockMark
 	}
 	var prevMs, prevAt uint64
-	var prevRaw []byte // the previous posting's standard id
+	var prevRaw [16]byte // the previous posting's standard id
+	prevStd := false
 	for i, p := range ps {
 		raw, std := compactID(p.id)
 		flags := byte(0)
 		seq, isSeq := uint64(0), false
-		if std && v8 && prevRaw != nil {
-			seq, isSeq = seqDistance(prevRaw, raw)
+		if std && v8 && prevStd {
+			seq, isSeq = seqDistance(prevRaw[:], raw[:])
 		}
 		switch {
 		case isSeq:
@@ -216,7 +208,7 @@ func encodeBlockLayout(ps []posting, v8 bool) []byte {
 		case isSeq:
 			b = binary.AppendUvarint(b, seq)
 		case std:
-			ms := idMs(raw)
+			ms := idMs(raw[:])
 			if i == 0 && v8 {
 				prevAt = msAt(ms)
 			}
@@ -227,10 +219,7 @@ func encodeBlockLayout(ps []posting, v8 bool) []byte {
 			b = binary.AppendUvarint(b, uint64(len(p.id)))
 			b = append(b, p.id...)
 		}
-		prevRaw = nil
-		if std {
-			prevRaw = raw
-		}
+		prevRaw, prevStd = raw, std
 		switch {
 		case same:
 		case isPct && v8:
@@ -274,6 +263,7 @@ func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 	var conf []byte
 	var raw [16]byte // the last standard id
 	prevStd := false // the previous posting's id is raw
+	var ranks []byte // the postings' ranks are cut from it, a few at a time
 	allowed := byte(flagStdID | flagSameConf)
 	if v8 {
 		allowed |= flagConfPct | flagSeqID
@@ -321,7 +311,11 @@ func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 			id, v = string(v[n:n+int(l)]), v[n+int(l):]
 		}
 		prevStd = flags&(flagStdID|flagSeqID) != 0
-		rank := make([]byte, rankLen)
+		if len(ranks) < rankLen {
+			ranks = make([]byte, rankLen*max(8, len(v)/13+1))
+		}
+		rank := ranks[:rankLen:rankLen]
+		ranks = ranks[rankLen:]
 		if flags&flagSameConf != 0 {
 			if conf == nil {
 				return nil, errBadBlock

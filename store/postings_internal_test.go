@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -110,7 +109,7 @@ func encodeBlockFormat6(ps []posting) []byte {
 	var b []byte
 	for _, p := range ps {
 		if raw, ok := compactID(p.id); ok {
-			b = append(append(b, 0), raw...)
+			b = append(append(b, 0), raw[:]...)
 		} else {
 			b = append(append(b, byte(len(p.id))), p.id...)
 		}
@@ -130,12 +129,12 @@ func TestBlockSeqIDs(t *testing.T) {
 	raw, ok := compactID(NewFactID())
 	require.True(t, ok)
 	id := func(ms, lo uint64) string {
-		b := append([]byte(nil), raw...)
+		b := raw
 		b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
 		binary.BigEndian.PutUint64(b[8:], lo)
-		return standardID(b)
+		return standardID(b[:])
 	}
-	ms := idMs(raw)
+	ms := idMs(raw[:])
 	var ps []posting
 	for i := range uint64(32) {
 		ps = append(ps, posting{id: id(ms, 1000+i*i), rank: r})
@@ -164,17 +163,33 @@ func TestBlockSeqIDs(t *testing.T) {
 	assert.Equal(t, ps, got)
 }
 
-// TestCompactID: the 16 bytes of a standard id are those its hex digits
-// spell, and an id with an uppercase digit, another prefix or another
-// length is not standard.
+// TestCompactID: a standard fact id stands for its 16 bytes and back; an
+// id of any other form (uppercase or non-hex digits, another length or
+// prefix) has no compact form, as encoding/hex decoding and re-encoding
+// it would tell.
 func TestCompactID(t *testing.T) {
-	id := NewFactID()
-	raw, ok := compactID(id)
+	for range 100 {
+		id := NewFactID()
+		raw, ok := compactID(id)
+		require.True(t, ok, id)
+		want, err := hex.DecodeString(id[2:])
+		require.NoError(t, err)
+		assert.Equal(t, want, raw[:])
+		assert.Equal(t, id, standardID(raw[:]))
+	}
+	std := "f_0123456789abcdef0123456789abcdef"
+	_, ok := compactID(std)
 	require.True(t, ok)
-	assert.Equal(t, id, standardID(raw))
-	assert.Equal(t, id, "f_"+hex.EncodeToString(raw))
-	for _, bad := range []string{"f_" + strings.ToUpper(id[2:]), "g_" + id[2:], id[:33], id + "0", "f_" + id[3:] + "g"} {
-		_, ok := compactID(bad)
-		assert.False(t, ok, bad)
+	for _, id := range []string{
+		"f_0123456789ABCDEF0123456789abcdef", "f_0123456789abcdef0123456789abcdeg",
+		"f_0123456789abcdef0123456789abcde", "f_0123456789abcdef0123456789abcdef0",
+		"g_0123456789abcdef0123456789abcdef", "F_0123456789abcdef0123456789abcdef",
+		"f_0123456789abcdef0123456789abcd\x00f", "f_0123456789abcdef0123456789abcd/f",
+		"f_0123456789abcdef0123456789abcd:f", "f_0123456789abcdef0123456789abcd`f",
+		"", "f_", "custom-id",
+	} {
+		raw, ok := compactID(id)
+		assert.False(t, ok, id)
+		assert.Equal(t, [16]byte{}, raw, id)
 	}
 }

@@ -12,16 +12,19 @@
 // concurrent callers together: the first caller to find no commit in progress
 // becomes the leader and runs every queued fn (up to 256) in one bbolt
 // read-write transaction, each fn with its own [store.Tx] and its own context,
-// then commits once. Callers arriving meanwhile queue up for the next batch,
-// which is led by the first of them. A caller alone pays no extra latency:
+// then commits once. Callers arriving while it runs them join the batch;
+// those arriving during its commit queue up for the next batch, which is led
+// by the first of them. A caller alone pays no extra latency:
 // there is no batching delay.
 //
 // Batches stay full: a batch's callers are woken only once it has
-// committed, so the next leader, finding fewer calls queued than the
-// previous batch held, waits for as many before it begins, but never longer
-// than half the previous commit took, nor than a millisecond. Without this,
-// concurrent callers split into two groups taking turns at half the batch
-// size. A leader whose previous batch held one call never waits.
+// committed, so the next leader starts at once with the calls queued, runs
+// those that queue while it runs them in the same transaction, and before
+// its commit waits until the batch holds as many calls as the previous one
+// held, but never longer than half the previous commit took, nor than a
+// millisecond. Without this, concurrent callers split into two groups
+// taking turns at half the batch size. A leader whose previous batch held
+// one call never waits.
 //
 // Semantics are those of a serial execution of the fns in queue order:
 //
@@ -158,10 +161,10 @@ type DB struct {
 	pending []*call // queued Update calls, in arrival order
 	leading bool    // a goroutine leads the group commit
 
-	lastBatch   int           // calls in the last batch taken
+	callers     atomic.Int64  // Update calls in progress
+	nextBatch   int           // calls the next batch waits for (see DB.more)
 	lastCommit  time.Duration // how long the last commit took
-	fill        chan struct{} // closed once fillWant calls are pending; nil when no leader waits
-	fillWant    int
+	fill        chan struct{} // closed when a call queues; nil when no leader waits for one
 	requeueWait time.Duration // maxRequeueWait, but for tests
 
 	inflight  sync.WaitGroup // View and Update calls in progress
@@ -319,9 +322,9 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 // that error and returns nil).
 //
 // If fn panics, Update panics with the same value in the calling goroutine
-// and nothing fn wrote is committed. When fn ran in a batch with other
-// callers' fns, the re-raised panic's stack trace starts in Update, not in
-// fn. fn must not call Update on the same DB: it would wait for itself.
+// and nothing fn wrote is committed. When fn ran in a batch that could take
+// other callers' fns (after a batch of several), the re-raised panic's stack
+// trace starts in Update, not in fn. fn must not call Update on the same DB: it would wait for itself.
 //
 // With the default options Update returns only after the commit is on disk.
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
@@ -342,8 +345,10 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	db.inflight.Add(1)
 	defer db.inflight.Done()
+	db.callers.Add(1)
+	defer db.callers.Add(-1)
 	db.pending = append(db.pending, c)
-	if db.fill != nil && len(db.pending) >= db.fillWant {
+	if db.fill != nil {
 		close(db.fill)
 		db.fill = nil
 	}

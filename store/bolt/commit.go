@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -53,96 +54,134 @@ func (c *call) finishGoexit() {
 	c.finish(nil)
 }
 
+// batch is the calls a leader runs in one transaction: those queued when
+// it began, and those that queue while it runs them (see more).
+type batch struct {
+	calls    []*call       // every call taken, in queue order; calls[0] is the leader's
+	want     int           // how many calls the batch waits for before its commit
+	wait     time.Duration // how long it waits for them, once it has run every call queued
+	deadline time.Time     // when the wait ends, once it has begun
+}
+
 // lead runs the batch at the head of the queue, which starts with self, then
 // hands leadership to the first call queued meanwhile, if any. The caller
 // reads self's result when lead returns.
 func (db *DB) lead(self *call) {
 	db.mu.Lock()
-	db.awaitRequeue()
-	n := min(len(db.pending), maxBatch)
-	batch := make([]*call, n)
-	copy(batch, db.pending)
-	rest := copy(db.pending, db.pending[n:])
-	clear(db.pending[rest:])
-	db.pending = db.pending[:rest]
+	b := &batch{calls: db.take(maxBatch)}
+	// Keep batches full: see more.
+	if want, wait := min(db.nextBatch, maxBatch), min(db.lastCommit/2, db.requeueWait); want > len(b.calls) && wait > 0 {
+		b.want, b.wait = want, wait
+	}
 	db.mu.Unlock()
-	if n == 0 || batch[0] != self {
+	if len(b.calls) == 0 || b.calls[0] != self {
 		panic("store/bolt: internal error: the group commit leader is not at the head of the queue")
 	}
-	db.lastBatch = n
 
 	// Runs also when self's own fn calls runtime.Goexit on this goroutine.
-	defer db.handoff()
+	defer db.handoff(b)
 
-	if n == 1 {
-		// Alone: run inline, on the caller's goroutine, at no extra cost.
-		// A panic or Goexit of fn then happens on the right goroutine: let
-		// it unwind as it is, with its original stack trace.
-		db.execute(batch, true)
+	if len(b.calls) == 1 && b.want == 0 {
+		// Alone, and no other call awaited: run inline, on the caller's
+		// goroutine, at no extra cost. A panic or Goexit of fn then
+		// happens on the right goroutine: let it unwind as it is, with
+		// its original stack trace.
+		db.execute(b, b.calls, true)
 		return
 	}
 	// Other callers' fns are run on a goroutine of their own, so that a
 	// runtime.Goexit in one of them cannot end this caller's goroutine. A
 	// Goexit leaves the calls after it unfinished: run them again.
-	for len(batch) > 0 {
+	for todo := b.calls; len(todo) > 0; {
 		ended := make(chan struct{})
 		go func() {
 			defer close(ended)
-			db.execute(batch, false)
+			db.execute(b, todo, false)
 		}()
 		<-ended
-		unfinished := batch[:0]
-		for _, c := range batch {
+		todo = nil
+		for _, c := range b.calls {
 			if !c.finished {
-				unfinished = append(unfinished, c)
+				todo = append(todo, c)
 			}
 		}
-		batch = unfinished
 	}
 }
 
-// maxRequeueWait bounds how long a leader waits for the callers of the
-// previous batch to queue again (see awaitRequeue). Tests may lengthen it
-// through DB.requeueWait.
+// take removes the first calls of the queue, at most n, and returns them.
+// db.mu is held.
+func (db *DB) take(n int) []*call {
+	n = min(n, len(db.pending))
+	calls := slices.Clone(db.pending[:n])
+	rest := copy(db.pending, db.pending[n:])
+	clear(db.pending[rest:])
+	db.pending = db.pending[:rest]
+	return calls
+}
+
+// maxRequeueWait bounds how long a batch waits for the callers of the
+// previous batch to queue again (see more). Tests may lengthen it through
+// DB.requeueWait.
 const maxRequeueWait = time.Millisecond
 
-// awaitRequeue keeps batches full. Leadership passes as soon as a batch has
-// committed, when its callers have only just been woken: without waiting,
-// the next batch would hold only the calls that arrived during the commit,
-// and concurrent callers would split into two groups taking turns, each
-// paying a commit for half of them. So when fewer calls are queued than the
-// previous batch held, the leader waits for that many, but no longer than
-// half of the previous commit took, and at most maxRequeueWait. A caller
-// alone never waits: its previous batch held one call. db.mu is held on
-// entry and on return, and released while waiting.
-func (db *DB) awaitRequeue() {
-	want := min(db.lastBatch, maxBatch)
-	if want <= 1 || len(db.pending) >= want {
-		return
-	}
-	wait := min(db.lastCommit/2, db.requeueWait)
-	if wait <= 0 {
-		return
-	}
-	fill := make(chan struct{})
-	db.fill, db.fillWant = fill, want
-	db.mu.Unlock()
-	t := time.NewTimer(wait)
-	select {
-	case <-fill:
-	case <-t.C:
-	}
-	t.Stop()
-	db.mu.Lock()
-	if db.fill == fill {
-		db.fill = nil
-	}
-}
-
-// handoff passes leadership to the head of the queue, or ends it.
-func (db *DB) handoff() {
+// more returns the calls queued since b began, which b's transaction runs
+// too, up to maxBatch calls in all; nil when there are none.
+//
+// It keeps batches full. Leadership passes as soon as a batch has
+// committed, when its callers have only just been woken: a batch of the
+// calls queued at that moment would hold only those that arrived during
+// the commit, and concurrent callers would split into two groups taking
+// turns, each paying a commit for half of them. So a leader starts at once
+// with the calls queued, runs those that queue while it runs them in the
+// same transaction, and once it has run them all waits, before its commit,
+// until the batch holds as many calls as the previous one (or as there
+// were callers when it ended, see handoff), but no longer than half the
+// previous commit took, and at most maxRequeueWait. A caller alone never
+// waits: its previous batch held one call.
+func (db *DB) more(b *batch) []*call {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	for len(db.pending) == 0 && len(b.calls) < b.want {
+		if b.deadline.IsZero() {
+			b.deadline = time.Now().Add(b.wait)
+		}
+		wait := time.Until(b.deadline)
+		if wait <= 0 {
+			break
+		}
+		fill := make(chan struct{})
+		db.fill = fill
+		db.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-fill:
+		case <-t.C:
+		}
+		t.Stop()
+		db.mu.Lock()
+		if db.fill == fill {
+			db.fill = nil
+		}
+	}
+	calls := db.take(maxBatch - len(b.calls))
+	if len(calls) == 0 {
+		return nil
+	}
+	b.calls = append(b.calls, calls...)
+	return calls
+}
+
+// handoff sets how many calls the next batch waits for, and passes
+// leadership to the head of the queue, or ends it. The next batch waits for
+// as many calls as b, the batch just run, held, or as there are callers in
+// Update now if they are more: b's, who come back if they write again, and
+// those queued meanwhile. (Waiting only for as many as b held, batches
+// would shrink, each to the size of the last, whenever a caller came back
+// late.)
+func (db *DB) handoff(b *batch) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.nextBatch = max(len(b.calls), int(db.callers.Load()))
 	if len(db.pending) == 0 {
 		db.leading = false
 		return
@@ -156,26 +195,28 @@ func (db *DB) handoff() {
 // ends the goroutine with runtime.Goexit.
 type runner struct {
 	db      *DB
+	b       *batch    // the batch the calls run belong to
 	btx     *bbolt.Tx // open read-write transaction, if any
 	exiting *call     // call whose fn called runtime.Goexit
 	ok      bool      // execute returned normally
 	inline  bool      // running the leader's own call, on its goroutine
 }
 
-// execute runs calls until every one of them has a final result, unless a
-// fn calls runtime.Goexit: then that call is finished as such, the open
-// transaction is rolled back and the calls not yet finished are left so.
-// With inline set, calls is the caller's own call alone, and a panic or
-// Goexit of its fn is not intercepted: the transaction is rolled back and
-// the goroutine unwinds.
-func (db *DB) execute(calls []*call, inline bool) {
-	r := &runner{db: db, inline: inline}
+// execute runs calls, of b, and those that b takes meanwhile (see more)
+// until every one of them has a final result, unless a fn calls
+// runtime.Goexit: then that call is finished as such, the open transaction
+// is rolled back and the calls not yet finished are left so. With inline
+// set, calls is the caller's own call alone, and a panic or Goexit of its
+// fn is not intercepted: the transaction is rolled back and the goroutine
+// unwinds.
+func (db *DB) execute(b *batch, calls []*call, inline bool) {
+	r := &runner{db: db, b: b, inline: inline}
 	defer r.cleanup()
 	for len(calls) > 0 {
 		var failed *call
-		calls, failed = r.attempt(calls)
+		calls, failed = r.attempt(calls, !inline)
 		if failed != nil {
-			r.attempt([]*call{failed})
+			r.attempt([]*call{failed}, false)
 		}
 	}
 	r.ok = true
@@ -198,11 +239,12 @@ func (r *runner) rollback() {
 	}
 }
 
-// attempt runs calls in one read-write transaction and commits it. It
+// attempt runs calls in one read-write transaction and commits it; with
+// more set, also the calls the batch takes meanwhile (see DB.more). It
 // returns the calls that must run again because the transaction was rolled
 // back, and, when an fn failed after writing, that call, to be run alone.
 // Every other call has its final result when attempt returns.
-func (r *runner) attempt(calls []*call) (retry []*call, failed *call) {
+func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call) {
 	btx, err := r.db.bdb.Begin(true)
 	if err != nil {
 		err = fmt.Errorf("store/bolt: begin write transaction: %w", err)
@@ -215,7 +257,18 @@ func (r *runner) attempt(calls []*call) (retry []*call, failed *call) {
 	w := &writeState{}
 	ran := make([]*call, 0, len(calls)) // ran in btx; final result depends on the commit
 	writes := 0
-	for i, c := range calls {
+	for i := 0; ; i++ {
+		if i == len(calls) {
+			var taken []*call
+			if more {
+				taken = r.db.more(r.b)
+			}
+			if len(taken) == 0 {
+				break
+			}
+			calls = append(slices.Clip(calls), taken...) // calls may share its array with b.calls
+		}
+		c := calls[i]
 		if err := c.ctx.Err(); err != nil {
 			c.finish(err)
 			continue
@@ -306,7 +359,7 @@ func (r *runner) run(c *call, t *tx) (err error, panicked bool, pv any) {
 	return err, false, nil
 }
 
-// noteCommit records how long the last commit took, for awaitRequeue.
+// noteCommit records how long the last commit took, for DB.more.
 func (db *DB) noteCommit(d time.Duration) {
 	db.mu.Lock()
 	db.lastCommit = d

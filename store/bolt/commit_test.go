@@ -377,6 +377,69 @@ func BenchmarkStoretest(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) store.Backend { return openBench(b) })
 }
 
+// batchOfTwo commits a batch of two calls, c1 and c2, after the blocker's
+// commit, and then makes the next leader wait for a second call as long as
+// the requeue wait allows (as if that commit had taken two hours).
+func batchOfTwo(t *testing.T, db *DB) {
+	t.Helper()
+	b := block(t, db)
+	results := make(chan error, 2)
+	for _, k := range []string{"c1", "c2"} {
+		enqueue(t, db, func() {
+			results <- db.Update(t.Context(), func(tx store.Tx) error { return tx.Put("b", []byte(k), []byte("v")) })
+		})
+	}
+	b.release()
+	require.NoError(t, <-b.done)
+	require.NoError(t, <-results)
+	require.NoError(t, <-results)
+	db.mu.Lock()
+	require.Equal(t, 2, db.nextBatch)
+	db.lastCommit = 2 * time.Hour
+	db.mu.Unlock()
+}
+
+// TestGroupCommitTakesCallsWhileRunning: after a batch of two, the next
+// leader runs its own fn at once instead of first waiting for a second
+// call, and a call that queues while that fn runs joins its transaction:
+// the two share one commit.
+func TestGroupCommitTakesCallsWhileRunning(t *testing.T) {
+	db := openTest(t, nil)
+	db.mu.Lock()
+	db.requeueWait = time.Hour // only the second call ends the wait
+	db.mu.Unlock()
+	batchOfTwo(t, db)
+	commits := db.Stats().Commits
+
+	results := make(chan error, 2)
+	running, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	go func() {
+		results <- db.Update(t.Context(), func(tx store.Tx) error {
+			once.Do(func() { close(running) })
+			<-release
+			return tx.Put("b", []byte("c3"), []byte("v"))
+		})
+	}()
+	select {
+	case <-running:
+	case <-time.After(10 * time.Second):
+		t.Error("the leader waited for a second call before running its own")
+	}
+	go func() {
+		results <- db.Update(t.Context(), func(tx store.Tx) error { return tx.Put("b", []byte("c4"), []byte("v")) })
+	}()
+	close(release)
+	require.NoError(t, <-results)
+	require.NoError(t, <-results)
+	assert.Equal(t, commits+1, db.Stats().Commits, "c3 and c4 share a commit")
+	for _, k := range []string{"c3", "c4"} {
+		v, err := get(t, db, k)
+		require.NoError(t, err)
+		require.Equal(t, "v", v)
+	}
+}
+
 // waiting reports whether a leader waits for callers to queue again.
 func (db *DB) waiting() bool {
 	db.mu.Lock()
@@ -394,23 +457,9 @@ func TestGroupCommitWaitsForRequeue(t *testing.T) {
 	db.requeueWait = time.Hour // only the requeue ends the wait
 	db.mu.Unlock()
 
-	// A batch of two: the blocker's commit, then c1 and c2 together.
-	b := block(t, db)
-	results := make(chan error, 4)
-	for _, k := range []string{"c1", "c2"} {
-		enqueue(t, db, func() {
-			results <- db.Update(t.Context(), func(tx store.Tx) error { return tx.Put("b", []byte(k), []byte("v")) })
-		})
-	}
-	b.release()
-	require.NoError(t, <-b.done)
-	require.NoError(t, <-results)
-	require.NoError(t, <-results)
-	db.mu.Lock()
-	require.Equal(t, 2, db.lastBatch)
-	db.lastCommit = 2 * time.Hour // as if that commit had taken long
-	db.mu.Unlock()
+	batchOfTwo(t, db)
 	commits := db.Stats().Commits
+	results := make(chan error, 2)
 
 	// c3 alone leads and waits until c4 has queued; both share one commit.
 	go func() {
@@ -432,4 +481,25 @@ func TestGroupCommitWaitsForRequeue(t *testing.T) {
 	}
 	assert.Equal(t, commits+4, db.Stats().Commits)
 	assert.False(t, db.waiting())
+}
+
+// TestGroupCommitWaitsForCallers: the next batch waits for as many calls
+// as there are callers in Update when a batch ends, when they are more
+// than the batch held (callers queued during its commit, or come back
+// late), and for as many as it held otherwise.
+func TestGroupCommitWaitsForCallers(t *testing.T) {
+	db := openTest(t, nil)
+	calls := []*call{{done: make(chan struct{})}, {done: make(chan struct{})}}
+	for _, tc := range []struct{ callers, want int }{{5, 5}, {1, 2}, {0, 2}} {
+		db.mu.Lock()
+		db.leading = true
+		db.mu.Unlock()
+		db.callers.Store(int64(tc.callers))
+		db.handoff(&batch{calls: calls})
+		db.mu.Lock()
+		assert.Equal(t, tc.want, db.nextBatch, "%d callers after a batch of %d", tc.callers, len(calls))
+		assert.False(t, db.leading, "no call queued: leadership ends")
+		db.mu.Unlock()
+	}
+	db.callers.Store(0)
 }
