@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/crux-go/crux/internal/codec"
@@ -94,6 +95,11 @@ type framer struct {
 	passed    int // lines handed to the SDK
 	dropped   int // responses of the client that could not be passed on
 	connected bool
+	directed  int                        // calls answered on the direct path
+	calls     map[any]context.CancelFunc // direct calls in flight, by id
+
+	direct atomic.Pointer[directPath] // set by serve once the SDK's session exists
+	wg     sync.WaitGroup             // direct calls running
 
 	cur []byte // the rest of the line Read is handing out (SDK goroutine only)
 }
@@ -116,6 +122,7 @@ func newFramer(in io.ReadCloser, out io.Writer) *framer {
 		closedCh: make(chan struct{}),
 		logger:   slog.New(slog.DiscardHandler),
 		pending:  make(map[any]bool),
+		calls:    make(map[any]context.CancelFunc),
 	}
 	f.cond = sync.NewCond(&f.mu)
 	return f
@@ -330,6 +337,10 @@ func (f *framer) handle(line []byte) {
 	v := check(line)
 	switch v.outcome {
 	case outcomePass:
+		req, _ := v.msg.(*jsonrpc.Request)
+		if req != nil {
+			f.cancelDirect(req)
+		}
 		if v.call {
 			f.mu.Lock()
 			if f.pending[v.id] {
@@ -340,6 +351,9 @@ func (f *framer) handle(line []byte) {
 			}
 			f.pending[v.id] = true
 			f.mu.Unlock()
+			if f.callDirect(v.id, req) {
+				return
+			}
 		}
 		text := make([]byte, len(line)+1)
 		copy(text, line)
@@ -390,6 +404,7 @@ func (f *framer) writeLine(p []byte) (int, error) {
 		f.broken = true
 		f.cond.Broadcast()
 		f.mu.Unlock()
+		f.cancelAllDirect()
 	}
 	return n, err
 }
@@ -996,12 +1011,37 @@ func (c *framerConn) SessionID() string { return "" }
 // SDK's own handling of a done context (ServerSession.Close) would drop
 // those replies: the jsonrpc2 connection refuses every write once it is
 // closing.
-func (t *stdioTransport) serve(ctx context.Context, s *mcp.Server) error {
+func (t *stdioTransport) serve(ctx context.Context, s *mcp.Server, a *adapter) error {
 	stop := context.AfterFunc(ctx, t.f.stop)
 	defer stop()
-	err := s.Run(context.WithoutCancel(ctx), t)
+	err := t.run(context.WithoutCancel(ctx), s, a)
 	if err == nil && t.f.stoppedByStop() {
 		return ctx.Err()
+	}
+	return err
+}
+
+// run is s.Run(ctx, t), logging as it does, with the framer's direct path
+// (see direct.go) for the tools/call of a's handlers; without an adapter,
+// every message goes to the SDK. It returns once the SDK's session has
+// ended and every direct call has written its answer.
+func (t *stdioTransport) run(ctx context.Context, s *mcp.Server, a *adapter) error {
+	if a == nil {
+		return s.Run(ctx, t)
+	}
+	a.logger.Info("server run start")
+	ss, err := s.Connect(ctx, t, nil)
+	if err != nil {
+		a.logger.Error("server connect failed", "error", err)
+		return err
+	}
+	t.f.direct.Store(&directPath{ctx: ctx, a: a, session: ss})
+	err = ss.Wait()
+	t.f.wg.Wait()
+	if err != nil {
+		a.logger.Error("server session ended with error", "error", err)
+	} else {
+		a.logger.Info("server session ended")
 	}
 	return err
 }
