@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -516,4 +517,31 @@ func TestParseToolCall(t *testing.T) {
 		_, ok := parseToolCall(json.RawMessage(params))
 		assert.False(t, ok, params)
 	}
+}
+
+// FuzzParseToolCall: params the direct path takes decode, as the SDK
+// decodes them, to the same name, arguments and protocol version.
+//
+//	go test -run '^$' -fuzz FuzzParseToolCall -fuzztime 30s ./mcpserver
+func FuzzParseToolCall(f *testing.F) {
+	for _, c := range parityCalls {
+		f.Add([]byte(c.params))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		if !json.Valid(params) {
+			return
+		}
+		params = trimSpace(params)
+		c, ok := parseToolCall(params)
+		if !ok {
+			return
+		}
+		var p mcp.CallToolParamsRaw
+		require.NoError(t, json.Unmarshal(params, &p), "%s", params)
+		assert.Equal(t, p.Name, c.name)
+		assert.Equal(t, string(p.Arguments), string(c.args))
+		v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
+		assert.Equal(t, v, c.version)
+		assert.Less(t, v, newProtocolVersion)
+	})
 }

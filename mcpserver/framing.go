@@ -615,7 +615,8 @@ func plainRequest(line []byte, m message) (*jsonrpc.Request, bool) {
 	if !utf8.Valid(line) || bytes.IndexByte(m.method, '\\') >= 0 || string(m.params) == "null" {
 		return nil, false
 	}
-	req := &jsonrpc.Request{Method: string(m.method[1 : len(m.method)-1]), Params: m.params}
+	// The params are copied: the line may be the reader's buffer.
+	req := &jsonrpc.Request{Method: string(m.method[1 : len(m.method)-1]), Params: bytes.Clone(m.params)}
 	if m.id != nil {
 		var v any = idValue(m.id)
 		if n, ok := v.(int64); ok {
@@ -689,6 +690,9 @@ func checkBatch(line []byte) verdict {
 
 // checkVersion returns why a "jsonrpc" member is wrong, or "".
 func checkVersion(raw json.RawMessage) string {
+	if string(raw) == `"2.0"` {
+		return ""
+	}
 	var v string
 	if raw == nil || json.Unmarshal(raw, &v) != nil || v != "2.0" {
 		return `"jsonrpc" must be "2.0"`
@@ -746,24 +750,23 @@ func echoID(raw json.RawMessage) json.RawMessage {
 }
 
 // readMessage reads the members of a valid JSON object that check looks
-// at. Names are compared exactly, after unescaping, as the SDK does.
+// at. Names are compared exactly, after unescaping, as the SDK does. The
+// values are slices of obj.
 func readMessage(obj []byte) message {
 	var m message
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil { // {
-		return m
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return m
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return m
+	members(obj, func(name, raw []byte) bool {
+		key := name
+		if bytes.IndexByte(name, '\\') >= 0 {
+			quoted := make([]byte, 0, len(name)+2)
+			quoted = append(append(append(quoted, '"'), name...), '"')
+			var s string
+			if json.Unmarshal(quoted, &s) != nil {
+				return true
+			}
+			key = []byte(s)
 		}
 		var slot *json.RawMessage
-		switch t {
+		switch string(key) {
 		case "jsonrpc":
 			slot = &m.jsonrpc
 		case "id":
@@ -777,13 +780,14 @@ func readMessage(obj []byte) message {
 		case "error":
 			slot = &m.error
 		default:
-			continue
+			return true
 		}
 		if *slot != nil && m.dup == "" {
-			m.dup = t.(string)
+			m.dup = string(key)
 		}
 		*slot = raw
-	}
+		return true
+	})
 	return m
 }
 
