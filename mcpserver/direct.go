@@ -72,20 +72,21 @@ type toolCall struct {
 	version string // the protocol version in _meta, "" if none
 }
 
-// callDirect answers req, a call with id whose id is pending, on the
-// direct path if it may take it (see above), and reports whether it did.
-func (f *framer) callDirect(id any, req *jsonrpc.Request) bool {
+// callDirect returns the call that answers req, a call with id whose id
+// is pending, on the direct path, if it may take it (see above); else nil.
+// The call must be run.
+func (f *framer) callDirect(id any, req *jsonrpc.Request) func() {
 	d := f.direct.Load()
 	if d == nil || req.Method != "tools/call" {
-		return false
+		return nil
 	}
 	p := d.session.InitializeParams()
 	if p == nil {
-		return false
+		return nil
 	}
 	c, ok := parseToolCall(req.Params)
 	if !ok {
-		return false
+		return nil
 	}
 	if c.version == "" {
 		c.version = p.ProtocolVersion
@@ -96,8 +97,7 @@ func (f *framer) callDirect(id any, req *jsonrpc.Request) bool {
 	f.directed++
 	f.mu.Unlock()
 	f.wg.Add(1)
-	go f.runDirect(ctx, cancel, d.a, id, c)
-	return true
+	return func() { f.runDirect(ctx, cancel, d.a, id, c) }
 }
 
 // runDirect runs one direct call and writes its response.

@@ -201,33 +201,46 @@ func (s pumpSource) Read(p []byte) (int, error) {
 // each one (see handle). A line longer than maxLine is answered once and
 // skipped: at most maxLine bytes of it are held.
 func (f *framer) pump() {
-	br := bufio.NewReaderSize(pumpSource{f}, readBufferSize)
-	var long []byte   // a line longer than the buffer, gathered
-	skipping := false // in a line already answered for its length
+	f.pumpFrom(&pumpState{br: bufio.NewReaderSize(pumpSource{f}, readBufferSize)})
+}
+
+// pumpState is where the pump is in the input.
+type pumpState struct {
+	br       *bufio.Reader
+	long     []byte // a line longer than the buffer, gathered
+	skipping bool   // in a line already answered for its length
+}
+
+// pumpFrom is the pump, from st on. When a line is a call that the direct
+// path runs (see direct.go), a new goroutine goes on reading from st, and
+// this one runs the call and ends: the call starts at once, on a thread
+// that is running, rather than waiting for one to pick it up.
+func (f *framer) pumpFrom(st *pumpState) {
 	for {
-		frag, err := br.ReadSlice('\n')
+		frag, err := st.br.ReadSlice('\n')
 		full := err == nil // frag ends with the newline
 		if err == bufio.ErrBufferFull {
 			err = nil
 		}
+		var call func()
 		switch {
-		case skipping:
+		case st.skipping:
 			if full {
-				skipping = false
+				st.skipping = false
 			}
 		case !full && err == nil: // a part of a line that goes on
-			if len(long)+len(frag) > f.maxLine {
-				f.tooLong(append(long, frag[:f.maxLine-len(long)]...))
-				long, skipping = nil, true
+			if len(st.long)+len(frag) > f.maxLine {
+				f.tooLong(append(st.long, frag[:f.maxLine-len(st.long)]...))
+				st.long, st.skipping = nil, true
 				break
 			}
-			long = append(long, frag...)
+			st.long = append(st.long, frag...)
 		case errors.Is(err, errStopped):
 			// Stopped: a line not yet complete is not taken.
 		default: // a whole line, or the last one, cut off by the end of the input
 			line := frag
-			if long != nil {
-				line = append(long, frag...)
+			if st.long != nil {
+				line = append(st.long, frag...)
 			}
 			if full {
 				line = line[:len(line)-1]
@@ -235,12 +248,20 @@ func (f *framer) pump() {
 			if len(line) > f.maxLine {
 				f.tooLong(line[:f.maxLine])
 			} else {
-				f.handle(line)
+				call = f.handle(line)
 			}
-			long = nil
+			st.long = nil
 		}
 		if err != nil {
 			f.endInput(err)
+			if call != nil {
+				call()
+			}
+			return
+		}
+		if call != nil {
+			go f.pumpFrom(st)
+			call()
 			return
 		}
 	}
@@ -328,11 +349,12 @@ func (f *framer) Close() error {
 
 // handle checks one line without its newline and answers it, hands it on,
 // or (a response that cannot be passed on) drops it. A blank line is
-// skipped.
-func (f *framer) handle(line []byte) {
+// skipped. A call the direct path takes is returned, to be run by the
+// caller; line is not used by it.
+func (f *framer) handle(line []byte) func() {
 	line = trimSpace(line)
 	if len(line) == 0 {
-		return
+		return nil
 	}
 	v := check(line)
 	switch v.outcome {
@@ -347,12 +369,12 @@ func (f *framer) handle(line []byte) {
 				f.mu.Unlock()
 				f.answer(line, errorReply(nil, jsonrpc.CodeInvalidRequest,
 					fmt.Sprintf("Invalid Request: request id %s is already in use by a call in flight", idText(v.id))))
-				return
+				return nil
 			}
 			f.pending[v.id] = true
 			f.mu.Unlock()
-			if f.callDirect(v.id, req) {
-				return
+			if call := f.callDirect(v.id, req); call != nil {
+				return call
 			}
 		}
 		text := make([]byte, len(line)+1)
@@ -374,6 +396,7 @@ func (f *framer) handle(line []byte) {
 		f.mu.Unlock()
 		logger.Warn("crux: dropped a JSON-RPC response that cannot be read", "reason", v.reason, "line", excerpt(line))
 	}
+	return nil
 }
 
 // tooLong answers a line longer than maxLine; prefix is its first maxLine
