@@ -22,11 +22,12 @@ import (
 // handler queue, a handler goroutine and the writer, and its result is
 // encoded three times (the SDK's CallToolResult.MarshalJSON, which
 // re-encodes the structured content, then the JSON-RPC response, which
-// compacts the whole result again). On the direct path the pump starts one
-// goroutine per call, which runs the call through the adapter (as the
-// SDK's handler does, see adapter.run) and writes the response line,
-// encoded once from crux's result, under the framer's write lock. Calls
-// still run concurrently, and a slow one does not hold up reading.
+// compacts the whole result again). On the direct path the pump's
+// goroutine runs the call through the adapter (as the SDK's handler does,
+// see adapter.run) and writes the response line, encoded once from crux's
+// result, under the framer's write lock, while a new goroutine goes on
+// reading the input (see pumpFrom). Calls still run concurrently, and a
+// slow one does not hold up reading.
 //
 // A tools/call takes the direct path only when the SDK would run it
 // through the adapter and send what the adapter returns, unchanged:

@@ -59,12 +59,16 @@ const (
 // check shuttingDown, which is true once readErr is set, and the calls in
 // flight are cancelled), so the framer holds the end of the input back
 // until every call it passed on has been answered.
+//
+// Under Serve, the framer also answers the common tools/call itself, on
+// its direct path (see direct.go): such a call is pending as one handed
+// to the SDK is, and never reaches the SDK.
 
 // A framer is the input and output of a StdioTransport between the guard
 // and the SDK: a goroutine (pump) reads lines from in and checks each one,
-// answers a bad line itself on out, and hands good ones on, decoded, to
-// the SDK, which reads them through framerConn (next) and writes its
-// replies through it. Read and framerWriter offer the same lines as a
+// answers a bad line itself on out, runs a tools/call of the direct path
+// itself, and hands the other good ones on, decoded, to the SDK, which
+// reads them through framerConn (next) and writes its replies through it. Read and framerWriter offer the same lines as a
 // byte stream, as the SDK's own IOTransport would read them. Every write
 // to out is one whole line, under wmu.
 type framer struct {

@@ -127,6 +127,25 @@
 // replies and these answers share the output: each is written whole, with
 // one Write of the output, and never interleaves with another.
 //
+// # Tool calls over stdio
+//
+// [Serve] over a [StdioTransport] answers a tools/call without the SDK
+// when the SDK would only pass it to crux and send back what crux answers:
+// the session has been initialized, the params hold a "name" string and
+// at most an "arguments" object and a "_meta" object besides, and _meta
+// does not name protocol version 2026-07-28 or later (the SDK checks such
+// a request's _meta and adds its own serverInfo to the result). The
+// transport runs the call and writes its response, encoded once from
+// crux's result, where the SDK would hand the call through three
+// goroutines and encode the result three times. The response is the one
+// the SDK sends, byte for byte, the errors and their mapping by protocol
+// version included; the one exception is a result that cannot be encoded
+// as JSON, to which the SDK sends no response and the transport a -32603
+// error. Such calls run concurrently, as the SDK's do; a
+// notifications/cancelled naming one cancels its context, and shutting
+// down waits for it as for any other call. Every other request goes to
+// the SDK.
+//
 // # Shutting down
 //
 // [Serve] over a [StdioTransport] ends in one of two ways, and in both it
@@ -359,8 +378,9 @@ func newServer(b Backend, caller crux.Caller, opts *Options) (*mcp.Server, *adap
 //
 // Over a [StdioTransport], every call read before the end of the input or
 // of ctx is answered before Serve returns (see "Shutting down" in the
-// package documentation), and the lines the framing layer answers are
-// logged to [Options.Logger]. Over other transports, the SDK's session
+// package documentation), the lines the framing layer answers are logged
+// to [Options.Logger], and most tools/call requests are answered by the
+// transport without the SDK (see "Tool calls over stdio"). Over other transports, the SDK's session
 // ends when ctx is done, and replies to calls still running are lost.
 func Serve(ctx context.Context, srv *crux.Server, caller crux.Caller, t mcp.Transport, opts *Options) error {
 	if srv == nil {
