@@ -68,9 +68,10 @@ const (
 // and the SDK: a goroutine (pump) reads lines from in and checks each one,
 // answers a bad line itself on out, runs a tools/call of the direct path
 // itself, and hands the other good ones on, decoded, to the SDK, which
-// reads them through framerConn (next) and writes its replies through it. Read and framerWriter offer the same lines as a
-// byte stream, as the SDK's own IOTransport would read them. Every write
-// to out is one whole line, under wmu.
+// reads them through framerConn (next) and writes its replies through it.
+// Read and framerWriter offer the same lines as a byte stream, as the
+// SDK's own IOTransport would read them. Every write to out is one whole
+// line, under wmu.
 type framer struct {
 	in      io.ReadCloser
 	out     io.Writer

@@ -380,8 +380,9 @@ func newServer(b Backend, caller crux.Caller, opts *Options) (*mcp.Server, *adap
 // of ctx is answered before Serve returns (see "Shutting down" in the
 // package documentation), the lines the framing layer answers are logged
 // to [Options.Logger], and most tools/call requests are answered by the
-// transport without the SDK (see "Tool calls over stdio"). Over other transports, the SDK's session
-// ends when ctx is done, and replies to calls still running are lost.
+// transport without the SDK (see "Tool calls over stdio"). Over other
+// transports, the SDK's session ends when ctx is done, and replies to
+// calls still running are lost.
 func Serve(ctx context.Context, srv *crux.Server, caller crux.Caller, t mcp.Transport, opts *Options) error {
 	if srv == nil {
 		panic("mcpserver: Serve needs a crux server")
