@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/codec"
+	"github.com/crux-go/crux/store/bolt"
 )
 
 // scriptedBackend answers each tool name with a fixed outcome, covering
@@ -543,5 +546,42 @@ func FuzzParseToolCall(f *testing.F) {
 		v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
 		assert.Equal(t, v, c.version)
 		assert.Less(t, v, newProtocolVersion)
+	})
+}
+
+// BenchmarkResultEncoding: the encoding of a query_facts result (ten facts)
+// as the SDK encodes it (the result only, as its JSON-RPC layer does) and
+// as the direct path writes its whole response line.
+func BenchmarkResultEncoding(b *testing.B) {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	require.NoError(b, err)
+	defer db.Close()
+	srv, err := crux.NewServer(db, nil)
+	require.NoError(b, err)
+	defer srv.Close()
+	ctx := context.Background()
+	caller := crux.Caller{Agent: "bench", Authenticated: true}
+	for i := range 20 {
+		args := fmt.Sprintf(`{"entity":"entity:%d","key":"k","value":"note %d about topic0001 and a <widget> & more"}`, i, i)
+		_, err := srv.CallTool(ctx, caller, "store_fact", json.RawMessage(args))
+		require.NoError(b, err)
+	}
+	res, err := srv.CallTool(ctx, caller, "query_facts", json.RawMessage(`{"query":"topic0001"}`))
+	require.NoError(b, err)
+	// As the SDK's jsonrpc2 layer encodes a result: without HTML escaping.
+	sdk := func(r mcp.Result) []byte { return codec.Must(codec.MarshalNoEscape(r)) }
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sdk(sdkResult(res))
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		lb := new(lineBuf)
+		lb.enc = json.NewEncoder(&lb.buf)
+		for b.Loop() {
+			codec.Must(lb.resultLine(int64(1), res))
+		}
 	})
 }
