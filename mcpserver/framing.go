@@ -79,8 +79,9 @@ type framer struct {
 
 	wmu sync.Mutex // serialises writes to out, one line each
 
-	lines     chan inbound  // good lines, for Read and next
-	ended     chan struct{} // closed when no line will come any more
+	lines     chan inbound    // good lines, for Read and next
+	ended     chan struct{}   // closed when no line will come any more
+	idle      chan *pumpState // goroutines done with a direct call, waiting to read again
 	endOnce   sync.Once
 	closedCh  chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -124,6 +125,7 @@ func newFramer(in io.ReadCloser, out io.Writer) *framer {
 		maxLine:  maxLineLength,
 		lines:    make(chan inbound),
 		ended:    make(chan struct{}),
+		idle:     make(chan *pumpState),
 		closedCh: make(chan struct{}),
 		logger:   slog.New(slog.DiscardHandler),
 		pending:  make(map[any]bool),
@@ -217,17 +219,48 @@ type pumpState struct {
 }
 
 // pumpFrom is the pump, from st on. When a line is a call that the direct
-// path runs (see direct.go), a new goroutine goes on reading from st, and
-// this one runs the call and ends: the call starts at once, on a thread
-// that is running, rather than waiting for one to pick it up.
+// path runs (see direct.go), another goroutine goes on reading from st, and
+// this one runs the call: the call starts at once, on a thread that is
+// running, rather than waiting for one to pick it up. Then this goroutine
+// waits to read again, until the input ends. The reading goes to such a
+// waiting goroutine when there is one, else to a new one: a goroutine that
+// has run a call keeps the stack the call grew (a new goroutine's stack
+// would grow again, copied at each doubling, for every call).
 func (f *framer) pumpFrom(st *pumpState) {
+	for {
+		call, ended := f.readUntilCall(st)
+		if call == nil {
+			return
+		}
+		if !ended {
+			select {
+			case f.idle <- st:
+			default:
+				go f.pumpFrom(st)
+			}
+		}
+		call()
+		if ended {
+			return
+		}
+		select {
+		case st = <-f.idle:
+		case <-f.ended:
+			return
+		}
+	}
+}
+
+// readUntilCall reads and handles lines from st until a line is a call the
+// direct path runs, which it returns, or the input ends (then it reports
+// ended, with the call of the last line if it is one).
+func (f *framer) readUntilCall(st *pumpState) (call func(), ended bool) {
 	for {
 		frag, err := st.br.ReadSlice('\n')
 		full := err == nil // frag ends with the newline
 		if err == bufio.ErrBufferFull {
 			err = nil
 		}
-		var call func()
 		switch {
 		case st.skipping:
 			if full {
@@ -259,15 +292,10 @@ func (f *framer) pumpFrom(st *pumpState) {
 		}
 		if err != nil {
 			f.endInput(err)
-			if call != nil {
-				call()
-			}
-			return
+			return call, true
 		}
 		if call != nil {
-			go f.pumpFrom(st)
-			call()
-			return
+			return call, false
 		}
 	}
 }
