@@ -25,7 +25,7 @@ import (
 // compacts the whole result again). On the direct path the pump's
 // goroutine runs the call through the adapter (as the SDK's handler does,
 // see adapter.run) and writes the response line, encoded once from crux's
-// result, under the framer's write lock, while a new goroutine goes on
+// result, under the framer's write lock, while another goroutine goes on
 // reading the input (see pumpFrom). Calls still run concurrently, and a
 // slow one does not hold up reading.
 //
