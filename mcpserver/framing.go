@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/crux-go/crux/internal/codec"
@@ -58,14 +59,19 @@ const (
 // check shuttingDown, which is true once readErr is set, and the calls in
 // flight are cancelled), so the framer holds the end of the input back
 // until every call it passed on has been answered.
+//
+// Under Serve, the framer also answers the common tools/call itself, on
+// its direct path (see direct.go): such a call is pending as one handed
+// to the SDK is, and never reaches the SDK.
 
 // A framer is the input and output of a StdioTransport between the guard
 // and the SDK: a goroutine (pump) reads lines from in and checks each one,
-// answers a bad line itself on out, and hands good ones on, decoded, to
-// the SDK, which reads them through framerConn (next) and writes its
-// replies through it. Read and framerWriter offer the same lines as a
-// byte stream, as the SDK's own IOTransport would read them. Every write
-// to out is one whole line, under wmu.
+// answers a bad line itself on out, runs a tools/call of the direct path
+// itself, and hands the other good ones on, decoded, to the SDK, which
+// reads them through framerConn (next) and writes its replies through it.
+// Read and framerWriter offer the same lines as a byte stream, as the
+// SDK's own IOTransport would read them. Every write to out is one whole
+// line, under wmu.
 type framer struct {
 	in      io.ReadCloser
 	out     io.Writer
@@ -73,8 +79,9 @@ type framer struct {
 
 	wmu sync.Mutex // serialises writes to out, one line each
 
-	lines     chan inbound  // good lines, for Read and next
-	ended     chan struct{} // closed when no line will come any more
+	lines     chan inbound    // good lines, for Read and next
+	ended     chan struct{}   // closed when no line will come any more
+	idle      chan *pumpState // goroutines done with a direct call, waiting to read again
 	endOnce   sync.Once
 	closedCh  chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -94,6 +101,11 @@ type framer struct {
 	passed    int // lines handed to the SDK
 	dropped   int // responses of the client that could not be passed on
 	connected bool
+	directed  int                        // calls answered on the direct path
+	calls     map[any]context.CancelFunc // direct calls in flight, by id
+
+	direct atomic.Pointer[directPath] // set by serve once the SDK's session exists
+	wg     sync.WaitGroup             // direct calls running
 
 	cur []byte // the rest of the line Read is handing out (SDK goroutine only)
 }
@@ -113,9 +125,11 @@ func newFramer(in io.ReadCloser, out io.Writer) *framer {
 		maxLine:  maxLineLength,
 		lines:    make(chan inbound),
 		ended:    make(chan struct{}),
+		idle:     make(chan *pumpState),
 		closedCh: make(chan struct{}),
 		logger:   slog.New(slog.DiscardHandler),
 		pending:  make(map[any]bool),
+		calls:    make(map[any]context.CancelFunc),
 	}
 	f.cond = sync.NewCond(&f.mu)
 	return f
@@ -194,33 +208,77 @@ func (s pumpSource) Read(p []byte) (int, error) {
 // each one (see handle). A line longer than maxLine is answered once and
 // skipped: at most maxLine bytes of it are held.
 func (f *framer) pump() {
-	br := bufio.NewReaderSize(pumpSource{f}, readBufferSize)
-	var long []byte   // a line longer than the buffer, gathered
-	skipping := false // in a line already answered for its length
+	f.pumpFrom(&pumpState{br: bufio.NewReaderSize(pumpSource{f}, readBufferSize)})
+}
+
+// pumpState is where the pump is in the input.
+type pumpState struct {
+	br       *bufio.Reader
+	long     []byte // a line longer than the buffer, gathered
+	skipping bool   // in a line already answered for its length
+}
+
+// pumpFrom is the pump, from st on. When a line is a call that the direct
+// path runs (see direct.go), another goroutine goes on reading from st, and
+// this one runs the call: the call starts at once, on a thread that is
+// running, rather than waiting for one to pick it up. Then this goroutine
+// waits to read again, until the input ends. The reading goes to such a
+// waiting goroutine when there is one, else to a new one: a goroutine that
+// has run a call keeps the stack the call grew (a new goroutine's stack
+// would grow again, copied at each doubling, for every call).
+func (f *framer) pumpFrom(st *pumpState) {
 	for {
-		frag, err := br.ReadSlice('\n')
+		call, ended := f.readUntilCall(st)
+		if call == nil {
+			return
+		}
+		if !ended {
+			select {
+			case f.idle <- st:
+			default:
+				go f.pumpFrom(st)
+			}
+		}
+		call()
+		if ended {
+			return
+		}
+		select {
+		case st = <-f.idle:
+		case <-f.ended:
+			return
+		}
+	}
+}
+
+// readUntilCall reads and handles lines from st until a line is a call the
+// direct path runs, which it returns, or the input ends (then it reports
+// ended, with the call of the last line if it is one).
+func (f *framer) readUntilCall(st *pumpState) (call func(), ended bool) {
+	for {
+		frag, err := st.br.ReadSlice('\n')
 		full := err == nil // frag ends with the newline
 		if err == bufio.ErrBufferFull {
 			err = nil
 		}
 		switch {
-		case skipping:
+		case st.skipping:
 			if full {
-				skipping = false
+				st.skipping = false
 			}
 		case !full && err == nil: // a part of a line that goes on
-			if len(long)+len(frag) > f.maxLine {
-				f.tooLong(append(long, frag[:f.maxLine-len(long)]...))
-				long, skipping = nil, true
+			if len(st.long)+len(frag) > f.maxLine {
+				f.tooLong(append(st.long, frag[:f.maxLine-len(st.long)]...))
+				st.long, st.skipping = nil, true
 				break
 			}
-			long = append(long, frag...)
+			st.long = append(st.long, frag...)
 		case errors.Is(err, errStopped):
 			// Stopped: a line not yet complete is not taken.
 		default: // a whole line, or the last one, cut off by the end of the input
 			line := frag
-			if long != nil {
-				line = append(long, frag...)
+			if st.long != nil {
+				line = append(st.long, frag...)
 			}
 			if full {
 				line = line[:len(line)-1]
@@ -228,13 +286,16 @@ func (f *framer) pump() {
 			if len(line) > f.maxLine {
 				f.tooLong(line[:f.maxLine])
 			} else {
-				f.handle(line)
+				call = f.handle(line)
 			}
-			long = nil
+			st.long = nil
 		}
 		if err != nil {
 			f.endInput(err)
-			return
+			return call, true
+		}
+		if call != nil {
+			return call, false
 		}
 	}
 }
@@ -321,25 +382,33 @@ func (f *framer) Close() error {
 
 // handle checks one line without its newline and answers it, hands it on,
 // or (a response that cannot be passed on) drops it. A blank line is
-// skipped.
-func (f *framer) handle(line []byte) {
+// skipped. A call the direct path takes is returned, to be run by the
+// caller; line is not used by it.
+func (f *framer) handle(line []byte) func() {
 	line = trimSpace(line)
 	if len(line) == 0 {
-		return
+		return nil
 	}
 	v := check(line)
 	switch v.outcome {
 	case outcomePass:
+		req, _ := v.msg.(*jsonrpc.Request)
+		if req != nil {
+			f.cancelDirect(req)
+		}
 		if v.call {
 			f.mu.Lock()
 			if f.pending[v.id] {
 				f.mu.Unlock()
 				f.answer(line, errorReply(nil, jsonrpc.CodeInvalidRequest,
 					fmt.Sprintf("Invalid Request: request id %s is already in use by a call in flight", idText(v.id))))
-				return
+				return nil
 			}
 			f.pending[v.id] = true
 			f.mu.Unlock()
+			if call := f.callDirect(v.id, req); call != nil {
+				return call
+			}
 		}
 		text := make([]byte, len(line)+1)
 		copy(text, line)
@@ -360,6 +429,7 @@ func (f *framer) handle(line []byte) {
 		f.mu.Unlock()
 		logger.Warn("crux: dropped a JSON-RPC response that cannot be read", "reason", v.reason, "line", excerpt(line))
 	}
+	return nil
 }
 
 // tooLong answers a line longer than maxLine; prefix is its first maxLine
@@ -390,6 +460,7 @@ func (f *framer) writeLine(p []byte) (int, error) {
 		f.broken = true
 		f.cond.Broadcast()
 		f.mu.Unlock()
+		f.cancelAllDirect()
 	}
 	return n, err
 }
@@ -600,7 +671,8 @@ func plainRequest(line []byte, m message) (*jsonrpc.Request, bool) {
 	if !utf8.Valid(line) || bytes.IndexByte(m.method, '\\') >= 0 || string(m.params) == "null" {
 		return nil, false
 	}
-	req := &jsonrpc.Request{Method: string(m.method[1 : len(m.method)-1]), Params: m.params}
+	// The params are copied: the line may be the reader's buffer.
+	req := &jsonrpc.Request{Method: string(m.method[1 : len(m.method)-1]), Params: bytes.Clone(m.params)}
 	if m.id != nil {
 		var v any = idValue(m.id)
 		if n, ok := v.(int64); ok {
@@ -674,6 +746,9 @@ func checkBatch(line []byte) verdict {
 
 // checkVersion returns why a "jsonrpc" member is wrong, or "".
 func checkVersion(raw json.RawMessage) string {
+	if string(raw) == `"2.0"` {
+		return ""
+	}
 	var v string
 	if raw == nil || json.Unmarshal(raw, &v) != nil || v != "2.0" {
 		return `"jsonrpc" must be "2.0"`
@@ -731,24 +806,23 @@ func echoID(raw json.RawMessage) json.RawMessage {
 }
 
 // readMessage reads the members of a valid JSON object that check looks
-// at. Names are compared exactly, after unescaping, as the SDK does.
+// at. Names are compared exactly, after unescaping, as the SDK does. The
+// values are slices of obj.
 func readMessage(obj []byte) message {
 	var m message
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil { // {
-		return m
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return m
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return m
+	members(obj, func(name, raw []byte) bool {
+		key := name
+		if bytes.IndexByte(name, '\\') >= 0 {
+			quoted := make([]byte, 0, len(name)+2)
+			quoted = append(append(append(quoted, '"'), name...), '"')
+			var s string
+			if json.Unmarshal(quoted, &s) != nil {
+				return true
+			}
+			key = []byte(s)
 		}
 		var slot *json.RawMessage
-		switch t {
+		switch string(key) {
 		case "jsonrpc":
 			slot = &m.jsonrpc
 		case "id":
@@ -762,13 +836,14 @@ func readMessage(obj []byte) message {
 		case "error":
 			slot = &m.error
 		default:
-			continue
+			return true
 		}
 		if *slot != nil && m.dup == "" {
-			m.dup = t.(string)
+			m.dup = string(key)
 		}
 		*slot = raw
-	}
+		return true
+	})
 	return m
 }
 
@@ -996,12 +1071,37 @@ func (c *framerConn) SessionID() string { return "" }
 // SDK's own handling of a done context (ServerSession.Close) would drop
 // those replies: the jsonrpc2 connection refuses every write once it is
 // closing.
-func (t *stdioTransport) serve(ctx context.Context, s *mcp.Server) error {
+func (t *stdioTransport) serve(ctx context.Context, s *mcp.Server, a *adapter) error {
 	stop := context.AfterFunc(ctx, t.f.stop)
 	defer stop()
-	err := s.Run(context.WithoutCancel(ctx), t)
+	err := t.run(context.WithoutCancel(ctx), s, a)
 	if err == nil && t.f.stoppedByStop() {
 		return ctx.Err()
+	}
+	return err
+}
+
+// run is s.Run(ctx, t), logging as it does, with the framer's direct path
+// (see direct.go) for the tools/call of a's handlers; without an adapter,
+// every message goes to the SDK. It returns once the SDK's session has
+// ended and every direct call has written its answer.
+func (t *stdioTransport) run(ctx context.Context, s *mcp.Server, a *adapter) error {
+	if a == nil {
+		return s.Run(ctx, t)
+	}
+	a.logger.Info("server run start")
+	ss, err := s.Connect(ctx, t, nil)
+	if err != nil {
+		a.logger.Error("server connect failed", "error", err)
+		return err
+	}
+	t.f.direct.Store(&directPath{ctx: ctx, a: a, session: ss})
+	err = ss.Wait()
+	t.f.wg.Wait()
+	if err != nil {
+		a.logger.Error("server session ended with error", "error", err)
+	} else {
+		a.logger.Info("server session ended")
 	}
 	return err
 }

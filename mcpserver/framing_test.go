@@ -619,7 +619,7 @@ func TestStdioTransportStopFinishesCalls(t *testing.T) {
 	st := StdioTransport(inR, out).(*stdioTransport)
 	serveCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- st.serve(serveCtx, s) }()
+	go func() { done <- st.serve(serveCtx, s, nil) }()
 
 	send := func(line string) {
 		_, err := inW.Write([]byte(line + "\n"))

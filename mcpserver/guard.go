@@ -32,7 +32,8 @@ const (
 // the package documentation). It also holds back the end of the input
 // until every call read has been answered, and with [Serve] it stops
 // reading when the context ends and finishes the calls it has read (see
-// "Shutting down").
+// "Shutting down"). Under [Serve], it also answers most tools/call
+// requests itself (see "Tool calls over stdio").
 //
 // The guard keeps a runtime timer pending while a read of r begins and
 // while a request is being answered. The timer bounds a stall of the Go

@@ -127,6 +127,25 @@
 // replies and these answers share the output: each is written whole, with
 // one Write of the output, and never interleaves with another.
 //
+// # Tool calls over stdio
+//
+// [Serve] over a [StdioTransport] answers a tools/call without the SDK
+// when the SDK would only pass it to crux and send back what crux answers:
+// the session has been initialized, the params hold a "name" string and
+// at most an "arguments" object and a "_meta" object besides, and _meta
+// does not name protocol version 2026-07-28 or later (the SDK checks such
+// a request's _meta and adds its own serverInfo to the result). The
+// transport runs the call and writes its response, encoded once from
+// crux's result, where the SDK would hand the call through three
+// goroutines and encode the result three times. The response is the one
+// the SDK sends, byte for byte, the errors and their mapping by protocol
+// version included; the one exception is a result that cannot be encoded
+// as JSON, to which the SDK sends no response and the transport a -32603
+// error. Such calls run concurrently, as the SDK's do; a
+// notifications/cancelled naming one cancels its context, and shutting
+// down waits for it as for any other call. Every other request goes to
+// the SDK.
+//
 // # Shutting down
 //
 // [Serve] over a [StdioTransport] ends in one of two ways, and in both it
@@ -313,6 +332,12 @@ func New(srv *crux.Server, caller crux.Caller, opts *Options) *mcp.Server {
 // NewBackend is [New] over any Backend: tools/list answers
 // b.ListTools(ctx, caller) and tools/call runs b.CallTool.
 func NewBackend(b Backend, caller crux.Caller, opts *Options) *mcp.Server {
+	s, _ := newServer(b, caller, opts)
+	return s
+}
+
+// newServer is NewBackend, and the adapter whose handlers the server runs.
+func newServer(b Backend, caller crux.Caller, opts *Options) (*mcp.Server, *adapter) {
 	if b == nil {
 		panic("mcpserver: NewBackend needs a backend")
 	}
@@ -343,7 +368,7 @@ func NewBackend(b Backend, caller crux.Caller, opts *Options) *mcp.Server {
 	})
 	a := &adapter{b: b, caller: caller, logger: logger}
 	s.AddReceivingMiddleware(a.middleware)
-	return s
+	return s, a
 }
 
 // Serve runs an MCP server for srv and caller (see [New]) over t until the
@@ -353,9 +378,11 @@ func NewBackend(b Backend, caller crux.Caller, opts *Options) *mcp.Server {
 //
 // Over a [StdioTransport], every call read before the end of the input or
 // of ctx is answered before Serve returns (see "Shutting down" in the
-// package documentation), and the lines the framing layer answers are
-// logged to [Options.Logger]. Over other transports, the SDK's session
-// ends when ctx is done, and replies to calls still running are lost.
+// package documentation), the lines the framing layer answers are logged
+// to [Options.Logger], and most tools/call requests are answered by the
+// transport without the SDK (see "Tool calls over stdio"). Over other
+// transports, the SDK's session ends when ctx is done, and replies to
+// calls still running are lost.
 func Serve(ctx context.Context, srv *crux.Server, caller crux.Caller, t mcp.Transport, opts *Options) error {
 	if srv == nil {
 		panic("mcpserver: Serve needs a crux server")
@@ -365,12 +392,12 @@ func Serve(ctx context.Context, srv *crux.Server, caller crux.Caller, t mcp.Tran
 
 // ServeBackend is [Serve] over any Backend (see [NewBackend]).
 func ServeBackend(ctx context.Context, b Backend, caller crux.Caller, t mcp.Transport, opts *Options) error {
-	s := NewBackend(b, caller, opts)
+	s, a := newServer(b, caller, opts)
 	if st, ok := t.(*stdioTransport); ok {
 		if opts != nil {
 			st.f.setLogger(opts.Logger)
 		}
-		return st.serve(ctx, s)
+		return st.serve(ctx, s, a)
 	}
 	return s.Run(ctx, t)
 }
@@ -410,15 +437,27 @@ func sdkTool(t crux.Tool) *mcp.Tool {
 // that a bad argument is a tool error result for a request of protocol
 // version 2025-11-25 or later (see argumentError).
 func (a *adapter) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	name := req.Params.Name
-	res, err := a.b.CallTool(ctx, a.caller, name, req.Params.Arguments)
+	res, err := a.run(ctx, req.Params.Name, req.Params.Arguments, requestVersion(req))
 	if err != nil {
-		if r := a.argumentError(name, err, requestVersion(req)); r != nil {
+		return nil, err
+	}
+	return sdkResult(res), nil
+}
+
+// run runs one tool call through crux for a request of protocol version
+// version and returns its result, or the error to send as the JSON-RPC
+// error of the response (see wireError); a bad argument is a tool error
+// result from version 2025-11-25 on (see argumentError). Both the SDK's
+// path (call) and the framer's direct path answer with what it returns.
+func (a *adapter) run(ctx context.Context, name string, args json.RawMessage, version string) (*crux.Result, error) {
+	res, err := a.b.CallTool(ctx, a.caller, name, args)
+	if err != nil {
+		if r := a.argumentError(name, err, version); r != nil {
 			return r, nil
 		}
 		return nil, a.wireError(name, err)
 	}
-	return sdkResult(res), nil
+	return res, nil
 }
 
 // toolErrorVersion is the first protocol version in which a bad argument
@@ -450,7 +489,7 @@ func requestVersion(req *mcp.CallToolRequest) string {
 // The result's one text item is the error's message; its
 // structuredContent is {"error": {"code", "message", "data"}}, the
 // JSON-RPC error object an older session gets, data included.
-func (a *adapter) argumentError(name string, err error, version string) *mcp.CallToolResult {
+func (a *adapter) argumentError(name string, err error, version string) *crux.Result {
 	var ce *crux.Error
 	if version < toolErrorVersion || !errors.As(err, &ce) || ce.Code != crux.CodeInvalidParams {
 		return nil
@@ -464,8 +503,8 @@ func (a *adapter) argumentError(name string, err error, version string) *mcp.Cal
 			obj["data"] = json.RawMessage(data)
 		}
 	}
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: ce.Message}},
+	return &crux.Result{
+		Content:           []crux.Content{{Type: "text", Text: ce.Message}},
 		StructuredContent: map[string]any{"error": obj},
 		IsError:           true,
 	}
