@@ -324,7 +324,8 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 // If fn panics, Update panics with the same value in the calling goroutine
 // and nothing fn wrote is committed. When fn ran in a batch that could take
 // other callers' fns (after a batch of several), the re-raised panic's stack
-// trace starts in Update, not in fn. fn must not call Update on the same DB: it would wait for itself.
+// trace starts in Update, not in fn. fn must not call Update on the same DB:
+// it would wait for itself.
 //
 // With the default options Update returns only after the commit is on disk.
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
