@@ -424,40 +424,50 @@ func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 }
 
 // appendTail appends ps, sorted by id, to v, a block of the layout of
-// format 9, when they all sort after its postings and fit in it: v and
-// then their encoding, the bytes encodeBlock writes for the postings of v
-// and then ps, though v is read without decoding it. It returns nil when
-// that cannot be done (v is of another layout, or not as encodeBlock
-// writes it, or ps do not fit or sort inside it).
-func appendTail(v []byte, ps []posting) []byte {
+// format 9 and of at most blockMax postings, when they all sort after its
+// postings: as many as fit in it. It returns the block, the bytes
+// encodeBlock writes for the postings of v and then those of ps taken,
+// though v is read without decoding it, with its last id when it is full
+// and some of ps are left (rest). b is nil when that cannot be done (v is
+// of another layout, or not as encodeBlock writes it, or ps do not sort
+// after it).
+func appendTail(v []byte, ps []posting) (b []byte, last string, rest []posting) {
 	if len(v) == 0 || v[0] != blockMark {
-		return nil
+		return nil, "", nil
 	}
 	r := newBlockReader(v[1:], true)
 	for len(r.v) > 0 {
 		if r.next() != nil || !r.canonical {
-			return nil
+			return nil, "", nil
 		}
 	}
-	if r.n == 0 || r.n+len(ps) > blockMax {
-		return nil
+	if r.n == 0 || r.n > blockMax {
+		return nil, "", nil
 	}
-	var last [34]byte
+	var hx [34]byte
 	lastID := r.id
 	if r.std {
-		last[0], last[1] = 'f', '_'
-		hex.Encode(last[2:], r.raw[:])
-		lastID = last[:]
+		hx[0], hx[1] = 'f', '_'
+		hex.Encode(hx[2:], r.raw[:])
+		lastID = hx[:]
 	}
 	if ps[0].id <= string(lastID) {
-		return nil
+		return nil, "", nil
 	}
-	b := make([]byte, len(v), len(v)+len(ps)*18)
+	ps, rest = ps[:min(len(ps), blockMax-r.n)], ps[min(len(ps), blockMax-r.n):]
+	b = make([]byte, len(v), len(v)+len(ps)*18)
 	copy(b, v)
 	for _, p := range ps {
 		b = r.appendPosting(b, p, true)
 	}
-	return b
+	switch {
+	case len(rest) == 0:
+	case len(ps) > 0:
+		last = ps[len(ps)-1].id
+	default:
+		last = string(lastID)
+	}
+	return b, last, rest
 }
 
 // decodeBlock6 decodes a block in the layout of format 6.
@@ -711,7 +721,9 @@ func addPostings(tx Tx, tenant, word string, ps []posting) error {
 // appendToTail adds the postings ps of word in tenant, as addPostings
 // does, when they all join the word's tail block and appendTail can add
 // them to it: when findBlock would find the tail block, and addPostings
-// write it again with them at its end. It reports whether it did.
+// write it again with them at its end, or, when they do not all fit, the
+// full block of its postings and the first of ps under its last id, and
+// the rest of ps after it. It reports whether it did.
 func appendToTail(tx Tx, tenant, word string, ps []posting) (bool, error) {
 	if len(ps) == 0 {
 		return false, nil
@@ -719,9 +731,11 @@ func appendToTail(tx Tx, tenant, word string, ps []posting) (bool, error) {
 	key := tailKey(tenant, word)
 	prefix := key[:len(key)-len(tailMark)]
 	var v []byte
+	var last string
+	var rest []posting
 	err := scanFrom(tx, bucketWords, prefix, append(bytes.Clone(prefix), ps[0].id...), func(k, b []byte) error {
 		if bytes.Equal(k, key) {
-			v = appendTail(b, ps)
+			v, last, rest = appendTail(b, ps)
 		}
 		return ErrStop
 	})
@@ -729,7 +743,13 @@ func appendToTail(tx Tx, tenant, word string, ps []posting) (bool, error) {
 		return false, err
 	}
 	hintAppend(tx, bucketWords)
-	return true, tx.Put(bucketWords, key, v)
+	if len(rest) == 0 {
+		return true, tx.Put(bucketWords, key, v)
+	}
+	if err := tx.Put(bucketWords, indexKey(tenant, word, last), v); err != nil {
+		return true, err
+	}
+	return true, putBlocks(tx, tenant, word, rest, true)
 }
 
 // removePosting removes the posting of the fact id from the blocks of word

@@ -248,23 +248,32 @@ func randomPostings(rng *rand.Rand, n int) []posting {
 
 // TestAppendTail: postings appended to an encoded block, when appendTail
 // takes them, give the very bytes of the block encoded again with them,
-// and it takes them whenever they sort after the block's postings and fit
-// in it, the block being as encodeBlock writes it. Blocks written
-// otherwise (format 7; format 8, before flagSeqID; by another writer;
-// damaged) it
-// refuses, or takes with the same result as decoding and encoding them.
+// or when they do not all fit, of the full block that putBlocks writes
+// first, and it takes them whenever they sort after the block's postings,
+// the block being as encodeBlock writes it and not over full. Blocks
+// written otherwise (format 7; format 8, before flagSeqID; by another
+// writer; damaged) it refuses, or takes with the same result as decoding
+// and encoding them.
 func TestAppendTail(t *testing.T) {
+	// firstBlock is the first block putBlocks writes of ps, under the tail
+	// key (last "") or its last id, and the postings left.
+	firstBlock := func(ps []posting) (b []byte, last string, rest []posting) {
+		if len(ps) <= blockMax {
+			return encodeBlock(ps), "", ps[len(ps):]
+		}
+		return encodeBlock(ps[:blockMax]), ps[blockMax-1].id, ps[blockMax:]
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	taken, other := 0, 0 // other: blocks written otherwise than by encodeBlock
+	taken, split, other := 0, 0, 0 // other: blocks written otherwise than by encodeBlock
 	for range 20_000 {
-		ps := randomPostings(rng, 1+rng.IntN(blockMax+8))
-		k := rng.IntN(len(ps))
+		ps := randomPostings(rng, 1+rng.IntN(2*blockMax+8))
+		k := rng.IntN(min(len(ps), blockMax+4))
 		old, add := ps[:k], ps[k:]
 		v := encodeBlock(old)
 		vCopy := string(v)
-		got := appendTail(v, add)
+		got, last, rest := appendTail(v, add)
 		require.Equal(t, vCopy, string(v), "the block is left as it was")
-		want := k > 0 && len(ps) <= blockMax && add[0].id > old[k-1].id
+		want := k > 0 && k <= blockMax && add[0].id > old[k-1].id
 		for _, p := range old {
 			_, std := compactID(p.id)
 			want = want && (std || len(p.id) != 34)
@@ -272,14 +281,20 @@ func TestAppendTail(t *testing.T) {
 		require.Equal(t, want, got != nil, "taken")
 		if got != nil {
 			taken++
-			require.Equal(t, encodeBlock(ps), got)
+			if len(rest) > 0 {
+				split++
+			}
+			wantB, wantLast, wantRest := firstBlock(ps)
+			require.Equal(t, wantB, got)
+			require.Equal(t, wantLast, last)
+			require.Equal(t, wantRest, rest)
 		}
 
 		// The same postings of old in the layout of format 7, and of
 		// format 8 (no flagSeqID), and damaged.
 		checkTaken := func(v []byte) {
 			t.Helper()
-			got := appendTail(v, add)
+			got, last, rest := appendTail(v, add)
 			if got == nil {
 				return
 			}
@@ -287,10 +302,13 @@ func TestAppendTail(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, dec)
 			assert.Less(t, dec[len(dec)-1].id, add[0].id)
-			assert.LessOrEqual(t, len(dec)+len(add), blockMax)
-			require.Equal(t, encodeBlock(append(dec, add...)), got, "%x", v)
+			wantB, wantLast, wantRest := firstBlock(append(dec, add...))
+			require.Equal(t, wantB, got, "%x", v)
+			require.Equal(t, wantLast, last)
+			require.Equal(t, wantRest, rest)
 		}
-		require.Nil(t, appendTail(encodeBlockLayout(old, false), add), "format 7")
+		b7, _, _ := appendTail(encodeBlockLayout(old, false), add)
+		require.Nil(t, b7, "format 7")
 		v8 := []byte{blockMark}
 		var st blockState
 		for _, p := range old {
@@ -322,6 +340,7 @@ func TestAppendTail(t *testing.T) {
 		}
 	}
 	assert.Greater(t, taken, 1000)
+	assert.Greater(t, split, 1000)
 	assert.Greater(t, other, 1000)
 }
 
