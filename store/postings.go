@@ -285,16 +285,11 @@ type blockReader struct {
 	v8 bool   // the block is of format 8 or later
 	blockState
 	id []byte // the last posting's id when it is not standard (else raw)
-	// canonical is set while every posting read is as appendPosting
-	// writes it in the layout of format 9 (for v8 only; an id of 34 bytes
-	// that is not standard counts as not).
+	// canonical, when set from the start (in a block of format 8 or
+	// later), stays set while every posting read is as appendPosting
+	// writes it in the layout of format 9 (an id of 34 bytes that is not
+	// standard counts as not).
 	canonical bool
-}
-
-// newBlockReader reads the postings of a block of format 8 or later, or
-// of format 7 when v8 is false, after its mark.
-func newBlockReader(v []byte, v8 bool) blockReader {
-	return blockReader{v: v, v8: v8, canonical: v8}
 }
 
 // minimalVarint reports whether the varint v of n bytes (n > 0), as
@@ -314,7 +309,7 @@ func (r *blockReader) next() error {
 		flags&(flagStdID|flagSeqID) == flagStdID|flagSeqID {
 		return errBadBlock
 	}
-	canonical := true
+	canonical := r.canonical
 	switch {
 	case flags&flagSeqID != 0:
 		d, n := binary.Uvarint(v)
@@ -322,7 +317,7 @@ func (r *blockReader) next() error {
 		if n <= 0 || !r.std || d < 1 || d > seqMax || lo+d < lo {
 			return errBadBlock
 		}
-		canonical = minimalVarint(v, n)
+		canonical = canonical && minimalVarint(v, n)
 		binary.BigEndian.PutUint64(r.raw[8:], lo+d)
 		v = v[n:]
 	case flags&flagStdID != 0:
@@ -341,8 +336,9 @@ func (r *blockReader) next() error {
 		var raw [16]byte
 		raw[0], raw[1], raw[2], raw[3], raw[4], raw[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
 		copy(raw[6:], v[n:n+10])
-		if _, seq := seqDistance(r.raw[:], raw[:]); seq && r.std {
-			canonical = false // flagSeqID would do
+		if canonical && r.std {
+			_, seq := seqDistance(r.raw[:], raw[:])
+			canonical = !seq // else flagSeqID would do
 		}
 		canonical = canonical && minimalVarint(v, n)
 		r.raw = raw
@@ -352,7 +348,7 @@ func (r *blockReader) next() error {
 		if n <= 0 || l == 0 || l > postingIDMax || uint64(len(v)-n) < l {
 			return errBadBlock
 		}
-		canonical = minimalVarint(v, n) && l != 34
+		canonical = canonical && minimalVarint(v, n) && l != 34
 		r.id, v = v[n:n+int(l)], v[n+int(l):]
 	}
 	r.std = flags&(flagStdID|flagSeqID) != 0
@@ -374,18 +370,19 @@ func (r *blockReader) next() error {
 		}
 		copy(r.conf[:], v[:8])
 		v = v[8:]
-		if _, pct := confPct(r.conf[:]); pct {
-			canonical = false // flagConfPct would do
+		if canonical {
+			_, pct := confPct(r.conf[:])
+			canonical = !pct // else flagConfPct would do
 		}
 	}
-	if flags&flagSameConf == 0 && r.n > 0 && conf == r.conf {
+	if canonical && flags&flagSameConf == 0 && r.n > 0 && conf == r.conf {
 		canonical = false // flagSameConf would do
 	}
 	d, n := binary.Varint(v)
 	if n <= 0 {
 		return errBadBlock
 	}
-	r.canonical = r.canonical && canonical && minimalVarint(v, n)
+	r.canonical = canonical && minimalVarint(v, n)
 	r.v = v[n:]
 	r.prevAt += uint64(d)
 	r.n++
@@ -397,7 +394,7 @@ func (r *blockReader) next() error {
 func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 	ps := make([]posting, 0, len(v)/15)
 	var ranks []byte // the postings' ranks are cut from it, a few at a time
-	r := newBlockReader(v, v8)
+	r := blockReader{v: v, v8: v8}
 	for len(r.v) > 0 {
 		if err := r.next(); err != nil {
 			return nil, err
@@ -435,7 +432,7 @@ func appendTail(v []byte, ps []posting) (b []byte, last string, rest []posting) 
 	if len(v) == 0 || v[0] != blockMark {
 		return nil, "", nil
 	}
-	r := newBlockReader(v[1:], true)
+	r := blockReader{v: v[1:], v8: true, canonical: true}
 	for len(r.v) > 0 {
 		if r.next() != nil || !r.canonical {
 			return nil, "", nil

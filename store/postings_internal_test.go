@@ -417,3 +417,20 @@ func altBlock(rng *rand.Rand, ps []posting) []byte {
 	}
 	return b
 }
+
+// BenchmarkDecodeBlock decodes a full block of postings of new facts, as
+// keyword queries read them.
+func BenchmarkDecodeBlock(b *testing.B) {
+	r := binary.BigEndian.AppendUint64(nil, ^math.Float64bits(0.9))
+	r = binary.BigEndian.AppendUint64(r, ^uint64(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano()))
+	ps := make([]posting, blockMax)
+	for i := range ps {
+		ps[i] = posting{id: NewFactID(), rank: r}
+	}
+	v := encodeBlock(ps)
+	for b.Loop() {
+		if _, err := decodeBlock(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
