@@ -179,58 +179,81 @@ func encodeBlockLayout(ps []posting, v8 bool) []byte {
 	if v8 {
 		b[0] = blockMark
 	}
-	var prevMs, prevAt uint64
-	var prevRaw [16]byte // the previous posting's standard id
-	prevStd := false
-	for i, p := range ps {
-		raw, std := compactID(p.id)
-		flags := byte(0)
-		seq, isSeq := uint64(0), false
-		if std && v8 && prevStd {
-			seq, isSeq = seqDistance(prevRaw[:], raw[:])
-		}
-		switch {
-		case isSeq:
-			flags |= flagSeqID
-		case std:
-			flags |= flagStdID
-		}
-		same := i > 0 && string(p.rank[:8]) == string(ps[i-1].rank[:8])
-		pct, isPct := confPct(p.rank[:8])
-		switch {
-		case same:
-			flags |= flagSameConf
-		case isPct && v8:
-			flags |= flagConfPct
-		}
-		b = append(b, flags)
-		switch {
-		case isSeq:
-			b = binary.AppendUvarint(b, seq)
-		case std:
-			ms := idMs(raw[:])
-			if i == 0 && v8 {
-				prevAt = msAt(ms)
-			}
-			b = binary.AppendVarint(b, int64(ms-prevMs))
-			b = append(b, raw[6:]...)
-			prevMs = ms
-		default:
-			b = binary.AppendUvarint(b, uint64(len(p.id)))
-			b = append(b, p.id...)
-		}
-		prevRaw, prevStd = raw, std
-		switch {
-		case same:
-		case isPct && v8:
-			b = append(b, pct)
-		default:
-			b = append(b, p.rank[:8]...)
-		}
-		at := binary.BigEndian.Uint64(p.rank[8:16])
-		b = binary.AppendVarint(b, int64(at-prevAt))
-		prevAt = at
+	var st blockState
+	for _, p := range ps {
+		b = st.appendPosting(b, p, v8)
 	}
+	return b
+}
+
+// blockState is what the encoding of a posting of a block of format 7 or
+// later depends on: the postings before it, as far as the encoder and the
+// decoder remember them.
+type blockState struct {
+	n      int    // postings so far
+	prevMs uint64 // the millisecond of the last standard id
+	prevAt uint64 // the last posting's ^stored_at
+	raw    [16]byte
+	std    bool    // the last posting's id is standard: raw
+	conf   [8]byte // the last posting's ^confidence
+}
+
+// appendPosting appends to b the encoding of p after the postings st
+// stands for, in the layout of format 9, or of format 7 when v8 is false,
+// and moves st past p.
+func (st *blockState) appendPosting(b []byte, p posting, v8 bool) []byte {
+	raw, std := compactID(p.id)
+	flags := byte(0)
+	seq, isSeq := uint64(0), false
+	if std && v8 && st.std {
+		seq, isSeq = seqDistance(st.raw[:], raw[:])
+	}
+	switch {
+	case isSeq:
+		flags |= flagSeqID
+	case std:
+		flags |= flagStdID
+	}
+	same := st.n > 0 && string(p.rank[:8]) == string(st.conf[:])
+	pct, isPct := confPct(p.rank[:8])
+	switch {
+	case same:
+		flags |= flagSameConf
+	case isPct && v8:
+		flags |= flagConfPct
+	}
+	b = append(b, flags)
+	switch {
+	case isSeq:
+		b = binary.AppendUvarint(b, seq)
+	case std:
+		ms := idMs(raw[:])
+		if st.n == 0 && v8 {
+			st.prevAt = msAt(ms)
+		}
+		b = binary.AppendVarint(b, int64(ms-st.prevMs))
+		b = append(b, raw[6:]...)
+		st.prevMs = ms
+	default:
+		b = binary.AppendUvarint(b, uint64(len(p.id)))
+		b = append(b, p.id...)
+	}
+	if std {
+		st.raw = raw
+	}
+	st.std = std
+	switch {
+	case same:
+	case isPct && v8:
+		b = append(b, pct)
+	default:
+		b = append(b, p.rank[:8]...)
+	}
+	copy(st.conf[:], p.rank[:8])
+	at := binary.BigEndian.Uint64(p.rank[8:16])
+	b = binary.AppendVarint(b, int64(at-st.prevAt))
+	st.prevAt = at
+	st.n++
 	return b
 }
 
@@ -255,99 +278,193 @@ func decodeBlockLayout(v []byte) (ps []posting, current bool, err error) {
 	return ps, false, err
 }
 
+// blockReader reads the postings of a block of format 7 or later, after
+// its mark, one at a time and without allocating.
+type blockReader struct {
+	v  []byte // what is left to read
+	v8 bool   // the block is of format 8 or later
+	blockState
+	id []byte // the last posting's id when it is not standard (else raw)
+	// canonical, when set from the start (in a block of format 8 or
+	// later), stays set while every posting read is as appendPosting
+	// writes it in the layout of format 9 (an id of 34 bytes that is not
+	// standard counts as not).
+	canonical bool
+}
+
+// minimalVarint reports whether the varint v of n bytes (n > 0), as
+// binary.Varint and binary.Uvarint read it, is as short as they write it.
+func minimalVarint(v []byte, n int) bool { return n == 1 || v[n-1] != 0 }
+
+// next reads the next posting; r.v must not be empty.
+func (r *blockReader) next() error {
+	allowed := byte(flagStdID | flagSameConf)
+	if r.v8 {
+		allowed |= flagConfPct | flagSeqID
+	}
+	v := r.v
+	flags := v[0]
+	v = v[1:]
+	if flags&^allowed != 0 || flags&(flagSameConf|flagConfPct) == flagSameConf|flagConfPct ||
+		flags&(flagStdID|flagSeqID) == flagStdID|flagSeqID {
+		return errBadBlock
+	}
+	canonical := r.canonical
+	switch {
+	case flags&flagSeqID != 0:
+		d, n := binary.Uvarint(v)
+		lo := binary.BigEndian.Uint64(r.raw[8:])
+		if n <= 0 || !r.std || d < 1 || d > seqMax || lo+d < lo {
+			return errBadBlock
+		}
+		canonical = canonical && minimalVarint(v, n)
+		binary.BigEndian.PutUint64(r.raw[8:], lo+d)
+		v = v[n:]
+	case flags&flagStdID != 0:
+		d, n := binary.Varint(v)
+		if n <= 0 || len(v) < n+10 {
+			return errBadBlock
+		}
+		ms := r.prevMs + uint64(d)
+		if ms >= 1<<48 {
+			return errBadBlock
+		}
+		if r.n == 0 && r.v8 {
+			r.prevAt = msAt(ms)
+		}
+		r.prevMs = ms
+		var raw [16]byte
+		raw[0], raw[1], raw[2], raw[3], raw[4], raw[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+		copy(raw[6:], v[n:n+10])
+		if canonical && r.std {
+			_, seq := seqDistance(r.raw[:], raw[:])
+			canonical = !seq // else flagSeqID would do
+		}
+		canonical = canonical && minimalVarint(v, n)
+		r.raw = raw
+		v = v[n+10:]
+	default:
+		l, n := binary.Uvarint(v)
+		if n <= 0 || l == 0 || l > postingIDMax || uint64(len(v)-n) < l {
+			return errBadBlock
+		}
+		canonical = canonical && minimalVarint(v, n) && l != 34
+		r.id, v = v[n:n+int(l)], v[n+int(l):]
+	}
+	r.std = flags&(flagStdID|flagSeqID) != 0
+	conf := r.conf
+	switch {
+	case flags&flagSameConf != 0:
+		if r.n == 0 {
+			return errBadBlock
+		}
+	case flags&flagConfPct != 0:
+		if len(v) < 1 || v[0] > 100 {
+			return errBadBlock
+		}
+		binary.BigEndian.PutUint64(r.conf[:], ^math.Float64bits(float64(v[0])/100))
+		v = v[1:]
+	default:
+		if len(v) < 8 {
+			return errBadBlock
+		}
+		copy(r.conf[:], v[:8])
+		v = v[8:]
+		if canonical {
+			_, pct := confPct(r.conf[:])
+			canonical = !pct // else flagConfPct would do
+		}
+	}
+	if canonical && flags&flagSameConf == 0 && r.n > 0 && conf == r.conf {
+		canonical = false // flagSameConf would do
+	}
+	d, n := binary.Varint(v)
+	if n <= 0 {
+		return errBadBlock
+	}
+	r.canonical = canonical && minimalVarint(v, n)
+	r.v = v[n:]
+	r.prevAt += uint64(d)
+	r.n++
+	return nil
+}
+
 // decodeBlock7 decodes the postings of a block of format 8, or of format 7
 // when v8 is false, after its mark.
 func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 	ps := make([]posting, 0, len(v)/15)
-	var prevMs, prevAt uint64
-	var conf []byte
-	var raw [16]byte // the last standard id
-	prevStd := false // the previous posting's id is raw
 	var ranks []byte // the postings' ranks are cut from it, a few at a time
-	allowed := byte(flagStdID | flagSameConf)
-	if v8 {
-		allowed |= flagConfPct | flagSeqID
-	}
-	for len(v) > 0 {
-		flags := v[0]
-		v = v[1:]
-		if flags&^allowed != 0 || flags&(flagSameConf|flagConfPct) == flagSameConf|flagConfPct ||
-			flags&(flagStdID|flagSeqID) == flagStdID|flagSeqID {
-			return nil, errBadBlock
+	r := blockReader{v: v, v8: v8}
+	for len(r.v) > 0 {
+		if err := r.next(); err != nil {
+			return nil, err
 		}
 		var id string
-		switch {
-		case flags&flagSeqID != 0:
-			d, n := binary.Uvarint(v)
-			lo := binary.BigEndian.Uint64(raw[8:])
-			if n <= 0 || !prevStd || d < 1 || d > seqMax || lo+d < lo {
-				return nil, errBadBlock
-			}
-			binary.BigEndian.PutUint64(raw[8:], lo+d)
-			v = v[n:]
-			id = standardID(raw[:])
-		case flags&flagStdID != 0:
-			d, n := binary.Varint(v)
-			if n <= 0 || len(v) < n+10 {
-				return nil, errBadBlock
-			}
-			ms := prevMs + uint64(d)
-			if ms >= 1<<48 {
-				return nil, errBadBlock
-			}
-			if len(ps) == 0 && v8 {
-				prevAt = msAt(ms)
-			}
-			prevMs = ms
-			raw[0], raw[1], raw[2], raw[3], raw[4], raw[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
-			copy(raw[6:], v[n:n+10])
-			v = v[n+10:]
-			id = standardID(raw[:])
-		default:
-			l, n := binary.Uvarint(v)
-			if n <= 0 || l == 0 || l > postingIDMax || uint64(len(v)-n) < l {
-				return nil, errBadBlock
-			}
-			id, v = string(v[n:n+int(l)]), v[n+int(l):]
+		if r.std {
+			id = standardID(r.raw[:])
+		} else {
+			id = string(r.id)
 		}
-		prevStd = flags&(flagStdID|flagSeqID) != 0
 		if len(ranks) < rankLen {
-			ranks = make([]byte, rankLen*max(8, len(v)/13+1))
+			ranks = make([]byte, rankLen*max(8, len(r.v)/13+1))
 		}
 		rank := ranks[:rankLen:rankLen]
 		ranks = ranks[rankLen:]
-		if flags&flagSameConf != 0 {
-			if conf == nil {
-				return nil, errBadBlock
-			}
-			copy(rank, conf)
-		} else if flags&flagConfPct != 0 {
-			if len(v) < 1 || v[0] > 100 {
-				return nil, errBadBlock
-			}
-			binary.BigEndian.PutUint64(rank, ^math.Float64bits(float64(v[0])/100))
-			v = v[1:]
-		} else {
-			if len(v) < 8 {
-				return nil, errBadBlock
-			}
-			copy(rank, v[:8])
-			v = v[8:]
-		}
-		conf = rank[:8]
-		d, n := binary.Varint(v)
-		if n <= 0 {
-			return nil, errBadBlock
-		}
-		v = v[n:]
-		prevAt += uint64(d)
-		binary.BigEndian.PutUint64(rank[8:], prevAt)
+		copy(rank, r.conf[:])
+		binary.BigEndian.PutUint64(rank[8:], r.prevAt)
 		ps = append(ps, posting{id: id, rank: rank})
 	}
 	if len(ps) == 0 {
 		return nil, errBadBlock
 	}
 	return ps, nil
+}
+
+// appendTail appends ps, sorted by id, to v, a block of the layout of
+// format 9 and of at most blockMax postings, when they all sort after its
+// postings: as many as fit in it. It returns the block, the bytes
+// encodeBlock writes for the postings of v and then those of ps taken,
+// though v is read without decoding it, with its last id when it is full
+// and some of ps are left (rest). b is nil when that cannot be done (v is
+// of another layout, or not as encodeBlock writes it, or ps do not sort
+// after it).
+func appendTail(v []byte, ps []posting) (b []byte, last string, rest []posting) {
+	if len(v) == 0 || v[0] != blockMark {
+		return nil, "", nil
+	}
+	r := blockReader{v: v[1:], v8: true, canonical: true}
+	for len(r.v) > 0 {
+		if r.next() != nil || !r.canonical {
+			return nil, "", nil
+		}
+	}
+	if r.n == 0 || r.n > blockMax {
+		return nil, "", nil
+	}
+	var hx [34]byte
+	lastID := r.id
+	if r.std {
+		hx[0], hx[1] = 'f', '_'
+		hex.Encode(hx[2:], r.raw[:])
+		lastID = hx[:]
+	}
+	if ps[0].id <= string(lastID) {
+		return nil, "", nil
+	}
+	ps, rest = ps[:min(len(ps), blockMax-r.n)], ps[min(len(ps), blockMax-r.n):]
+	b = make([]byte, len(v), len(v)+len(ps)*18)
+	copy(b, v)
+	for _, p := range ps {
+		b = r.appendPosting(b, p, true)
+	}
+	switch {
+	case len(rest) == 0:
+	case len(ps) > 0:
+		last = ps[len(ps)-1].id
+	default:
+		last = string(lastID)
+	}
+	return b, last, rest
 }
 
 // decodeBlock6 decodes a block in the layout of format 6.
@@ -557,6 +674,9 @@ func addPostings(tx Tx, tenant, word string, ps []posting) error {
 			return fmt.Errorf("store: fact id %.40q is not valid UTF-8", p.id)
 		}
 	}
+	if done, err := appendToTail(tx, tenant, word, ps); done || err != nil {
+		return err
+	}
 	for len(ps) > 0 {
 		b, tailTaken, err := findBlock(tx, tenant, word, ps[0].id)
 		if err != nil {
@@ -593,6 +713,40 @@ func addPostings(tx Tx, tenant, word string, ps []posting) error {
 		ps = ps[n:]
 	}
 	return nil
+}
+
+// appendToTail adds the postings ps of word in tenant, as addPostings
+// does, when they all join the word's tail block and appendTail can add
+// them to it: when findBlock would find the tail block, and addPostings
+// write it again with them at its end, or, when they do not all fit, the
+// full block of its postings and the first of ps under its last id, and
+// the rest of ps after it. It reports whether it did.
+func appendToTail(tx Tx, tenant, word string, ps []posting) (bool, error) {
+	if len(ps) == 0 {
+		return false, nil
+	}
+	key := tailKey(tenant, word)
+	prefix := key[:len(key)-len(tailMark)]
+	var v []byte
+	var last string
+	var rest []posting
+	err := scanFrom(tx, bucketWords, prefix, append(bytes.Clone(prefix), ps[0].id...), func(k, b []byte) error {
+		if bytes.Equal(k, key) {
+			v, last, rest = appendTail(b, ps)
+		}
+		return ErrStop
+	})
+	if err != nil || v == nil {
+		return false, err
+	}
+	hintAppend(tx, bucketWords)
+	if len(rest) == 0 {
+		return true, tx.Put(bucketWords, key, v)
+	}
+	if err := tx.Put(bucketWords, indexKey(tenant, word, last), v); err != nil {
+		return true, err
+	}
+	return true, putBlocks(tx, tenant, word, rest, true)
 }
 
 // removePosting removes the posting of the fact id from the blocks of word

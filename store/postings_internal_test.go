@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -191,5 +192,245 @@ func TestCompactID(t *testing.T) {
 		raw, ok := compactID(id)
 		assert.False(t, ok, id)
 		assert.Equal(t, [16]byte{}, raw, id)
+	}
+}
+
+// randomPostings returns n postings of the kinds a block meets, mostly in
+// id order: standard ids of one millisecond a little apart or far apart,
+// of later milliseconds or (rarely) earlier ones, ids that are not
+// standard (some of 34 bytes), confidences of whole hundredths or not,
+// often the previous posting's, and times going either way.
+func randomPostings(rng *rand.Rand, n int) []posting {
+	confs := []float64{1, 0.5, 0.07, 0, 1.0 / 3, 0.123, math.Copysign(0, -1)}
+	ms, lo := uint64(1_700_000_000_000+rng.IntN(1000)), rng.Uint64()
+	at := ms * 1e6
+	conf := confs[0]
+	ps := make([]posting, 0, n)
+	for range n {
+		switch k := rng.IntN(20); {
+		case k < 8:
+			lo += 1 + uint64(rng.IntN(3)) // written together
+		case k < 10:
+			lo += seqMax + uint64(rng.IntN(3)) // of one millisecond, far apart
+		case k < 15:
+			ms, lo = ms+1+uint64(rng.IntN(2000)), rng.Uint64()
+		case k < 16:
+			ms, lo = ms-uint64(rng.IntN(5)), rng.Uint64() // out of order
+		}
+		var raw [16]byte
+		raw[0], raw[1], raw[2], raw[3], raw[4], raw[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+		binary.BigEndian.PutUint64(raw[8:], lo)
+		id := standardID(raw[:])
+		switch rng.IntN(12) {
+		case 0:
+			id += "-other" // sorts after id, before greater standard ids
+		case 1:
+			id = id[:33] + "g" // 34 bytes, not standard
+		case 2:
+			id = "g_" + id[2:20]
+		}
+		if rng.IntN(2) == 0 {
+			conf = confs[rng.IntN(len(confs))]
+		}
+		switch rng.IntN(4) {
+		case 0:
+			at -= uint64(rng.IntN(1e9))
+		case 1:
+			at = ms*1e6 + uint64(rng.IntN(1e6))
+		default:
+			at += uint64(rng.IntN(1e6))
+		}
+		r := binary.BigEndian.AppendUint64(nil, ^math.Float64bits(conf))
+		ps = append(ps, posting{id: id, rank: binary.BigEndian.AppendUint64(r, ^at)})
+	}
+	return ps
+}
+
+// TestAppendTail: postings appended to an encoded block, when appendTail
+// takes them, give the very bytes of the block encoded again with them,
+// or when they do not all fit, of the full block that putBlocks writes
+// first, and it takes them whenever they sort after the block's postings,
+// the block being as encodeBlock writes it and not over full. Blocks
+// written otherwise (format 7; format 8, before flagSeqID; by another
+// writer; damaged) it refuses, or takes with the same result as decoding
+// and encoding them.
+func TestAppendTail(t *testing.T) {
+	// firstBlock is the first block putBlocks writes of ps, under the tail
+	// key (last "") or its last id, and the postings left.
+	firstBlock := func(ps []posting) (b []byte, last string, rest []posting) {
+		if len(ps) <= blockMax {
+			return encodeBlock(ps), "", ps[len(ps):]
+		}
+		return encodeBlock(ps[:blockMax]), ps[blockMax-1].id, ps[blockMax:]
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	taken, split, other := 0, 0, 0 // other: blocks written otherwise than by encodeBlock
+	for range 20_000 {
+		ps := randomPostings(rng, 1+rng.IntN(2*blockMax+8))
+		k := rng.IntN(min(len(ps), blockMax+4))
+		old, add := ps[:k], ps[k:]
+		v := encodeBlock(old)
+		vCopy := string(v)
+		got, last, rest := appendTail(v, add)
+		require.Equal(t, vCopy, string(v), "the block is left as it was")
+		want := k > 0 && k <= blockMax && add[0].id > old[k-1].id
+		for _, p := range old {
+			_, std := compactID(p.id)
+			want = want && (std || len(p.id) != 34)
+		}
+		require.Equal(t, want, got != nil, "taken")
+		if got != nil {
+			taken++
+			if len(rest) > 0 {
+				split++
+			}
+			wantB, wantLast, wantRest := firstBlock(ps)
+			require.Equal(t, wantB, got)
+			require.Equal(t, wantLast, last)
+			require.Equal(t, wantRest, rest)
+		}
+
+		// The same postings of old in the layout of format 7, and of
+		// format 8 (no flagSeqID), and damaged.
+		checkTaken := func(v []byte) {
+			t.Helper()
+			got, last, rest := appendTail(v, add)
+			if got == nil {
+				return
+			}
+			dec, err := decodeBlock(v)
+			require.NoError(t, err)
+			require.NotEmpty(t, dec)
+			assert.Less(t, dec[len(dec)-1].id, add[0].id)
+			wantB, wantLast, wantRest := firstBlock(append(dec, add...))
+			require.Equal(t, wantB, got, "%x", v)
+			require.Equal(t, wantLast, last)
+			require.Equal(t, wantRest, rest)
+		}
+		b7, _, _ := appendTail(encodeBlockLayout(old, false), add)
+		require.Nil(t, b7, "format 7")
+		v8 := []byte{blockMark}
+		var st blockState
+		for _, p := range old {
+			st.std = false
+			v8 = st.appendPosting(v8, p, true)
+		}
+		checkTaken(v8)
+		if k > 0 {
+			alt := altBlock(rng, old)
+			dec, err := decodeBlock(alt)
+			require.NoError(t, err)
+			require.Equal(t, old, dec)
+			if string(alt) != vCopy {
+				other++
+			}
+			checkTaken(alt)
+		}
+		if len(v) > 1 {
+			d := []byte(vCopy)
+			switch i := 1 + rng.IntN(len(d)-1); rng.IntN(3) {
+			case 0:
+				d[i] ^= byte(1 << rng.IntN(8))
+			case 1:
+				d = append(d[:i], d[i+1:]...)
+			default:
+				d = append(d[:i], append([]byte{byte(rng.IntN(256))}, d[i:]...)...)
+			}
+			checkTaken(d)
+		}
+	}
+	assert.Greater(t, taken, 1000)
+	assert.Greater(t, split, 1000)
+	assert.Greater(t, other, 1000)
+}
+
+// altBlock encodes ps in the layout of format 9 as another writer might:
+// each id, confidence and varint in any of the forms decodeBlock reads,
+// not always the shortest.
+func altBlock(rng *rand.Rand, ps []posting) []byte {
+	uvarint := func(b []byte, x uint64) []byte {
+		if rng.IntN(8) > 0 || x >= 1<<56 {
+			return binary.AppendUvarint(b, x)
+		}
+		for ; x >= 0x80; x >>= 7 {
+			b = append(b, byte(x)|0x80)
+		}
+		return append(b, byte(x)|0x80, 0) // a byte too many
+	}
+	varint := func(b []byte, x int64) []byte { return uvarint(b, uint64(x<<1)^uint64(x>>63)) }
+	b := []byte{blockMark}
+	var prevMs, prevAt uint64
+	var prevRaw [16]byte // the last id written as standard
+	prevStd := false
+	for i, p := range ps {
+		raw, std := compactID(p.id)
+		std = std && rng.IntN(8) > 0
+		d, seq := uint64(0), false
+		if std && prevStd {
+			d, seq = seqDistance(prevRaw[:], raw[:])
+			seq = seq && rng.IntN(4) > 0
+		}
+		same := i > 0 && string(p.rank[:8]) == string(ps[i-1].rank[:8]) && rng.IntN(4) > 0
+		pct, isPct := confPct(p.rank[:8])
+		isPct = isPct && !same && rng.IntN(4) > 0
+		flags := byte(0)
+		switch {
+		case seq:
+			flags |= flagSeqID
+		case std:
+			flags |= flagStdID
+		}
+		switch {
+		case same:
+			flags |= flagSameConf
+		case isPct:
+			flags |= flagConfPct
+		}
+		b = append(b, flags)
+		switch {
+		case seq:
+			b = uvarint(b, d)
+		case std:
+			ms := idMs(raw[:])
+			if i == 0 {
+				prevAt = msAt(ms)
+			}
+			b = append(varint(b, int64(ms-prevMs)), raw[6:]...)
+			prevMs = ms
+		default:
+			b = append(uvarint(b, uint64(len(p.id))), p.id...)
+		}
+		if std {
+			prevRaw = raw
+		}
+		prevStd = std
+		switch {
+		case same:
+		case isPct:
+			b = append(b, pct)
+		default:
+			b = append(b, p.rank[:8]...)
+		}
+		at := binary.BigEndian.Uint64(p.rank[8:])
+		b = varint(b, int64(at-prevAt))
+		prevAt = at
+	}
+	return b
+}
+
+// BenchmarkDecodeBlock decodes a full block of postings of new facts, as
+// keyword queries read them.
+func BenchmarkDecodeBlock(b *testing.B) {
+	r := binary.BigEndian.AppendUint64(nil, ^math.Float64bits(0.9))
+	r = binary.BigEndian.AppendUint64(r, ^uint64(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano()))
+	ps := make([]posting, blockMax)
+	for i := range ps {
+		ps[i] = posting{id: NewFactID(), rank: r}
+	}
+	v := encodeBlock(ps)
+	for b.Loop() {
+		if _, err := decodeBlock(v); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -137,3 +137,29 @@ func TestPostingBlockKeys(t *testing.T) {
 	}
 	check(false)
 }
+
+// BenchmarkAddPostings adds the postings of new facts (time-ordered ids,
+// six words each, drawn from 2,000 words of which a few are common) to
+// the keyword index, as facts.fresh moves them there, one posting at a
+// time in one transaction.
+func BenchmarkAddPostings(b *testing.B) {
+	ctx := context.Background()
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	require.NoError(b, err)
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	zipf := rand.NewZipf(rng, 1.1, 1, 1999)
+	rank := make([]byte, 16)
+	i := 0
+	require.NoError(b, db.Update(ctx, func(tx store.Tx) error {
+		for b.Loop() {
+			id := fmt.Sprintf("f_%012x%020x", 1_700_000_000_000+i/24, i/6) // a fact of six words, four a millisecond
+			rank[15] = byte(i)
+			if err := store.AddPosting(tx, "default", fmt.Sprintf("w%d", zipf.Uint64()), id, rank); err != nil {
+				return err
+			}
+			i++
+		}
+		return nil
+	}))
+}
