@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // The records of the facts bucket are, from format 6, a compact binary
@@ -403,7 +402,7 @@ func (d *recordDecoder) rawID() string {
 		d.err, d.b = errBadFactRecord, nil
 		return ""
 	}
-	id := factIDString(d.b[:16])
+	id := standardID(d.b[:16])
 	d.b = d.b[16:]
 	return id
 }
@@ -436,19 +435,6 @@ func (d *recordDecoder) time(text bool) time.Time {
 	}
 	n := d.varint()
 	return time.Unix(0, n).UTC()
-}
-
-const hexDigits = "0123456789abcdef"
-
-// factIDString is the standard fact id that the 16 bytes raw stand for,
-// made with one allocation.
-func factIDString(raw []byte) string {
-	buf := make([]byte, 2+2*len(raw))
-	buf[0], buf[1] = 'f', '_'
-	for i, c := range raw {
-		buf[2+2*i], buf[3+2*i] = hexDigits[c>>4], hexDigits[c&15]
-	}
-	return unsafe.String(&buf[0], len(buf))
 }
 
 // upgradeFactRecords rewrites every fact record still in CBOR in the
