@@ -630,16 +630,15 @@ func putBlocks(tx Tx, tenant, word string, ps []posting, tail bool) error {
 	hintAppend(tx, bucketWords)
 	for len(ps) > 0 {
 		n := min(len(ps), blockMax)
-		key := tailKey(tenant, word)
-		switch {
-		case tail && len(ps) <= blockMax:
-		case tail:
-			// Postings are appended to the tail: full blocks before it
-			// stay full.
-			key = indexKey(tenant, word, ps[n-1].id)
-		default:
-			if len(ps) > blockMax && len(ps) < 2*blockMax {
-				n = len(ps) / 2 // two half blocks rather than a full one and a sliver
+		var key []byte
+		if tail && len(ps) <= blockMax {
+			key = tailKey(tenant, word)
+		} else {
+			// Postings are appended to a tail, so full blocks before it
+			// stay full; without one, two half blocks rather than a full
+			// one and a sliver.
+			if !tail && len(ps) > blockMax && len(ps) < 2*blockMax {
+				n = len(ps) / 2
 			}
 			key = indexKey(tenant, word, ps[n-1].id)
 		}
