@@ -317,31 +317,20 @@ func valueEnd(b []byte, i int) int {
 	return j
 }
 
-// A lineBuf holds what encoding a response line needs, reused across
-// calls: the line, and an encoder (HTML escaping, as json.Marshal does)
-// with its buffer for the values crux leaves to encoding/json.
-type lineBuf struct {
-	b   []byte
-	buf bytes.Buffer
-	enc *json.Encoder
-}
+// A lineBuf is the buffer of a response line, reused across calls.
+type lineBuf struct{ b []byte }
 
 // lineBufs holds the lineBufs of the direct path.
-var lineBufs = sync.Pool{New: func() any {
-	lb := new(lineBuf)
-	lb.enc = json.NewEncoder(&lb.buf)
-	return lb
-}}
+var lineBufs = sync.Pool{New: func() any { return new(lineBuf) }}
 
 // maxLineBuf is the largest buffer a lineBuf keeps for reuse.
 const maxLineBuf = 1 << 20
 
 // put returns lb to lineBufs, unless it has grown large.
 func (lb *lineBuf) put() {
-	if cap(lb.b) > maxLineBuf || lb.buf.Cap() > maxLineBuf {
-		return
+	if cap(lb.b) <= maxLineBuf {
+		lineBufs.Put(lb)
 	}
-	lineBufs.Put(lb)
 }
 
 // response is the line, newline included, that answers the call id to the
@@ -383,7 +372,7 @@ func (lb *lineBuf) resultLine(id any, res *crux.Result) ([]byte, error) {
 	var err error
 	if len(res.Meta) > 0 {
 		b = append(b, `"_meta":`...)
-		if b, err = lb.appendJSON(b, res.Meta); err != nil {
+		if b, err = codec.AppendMarshal(b, res.Meta); err != nil {
 			return nil, err
 		}
 		b = append(b, ',')
@@ -400,7 +389,7 @@ func (lb *lineBuf) resultLine(id any, res *crux.Result) ([]byte, error) {
 	b = append(b, ']')
 	if res.StructuredContent != nil {
 		b = append(b, `,"structuredContent":`...)
-		if b, err = lb.appendJSON(b, res.StructuredContent); err != nil {
+		if b, err = codec.AppendMarshal(b, res.StructuredContent); err != nil {
 			return nil, err
 		}
 	}
@@ -441,13 +430,4 @@ func appendHead(b []byte, id any) []byte {
 		b = append(b, codec.Must(codec.MarshalNoEscape(id))...)
 	}
 	return append(b, ',')
-}
-
-// appendJSON appends v as json.Marshal encodes it.
-func (lb *lineBuf) appendJSON(b []byte, v any) ([]byte, error) {
-	lb.buf.Reset()
-	if err := lb.enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return append(b, bytes.TrimSuffix(lb.buf.Bytes(), []byte("\n"))...), nil
 }

@@ -579,7 +579,6 @@ func BenchmarkResultEncoding(b *testing.B) {
 	b.Run("direct", func(b *testing.B) {
 		b.ReportAllocs()
 		lb := new(lineBuf)
-		lb.enc = json.NewEncoder(&lb.buf)
 		for b.Loop() {
 			codec.Must(lb.resultLine(int64(1), res))
 		}

@@ -40,7 +40,7 @@ type scratch struct {
 	enc *json.Encoder
 }
 
-// scratches holds the buffers of MarshalledLen.
+// scratches holds the buffers of MarshalledLen and AppendMarshal.
 var scratches = sync.Pool{New: func() any {
 	s := new(scratch)
 	s.enc = json.NewEncoder(&s.buf)
@@ -54,16 +54,37 @@ const maxScratch = 64 << 10
 // marshalled, without keeping the encoding: it encodes into a buffer
 // reused across calls.
 func MarshalledLen(v any) int {
+	s := getScratch()
+	defer s.put()
+	if s.enc.Encode(v) != nil {
+		return 0
+	}
+	return s.buf.Len() - 1 // Encode ends the value with a newline
+}
+
+// AppendMarshal appends json.Marshal(v) to b, encoding it into a buffer
+// reused across calls. On error it returns b unchanged.
+func AppendMarshal(b []byte, v any) ([]byte, error) {
+	s := getScratch()
+	defer s.put()
+	if err := s.enc.Encode(v); err != nil {
+		return b, err
+	}
+	return append(b, s.buf.Bytes()[:s.buf.Len()-1]...), nil // less Encode's newline
+}
+
+// getScratch takes an empty scratch from scratches.
+func getScratch() *scratch {
 	s := scratches.Get().(*scratch)
 	s.buf.Reset()
-	n := 0
-	if s.enc.Encode(v) == nil {
-		n = s.buf.Len() - 1 // Encode ends the value with a newline
-	}
+	return s
+}
+
+// put returns s to scratches, unless its buffer has grown past maxScratch.
+func (s *scratch) put() {
 	if s.buf.Cap() <= maxScratch {
 		scratches.Put(s)
 	}
-	return n
 }
 
 // MarshalString returns json.Marshal(v) as a string, encoded straight

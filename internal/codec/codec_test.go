@@ -32,7 +32,7 @@ func TestMust(t *testing.T) {
 	Must(0, errors.New("boom"))
 }
 
-func TestMarshalledLenAndString(t *testing.T) {
+func TestMarshalledLenStringAppend(t *testing.T) {
 	values := []any{
 		map[string]any{"a": "<b> & c", "u": "\u2028", "n": 1.5, "l": []int{1, 2}},
 		"plain", 42, nil, []string{}, struct {
@@ -53,7 +53,14 @@ func TestMarshalledLenAndString(t *testing.T) {
 			if err != nil || got != string(want) {
 				t.Errorf("MarshalString(%.40v) = %.60q, %v, want %.60q", v, got, err, want)
 			}
+			app, err := AppendMarshal([]byte("x:"), v)
+			if err != nil || string(app) != "x:"+string(want) {
+				t.Errorf("AppendMarshal(x:, %.40v) = %.60q, %v, want x:%.60q", v, app, err, want)
+			}
 		}
+	}
+	if got, err := AppendMarshal([]byte("x:"), func() {}); err == nil || string(got) != "x:" {
+		t.Errorf("AppendMarshal(x:, func) = %q, %v, want x: and an error", got, err)
 	}
 	if got := MarshalledLen(func() {}); got != 0 {
 		t.Errorf("MarshalledLen(func) = %d, want 0", got)
