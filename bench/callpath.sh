@@ -74,7 +74,8 @@ fi
 if wants query; then
 	# The retrieval benchmark's corpus, as crux ingest reads it: its
 	# lines without the doc_start field (the last one of each line).
-	set -- $("$here/retrieval.sh" --paths)
+	paths=$("$here/retrieval.sh" --paths) # an assignment, so that set -e sees its failure
+	set -- $paths
 	doc_queries=$2
 	sed 's/,"doc_start":[0-9]*}$/}/' "$1" >"$work/docs.jsonl"
 	echo "query corpus: $(wc -l <"$work/docs.jsonl") passages per binary" >&2
