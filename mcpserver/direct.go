@@ -218,11 +218,7 @@ func cancelTarget(params json.RawMessage) (any, bool) {
 		case "requestId":
 			switch {
 			case v[0] == '"':
-				var s string
-				if json.Unmarshal(v, &s) != nil {
-					ok = false
-				}
-				id = s
+				id = idValue(v) // params are valid JSON: the string decodes
 			case v[0] == '-' || v[0] >= '0' && v[0] <= '9':
 				n, err := strconv.ParseFloat(string(v), 64)
 				if err != nil {
