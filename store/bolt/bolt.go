@@ -108,6 +108,11 @@ const fileMode fs.FileMode = 0o600
 // file and how long Open waited; test for it with errors.Is.
 var ErrLocked = errors.New("store/bolt: database file is locked by another process")
 
+// ErrNeedsRecovery reports that a database opened read-only was not closed
+// cleanly: its write-ahead log holds commits that only a read-write [Open]
+// can apply. Test for it with errors.Is.
+var ErrNeedsRecovery = errors.New("store/bolt: database was not closed cleanly")
+
 // lockedError is the error Open returns when the file lock is not obtained.
 type lockedError struct {
 	path   string
@@ -141,6 +146,15 @@ type Options struct {
 	// store.ErrReadOnly. The file must exist. Zero (false) opens it
 	// read-write, creating it if needed.
 	ReadOnly bool
+
+	// NoWAL turns the write-ahead log off: each commit then flushes the
+	// database file itself, which costs two fdatasyncs instead of one (see
+	// the package documentation). The log is off also with NoSync or
+	// ReadOnly. A log left by a database that was not closed cleanly is
+	// applied by Open whatever the options, except ReadOnly.
+	NoWAL bool
+
+	hooks *hooks // tests only
 }
 
 // DB is a [store.Backend] on a bbolt file. It is safe for concurrent use.
@@ -171,8 +185,16 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	wal        *wal   // the write-ahead log; nil when commits flush the file themselves
+	hooks      *hooks // tests only
+	broken     error  // set when the log failed and so did flushing the file: Update fails
+	pinMu      sync.Mutex
+	pin        *bbolt.Tx // read transaction on the state of the log's checkpoint
+	committing bool      // a commit is running (see DB.watchCommit)
+	logBuf     []byte    // the last commit's record buffer, for the next
+
 	stats struct {
-		updates, commits, reruns, pages atomic.Uint64
+		updates, commits, reruns, pages, checkpoints atomic.Uint64
 	}
 }
 
@@ -236,6 +258,11 @@ func Open(path string, opts *Options) (*DB, error) {
 			return nil, fmt.Errorf("store/bolt: open %s: removing an interrupted compaction's copy: %w", path, err)
 		}
 	}
+	w, replay, err := prepareLog(path, opts)
+	if err != nil {
+		unlockFile(lock)
+		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
+	}
 	bopts := &bbolt.Options{
 		Timeout:        timeout,
 		NoSync:         opts.NoSync,
@@ -243,11 +270,18 @@ func Open(path string, opts *Options) (*DB, error) {
 		FreelistType:   bbolt.FreelistMapType,
 		NoFreelistSync: true, // rebuilt on open; see the package doc
 	}
+	if w != nil && !opts.NoSync && !opts.NoWAL {
+		bopts.InitialMmapSize = logMmapSize()
+		if opts.hooks != nil && opts.hooks.mmapSize > 0 {
+			bopts.InitialMmapSize = opts.hooks.mmapSize
+		}
+	}
 	bdb, err := bbolt.Open(path, fileMode, bopts)
 	if err == nil {
 		bdb.AllocSize = allocSize
 	}
 	if err != nil {
+		w.close()
 		unlockFile(lock)
 		if errors.Is(err, berrors.ErrTimeout) {
 			waited := opts.LockTimeout
@@ -260,7 +294,15 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
-	return &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly, lock: lock, requeueWait: maxRequeueWait}, nil
+	db := &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly, lock: lock, requeueWait: maxRequeueWait}
+	if err := db.startLog(w, replay, opts); err != nil {
+		db.setPin(nil)
+		w.close()
+		_ = bdb.Close()
+		unlockFile(lock)
+		return nil, err
+	}
+	return db, nil
 }
 
 // allocSize is how much bbolt grows the file by, past the data it holds,
@@ -395,9 +437,14 @@ func (db *DB) Close() error {
 		db.inflight.Wait()
 		db.gate.Lock() // a Compact in progress finishes first
 		defer db.gate.Unlock()
-		if err := db.bdb.Close(); err != nil {
-			db.closeErr = fmt.Errorf("store/bolt: close %s: %w", db.path, err)
+		var errs []error
+		if db.wal != nil {
+			errs = append(errs, db.closeLog(), db.wal.close())
 		}
+		if err := db.bdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store/bolt: close %s: %w", db.path, err))
+		}
+		db.closeErr = errors.Join(errs...)
 		unlockFile(db.lock)
 	})
 	if first {
@@ -421,15 +468,19 @@ type Stats struct {
 	// bbolt counts them: one per page, a run of overflow pages counting
 	// once, and one for the meta page of each commit.
 	PageWrites uint64
+	// Checkpoints is the number of times the database file was flushed and
+	// the write-ahead log started afresh, Open's included.
+	Checkpoints uint64
 }
 
 // Stats returns the DB's counters. It may be called at any time, also after
 // Close.
 func (db *DB) Stats() Stats {
 	return Stats{
-		Updates:    db.stats.updates.Load(),
-		Commits:    db.stats.commits.Load(),
-		Reruns:     db.stats.reruns.Load(),
-		PageWrites: db.stats.pages.Load(),
+		Updates:     db.stats.updates.Load(),
+		Commits:     db.stats.commits.Load(),
+		Reruns:      db.stats.reruns.Load(),
+		PageWrites:  db.stats.pages.Load(),
+		Checkpoints: db.stats.checkpoints.Load(),
 	}
 }

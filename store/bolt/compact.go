@@ -120,6 +120,14 @@ func (db *DB) compactLocked() (err error) {
 	if err := dst.Sync(); err != nil {
 		return fmt.Errorf("store/bolt: compact %s: sync: %w", db.path, err)
 	}
+	if db.wal != nil {
+		// The log's checkpoint is a state of the old file: mark the log
+		// clean before the new file takes the old one's place. The next
+		// commit makes a checkpoint (of whichever file is then in place).
+		if err := db.closeLog(); err != nil {
+			return fmt.Errorf("store/bolt: compact %s: %w", db.path, err)
+		}
+	}
 	if err := os.Rename(tmp, db.path); err != nil {
 		return fmt.Errorf("store/bolt: compact %s: rename: %w", db.path, err)
 	}
@@ -127,6 +135,10 @@ func (db *DB) compactLocked() (err error) {
 	renamed = true
 	dst.NoSync = src.NoSync
 	db.bdb = dst
+	if db.wal != nil {
+		// The next commit makes the checkpoint if this one fails.
+		_ = db.checkpoint()
+	}
 	var errs []error
 	if err := syncDir(dir); err != nil {
 		errs = append(errs, fmt.Errorf("store/bolt: compact %s: sync directory: %w", db.path, err))

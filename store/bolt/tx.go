@@ -58,6 +58,8 @@ type writeState struct {
 	appending []string // buckets hinted as appended to
 	writeOnce []string // buckets hinted as written once
 	staged    []string // stages written to (see stage.go)
+	logging   bool     // the write-ahead log is on: changes are recorded in log
+	log       []byte   // the commit's record for the log (see wal.go)
 }
 
 // bucketCache remembers a few open buckets of a transaction, so repeated
@@ -273,6 +275,9 @@ func (t *tx) put(bucket string, key, value []byte) error {
 	if err := b.Put(buf[:n:n], buf[n:]); err != nil {
 		return fmt.Errorf("store/bolt: put in bucket %q: %w", bucket, err)
 	}
+	if t.w.logging {
+		t.w.log = appendPut(t.w.log, bucket, key, value)
+	}
 	return nil
 }
 
@@ -305,6 +310,9 @@ func (t *tx) delete(bucket string, key []byte) error {
 	t.w.gen++
 	if err := b.Delete(key); err != nil {
 		return fmt.Errorf("store/bolt: delete in bucket %q: %w", bucket, err)
+	}
+	if t.w.logging {
+		t.w.log = appendDelete(t.w.log, bucket, key)
 	}
 	return nil
 }
