@@ -231,12 +231,11 @@ func readHeader(f io.ReaderAt) (h walHeader, ok bool, err error) {
 }
 
 // readRecords calls fn with the payload of each record of generation gen,
-// in order, up to the first that is torn, stale or missing. It returns the
-// offset after the last record read.
+// in order, up to the first that is torn, stale or missing; fn may keep
+// the payload. It returns the offset after the last record read.
 func readRecords(f io.ReaderAt, gen uint64, fn func(payload []byte) error) (int64, error) {
 	off := int64(walRecords)
 	var hdr [recHeader]byte
-	var payload []byte
 	for {
 		if _, err := f.ReadAt(hdr[:], off); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -248,10 +247,9 @@ func readRecords(f io.ReaderAt, gen uint64, fn func(payload []byte) error) (int6
 		if n == 0 || n > maxLogRecord || binary.LittleEndian.Uint64(hdr[8:]) != gen {
 			return off, nil
 		}
-		if cap(payload) < int(n) {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
+		// A new buffer for each record: bbolt keeps the keys and values
+		// put until its commit.
+		payload := make([]byte, n)
 		if _, err := f.ReadAt(payload, off+recHeader); err != nil {
 			if errors.Is(err, io.EOF) {
 				return off, nil
