@@ -39,7 +39,7 @@ type diskModel struct {
 	mu      sync.Mutex
 	durable []byte
 	pending []pendingWrite
-	base    []byte // the database file as of the last checkpoint
+	base    []byte // the database file as of its last flush
 	dbPath  string
 	cut     func() // called after each event; the test takes its cut there
 }
@@ -91,7 +91,7 @@ func writeAt(buf, p []byte, off int64) []byte {
 type cutState struct {
 	walDurable []byte
 	walPending []pendingWrite
-	dbBase     []byte // flushed at the last checkpoint
+	dbBase     []byte // as of the last flush
 	dbNow      []byte // written since, maybe on disk
 	acked      []int  // per writer, the last write whose Update returned
 }
@@ -282,7 +282,7 @@ func powerLossTrial(t *testing.T, rng *rand.Rand) int {
 			return &modelFile{walFile: f, m: m}
 		},
 		afterCommit: func() { m.cut() },
-		afterCheckpoint: func() {
+		afterFlush: func() {
 			base, err := os.ReadFile(path)
 			if err != nil {
 				panic(err)

@@ -503,7 +503,7 @@ type hooks struct {
 	maxRecord       int                   // the largest record; zero means maxLogRecord
 	mmapSize        int                   // bbolt's initial map size; zero means logMmapSize()
 	afterCommit     func()                // a commit's pages are written; its record is not yet
-	afterCheckpoint func()                // a checkpoint has pinned its state
+	afterFlush      func()                // the database file has been flushed
 }
 
 // prepareLog opens the log of the database at path before bbolt opens the
@@ -654,7 +654,7 @@ func (db *DB) checkpoint() error {
 		return fmt.Errorf("store/bolt: checkpoint %s: %w", db.path, err)
 	}
 	h := walHeader{pageSize: db.bdb.Info().PageSize}
-	err = db.bdb.Sync()
+	err = db.flush()
 	if err == nil {
 		h.meta, err = readMeta(db.path, h.pageSize, uint64(pin.ID()))
 	}
@@ -668,10 +668,16 @@ func (db *DB) checkpoint() error {
 	}
 	db.setPin(pin)
 	db.stats.checkpoints.Add(1)
-	if db.hooks != nil && db.hooks.afterCheckpoint != nil {
-		db.hooks.afterCheckpoint()
-	}
 	return nil
+}
+
+// flush flushes the database file.
+func (db *DB) flush() error {
+	err := db.bdb.Sync()
+	if err == nil && db.hooks != nil && db.hooks.afterFlush != nil {
+		db.hooks.afterFlush()
+	}
+	return err
 }
 
 // logCommit appends the record of the commit just written and flushes it,
@@ -699,7 +705,7 @@ func (db *DB) logCommit(rec []byte) error {
 // recovers from it.
 func (db *DB) abandonLog(cause error) error {
 	db.setPin(nil)
-	err := db.bdb.Sync()
+	err := db.flush()
 	if err == nil {
 		_ = db.wal.close()
 		err = os.Remove(db.wal.path)
@@ -724,7 +730,7 @@ func (db *DB) closeLog() error {
 	if db.broken != nil {
 		return nil
 	}
-	if err := db.bdb.Sync(); err != nil {
+	if err := db.flush(); err != nil {
 		return fmt.Errorf("store/bolt: flush %s: %w", db.path, err)
 	}
 	if err := db.wal.writeHeader(walHeader{clean: true, pageSize: db.bdb.Info().PageSize}); err != nil {
