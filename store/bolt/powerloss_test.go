@@ -202,7 +202,7 @@ func checkRecovered(t *testing.T, dir string, acked []int) {
 				v, ok := present[string(key)]
 				want := i > c-5 && i <= c
 				if ok != want {
-					t.Fatalf("writer %d acknowledged write %d, holds writes up to %d, and key %s present=%v", g, last, c, key, ok)
+					t.Fatalf("writer %d: write %d acknowledged, so the store should hold the keys of writes %d to %d; key %s present: %v", g, last, max(0, c-4), c, key, ok)
 				}
 				if ok && !bytes.Equal(v, plValue(g, i, k)) {
 					t.Fatalf("key %s holds %.40q", key, v)
