@@ -189,9 +189,10 @@ type DB struct {
 	hooks      *hooks // tests only
 	broken     error  // set when the log failed and so did flushing the file: Update fails
 	pinMu      sync.Mutex
-	pin        *bbolt.Tx // read transaction on the state of the log's checkpoint
-	committing bool      // a commit is running (see DB.watchCommit)
-	logBuf     []byte    // the last commit's record buffer, for the next
+	pin        *bbolt.Tx   // read transaction on the state of the log's checkpoint
+	committing bool        // a commit is running (see DB.watchCommit)
+	pinTimer   *time.Timer // drops the pin when a commit runs too long
+	logBuf     []byte      // the last commit's record buffer, for the next
 
 	stats struct {
 		updates, commits, reruns, pages, checkpoints atomic.Uint64

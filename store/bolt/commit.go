@@ -336,9 +336,9 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 	}
 	start := time.Now()
 	if w.logging {
-		end := db.watchCommit()
+		db.watchCommit()
 		err = btx.Commit() // rolls back by itself on failure
-		end()
+		db.endCommit()
 		if err == nil {
 			err = db.logCommit(w.log)
 		}

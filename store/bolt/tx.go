@@ -269,14 +269,19 @@ func (t *tx) put(bucket string, key, value []byte) error {
 		return err
 	}
 	// bbolt keeps the slices until the commit; the caller may reuse them.
-	buf := make([]byte, len(key)+len(value))
-	n := copy(buf, key)
-	copy(buf[n:], value)
-	if err := b.Put(buf[:n:n], buf[n:]); err != nil {
-		return fmt.Errorf("store/bolt: put in bucket %q: %w", bucket, err)
-	}
+	// With the log on, they are the copies in the commit's record, which
+	// is not written to until the commit.
+	var k, v []byte
 	if t.w.logging {
-		t.w.log = appendPut(t.w.log, bucket, key, value)
+		t.w.log, k, v = appendPut(t.w.log, bucket, key, value)
+	} else {
+		buf := make([]byte, len(key)+len(value))
+		n := copy(buf, key)
+		copy(buf[n:], value)
+		k, v = buf[:n:n], buf[n:]
+	}
+	if err := b.Put(k, v); err != nil {
+		return fmt.Errorf("store/bolt: put in bucket %q: %w", bucket, err)
 	}
 	return nil
 }

@@ -267,16 +267,22 @@ func readRecords(f io.ReaderAt, gen uint64, fn func(payload []byte) error) (int6
 	}
 }
 
-// appendPut and appendDelete add a change to a record being built.
-func appendPut(rec []byte, bucket string, key, value []byte) []byte {
+// appendPut adds a put to a record being built, and returns the copies of
+// key and value in it. They stay valid when rec grows: append then copies
+// rec to a new array and leaves the old one as it is.
+func appendPut(rec []byte, bucket string, key, value []byte) (_, k, v []byte) {
 	rec = append(rec, opPut)
 	rec = appendString(rec, bucket)
 	rec = binary.AppendUvarint(rec, uint64(len(key)))
 	rec = append(rec, key...)
+	k = rec[len(rec)-len(key) : len(rec) : len(rec)]
 	rec = binary.AppendUvarint(rec, uint64(len(value)))
-	return append(rec, value...)
+	rec = append(rec, value...)
+	v = rec[len(rec)-len(value) : len(rec) : len(rec)]
+	return rec, k, v
 }
 
+// appendDelete adds a delete to a record being built.
 func appendDelete(rec []byte, bucket string, key []byte) []byte {
 	rec = append(rec, opDelete)
 	rec = appendString(rec, bucket)
@@ -618,28 +624,36 @@ func (db *DB) pinned() bool {
 
 // watchCommit starts the watch over a commit: if the commit is still
 // running after pinRelease, the pin is dropped, in case the commit waits
-// for it to remap the file. Call the function returned once the commit
-// has returned.
-func (db *DB) watchCommit() (end func()) {
+// for it to remap the file. Call endCommit once the commit has returned.
+func (db *DB) watchCommit() {
 	db.pinMu.Lock()
 	db.committing = true
+	if db.pinTimer == nil {
+		db.pinTimer = time.AfterFunc(pinRelease, db.commitTooLong)
+	} else {
+		db.pinTimer.Reset(pinRelease)
+	}
 	db.pinMu.Unlock()
-	t := time.AfterFunc(pinRelease, func() {
-		db.pinMu.Lock()
-		var old *bbolt.Tx
-		if db.committing {
-			old, db.pin = db.pin, nil
-		}
-		db.pinMu.Unlock()
-		if old != nil {
-			_ = old.Rollback()
-		}
-	})
-	return func() {
-		t.Stop()
-		db.pinMu.Lock()
-		db.committing = false
-		db.pinMu.Unlock()
+}
+
+// endCommit ends the watch started by watchCommit.
+func (db *DB) endCommit() {
+	db.pinMu.Lock()
+	db.committing = false
+	db.pinTimer.Stop()
+	db.pinMu.Unlock()
+}
+
+// commitTooLong drops the pin if a commit is still running.
+func (db *DB) commitTooLong() {
+	db.pinMu.Lock()
+	var old *bbolt.Tx
+	if db.committing {
+		old, db.pin = db.pin, nil
+	}
+	db.pinMu.Unlock()
+	if old != nil {
+		_ = old.Rollback()
 	}
 }
 
