@@ -363,7 +363,7 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 	for _, c := range ran {
 		c.finish(c.tentative)
 	}
-	if db.wal != nil && db.wal.since >= db.wal.limit {
+	if db.wal != nil && (db.wal.since >= db.wal.limit || db.bdb.Stats().PendingPageN >= maxPinnedPages) {
 		// Should it fail, the log goes on from the last checkpoint, and
 		// the next commit tries again.
 		_ = db.checkpoint()

@@ -76,6 +76,11 @@ const (
 	// size (whose flush costs more than the record's).
 	walCheckpointBytes = 1 << 20
 
+	// maxPinnedPages bounds the pages freed since the last checkpoint
+	// that the pin keeps from reuse; past it, a checkpoint releases them.
+	// Each is a page the file grows by instead of reusing one.
+	maxPinnedPages = 256
+
 	// maxLogRecord bounds a commit's record: a commit whose changes are
 	// larger is flushed to the database file by a checkpoint instead.
 	maxLogRecord = 16 << 20
