@@ -47,8 +47,26 @@
 //
 // # Durability and locking
 //
-// By default every commit is flushed to disk (fsync) before Update returns;
-// [Options.NoSync] turns this off for tests and benchmarks only.
+// By default every commit is on disk before Update returns; [Options.NoSync]
+// turns this off for tests and benchmarks only.
+//
+// A commit is made durable by a write-ahead log beside the file (path +
+// ".wal"): bbolt writes the commit's pages without flushing them, and the
+// commit's changes are appended to the log, which is flushed once (one
+// fdatasync, where a flushed bbolt commit costs two). A checkpoint flushes
+// the file from time to time (every few hundred kilobytes of log, or once
+// 256 freed pages wait for it) and starts the log afresh; until then, the
+// pages of the checkpoint's state are kept from reuse, so that a power loss
+// leaves them intact. Open applies the log of a database that was not
+// closed cleanly: it brings back the checkpoint's state and replays the
+// commits logged since. Close flushes the file and marks the log clean.
+// Keep the log with the file: copy, move or back up the two together.
+// [Options.NoWAL] turns the log off; commits then flush the file
+// themselves. If writing the log fails, the file is flushed, the log
+// removed, and commits flush the file from then on. bbolt maps 1 GiB of
+// address space (no memory) up front on 64-bit systems other than Windows,
+// so that a commit seldom has to remap the file while the checkpoint's
+// pages are held.
 //
 // The list of free pages is not written with each commit (bbolt's
 // NoFreelistSync): that saves a page or more per commit, and [Open]
