@@ -128,7 +128,8 @@ var ErrLocked = errors.New("store/bolt: database file is locked by another proce
 
 // ErrNeedsRecovery reports that a database opened read-only was not closed
 // cleanly: its write-ahead log holds commits that only a read-write [Open]
-// can apply. Test for it with errors.Is.
+// can apply. [Open] returns an error wrapping it that names the files; test
+// for it with errors.Is.
 var ErrNeedsRecovery = errors.New("store/bolt: database was not closed cleanly")
 
 // lockedError is the error Open returns when the file lock is not obtained.
@@ -280,6 +281,9 @@ func Open(path string, opts *Options) (*DB, error) {
 	w, replay, err := prepareLog(path, opts)
 	if err != nil {
 		unlockFile(lock)
+		if errors.Is(err, ErrNeedsRecovery) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
 	bopts := &bbolt.Options{

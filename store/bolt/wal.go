@@ -76,10 +76,14 @@ const (
 	// size (whose flush costs more than the record's).
 	walCheckpointBytes = 1 << 20
 
-	// maxPinnedPages bounds the pages freed since the last checkpoint
-	// that the pin keeps from reuse; past it, a checkpoint releases them.
-	// Each is a page the file grows by instead of reusing one.
-	maxPinnedPages = 256
+	// checkpointPages is how many page writes the commits since the last
+	// checkpoint make before the next checkpoint. It bounds the pages that
+	// the pin keeps from reuse (at most one freed per page written), each
+	// a page the file grows by instead of reusing one: about 1,000 page
+	// writes (a hundred lone commits) keep the file of a store of 50,000
+	// facts within 7% of its size without the log, against 30% for 1 MiB
+	// of log.
+	checkpointPages = 1024
 
 	// maxLogRecord bounds a commit's record: a commit whose changes are
 	// larger is flushed to the database file by a checkpoint instead.
@@ -169,6 +173,7 @@ type wal struct {
 	end    int64  // offset of the next record
 	since  int64  // record bytes since the last checkpoint
 	limit  int64  // checkpoint once since reaches it
+	pages  int    // pages the commits since the last checkpoint wrote
 	maxRec int    // the largest record appended; a larger commit makes a checkpoint
 }
 
@@ -417,7 +422,7 @@ func (w *wal) writeHeader(h walHeader) error {
 	if err := w.f.Sync(); err != nil {
 		return err
 	}
-	w.gen, w.end, w.since = h.gen, walRecords, 0
+	w.gen, w.end, w.since, w.pages = h.gen, walRecords, 0, 0
 	return nil
 }
 
@@ -506,6 +511,19 @@ func restoreMeta(path string, pageSize int, meta [metaSize]byte) error {
 	return err
 }
 
+// needsRecoveryError is the error of a read-only Open of a database whose
+// log holds commits to apply.
+type needsRecoveryError struct{ path, wal string }
+
+func (e *needsRecoveryError) Error() string {
+	return fmt.Sprintf("store/bolt: open %s: the database was not closed cleanly: its write-ahead log %s holds commits that only a read-write open applies", e.path, e.wal)
+}
+
+func (e *needsRecoveryError) Unwrap() error { return ErrNeedsRecovery }
+
+// full reports whether the log is due for a checkpoint.
+func (w *wal) full() bool { return w.since >= w.limit || w.pages >= checkpointPages }
+
 // hooks lets tests watch the log at work and break it. Production code
 // leaves Options.hooks nil.
 type hooks struct {
@@ -543,7 +561,7 @@ func prepareLog(path string, opts *Options) (w *wal, replay bool, err error) {
 			return nil, false, fmt.Errorf("read %s: %w", walPath, err)
 		}
 		if ok && !h.clean {
-			return nil, false, fmt.Errorf("%w: its write-ahead log %s holds commits to apply; open it read-write once", ErrNeedsRecovery, walPath)
+			return nil, false, &needsRecoveryError{path: path, wal: walPath}
 		}
 		return nil, false, nil
 	}
