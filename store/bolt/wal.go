@@ -725,7 +725,12 @@ func (db *DB) logCommit(rec []byte) error {
 		db.hooks.afterCommit()
 	}
 	if len(rec)-recHeader > db.wal.maxRec {
-		return db.checkpoint()
+		// Too large for the log: the checkpoint makes it durable. Should
+		// the checkpoint fail, no later commit may be logged without it.
+		if err := db.checkpoint(); err != nil && db.wal != nil {
+			return db.abandonLog(err)
+		}
+		return nil
 	}
 	if err := db.wal.append(rec); err != nil {
 		return db.abandonLog(fmt.Errorf("append to %s: %w", db.wal.path, err))
