@@ -727,10 +727,11 @@ func (db *DB) logCommit(rec []byte) error {
 	if len(rec)-recHeader > db.wal.maxRec {
 		// Too large for the log: the checkpoint makes it durable. Should
 		// the checkpoint fail, no later commit may be logged without it.
-		if err := db.checkpoint(); err != nil && db.wal != nil {
-			return db.abandonLog(err)
+		err := db.checkpoint()
+		if err != nil && db.broken == nil {
+			err = db.abandonLog(err)
 		}
-		return nil
+		return err
 	}
 	if err := db.wal.append(rec); err != nil {
 		return db.abandonLog(fmt.Errorf("append to %s: %w", db.wal.path, err))
