@@ -45,6 +45,7 @@ package bolt
 // from then on (see abandonLog).
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -324,7 +325,9 @@ func applyRecord(btx *bbolt.Tx, payload []byte) error {
 			if err != nil {
 				return err
 			}
-			if err := b.Put(key, value); err != nil {
+			// bbolt keeps value until the commit, and readRecords
+			// reuses the payload's buffer for the next record.
+			if err := b.Put(key, bytes.Clone(value)); err != nil {
 				return err
 			}
 		case opDelete:
