@@ -686,6 +686,11 @@ func (db *DB) logCommit(rec []byte) error {
 	if db.hooks != nil && db.hooks.afterCommit != nil {
 		db.hooks.afterCommit()
 	}
+	if len(rec) == recHeader {
+		// No change to replay (a write failed and its fn went on): an
+		// empty record would read as the end of the log.
+		return nil
+	}
 	if len(rec)-recHeader > db.wal.maxRec {
 		return db.checkpoint()
 	}
