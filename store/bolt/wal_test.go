@@ -831,6 +831,15 @@ func TestWALRemoveFailure(t *testing.T) {
 	require.Error(t, err2)
 	assert.Contains(t, err.Error(), err2.Error(), "the first failure fails the later Updates")
 
+	// Compact fails too: the dirty log recovers on this file, which must
+	// stay in place.
+	file, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Error(t, db.Compact(context.Background()))
+	still, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(file, still), "the file was not replaced")
+
 	require.NoError(t, os.RemoveAll(path+walSuffix))
 	require.NoError(t, os.Rename(aside, path+walSuffix))
 	require.NoError(t, db.Close())
@@ -840,6 +849,32 @@ func TestWALRemoveFailure(t *testing.T) {
 	m.check(t, db)
 	_, err = get(t, db, "later")
 	assert.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// TestWALEmptyRecord: a commit with no change to replay (its fn went on
+// after a Put failed) leaves no empty record, which would read as the end
+// of the log: the commits after it are recovered.
+func TestWALEmptyRecord(t *testing.T) {
+	m := newWALModel()
+	path := filepath.Join(t.TempDir(), "crux.db")
+	dst := filepath.Join(t.TempDir(), "crux.db")
+	db, err := Open(path, &Options{hooks: &hooks{afterCheckpoint: func() { copyFile(t, path, dst) }}})
+	require.NoError(t, err)
+	defer db.Close()
+	put(t, db, "k1", "v1")
+	m.put("b", "k1", "v1")
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		err := tx.Put("b", make([]byte, bbolt.MaxKeySize+1), []byte("v"))
+		assert.Error(t, err, "key too large")
+		return nil
+	}))
+	put(t, db, "k2", "v2")
+	m.put("b", "k2", "v2")
+	require.EqualValues(t, 1, db.Stats().Checkpoints)
+	copyFile(t, path+walSuffix, dst+walSuffix)
+
+	rec := openChecked(t, dst, nil)
+	m.check(t, rec)
 }
 
 // TestWALRemapWhilePinned: with a small memory map, commits must remap
