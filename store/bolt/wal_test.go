@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +112,16 @@ func (m *walModel) del(bucket, key string) {
 	defer m.mu.Unlock()
 	delete(m.live, [2]string{bucket, key})
 	m.gone[[2]string{bucket, key}] = true
+}
+
+// clone returns a copy of m.
+func (m *walModel) clone() *walModel {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := newWALModel()
+	maps.Copy(c.live, m.live)
+	maps.Copy(c.gone, m.gone)
+	return c
 }
 
 // check asserts that db holds every live entry of m and none of its
@@ -936,6 +947,13 @@ func TestWALRemapWhilePinned(t *testing.T) {
 	require.NoError(t, err)
 	m := newWALModel()
 	const n = 300
+	// A kill between a dropped pin and the next commit's checkpoint: the
+	// files as they are then, and what the Updates had written.
+	type kill struct {
+		file, log []byte
+		model     *walModel
+	}
+	var kills []kill
 	done := make(chan error, 1)
 	go func() {
 		for i := range n {
@@ -946,6 +964,18 @@ func TestWALRemapWhilePinned(t *testing.T) {
 				return
 			}
 			m.put("b", k, v)
+			if !db.pinned() && len(kills) < 3 {
+				file, err := os.ReadFile(path)
+				if err == nil {
+					var log []byte
+					log, err = os.ReadFile(path + walSuffix)
+					kills = append(kills, kill{file, log, m.clone()})
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
 		}
 		done <- nil
 	}()
@@ -967,6 +997,16 @@ func TestWALRemapWhilePinned(t *testing.T) {
 	rec := openChecked(t, killed, nil)
 	m.check(t, rec)
 	assert.Equal(t, contents(t, db.bdb), contents(t, rec.bdb))
+
+	require.NotEmpty(t, kills, "no Update returned with the pin dropped")
+	for i, k := range kills {
+		t.Run(fmt.Sprintf("killed with the pin dropped %d", i), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "crux.db")
+			require.NoError(t, os.WriteFile(p, k.file, 0o600))
+			require.NoError(t, os.WriteFile(p+walSuffix, k.log, 0o600))
+			k.model.check(t, openChecked(t, p, nil))
+		})
+	}
 }
 
 // TestWALLargeRecord: a commit whose record is larger than the largest
