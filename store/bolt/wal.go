@@ -692,7 +692,14 @@ func (db *DB) logCommit(rec []byte) error {
 		return nil
 	}
 	if len(rec)-recHeader > db.wal.maxRec {
-		return db.checkpoint()
+		err := db.checkpoint()
+		if err != nil && db.broken == nil {
+			// It failed before writing the header: the commit is neither
+			// in the log nor flushed, and later commits may see it. Go on
+			// without the log, as when appending fails.
+			err = db.abandonLog(err)
+		}
+		return err
 	}
 	if err := db.wal.append(rec); err != nil {
 		return db.abandonLog(fmt.Errorf("append to %s: %w", db.wal.path, err))
