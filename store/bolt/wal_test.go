@@ -1042,6 +1042,55 @@ func TestWALLargeRecord(t *testing.T) {
 	assert.Greater(t, db.wal.end, int64(walRecords))
 }
 
+// TestWALLargeRecordCheckpointFails: when the checkpoint that makes a
+// large commit durable fails before writing the header, the commit is in
+// neither the log nor the flushed file: the log is abandoned, which
+// flushes the file, so that a later commit that saw the large one is never
+// recovered without it.
+func TestWALLargeRecordCheckpointFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crux.db")
+	aside := filepath.Join(t.TempDir(), "moved")
+	var moveAway atomic.Bool
+	db, err := Open(path, &Options{hooks: &hooks{maxRecord: 4096, afterCommit: func() {
+		if moveAway.Load() {
+			// The checkpoint reads the meta page through the file's
+			// path: it fails before writing the header.
+			require.NoError(t, os.Rename(path, aside))
+		}
+	}}})
+	require.NoError(t, err)
+	defer db.Close()
+	put(t, db, "small", "v")
+	moveAway.Store(true)
+	big := strings.Repeat("B", 10000)
+	err = db.Update(context.Background(), func(tx store.Tx) error { return tx.Put("b", []byte("big"), []byte(big)) })
+	moveAway.Store(false)
+	require.NoError(t, os.Rename(aside, path))
+	assert.NoError(t, err, "the commit is made durable without the log")
+	assert.Nil(t, db.wal)
+	assert.NoFileExists(t, path+walSuffix)
+
+	// A later Update reads the large commit's key and writes what it saw.
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		_, err := tx.Get("b", []byte("big"))
+		return tx.Put("b", []byte("saw big"), []byte(fmt.Sprint(err == nil)))
+	}))
+
+	// Killed now: what the files hold is recovered.
+	killed := filepath.Join(t.TempDir(), "crux.db")
+	copyFile(t, path, killed)
+	if _, err := os.Stat(path + walSuffix); err == nil {
+		copyFile(t, path+walSuffix, killed+walSuffix)
+	}
+	rec := openChecked(t, killed, nil)
+	saw, err := get(t, rec, "saw big")
+	require.NoError(t, err)
+	require.Equal(t, "true", saw)
+	v, err := get(t, rec, "big")
+	require.NoError(t, err, "the later commit saw it")
+	assert.Equal(t, big, v)
+}
+
 // TestWALPeriodicCheckpoint: once the log holds checkpointBytes of
 // records, a checkpoint starts it afresh: its records restart at
 // walRecords under a new generation, and the older generation's records
