@@ -84,6 +84,11 @@ func removeCompactCopies(path string) error {
 // compactLocked does the work of Compact; db.gate is held exclusively, so
 // nothing else uses db.bdb.
 func (db *DB) compactLocked() (err error) {
+	if db.broken != nil {
+		// The log, still dirty, holds commits that the next Open
+		// recovers on this file.
+		return db.broken
+	}
 	src := db.bdb
 	dir := filepath.Dir(db.path)
 	f, err := os.CreateTemp(dir, filepath.Base(db.path)+".compact-*")

@@ -272,6 +272,7 @@ func (t *tx) put(bucket string, key, value []byte) error {
 	// With the log on, they are the copies in the commit's record, which
 	// is not written to until the commit.
 	var k, v []byte
+	mark := len(t.w.log)
 	if t.w.logging {
 		t.w.log, k, v = appendPut(t.w.log, bucket, key, value)
 	} else {
@@ -281,6 +282,7 @@ func (t *tx) put(bucket string, key, value []byte) error {
 		k, v = buf[:n:n], buf[n:]
 	}
 	if err := b.Put(k, v); err != nil {
+		t.w.log = t.w.log[:mark] // the put did not happen
 		return fmt.Errorf("store/bolt: put in bucket %q: %w", bucket, err)
 	}
 	return nil

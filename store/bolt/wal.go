@@ -45,6 +45,7 @@ package bolt
 // from then on (see abandonLog).
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -241,11 +242,13 @@ func readHeader(f io.ReaderAt) (h walHeader, ok bool, err error) {
 }
 
 // readRecords calls fn with the payload of each record of generation gen,
-// in order, up to the first that is torn, stale or missing; fn may keep
-// the payload. It returns the offset after the last record read.
+// in order, up to the first that is torn, stale or missing; the payload is
+// valid only until fn returns. It returns the offset after the last record
+// read.
 func readRecords(f io.ReaderAt, gen uint64, fn func(payload []byte) error) (int64, error) {
 	off := int64(walRecords)
 	var hdr [recHeader]byte
+	var payload []byte
 	for {
 		if _, err := f.ReadAt(hdr[:], off); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -257,9 +260,10 @@ func readRecords(f io.ReaderAt, gen uint64, fn func(payload []byte) error) (int6
 		if n == 0 || n > maxLogRecord || binary.LittleEndian.Uint64(hdr[8:]) != gen {
 			return off, nil
 		}
-		// A new buffer for each record: bbolt keeps the keys and values
-		// put until its commit.
-		payload := make([]byte, n)
+		if cap(payload) < int(n) {
+			payload = make([]byte, n)
+		}
+		payload = payload[:n]
 		if _, err := f.ReadAt(payload, off+recHeader); err != nil {
 			if errors.Is(err, io.EOF) {
 				return off, nil
@@ -338,7 +342,9 @@ func applyRecord(btx *bbolt.Tx, payload []byte) error {
 			if err != nil {
 				return err
 			}
-			if err := b.Put(key, value); err != nil {
+			// bbolt keeps value until the commit, and readRecords
+			// reuses the payload's buffer for the next record.
+			if err := b.Put(key, bytes.Clone(value)); err != nil {
 				return err
 			}
 		case opDelete:
@@ -533,6 +539,7 @@ type hooks struct {
 	mmapSize        int                   // bbolt's initial map size; zero means logMmapSize()
 	afterCommit     func()                // a commit's pages are written; its record is not yet
 	afterFlush      func()                // the database file has been flushed
+	afterCheckpoint func()                // a checkpoint has pinned its state
 }
 
 // prepareLog opens the log of the database at path before bbolt opens the
@@ -705,6 +712,9 @@ func (db *DB) checkpoint() error {
 	}
 	db.setPin(pin)
 	db.stats.checkpoints.Add(1)
+	if db.hooks != nil && db.hooks.afterCheckpoint != nil {
+		db.hooks.afterCheckpoint()
+	}
 	return nil
 }
 
@@ -724,11 +734,18 @@ func (db *DB) logCommit(rec []byte) error {
 	if db.hooks != nil && db.hooks.afterCommit != nil {
 		db.hooks.afterCommit()
 	}
+	if len(rec) == recHeader {
+		// No change to replay (a write failed and its fn went on): an
+		// empty record would read as the end of the log.
+		return nil
+	}
 	if len(rec)-recHeader > db.wal.maxRec {
-		// Too large for the log: the checkpoint makes it durable. Should
-		// the checkpoint fail, no later commit may be logged without it.
+		// Too large for the log: the checkpoint makes it durable.
 		err := db.checkpoint()
 		if err != nil && db.broken == nil {
+			// It failed before writing the header: the commit is neither
+			// in the log nor flushed, and later commits may see it. Go on
+			// without the log, as when appending fails.
 			err = db.abandonLog(err)
 		}
 		return err
