@@ -57,16 +57,16 @@
 // the file once the commits since the last one have written about a
 // thousand pages (a hundred lone commits) or a megabyte of log, and starts
 // the log afresh; until the next one, the pages of the checkpoint's state
-// are kept from reuse, so that a power loss leaves them intact. Open applies the log of a database that was not
-// closed cleanly: it brings back the checkpoint's state and replays the
-// commits logged since. Close flushes the file and marks the log clean.
-// Keep the log with the file: copy, move or back up the two together.
-// [Options.NoWAL] turns the log off; commits then flush the file
-// themselves. If writing the log fails, the file is flushed, the log
-// removed, and commits flush the file from then on. bbolt maps 1 GiB of
-// address space (no memory) up front on 64-bit systems other than Windows,
-// so that a commit seldom has to remap the file while the checkpoint's
-// pages are held.
+// are kept from reuse, so that a power loss leaves them intact. Open
+// applies the log of a database that was not closed cleanly: it brings
+// back the checkpoint's state and replays the commits logged since. Close
+// flushes the file and marks the log clean. Keep the log with the file:
+// copy, move or back up the two together. [Options.NoWAL] turns the log
+// off; commits then flush the file themselves. If writing the log fails,
+// the file is flushed, the log removed, and commits flush the file from
+// then on. bbolt maps 1 GiB of address space (no memory) up front on 64-bit
+// systems other than Windows, so that a commit seldom has to remap the
+// file while the checkpoint's pages are held.
 //
 // The list of free pages is not written with each commit (bbolt's
 // NoFreelistSync): that saves a page or more per commit, and [Open]
