@@ -129,15 +129,14 @@ const (
 // root bucket (pgid and sequence), freelist pgid, high-water pgid, txid and
 // an FNV-64a checksum of the meta's preceding bytes (u64 each).
 const (
-	metaSize     = 80
-	metaMagicAt  = 16
-	metaPageAt   = 24
-	metaPgidAt   = 56
-	metaTxidAt   = 64
-	metaSumAt    = 72
-	boltMagic    = 0xED0CDAED
-	boltVersion  = 2
-	metaPageFlag = 0x04
+	metaSize    = 80
+	metaMagicAt = 16
+	metaPageAt  = 24
+	metaPgidAt  = 56
+	metaTxidAt  = 64
+	metaSumAt   = 72
+	boltMagic   = 0xED0CDAED
+	boltVersion = 2
 )
 
 // Record layout: payload length u32, CRC-32C u32 of the generation and the
