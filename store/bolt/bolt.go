@@ -54,10 +54,10 @@
 // ".wal"): bbolt writes the commit's pages without flushing them, and the
 // commit's changes are appended to the log, which is flushed once (one
 // fdatasync, where a flushed bbolt commit costs two). A checkpoint flushes
-// the file once the commits since the last one have written about a
-// thousand pages (a hundred lone commits) or a megabyte of log, and starts
-// the log afresh; until the next one, the pages of the checkpoint's state
-// are kept from reuse, so that a power loss leaves them intact. Open
+// the file and starts the log afresh; until the next one, the pages of the
+// checkpoint's state are kept from reuse, so that a power loss leaves them
+// intact. The next comes once the commits since have freed 256 such pages
+// (about a hundred lone commits) or logged a megabyte. Open
 // applies the log of a database that was not closed cleanly: it brings
 // back the checkpoint's state and replays the commits logged since. Close
 // flushes the file and marks the log clean. Keep the log with the file:

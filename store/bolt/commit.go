@@ -352,9 +352,6 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 	r.btx = nil
 	st := btx.Stats()
 	r.db.stats.pages.Add(uint64(st.GetWrite()))
-	if db.wal != nil {
-		db.wal.pages += int(st.GetWrite())
-	}
 	if err != nil {
 		err = fmt.Errorf("store/bolt: commit: %w", err)
 		for _, c := range ran {
@@ -366,7 +363,7 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 	for _, c := range ran {
 		c.finish(c.tentative)
 	}
-	if db.wal != nil && db.wal.full() {
+	if db.wal != nil && db.wal.due(db.bdb.Stats().PendingPageN) {
 		// Should it fail, the log goes on from the last checkpoint, and
 		// the next commit tries again.
 		_ = db.checkpoint()

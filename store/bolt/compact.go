@@ -138,7 +138,7 @@ func (db *DB) compactLocked() (err error) {
 	}
 	// From here on the database is the new file, whatever else fails.
 	renamed = true
-	dst.NoSync = src.NoSync
+	dst.NoSync, dst.NoGrowSync = src.NoSync, src.NoGrowSync
 	db.bdb = dst
 	if db.wal != nil {
 		// The next commit makes the checkpoint if this one fails.

@@ -77,14 +77,13 @@ const (
 	// size (whose flush costs more than the record's).
 	walCheckpointBytes = 1 << 20
 
-	// checkpointPages is how many page writes the commits since the last
-	// checkpoint make before the next checkpoint. It bounds the pages that
-	// the pin keeps from reuse (at most one freed per page written), each
-	// a page the file grows by instead of reusing one: about 1,000 page
-	// writes (a hundred lone commits) keep the file of a store of 50,000
-	// facts within 7% of its size without the log, against 30% for 1 MiB
-	// of log.
-	checkpointPages = 1024
+	// checkpointPinned is how many pages the commits since the last
+	// checkpoint may free, and the pin keep from reuse, before the next
+	// checkpoint releases them: each is a page the file grows by instead
+	// of reusing one. 256 (about a hundred lone commits) keeps the file of
+	// a store of 50,000 facts as large as without the log, give or take
+	// 10%; 1 MiB of log alone would leave it 30% larger.
+	checkpointPinned = 256
 
 	// maxLogRecord bounds a commit's record: a commit whose changes are
 	// larger is flushed to the database file by a checkpoint instead.
@@ -167,14 +166,18 @@ func (f osWALFile) Sync() error { return fdatasync(f.File) }
 // wal is an open log. Only the writer uses it: the leader of a group
 // commit, or Open, Compact and Close, which exclude every other call.
 type wal struct {
-	f      walFile
-	path   string
-	gen    uint64 // generation of the header in force
-	end    int64  // offset of the next record
-	since  int64  // record bytes since the last checkpoint
-	limit  int64  // checkpoint once since reaches it
-	pages  int    // pages the commits since the last checkpoint wrote
-	maxRec int    // the largest record appended; a larger commit makes a checkpoint
+	f     walFile
+	path  string
+	gen   uint64 // generation of the header in force
+	end   int64  // offset of the next record
+	since int64  // record bytes since the last checkpoint
+	limit int64  // checkpoint once since reaches it
+	// pending is bbolt's count of freed pages not yet reusable after the
+	// first commit since the last checkpoint (-1 before it); the count
+	// past it is what the pin holds (a long read transaction holds pages
+	// too, which no checkpoint releases).
+	pending int
+	maxRec  int // the largest record appended; a larger commit makes a checkpoint
 }
 
 // close closes the log's file; it may be called more than once, and on a
@@ -427,7 +430,7 @@ func (w *wal) writeHeader(h walHeader) error {
 	if err := w.f.Sync(); err != nil {
 		return err
 	}
-	w.gen, w.end, w.since, w.pages = h.gen, walRecords, 0, 0
+	w.gen, w.end, w.since, w.pending = h.gen, walRecords, 0, -1
 	return nil
 }
 
@@ -526,8 +529,14 @@ func (e *needsRecoveryError) Error() string {
 
 func (e *needsRecoveryError) Unwrap() error { return ErrNeedsRecovery }
 
-// full reports whether the log is due for a checkpoint.
-func (w *wal) full() bool { return w.since >= w.limit || w.pages >= checkpointPages }
+// due reports whether a checkpoint is due, given bbolt's count of freed
+// pages not yet reusable after a commit.
+func (w *wal) due(pending int) bool {
+	if w.pending < 0 {
+		w.pending = pending
+	}
+	return w.since >= w.limit || pending-w.pending >= checkpointPinned
+}
 
 // hooks lets tests watch the log at work and break it. Production code
 // leaves Options.hooks nil.
@@ -629,7 +638,10 @@ func (db *DB) startLog(w *wal, replay bool, opts *Options) error {
 	}
 	db.wal = w
 	db.hooks = opts.hooks
-	db.bdb.NoSync = true
+	// Commits do not flush the file, nor its growth: the checkpoint's
+	// fdatasync flushes both. (bbolt then grows the file by its writes,
+	// not ahead of them.)
+	db.bdb.NoSync, db.bdb.NoGrowSync = true, true
 	return db.checkpoint()
 }
 
@@ -777,7 +789,7 @@ func (db *DB) abandonLog(cause error) error {
 		return db.broken
 	}
 	db.wal = nil
-	db.bdb.NoSync = false
+	db.bdb.NoSync, db.bdb.NoGrowSync = false, false
 	return nil
 }
 
