@@ -25,6 +25,7 @@ set -- \
 	"WritePathPagesPerCommit:200x:pages/commit" \
 	"WritePathPagesPerCommit:200x:mean-pages/commit" \
 	"WritePathFileBytes:1x:B/fact" \
+	"WritePathFileBytesDurable:1x:B/fact" \
 	"StoreFact32Concurrent:3s:facts/s" \
 	"WritePathCPU:2000x:cpu-µs/op"
 for spec in "$@"; do

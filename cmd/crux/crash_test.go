@@ -234,17 +234,22 @@ func readBucket(b *bbolt.Bucket) error {
 	})
 }
 
-// checkStore checks the store of dir, opened read-only after a kill:
-// every acknowledged write is there, found by its (entity, key), and every
-// tenant's receipt chain links and verifies with the data directory's key.
+// checkStore checks the store of dir after a kill: it opens it read-write
+// once, which applies its write-ahead log, then checks the file and,
+// opened read-only, the store: every acknowledged write is there, found by
+// its (entity, key), and every tenant's receipt chain links and verifies
+// with the data directory's key.
 func checkStore(t *testing.T, dir string, acks []acked) {
 	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, dbFile), &bolt.Options{LockTimeout: 5 * time.Second})
+	require.NoError(t, err, "recover")
+	require.NoError(t, db.Close())
 	checkFile(t, dir)
 	signer, err := receipts.LoadOrCreateKey(dir)
 	require.NoError(t, err)
 	kr := receipts.NewKeyring(signer.Public())
 
-	db, err := bolt.Open(filepath.Join(dir, dbFile), &bolt.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
+	db, err = bolt.Open(filepath.Join(dir, dbFile), &bolt.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	defer db.Close()
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {

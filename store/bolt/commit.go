@@ -14,6 +14,9 @@ import (
 // maxBatch caps the number of Update calls committed in one transaction.
 const maxBatch = 256
 
+// maxLogBuf bounds the record buffer a DB keeps for its next commit.
+const maxLogBuf = 1 << 20
+
 // call is one queued Update.
 //
 // done is closed exactly once: by the leader handing over leadership (lead is
@@ -245,9 +248,22 @@ func (r *runner) rollback() {
 // back, and, when an fn failed after writing, that call, to be run alone.
 // Every other call has its final result when attempt returns.
 func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call) {
-	btx, err := r.db.bdb.Begin(true)
+	db := r.db
+	err := db.broken
+	if err == nil && db.wal != nil && !db.pinned() {
+		// The pin was dropped (see DB.watchCommit), or the log marked
+		// clean by Compact: no page of the log's checkpoint may be
+		// reused before a new checkpoint.
+		err = db.checkpoint()
+	}
+	var btx *bbolt.Tx
+	if err == nil {
+		btx, err = db.bdb.Begin(true)
+		if err != nil {
+			err = fmt.Errorf("store/bolt: begin write transaction: %w", err)
+		}
+	}
 	if err != nil {
-		err = fmt.Errorf("store/bolt: begin write transaction: %w", err)
 		for _, c := range calls {
 			c.finish(err)
 		}
@@ -255,6 +271,10 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 	}
 	r.btx = btx
 	w := &writeState{}
+	if db.wal != nil {
+		w.logging = true
+		w.log = append(db.logBuf[:0], make([]byte, recHeader)...)
+	}
 	ran := make([]*call, 0, len(calls)) // ran in btx; final result depends on the commit
 	writes := 0
 	for i := 0; ; i++ {
@@ -315,7 +335,19 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 		return nil, nil
 	}
 	start := time.Now()
-	err = btx.Commit() // rolls back by itself on failure
+	if w.logging {
+		db.watchCommit()
+		err = btx.Commit() // rolls back by itself on failure
+		db.endCommit()
+		if err == nil {
+			err = db.logCommit(w.log)
+		}
+		if cap(w.log) <= maxLogBuf {
+			db.logBuf = w.log[:0]
+		}
+	} else {
+		err = btx.Commit()
+	}
 	r.db.noteCommit(time.Since(start))
 	r.btx = nil
 	st := btx.Stats()
@@ -330,6 +362,11 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 	r.db.stats.commits.Add(1)
 	for _, c := range ran {
 		c.finish(c.tentative)
+	}
+	if db.wal != nil && db.wal.due(db.bdb.Stats().PendingPageN) {
+		// Should it fail, the log goes on from the last checkpoint, and
+		// the next commit tries again.
+		_ = db.checkpoint()
 	}
 	return nil, nil
 }

@@ -84,6 +84,11 @@ func removeCompactCopies(path string) error {
 // compactLocked does the work of Compact; db.gate is held exclusively, so
 // nothing else uses db.bdb.
 func (db *DB) compactLocked() (err error) {
+	if db.broken != nil {
+		// The log, still dirty, holds commits that the next Open
+		// recovers on this file.
+		return db.broken
+	}
 	src := db.bdb
 	dir := filepath.Dir(db.path)
 	f, err := os.CreateTemp(dir, filepath.Base(db.path)+".compact-*")
@@ -120,13 +125,25 @@ func (db *DB) compactLocked() (err error) {
 	if err := dst.Sync(); err != nil {
 		return fmt.Errorf("store/bolt: compact %s: sync: %w", db.path, err)
 	}
+	if db.wal != nil {
+		// The log's checkpoint is a state of the old file: mark the log
+		// clean before the new file takes the old one's place. The next
+		// commit makes a checkpoint (of whichever file is then in place).
+		if err := db.closeLog(); err != nil {
+			return fmt.Errorf("store/bolt: compact %s: %w", db.path, err)
+		}
+	}
 	if err := os.Rename(tmp, db.path); err != nil {
 		return fmt.Errorf("store/bolt: compact %s: rename: %w", db.path, err)
 	}
 	// From here on the database is the new file, whatever else fails.
 	renamed = true
-	dst.NoSync = src.NoSync
+	dst.NoSync, dst.NoGrowSync = src.NoSync, src.NoGrowSync
 	db.bdb = dst
+	if db.wal != nil {
+		// The next commit makes the checkpoint if this one fails.
+		_ = db.checkpoint()
+	}
 	var errs []error
 	if err := syncDir(dir); err != nil {
 		errs = append(errs, fmt.Errorf("store/bolt: compact %s: sync directory: %w", db.path, err))

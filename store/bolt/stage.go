@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -181,8 +180,8 @@ func (t *tx) flushStages() error {
 			}
 		}
 		for _, k := range keys {
-			if err := s.Delete(k); err != nil {
-				return fmt.Errorf("store/bolt: delete in bucket %q: %w", stage, err)
+			if err := t.delete(stage, k); err != nil {
+				return err
 			}
 		}
 	}

@@ -58,6 +58,8 @@ type writeState struct {
 	appending []string // buckets hinted as appended to
 	writeOnce []string // buckets hinted as written once
 	staged    []string // stages written to (see stage.go)
+	logging   bool     // the write-ahead log is on: changes are recorded in log
+	log       []byte   // the commit's record for the log (see wal.go)
 }
 
 // bucketCache remembers a few open buckets of a transaction, so repeated
@@ -267,10 +269,20 @@ func (t *tx) put(bucket string, key, value []byte) error {
 		return err
 	}
 	// bbolt keeps the slices until the commit; the caller may reuse them.
-	buf := make([]byte, len(key)+len(value))
-	n := copy(buf, key)
-	copy(buf[n:], value)
-	if err := b.Put(buf[:n:n], buf[n:]); err != nil {
+	// With the log on, they are the copies in the commit's record, which
+	// is not written to until the commit.
+	var k, v []byte
+	mark := len(t.w.log)
+	if t.w.logging {
+		t.w.log, k, v = appendPut(t.w.log, bucket, key, value)
+	} else {
+		buf := make([]byte, len(key)+len(value))
+		n := copy(buf, key)
+		copy(buf[n:], value)
+		k, v = buf[:n:n], buf[n:]
+	}
+	if err := b.Put(k, v); err != nil {
+		t.w.log = t.w.log[:mark] // the put did not happen
 		return fmt.Errorf("store/bolt: put in bucket %q: %w", bucket, err)
 	}
 	return nil
@@ -305,6 +317,9 @@ func (t *tx) delete(bucket string, key []byte) error {
 	t.w.gen++
 	if err := b.Delete(key); err != nil {
 		return fmt.Errorf("store/bolt: delete in bucket %q: %w", bucket, err)
+	}
+	if t.w.logging {
+		t.w.log = appendDelete(t.w.log, bucket, key)
 	}
 	return nil
 }
