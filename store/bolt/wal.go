@@ -22,7 +22,7 @@ package bolt
 //   - A commit returns only once its record is flushed to the log. The log
 //     therefore holds, after its header, every returned commit since K, in
 //     order, each with a checksum; a torn or stale record ends it.
-//   - Opening a database whose log was not closed cleanly (recover) writes
+//   - Opening a database whose log was not closed cleanly writes
 //     K's meta page back over both of the file's meta pages, which brings
 //     back state K whatever the meta pages held, and replays the log's
 //     records on it. Records are plain puts and deletes, so replaying them
@@ -551,10 +551,9 @@ type hooks struct {
 }
 
 // prepareLog opens the log of the database at path before bbolt opens the
-// file. If the database was not closed cleanly, it checks that the log
-// belongs to this file and restores the meta page of the log's
-// checkpoint; replay is then true, and the log's records are to be
-// replayed (see DB.startLog). The log is created if it is missing and
+// file. If the database was not closed cleanly, it restores the meta page
+// of the log's checkpoint (see restoreMeta); replay is then true, and the
+// log's records are to be replayed (see DB.startLog). The log is created if it is missing and
 // will be used; w is nil when there is no log and none is to be used.
 func prepareLog(path string, opts *Options) (w *wal, replay bool, err error) {
 	use := !opts.ReadOnly && !opts.NoSync && !opts.NoWAL
