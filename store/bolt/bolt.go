@@ -56,8 +56,8 @@
 // fdatasync, where a flushed bbolt commit costs two). A checkpoint flushes
 // the file and starts the log afresh; until the next one, the pages of the
 // checkpoint's state are kept from reuse, so that a power loss leaves them
-// intact. The next comes once the commits since have freed 256 such pages
-// (about a hundred lone commits) or logged a megabyte. Open
+// intact. The next comes once the commits since (16 at least) have freed
+// 256 such pages (about a hundred lone commits), or logged a megabyte. Open
 // applies the log of a database that was not closed cleanly: it brings
 // back the checkpoint's state and replays the commits logged since. Close
 // flushes the file and marks the log clean. Keep the log with the file:

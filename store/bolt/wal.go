@@ -85,6 +85,10 @@ const (
 	// 10%; 1 MiB of log alone would leave it 30% larger.
 	checkpointPinned = 256
 
+	// minCheckpointCommits is how many commits come between two
+	// checkpoints at least, unless the log fills up (see wal.due).
+	minCheckpointCommits = 16
+
 	// maxLogRecord bounds a commit's record: a commit whose changes are
 	// larger is flushed to the database file by a checkpoint instead.
 	maxLogRecord = 16 << 20
@@ -177,6 +181,7 @@ type wal struct {
 	// past it is what the pin holds (a long read transaction holds pages
 	// too, which no checkpoint releases).
 	pending int
+	commits int // commits logged since the last checkpoint
 	maxRec  int // the largest record appended; a larger commit makes a checkpoint
 }
 
@@ -430,7 +435,7 @@ func (w *wal) writeHeader(h walHeader) error {
 	if err := w.f.Sync(); err != nil {
 		return err
 	}
-	w.gen, w.end, w.since, w.pending = h.gen, walRecords, 0, -1
+	w.gen, w.end, w.since, w.pending, w.commits = h.gen, walRecords, 0, -1, 0
 	return nil
 }
 
@@ -449,6 +454,7 @@ func (w *wal) append(rec []byte) error {
 	}
 	w.end += int64(len(rec))
 	w.since += int64(len(rec))
+	w.commits++
 	return nil
 }
 
@@ -530,12 +536,16 @@ func (e *needsRecoveryError) Error() string {
 func (e *needsRecoveryError) Unwrap() error { return ErrNeedsRecovery }
 
 // due reports whether a checkpoint is due, given bbolt's count of freed
-// pages not yet reusable after a commit.
+// pages not yet reusable after a commit: once the log is full, or the pin
+// holds checkpointPinned pages and minCheckpointCommits commits have
+// been logged. (Commits of many calls each free many pages: the minimum
+// spares them a checkpoint every few commits, which would stall every
+// caller for its flush, at the cost of a larger file.)
 func (w *wal) due(pending int) bool {
 	if w.pending < 0 {
 		w.pending = pending
 	}
-	return w.since >= w.limit || pending-w.pending >= checkpointPinned
+	return w.since >= w.limit || pending-w.pending >= checkpointPinned && w.commits >= minCheckpointCommits
 }
 
 // hooks lets tests watch the log at work and break it. Production code
