@@ -174,8 +174,7 @@ type wal struct {
 	path  string
 	gen   uint64 // generation of the header in force
 	end   int64  // offset of the next record
-	since int64  // record bytes since the last checkpoint
-	limit int64  // checkpoint once since reaches it
+	limit int64  // checkpoint once the records take this many bytes
 	// pending is bbolt's count of freed pages not yet reusable after the
 	// first commit since the last checkpoint (-1 before it); the count
 	// past it is what the pin holds (a long read transaction holds pages
@@ -435,7 +434,7 @@ func (w *wal) writeHeader(h walHeader) error {
 	if err := w.f.Sync(); err != nil {
 		return err
 	}
-	w.gen, w.end, w.since, w.pending, w.commits = h.gen, walRecords, 0, -1, 0
+	w.gen, w.end, w.pending, w.commits = h.gen, walRecords, -1, 0
 	return nil
 }
 
@@ -453,7 +452,6 @@ func (w *wal) append(rec []byte) error {
 		return err
 	}
 	w.end += int64(len(rec))
-	w.since += int64(len(rec))
 	w.commits++
 	return nil
 }
@@ -545,7 +543,7 @@ func (w *wal) due(pending int) bool {
 	if w.pending < 0 {
 		w.pending = pending
 	}
-	return w.since >= w.limit || pending-w.pending >= checkpointPinned && w.commits >= minCheckpointCommits
+	return w.end-walRecords >= w.limit || pending-w.pending >= checkpointPinned && w.commits >= minCheckpointCommits
 }
 
 // hooks lets tests watch the log at work and break it. Production code
