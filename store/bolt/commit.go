@@ -272,7 +272,6 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 	r.btx = btx
 	w := &writeState{}
 	if db.wal != nil {
-		w.logging = true
 		w.log = append(db.logBuf[:0], make([]byte, recHeader)...)
 	}
 	ran := make([]*call, 0, len(calls)) // ran in btx; final result depends on the commit
@@ -335,7 +334,7 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 		return nil, nil
 	}
 	start := time.Now()
-	if w.logging {
+	if w.log != nil {
 		db.watchCommit()
 		err = btx.Commit() // rolls back by itself on failure
 		db.endCommit()

@@ -58,8 +58,7 @@ type writeState struct {
 	appending []string // buckets hinted as appended to
 	writeOnce []string // buckets hinted as written once
 	staged    []string // stages written to (see stage.go)
-	logging   bool     // the write-ahead log is on: changes are recorded in log
-	log       []byte   // the commit's record for the log (see wal.go)
+	log       []byte   // the commit's record for the log (see wal.go); nil when the log is off
 }
 
 // bucketCache remembers a few open buckets of a transaction, so repeated
@@ -273,7 +272,7 @@ func (t *tx) put(bucket string, key, value []byte) error {
 	// is not written to until the commit.
 	var k, v []byte
 	mark := len(t.w.log)
-	if t.w.logging {
+	if t.w.log != nil {
 		t.w.log, k, v = appendPut(t.w.log, bucket, key, value)
 	} else {
 		buf := make([]byte, len(key)+len(value))
@@ -318,7 +317,7 @@ func (t *tx) delete(bucket string, key []byte) error {
 	if err := b.Delete(key); err != nil {
 		return fmt.Errorf("store/bolt: delete in bucket %q: %w", bucket, err)
 	}
-	if t.w.logging {
+	if t.w.log != nil {
 		t.w.log = appendDelete(t.w.log, bucket, key)
 	}
 	return nil
