@@ -195,6 +195,15 @@ func (w *wal) close() error {
 	return err
 }
 
+// remove closes the log and removes its file, durably.
+func (w *wal) remove() error {
+	_ = w.close()
+	if err := os.Remove(w.path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(w.path))
+}
+
 // walHeader is a decoded header slot.
 type walHeader struct {
 	gen      uint64
@@ -633,12 +642,7 @@ func (db *DB) startLog(w *wal, replay bool, opts *Options) error {
 		}
 	}
 	if opts.NoSync || opts.NoWAL {
-		w.close()
-		err := os.Remove(w.path)
-		if err == nil {
-			err = syncDir(filepath.Dir(w.path))
-		}
-		if err != nil {
+		if err := w.remove(); err != nil {
 			return fmt.Errorf("store/bolt: open %s: remove the write-ahead log: %w", db.path, err)
 		}
 		return nil
@@ -785,11 +789,7 @@ func (db *DB) abandonLog(cause error) error {
 	db.setPin(nil)
 	err := db.flush()
 	if err == nil {
-		_ = db.wal.close()
-		err = os.Remove(db.wal.path)
-		if err == nil {
-			err = syncDir(filepath.Dir(db.wal.path))
-		}
+		err = db.wal.remove()
 	}
 	if err != nil {
 		db.broken = fmt.Errorf("store/bolt: %s: the write-ahead log failed (%v), and so did flushing the database file without it: %w", db.path, cause, err)
