@@ -500,7 +500,7 @@ func validMeta(m []byte) bool {
 // fails, changing nothing, if meta is not a valid meta page of pageSize
 // bytes, or the file is too short for the state (it is then not the file
 // the log belongs to).
-func restoreMeta(path string, pageSize int, meta [metaSize]byte) error {
+func restoreMeta(path string, pageSize int, meta [metaSize]byte) (err error) {
 	if !validMeta(meta[:]) || binary.NativeEndian.Uint32(meta[metaPageAt:]) != uint32(pageSize) {
 		return errors.New("the log's header holds no valid meta page")
 	}
@@ -508,28 +508,26 @@ func restoreMeta(path string, pageSize int, meta [metaSize]byte) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return err
 	}
 	if pages := binary.NativeEndian.Uint64(meta[metaPgidAt:]); uint64(fi.Size()) < pages*uint64(pageSize) {
-		f.Close()
 		return fmt.Errorf("%s is shorter than the state the log starts from: the log belongs to another file", path)
 	}
 	for id := range 2 {
 		page := meta
 		binary.NativeEndian.PutUint64(page[0:], uint64(id))
 		if _, err := f.WriteAt(page[:], int64(id*pageSize)); err != nil {
-			f.Close()
 			return err
 		}
 	}
-	err = fdatasync(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fdatasync(f)
 }
 
 // needsRecoveryError is the error of a read-only Open of a database whose
