@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +83,15 @@ func structured(t *testing.T, srv *crux.Server, c crux.Caller, name, args string
 	require.NoError(t, err)
 	return string(b)
 }
+
+// scoreField is a keyword query's score in a query_facts row.
+var scoreField = regexp.MustCompile(`"score":[-0-9.e+]+,?`)
+
+// withoutScores drops the score fields of the rows of a query_facts answer:
+// a keyword query's score weighs each word by how many of the tenant's facts
+// hold it, other agents' private facts included, which an agent's export
+// leaves behind; the rows' order is still compared.
+func withoutScores(answer string) string { return scoreField.ReplaceAllString(answer, "") }
 
 // readCalls are the reads that an import must answer as the source did.
 var readCalls = []struct {
@@ -161,8 +171,8 @@ func exportImportReproduces(t *testing.T, newDst func(*testing.T, *crux.Options)
 
 	clk.advance(48 * time.Hour) // freshness moves on alike on both sides
 	for _, c := range readCalls {
-		want := structured(t, src, c.caller, c.name, c.args)
-		got := structured(t, dst, c.caller, c.name, c.args)
+		want := withoutScores(structured(t, src, c.caller, c.name, c.args))
+		got := withoutScores(structured(t, dst, c.caller, c.name, c.args))
 		assert.JSONEq(t, want, got, "%s %s as %q", c.name, c.args, c.caller.Agent)
 	}
 	// bob's private records stayed behind.

@@ -197,6 +197,59 @@ func Terms(text string, fn func(term string)) { new(Analyzer).Terms(text, fn) }
 // of first appearance.
 func Words(text string) []string { return distinct(text, Stem) }
 
+// QueryWords returns the distinct terms of a question or keyword query
+// that carry its meaning: those of [Words] less the words that only shape
+// a question (stop words and question words such as "what", "did",
+// "who", "her": [IsQuestionWord]). A query made only of such words keeps
+// them all, so that it still asks for something.
+func QueryWords(text string) []string {
+	var out, all []string
+	seen := make(map[string]bool) // term → it carries meaning
+	Split(text, func(w Word) {
+		t := Stem(w.Lower)
+		meaning, ok := seen[t]
+		if !ok {
+			all = append(all, t)
+		}
+		if !meaning && !IsQuestionWord(w.Lower) {
+			out = append(out, t)
+			meaning = true
+		}
+		seen[t] = meaning
+	})
+	if len(out) == 0 {
+		return all
+	}
+	return out
+}
+
+// questionWords are the words [QueryWords] drops besides the stop words:
+// question words, auxiliary verbs and pronouns. Modal "may" is kept (the
+// month), as are the negations.
+var questionWords = func() map[string]struct{} {
+	m := make(map[string]struct{})
+	for _, w := range strings.Fields(`what when where which who whom whose why how
+		do does did done doing have has had having am were been being
+		can could would should shall might must
+		i me my mine myself you your yours yourself we us our ours he him his himself
+		she her hers herself its itself them themselves
+		about from any some ever`) {
+		m[w] = struct{}{}
+	}
+	return m
+}()
+
+// IsQuestionWord reports whether the lowercased word w only shapes a
+// question: a stop word ([IsStop]) or one of the question words,
+// auxiliaries and pronouns [QueryWords] drops.
+func IsQuestionWord(w string) bool {
+	if IsStop(w) {
+		return true
+	}
+	_, ok := questionWords[w]
+	return ok
+}
+
 // LowerWords returns the distinct words of text as [Split] finds them,
 // lowercased but not stemmed, in order of first appearance: for matching
 // text against fixed word lists, and for showing words to people.

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -28,10 +27,13 @@ func Words(text string) []string { return index.Words(text) }
 type FactQuery struct {
 	Scope // the caller
 
-	Entity       string   // exact logical entity
-	EntityPrefix string   // logical entity prefix
-	Key          string   // exact key
-	Terms        []string // keyword terms (see Words); a fact matches when one of its words starts with any term
+	Entity       string // exact logical entity
+	EntityPrefix string // logical entity prefix
+	Key          string // exact key
+	// Terms are keyword terms (see Words and QueryWords): a fact matches
+	// when one of its words starts with any of them, and matching facts
+	// rank by their relevance to them times their effective confidence.
+	Terms []string
 
 	// IncludeSuperseded also returns facts that a later one retired.
 	IncludeSuperseded bool
@@ -56,6 +58,10 @@ type RankedFact struct {
 	// rank at their stored confidence even when stale.
 	Effective float64
 	Pinned    bool // pinned by the querying agent
+	// Score is what the fact ranks by: for a keyword query, its relevance
+	// to the terms times Effective (see the package's keyword ranking);
+	// otherwise Effective.
+	Score float64
 }
 
 // FactResult is the outcome of [SearchFacts].
@@ -69,13 +75,15 @@ type FactResult struct {
 	BelowFloor int
 }
 
-// SearchFacts returns the facts matching q, best first: by effective
-// confidence, then newest first. Candidates come from an index (the entity
-// chain, the key index, the keyword postings or the confidence index), so
-// the work grows with the number of matching facts, not with the size of
-// the store. Keyword and unfiltered queries visit candidates by stored
-// confidence and stop as soon as no later one can enter the result, so they
-// read few more facts than they return.
+// SearchFacts returns the facts matching q, best first: with keyword terms
+// by relevance times effective confidence, else by effective confidence,
+// then newest first. Candidates come from an index (the entity chain, the
+// key index, the keyword postings or the confidence index), so the work
+// grows with the number of matching facts, not with the size of the store.
+// Unfiltered queries visit candidates by stored confidence and stop as soon
+// as no later one can enter the result; keyword queries weigh their
+// candidates by their postings and read the best of them (see
+// searchTerms), so both read few more facts than they return.
 func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 	switch {
 	case q.Entity != "" || q.EntityPrefix != "":
@@ -102,73 +110,12 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 		err := scanKeyIndex(tx, q.Tenant, append(indexKey(q.Tenant, q.Key), 0),
 			func(_, stored string) bool { return !keyEntrySeen(stored, q.Agent) },
 			func(v []byte) error { return q.rankInto(tx, &res, v) })
-		return q.finish(res), err
-	case len(q.Terms) > 0:
-		// Postings hold the fact's rank key, so candidates are ordered
-		// without reading them; they match the terms by construction.
-		seen := make(map[string]struct{})
-		var keys [][]byte
-		for _, t := range q.Terms {
-			prefetchScan(tx, bucketWords, indexKey(q.Tenant, t), false)
-		}
-		prefetchScan(tx, bucketFresh, indexKey(q.Tenant, ""), false)
-		for _, t := range q.Terms {
-			err := tx.Scan(bucketWords, indexKey(q.Tenant, t), false, func(_, v []byte) error {
-				ps, err := decodeBlock(v)
-				if err != nil {
-					return nil // crux doctor reports it
-				}
-				for _, p := range ps {
-					if _, ok := seen[p.id]; !ok {
-						seen[p.id] = struct{}{}
-						keys = append(keys, append(p.rank, p.id...))
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return FactResult{}, err
-			}
-		}
-		// The postings not yet moved to the keyword index (see indexLive).
-		err := tx.Scan(bucketFresh, indexKey(q.Tenant, ""), false, func(k, v []byte) error {
-			words, ok := freshWords(v)
-			if !ok {
-				return nil // malformed; the fact stays reachable by the other indexes
-			}
-			id := k[len(q.Tenant)+1:]
-			if _, ok := seen[string(id)]; ok {
-				return nil
-			}
-			for w := range bytes.SplitSeq(words, []byte{0}) {
-				if matchesAnyTerm(w, q.Terms) {
-					seen[string(id)] = struct{}{}
-					keys = append(keys, append(v[:16:16], id...))
-					return nil
-				}
-			}
-			return nil
-		})
 		if err != nil {
-			return FactResult{}, err
+			return res, err
 		}
-		sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
-		return rankStream(tx, q, bucketWords, func(visit func([]byte) error) error {
-			next, window := 0, max(q.Limit, 16)
-			for i, k := range keys {
-				if i == next {
-					// The facts of the next window of candidates, read
-					// together; the window doubles, as a query that reads
-					// past one is likely to read past the next.
-					prefetchFacts(tx, keys[i:min(len(keys), i+window)])
-					next, window = i+window, 2*window
-				}
-				if err := visit(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		return q.scoreAndFinish(tx, res)
+	case len(q.Terms) > 0:
+		return searchTerms(tx, q)
 	}
 	// The shared pool's partition, then the caller's own: each in rank
 	// order, so each stops early on its own.
@@ -182,19 +129,6 @@ func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 	})
 }
 
-// prefetchFacts announces the reads of the facts of the rank keys keys
-// (see Prefetcher).
-func prefetchFacts(tx Tx, keys [][]byte) {
-	if _, ok := tx.(Prefetcher); !ok {
-		return
-	}
-	ids := make([][]byte, len(keys))
-	for i, k := range keys {
-		ids[i] = k[16:]
-	}
-	prefetch(tx, bucketFacts, ids)
-}
-
 // rankIDs ranks every fact whose id is the value of a key under one of the
 // prefixes of bucket.
 func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, error) {
@@ -204,6 +138,19 @@ func rankIDs(tx Tx, q FactQuery, bucket string, prefixes [][]byte) (FactResult, 
 		if err != nil {
 			return res, err
 		}
+	}
+	return q.scoreAndFinish(tx, res)
+}
+
+// scoreAndFinish scores the facts of res by their relevance to q's terms,
+// if it has any, then finishes res.
+func (q *FactQuery) scoreAndFinish(tx Tx, res FactResult) (FactResult, error) {
+	if len(q.Terms) > 0 && len(res.Facts) > 0 {
+		stats, err := termStats(tx, q.Tenant, q.Terms)
+		if err != nil {
+			return res, err
+		}
+		scoreFacts(res.Facts, stats)
 	}
 	return q.finish(res), nil
 }
@@ -317,17 +264,8 @@ func (q *FactQuery) rank(tx Tx, f *Fact, checkTerms bool) (RankedFact, bool, err
 			r.Effective = f.Confidence
 		}
 	}
+	r.Score = r.Effective
 	return r, true, nil
-}
-
-// matchesAnyTerm reports whether the word w starts with one of terms.
-func matchesAnyTerm(w []byte, terms []string) bool {
-	for _, t := range terms {
-		if bytes.HasPrefix(w, []byte(t)) {
-			return true
-		}
-	}
-	return false
 }
 
 func matchesTerms(f *Fact, terms []string) bool {
@@ -342,6 +280,9 @@ func matchesTerms(f *Fact, terms []string) bool {
 }
 
 func less(a, b RankedFact) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
 	if a.Effective != b.Effective {
 		return a.Effective > b.Effective
 	}
@@ -368,3 +309,8 @@ func insertRanked(rs []RankedFact, r RankedFact, limit int) []RankedFact {
 	}
 	return rs
 }
+
+// QueryWords splits a question or keyword query into the words that rank
+// facts by relevance: those of [Words] less question and stop words
+// (index.QueryWords), or all of them when the query has no other.
+func QueryWords(text string) []string { return index.QueryWords(text) }

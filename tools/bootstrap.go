@@ -184,7 +184,7 @@ func getBootstrap() *Tool {
 				q.EntityPrefix += topic + ":"
 			}
 			var err error
-			if q.Terms, err = queryTerms(name, in.Query); err != nil {
+			if q.Terms, err = rankingTerms(name, in.Query); err != nil {
 				return nil, err
 			}
 			res, err := search(ctx, env.Store, q)

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -64,10 +65,28 @@ func checkNames(tool string, pairs ...string) error {
 // queryTerms splits a keyword query into index words; a query with text but
 // no usable word is an error naming the query argument.
 func queryTerms(tool, query string) ([]string, error) {
+	return checkTerms(tool, query, store.Words(query))
+}
+
+// rankingTerms splits a question or keyword query into the index words
+// that rank facts by relevance (store.QueryWords: question and stop words
+// carry no weight); like queryTerms, a query with text but no usable word
+// is an error naming the query argument, and so is one of more than
+// maxQueryTerms words.
+func rankingTerms(tool, query string) ([]string, error) {
+	terms, err := checkTerms(tool, query, store.QueryWords(query))
+	if len(terms) > maxQueryTerms {
+		return nil, invalidParams(tool, "query", fmt.Sprintf("has more than %d distinct words", maxQueryTerms))
+	}
+	return terms, err
+}
+
+// checkTerms returns the terms of query, nil for a blank query, or the
+// -32602 of a query with text but no word.
+func checkTerms(tool, query string, terms []string) ([]string, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, nil
 	}
-	terms := store.Words(query)
 	if len(terms) == 0 {
 		return nil, invalidParams(tool, "query", "needs a word of at least two letters or digits")
 	}
@@ -209,6 +228,10 @@ type FactRow struct {
 	Version             uint32  `json:"version"`
 	Private             bool    `json:"private,omitempty"`
 	SupersededBy        string  `json:"superseded_by,omitempty"`
+	// Score is what the row ranks by: with a query, its relevance to the
+	// query times its effective confidence; without, its effective
+	// confidence.
+	Score float64 `json:"score"`
 }
 
 // QueryFactsOutput is what query_facts returns.
@@ -226,10 +249,10 @@ func queryFacts() *Tool {
 	const name = "query_facts"
 	return &Tool{
 		Name:        name,
-		Description: "Find current facts by entity, entity_prefix, key and/or keywords, ranked by confidence (halved when stale); as_of reads the past.",
+		Description: "Find current facts by entity, entity_prefix, key and/or a question or keywords; with a query ranked by relevance (BM25) times confidence (halved when stale), else by confidence; as_of reads the past.",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
-			"age_hours, stored_at, version, private?, superseded_by?}], count, filtered_below_threshold, total_tokens, " +
+			"age_hours, stored_at, version, private?, superseded_by?, score}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),
 		out:    outputOf[QueryFactsOutput](),
@@ -250,7 +273,7 @@ func queryFacts() *Tool {
 				q.MinEffective = *in.MinEffective
 			}
 			var err error
-			if q.Terms, err = queryTerms(name, in.Query); err != nil {
+			if q.Terms, err = rankingTerms(name, in.Query); err != nil {
 				return nil, err
 			}
 			if in.AsOf != "" {
@@ -302,6 +325,7 @@ func newFactRow(r store.RankedFact, now time.Time) FactRow {
 		HorizonClass: r.HorizonClass, Freshness: r.Freshness,
 		AgeHours: roundHours(now.Sub(r.Anchor())), StoredAt: r.StoredAt.Format(time.RFC3339Nano),
 		Version: r.Version, Private: r.Private, SupersededBy: r.SupersededBy,
+		Score: math.Round(r.Score*1e4) / 1e4,
 	}
 }
 

@@ -1,0 +1,488 @@
+package store
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/binary"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/crux-go/crux/index"
+)
+
+// Keyword queries over facts rank by relevance.
+//
+// A fact's relevance to the terms of a [FactQuery] is BM25 over its words
+// (those of its value, key and entity, read as one text, stop words
+// included): each term adds
+//
+//	idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))
+//
+// with k1 = 1.2 and b = 0.75, where tf counts the fact's words equal to the
+// term and half of each longer word that starts with it ("topic7" in
+// "topic700"), so that an exact word outranks the longer words it is a
+// prefix of; dl is the fact's number of words and avgdl their mean over
+// the facts scored. idf is ln(1 + (N − df + 0.5)/(df + 0.5)), df the number
+// of facts holding the exact word (those holding a longer one when none
+// does) and N the tenant's number of current facts. A fact that matches
+// more of the terms, or rarer ones, so scores higher. The score a query
+// ranks by is the relevance times the fact's effective confidence; ties go
+// to the higher effective confidence, then to the newer fact.
+//
+// Candidates come from the keyword postings, which carry each fact's
+// stored confidence but not its words: every fact holding a term is first
+// weighed by its stored confidence times the sum of the idf of the terms
+// it holds (a longer word counting half), which the postings alone give,
+// and the best of them by that weight, at least rerankMin or twice the
+// limit, are read and scored exactly. Facts past that cut are the ones
+// whose postings match fewer, or more common, terms.
+
+// prefixWeight is what a word counts towards a term it starts with but is
+// longer than.
+const prefixWeight = 0.5
+
+// rerankMin is the least number of facts a keyword query reads and scores
+// exactly (see above).
+const rerankMin = 100
+
+// activeScanMax bounds the entries of facts.active a keyword query reads
+// to count the tenant's current facts; past it the count is a lower bound
+// (at least the largest df of the query's terms).
+const activeScanMax = 4096
+
+// termStat is a query term's document frequency and weight.
+type termStat struct {
+	term  string
+	df    int // facts holding the word exactly
+	dfPre int // facts holding a longer word that starts with it
+	idf   float64
+}
+
+// candidate is a fact that a posting names.
+type candidate struct {
+	raw  [16]byte // a standard id's 16 bytes
+	id   string   // a non-standard id; "" for a standard one
+	rank [16]byte // ^confidence, ^stored_at
+	w    float64  // within a term's list: 1 for the exact word, prefixWeight for a longer one; merged: the weight of stage one
+}
+
+// factID is c's fact id.
+func (c *candidate) factID() string {
+	if c.id != "" {
+		return c.id
+	}
+	return standardID(c.raw[:])
+}
+
+// cmpCandidates orders candidates by fact id.
+func cmpCandidates(a, b *candidate) int {
+	if a.id == "" && b.id == "" {
+		return bytes.Compare(a.raw[:], b.raw[:])
+	}
+	return strings.Compare(a.factID(), b.factID())
+}
+
+// conf is the stored confidence in c's rank.
+func (c *candidate) conf() float64 {
+	return math.Float64frombits(^binary.BigEndian.Uint64(c.rank[:8]))
+}
+
+// appendCandidates appends to list a candidate of weight w for every posting
+// of the block v. A block that does not decode adds nothing (crux doctor
+// reports it).
+func appendCandidates(list []candidate, v []byte, w float64) []candidate {
+	start := len(list)
+	if len(v) > 0 && (v[0] == blockMark || v[0] == blockMark7) {
+		r := blockReader{v: v[1:], v8: v[0] == blockMark}
+		for len(r.v) > 0 {
+			if r.next() != nil {
+				list = list[:start]
+				goto slow
+			}
+			c := candidate{w: w}
+			if r.std {
+				c.raw = r.raw
+			} else {
+				c.id = string(r.id)
+			}
+			copy(c.rank[:8], r.conf[:])
+			binary.BigEndian.PutUint64(c.rank[8:], r.prevAt)
+			list = append(list, c)
+		}
+		if len(list) > start {
+			return list
+		}
+	}
+slow:
+	ps, err := decodeBlock(v)
+	if err != nil {
+		return list
+	}
+	for _, p := range ps {
+		list = append(list, newCandidate(p.id, p.rank, w))
+	}
+	return list
+}
+
+// newCandidate is the candidate of the fact id of rank prefix rank.
+func newCandidate(id string, rank []byte, w float64) candidate {
+	c := candidate{w: w}
+	if raw, ok := compactID(id); ok {
+		c.raw = raw
+	} else {
+		c.id = id
+	}
+	copy(c.rank[:], rank)
+	return c
+}
+
+// termCandidates returns, for each of terms, the facts whose words hold it
+// (exactly, or as the start of a longer word), sorted by fact id, each
+// once with the weight of its best word, and the terms' statistics
+// without idf. With collect false, it only counts.
+func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]candidate, []termStat, error) {
+	lists := make([][]candidate, len(terms))
+	stats := make([]termStat, len(terms))
+	for _, t := range terms {
+		prefetchScan(tx, bucketWords, indexKey(tenant, t), false)
+	}
+	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
+	var scratch []candidate
+	for i, t := range terms {
+		stats[i].term = t
+		prefix := indexKey(tenant, t)
+		words := 0
+		var last []byte
+		err := tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
+			// k is tenant, NUL, word, NUL, last id: the word is t exactly
+			// when a NUL follows the prefix.
+			exact := len(k) > len(prefix) && k[len(prefix)] == 0
+			if j := bytes.IndexByte(k[len(prefix):], 0); j >= 0 && !bytes.Equal(k[:len(prefix)+j], last) {
+				last, words = append(last[:0], k[:len(prefix)+j]...), words+1
+			}
+			w := 1.0
+			if !exact {
+				w = prefixWeight
+			}
+			if !collect {
+				scratch = appendCandidates(scratch[:0], v, w)
+				if exact {
+					stats[i].df += len(scratch)
+				} else {
+					stats[i].dfPre += len(scratch)
+				}
+				return nil
+			}
+			n := len(lists[i])
+			lists[i] = appendCandidates(lists[i], v, w)
+			if exact {
+				stats[i].df += len(lists[i]) - n
+			} else {
+				stats[i].dfPre += len(lists[i]) - n
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if words > 1 {
+			lists[i] = sortCandidates(lists[i])
+		}
+	}
+	// The postings not yet moved to the keyword index (see indexLive).
+	fresh := make([]bool, len(terms))
+	err := tx.Scan(bucketFresh, indexKey(tenant, ""), false, func(k, v []byte) error {
+		words, ok := freshWords(v)
+		if !ok {
+			return nil // malformed; the fact stays reachable by the other indexes
+		}
+		best := make([]float64, len(terms))
+		for w := range bytes.SplitSeq(words, []byte{0}) {
+			for i, t := range terms {
+				if bytes.HasPrefix(w, []byte(t)) {
+					if len(w) == len(t) {
+						best[i] = 1
+					} else {
+						best[i] = max(best[i], prefixWeight)
+					}
+				}
+			}
+		}
+		for i, b := range best {
+			switch {
+			case b == 0:
+				continue
+			case b == 1:
+				stats[i].df++
+			default:
+				stats[i].dfPre++
+			}
+			if collect {
+				lists[i] = append(lists[i], newCandidate(string(k[len(tenant)+1:]), v[:16], b))
+				fresh[i] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range lists {
+		if fresh[i] {
+			lists[i] = sortCandidates(lists[i])
+		}
+	}
+	return lists, stats, nil
+}
+
+// sortCandidates sorts list by fact id, keeping each fact once, with its
+// greatest weight.
+func sortCandidates(list []candidate) []candidate {
+	if !slices.IsSortedFunc(list, func(a, b candidate) int { return cmpCandidates(&a, &b) }) {
+		slices.SortFunc(list, func(a, b candidate) int {
+			if c := cmpCandidates(&a, &b); c != 0 {
+				return c
+			}
+			return -cmpFloat(a.w, b.w) // the best weight first, kept below
+		})
+	}
+	return slices.CompactFunc(list, func(a, b candidate) bool { return cmpCandidates(&a, &b) == 0 })
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// currentFacts returns the number of current facts of tenant, reading at
+// most activeScanMax entries of facts.active (then a lower bound).
+func currentFacts(tx Tx, tenant string) (int, error) {
+	n, entries := 0, 0
+	err := tx.Scan(bucketActive, indexKey(tenant, ""), false, func(_, v []byte) error {
+		if len(v) == 8 {
+			n += int(binary.BigEndian.Uint64(v))
+		}
+		if entries++; entries >= activeScanMax {
+			return ErrStop
+		}
+		return nil
+	})
+	if err == ErrStop {
+		err = nil
+	}
+	return n, err
+}
+
+// setIDF computes the idf of each of stats for a tenant of n current facts.
+func setIDF(stats []termStat, n int) {
+	for _, s := range stats {
+		n = max(n, s.df+s.dfPre)
+	}
+	for i := range stats {
+		df := stats[i].df
+		if df == 0 {
+			df = stats[i].dfPre
+		}
+		stats[i].idf = index.IDF(n, df)
+	}
+}
+
+// termStats returns the statistics, idf included, of terms in tenant.
+func termStats(tx Tx, tenant string, terms []string) ([]termStat, error) {
+	_, stats, err := termCandidates(tx, tenant, terms, false)
+	if err != nil {
+		return nil, err
+	}
+	n, err := currentFacts(tx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	setIDF(stats, n)
+	return stats, nil
+}
+
+// searchTerms runs a keyword query without entity or key filter: the
+// postings of its terms name the candidates, the best of which by their
+// postings alone are read and scored (see above).
+func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
+	lists, stats, err := termCandidates(tx, q.Tenant, q.Terms, true)
+	if err != nil {
+		return FactResult{}, err
+	}
+	n, err := currentFacts(tx, q.Tenant)
+	if err != nil {
+		return FactResult{}, err
+	}
+	setIDF(stats, n)
+	h := candHeap(mergeCandidates(lists, stats))
+	heap.Init(&h)
+	want := 0 // facts to score; 0: every candidate
+	if q.Limit > 0 {
+		want = max(rerankMin, 2*q.Limit)
+	}
+	var res FactResult
+	var batch []candidate
+	for len(h) > 0 && (want == 0 || len(res.Facts) < want) {
+		// The next candidates, read together (see Prefetcher).
+		batch = batch[:0]
+		for len(h) > 0 && len(batch) < max(16, want-len(res.Facts)) {
+			batch = append(batch, heap.Pop(&h).(candidate))
+		}
+		prefetchCandidates(tx, batch)
+		for i := range batch {
+			f, err := indexedFact(tx, bucketWords, batch[i].factID())
+			if err != nil {
+				if err := SkipCorrupt(tx, err); err != nil {
+					return FactResult{}, err
+				}
+				continue
+			}
+			r, ok, err := q.rank(tx, f, false)
+			if err != nil {
+				return FactResult{}, err
+			}
+			if !ok {
+				continue
+			}
+			if r.Effective < q.MinEffective {
+				res.BelowFloor++
+				continue
+			}
+			res.Facts = append(res.Facts, r)
+		}
+	}
+	scoreFacts(res.Facts, stats)
+	return q.finish(res), nil
+}
+
+// prefetchCandidates announces the reads of the facts of cs (see
+// Prefetcher).
+func prefetchCandidates(tx Tx, cs []candidate) {
+	if _, ok := tx.(Prefetcher); !ok {
+		return
+	}
+	ids := make([][]byte, len(cs))
+	for i := range cs {
+		ids[i] = []byte(cs[i].factID())
+	}
+	prefetch(tx, bucketFacts, ids)
+}
+
+// mergeCandidates merges the terms' candidate lists, each sorted by fact
+// id, into one candidate a fact, weighed by its stored confidence times
+// the idf of the terms it holds (each times its word's weight).
+func mergeCandidates(lists [][]candidate, stats []termStat) []candidate {
+	total := 0
+	for _, l := range lists {
+		total += len(l)
+	}
+	out := make([]candidate, 0, total)
+	at := make([]int, len(lists))
+	for {
+		best := -1
+		for i, l := range lists {
+			if at[i] < len(l) && (best < 0 || cmpCandidates(&l[at[i]], &lists[best][at[best]]) < 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		c := lists[best][at[best]]
+		w := 0.0
+		for i, l := range lists {
+			if at[i] < len(l) && cmpCandidates(&l[at[i]], &c) == 0 {
+				w += stats[i].idf * l[at[i]].w
+				at[i]++
+			}
+		}
+		c.w = w * c.conf()
+		out = append(out, c)
+	}
+	return out
+}
+
+// candHeap orders candidates by weight, highest first, then newest first.
+type candHeap []candidate
+
+func (h candHeap) Len() int { return len(h) }
+func (h candHeap) Less(i, j int) bool {
+	if h[i].w != h[j].w {
+		return h[i].w > h[j].w
+	}
+	if c := bytes.Compare(h[i].rank[8:], h[j].rank[8:]); c != 0 {
+		return c < 0 // ^stored_at: the newer first
+	}
+	return cmpCandidates(&h[i], &h[j]) < 0
+}
+func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *candHeap) Push(x any)   { *h = append(*h, x.(candidate)) }
+func (h *candHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// scoreFacts sets the Score of every fact of rs: its relevance to the
+// terms of stats times its effective confidence.
+func scoreFacts(rs []RankedFact, stats []termStat) {
+	if len(rs) == 0 {
+		return
+	}
+	tfs := make([][]float64, len(rs))
+	dls := make([]int, len(rs))
+	total := 0
+	for i := range rs {
+		tfs[i], dls[i] = termFrequencies(rs[i].Fact, stats)
+		total += dls[i]
+	}
+	avg := float64(total) / float64(len(rs))
+	for i := range rs {
+		rel := 0.0
+		for j, tf := range tfs[i] {
+			if tf > 0 {
+				rel += bm25(stats[j].idf, tf, dls[i], avg)
+			}
+		}
+		rs[i].Score = rel * rs[i].Effective
+	}
+}
+
+// bm25 is index.BM25 for a fractional term frequency.
+func bm25(idf, tf float64, dl int, avgdl float64) float64 {
+	if avgdl <= 0 {
+		avgdl = 1
+	}
+	return idf * tf * (index.K1 + 1) / (tf + index.K1*(1-index.B+index.B*float64(dl)/avgdl))
+}
+
+// termFrequencies returns how often f's words hold each term of stats (a
+// longer word counting prefixWeight) and f's number of words.
+func termFrequencies(f *Fact, stats []termStat) ([]float64, int) {
+	tf := make([]float64, len(stats))
+	dl := 0
+	each := func(w index.Word) {
+		dl++
+		s := index.Stem(w.Lower)
+		for j := range stats {
+			t := stats[j].term
+			switch {
+			case s == t:
+				tf[j]++
+			case strings.HasPrefix(s, t):
+				tf[j] += prefixWeight
+			}
+		}
+	}
+	index.Split(f.Value, each)
+	index.Split(f.Key, each)
+	index.Split(f.Entity, each)
+	return tf, dl
+}
