@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -309,5 +310,25 @@ func BenchmarkQueryFactsUnfiltered(b *testing.B) {
 		b.Run(fmt.Sprintf("facts=%d", n), func(b *testing.B) {
 			benchQuery(b, n, func(int) []byte { return []byte(`{}`) }, 10)
 		})
+	}
+}
+
+// BenchmarkQueryFactsCommonWords: a question whose words are in every fact
+// ("note", and the question and stop words "about" and "and"), and one of
+// them beside a selective word, at 200,000 facts (and 1,000,000 with
+// CRUX_BENCH_MILLION set): an unselective word should cost about what a
+// selective one does.
+func BenchmarkQueryFactsCommonWords(b *testing.B) {
+	ns := []int{scaled(200_000)}
+	if os.Getenv("CRUX_BENCH_MILLION") != "" {
+		ns = append(ns, 1_000_000)
+	}
+	for _, n := range ns {
+		for _, q := range []string{"note about and", "note about topic0007"} {
+			b.Run(fmt.Sprintf("facts=%d/q=%s", n, strings.ReplaceAll(q, " ", "_")), func(b *testing.B) {
+				args := fmt.Appendf(nil, `{"query":%q}`, q)
+				benchQuery(b, n, func(int) []byte { return args }, 10)
+			})
+		}
 	}
 }
