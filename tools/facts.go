@@ -232,6 +232,24 @@ type FactRow struct {
 	// query times its effective confidence; without, its effective
 	// confidence.
 	Score float64 `json:"score"`
+	// ValueBytes is the length of the whole value when Value is cut (see
+	// factValueCap); fact_history, or a token_budget of a quarter of it,
+	// gives the value whole.
+	ValueBytes int `json:"value_bytes,omitempty"`
+}
+
+// factValueCap is the most bytes of a value a query_facts row carries
+// without a token_budget (with one, up to four bytes a token of it): ten
+// rows of cut values stay well under 64 KiB. A cut value ends on a UTF-8
+// boundary and its row gives value_bytes, the whole value's length.
+const factValueCap = 4096
+
+// cutValue cuts the value of row to limit bytes, saying so.
+func cutValue(row *FactRow, limit int) {
+	if len(row.Value) > limit {
+		row.ValueBytes = len(row.Value)
+		row.Value = codec.CutUTF8(row.Value, limit)
+	}
 }
 
 // QueryFactsOutput is what query_facts returns.
@@ -252,7 +270,7 @@ func queryFacts() *Tool {
 		Description: "Find current facts by entity, entity_prefix, key and/or a question or keywords; with a query ranked by relevance (BM25) times confidence (halved when stale), else by confidence; as_of reads the past.",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
-			"age_hours, stored_at, version, private?, superseded_by?, score}], count, filtered_below_threshold, total_tokens, " +
+			"age_hours, stored_at, version, private?, superseded_by?, score, value_bytes?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),
 		out:    outputOf[QueryFactsOutput](),
@@ -290,8 +308,13 @@ func queryFacts() *Tool {
 			out := QueryFactsOutput{ContractFields: newCRC(in.Contract, crcKindFact), Rows: make([]FactRow, 0, len(res.Facts)),
 				FilteredBelowThreshold: res.BelowFloor}
 			b := budget{Limit: in.TokenBudget}
+			valueCap := factValueCap
+			if in.TokenBudget > 0 {
+				valueCap = max(valueCap, 4*in.TokenBudget)
+			}
 			for _, r := range res.Facts {
 				row := newFactRow(r, now)
+				cutValue(&row, valueCap)
 				if !b.take(rowTokens(row)) {
 					break
 				}
