@@ -20,7 +20,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -73,6 +75,10 @@ type UsedSizer interface {
 type Factory struct {
 	Name string
 	New  func(dir string) (System, error)
+	// Optional leaves the system out of cmd/compare's default set (and
+	// of Factories): it runs only when named. The evaluation (cmd/eval)
+	// runs every system by default.
+	Optional bool
 }
 
 var factories []Factory
@@ -81,11 +87,47 @@ var factories []Factory
 // registers it from an init function.
 func Register(f Factory) { factories = append(factories, f) }
 
-// Factories returns the registered systems in name order.
+// Factories returns the registered systems that are not Optional, in
+// name order: cmd/compare's default set.
 func Factories() []Factory {
+	var out []Factory
+	for _, f := range AllFactories() {
+		if !f.Optional {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// AllFactories returns every registered system, in name order.
+func AllFactories() []Factory {
 	out := append([]Factory(nil), factories...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// PickFactories returns the systems named in the comma-separated list, in
+// its order, or def when the list is empty; an unknown name is an error
+// that lists the known ones.
+func PickFactories(list string, def []Factory) ([]Factory, error) {
+	if strings.TrimSpace(list) == "" {
+		return def, nil
+	}
+	all := AllFactories()
+	var out []Factory
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(all, func(f Factory) bool { return f.Name == name })
+		if i < 0 {
+			var names []string
+			for _, f := range all {
+				names = append(names, f.Name)
+			}
+			return nil, fmt.Errorf("no system %q (built in: %s)", name, strings.Join(names, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 // ReadJSONL decodes one value of type T per line of the file at path.
