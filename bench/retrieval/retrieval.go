@@ -1,14 +1,22 @@
-// Package retrieval is the retrieval benchmark of crux: a corpus of about
-// 20,000 passages built from the Go standard library's documentation on the
-// machine that runs it, known-item queries drawn from that corpus, and a
-// harness that ingests the corpus into several systems (crux's retrieval
-// core, bleve v2 with BM25 scoring, and a textbook in-memory BM25) and
-// measures, in one run, ingest time, size on disk, query latency and
-// retrieval quality (recall@10, MRR@10).
+// Package retrieval is the retrieval benchmark and evaluation of crux.
 //
-// It is its own Go module so that bleve never enters the dependency graph
-// of crux itself. README.md beside this file describes the method;
-// bench/retrieval.sh runs it.
+// The benchmark (cmd/compare) is a corpus of about 20,000 passages built
+// from the Go standard library's documentation on the machine that runs
+// it, known-item queries drawn from that corpus, and a harness that
+// ingests the corpus into several systems (crux's retrieval core, bleve v2
+// with BM25 scoring, a textbook in-memory BM25, and optionally SQLite FTS5
+// and crux's fact store) and measures, in one run, ingest time, size on
+// disk, query latency and retrieval quality (recall@10, MRR@10).
+//
+// The evaluation (cmd/eval, Evaluate) measures retrieval quality on
+// several corpora of different kinds (multi-session conversations, the
+// Cranfield collection, the Go docs), each against every system side by
+// side: recall@10, MRR@10, nDCG@10 where the judgments are graded, and
+// query latency.
+//
+// It is its own Go module so that bleve and SQLite never enter the
+// dependency graph of crux itself. README.md beside this file describes
+// the method; bench/retrieval.sh and bench/eval.sh run them.
 package retrieval
 
 import (
