@@ -1,14 +1,22 @@
-// Package retrieval is the retrieval benchmark of crux: a corpus of about
-// 20,000 passages built from the Go standard library's documentation on the
-// machine that runs it, known-item queries drawn from that corpus, and a
-// harness that ingests the corpus into several systems (crux's retrieval
-// core, bleve v2 with BM25 scoring, and a textbook in-memory BM25) and
-// measures, in one run, ingest time, size on disk, query latency and
-// retrieval quality (recall@10, MRR@10).
+// Package retrieval is the retrieval benchmark and evaluation of crux.
 //
-// It is its own Go module so that bleve never enters the dependency graph
-// of crux itself. README.md beside this file describes the method;
-// bench/retrieval.sh runs it.
+// The benchmark (cmd/compare) is a corpus of about 20,000 passages built
+// from the Go standard library's documentation on the machine that runs
+// it, known-item queries drawn from that corpus, and a harness that
+// ingests the corpus into several systems (crux's retrieval core, bleve v2
+// with BM25 scoring, a textbook in-memory BM25, and optionally SQLite FTS5
+// and crux's fact store) and measures, in one run, ingest time, size on
+// disk, query latency and retrieval quality (recall@10, MRR@10).
+//
+// The evaluation (cmd/eval, Evaluate) measures retrieval quality on
+// several corpora of different kinds (multi-session conversations, the
+// Cranfield collection, the Go docs), each against every system side by
+// side: recall@10, MRR@10, nDCG@10 where the judgments are graded, and
+// query latency.
+//
+// It is its own Go module so that bleve and SQLite never enter the
+// dependency graph of crux itself. README.md beside this file describes
+// the method; bench/retrieval.sh and bench/eval.sh run them.
 package retrieval
 
 import (
@@ -20,7 +28,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -73,6 +83,10 @@ type UsedSizer interface {
 type Factory struct {
 	Name string
 	New  func(dir string) (System, error)
+	// Optional leaves the system out of cmd/compare's default set (and
+	// of Factories): it runs only when named. The evaluation (cmd/eval)
+	// runs every system by default.
+	Optional bool
 }
 
 var factories []Factory
@@ -81,11 +95,47 @@ var factories []Factory
 // registers it from an init function.
 func Register(f Factory) { factories = append(factories, f) }
 
-// Factories returns the registered systems in name order.
+// Factories returns the registered systems that are not Optional, in
+// name order: cmd/compare's default set.
 func Factories() []Factory {
+	var out []Factory
+	for _, f := range AllFactories() {
+		if !f.Optional {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// AllFactories returns every registered system, in name order.
+func AllFactories() []Factory {
 	out := append([]Factory(nil), factories...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// PickFactories returns the systems named in the comma-separated list, in
+// its order, or def when the list is empty; an unknown name is an error
+// that lists the known ones.
+func PickFactories(list string, def []Factory) ([]Factory, error) {
+	if strings.TrimSpace(list) == "" {
+		return def, nil
+	}
+	all := AllFactories()
+	var out []Factory
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		i := slices.IndexFunc(all, func(f Factory) bool { return f.Name == name })
+		if i < 0 {
+			var names []string
+			for _, f := range all {
+				names = append(names, f.Name)
+			}
+			return nil, fmt.Errorf("no system %q (built in: %s)", name, strings.Join(names, ", "))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 // ReadJSONL decodes one value of type T per line of the file at path.

@@ -235,7 +235,7 @@ func Markdown(w io.Writer, results []Result, base string) {
 }
 
 // WriteJSON writes results and the run's setting as indented JSON.
-func WriteJSON(w io.Writer, setting map[string]any, results []Result) error {
+func WriteJSON(w io.Writer, setting map[string]any, results any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(map[string]any{"setting": setting, "results": results})

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/crux-go/crux/bench/retrieval"
 )
@@ -22,7 +21,7 @@ import (
 func main() {
 	corpus := flag.String("corpus", filepath.Join("testdata", "corpus.jsonl"), "corpus file (cmd/corpus)")
 	queries := flag.String("queries", filepath.Join("testdata", "queries.jsonl"), "queries file (cmd/queries)")
-	systems := flag.String("systems", "", "comma-separated systems to run (default: all built in)")
+	systems := flag.String("systems", "", "comma-separated systems to run (default: all built in but the optional crux-facts and sqlite-fts5)")
 	k := flag.Int("k", 10, "cutoff of recall and MRR")
 	reps := flag.Int("reps", 5, "times each query is timed")
 	ingestRuns := flag.Int("ingest-runs", 1, "times each system ingests the corpus (the median is reported)")
@@ -47,26 +46,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var chosen []retrieval.Factory
-	all := retrieval.Factories()
-	if *systems == "" {
-		chosen = all
-	} else {
-		for _, name := range strings.Split(*systems, ",") {
-			found := false
-			for _, f := range all {
-				if f.Name == name {
-					chosen, found = append(chosen, f), true
-				}
-			}
-			if !found {
-				var names []string
-				for _, f := range all {
-					names = append(names, f.Name)
-				}
-				log.Fatalf("no system %q (built in: %s)", name, strings.Join(names, ", "))
-			}
-		}
+	chosen, err := retrieval.PickFactories(*systems, retrieval.Factories())
+	if err != nil {
+		log.Fatal(err)
 	}
 
 	var textBytes int
