@@ -25,7 +25,7 @@ import (
 // prefix of; dl is the fact's number of words and avgdl their mean over
 // the facts scored. idf is ln(1 + (N − df + 0.5)/(df + 0.5)), df the number
 // of facts holding the exact word (those holding a longer one when none
-// does) and N the tenant's number of current facts. A fact that matches
+// does) and N the tenant's number of facts (see factCount). A fact that matches
 // more of the terms, or rarer ones, so scores higher. The score a query
 // ranks by is the relevance times the fact's effective confidence; ties go
 // to the higher effective confidence, then to the newer fact.
@@ -47,9 +47,9 @@ const prefixWeight = 0.5
 const rerankMin = 100
 
 // activeScanMax bounds the entries of facts.active a keyword query reads
-// to count the tenant's current facts; past it the count is a lower bound
-// (at least the largest df of the query's terms).
-const activeScanMax = 4096
+// to count the tenant's current facts: one page of a backend's scan (see
+// factCount).
+const activeScanMax = 256
 
 // termStat is a query term's document frequency and weight.
 type termStat struct {
@@ -148,6 +148,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		prefetchScan(tx, bucketWords, indexKey(tenant, t), false)
 	}
 	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
+	prefetchFactCount(tx, tenant)
 	var scratch []candidate
 	for i, t := range terms {
 		stats[i].term = t
@@ -260,23 +261,39 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// currentFacts returns the number of current facts of tenant, reading at
-// most activeScanMax entries of facts.active (then a lower bound).
-func currentFacts(tx Tx, tenant string) (int, error) {
+// factCount returns the N of idf for tenant, read in the round trip of
+// the postings: the larger of the tenant's change-log head (its shared
+// versions, superseded ones included, as the postings include them) and
+// its current facts counted over at most activeScanMax entities of
+// facts.active (all of them in a tenant of that many entities or fewer,
+// whatever is private). setIDF raises it to the largest df of the terms.
+func factCount(tx Tx, tenant string) (int, error) {
 	n, entries := 0, 0
 	err := tx.Scan(bucketActive, indexKey(tenant, ""), false, func(_, v []byte) error {
 		if len(v) == 8 {
-			n += int(binary.BigEndian.Uint64(v))
+			n += int(min(binary.BigEndian.Uint64(v), math.MaxInt32))
 		}
 		if entries++; entries >= activeScanMax {
 			return ErrStop
 		}
 		return nil
 	})
-	if err == ErrStop {
-		err = nil
+	if err != nil && err != ErrStop {
+		return 0, err
 	}
-	return n, err
+	head, err := SyncHead(tx, tenant)
+	if err != nil {
+		return 0, err
+	}
+	return max(n, int(min(head, math.MaxInt32))), nil
+}
+
+// prefetchFactCount announces the reads of factCount (see Prefetcher).
+func prefetchFactCount(tx Tx, tenant string) {
+	prefetchScan(tx, bucketActive, indexKey(tenant, ""), false)
+	prefix := append([]byte(tenant), 0)
+	prefetchScan(tx, bucketSyncNew, prefix, true)
+	prefetchScan(tx, bucketSyncLog, prefix, true)
 }
 
 // setIDF computes the idf of each of stats for a tenant of n current facts.
@@ -299,7 +316,7 @@ func termStats(tx Tx, tenant string, terms []string) ([]termStat, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := currentFacts(tx, tenant)
+	n, err := factCount(tx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +332,7 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 	if err != nil {
 		return FactResult{}, err
 	}
-	n, err := currentFacts(tx, q.Tenant)
+	n, err := factCount(tx, q.Tenant)
 	if err != nil {
 		return FactResult{}, err
 	}
@@ -455,21 +472,38 @@ func scoreFacts(rs []RankedFact, stats []termStat) {
 	}
 }
 
-// bm25 is index.BM25 for a fractional term frequency.
+// BM25's parameters for facts (see above): the textbook values, which
+// short texts of a few sentences suit; documents have their own (see
+// index.K1).
+const (
+	factK1 = 1.2
+	factB  = 0.75
+)
+
+// bm25 is a term's BM25 weight in a fact, for a fractional term frequency.
 func bm25(idf, tf float64, dl int, avgdl float64) float64 {
 	if avgdl <= 0 {
 		avgdl = 1
 	}
-	return idf * tf * (index.K1 + 1) / (tf + index.K1*(1-index.B+index.B*float64(dl)/avgdl))
+	return idf * tf * (factK1 + 1) / (tf + factK1*(1-factB+factB*float64(dl)/avgdl))
 }
 
 // termFrequencies returns how often f's words hold each term of stats (a
-// longer word counting prefixWeight) and f's number of words.
+// longer word counting prefixWeight) and f's number of words. A word whose
+// first byte starts no term is not stemmed: stemming only changes a word's
+// end.
 func termFrequencies(f *Fact, stats []termStat) ([]float64, int) {
 	tf := make([]float64, len(stats))
+	var first [256]bool
+	for _, s := range stats {
+		first[s.term[0]] = true
+	}
 	dl := 0
 	each := func(w index.Word) {
 		dl++
+		if c := w.Lower[0]; c < 0x80 && !first[c] {
+			return
+		}
 		s := index.Stem(w.Lower)
 		for j := range stats {
 			t := stats[j].term
