@@ -33,6 +33,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
 
@@ -77,29 +78,68 @@ type Word struct {
 
 // Split calls fn for every word of text, in order: each maximal run of
 // letters and digits at least two bytes long.
-func Split(text string, fn func(w Word)) {
-	start := -1
-	for i, r := range text {
-		if isWordRune(r) {
-			if start < 0 {
-				start = i
-			}
-			continue
+func Split(text string, fn func(w Word)) { SplitStarting(text, nil, fn) }
+
+// SplitStarting is Split calling fn only for the words whose lowercased
+// first byte is set in first (every word when first is nil; a word that
+// starts with a byte past ASCII always), and returns the number of words
+// of text. It spares lowercasing the words a caller looking for a few
+// terms would pass over.
+func SplitStarting(text string, first *[256]bool, fn func(w Word)) int {
+	n, start := 0, -1
+	end := func(i int) {
+		if i-start < 2 {
+			return
 		}
-		if start >= 0 {
+		n++
+		if c := text[start]; first == nil || c >= utf8.RuneSelf || first[asciiLower[c]] {
 			emit(text, start, i, fn)
+		}
+	}
+	for i := 0; i < len(text); {
+		word, size := asciiWord[text[i]], 1
+		if text[i] >= utf8.RuneSelf {
+			var r rune
+			r, size = utf8.DecodeRuneInString(text[i:])
+			word = isWordRune(r)
+		}
+		switch {
+		case word && start < 0:
+			start = i
+		case !word && start >= 0:
+			end(i)
 			start = -1
 		}
+		i += size
 	}
 	if start >= 0 {
-		emit(text, start, len(text), fn)
+		end(len(text))
 	}
+	return n
 }
 
-func emit(text string, start, end int, fn func(Word)) {
-	if end-start < 2 {
-		return
+// asciiWord tells, for each ASCII byte, whether it belongs to a word (see
+// isWordRune).
+var asciiWord = func() (t [256]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = isWordRune(rune(c))
 	}
+	return t
+}()
+
+// asciiLower is each byte lowercased when it is an ASCII capital.
+var asciiLower = func() (t [256]byte) {
+	for c := range 256 {
+		t[c] = byte(c)
+		if 'A' <= c && c <= 'Z' {
+			t[c] += 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// emit calls fn with the word text[start:end].
+func emit(text string, start, end int, fn func(Word)) {
 	w := text[start:end]
 	if !isLowerASCII(w) {
 		w = strings.ToLower(w)

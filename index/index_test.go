@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 
@@ -103,4 +105,61 @@ func TestStemConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// splitRunes is Split as runs of unicode letters and digits read rune by
+// rune, the definition Split's byte-table fast path must keep to.
+func splitRunes(text string) []index.Word {
+	var out []index.Word
+	start := -1
+	flush := func(end int) {
+		if start >= 0 && end-start >= 2 {
+			w := strings.ToLower(text[start:end])
+			for len(w) > index.MaxTermBytes {
+				_, size := utf8.DecodeLastRuneInString(w)
+				w = w[:len(w)-size]
+			}
+			out = append(out, index.Word{Lower: w, Start: start, End: end})
+		}
+		start = -1
+	}
+	for i, r := range text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		flush(i)
+	}
+	flush(len(text))
+	return out
+}
+
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{"", "a", "Hello, World! x2 y", "naïve café ÉTÉ ß", "日本語のテキスト 123", "a\xffb\xc3(cd", "über-größe_x", strings.Repeat("z", 200)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var got []index.Word
+		index.Split(text, func(w index.Word) { got = append(got, w) })
+		want := splitRunes(text)
+		assert.Equal(t, want, got)
+
+		// SplitStarting counts every word and passes on those it is asked
+		// for: here the words that start with a to m, or past ASCII.
+		var first [256]bool
+		for c := 'a'; c <= 'm'; c++ {
+			first[c] = true
+		}
+		var some, wantSome []index.Word
+		n := index.SplitStarting(text, &first, func(w index.Word) { some = append(some, w) })
+		for _, w := range want {
+			if c := w.Lower[0]; c >= utf8.RuneSelf || first[c] {
+				wantSome = append(wantSome, w)
+			}
+		}
+		assert.Equal(t, len(want), n)
+		assert.Equal(t, wantSome, some)
+	})
 }

@@ -2,10 +2,10 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"container/heap"
 	"encoding/binary"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/crux-go/crux/index"
@@ -78,7 +78,10 @@ func (c *candidate) factID() string {
 // cmpCandidates orders candidates by fact id.
 func cmpCandidates(a, b *candidate) int {
 	if a.id == "" && b.id == "" {
-		return bytes.Compare(a.raw[:], b.raw[:])
+		if c := cmp.Compare(binary.BigEndian.Uint64(a.raw[:8]), binary.BigEndian.Uint64(b.raw[:8])); c != 0 {
+			return c
+		}
+		return cmp.Compare(binary.BigEndian.Uint64(a.raw[8:]), binary.BigEndian.Uint64(b.raw[8:]))
 	}
 	return strings.Compare(a.factID(), b.factID())
 }
@@ -137,12 +140,24 @@ func newCandidate(id string, rank []byte, w float64) candidate {
 	return c
 }
 
+// commonMax bounds the postings of one term a keyword query decodes, so
+// that a word in most facts costs about what a rare one does: past it, the
+// exact word's candidates are its commonMax newest postings (ids are
+// time-ordered; see candidatesOfWord) and longer words add no more, and
+// each block not decoded counts towards df as holding blockMax postings (a
+// word's older blocks are full, but for the halves of a split one), its
+// tail block as what it holds. A word held by that many facts has an idf
+// too low for its postings to decide which facts are read.
+const commonMax = 8192
+
 // termCandidates returns, for each of terms, the facts whose words hold it
 // (exactly, or as the start of a longer word), sorted by fact id, each
-// once with the weight of its best word, and the terms' statistics
-// without idf. With collect false, it only counts.
+// once with the weight of its best word, at most about 2·commonMax of
+// them, and the terms' statistics without idf. With collect false, it
+// only counts.
 func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]candidate, []termStat, error) {
 	lists := make([][]candidate, len(terms))
+	runs := make([][]int, len(terms)) // where each run of lists[i] sorted by id starts
 	stats := make([]termStat, len(terms))
 	for _, t := range terms {
 		prefetchScan(tx, bucketWords, indexKey(tenant, t), false)
@@ -153,42 +168,53 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 	for i, t := range terms {
 		stats[i].term = t
 		prefix := indexKey(tenant, t)
-		words := 0
 		var last []byte
-		err := tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
-			// k is tenant, NUL, word, NUL, last id: the word is t exactly
-			// when a NUL follows the prefix.
-			exact := len(k) > len(prefix) && k[len(prefix)] == 0
-			if j := bytes.IndexByte(k[len(prefix):], 0); j >= 0 && !bytes.Equal(k[:len(prefix)+j], last) {
-				last, words = append(last[:0], k[:len(prefix)+j]...), words+1
-			}
-			w := 1.0
-			if !exact {
-				w = prefixWeight
-			}
+		exactCut := false // the exact word's postings passed commonMax: lists[i] holds none of them
+		longer := 0       // postings of longer words decoded
+		// decode adds the postings of v, of weight w, to lists[i] (or
+		// only counts them) and returns how many.
+		decode := func(v []byte, w float64) int {
 			if !collect {
 				scratch = appendCandidates(scratch[:0], v, w)
-				if exact {
-					stats[i].df += len(scratch)
-				} else {
-					stats[i].dfPre += len(scratch)
-				}
-				return nil
+				return len(scratch)
 			}
-			n := len(lists[i])
+			at := len(lists[i])
 			lists[i] = appendCandidates(lists[i], v, w)
-			if exact {
-				stats[i].df += len(lists[i]) - n
-			} else {
-				stats[i].dfPre += len(lists[i]) - n
+			return len(lists[i]) - at
+		}
+		err := tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
+			// k is tenant, NUL, word, NUL, last id: the word is t exactly
+			// when a NUL follows the prefix. The exact word's blocks come
+			// first.
+			exact := len(k) > len(prefix) && k[len(prefix)] == 0
+			if j := bytes.IndexByte(k[len(prefix):], 0); j >= 0 && !bytes.Equal(k[:len(prefix)+j], last) {
+				last = append(last[:0], k[:len(prefix)+j]...)
+				runs[i] = append(runs[i], len(lists[i])) // a word's postings are sorted by id
+			}
+			switch {
+			case exact && !exactCut:
+				stats[i].df += decode(v, 1)
+				if stats[i].df > commonMax {
+					exactCut, lists[i], runs[i] = true, lists[i][:0], runs[i][:0]
+				}
+			case exact:
+				stats[i].df += blockPostings(k, v)
+			case longer >= commonMax:
+				stats[i].dfPre += blockPostings(k, v)
+			default:
+				n := decode(v, prefixWeight)
+				longer += n
+				stats[i].dfPre += n
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, nil, err
 		}
-		if words > 1 {
-			lists[i] = sortCandidates(lists[i])
+		if exactCut && collect {
+			if lists[i], runs[i], err = newestPostings(tx, tenant, t, lists[i], runs[i]); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	// The postings not yet moved to the keyword index (see indexLive).
@@ -220,8 +246,10 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 				stats[i].dfPre++
 			}
 			if collect {
+				if !fresh[i] {
+					fresh[i], runs[i] = true, append(runs[i], len(lists[i]))
+				}
 				lists[i] = append(lists[i], newCandidate(string(k[len(tenant)+1:]), v[:16], b))
-				fresh[i] = true
 			}
 		}
 		return nil
@@ -230,35 +258,82 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		return nil, nil, err
 	}
 	for i := range lists {
-		if fresh[i] {
-			lists[i] = sortCandidates(lists[i])
-		}
+		lists[i] = mergeRuns(lists[i], runs[i])
 	}
 	return lists, stats, nil
 }
 
-// sortCandidates sorts list by fact id, keeping each fact once, with its
-// greatest weight.
-func sortCandidates(list []candidate) []candidate {
-	if !slices.IsSortedFunc(list, func(a, b candidate) int { return cmpCandidates(&a, &b) }) {
-		slices.SortFunc(list, func(a, b candidate) int {
-			if c := cmpCandidates(&a, &b); c != 0 {
-				return c
+// mergeRuns merges the runs of list, each sorted by fact id and holding a
+// fact once, starting at starts (ascending; the first is 0), into one
+// sorted list holding each fact once, with its greatest weight.
+func mergeRuns(list []candidate, starts []int) []candidate {
+	bounds := append(starts, len(list))
+	var buf []candidate
+	for len(bounds) > 2 {
+		if buf == nil {
+			buf = make([]candidate, 0, len(list))
+		}
+		buf = buf[:0]
+		var next []int
+		for j := 0; j+1 < len(bounds); j += 2 {
+			next = append(next, len(buf))
+			if j+2 < len(bounds) {
+				buf = mergeTwo(buf, list[bounds[j]:bounds[j+1]], list[bounds[j+1]:bounds[j+2]])
+			} else {
+				buf = append(buf, list[bounds[j]:bounds[j+1]]...)
 			}
-			return -cmpFloat(a.w, b.w) // the best weight first, kept below
-		})
+		}
+		list, buf, bounds = buf, list, append(next, len(buf))
 	}
-	return slices.CompactFunc(list, func(a, b candidate) bool { return cmpCandidates(&a, &b) == 0 })
+	return list
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// mergeTwo appends to dst the candidates of a and b, each sorted by fact
+// id, in that order, a fact in both once with its greater weight.
+func mergeTwo(dst, a, b []candidate) []candidate {
+	for len(a) > 0 && len(b) > 0 {
+		switch c := cmpCandidates(&a[0], &b[0]); {
+		case c < 0:
+			dst, a = append(dst, a[0]), a[1:]
+		case c > 0:
+			dst, b = append(dst, b[0]), b[1:]
+		default:
+			x := a[0]
+			x.w = max(x.w, b[0].w)
+			dst, a, b = append(dst, x), a[1:], b[1:]
+		}
 	}
-	return 0
+	return append(append(dst, a...), b...)
+}
+
+// newestPostings appends to list a candidate for each of the commonMax
+// newest postings of word (at least; whole blocks are read), reading its
+// blocks from the tail back, and to runs where each block's run starts.
+func newestPostings(tx Tx, tenant, word string, list []candidate, runs []int) ([]candidate, []int, error) {
+	n := 0
+	err := tx.Scan(bucketWords, wordPrefix(tenant, word), true, func(_, v []byte) error {
+		at := len(list)
+		runs = append(runs, at)
+		list = appendCandidates(list, v, 1)
+		if n += len(list) - at; n >= commonMax {
+			return ErrStop
+		}
+		return nil
+	})
+	if err == ErrStop {
+		err = nil
+	}
+	return list, runs, err
+}
+
+// blockPostings is the number of postings a block of the keyword index
+// counts without being decoded (see commonMax): what a word's tail block
+// holds, blockMax for any other.
+func blockPostings(k, v []byte) int {
+	if !isTailKey(k) {
+		return blockMax
+	}
+	return len(appendCandidates(nil, v, 0))
 }
 
 // factCount returns the N of idf for tenant, read in the round trip of
@@ -498,12 +573,7 @@ func termFrequencies(f *Fact, stats []termStat) ([]float64, int) {
 	for _, s := range stats {
 		first[s.term[0]] = true
 	}
-	dl := 0
 	each := func(w index.Word) {
-		dl++
-		if c := w.Lower[0]; c < 0x80 && !first[c] {
-			return
-		}
 		s := index.Stem(w.Lower)
 		for j := range stats {
 			t := stats[j].term
@@ -515,8 +585,8 @@ func termFrequencies(f *Fact, stats []termStat) ([]float64, int) {
 			}
 		}
 	}
-	index.Split(f.Value, each)
-	index.Split(f.Key, each)
-	index.Split(f.Entity, each)
+	dl := index.SplitStarting(f.Value, &first, each)
+	dl += index.SplitStarting(f.Key, &first, each)
+	dl += index.SplitStarting(f.Entity, &first, each)
 	return tf, dl
 }

@@ -75,6 +75,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		{"Context/CancelledDuringUpdateIgnored", testCancelledDuringUpdateIgnored},
 		{"Close/ThenUse", testCloseThenUse},
 		{"Close/Twice", testCloseTwice},
+		{"Facts/Relevance", testFactRelevance},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t)

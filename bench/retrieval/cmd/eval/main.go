@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -42,10 +43,21 @@ func main() {
 	jsonOut := flag.String("json", "", "also write the figures as JSON to this file")
 	detail := flag.String("detail", "", "CORPUS/SYSTEM: write each question of that corpus as that system answered it (JSON lines)")
 	detailOut := flag.String("detail-out", "", "file for -detail (default testdata/detail-CORPUS-SYSTEM.jsonl)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cruxLimit := flag.Int("crux-limit", 0, "limit passed to crux's query tool (its results are segments, several of a document counting once; default: k)")
 	flag.Parse()
 	log.SetFlags(0)
 	retrieval.CruxLimit = *cruxLimit
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	if *data == "" {
 		*data = retrieval.DefaultEvalData()
