@@ -80,42 +80,92 @@ type Word struct {
 // letters and digits at least two bytes long.
 func Split(text string, fn func(w Word)) { SplitStarting(text, nil, fn) }
 
-// SplitStarting is Split calling fn only for the words whose lowercased
-// first byte is set in first (every word when first is nil; a word that
-// starts with a byte past ASCII always), and returns the number of words
-// of text. It spares lowercasing the words a caller looking for a few
-// terms would pass over.
-func SplitStarting(text string, first *[256]bool, fn func(w Word)) int {
-	n, start := 0, -1
-	end := func(i int) {
+// SplitStarting is Split calling fn only for the words that starts lets
+// through (every word when starts is nil), and returns the number of
+// words of text. It spares lowercasing and stemming the words a caller
+// looking for a few terms would pass over.
+func SplitStarting(text string, starts *Starts, fn func(w Word)) int {
+	n, i := 0, 0
+	for i < len(text) {
+		// Past the bytes between words, then to the end of the word.
+		for i < len(text) && text[i] < utf8.RuneSelf && !asciiWord[text[i]] {
+			i++
+		}
+		if i == len(text) {
+			break
+		}
+		if text[i] >= utf8.RuneSelf {
+			if r, size := utf8.DecodeRuneInString(text[i:]); !isWordRune(r) {
+				i += size
+				continue
+			}
+		}
+		start := i
+		for i < len(text) {
+			if c := text[i]; c < utf8.RuneSelf {
+				if !asciiWord[c] {
+					break
+				}
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(text[i:])
+			if !isWordRune(r) {
+				break
+			}
+			i += size
+		}
 		if i-start < 2 {
-			return
+			continue
 		}
 		n++
-		if c := text[start]; first == nil || c >= utf8.RuneSelf || first[asciiLower[c]] {
+		if starts == nil || starts.lets(text[start], text[start+1]) {
 			emit(text, start, i, fn)
 		}
 	}
-	for i := 0; i < len(text); {
-		word, size := asciiWord[text[i]], 1
-		if text[i] >= utf8.RuneSelf {
-			var r rune
-			r, size = utf8.DecodeRuneInString(text[i:])
-			word = isWordRune(r)
-		}
-		switch {
-		case word && start < 0:
-			start = i
-		case !word && start >= 0:
-			end(i)
-			start = -1
-		}
-		i += size
-	}
-	if start >= 0 {
-		end(len(text))
-	}
 	return n
+}
+
+// Starts is a set of terms as [SplitStarting] reads it: the beginnings of
+// the words whose stem can be one of them or start with one. Stemming
+// changes the end of a word, never its first two bytes but for three
+// words ("dying", "lying" and "tying" stem to "die", "lie" and "tie"), so
+// a word is let through when its first two bytes, lowercased, begin a
+// term, or it starts with a byte past ASCII (whose lowercase may be
+// longer). The zero value lets no word through.
+type Starts struct {
+	one [256]bool            // terms of one byte (or starting past ASCII): the words starting with it
+	two [1 << 16 / 64]uint64 // bit a<<8|b: the terms starting with the bytes a, b
+}
+
+// Add adds term, a stem, to s.
+func (s *Starts) Add(term string) {
+	if term == "" {
+		return
+	}
+	if len(term) == 1 || term[1] >= utf8.RuneSelf {
+		s.one[term[0]] = true
+		return
+	}
+	s.set(term[0], term[1])
+	if term[1] == 'i' {
+		switch term[0] {
+		case 'd', 'l', 't':
+			s.set(term[0], 'y')
+		}
+	}
+}
+
+func (s *Starts) set(a, b byte) { s.two[int(a)<<2|int(b)>>6] |= 1 << (b & 63) }
+
+// lets reports whether a word whose first two bytes are a and b may stem
+// to a term of s or to a longer word starting with one.
+func (s *Starts) lets(a, b byte) bool {
+	if a >= utf8.RuneSelf || b >= utf8.RuneSelf {
+		return true
+	}
+	a, b = asciiLower[a], asciiLower[b]
+	return s.one[a] || s.two[int(a)<<2|int(b)>>6]&(1<<(b&63)) != 0
 }
 
 // asciiWord tells, for each ASCII byte, whether it belongs to a word (see

@@ -528,11 +528,12 @@ func scoreFacts(rs []RankedFact, stats []termStat) {
 	if len(rs) == 0 {
 		return
 	}
+	m := newMatcher(stats)
 	tfs := make([][]float64, len(rs))
 	dls := make([]int, len(rs))
 	total := 0
 	for i := range rs {
-		tfs[i], dls[i] = termFrequencies(rs[i].Fact, stats)
+		tfs[i], dls[i] = m.termFrequencies(rs[i].Fact)
 		total += dls[i]
 	}
 	avg := float64(total) / float64(len(rs))
@@ -563,30 +564,55 @@ func bm25(idf, tf float64, dl int, avgdl float64) float64 {
 	return idf * tf * (factK1 + 1) / (tf + factK1*(1-factB+factB*float64(dl)/avgdl))
 }
 
-// termFrequencies returns how often f's words hold each term of stats (a
-// longer word counting prefixWeight) and f's number of words. A word whose
-// first byte starts no term is not stemmed: stemming only changes a word's
-// end.
-func termFrequencies(f *Fact, stats []termStat) ([]float64, int) {
-	tf := make([]float64, len(stats))
-	var first [256]bool
+// A matcher finds the terms of a query in facts' words.
+type matcher struct {
+	stats  []termStat
+	starts index.Starts
+	// words remembers the terms each word seen holds: the facts scored
+	// for one query repeat their words.
+	words map[string][]termMatch
+}
+
+// termMatch is a term a word holds, and what it counts for it: 1 when the
+// word's stem is the term, prefixWeight when it is longer.
+type termMatch struct {
+	term int
+	w    float64
+}
+
+func newMatcher(stats []termStat) *matcher {
+	m := &matcher{stats: stats, words: make(map[string][]termMatch)}
 	for _, s := range stats {
-		first[s.term[0]] = true
+		m.starts.Add(s.term)
 	}
+	return m
+}
+
+// termFrequencies returns how often f's words hold each term (a longer
+// word counting prefixWeight) and f's number of words. The words that
+// cannot hold a term (see index.Starts) are only counted.
+func (m *matcher) termFrequencies(f *Fact) ([]float64, int) {
+	tf := make([]float64, len(m.stats))
 	each := func(w index.Word) {
-		s := index.Stem(w.Lower)
-		for j := range stats {
-			t := stats[j].term
-			switch {
-			case s == t:
-				tf[j]++
-			case strings.HasPrefix(s, t):
-				tf[j] += prefixWeight
+		ms, ok := m.words[w.Lower]
+		if !ok {
+			s := index.Stem(w.Lower)
+			for j := range m.stats {
+				switch t := m.stats[j].term; {
+				case s == t:
+					ms = append(ms, termMatch{j, 1})
+				case strings.HasPrefix(s, t):
+					ms = append(ms, termMatch{j, prefixWeight})
+				}
 			}
+			m.words[w.Lower] = ms
+		}
+		for _, x := range ms {
+			tf[x.term] += x.w
 		}
 	}
-	dl := index.SplitStarting(f.Value, &first, each)
-	dl += index.SplitStarting(f.Key, &first, each)
-	dl += index.SplitStarting(f.Entity, &first, each)
+	dl := index.SplitStarting(f.Value, &m.starts, each)
+	dl += index.SplitStarting(f.Key, &m.starts, each)
+	dl += index.SplitStarting(f.Entity, &m.starts, each)
 	return tf, dl
 }
