@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
 )
 
 // TestQueryFactsRanksByRelevance: with a query, the fact that holds more of
@@ -87,4 +90,29 @@ func TestQueryFactsBoundsLargeValues(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, big, got[0]["value"])
 	assert.Nil(t, got[0]["value_bytes"])
+}
+
+// TestQueryBoundsLargeDocuments: three documents of 400 KB that all match
+// make a query answer of less than 64 KiB, with the default limit or the
+// largest; past the default token_budget, budget_truncated says
+// segments were left out.
+func TestQueryBoundsLargeDocuments(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	var docs []crux.Document
+	for i := range 3 {
+		docs = append(docs, crux.Document{ID: fmt.Sprintf("big%d", i), Text: strings.Repeat(fmt.Sprintf("enormous payload number %d. ", i), 400_000/27)})
+	}
+	_, err := srv.Ingest(context.Background(), "t", docs, nil)
+	require.NoError(t, err)
+	for _, args := range []string{`{"tenant_id":"t","query":"enormous payload"}`, `{"tenant_id":"t","query":"enormous payload","limit":100}`} {
+		res := result(t, srv, alice, "query", args)
+		b, err := json.Marshal(res)
+		require.NoError(t, err)
+		assert.Less(t, len(b), 64<<10, args)
+		got := structured(t, res)
+		assert.NotEmpty(t, objects(t, got, "results"), args)
+		if strings.Contains(args, "limit") {
+			assert.Equal(t, true, got["budget_truncated"], args)
+		}
+	}
 }
