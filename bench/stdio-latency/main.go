@@ -3,7 +3,7 @@
 // previous one, and its latency runs from writing the request line to
 // reading the reply line.
 //
-//	stdio-latency [-prefill N] [-writes N] [-queries N] [-doc-queries FILE [-tenant T]] -- COMMAND [ARG...]
+//	stdio-latency [-prefill N] [-writes N] [-queries N [-fact-query TEXT]] [-doc-queries FILE [-tenant T]] -- COMMAND [ARG...]
 //
 // It starts COMMAND (typically crux serve --data DIR) with pipes on its
 // standard input and output and does the MCP initialize handshake. Then,
@@ -17,6 +17,7 @@
 //     for a topic word of the prefilled facts (its top 10 of 100 matches),
 //     and times each. -topics says how many topic words the store holds
 //     when it was prefilled by an earlier run (default: N/100 of -prefill);
+//     with -fact-query TEXT, every call asks TEXT instead;
 //   - -doc-queries FILE sends one query call (document retrieval, limit
 //     10, the default token_budget) for each line of FILE, one at a time,
 //     in the order of the file, and times each. FILE holds JSON lines with
@@ -25,7 +26,9 @@
 //     (crux ingest --tenant T).
 //
 // The report is one line of key=value pairs on standard output: the
-// calls made and the p50 and p99 of each timed phase, in milliseconds.
+// calls made and the p50 and p99 of each timed phase, in milliseconds,
+// and the server's peak resident memory and its anonymous part at the end
+// (on Linux: mapped store files are the rest).
 // Any error reply or isError result fails the run (exit status 1).
 //
 // See ../callpath.sh, which runs it against today's and an older crux.
@@ -41,6 +44,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +55,7 @@ func main() {
 	writes := flag.Int("writes", 0, "store_fact calls to time, one at a time")
 	queries := flag.Int("queries", 0, "query_facts calls to time, one at a time")
 	topics := flag.Int("topics", 0, "topic words in a store prefilled earlier (default prefill/100)")
+	factQuery := flag.String("fact-query", "", "the `text` every -queries call asks (default: a topic word each)")
 	docQueries := flag.String("doc-queries", "", "JSONL `file` of document queries to time, one query call each")
 	tenant := flag.String("tenant", "bench", "the `tenant` whose documents -doc-queries asks")
 	flag.Parse()
@@ -69,11 +74,11 @@ func main() {
 	if *topics == 0 {
 		*topics = *prefill / 100
 	}
-	if *queries > 0 && *topics == 0 {
-		fmt.Fprintln(os.Stderr, "stdio-latency: -queries needs -prefill or -topics")
+	if *queries > 0 && *topics == 0 && *factQuery == "" {
+		fmt.Fprintln(os.Stderr, "stdio-latency: -queries needs -prefill, -topics or -fact-query")
 		os.Exit(2)
 	}
-	line, err := run(flag.Args(), *prefill, *writes, *queries, *topics, *tenant, docs)
+	line, err := run(flag.Args(), *prefill, *writes, *queries, *topics, *factQuery, *tenant, docs)
 	if line != "" {
 		fmt.Println(line)
 	}
@@ -204,7 +209,7 @@ func docQueryParams(tenant, q string) string {
 	return `{"name":"query","arguments":` + string(args) + `}`
 }
 
-func run(argv []string, prefill, writes, queries, topics int, tenant string, docs []string) (string, error) {
+func run(argv []string, prefill, writes, queries, topics int, factQuery, tenant string, docs []string) (string, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -307,6 +312,9 @@ func run(argv []string, prefill, writes, queries, topics int, tenant string, doc
 	}
 	if queries > 0 {
 		if err := timed("queries", queries, func(i int) string {
+			if factQuery != "" {
+				return fmt.Sprintf(`{"name":"query_facts","arguments":{"query":%q}}`, factQuery)
+			}
 			return fmt.Sprintf(`{"name":"query_facts","arguments":{"query":"topic%04d"}}`, (i*7919)%topics)
 		}); err != nil {
 			return strings.Join(report, " "), err
@@ -317,5 +325,32 @@ func run(argv []string, prefill, writes, queries, topics int, tenant string, doc
 			return strings.Join(report, " "), err
 		}
 	}
+	if peak, anon, ok := memory(cmd.Process.Pid); ok {
+		report = append(report, fmt.Sprintf("rss_peak_mb=%d rss_anon_mb=%d", peak, anon))
+	}
 	return strings.Join(report, " "), nil
+}
+
+// memory returns, in MiB, the peak resident memory of process pid and its
+// resident anonymous memory now (the rest is mapped files, such as a
+// store's pages, which the kernel may drop), as Linux's /proc reports
+// them.
+func memory(pid int) (peak, anon int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	found := 0
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, v, _ := strings.Cut(line, ":")
+		kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		switch {
+		case err != nil:
+		case name == "VmHWM":
+			peak, found = kb>>10, found+1
+		case name == "RssAnon":
+			anon, found = kb>>10, found+1
+		}
+	}
+	return peak, anon, found == 2
 }
