@@ -288,11 +288,17 @@ func Terms(text string, fn func(term string)) { new(Analyzer).Terms(text, fn) }
 func Words(text string) []string { return distinct(text, Stem) }
 
 // QueryWords returns the distinct terms of a question or keyword query
-// that carry its meaning: those of [Words] less the words that only shape
-// a question (stop words and question words such as "what", "did",
-// "who", "her": [IsQuestionWord]). A query made only of such words keeps
-// them all, so that it still asks for something.
+// that carry its meaning: those of [Words] less the stop words, and, when
+// text reads as a question ([IsQuestion]), less the words that only shape
+// it ("what", "did", "who", "her": [IsQuestionWord]). In a keyword query
+// those words are what it looks for ("having no specials", "zero, making
+// them"). A query made only of words it drops keeps them all, so that
+// it still asks for something.
 func QueryWords(text string) []string {
+	drop := IsStop
+	if IsQuestion(text) {
+		drop = IsQuestionWord
+	}
 	var out, all []string
 	seen := make(map[string]bool) // term → it carries meaning
 	Split(text, func(w Word) {
@@ -301,7 +307,7 @@ func QueryWords(text string) []string {
 		if !ok {
 			all = append(all, t)
 		}
-		if !meaning && !IsQuestionWord(w.Lower) {
+		if !meaning && !drop(w.Lower) {
 			out = append(out, t)
 			meaning = true
 		}
@@ -312,6 +318,37 @@ func QueryWords(text string) []string {
 	}
 	return out
 }
+
+// IsQuestion reports whether text reads as a question: it ends with a
+// question mark (white space aside), or its first word asks one, a
+// question word (what, when, where, which, who, whom, whose, why, how) or
+// an auxiliary verb that opens a yes-no question (do, did, can, is, ...).
+// "Client Do sends a request" and "being one field" are not questions by
+// this; "Being one field, is it?" is.
+func IsQuestion(text string) bool {
+	if strings.HasSuffix(strings.TrimSpace(text), "?") {
+		return true
+	}
+	first := ""
+	Split(text, func(w Word) {
+		if first == "" {
+			first = w.Lower
+		}
+	})
+	_, ok := questionOpeners[first]
+	return ok
+}
+
+// questionOpeners are the first words that make a text a question for
+// [IsQuestion].
+var questionOpeners = func() map[string]struct{} {
+	m := make(map[string]struct{})
+	for _, w := range strings.Fields(`what when where which who whom whose why how
+		do does did can could would should will shall is are was were has have had am might must`) {
+		m[w] = struct{}{}
+	}
+	return m
+}()
 
 // questionWords are the words [QueryWords] drops besides the stop words:
 // question words, auxiliary verbs and pronouns. Modal "may" is kept (the

@@ -195,3 +195,24 @@ func BenchmarkSplit(b *testing.B) {
 		}
 	})
 }
+
+func TestQueryWords(t *testing.T) {
+	for text, want := range map[string][]string{
+		// A question drops the words that only shape it.
+		"When did Caroline go to the LGBTQ support group?": {"carolin", "go", "lgbtq", "support", "group"},
+		"what did she paint":          {"paint"},
+		"Did Melanie paint a sunrise": {"melani", "paint", "sunris"},
+		// A keyword query keeps them; stop words go either way.
+		"having no specials":        {"have", "no", "special"},
+		"zero, making them":         {"zero", "make", "them"},
+		"Client Do sends a request": {"client", "do", "send", "request"},
+		// Nothing but such words: all of them.
+		"what is it?": {"what", "is", "it"},
+		"the of":      {"the", "of"},
+	} {
+		assert.Equal(t, want, index.QueryWords(text), text)
+	}
+	assert.True(t, index.IsQuestion("How-to guides for the index"))
+	assert.True(t, index.IsQuestion("  whose turn is it ?  "))
+	assert.False(t, index.IsQuestion(""))
+}

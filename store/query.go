@@ -311,6 +311,7 @@ func insertRanked(rs []RankedFact, r RankedFact, limit int) []RankedFact {
 }
 
 // QueryWords splits a question or keyword query into the words that rank
-// facts by relevance: those of [Words] less question and stop words
-// (index.QueryWords), or all of them when the query has no other.
+// facts by relevance: those of [Words] less stop words and, in a question,
+// question words (index.QueryWords), or all of them when the query has no
+// other.
 func QueryWords(text string) []string { return index.QueryWords(text) }

@@ -69,8 +69,8 @@ func queryTerms(tool, query string) ([]string, error) {
 }
 
 // rankingTerms splits a question or keyword query into the index words
-// that rank facts by relevance (store.QueryWords: question and stop words
-// carry no weight); like queryTerms, a query with text but no usable word
+// that rank facts by relevance (store.QueryWords: stop words carry no
+// weight, nor, in a question, question words); like queryTerms, a query with text but no usable word
 // is an error naming the query argument, and so is one of more than
 // maxQueryTerms words.
 func rankingTerms(tool, query string) ([]string, error) {
