@@ -24,7 +24,7 @@
 //
 // # Ranking
 //
-// [BM25] is Okapi BM25 with k1 = 1.2 and b = 0.75 and the
+// [BM25] is Okapi BM25 with k1 = 0.9 and b = 0.75 and the
 // non-negative idf ln(1 + (N - df + 0.5)/(df + 0.5)).
 package index
 

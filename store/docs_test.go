@@ -190,7 +190,7 @@ func bm25Reference(docs []store.Document, terms []string, limit int) []store.Doc
 			}
 			idf := math.Log(1 + (float64(len(segs))-float64(df)+0.5)/(float64(df)+0.5))
 			tf := float64(s.tf[t])
-			score += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(s.len)/avg))
+			score += idf * tf * (index.K1 + 1) / (tf + index.K1*(1-index.B+index.B*float64(s.len)/avg))
 		}
 		if score > 0 {
 			hits = append(hits, store.DocHit{Seq: uint32(i), Score: score})
@@ -408,7 +408,7 @@ func searchReference(segs []refSeg, q store.DocQuery) store.DocResult {
 			held++
 			idf := math.Log(1 + (float64(len(segs))-float64(res.DF[j])+0.5)/(float64(res.DF[j])+0.5))
 			tf := float64(s.tf[t])
-			scores[i] += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(s.len)/avg))
+			scores[i] += idf * tf * (index.K1 + 1) / (tf + index.K1*(1-index.B+index.B*float64(s.len)/avg))
 		}
 		if held == 0 || q.All && held < len(q.Terms) {
 			scores[i] = 0

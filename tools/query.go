@@ -26,7 +26,7 @@ import (
 //
 // query fuses two lanes by reciprocal-rank fusion (each lane contributes
 // 1/(60 + rank) for each segment it ranks): BM25 over the segments' terms
-// (k1 1.2, b 0.75; the index package says how text becomes terms), and
+// (k1 0.9, b 0.75; the index package says how text becomes terms), and
 // the entity-graph lane: the facts matching the query (as query_facts
 // would find them, for this caller) name entities, and the segments that
 // mention an entity (hold every term of its name) rank by that entity's
