@@ -12,6 +12,9 @@ import (
 type DocQuery struct {
 	Tenant string
 	Terms  []string // distinct index terms (index.Query)
+	// Weights, when not nil, scales the score of each term of Terms
+	// (index.QueryWeights); a missing or non-positive weight is 1.
+	Weights []float64
 	// All keeps only the segments holding every term.
 	All bool
 	// Limit is the most hits returned (at least 1).
@@ -110,7 +113,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		}
 		ws := make([]termWeight, len(q.Terms))
 		for i := range q.Terms {
-			ws[i] = newTermWeight(index.IDF(stats.Segments, res.DF[i]), avg)
+			ws[i] = newTermWeight(q.weight(i)*index.IDF(stats.Segments, res.DF[i]), avg)
 			if i == long {
 				continue
 			}
@@ -171,7 +174,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 	}
 	m := make(map[uint32]*sc)
 	for i := range q.Terms {
-		idf := index.IDF(stats.Segments, res.DF[i])
+		idf := q.weight(i) * index.IDF(stats.Segments, res.DF[i])
 		for _, v := range blocks[i] {
 			ps, err := decodeDocBlock(nil, v)
 			if err != nil {
@@ -203,6 +206,14 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// weight is the weight of term i of q.Terms.
+func (q *DocQuery) weight(i int) float64 {
+	if i < len(q.Weights) && q.Weights[i] > 0 {
+		return q.Weights[i]
+	}
+	return 1
 }
 
 // termWeight is the BM25 of one term, factored for the inner loop:

@@ -298,7 +298,7 @@ func query() *Tool {
 					also[i] = g.seq
 				}
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: terms,
-					Limit: depth, MinScore: minScore, Also: also})
+					Weights: index.QueryWeights(in.Query, qt), Limit: depth, MinScore: minScore, Also: also})
 				if err != nil {
 					return err
 				}
@@ -656,7 +656,8 @@ func queryScan() *Tool {
 			b := budgetOf(in.TokenBudget, scanBudget)
 			out := QueryScanOutput{ContractFields: newCRC(in.Contract, crcKindSearch), Results: []ScanRow{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
-				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt), Limit: limit})
+				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt),
+					Weights: index.QueryWeights(in.Query, qt), Limit: limit})
 				if err != nil {
 					return err
 				}
