@@ -25,12 +25,19 @@ type DocQuery struct {
 	// Also names segments whose scores to report in AlsoScores, ranked
 	// or not.
 	Also []uint32
+	// Context lifts segments towards the scores of their better
+	// neighbours (see ContextShare) before the best Limit are kept, and
+	// ranks hits by Score + Context.
+	Context bool
 }
 
 // DocHit is one ranked segment.
 type DocHit struct {
 	Seq   uint32
-	Score float64
+	Score float64 // BM25 of the query
+	// Context is what the segment took of a better neighbour's score
+	// (with DocQuery.Context; 0 without).
+	Context float64
 }
 
 // DocResult is the outcome of [SearchDocuments].
@@ -122,8 +129,8 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			}
 		}
 		unscored := 0 // postings of the long list probed past, with no score
+		var probe bool
 		if long >= 0 {
-			var probe bool
 			switch {
 			case q.All:
 				probe = true
@@ -166,7 +173,39 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 				res.AlsoScores[i] = acc.score[s]
 			}
 		}
-		return res, nil
+		if !q.Context {
+			return res, nil
+		}
+		nb := contextNeighbours(res.Hits, stats.Next)
+		if probe {
+			// The long list scored only the segments the other terms
+			// touched; the neighbours that only it may hold take their
+			// scores now.
+			var fresh []uint32
+			for _, s := range nb {
+				if acc.score[s] == 0 {
+					fresh = append(fresh, s)
+				}
+			}
+			if len(fresh) > 0 {
+				for _, s := range acc.touched { // only the fresh are to take a score
+					acc.marked[s/64] = 0
+				}
+				acc.mark(fresh, stats.Next)
+				for _, v := range blocks[long] {
+					acc.addBlock(v, stats.Next, ws[long], q.All, true)
+				}
+				acc.unmark(fresh, stats.Next)
+			}
+		}
+		scores := make([]float64, len(nb))
+		for i, s := range nb {
+			if !q.All || int(acc.count[s]) >= len(q.Terms) {
+				scores[i] = acc.score[s]
+			}
+		}
+		res.Hits, err = liftContext(tx, q.Tenant, res.Hits, nb, scores, max(q.Limit, 1), q.MinScore)
+		return res, err
 	}
 	type sc struct {
 		score float64
@@ -205,7 +244,17 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			res.AlsoScores[i] = e.score
 		}
 	}
-	return res, nil
+	if q.Context {
+		nb := contextNeighbours(res.Hits, stats.Next)
+		scores := make([]float64, len(nb))
+		for i, s := range nb {
+			if e := m[s]; e != nil && (!q.All || e.count >= len(q.Terms)) {
+				scores[i] = e.score
+			}
+		}
+		res.Hits, err = liftContext(tx, q.Tenant, res.Hits, nb, scores, max(q.Limit, 1), q.MinScore)
+	}
+	return res, err
 }
 
 // weight is the weight of term i of q.Terms.
