@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
+	"unicode"
 	"unicode/utf8"
-
-	"github.com/crux-go/crux/index"
 )
 
 // Neighbour context: what a segment says is often completed by the
@@ -57,14 +57,15 @@ func contextNeighbours(hits []DocHit, next uint32) []uint32 {
 
 // segHead is what linking neighbours reads of a segment record.
 type segHead struct {
-	doc   string
-	title []string // its distinct words, lowercased
+	doc, title string
 }
 
-// readSegHead reads the document id and title of segment seq of tenant;
-// ok is false for a segment that is gone or unreadable.
-func readSegHead(tx Tx, tenant string, seq uint32) (segHead, bool, error) {
-	v, err := tx.Get(bucketDocSegs, segKey(tenant, seq))
+// readSegHead reads the document id and title of segment seq of tenant
+// (key is scratch space for its key); ok is false for a segment that is
+// gone or unreadable.
+func readSegHead(tx Tx, tenant string, seq uint32, key *[]byte) (segHead, bool, error) {
+	*key = binary.BigEndian.AppendUint32(append(append((*key)[:0], tenant...), 0), seq)
+	v, err := tx.Get(bucketDocSegs, *key)
 	if errors.Is(err, ErrNotFound) {
 		return segHead{}, false, nil
 	}
@@ -75,7 +76,7 @@ func readSegHead(tx Tx, tenant string, seq uint32) (segHead, bool, error) {
 	if !ok {
 		return segHead{}, false, nil // crux doctor reports it
 	}
-	return segHead{doc: doc, title: index.LowerWords(title)}, true, nil
+	return segHead{doc: doc, title: title}, true, nil
 }
 
 // decodeSegHead decodes the document id and title of a segment record
@@ -102,23 +103,59 @@ func decodeSegHead(v []byte) (doc, title string, ok bool) {
 	return doc, title, ok && utf8.ValidString(doc) && utf8.ValidString(title)
 }
 
+// linker tells neighbours apart, reusing its word lists.
+type linker struct{ a, b []string }
+
 // linked reports whether the segments a and b, b written just after a,
 // are neighbours: of one document, or of documents with alike titles.
-func linked(a, b segHead) bool {
-	if a.doc == b.doc {
+func (l *linker) linked(a, b segHead) bool {
+	switch {
+	case a.doc == b.doc:
+		return true
+	case a.title == "" || b.title == "":
+		return false
+	case a.title == b.title:
 		return true
 	}
-	if len(a.title) == 0 || len(b.title) == 0 {
+	l.a, l.b = titleWords(l.a[:0], a.title), titleWords(l.b[:0], b.title)
+	if len(l.a) == 0 || len(l.b) == 0 {
 		return false
 	}
 	both := 0
-	for _, w := range a.title {
-		if slices.Contains(b.title, w) {
+	for _, w := range l.a {
+		if slices.ContainsFunc(l.b, func(x string) bool { return strings.EqualFold(w, x) }) {
 			both++
 		}
 	}
-	either := len(a.title) + len(b.title) - both
+	either := len(l.a) + len(l.b) - both
 	return float64(both) >= ContextTitleOverlap*float64(either)
+}
+
+// titleWords appends the distinct words of title, as index.LowerWords
+// finds them but not lowercased (they are compared without case), to
+// out.
+func titleWords(out []string, title string) []string {
+	start := -1
+	word := func(end int) {
+		if w := title[start:end]; len(w) >= 2 && !slices.ContainsFunc(out, func(x string) bool { return strings.EqualFold(w, x) }) {
+			out = append(out, w)
+		}
+		start = -1
+	}
+	for i, r := range title {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if start < 0 {
+				start = i
+			}
+		case start >= 0:
+			word(i)
+		}
+	}
+	if start >= 0 {
+		word(len(title))
+	}
+	return out
 }
 
 // liftContext lifts hits (best first) and their neighbours (nb, sorted,
@@ -141,14 +178,47 @@ func liftContext(tx Tx, tenant string, hits []DocHit, nb []uint32, nbScore []flo
 		all = append(all, entry{DocHit{Seq: s, Score: nbScore[i]}, false})
 	}
 	slices.SortFunc(all, func(a, b entry) int { return int(int64(a.Seq) - int64(b.Seq)) })
+	if len(hits) >= limit {
+		// limit hits score bar or more, and none is lowered: a neighbour
+		// that cannot reach bar, even linked to the better hit next to
+		// it, is not read.
+		bar := hits[0].Score
+		for _, h := range hits {
+			bar = min(bar, h.Score)
+		}
+		keep := all[:0]
+		for i, e := range all {
+			if !e.hit {
+				best := e.Score
+				if i > 0 && all[i-1].hit && all[i-1].Seq+1 == e.Seq {
+					best = max(best, all[i-1].Score)
+				}
+				if i+1 < len(all) && all[i+1].hit && all[i+1].Seq == e.Seq+1 {
+					best = max(best, all[i+1].Score)
+				}
+				if e.Score+ContextShare*(best-e.Score) < bar {
+					continue
+				}
+			}
+			keep = append(keep, e)
+		}
+		all = keep
+	}
 	heads := make([]segHead, len(all))
 	have := make([]bool, len(all))
+	var key []byte
 	for i, h := range all {
 		var err error
-		heads[i], have[i], err = readSegHead(tx, tenant, h.Seq)
+		heads[i], have[i], err = readSegHead(tx, tenant, h.Seq, &key)
 		if err != nil {
 			return nil, err
 		}
+	}
+	var l linker
+	// next[i] says whether all[i] and all[i+1] are neighbours.
+	next := make([]bool, len(all))
+	for i := 0; i+1 < len(all); i++ {
+		next[i] = have[i] && have[i+1] && all[i].Seq+1 == all[i+1].Seq && l.linked(heads[i], heads[i+1])
 	}
 	lifted := make([]DocHit, 0, len(all))
 	for i, e := range all {
@@ -157,10 +227,10 @@ func liftContext(tx Tx, tenant string, hits []DocHit, nb []uint32, nbScore []flo
 			continue
 		}
 		best := h.Score
-		if i > 0 && have[i-1] && all[i-1].Seq+1 == h.Seq && linked(heads[i-1], heads[i]) {
+		if i > 0 && next[i-1] {
 			best = max(best, all[i-1].Score)
 		}
-		if i+1 < len(all) && have[i+1] && all[i+1].Seq == h.Seq+1 && linked(heads[i], heads[i+1]) {
+		if next[i] {
 			best = max(best, all[i+1].Score)
 		}
 		if best > h.Score {
