@@ -42,7 +42,7 @@ type DocHit struct {
 
 // DocResult is the outcome of [SearchDocuments].
 type DocResult struct {
-	Hits       []DocHit  // best first; ties by seq
+	Hits       []DocHit  // best first (by Score + Context with DocQuery.Context, then Score); ties by seq
 	DF         []int     // per query term, the segments holding it
 	Candidates int       // segments holding a query term (every term, with All)
 	BelowFloor int       // candidates that scored under MinScore

@@ -39,8 +39,8 @@ import (
 //     entity's place and their BM25 for its name, take a bonus of
 //     graphBonus/rank of the best BM25 score: a small one, so that the
 //     lane reorders close results and brings in segments BM25 missed, but
-//     never puts a segment above one that BM25 scores more than that
-//     bonus higher;
+//     never puts a segment above one that scores (BM25 and context) more
+//     than that bonus higher;
 //   - distinct documents first: of the best 2·limit segments, the best of
 //     each document come first, the others after them.
 //
