@@ -24,7 +24,7 @@
 //
 // # Ranking
 //
-// [BM25] is Okapi BM25 with k1 = 1.2 and b = 0.75 and the
+// [BM25] is Okapi BM25 with k1 = 0.9 and b = 0.75 and the
 // non-negative idf ln(1 + (N - df + 0.5)/(df + 0.5)).
 package index
 
@@ -318,37 +318,6 @@ func QueryWords(text string) []string {
 	}
 	return out
 }
-
-// IsQuestion reports whether text reads as a question: it ends with a
-// question mark (white space aside), or its first word asks one, a
-// question word (what, when, where, which, who, whom, whose, why, how) or
-// an auxiliary verb that opens a yes-no question (do, did, can, is, ...).
-// "Client Do sends a request" and "being one field" are not questions by
-// this; "Being one field, is it?" is.
-func IsQuestion(text string) bool {
-	if strings.HasSuffix(strings.TrimSpace(text), "?") {
-		return true
-	}
-	first := ""
-	Split(text, func(w Word) {
-		if first == "" {
-			first = w.Lower
-		}
-	})
-	_, ok := questionOpeners[first]
-	return ok
-}
-
-// questionOpeners are the first words that make a text a question for
-// [IsQuestion].
-var questionOpeners = func() map[string]struct{} {
-	m := make(map[string]struct{})
-	for _, w := range strings.Fields(`what when where which who whom whose why how
-		do does did can could would should will shall is are was were has have had am might must`) {
-		m[w] = struct{}{}
-	}
-	return m
-}()
 
 // questionWords are the words [QueryWords] drops besides the stop words:
 // question words, auxiliary verbs and pronouns. Modal "may" is kept (the

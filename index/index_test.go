@@ -212,7 +212,4 @@ func TestQueryWords(t *testing.T) {
 	} {
 		assert.Equal(t, want, index.QueryWords(text), text)
 	}
-	assert.True(t, index.IsQuestion("How-to guides for the index"))
-	assert.True(t, index.IsQuestion("  whose turn is it ?  "))
-	assert.False(t, index.IsQuestion(""))
 }

@@ -190,7 +190,7 @@ func bm25Reference(docs []store.Document, terms []string, limit int) []store.Doc
 			}
 			idf := math.Log(1 + (float64(len(segs))-float64(df)+0.5)/(float64(df)+0.5))
 			tf := float64(s.tf[t])
-			score += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(s.len)/avg))
+			score += idf * tf * (index.K1 + 1) / (tf + index.K1*(1-index.B+index.B*float64(s.len)/avg))
 		}
 		if score > 0 {
 			hits = append(hits, store.DocHit{Seq: uint32(i), Score: score})
@@ -408,7 +408,7 @@ func searchReference(segs []refSeg, q store.DocQuery) store.DocResult {
 			held++
 			idf := math.Log(1 + (float64(len(segs))-float64(res.DF[j])+0.5)/(float64(res.DF[j])+0.5))
 			tf := float64(s.tf[t])
-			scores[i] += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(s.len)/avg))
+			scores[i] += idf * tf * (index.K1 + 1) / (tf + index.K1*(1-index.B+index.B*float64(s.len)/avg))
 		}
 		if held == 0 || q.All && held < len(q.Terms) {
 			scores[i] = 0
@@ -429,4 +429,28 @@ func searchReference(segs []refSeg, q store.DocQuery) store.DocResult {
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
 	res.Hits = hits[:min(max(q.Limit, 1), len(hits))]
 	return res
+}
+
+// TestSearchDocumentsWeights: a term's weight scales its score, so a
+// segment holding a lighter term ranks below one holding a heavier term
+// of the same idf.
+func TestSearchDocumentsWeights(t *testing.T) {
+	db := openDB(t)
+	ingest(t, db, "t",
+		store.Document{ID: "when", Text: "when the rain came"},
+		store.Document{ID: "paint", Text: "paint the fence white"},
+		store.Document{ID: "other", Text: "nothing here at all"})
+	terms := queryTerms("when paint")
+	plain := searchDocs(t, db, store.DocQuery{Tenant: "t", Terms: terms, Limit: 10})
+	require.Len(t, plain.Hits, 2)
+	assert.InDelta(t, plain.Hits[0].Score, plain.Hits[1].Score, 1e-9, "same idf, same length")
+	for _, ws := range [][]float64{{0.5, 1}, {1, 2}} {
+		res := searchDocs(t, db, store.DocQuery{Tenant: "t", Terms: terms, Weights: ws, Limit: 10})
+		require.Len(t, res.Hits, 2)
+		assert.Equal(t, uint32(1), res.Hits[0].Seq, "paint first with weights %v", ws)
+		assert.InDelta(t, ws[0]/ws[1], res.Hits[1].Score/res.Hits[0].Score, 1e-9)
+	}
+	// A missing weight is 1.
+	res := searchDocs(t, db, store.DocQuery{Tenant: "t", Terms: terms, Weights: []float64{0.5}, Limit: 10})
+	assert.InDelta(t, plain.Hits[0].Score, res.Hits[0].Score, 1e-9)
 }

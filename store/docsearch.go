@@ -12,6 +12,9 @@ import (
 type DocQuery struct {
 	Tenant string
 	Terms  []string // distinct index terms (index.Query)
+	// Weights, when not nil, scales the score of each term of Terms
+	// (index.QueryWeights); a missing or non-positive weight is 1.
+	Weights []float64
 	// All keeps only the segments holding every term.
 	All bool
 	// Limit is the most hits returned (at least 1).
@@ -22,17 +25,24 @@ type DocQuery struct {
 	// Also names segments whose scores to report in AlsoScores, ranked
 	// or not.
 	Also []uint32
+	// Context lifts segments towards the scores of their better
+	// neighbours (see ContextShare) before the best Limit are kept, and
+	// ranks hits by Score + Context.
+	Context bool
 }
 
 // DocHit is one ranked segment.
 type DocHit struct {
 	Seq   uint32
-	Score float64
+	Score float64 // BM25 of the query
+	// Context is what the segment took of a better neighbour's score
+	// (with DocQuery.Context; 0 without).
+	Context float64
 }
 
 // DocResult is the outcome of [SearchDocuments].
 type DocResult struct {
-	Hits       []DocHit  // best first; ties by seq
+	Hits       []DocHit  // best first (by Score + Context with DocQuery.Context, then Score); ties by seq
 	DF         []int     // per query term, the segments holding it
 	Candidates int       // segments holding a query term (every term, with All)
 	BelowFloor int       // candidates that scored under MinScore
@@ -110,7 +120,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 		}
 		ws := make([]termWeight, len(q.Terms))
 		for i := range q.Terms {
-			ws[i] = newTermWeight(index.IDF(stats.Segments, res.DF[i]), avg)
+			ws[i] = newTermWeight(q.weight(i)*index.IDF(stats.Segments, res.DF[i]), avg)
 			if i == long {
 				continue
 			}
@@ -119,8 +129,8 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			}
 		}
 		unscored := 0 // postings of the long list probed past, with no score
+		var probe bool
 		if long >= 0 {
-			var probe bool
 			switch {
 			case q.All:
 				probe = true
@@ -163,7 +173,39 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 				res.AlsoScores[i] = acc.score[s]
 			}
 		}
-		return res, nil
+		if !q.Context {
+			return res, nil
+		}
+		nb := contextNeighbours(res.Hits, stats.Next)
+		if probe {
+			// The long list scored only the segments the other terms
+			// touched; the neighbours that only it may hold take their
+			// scores now.
+			var fresh []uint32
+			for _, s := range nb {
+				if acc.score[s] == 0 {
+					fresh = append(fresh, s)
+				}
+			}
+			if len(fresh) > 0 {
+				for _, s := range acc.touched { // only the fresh are to take a score
+					acc.marked[s/64] = 0
+				}
+				acc.mark(fresh, stats.Next)
+				for _, v := range blocks[long] {
+					acc.addBlock(v, stats.Next, ws[long], q.All, true)
+				}
+				acc.unmark(fresh, stats.Next)
+			}
+		}
+		scores := make([]float64, len(nb))
+		for i, s := range nb {
+			if !q.All || int(acc.count[s]) >= len(q.Terms) {
+				scores[i] = acc.score[s]
+			}
+		}
+		res.Hits, err = liftContext(tx, q.Tenant, res.Hits, nb, scores, max(q.Limit, 1), q.MinScore)
+		return res, err
 	}
 	type sc struct {
 		score float64
@@ -171,7 +213,7 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 	}
 	m := make(map[uint32]*sc)
 	for i := range q.Terms {
-		idf := index.IDF(stats.Segments, res.DF[i])
+		idf := q.weight(i) * index.IDF(stats.Segments, res.DF[i])
 		for _, v := range blocks[i] {
 			ps, err := decodeDocBlock(nil, v)
 			if err != nil {
@@ -202,7 +244,25 @@ func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 			res.AlsoScores[i] = e.score
 		}
 	}
-	return res, nil
+	if q.Context {
+		nb := contextNeighbours(res.Hits, stats.Next)
+		scores := make([]float64, len(nb))
+		for i, s := range nb {
+			if e := m[s]; e != nil && (!q.All || e.count >= len(q.Terms)) {
+				scores[i] = e.score
+			}
+		}
+		res.Hits, err = liftContext(tx, q.Tenant, res.Hits, nb, scores, max(q.Limit, 1), q.MinScore)
+	}
+	return res, err
+}
+
+// weight is the weight of term i of q.Terms.
+func (q *DocQuery) weight(i int) float64 {
+	if i < len(q.Weights) && q.Weights[i] > 0 {
+		return q.Weights[i]
+	}
+	return 1
 }
 
 // termWeight is the BM25 of one term, factored for the inner loop:

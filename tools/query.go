@@ -24,14 +24,28 @@ import (
 // "<segment_index>:<doc_id>", which query_expand takes back. doc_id is
 // exactly the id the document was ingested with.
 //
-// query fuses two lanes by reciprocal-rank fusion (each lane contributes
-// 1/(60 + rank) for each segment it ranks): BM25 over the segments' terms
-// (k1 1.2, b 0.75; the index package says how text becomes terms), and
-// the entity-graph lane: the facts matching the query (as query_facts
-// would find them, for this caller) name entities, and the segments that
-// mention an entity (hold every term of its name) rank by that entity's
-// place and their BM25 for its name. Each result lists its lanes, and
-// the entities that linked it; the answer lists those facts.
+// query ranks segments by BM25 over their terms (k1 0.9, b 0.75; the
+// index package says how text becomes terms; the words that only shape a
+// question, such as "what" and "did", weigh half), and then:
+//
+//   - context: a segment rises halfway towards the score of a better
+//     neighbour, the segment before or after it in its document, or in
+//     the document written before or after its own when their titles are
+//     alike (store.ContextShare), so that the turn answering a question
+//     ranks near the turn that asks it;
+//   - the entity-graph lane: the facts matching the query (as query_facts
+//     would find them, for this caller) name entities, and the segments
+//     that mention an entity (hold every term of its name), ranked by that
+//     entity's place and their BM25 for its name, take a bonus of
+//     graphBonus/rank of the best BM25 score: a small one, so that the
+//     lane reorders close results and brings in segments BM25 missed, but
+//     never puts a segment above one that scores (BM25 and context) more
+//     than that bonus higher;
+//   - distinct documents first: of the best 2·limit segments, the best of
+//     each document come first, the others after them.
+//
+// Each result lists its lanes (bm25, context, entity_graph), and the
+// entities that linked it; the answer lists those facts.
 //
 // Tenants: tenant_id names the index to search. A caller bound to a
 // tenant other than the default one may name only its own (else -32003);
@@ -50,7 +64,7 @@ const (
 	expandMaxIDs       = 50   // most result_ids of one query_expand
 	maxQueryTerms      = 64   // most distinct terms of a query
 	laneDepth          = 50   // results each lane of query ranks before fusion
-	rrfK               = 60   // the reciprocal-rank fusion constant
+	graphBonus         = 0.1  // the entity-graph lane's bonus at rank 1, a share of the best BM25 score
 	graphFacts         = 8    // facts the entity-graph lane starts from
 	graphEntities      = 5    // entities it follows
 	snippetBytes       = 160  // longest snippet of a query result
@@ -60,13 +74,30 @@ const (
 
 // Lane names, as results list them.
 const (
-	laneBM25  = "bm25"
-	laneGraph = "entity_graph"
+	laneBM25    = "bm25"
+	laneContext = "context"
+	laneGraph   = "entity_graph"
 )
 
-// bm25Lane is the lanes of a result the BM25 lane ranked, shared by the
-// results (as bm25Lane[:1:1], so that adding a lane copies it).
-var bm25Lane = []string{laneBM25}
+// The lanes of a result the BM25 lane ranked, of one context alone found,
+// and of one both did, shared by the results (as lanes[:n:n], so that
+// adding a lane copies them).
+var (
+	bm25Lane        = []string{laneBM25}
+	contextLane     = []string{laneContext}
+	bm25ContextLane = []string{laneBM25, laneContext}
+)
+
+// hitLanes are the lanes of a hit of the BM25 lane.
+func hitLanes(h store.DocHit) []string {
+	switch {
+	case h.Context > 0 && h.Score > 0:
+		return bm25ContextLane[:2:2]
+	case h.Context > 0:
+		return contextLane[:1:1]
+	}
+	return bm25Lane[:1:1]
+}
 
 // The output contract of the retrieval-shaped tools (query, query_scan,
 // query_expand, query_facts). It is on by default: their answers carry
@@ -206,7 +237,7 @@ type QueryRow struct {
 	SegmentIndex int      `json:"segment_index"`
 	Title        string   `json:"title,omitempty"`
 	Score        float64  `json:"score"`       // BM25 of the query; 0 for a segment holding none of its terms
-	FusedScore   float64  `json:"fused_score"` // what results are ranked by
+	FusedScore   float64  `json:"fused_score"` // what results are ranked by: score, its context lift and graph bonus
 	Lanes        []string `json:"lanes"`
 	Entities     []string `json:"entities,omitempty"` // the entities that linked it
 	TokenCount   int      `json:"token_count"`
@@ -289,16 +320,16 @@ func query() *Tool {
 				if err != nil {
 					return err
 				}
-				depth := limit // without a graph lane, the BM25 order is the answer
+				depth := 2 * limit // distinct documents are picked from twice the limit
 				if len(lane) > 0 {
-					depth = max(limit, laneDepth)
+					depth = max(depth, laneDepth)
 				}
 				also := make([]uint32, len(lane))
 				for i, g := range lane {
 					also[i] = g.seq
 				}
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: terms,
-					Limit: depth, MinScore: minScore, Also: also})
+					Weights: index.QueryWeights(in.Query, qt), Limit: depth, MinScore: minScore, Also: also, Context: true})
 				if err != nil {
 					return err
 				}
@@ -310,9 +341,14 @@ func query() *Tool {
 				}
 				all := make([]fused, len(res.Hits), len(res.Hits)+len(lane)) // never grown: order points into it
 				order := make([]*fused, len(res.Hits), cap(all))
+				best := 0.0 // the best BM25 score, which the graph bonus is a share of
 				for i, h := range res.Hits {
-					all[i] = fused{seq: h.Seq, bm25: h.Score, score: 1 / float64(rrfK+i+1), lanes: bm25Lane[:1:1]} // shared: append copies
+					all[i] = fused{seq: h.Seq, bm25: h.Score, score: h.Score + h.Context, lanes: hitLanes(h)}
 					order[i] = &all[i]
+					best = max(best, h.Score)
+				}
+				if best == 0 {
+					best = 1 // no BM25 hit: the bonus orders the graph lane's segments alone
 				}
 				var byseq map[uint32]*fused
 				if len(lane) > 0 {
@@ -336,12 +372,12 @@ func query() *Tool {
 							}
 							continue
 						}
-						all = append(all, fused{seq: g.seq, bm25: bm25})
+						all = append(all, fused{seq: g.seq, bm25: bm25, score: bm25})
 						f = &all[len(all)-1]
 						byseq[g.seq] = f
 						order = append(order, f)
 					}
-					f.score += 1 / float64(rrfK+i+1)
+					f.score += graphBonus * best / float64(i+1)
 					f.lanes = append(f.lanes, laneGraph)
 					f.entities = g.entities
 				}
@@ -358,17 +394,12 @@ func query() *Tool {
 				finder := newTermFinder(qt)
 				out.Results = make([]QueryRow, 0, min(limit, len(order)))
 				linked := make(map[string]bool)
-				for _, f := range order {
-					if len(out.Results) == limit {
-						break
-					}
-					seg, err := env.segments.segment(tx, in.TenantID, f.seq)
-					if skippable(err) {
-						continue
-					}
-					if err != nil {
-						return err
-					}
+				picked, err := distinctFirst(tx, env, in.TenantID, order, limit)
+				if err != nil {
+					return err
+				}
+				for _, p := range picked {
+					f, seg := p.f, p.seg
 					if !b.take(seg.Tokens) {
 						break
 					}
@@ -402,6 +433,46 @@ func query() *Tool {
 			return jsonResult(out)
 		}),
 	}
+}
+
+// pick is a segment query answers with.
+type pick struct {
+	f   *fused
+	seg *store.Segment
+}
+
+// distinctFirst picks up to limit of the segments of order (best first,
+// those gone or unreadable passed over): the best segment of each
+// document first, in order, then the others, in order.
+func distinctFirst(tx store.Tx, env *Env, tenant string, order []*fused, limit int) ([]pick, error) {
+	out := make([]pick, 0, min(limit, len(order)))
+	var later []pick
+	docs := make(map[string]bool, limit)
+	for _, f := range order {
+		if len(out) == limit {
+			break
+		}
+		seg, err := env.segments.segment(tx, tenant, f.seq)
+		if skippable(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if docs[seg.DocID] {
+			later = append(later, pick{f, seg})
+			continue
+		}
+		docs[seg.DocID] = true
+		out = append(out, pick{f, seg})
+	}
+	for _, p := range later {
+		if len(out) == limit {
+			break
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func cmpDesc(a, b float64) int {
@@ -656,7 +727,8 @@ func queryScan() *Tool {
 			b := budgetOf(in.TokenBudget, scanBudget)
 			out := QueryScanOutput{ContractFields: newCRC(in.Contract, crcKindSearch), Results: []ScanRow{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
-				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt), Limit: limit})
+				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: termStrings(qt),
+					Weights: index.QueryWeights(in.Query, qt), Limit: limit})
 				if err != nil {
 					return err
 				}

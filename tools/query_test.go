@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -208,7 +209,8 @@ func TestQueryGraphLaneShowsBM25(t *testing.T) {
 	for i := range tools.ExportLaneDepth + 10 { // more BM25 candidates than the lane ranks
 		docs = append(docs, crux.Document{ID: fmt.Sprintf("d%02d", i), Text: strings.Repeat("gadget ", 5) + "filler"})
 	}
-	docs = append(docs, crux.Document{ID: "zz/acme", Text: "gadget made by the acme corporation " + strings.Repeat("padding words ", 40)})
+	// Two words longer than the others, it scores a little under them.
+	docs = append(docs, crux.Document{ID: "zz/acme", Text: strings.Repeat("gadget ", 5) + "filler acme corporation"})
 	_, err := srv.Ingest(context.Background(), tenant, docs, nil)
 	require.NoError(t, err)
 	storeID(t, srv, alice, `{"entity":"acme corporation","key":"makes","value":"gadget"}`)
@@ -306,4 +308,64 @@ func TestQueryFactsStems(t *testing.T) {
 		assert.Len(t, rows(t, call(t, srv, alice, "query_facts", `{"query":"`+q+`"}`)), 1, q)
 	}
 	assert.Empty(t, rows(t, call(t, srv, alice, "query_facts", `{"query":"tabase"}`)))
+}
+
+// TestQueryDistinctDocuments: of the best segments, the best of each
+// document come first, then a document's other segments.
+func TestQueryDistinctDocuments(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	para := strings.Repeat("the gadget gadget gadget works. ", 30) // about 1,000 bytes: a segment each
+	docs := []crux.Document{
+		{ID: "big", Text: para + "\n\n" + para + "\n\n" + para},
+		{ID: "one", Text: "a gadget " + strings.Repeat("and other words ", 20)},
+		{ID: "two", Text: "one gadget " + strings.Repeat("and more words ", 25)},
+	}
+	_, err := srv.Ingest(context.Background(), "t", docs, nil)
+	require.NoError(t, err)
+	docsOf := func(got map[string]any) []string {
+		var out []string
+		for _, r := range objects(t, got, "results") {
+			out = append(out, r["doc_id"].(string))
+		}
+		return out
+	}
+	got := call(t, srv, alice, "query", `{"tenant_id":"t","query":"gadget","limit":3}`)
+	assert.Equal(t, []string{"big", "one", "two"}, docsOf(got), "one segment of each document, though big's three score higher")
+	res := objects(t, got, "results")
+	assert.Greater(t, res[0]["score"], res[1]["score"])
+	got = call(t, srv, alice, "query", `{"tenant_id":"t","query":"gadget","limit":5}`)
+	assert.Equal(t, []string{"big", "one", "two", "big", "big"}, docsOf(got))
+	scan := call(t, srv, alice, "query_scan", `{"tenant_id":"t","query":"gadget","limit":3}`)
+	assert.Equal(t, []string{"big", "big", "big"}, docsOf(scan), "query_scan ranks segments by BM25 alone")
+}
+
+// TestQueryGraphNeverDemotes: the entity-graph lane reorders close
+// results but never puts a segment above one BM25 scores clearly higher,
+// however many of its segments the lane ranks.
+func TestQueryGraphNeverDemotes(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	docs := []crux.Document{{ID: "answer", Text: "the refunds policy: refunds within thirty days"}}
+	for i := range 12 {
+		docs = append(docs, crux.Document{ID: fmt.Sprintf("acme%02d", i),
+			Text: "acme corporation " + strings.Repeat("memo ", i) + "mentions a policy " + strings.Repeat("among many other words ", 10)})
+	}
+	_, err := srv.Ingest(context.Background(), tenant, docs, nil)
+	require.NoError(t, err)
+	storeID(t, srv, alice, `{"entity":"acme corporation","key":"owns","value":"the refunds policy"}`)
+
+	got := call(t, srv, alice, "query", `{"tenant_id":"default","query":"refunds policy"}`)
+	res := objects(t, got, "results")
+	require.NotEmpty(t, res)
+	assert.Equal(t, "answer", res[0]["doc_id"], "the strong BM25 hit stays first")
+	assert.Equal(t, []any{"bm25"}, res[0]["lanes"])
+	graph := 0
+	for _, r := range res[1:] {
+		if slices.Contains(r["lanes"].([]any), any("entity_graph")) {
+			graph++
+			assert.Equal(t, []any{"acme corporation"}, r["entities"])
+		}
+		assert.LessOrEqual(t, r["fused_score"], res[0]["fused_score"])
+	}
+	assert.Positive(t, graph, "the lane still ranks the entity's segments")
+	require.Len(t, objects(t, got, "facts"), 1)
 }

@@ -170,3 +170,48 @@ func (x *Crux) Close() error {
 	}
 	return err
 }
+
+// DocFactIngester is a System that takes a corpus both as documents and
+// as facts, into one index (crux-docs-facts). The evaluation hands it
+// both.
+type DocFactIngester interface {
+	IngestDocsFacts(docs []Doc, facts []Fact) error
+}
+
+func init() {
+	Register(Factory{Name: "crux-docs-facts", Optional: true, New: func(dir string) (System, error) {
+		c, err := NewCrux(dir)
+		if err != nil {
+			return nil, err
+		}
+		return &CruxDocsFacts{Crux: c}, nil
+	}})
+}
+
+// CruxDocsFacts is the crux system over a tenant that also holds the
+// corpus's facts (written with store_fact in that tenant, as crux-facts
+// writes them): query's entity-graph lane then has facts to follow, as
+// it has for an agent that keeps both.
+type CruxDocsFacts struct {
+	*Crux
+	// Cut counts the values the facts' ingest cut to store_fact's limit.
+	Cut int
+}
+
+// Name implements System.
+func (*CruxDocsFacts) Name() string { return "crux-docs-facts" }
+
+// Ingest implements System: the documents, and each as a fact (DocFacts).
+func (x *CruxDocsFacts) Ingest(docs []Doc) error { return x.IngestDocsFacts(docs, DocFacts(docs)) }
+
+// IngestDocsFacts implements DocFactIngester: the documents as the crux
+// system ingests them, then the facts as crux-facts stores them.
+func (x *CruxDocsFacts) IngestDocsFacts(docs []Doc, facts []Fact) error {
+	if err := x.Crux.Ingest(docs); err != nil {
+		return err
+	}
+	f := &CruxFacts{srv: x.srv, caller: crux.Caller{Agent: x.caller.Agent, Authenticated: true, Tenant: cruxTenant}}
+	err := f.IngestFacts(facts)
+	x.Cut += f.Cut
+	return err
+}

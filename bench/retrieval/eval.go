@@ -64,10 +64,11 @@ func (c *Corpus) Counts() (docs, questions int) {
 }
 
 // evalOrder is the order in which the evaluation shows the systems.
-var evalOrder = []string{"crux", "crux-facts", "textbook-bm25", "textbook-bm25-nostem", "bleve", "sqlite-fts5"}
+var evalOrder = []string{"crux", "crux-facts", "crux-docs-facts", "textbook-bm25", "textbook-bm25-nostem", "bleve", "sqlite-fts5"}
 
 // EvalFactories returns every registered system, in the evaluation's
-// order: crux's two tools, the two textbook BM25s, bleve, SQLite FTS5
+// order: crux's tools (query, query_facts, and query over a tenant that
+// holds facts too), the two textbook BM25s, bleve, SQLite FTS5
 // (and any other, by name, after them).
 func EvalFactories() []Factory {
 	all := AllFactories()
@@ -278,7 +279,13 @@ func Evaluate(c *Corpus, systems []Factory, o EvalOptions) ([]EvalResult, [][]De
 				lives[i].sys = sys
 				runtime.GC()
 				start := time.Now()
-				if fi, ok := sys.(FactIngester); ok {
+				if di, ok := sys.(DocFactIngester); ok {
+					facts := g.Facts
+					if facts == nil {
+						facts = DocFacts(g.Docs)
+					}
+					err = di.IngestDocsFacts(g.Docs, facts)
+				} else if fi, ok := sys.(FactIngester); ok {
 					facts := g.Facts
 					if facts == nil {
 						facts = DocFacts(g.Docs)
@@ -297,7 +304,10 @@ func Evaluate(c *Corpus, systems []Factory, o EvalOptions) ([]EvalResult, [][]De
 					return fmt.Errorf("%s: size: %w", f.Name, err)
 				}
 				results[i].Ingest += took
-				if cf, ok := sys.(*CruxFacts); ok {
+				switch cf := sys.(type) {
+				case *CruxFacts:
+					results[i].ValuesCut += cf.Cut
+				case *CruxDocsFacts:
 					results[i].ValuesCut += cf.Cut
 				}
 				logf("%s/%s: %s: ingest of %d documents in %.2f s", c.Name, g.Name, f.Name, len(g.Docs), took.Seconds())
