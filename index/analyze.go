@@ -158,6 +158,10 @@ func (s *Starts) Add(term string) {
 
 func (s *Starts) set(a, b byte) { s.two[int(a)<<2|int(b)>>6] |= 1 << (b & 63) }
 
+// Lets reports whether the word or stem w may hold a term of s: it is
+// one byte long, or lets lets its first two bytes through.
+func (s *Starts) Lets(w []byte) bool { return len(w) < 2 || s.lets(w[0], w[1]) }
+
 // lets reports whether a word whose first two bytes are a and b may stem
 // to a term of s or to a longer word starting with one.
 func (s *Starts) lets(a, b byte) bool {

@@ -218,6 +218,10 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		}
 	}
 	// The postings not yet moved to the keyword index (see indexLive).
+	var starts index.Starts
+	for _, t := range terms {
+		starts.Add(t)
+	}
 	fresh := make([]bool, len(terms))
 	err := tx.Scan(bucketFresh, indexKey(tenant, ""), false, func(k, v []byte) error {
 		words, ok := freshWords(v)
@@ -226,6 +230,9 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		}
 		best := make([]float64, len(terms))
 		for w := range bytes.SplitSeq(words, []byte{0}) {
+			if !starts.Lets(w) {
+				continue
+			}
 			for i, t := range terms {
 				if bytes.HasPrefix(w, []byte(t)) {
 					if len(w) == len(t) {
@@ -258,15 +265,16 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		return nil, nil, err
 	}
 	for i := range lists {
-		lists[i] = mergeRuns(lists[i], runs[i])
+		lists[i] = mergeRuns(lists[i], runs[i], maxWeight)
 	}
 	return lists, stats, nil
 }
 
 // mergeRuns merges the runs of list, each sorted by fact id and holding a
 // fact once, starting at starts (ascending; the first is 0), into one
-// sorted list holding each fact once, with its greatest weight.
-func mergeRuns(list []candidate, starts []int) []candidate {
+// sorted list holding each fact once, with the weights of its candidates
+// combined by combine.
+func mergeRuns(list []candidate, starts []int, combine func(a, b float64) float64) []candidate {
 	bounds := append(starts, len(list))
 	var buf []candidate
 	for len(bounds) > 2 {
@@ -278,7 +286,7 @@ func mergeRuns(list []candidate, starts []int) []candidate {
 		for j := 0; j+1 < len(bounds); j += 2 {
 			next = append(next, len(buf))
 			if j+2 < len(bounds) {
-				buf = mergeTwo(buf, list[bounds[j]:bounds[j+1]], list[bounds[j+1]:bounds[j+2]])
+				buf = mergeTwo(buf, list[bounds[j]:bounds[j+1]], list[bounds[j+1]:bounds[j+2]], combine)
 			} else {
 				buf = append(buf, list[bounds[j]:bounds[j+1]]...)
 			}
@@ -288,9 +296,14 @@ func mergeRuns(list []candidate, starts []int) []candidate {
 	return list
 }
 
+// maxWeight and sumWeights combine the weights of a fact's candidates:
+// within a term, its best word's; across terms, the sum.
+func maxWeight(a, b float64) float64  { return max(a, b) }
+func sumWeights(a, b float64) float64 { return a + b }
+
 // mergeTwo appends to dst the candidates of a and b, each sorted by fact
-// id, in that order, a fact in both once with its greater weight.
-func mergeTwo(dst, a, b []candidate) []candidate {
+// id, in that order, a fact in both once with their weights combined.
+func mergeTwo(dst, a, b []candidate, combine func(a, b float64) float64) []candidate {
 	for len(a) > 0 && len(b) > 0 {
 		switch c := cmpCandidates(&a[0], &b[0]); {
 		case c < 0:
@@ -299,7 +312,7 @@ func mergeTwo(dst, a, b []candidate) []candidate {
 			dst, b = append(dst, b[0]), b[1:]
 		default:
 			x := a[0]
-			x.w = max(x.w, b[0].w)
+			x.w = combine(x.w, b[0].w)
 			dst, a, b = append(dst, x), a[1:], b[1:]
 		}
 	}
@@ -474,30 +487,20 @@ func mergeCandidates(lists [][]candidate, stats []termStat) []candidate {
 	for _, l := range lists {
 		total += len(l)
 	}
-	out := make([]candidate, 0, total)
-	at := make([]int, len(lists))
-	for {
-		best := -1
-		for i, l := range lists {
-			if at[i] < len(l) && (best < 0 || cmpCandidates(&l[at[i]], &lists[best][at[best]]) < 0) {
-				best = i
-			}
+	all := make([]candidate, 0, total)
+	starts := make([]int, 0, len(lists))
+	for i, l := range lists {
+		starts = append(starts, len(all))
+		for _, c := range l {
+			c.w *= stats[i].idf
+			all = append(all, c)
 		}
-		if best < 0 {
-			break
-		}
-		c := lists[best][at[best]]
-		w := 0.0
-		for i, l := range lists {
-			if at[i] < len(l) && cmpCandidates(&l[at[i]], &c) == 0 {
-				w += stats[i].idf * l[at[i]].w
-				at[i]++
-			}
-		}
-		c.w = w * c.conf()
-		out = append(out, c)
 	}
-	return out
+	all = mergeRuns(all, starts, sumWeights)
+	for i := range all {
+		all[i].w *= all[i].conf()
+	}
+	return all
 }
 
 // candHeap orders candidates by weight, highest first, then newest first.
