@@ -88,13 +88,13 @@ func SplitStarting(text string, starts *Starts, fn func(w Word)) int {
 	n, i := 0, 0
 	for i < len(text) {
 		// Past the bytes between words, then to the end of the word.
-		for i < len(text) && text[i] < utf8.RuneSelf && !asciiWord[text[i]] {
+		for i < len(text) && byteClass[text[i]] == classOther {
 			i++
 		}
 		if i == len(text) {
 			break
 		}
-		if text[i] >= utf8.RuneSelf {
+		if byteClass[text[i]] == classMulti {
 			if r, size := utf8.DecodeRuneInString(text[i:]); !isWordRune(r) {
 				i += size
 				continue
@@ -102,12 +102,11 @@ func SplitStarting(text string, starts *Starts, fn func(w Word)) int {
 		}
 		start := i
 		for i < len(text) {
-			if c := text[i]; c < utf8.RuneSelf {
-				if !asciiWord[c] {
-					break
-				}
+			for i < len(text) && byteClass[text[i]] == classWord {
 				i++
-				continue
+			}
+			if i == len(text) || byteClass[text[i]] == classOther {
+				break
 			}
 			r, size := utf8.DecodeRuneInString(text[i:])
 			if !isWordRune(r) {
@@ -172,11 +171,23 @@ func (s *Starts) lets(a, b byte) bool {
 	return s.one[a] || s.two[int(a)<<2|int(b)>>6]&(1<<(b&63)) != 0
 }
 
-// asciiWord tells, for each ASCII byte, whether it belongs to a word (see
-// isWordRune).
-var asciiWord = func() (t [256]bool) {
-	for c := range utf8.RuneSelf {
-		t[c] = isWordRune(rune(c))
+// The classes of a byte of UTF-8 text for Split: an ASCII byte between
+// words, an ASCII letter or digit, or a byte of a multi-byte character.
+const (
+	classOther = iota
+	classWord
+	classMulti
+)
+
+// byteClass is each byte's class (see isWordRune for the ASCII ones).
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = classMulti
+		case isWordRune(rune(c)):
+			t[c] = classWord
+		}
 	}
 	return t
 }()
