@@ -44,6 +44,11 @@ type FactQuery struct {
 	MinEffective float64
 	// Limit caps the result; 0 means no cap.
 	Limit int
+	// Rerank, when set, is how many of a keyword query's candidates (see
+	// [SearchFacts]) are read and scored exactly, at least Limit; else
+	// 100 or twice Limit, whichever is more. Fewer cost less and rank the
+	// top a little less well.
+	Rerank int
 
 	Now    time.Time
 	Policy DecayPolicy

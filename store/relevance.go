@@ -430,6 +430,9 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 	want := 0 // facts to score; 0: every candidate
 	if q.Limit > 0 {
 		want = max(rerankMin, 2*q.Limit)
+		if q.Rerank > 0 {
+			want = max(q.Rerank, q.Limit)
+		}
 	}
 	var res FactResult
 	var batch []candidate

@@ -69,4 +69,18 @@ func TestSearchFactsCommonWords(t *testing.T) {
 	got := search("topic7", 12)
 	require.Len(t, got, 12)
 	assert.ElementsMatch(t, exact, got[:9])
+
+	// Rerank reads fewer candidates, never fewer than the limit: the
+	// best by their postings, which for topic7 are the exact words.
+	var res store.FactResult
+	require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+		var err error
+		res, err = store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: "t"},
+			Terms: []string{"topic7"}, Limit: 5, Rerank: 2, Now: now, Policy: store.DefaultDecayPolicy})
+		return err
+	}))
+	require.Len(t, res.Facts, 5)
+	for _, f := range res.Facts {
+		assert.Contains(t, exact, f.ID)
+	}
 }

@@ -515,7 +515,7 @@ func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, n
 		return nil, nil, nil
 	}
 	res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()},
-		Terms: words, Limit: graphFacts, Now: now, Policy: env.decay()})
+		Terms: words, Limit: graphFacts, Rerank: 4 * graphFacts, Now: now, Policy: env.decay()})
 	if err != nil {
 		return nil, nil, err
 	}
