@@ -25,18 +25,20 @@ import (
 // prefix of; dl is the fact's number of words and avgdl their mean over
 // the facts scored. idf is ln(1 + (N − df + 0.5)/(df + 0.5)), df the number
 // of facts holding the exact word (those holding a longer one when none
-// does) and N the tenant's number of facts (see factCount). A fact that matches
-// more of the terms, or rarer ones, so scores higher. The score a query
-// ranks by is the relevance times the fact's effective confidence; ties go
-// to the higher effective confidence, then to the newer fact.
+// does) and N the tenant's number of facts (see factCount). A fact that
+// matches more of the terms, or rarer ones, so scores higher. The score a
+// query ranks by is the relevance times the fact's effective confidence;
+// ties go to the higher effective confidence, then to the newer fact.
 //
 // Candidates come from the keyword postings, which carry each fact's
 // stored confidence but not its words: every fact holding a term is first
 // weighed by its stored confidence times the sum of the idf of the terms
 // it holds (a longer word counting half), which the postings alone give,
 // and the best of them by that weight, at least rerankMin or twice the
-// limit, are read and scored exactly. Facts past that cut are the ones
-// whose postings match fewer, or more common, terms.
+// limit (FactQuery.Rerank when set), are read and scored exactly. Facts
+// past that cut are the ones whose postings match fewer, or more common,
+// terms. A word in more than commonMax facts names only its newest
+// commonMax, so that its cost does not grow with the store.
 
 // prefixWeight is what a word counts towards a term it starts with but is
 // longer than.
@@ -143,11 +145,12 @@ func newCandidate(id string, rank []byte, w float64) candidate {
 // commonMax bounds the postings of one term a keyword query decodes, so
 // that a word in most facts costs about what a rare one does: past it, the
 // exact word's candidates are its commonMax newest postings (ids are
-// time-ordered; see candidatesOfWord) and longer words add no more, and
-// each block not decoded counts towards df as holding blockMax postings (a
-// word's older blocks are full, but for the halves of a split one), its
-// tail block as what it holds. A word held by that many facts has an idf
-// too low for its postings to decide which facts are read.
+// time-ordered; see newestPostings), the longer words starting with the
+// term add at most commonMax in all, and each block not decoded counts
+// towards df as holding blockMax postings (a word's older blocks are full,
+// but for the halves of a split one), its tail block as what it holds. A
+// word held by that many facts has an idf too low for its postings to
+// decide which facts are read.
 const commonMax = 8192
 
 // termCandidates returns, for each of terms, the facts whose words hold it
@@ -384,7 +387,8 @@ func prefetchFactCount(tx Tx, tenant string) {
 	prefetchScan(tx, bucketSyncLog, prefix, true)
 }
 
-// setIDF computes the idf of each of stats for a tenant of n current facts.
+// setIDF computes the idf of each of stats for a tenant of n facts (see
+// factCount).
 func setIDF(stats []termStat, n int) {
 	for _, s := range stats {
 		n = max(n, s.df+s.dfPre)
