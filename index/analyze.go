@@ -334,8 +334,8 @@ func QueryWords(text string) []string {
 	return out
 }
 
-// questionWords are the words [QueryWords] drops besides the stop words:
-// question words, auxiliary verbs and pronouns. Modal "may" is kept (the
+// questionWords are the words [QueryWords] drops from a question besides
+// the stop words: question words, auxiliary verbs and pronouns. Modal "may" is kept (the
 // month), as are the negations.
 var questionWords = func() map[string]struct{} {
 	m := make(map[string]struct{})

@@ -70,9 +70,9 @@ func queryTerms(tool, query string) ([]string, error) {
 
 // rankingTerms splits a question or keyword query into the index words
 // that rank facts by relevance (store.QueryWords: stop words carry no
-// weight, nor, in a question, question words); like queryTerms, a query with text but no usable word
-// is an error naming the query argument, and so is one of more than
-// maxQueryTerms words.
+// weight, nor, in a question, question words); like queryTerms, a query
+// with text but no usable word is an error naming the query argument, and
+// so is one of more than maxQueryTerms words.
 func rankingTerms(tool, query string) ([]string, error) {
 	terms, err := checkTerms(tool, query, store.QueryWords(query))
 	if len(terms) > maxQueryTerms {
