@@ -1,7 +1,7 @@
 package store
 
 import (
-	"encoding/binary"
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -64,7 +64,7 @@ type segHead struct {
 // (key is scratch space for its key); ok is false for a segment that is
 // gone or unreadable.
 func readSegHead(tx Tx, tenant string, seq uint32, key *[]byte) (segHead, bool, error) {
-	*key = binary.BigEndian.AppendUint32(append(append((*key)[:0], tenant...), 0), seq)
+	*key = appendSegKey((*key)[:0], tenant, seq)
 	v, err := tx.Get(bucketDocSegs, *key)
 	if errors.Is(err, ErrNotFound) {
 		return segHead{}, false, nil
@@ -72,35 +72,11 @@ func readSegHead(tx Tx, tenant string, seq uint32, key *[]byte) (segHead, bool, 
 	if err != nil {
 		return segHead{}, false, err
 	}
-	doc, title, ok := decodeSegHead(v)
-	if !ok {
+	doc, _, _, title, _, ok := decodeSegHeader(v)
+	if !ok || !utf8.ValidString(doc) || !utf8.ValidString(title) {
 		return segHead{}, false, nil // crux doctor reports it
 	}
 	return segHead{doc: doc, title: title}, true, nil
-}
-
-// decodeSegHead decodes the document id and title of a segment record
-// (segRecord's layout), leaving its text.
-func decodeSegHead(v []byte) (doc, title string, ok bool) {
-	str := func() (string, bool) {
-		n, k := binary.Uvarint(v)
-		if k <= 0 || n > uint64(len(v)-k) {
-			return "", false
-		}
-		s := string(v[k : k+int(n)])
-		v = v[k+int(n):]
-		return s, true
-	}
-	skip := func() bool { // a uvarint
-		_, k := binary.Uvarint(v)
-		v = v[max(k, 0):]
-		return k > 0
-	}
-	if doc, ok = str(); !ok || !skip() || !skip() { // the index and length follow the id
-		return "", "", false
-	}
-	title, ok = str()
-	return doc, title, ok && utf8.ValidString(doc) && utf8.ValidString(title)
 }
 
 // linker tells neighbours apart, reusing its word lists.
@@ -177,7 +153,7 @@ func liftContext(tx Tx, tenant string, hits []DocHit, nb []uint32, nbScore []flo
 	for i, s := range nb {
 		all = append(all, entry{DocHit{Seq: s, Score: nbScore[i]}, false})
 	}
-	slices.SortFunc(all, func(a, b entry) int { return int(int64(a.Seq) - int64(b.Seq)) })
+	slices.SortFunc(all, func(a, b entry) int { return cmp.Compare(a.Seq, b.Seq) })
 	if len(hits) >= limit {
 		// limit hits score bar or more, and none is lowered: a neighbour
 		// that cannot reach bar, even linked to the better hit next to
@@ -242,20 +218,13 @@ func liftContext(tx Tx, tenant string, hits []DocHit, nb []uint32, nbScore []flo
 		lifted = append(lifted, h)
 	}
 	slices.SortFunc(lifted, func(a, b DocHit) int {
-		switch ra, rb := a.Score+a.Context, b.Score+b.Context; {
-		case ra != rb:
-			return cmpDesc(ra, rb)
-		case a.Score != b.Score:
-			return cmpDesc(a.Score, b.Score)
+		if c := cmp.Compare(b.Score+b.Context, a.Score+a.Context); c != 0 {
+			return c
 		}
-		return int(int64(a.Seq) - int64(b.Seq))
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
 	})
 	return lifted[:min(len(lifted), limit)], nil
-}
-
-func cmpDesc(a, b float64) int {
-	if a > b {
-		return -1
-	}
-	return 1
 }

@@ -207,42 +207,50 @@ const (
 
 var errBadSegment = errors.New("store: malformed segment record")
 
-// decodeSegRecord decodes v; the strings are copies, valid after the
-// transaction.
-func decodeSegRecord(v []byte) (*segRecord, error) {
-	var r segRecord
-	field := func() (uint64, bool) {
+// decodeSegHeader decodes what a segment record holds before its text
+// (see segRecord.encode): the document id, the segment's index and
+// length, and the title, copied; rest is the text's bytes.
+func decodeSegHeader(v []byte) (doc string, index, n int, title string, rest []byte, ok bool) {
+	field := func() (int, bool) {
 		x, k := binary.Uvarint(v)
-		if k <= 0 {
+		if k <= 0 || x > 1<<31 {
 			return 0, false
 		}
 		v = v[k:]
-		return x, true
+		return int(x), true
 	}
 	str := func() (string, bool) {
 		n, ok := field()
-		if !ok || n > uint64(len(v)) {
+		if !ok || n > len(v) {
 			return "", false
 		}
 		s := string(v[:n])
 		v = v[n:]
 		return s, true
 	}
+	if doc, ok = str(); !ok {
+		return
+	}
+	if index, ok = field(); !ok {
+		return
+	}
+	if n, ok = field(); !ok {
+		return
+	}
+	if title, ok = str(); !ok {
+		return
+	}
+	return doc, index, n, title, v, true
+}
+
+// decodeSegRecord decodes v; the strings are copies, valid after the
+// transaction.
+func decodeSegRecord(v []byte) (*segRecord, error) {
+	var r segRecord
 	var ok bool
-	var index, n uint64
-	if r.Doc, ok = str(); !ok {
+	if r.Doc, r.Index, r.Len, r.Title, v, ok = decodeSegHeader(v); !ok {
 		return nil, errBadSegment
 	}
-	if index, ok = field(); !ok || index > 1<<31 {
-		return nil, errBadSegment
-	}
-	if n, ok = field(); !ok || n > 1<<31 {
-		return nil, errBadSegment
-	}
-	if r.Title, ok = str(); !ok {
-		return nil, errBadSegment
-	}
-	r.Index, r.Len = int(index), int(n)
 	if len(v) == 0 {
 		return nil, errBadSegment
 	}
@@ -282,8 +290,11 @@ func (s DocStats) AvgLen() float64 {
 
 func docKey(tenant, id string) []byte { return indexKey(tenant, id) }
 
-func segKey(tenant string, seq uint32) []byte {
-	return binary.BigEndian.AppendUint32(append([]byte(tenant), 0), seq)
+func segKey(tenant string, seq uint32) []byte { return appendSegKey(nil, tenant, seq) }
+
+// appendSegKey appends segKey(tenant, seq) to dst.
+func appendSegKey(dst []byte, tenant string, seq uint32) []byte {
+	return binary.BigEndian.AppendUint32(append(append(dst, tenant...), 0), seq)
 }
 
 func termPrefix(tenant, term string) []byte { return indexKey(tenant, term, "") }
