@@ -46,8 +46,8 @@ type FactQuery struct {
 	Limit int
 	// Rerank, when set, is how many of a keyword query's candidates (see
 	// [SearchFacts]) are read and scored exactly, at least Limit; else
-	// 100 or twice Limit, whichever is more. Fewer cost less and rank the
-	// top a little less well.
+	// 100 or twice Limit, whichever is more (without a Limit, every
+	// candidate is). Fewer cost less and rank the top a little less well.
 	Rerank int
 
 	Now    time.Time

@@ -192,7 +192,9 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 			exact := len(k) > len(prefix) && k[len(prefix)] == 0
 			if j := bytes.IndexByte(k[len(prefix):], 0); j >= 0 && !bytes.Equal(k[:len(prefix)+j], last) {
 				last = append(last[:0], k[:len(prefix)+j]...)
-				runs[i] = append(runs[i], len(lists[i])) // a word's postings are sorted by id
+				if collect {
+					runs[i] = append(runs[i], len(lists[i])) // a word's postings are sorted by id
+				}
 			}
 			switch {
 			case exact && !exactCut:
@@ -237,13 +239,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 				continue
 			}
 			for i, t := range terms {
-				if bytes.HasPrefix(w, []byte(t)) {
-					if len(w) == len(t) {
-						best[i] = 1
-					} else {
-						best[i] = max(best[i], prefixWeight)
-					}
-				}
+				best[i] = max(best[i], wordWeight(w, t))
 			}
 		}
 		for i, b := range best {
@@ -271,6 +267,18 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		lists[i] = mergeRuns(lists[i], runs[i], maxWeight)
 	}
 	return lists, stats, nil
+}
+
+// wordWeight is what a word's stem w counts towards term t: 1 when it is
+// t, prefixWeight when it is longer and starts with t, else 0.
+func wordWeight[W string | []byte](w W, t string) float64 {
+	switch {
+	case len(w) < len(t) || string(w[:len(t)]) != t:
+		return 0
+	case len(w) == len(t):
+		return 1
+	}
+	return prefixWeight
 }
 
 // mergeRuns merges the runs of list, each sorted by fact id and holding a
@@ -583,8 +591,8 @@ type matcher struct {
 	words map[string][]termMatch
 }
 
-// termMatch is a term a word holds, and what it counts for it: 1 when the
-// word's stem is the term, prefixWeight when it is longer.
+// termMatch is a term a word holds, and what it counts for it (see
+// wordWeight).
 type termMatch struct {
 	term int
 	w    float64
@@ -608,11 +616,8 @@ func (m *matcher) termFrequencies(f *Fact) ([]float64, int) {
 		if !ok {
 			s := index.Stem(w.Lower)
 			for j := range m.stats {
-				switch t := m.stats[j].term; {
-				case s == t:
-					ms = append(ms, termMatch{j, 1})
-				case strings.HasPrefix(s, t):
-					ms = append(ms, termMatch{j, prefixWeight})
+				if x := wordWeight(s, m.stats[j].term); x > 0 {
+					ms = append(ms, termMatch{j, x})
 				}
 			}
 			m.words[w.Lower] = ms
