@@ -279,19 +279,18 @@ func Evaluate(c *Corpus, systems []Factory, o EvalOptions) ([]EvalResult, [][]De
 				lives[i].sys = sys
 				runtime.GC()
 				start := time.Now()
-				if di, ok := sys.(DocFactIngester); ok {
-					facts := g.Facts
-					if facts == nil {
-						facts = DocFacts(g.Docs)
+				facts := func() []Fact { // the group's facts, or its documents as facts
+					if g.Facts != nil {
+						return g.Facts
 					}
-					err = di.IngestDocsFacts(g.Docs, facts)
-				} else if fi, ok := sys.(FactIngester); ok {
-					facts := g.Facts
-					if facts == nil {
-						facts = DocFacts(g.Docs)
-					}
-					err = fi.IngestFacts(facts)
-				} else {
+					return DocFacts(g.Docs)
+				}
+				switch x := sys.(type) {
+				case DocFactIngester:
+					err = x.IngestDocsFacts(g.Docs, facts())
+				case FactIngester:
+					err = x.IngestFacts(facts())
+				default:
 					err = sys.Ingest(g.Docs)
 				}
 				took := time.Since(start)
