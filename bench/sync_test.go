@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/receipttest"
 	"github.com/crux-go/crux/mcpserver"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
@@ -39,10 +40,8 @@ func syncReplica(b *testing.B, remote crux.Remote, facts int) (*crux.Server, sto
 			Tier: store.TierUnverified, IssuedAt: now}); err != nil {
 			return err
 		}
-		for range 100 {
-			if _, err := receipts.Append(tx, signer, crux.DefaultTenant, "decision", caller.Agent, map[string]int{"n": 1}, now); err != nil {
-				return err
-			}
+		if err := receipttest.Earn(tx, signer, crux.DefaultTenant, caller.Agent, 100, now); err != nil {
+			return err
 		}
 		for i := range facts {
 			if _, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: crux.DefaultTenant, Agent: caller.Agent},

@@ -53,11 +53,14 @@
 //     receipt id. A tenant's keys sort in chain order.
 //   - bucket "receipts.head": tenant, NUL → seq (8 bytes big-endian) and the
 //     BLAKE3 of that receipt's body (32 bytes): the tenant's chain head.
-//   - bucket "receipts.actors": tenant, NUL, actor → the number of the
-//     tenant's receipts naming that actor, refusals and their summaries
-//     excepted (8 bytes big-endian), kept by Append; and the key 0xff once
-//     the counts cover every receipt ([BuildActorCounts] counts a store
-//     written before they existed). [ActorReceipts] reads one.
+//   - bucket "receipts.actors": tenant, NUL, actor → the actor's
+//     [Standing]: the tenant's receipts naming it, refusals and their
+//     summaries excepted, and its credit, at most [DailyCredit] of them a
+//     UTC day, with the day of the latest and its count (8, 8, 4 and 4
+//     bytes big-endian), kept by Append; and the key 0xff 0x01 once the
+//     standings cover every receipt ([BuildActorCounts] works out those of
+//     a store written before they existed, or when they were 8-byte counts
+//     of receipts alone under the key 0xff). [ActorStanding] reads one.
 //   - bucket "receipts.coalesce": tenant, NUL, BLAKE3 of (kind, actor,
 //     payload) → the open window of [AppendCoalesced] for them (the
 //     window's receipt id, kind, actor, count, start, end and last append;

@@ -373,7 +373,7 @@ func appendEncoded(tx store.Tx, s Signer, tenant, kind, actor string, pl cbor.Ra
 	if err != nil {
 		return nil, fmt.Errorf("receipts: append: record: %w", err)
 	}
-	if err := countForActor(tx, tenant, kind, actor); err != nil { // before the first receipt is in
+	if err := countForActor(tx, tenant, kind, actor, now); err != nil { // before the first receipt is in
 		return nil, err
 	}
 	if err := tx.Put(bucketReceipts, []byte(id), rec); err != nil {

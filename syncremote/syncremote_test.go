@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/receipttest"
 	"github.com/crux-go/crux/mcpserver"
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
@@ -142,12 +143,7 @@ func (r *replica) withPassport(t *testing.T, c crux.Caller, n int) {
 		if err := store.PutPassport(tx, &store.Passport{PrincipalID: c.Agent, Tenant: crux.DefaultTenant, Tier: store.TierUnverified, IssuedAt: start}); err != nil {
 			return err
 		}
-		for range n {
-			if _, err := receipts.Append(tx, r.signer, crux.DefaultTenant, "decision", c.Agent, map[string]int{"n": 1}, start); err != nil {
-				return err
-			}
-		}
-		return nil
+		return receipttest.Earn(tx, r.signer, crux.DefaultTenant, c.Agent, n, start)
 	}))
 }
 

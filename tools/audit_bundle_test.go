@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/receipttest"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
@@ -171,12 +172,7 @@ func TestAuditExportBundleReserved(t *testing.T) {
 	assert.Contains(t, e.Message, "scope.include_reserved needs a passport of tier trusted")
 	call(t, srv, alice, "issue_passport", `{}`)
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		for range 500 { // receipts of alice's, signed by the server's key
-			if _, err := receipts.Append(tx, signer, tenant, "decision", "alice", map[string]int{"n": 1}, start); err != nil {
-				return err
-			}
-		}
-		return nil
+		return receipttest.Earn(tx, signer, tenant, "alice", 500, start) // signed by the server's key
 	}))
 	out := call(t, srv, alice, "audit_export_bundle", `{"token_budget":100000,"scope":{"include_reserved":true}}`)
 	b := readBundle(t, srv, out)

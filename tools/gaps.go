@@ -18,9 +18,9 @@ import (
 // queries of query_facts record.
 //
 // A gap observation belongs to the agent that asked (anonymous callers
-// share one log): get_gaps shows an agent its own records, and of the
-// tenant's only a summary that counts query words, never another agent's
-// text. Each text of a record is cut to maxGapTextBytes. The store keeps
+// share one log): get_gaps shows an agent its own records and words, and
+// of the tenant's only counts (records, distinct words), never a word of
+// another agent's, nor how often another agent asked a word. Each text of a record is cut to maxGapTextBytes. The store keeps
 // at most store.MaxGapsPerAgent records per agent and
 // store.MaxGapObservations per tenant (least recently seen evicted).
 
@@ -49,20 +49,21 @@ type GapRow struct {
 	Count    int    `json:"count"`
 }
 
-// GapTerm is one normalised query word of the tenant summary, and how
-// many unanswered queries held it.
+// GapTerm is one normalised word of the caller's unanswered queries, and
+// how many of them held it.
 type GapTerm struct {
 	Term  string `json:"term"`
 	Count int    `json:"count"`
 }
 
-// GapSummary is the tenant's gaps, summarised so that no agent's query
-// text shows: counts per normalised query word.
+// GapSummary is the tenant's gaps, summarised so that no other agent's
+// query text shows: the tenant's counts, and the caller's own words.
 type GapSummary struct {
 	Records       int       `json:"records"`        // gap records of the tenant, every agent's
-	Terms         []GapTerm `json:"terms"`          // most asked first, at most maxGapSummaryTerms
-	DistinctTerms int       `json:"distinct_terms"` // terms in all
-	Truncated     bool      `json:"truncated"`      // Terms lists fewer than DistinctTerms
+	DistinctTerms int       `json:"distinct_terms"` // distinct query words of the tenant's records, every agent's
+	Terms         []GapTerm `json:"terms"`          // the caller's words, most asked first, at most maxGapSummaryTerms
+	OwnTerms      int       `json:"own_terms"`      // the caller's distinct words that match, listed or not
+	Truncated     bool      `json:"truncated"`      // Terms lists fewer than OwnTerms
 }
 
 // GetGapsOutput is what get_gaps returns.
@@ -136,10 +137,10 @@ func getGaps() *Tool {
 	const name = "get_gaps"
 	return &Tool{
 		Name:        name,
-		Description: "Your query_facts keyword queries that found nothing, with counts; the tenant's unanswered words.",
+		Description: "Your query_facts keyword queries that found nothing, and their words, with counts; the tenant's counts only.",
 		Annotations: Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +
-			"tenant_summary: {records, terms: [{term, count}], distinct_terms, truncated}}",
+			"tenant_summary: {records, distinct_terms, terms: [{term, count}], own_terms, truncated}}",
 		schema: schemaFor(name),
 		out:    outputOf[GetGapsOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getGapsArgs) (*Result, error) {
@@ -155,7 +156,7 @@ func getGaps() *Tool {
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				out = GetGapsOutput{Gaps: []GapRow{}}
 				var err error
-				if out.TenantSummary, err = summariseGaps(tx, c.TenantID(), terms); err != nil {
+				if out.TenantSummary, err = summariseGaps(tx, c.Scope(), terms); err != nil {
 					return err
 				}
 				empty := out
@@ -184,19 +185,36 @@ func getGaps() *Tool {
 	}
 }
 
-// summariseGaps counts, over every gap record of tenant, how many times
-// each word of the recorded queries was asked; with terms, only the words
-// starting with one of them.
-func summariseGaps(tx store.Tx, tenant string, terms []string) (GapSummary, error) {
+// summariseGaps summarises the gaps of scope's tenant for scope's agent:
+// the tenant's records and distinct query words, counted over every
+// agent's records, and how many times the agent's own records asked each
+// of their words; with terms, only the words starting with one of them.
+// Terms filter the agent's words alone, so that no filter probes another
+// agent's.
+func summariseGaps(tx store.Tx, scope store.Scope, terms []string) (GapSummary, error) {
 	sum := GapSummary{Terms: []GapTerm{}}
-	counts := map[string]int{}
-	err := store.TenantGaps(tx, tenant, func(g *store.Gap) error {
-		sum.Records++
+	queryWords := func(g *store.Gap) []string {
 		var q gapQuery
 		if json.Unmarshal([]byte(g.Value), &q) != nil {
 			return nil
 		}
-		for _, w := range index.LowerWords(q.Query) {
+		return index.LowerWords(q.Query)
+	}
+	distinct := map[string]bool{}
+	err := store.TenantGaps(tx, scope.Tenant, func(g *store.Gap) error {
+		sum.Records++
+		for _, w := range queryWords(g) {
+			distinct[w] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return sum, err
+	}
+	sum.DistinctTerms = len(distinct)
+	counts := map[string]int{}
+	err = store.Gaps(tx, scope, func(g *store.Gap) error {
+		for _, w := range queryWords(g) {
 			if len(terms) == 0 || wordsMatch(w, terms) {
 				counts[w] += g.Count
 			}
@@ -215,7 +233,7 @@ func summariseGaps(tx store.Tx, tenant string, terms []string) (GapSummary, erro
 		}
 		return strings.Compare(a.Term, b.Term)
 	})
-	sum.DistinctTerms = len(sum.Terms)
+	sum.OwnTerms = len(sum.Terms)
 	if len(sum.Terms) > maxGapSummaryTerms {
 		sum.Terms, sum.Truncated = sum.Terms[:maxGapSummaryTerms], true
 	}

@@ -97,11 +97,15 @@ func TestGetGapsPrivateToTheAgentThatAsked(t *testing.T) {
 	for _, tc := range []struct {
 		who     crux.Caller
 		own     string
-		foreign []string
+		foreign []string // texts and words of other agents' queries
+		terms   map[string]int
 	}{
-		{alice, "Secret-Roadmap Q3!", []string{"Payroll of Carol?", "anonymous roadmap"}},
-		{bob, "Payroll of Carol?", []string{"Secret-Roadmap", "Q3!", "plans:acquisition", "anonymous roadmap"}},
-		{anon, "anonymous roadmap", []string{"Secret-Roadmap", "Q3!", "plans:acquisition", "Payroll of Carol?"}},
+		{alice, "Secret-Roadmap Q3!", []string{"Payroll of Carol?", "anonymous roadmap", "payroll", "carol", "anonymous"},
+			map[string]int{"secret": 2, "roadmap": 2, "q3": 2}},
+		{bob, "Payroll of Carol?", []string{"Secret-Roadmap", "Q3!", "plans:acquisition", "anonymous roadmap", "secret", "roadmap", "q3", "anonymous"},
+			map[string]int{"payroll": 1, "of": 1, "carol": 1}},
+		{anon, "anonymous roadmap", []string{"Secret-Roadmap", "Q3!", "plans:acquisition", "Payroll of Carol?", "secret", "q3", "payroll", "carol"},
+			map[string]int{"anonymous": 1, "roadmap": 1}},
 	} {
 		got := call(t, srv, tc.who, "get_gaps", `{}`)
 		values := gapValues(t, got)
@@ -111,22 +115,30 @@ func TestGetGapsPrivateToTheAgentThatAsked(t *testing.T) {
 		for _, text := range tc.foreign {
 			assert.NotContains(t, raw(tc.who, `{}`), text, "%s must not see another agent's text", tc.who.Name())
 		}
-		// The tenant summary: every agent's queries, as counted words.
+		// The tenant summary: every agent's records and words counted,
+		// the caller's own words listed, counted over its own records.
 		summary := got["tenant_summary"].(map[string]any)
 		assert.EqualValues(t, 3, summary["records"])
-		assert.Equal(t, map[string]int{"secret": 2, "roadmap": 3, "q3": 2, "payroll": 1, "of": 1, "carol": 1, "anonymous": 1}, gapTerms(t, got))
 		assert.EqualValues(t, 7, summary["distinct_terms"])
+		assert.Equal(t, tc.terms, gapTerms(t, got))
+		assert.EqualValues(t, len(tc.terms), summary["own_terms"])
 		assert.Equal(t, false, summary["truncated"])
 	}
+	miss(t, srv, alice, `{"query":"roadmap"}`)
 	terms := objects(t, call(t, srv, alice, "get_gaps", `{}`)["tenant_summary"].(map[string]any), "terms")
 	assert.Equal(t, "roadmap", terms[0]["term"], "most asked first")
 	assert.Equal(t, "q3", terms[1]["term"], "then by term")
 
-	// query filters the agent's records and the summary's terms alike.
+	// query filters the agent's records and its words alike; another
+	// agent's words are never probed, not even as a count.
 	got := call(t, srv, bob, "get_gaps", `{"query":"road"}`)
 	assert.Empty(t, objects(t, got, "gaps"), "bob's own query does not match")
 	assert.EqualValues(t, 0, got["count"])
-	assert.Equal(t, map[string]int{"roadmap": 3}, gapTerms(t, got))
+	assert.Empty(t, gapTerms(t, got))
+	assert.EqualValues(t, 0, got["tenant_summary"].(map[string]any)["own_terms"])
+	miss(t, srv, bob, `{"query":"roadmap"}`)
+	got = call(t, srv, bob, "get_gaps", `{"query":"road"}`)
+	assert.Equal(t, map[string]int{"roadmap": 1}, gapTerms(t, got), "bob's own asking counts once, not alice's")
 
 	// Another tenant sees nothing of it.
 	carol := crux.Caller{Agent: "carol", Authenticated: true, Tenant: "acme"}
@@ -186,7 +198,7 @@ func TestGetGapsLimits(t *testing.T) {
 	assert.EqualValues(t, 3, got["count"])
 	assert.Equal(t, true, got["truncated"])
 
-	// The summary lists 50 terms.
+	// The summary lists 50 of the caller's words; another agent's count.
 	words := func(n int) string {
 		var ws []string
 		for i := range n {
@@ -196,15 +208,19 @@ func TestGetGapsLimits(t *testing.T) {
 	}
 	srv, _, _ = newTestServer(t)
 	miss(t, srv, bob, `{"query":"`+words(50)+`"}`)
-	summary := call(t, srv, alice, "get_gaps", `{}`)["tenant_summary"].(map[string]any)
+	summary := call(t, srv, bob, "get_gaps", `{}`)["tenant_summary"].(map[string]any)
 	assert.Len(t, objects(t, summary, "terms"), 50)
-	assert.EqualValues(t, 50, summary["distinct_terms"])
+	assert.EqualValues(t, 50, summary["own_terms"])
 	assert.Equal(t, false, summary["truncated"])
 	miss(t, srv, bob, `{"query":"`+words(51)+`"}`)
-	summary = call(t, srv, alice, "get_gaps", `{}`)["tenant_summary"].(map[string]any)
+	summary = call(t, srv, bob, "get_gaps", `{}`)["tenant_summary"].(map[string]any)
 	assert.Len(t, objects(t, summary, "terms"), 50)
-	assert.EqualValues(t, 51, summary["distinct_terms"])
+	assert.EqualValues(t, 51, summary["own_terms"])
 	assert.Equal(t, true, summary["truncated"])
+	summary = call(t, srv, alice, "get_gaps", `{}`)["tenant_summary"].(map[string]any)
+	assert.Empty(t, objects(t, summary, "terms"))
+	assert.EqualValues(t, 51, summary["distinct_terms"])
+	assert.EqualValues(t, 2, summary["records"])
 }
 
 func TestGetGapsBoundedPerAgent(t *testing.T) {

@@ -161,16 +161,44 @@ func requireOperator(tx store.Tx, tool string, c Caller) error {
 	case p.Retired():
 		return forbidden(tool, "passport_retired", "your passport %s was retired into %s by a merge; %s", id, p.RetiredInto, need)
 	}
-	tier, n, err := earnedTier(tx, tenant, id)
+	tier, s, err := earnedTier(tx, tenant, id)
 	if err != nil {
 		return err
 	}
 	if store.TierRank(tier) < store.TierRank(store.TierTrusted) {
-		e := forbidden(tool, "operator_required", "your passport %s is of tier %s (%d receipts); %s", id, tier, n, need)
+		e := forbidden(tool, "operator_required", "your passport %s is of %s; %s", id, tierShortfall(tier, s), need)
 		e.Data = map[string]any{"reason": "operator_required", "tier": tier, "required_tier": store.TierTrusted}
 		return e
 	}
 	return nil
+}
+
+// maxLineage bounds the splits ownsPassport follows back.
+const maxLineage = 64
+
+// ownsPassport reports whether the agent me owns the passport id of
+// tenant: id is me, or a passport split from one me owns (passport_split
+// makes a new passport only under a name no agent uses, so the agent
+// that split it is the one that holds it). It is store.ErrNotFound when
+// id is not me and has no passport.
+func ownsPassport(tx store.Tx, tenant, me, id string) (bool, error) {
+	for hop := range maxLineage {
+		if id == me {
+			return true, nil
+		}
+		p, err := store.GetPassport(tx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) && hop > 0 {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if p.ForkedFrom == "" {
+			return false, nil
+		}
+		id = p.ForkedFrom
+	}
+	return false, nil
 }
 
 // identityStateError turns a store refusal of an identity operation into
@@ -417,7 +445,7 @@ func passportMerge() *Tool {
 	const name = "passport_merge"
 	return &Tool{
 		Name:        name,
-		Description: "Merge a passport into another (you are one): its private facts, sessions, pins, artefacts move; it retires. Trusted tier. Flag IDENTITY_CONTINUITY.",
+		Description: "Merge a passport you own (yours, or split from it) into another you own: private facts, sessions, pins, artefacts move; it retires. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: Annotations{Title: "Merge passports", DestructiveHint: true},
 		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
 			"conflicts_resolved, duplicates, moved{chains, facts, sessions, pins, artefacts}, conflicts: [{entity, key, " +
@@ -442,14 +470,27 @@ func passportMerge() *Tool {
 			if source == target {
 				return nil, invalidParams(name, "target_passport", "must differ from source_passport")
 			}
-			if me := c.Identity(); me != "" && me != source && me != target {
-				return nil, forbidden(name, "not_own_passport", "you (%s) may merge only a passport of your own: be the source or the target", me)
-			}
 			tenant, now := c.TenantID(), env.now()
 			var out PassportMergeOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if err := requireOperator(tx, name, c); err != nil {
 					return err
+				}
+				// Both passports must be the caller's: another agent's
+				// private facts never change hands without it, and a
+				// passport of another's is not the caller's to fill.
+				for _, p := range []struct{ param, id string }{{"source_passport", source}, {"target_passport", target}} {
+					own, err := ownsPassport(tx, tenant, c.Identity(), p.id)
+					if errors.Is(err, store.ErrNotFound) {
+						continue // the merge says there is no such passport
+					}
+					if err != nil {
+						return err
+					}
+					if !own {
+						return forbidden(name, "not_own_passport", "%s %s is not yours: you (%s) may merge only passports you own, "+
+							"your own and those split from it", p.param, p.id, c.Identity())
+					}
 				}
 				var r *receipts.Receipt
 				res, err := store.MergePassports(tx, store.MergeRequest{Tenant: tenant, Source: source, Target: target,

@@ -84,7 +84,7 @@ func TestIdentityContinuityNeedsOperator(t *testing.T) {
 		}{
 			{anon, "anonymous callers have no passport"},
 			{carol, "carol has no passport in tenant default"},
-			{bob, "your passport bob is of tier basic (10 receipts); identity operations need an operator passport (tier trusted or above)"},
+			{bob, "your passport bob is of tier basic (10 receipts, 10 credited; a UTC day credits at most 50); identity operations need an operator passport (tier trusted or above)"},
 		} {
 			args := ic.args
 			if tc.caller.Identity() != "" {
@@ -237,7 +237,8 @@ func mergeServer(t *testing.T) (*crux.Server, *bolt.DB, map[string]any) {
 	t.Helper()
 	srv, _, db := identityServer(t)
 	old := crux.Caller{Agent: "alice-old", Authenticated: true}
-	call(t, srv, old, "issue_passport", `{}`)
+	// alice-old is alice's: split from her passport, then used on its own.
+	call(t, srv, alice, "passport_split", `{"target_passport":"alice","new_passport_name":"alice-old","token_budget":500}`)
 	call(t, srv, alice, "store_fact", `{"entity":"prefs","key":"shell","value":"zsh","private":true}`)
 	call(t, srv, old, "store_fact", `{"entity":"prefs","key":"shell","value":"bash","private":true}`)
 	moved := call(t, srv, old, "store_fact", `{"entity":"prefs","key":"editor","value":"vim","private":true}`)
@@ -261,7 +262,7 @@ func TestPassportMerge(t *testing.T) {
 	assert.Contains(t, e.Message, "passport_merge: conflict_policy:")
 	e = callErr(t, srv, alice, "passport_merge", `{"source_passport":"alice-old","target_passport":"bob","conflict_policy":"prefer_target","token_budget":9}`)
 	assert.Equal(t, crux.CodeForbidden, e.Code)
-	assert.Contains(t, e.Message, "be the source or the target")
+	assert.Equal(t, "passport_merge: target_passport bob is not yours: you (alice) may merge only passports you own, your own and those split from it", e.Message)
 	assert.Contains(t, toolError(t, srv, alice, "passport_merge", `{"source_passport":"zed","target_passport":"alice","conflict_policy":"prefer_target","token_budget":9}`),
 		"no passport zed in tenant default")
 
@@ -347,7 +348,7 @@ func privateValues(t *testing.T, srv *crux.Server, c crux.Caller) []string {
 func TestPassportMergeBudget(t *testing.T) {
 	srv, _, _ := identityServer(t)
 	old := crux.Caller{Agent: "old", Authenticated: true}
-	call(t, srv, old, "issue_passport", `{}`)
+	call(t, srv, alice, "passport_split", `{"target_passport":"alice","new_passport_name":"old","token_budget":500}`)
 	for i := range 30 {
 		k := fmt.Sprintf(`{"entity":"e","key":"k%02d","value":"%s %d","private":true}`, i, "%s", i)
 		call(t, srv, alice, "store_fact", fmt.Sprintf(k, "mine"))

@@ -68,14 +68,23 @@ func issuePassport() *Tool {
 // revoke_passport, in UTF-8 bytes.
 const maxPassportReason = 2048
 
-// earnedTier is the tier the passport id of tenant has earned: by the
-// receipts that name it (refusals excepted), counted as they are minted.
-func earnedTier(tx store.Tx, tenant, id string) (string, uint64, error) {
-	n, err := receipts.ActorReceipts(tx, tenant, id)
+// earnedTier is the tier the passport id of tenant has earned, and its
+// standing: the tier follows the credit of the receipts that name it
+// (refusals excepted), at most receipts.DailyCredit a UTC day, so that no
+// burst of calls earns a tier that needs more days.
+func earnedTier(tx store.Tx, tenant, id string) (string, receipts.Standing, error) {
+	s, err := receipts.ActorStanding(tx, tenant, id)
 	if err != nil {
-		return "", 0, err
+		return "", s, err
 	}
-	return store.TierFor(n), n, nil
+	return store.TierFor(s.Credit), s, nil
+}
+
+// tierShortfall says why a passport of standing s is of tier, for a
+// refusal: "tier basic (12 receipts, 12 credited; a UTC day credits at
+// most 50)".
+func tierShortfall(tier string, s receipts.Standing) string {
+	return fmt.Sprintf("tier %s (%d receipts, %d credited; a UTC day credits at most %d)", tier, s.Receipts, s.Credit, receipts.DailyCredit)
 }
 
 // GetPassportOutput is a passport as get_passport shows it. The revoked_*
@@ -95,6 +104,7 @@ type GetPassportOutput struct {
 	RevokedBy      string `json:"revoked_by,omitempty"`
 	SponsorID      string `json:"sponsor_id"`
 	TenantID       string `json:"tenant_id"`
+	TierCredit     uint64 `json:"tier_credit"`
 }
 
 // passportView is p as get_passport shows it.
@@ -123,9 +133,9 @@ func getPassport() *Tool {
 	const name = "get_passport"
 	return &Tool{
 		Name:        name,
-		Description: "Your passport: tier (grows with receipts naming you), receipt count, sponsor, revoked.",
+		Description: "Your passport: tier (grows with the receipts naming you, at most 50 credited a UTC day), receipts, sponsor, revoked.",
 		Annotations: Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
+		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, tier_credit, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
 		schema:      schemaFor(name),
 		out:         outputOf[GetPassportOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
@@ -135,6 +145,7 @@ func getPassport() *Tool {
 			}
 			// read looks the passport up and reports whether its tier is
 			// behind the receipts it has earned.
+			var credit uint64
 			read := func(tx store.Tx) (*store.Passport, bool, error) {
 				p, err := store.GetPassport(tx, tenant, id)
 				if errors.Is(err, store.ErrNotFound) {
@@ -143,11 +154,11 @@ func getPassport() *Tool {
 				if err != nil {
 					return nil, false, err
 				}
-				tier, n, err := earnedTier(tx, tenant, id)
+				tier, s, err := earnedTier(tx, tenant, id)
 				if err != nil {
 					return nil, false, err
 				}
-				p.ReceiptCount = n
+				p.ReceiptCount, credit = s.Receipts, s.Credit
 				behind := store.TierRank(tier) > store.TierRank(p.Tier)
 				if behind {
 					p.Tier = tier
@@ -176,7 +187,9 @@ func getPassport() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(passportView(p))
+			out := passportView(p)
+			out.TierCredit = credit
+			return jsonResult(out)
 		}),
 	}
 }

@@ -10,23 +10,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/receipttest"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
 )
 
-// earn appends n receipts naming actor in tenant, as if its calls had
-// minted them.
+// earn appends n receipts naming actor in tenant, as if its calls over
+// the days up to start had minted them: they earn it a credit of n.
 func earn(t *testing.T, db *bolt.DB, tenant, actor string, n int) {
 	t.Helper()
 	signer := newSigner(t)
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		for range n {
-			if _, err := receipts.Append(tx, signer, tenant, "decision", actor, map[string]int{"n": 1}, start); err != nil {
-				return err
-			}
-		}
-		return nil
+		return receipttest.Earn(tx, signer, tenant, actor, n, start)
 	}))
 }
 

@@ -146,12 +146,12 @@ func requireTier(tx store.Tx, tool, what string, c Caller, need string) error {
 	case p.Retired():
 		return forbidden(tool, "passport_retired", "your passport %s was retired into %s by a merge; %s", id, p.RetiredInto, what)
 	}
-	tier, n, err := earnedTier(tx, tenant, id)
+	tier, s, err := earnedTier(tx, tenant, id)
 	if err != nil {
 		return err
 	}
 	if store.TierRank(tier) < store.TierRank(need) {
-		e := forbidden(tool, "tier_required", "your passport %s is of tier %s (%d receipts); %s", id, tier, n, what)
+		e := forbidden(tool, "tier_required", "your passport %s is of %s; %s", id, tierShortfall(tier, s), what)
 		e.Data = map[string]any{"reason": "tier_required", "tier": tier, "required_tier": need}
 		return e
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/receipttest"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
@@ -38,12 +39,7 @@ func syncingServer(t *testing.T, base, key string) *crux.Server {
 		if err := store.PutPassport(tx, &store.Passport{PrincipalID: "alice", Tenant: crux.DefaultTenant, Tier: store.TierUnverified, IssuedAt: now}); err != nil {
 			return err
 		}
-		for range 100 {
-			if _, err := receipts.Append(tx, signer, crux.DefaultTenant, "decision", "alice", map[string]int{"n": 1}, now); err != nil {
-				return err
-			}
-		}
-		return nil
+		return receipttest.Earn(tx, signer, crux.DefaultTenant, "alice", 100, now)
 	}))
 	remote, err := syncremote.New(base, key, nil)
 	require.NoError(t, err)
