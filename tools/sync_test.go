@@ -83,7 +83,7 @@ func (r *replica) history(t *testing.T, entity, key string) []string {
 }
 
 // peer is the identity a replica uses on another.
-var peer = crux.Caller{Agent: "replica-a", Authenticated: true}
+var peer = crux.Caller{Agent: "replica-a", Authenticated: true, Replica: true}
 
 // Two servers synced both ways: a pulls b's facts and pushes its own, never
 // its private facts or what it pulled, and a chain both wrote is resolved
@@ -161,7 +161,7 @@ func TestSyncTwoServersBothWays(t *testing.T) {
 
 	// A third replica pulling from b gets what a pushed to it, and ends
 	// where a and b are.
-	c := newReplica(t, crux.ServerRemote(b.srv, crux.Caller{Agent: "replica-c", Authenticated: true}))
+	c := newReplica(t, crux.ServerRemote(b.srv, crux.Caller{Agent: "replica-c", Authenticated: true, Replica: true}))
 	c.withPassport(t, alice, 10)
 	call(t, c.srv, alice, "sync_pull", `{}`)
 	assert.Equal(t, "Zig", c.current(t, "project:crux", "lang"))

@@ -309,6 +309,11 @@ Token table:
   presented token's with every entry's in constant time. An agent may have
   several tokens; a token belongs to one entry.
 
+  An entry replica::NAME[@TENANT]=CREDENTIAL is a sync replica's (crux
+  token new --replica NAME makes one): its token is served the sync API
+  under /v1/sync/ and nothing else (/mcp answers 403), and the sync API
+  refuses an agent's token (-32003, 403).
+
 Sharing a data directory:
 
   Any number of crux processes may use one data directory at once: MCP
