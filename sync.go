@@ -55,8 +55,13 @@ func (s *Server) SyncChanges(ctx context.Context, c Caller, req ChangesRequest) 
 }
 
 // SyncPush applies the versions a replica calling as c pushes to c's
-// tenant, resolving conflicts by the rules of store.ApplySyncFacts. It is
-// the serving side of [Remote.Push].
+// tenant, resolving conflicts by the rules of store.ApplySyncFacts, which
+// also say what a replica may assert: every version applied is attributed
+// to the replica, whatever owner it names; one stored more than
+// store.MaxSyncClockSkew after the server's clock, or superseding a
+// version the replica could not have been sent, is rejected and listed in
+// the answer's Rejected with the reason. It is the serving side of
+// [Remote.Push].
 func (s *Server) SyncPush(ctx context.Context, c Caller, req PushRequest) (*PushResponse, error) {
 	if s.closed.Load() {
 		return nil, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)

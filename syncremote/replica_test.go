@@ -154,3 +154,121 @@ func TestSyncToolsWithAnAgentTokenSayWhy(t *testing.T) {
 		assert.Contains(t, e.Message, "needs a replica credential", tool)
 	}
 }
+
+// pushedBy is the owner a version pushed with tokenA has on the replica
+// that applied it.
+var pushedBy = store.SyncOwner("peer:replica-a")
+
+// A replica cannot speak for an agent: the version it pushes in place of
+// alice's fact, naming alice as its owner, is applied (a replica is
+// trusted with the tenant's shared facts) but owned by the replica, so
+// that nothing says alice wrote it. alice's own version keeps her name.
+func TestReplicaCannotForgeTheOwner(t *testing.T) {
+	b := newReplica(t, "alice="+aliceToken+" "+replicaEntry("replica-a")+"="+tokenA)
+	orig := call(t, b.srv, alice, "store_fact", `{"entity":"acct","key":"balance","value":"100"}`)
+	v := forgedBalance(orig["fact_id"].(string))
+	v.StoredAt = start.Add(time.Second)
+	out := pushAs(t, b, tokenA, v)
+	require.Equal(t, 1, out.Applied, "%+v", out.Rejected)
+	assert.Equal(t, "FORGED-0", b.current(t, "acct", "balance"))
+	assert.Equal(t, pushedBy, b.getFact(t, v.ID).Owner, "the replica, not alice, owns what it pushed")
+	assert.Equal(t, "alice", b.getFact(t, orig["fact_id"].(string)).Owner)
+
+	// Also a version that loses a conflict, kept as a retired version.
+	loser := forgedBalance("")
+	loser.ID, loser.StoredAt, loser.Value = "f_e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0", start, "FORGED-1"
+	out = pushAs(t, b, tokenA, loser)
+	require.Equal(t, 1, out.Applied, "%+v", out.Rejected)
+	require.Len(t, out.Conflicts, 1)
+	assert.Equal(t, pushedBy, b.getFact(t, loser.ID).Owner)
+
+	// What the replica is served back names the replica as the owner.
+	page, err := b.srv.SyncChanges(context.Background(), crux.Caller{Agent: "replica-a", Authenticated: true, Replica: true}, crux.ChangesRequest{Limit: 10})
+	require.NoError(t, err)
+	for _, f := range page.Facts {
+		if f.ID != orig["fact_id"] {
+			assert.Equal(t, pushedBy, f.Owner, f.ID)
+		}
+	}
+}
+
+// A replica cannot store a version in the future: the forgery stored in
+// the year 9999 is rejected, with the reason, and alice's version stays
+// current; one within store.MaxSyncClockSkew of the server's clock is
+// applied, and alice's next write, made by a clock behind it, is not
+// stored before the version it follows.
+func TestReplicaCannotPushIntoTheFuture(t *testing.T) {
+	b := newReplica(t, "alice="+aliceToken+" "+replicaEntry("replica-a")+"="+tokenA)
+	orig := call(t, b.srv, alice, "store_fact", `{"entity":"acct","key":"balance","value":"100"}`)
+	forged := forgedBalance(orig["fact_id"].(string))
+	out := pushAs(t, b, tokenA, forged)
+	assert.Equal(t, 0, out.Applied)
+	require.Len(t, out.Rejected, 1)
+	assert.Equal(t, forged.ID, out.Rejected[0].ID)
+	assert.Contains(t, out.Rejected[0].Reason, "stored_at 9999-01-01T00:00:00Z is more than 5m0s after this replica's clock")
+	assert.Equal(t, "100", b.current(t, "acct", "balance"))
+	assert.Equal(t, []string{"100"}, b.history(t, "acct", "balance"))
+
+	ahead := forgedBalance(orig["fact_id"].(string))
+	ahead.StoredAt = start.Add(store.MaxSyncClockSkew)
+	out = pushAs(t, b, tokenA, ahead)
+	require.Equal(t, 1, out.Applied, "%+v", out.Rejected)
+	next := call(t, b.srv, alice, "store_fact", `{"entity":"acct","key":"balance","value":"200"}`)
+	stored := b.getFact(t, next["fact_id"].(string)).StoredAt
+	assert.False(t, stored.Before(ahead.StoredAt), "alice's version %s is stored before the version %s it follows", stored, ahead.StoredAt)
+	assert.Equal(t, "200", b.current(t, "acct", "balance"))
+	prev := b.getFact(t, ahead.ID)
+	require.NotNil(t, prev.ValidTo)
+	assert.False(t, prev.ValidTo.Before(prev.ValidFrom), "the version followed is valid from %s to %s", prev.ValidFrom, prev.ValidTo)
+}
+
+// A replica may supersede only what it could have been sent: the shared
+// versions of its tenant the change log serves, of the same chain. A
+// version naming alice's private fact, another tenant's fact or a fact of
+// another chain is rejected with the reason; one naming a version this
+// server never held is applied.
+func TestReplicaSupersedesOnlyWhatItCouldHaveBeenSent(t *testing.T) {
+	b := newReplica(t, "alice="+aliceToken+" "+replicaEntry("replica-a")+"="+tokenA)
+	private := call(t, b.srv, alice, "store_fact", `{"entity":"acct","key":"pin","value":"1234","private":true}`)
+	globex := call(t, b.srv, crux.Caller{Agent: "carol", Authenticated: true, Tenant: "globex"}, "store_fact", `{"entity":"acct","key":"balance","value":"globex"}`)
+	shared := call(t, b.srv, alice, "store_fact", `{"entity":"acct","key":"balance","value":"100"}`)
+	other := call(t, b.srv, alice, "store_fact", `{"entity":"acct","key":"limit","value":"5"}`)
+
+	version := func(id, key, supersedes string, at time.Time) store.SyncFact {
+		return store.SyncFact{ID: id, Entity: "acct", Key: key, Value: "FORGED", Confidence: 1, StoredAt: at, HorizonClass: "stable", Supersedes: supersedes}
+	}
+	for _, tc := range []struct {
+		name string
+		v    store.SyncFact
+		want string
+	}{
+		{"alice's private fact", version("f_a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1", "pin", private["fact_id"].(string), start),
+			"supersedes names a version this replica was never sent"},
+		{"another tenant's fact, as the loser of a conflict", version("f_a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2", "balance", globex["fact_id"].(string), start.Add(-time.Hour)),
+			"supersedes names a version this replica was never sent"},
+		{"another tenant's fact, as the winner", version("f_a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3", "balance", globex["fact_id"].(string), start.Add(time.Minute)),
+			"supersedes names a version this replica was never sent"},
+		{"another chain's fact", version("f_a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4", "balance", other["fact_id"].(string), start.Add(time.Minute)),
+			"supersedes names a version of another entity or key"},
+	} {
+		out := pushAs(t, b, tokenA, tc.v)
+		assert.Equal(t, 0, out.Applied, tc.name)
+		require.Len(t, out.Rejected, 1, tc.name)
+		assert.Equal(t, tc.v.ID, out.Rejected[0].ID, tc.name)
+		assert.Contains(t, out.Rejected[0].Reason, tc.want, tc.name)
+	}
+	assert.Equal(t, "100", b.current(t, "acct", "balance"))
+	assert.Equal(t, []string{"100"}, b.history(t, "acct", "balance"))
+	assert.Equal(t, "globex", b.getFact(t, globex["fact_id"].(string)).Value)
+
+	// A version the sender superseded, never sent here: the chain's
+	// conflict rule applies, as before.
+	out := pushAs(t, b, tokenA, version("f_a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5", "balance", "f_b5b5b5b5b5b5b5b5b5b5b5b5b5b5b5b5", start.Add(time.Minute)))
+	require.Equal(t, 1, out.Applied, "%+v", out.Rejected)
+	require.Len(t, out.Conflicts, 1)
+	// And one naming the shared version it follows.
+	out = pushAs(t, b, tokenA, version("f_a6a6a6a6a6a6a6a6a6a6a6a6a6a6a6a6", "limit", other["fact_id"].(string), start.Add(time.Minute)))
+	require.Equal(t, 1, out.Applied, "%+v", out.Rejected)
+	assert.Empty(t, out.Conflicts)
+	_ = shared
+}

@@ -62,6 +62,12 @@ import (
 //     tiers, capabilities and tool surface that gate an agent's reads,
 //     and its identity answer is the first step of an exchange. A replica
 //     is refused every tool.
+//   - What a replica sends, pushed to this server or pulled from a remote,
+//     is held to what it may assert (store.ApplySyncFacts): it is owned
+//     here by the replica, not by the owner it names; a stored_at more
+//     than store.MaxSyncClockSkew past this server's clock, or a
+//     supersedes naming a version it could not have been sent, is
+//     rejected and listed in rejected with the reason.
 //   - One call moves at most MaxSyncFacts versions, in pages of
 //     syncPage, each page applied in its own transaction; more: true says
 //     that more remain. The remote is contacted outside any transaction.
@@ -317,7 +323,7 @@ func syncPull() *Tool {
 				now := env.now()
 				err = env.Store.Update(ctx, func(tx store.Tx) error {
 					var err error
-					if applied, err = store.ApplySyncFacts(tx, tenant, id.Name, resp.Facts); err != nil {
+					if applied, err = store.ApplySyncFacts(tx, tenant, store.SyncSource{Replica: id.Name, Now: now}, resp.Facts); err != nil {
 						return err
 					}
 					s, err := store.GetSyncState(tx, id.Name, tenant)
@@ -741,7 +747,10 @@ func ServeSyncChanges(ctx context.Context, env *Env, c Caller, req ChangesReques
 
 // ServeSyncPush applies a replica's pushed versions to c's tenant, c being
 // an authenticated replica, at most MaxSyncFacts of them, in one
-// transaction, by the rules of store.ApplySyncFacts.
+// transaction, by the rules of store.ApplySyncFacts: each version applied
+// is owned here by the replica (store.SyncOwner of "peer:" and its name),
+// and one stored too far in the future or superseding a version the
+// replica could not have been sent is rejected, listed with the reason.
 func ServeSyncPush(ctx context.Context, env *Env, c Caller, req PushRequest) (*PushResponse, error) {
 	if err := serveCheck(c); err != nil {
 		return nil, err
@@ -750,9 +759,10 @@ func ServeSyncPush(ctx context.Context, env *Env, c Caller, req PushRequest) (*P
 		return nil, invalidParams("sync/push", "facts", fmt.Sprintf("more than %d versions", MaxSyncFacts))
 	}
 	var out store.SyncApplied
+	src := store.SyncSource{Replica: "peer:" + c.Identity(), Now: env.now()}
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		out, err = store.ApplySyncFacts(tx, c.TenantID(), "peer:"+c.Identity(), req.Facts)
+		out, err = store.ApplySyncFacts(tx, c.TenantID(), src, req.Facts)
 		return err
 	})
 	if err != nil {
@@ -816,7 +826,9 @@ func serveCheck(c Caller) error {
 //
 // A fact is a store.SyncFact: {fact_id, entity, key, value,
 // source_receipt?, confidence, stored_at (RFC 3339), horizon_class,
-// supersedes?, owner?}. crux.Server's SyncIdentity, SyncChanges and
+// supersedes?, owner?}; the receiving side owns what it applies itself
+// and checks stored_at and supersedes (see store.ApplySyncFacts).
+// crux.Server's SyncIdentity, SyncChanges and
 // SyncPush are the serving side; crux.ServerRemote adapts a Server in the
 // same process.
 type Remote interface {
