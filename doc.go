@@ -156,6 +156,15 @@
 // identity; private facts belong to it and no other caller sees them.
 // Facts are partitioned by the caller's tenant.
 //
+// A caller with Replica set is a sync replica, not an agent: only it is
+// served [Server.SyncIdentity], [Server.SyncChanges] and [Server.SyncPush]
+// (an agent is refused with -32003, data.reason "replica_required"), and
+// it is refused every tool. The versions it pushes are owned here by the
+// replica, never by the agent they name, and are rejected when stored
+// more than store.MaxSyncClockSkew past the server's clock or when they
+// supersede a version the replica could not have been sent (see
+// store.ApplySyncFacts).
+//
 // # Flags
 //
 // [Flags] holds every feature flag and setting of the CueCrux tool

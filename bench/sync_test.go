@@ -93,11 +93,11 @@ var syncTransports = []struct {
 	remote func(b *testing.B, srv *crux.Server) crux.Remote
 }{
 	{"in-process", func(_ *testing.B, srv *crux.Server) crux.Remote {
-		return crux.ServerRemote(srv, crux.Caller{Agent: "replica", Authenticated: true})
+		return crux.ServerRemote(srv, crux.Caller{Agent: "replica", Authenticated: true, Replica: true})
 	}},
 	{"http", func(b *testing.B, srv *crux.Server) crux.Remote {
 		const token = "bench-replica-token-0123456789"
-		tok, err := mcpserver.ParseTokens("replica=" + token)
+		tok, err := mcpserver.ParseTokens("replica::replica=" + token)
 		if err != nil {
 			b.Fatal(err)
 		}

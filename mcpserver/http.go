@@ -88,6 +88,9 @@ type HTTPOptions struct {
 //     realm="crux"`; a wrong token, another scheme, or any token when no
 //     table is configured gets 401 with `error="invalid_token"` added.
 //
+// A token of a sync replica (see [ParseTokens]) then gets 403: it serves
+// the sync API only.
+//
 // The request is then served as its caller: the table's agent and tenant,
 // authenticated, or an anonymous caller. Each caller has an MCP server of
 // its own (see [NewBackend]), so its tools/list is its own (the capability
@@ -108,15 +111,17 @@ type HTTPOptions struct {
 // serves crux sync to other replicas, the other side of package
 // syncremote's client: POST /v1/sync/identity, /v1/sync/changes and
 // /v1/sync/push, whatever [HTTPOptions.Path] is. They take the same checks
-// in the same order (Host and Origin, then the bearer token, which makes
-// the replica the table's agent and tenant: the exchange is with that
-// tenant), then: POST only (405), Content-Type application/json (415, so
-// that a browser page cannot send one without a CORS preflight, which
+// in the same order (Host and Origin, then the bearer token, which must be
+// a replica's, replica::NAME[@TENANT] in the table: the exchange is with
+// that tenant), then: POST only (405), Content-Type application/json (415,
+// so that a browser page cannot send one without a CORS preflight, which
 // crux never grants), a body of at most 16 MiB (syncremote.MaxBodyBytes;
 // 413). Every failure, these and the refusals of the Server (an
-// anonymous replica is -32003), is answered with a JSON
+// anonymous caller or an agent's token is -32003, 403, data.reason
+// "unauthenticated" or "replica_required"), is answered with a JSON
 // syncremote.ErrorBody and the status syncremote.HTTPStatus gives its
-// code; a 401 keeps its WWW-Authenticate challenge.
+// code; a 401 keeps its WWW-Authenticate challenge. What a replica may
+// push, and what is rejected, is store.ApplySyncFacts's to say.
 //
 // Bad arguments, refusals and other errors are mapped as over any
 // transport (see the package documentation): a -32030 refusal is a
@@ -214,6 +219,12 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if isSync {
 		h.serveSync(w, r, sb, caller)
+		return
+	}
+	if caller.Replica {
+		msg := "the bearer token is a sync replica's credential, which serves only the sync API under " + syncremote.PathPrefix + "; MCP takes an agent's token"
+		h.logger.Warn("crux: HTTP request refused", "status", http.StatusForbidden, "reason", msg, "replica", caller.Agent, "remote", r.RemoteAddr)
+		http.Error(w, "Forbidden: "+msg, http.StatusForbidden)
 		return
 	}
 	sh := h.handlerFor(caller)

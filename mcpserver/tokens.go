@@ -25,8 +25,11 @@ const (
 // token.
 const digestPrefix = "sha256:"
 
+// replicaPrefix marks a token table entry as a sync replica's.
+const replicaPrefix = "replica::"
+
 // Tokens maps bearer tokens to the callers they authenticate: each token
-// to one agent of one tenant. It holds the SHA-256 digest of each token,
+// to one agent, or one sync replica, of one tenant. It holds the SHA-256 digest of each token,
 // never the token, and compares a presented token's digest with every
 // entry's in constant time. A Tokens is safe for concurrent use; it does
 // not change once parsed.
@@ -59,6 +62,19 @@ type tokenEntry struct {
 // the default tenant. A token may appear once; an agent may have several
 // (to rotate them). An error names the entry by its position and never
 // repeats a credential.
+//
+// An entry whose name starts with "replica::" is a sync replica's:
+//
+//	replica::NAME[@TENANT]=CREDENTIAL
+//
+// Its token authenticates the replica NAME of TENANT (a caller with
+// Replica set), which is served the sync API under /v1/sync/ and nothing
+// else: the MCP endpoint refuses it with 403. An agent's token is refused
+// by the sync API (-32003, 403): a replica pushes versions that every
+// agent of the tenant then reads, so it must hold a credential of its
+// own. NAME follows the rules of AGENT; a replica and an agent may have
+// the same name. No agent name can contain "::", so a table written
+// before replicas had entries of their own reads as it did.
 func ParseTokens(table string) (*Tokens, error) {
 	t := &Tokens{}
 	n := 0
@@ -94,9 +110,14 @@ func parseTokenEntry(entry string) (tokenEntry, error) {
 	if !ok {
 		return tokenEntry{}, fmt.Errorf(`want AGENT[@TENANT]=CREDENTIAL, found no "="`)
 	}
-	agent, tenant, _ := strings.Cut(name, "@")
+	what := "agent"
+	bare, replica := strings.CutPrefix(name, replicaPrefix)
+	if replica {
+		what = "replica"
+	}
+	agent, tenant, _ := strings.Cut(bare, "@")
 	if agent == "" {
-		return tokenEntry{}, fmt.Errorf("no agent name before %q", "=")
+		return tokenEntry{}, fmt.Errorf("no %s name before %q", what, "=")
 	}
 	if strings.Contains(tenant, "@") {
 		return tokenEntry{}, fmt.Errorf("%q: more than one %q", name, "@")
@@ -104,9 +125,13 @@ func parseTokenEntry(entry string) (tokenEntry, error) {
 	if name[len(name)-1] == '@' {
 		return tokenEntry{}, fmt.Errorf("%q: an empty tenant after %q", name, "@")
 	}
-	c := crux.Caller{Agent: agent, Authenticated: true, Tenant: tenant}
+	c := crux.Caller{Agent: agent, Authenticated: true, Tenant: tenant, Replica: replica}
 	if err := c.Validate(); err != nil {
-		return tokenEntry{}, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "crux: "))
+		msg := strings.TrimPrefix(err.Error(), "crux: ")
+		if !replica && strings.Contains(agent, "::") {
+			msg += fmt.Sprintf("; a replica's entry starts with %q", replicaPrefix)
+		}
+		return tokenEntry{}, fmt.Errorf("%s", msg)
 	}
 	e := tokenEntry{caller: c}
 	if hexDigest, ok := strings.CutPrefix(cred, digestPrefix); ok {

@@ -19,9 +19,10 @@ func TestParseTokens(t *testing.T) {
 	table := "# agents of this host\n" +
 		"planner=" + secret + ",  reviewer@acme=sha256:" + hex.EncodeToString(d[:]) + "\n" +
 		"\treviewer@acme=second-token-of-reviewer== # rotation\n"
+	table += "replica::planner=replica-token-of-planner replica::b@acme=" + mcpserver.TokenDigest("replica-b-token-xyzw") + "\n"
 	tok, err := mcpserver.ParseTokens(table)
 	require.NoError(t, err)
-	require.Equal(t, 3, tok.Len())
+	require.Equal(t, 5, tok.Len())
 
 	for _, tc := range []struct {
 		token string
@@ -31,6 +32,8 @@ func TestParseTokens(t *testing.T) {
 		{secret, crux.Caller{Agent: "planner", Authenticated: true}, true},
 		{"digest-only-token-xyz", crux.Caller{Agent: "reviewer", Authenticated: true, Tenant: "acme"}, true},
 		{"second-token-of-reviewer==", crux.Caller{Agent: "reviewer", Authenticated: true, Tenant: "acme"}, true},
+		{"replica-token-of-planner", crux.Caller{Agent: "planner", Authenticated: true, Replica: true}, true},
+		{"replica-b-token-xyzw", crux.Caller{Agent: "b", Authenticated: true, Tenant: "acme", Replica: true}, true},
 		{"second-token-of-reviewer", crux.Caller{}, false},
 		{secret + "x", crux.Caller{}, false},
 		{"", crux.Caller{}, false},
@@ -60,7 +63,13 @@ func TestParseTokensRejects(t *testing.T) {
 		{"planner@=" + good, "empty tenant"},
 		{"a@b@c=" + good, `more than one "@"`},
 		{"anonymous=" + good, "anonymous"},
-		{"bad::name=" + good, "::"},
+		{"bad::name=" + good, `a replica's entry starts with "replica::"`},
+		{"replica::=" + good, "no replica name"},
+		{"replica::@acme=" + good, "no replica name"},
+		{"replica::a::b=" + good, "::"},
+		{"replica::anonymous=" + good, "anonymous"},
+		{"replica::b@=" + good, "empty tenant"},
+		{"replica::b=short", "shorter than 16"},
 		{"planner=short", "shorter than 16"},
 		{"planner=" + strings.Repeat("x", 4097), "longer than 4096"},
 		{"planner=bad\"chars-in-a-token", "outside the bearer-token alphabet"},

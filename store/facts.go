@@ -202,6 +202,12 @@ type NewFact struct {
 	Supersedes    []string // fact ids this write explicitly retires
 	Now           time.Time
 	ID            string // "" means NewFactID()
+	// Received marks a version another replica wrote (see
+	// ApplySyncFacts): it keeps Now as its stored_at. A version written
+	// here is never stored before a version it retires: its stored_at is
+	// Now or, when one of them was stored later (a version received from
+	// a replica whose clock runs ahead), that one's stored_at.
+	Received bool
 }
 
 // ErrInvalidFact reports a NewFact that breaks a rule of the store (a
@@ -229,7 +235,8 @@ func (e *SupersedeError) Error() string {
 }
 
 // PutFact writes a new version of (entity, key): its version is one more
-// than the chain's highest, it supersedes the chain's current fact, and it
+// than the chain's highest, it supersedes the chain's current fact (and
+// is stored no earlier than the facts it retires, see NewFact.Received), and it
 // retires every fact in n.Supersedes (each must exist, be live and be
 // visible to n.Agent, not yet superseded, and private only if the new fact
 // is, else PutFact returns a *SupersedeError and the caller must roll back).
@@ -323,6 +330,13 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		}
 		f.Retires = append(f.Retires, id)
 		retired, olds = append(retired, id), append(olds, old)
+	}
+	if !n.Received {
+		for _, old := range olds {
+			if old.StoredAt.After(f.StoredAt) {
+				f.StoredAt, f.ValidFrom = old.StoredAt.UTC(), old.StoredAt.UTC()
+			}
+		}
 	}
 	active := int64(1) // the change to the count of current facts under (tenant, stored)
 	for _, old := range olds {

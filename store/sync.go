@@ -55,11 +55,18 @@ import (
 //     chain's history, and every replica that receives both resolves them
 //     alike.
 //
-// Applied versions keep their stored_at, and are marked as come by sync
-// (bucket sync.origin: tenant, NUL, fact id → the replica they came
-// from), so that they are never pushed back as local writes; they enter
-// the change log, so a replica serves what it received as well as what it
-// wrote.
+// Applied versions keep their stored_at, are owned by the replica they
+// came from ([SyncOwner]), not by the agent they name, and are marked as
+// come by sync (bucket sync.origin: tenant, NUL, fact id → the replica
+// they came from), so that they are never pushed back as local writes;
+// they enter the change log, so a replica serves what it received as well
+// as what it wrote.
+//
+// A replica may assert only what it can: a version stored more than
+// [MaxSyncClockSkew] after the receiver's clock, or superseding a version
+// the change log never carried (a private one, another tenant's, one of
+// another chain), is rejected, and a version written locally after a
+// received one is never stored before it (see [NewFact].Received).
 //
 // Deletes and forgets are not synced: a version deleted here stays
 // deleted, and one deleted on another replica is not sent.
@@ -424,23 +431,74 @@ const MaxSyncValueBytes = 1 << 20
 // maxRejectedListed bounds the rejected versions a [SyncApplied] lists.
 const maxRejectedListed = 32
 
-// ApplySyncFacts applies facts, received from the replica named origin,
-// to tenant in tx, by the rules in the package documentation of sync (see
+// MaxSyncClockSkew is how far past this replica's clock a version
+// received by sync may have been stored: 5 minutes. A version stored
+// later is rejected: its stored_at would win every conflict on its chain
+// until then.
+const MaxSyncClockSkew = 5 * time.Minute
+
+// SyncSource is where a batch of versions for [ApplySyncFacts] comes from.
+type SyncSource struct {
+	// Replica names the replica that sent them: "peer:" and the name of
+	// its credential for a replica that pushed, the remote's name for a
+	// pull. It is recorded as their origin, and their owner here is
+	// [SyncOwner] of it.
+	Replica string
+	// Now is this replica's clock, against which stored_at is checked.
+	Now time.Time
+}
+
+// SyncOwner is the owner a version received from replica has here:
+// "sync::" and the replica's name. No agent can have it: an agent's name
+// never contains "::".
+func SyncOwner(replica string) string { return "sync::" + replica }
+
+// ApplySyncFacts applies facts, received from the replica src names, to
+// tenant in tx, by the rules in the package documentation of sync (see
 // [SyncFact]): duplicates are passed over, a version that follows the
 // chain's current one becomes current, and a conflict is resolved by
-// stored_at. A version that breaks a rule of the store (an id that is not
-// a fact id, a reserved entity, a confidence outside [0, 1], text that is
-// not valid UTF-8, an id another tenant holds) is rejected and reported;
-// the others still apply.
-func ApplySyncFacts(tx Tx, tenant, origin string, facts []SyncFact) (SyncApplied, error) {
+// stored_at.
+//
+// A replica is trusted with the tenant's shared facts, not with who wrote
+// them or when beyond what it can show, so each version is held to what
+// its sender may assert:
+//
+//   - owner: a replica's credential vouches for the replica, not for the
+//     agents behind it, so the owner a version names is never taken: every
+//     version applied is owned here by SyncOwner(src.Replica), whatever
+//     its owner field said (an agent of this replica reading or forgetting
+//     its own facts never meets it; an export says which replica sent it).
+//   - stored_at: no later than src.Now plus MaxSyncClockSkew, else the
+//     version is rejected. (A version written here after one received is
+//     stored no earlier than it, see NewFact.Received, so a stored_at
+//     within the skew never makes a chain go back in time.)
+//   - supersedes: when the store holds the version named, it must be one
+//     the sync API could have sent: a shared version of this tenant, of
+//     the same entity and key, not of a reserved entity. A private
+//     version, another tenant's, or another chain's is rejected. A
+//     version the store does not hold is allowed: the sender's history
+//     may hold versions that never came here.
+//
+// A version that breaks these or a rule of the store (an id that is not a
+// fact id, a reserved entity, a confidence outside [0, 1], text that is
+// not valid UTF-8, an id another tenant holds) is rejected and listed in
+// Rejected with the reason (the first 32); the others still apply. facts
+// is not modified.
+func ApplySyncFacts(tx Tx, tenant string, src SyncSource, facts []SyncFact) (SyncApplied, error) {
+	if src.Replica == "" || src.Now.IsZero() {
+		return SyncApplied{}, errors.New("store: sync: ApplySyncFacts needs the replica's name and the clock")
+	}
 	out := SyncApplied{Conflicts: []SyncConflict{}, Rejected: []SyncRejected{}}
 	reject := func(id, reason string) {
 		if len(out.Rejected) < maxRejectedListed {
 			out.Rejected = append(out.Rejected, SyncRejected{ID: id, Reason: reason})
 		}
 	}
+	latest := src.Now.Add(MaxSyncClockSkew)
+	owner := SyncOwner(src.Replica)
 	for i := range facts {
-		in := &facts[i]
+		v := facts[i]
+		in := &v
 		if reason := checkSyncFact(in); reason != "" {
 			reject(in.ID, reason)
 			continue
@@ -461,6 +519,18 @@ func ApplySyncFacts(tx Tx, tenant, origin string, facts []SyncFact) (SyncApplied
 			}
 			return SyncApplied{}, err
 		}
+		if in.StoredAt.After(latest) {
+			reject(in.ID, fmt.Sprintf("stored_at %s is more than %s after this replica's clock (%s)",
+				in.StoredAt.UTC().Format(time.RFC3339Nano), MaxSyncClockSkew, src.Now.UTC().Format(time.RFC3339)))
+			continue
+		}
+		if reason, err := checkSyncSupersedes(tx, tenant, in); err != nil {
+			return SyncApplied{}, err
+		} else if reason != "" {
+			reject(in.ID, reason)
+			continue
+		}
+		in.Owner = owner
 		current, err := currentShared(tx, tenant, in.Entity, in.Key)
 		if err != nil {
 			return SyncApplied{}, err
@@ -484,7 +554,7 @@ func ApplySyncFacts(tx Tx, tenant, origin string, facts []SyncFact) (SyncApplied
 		if incomingWins {
 			f, _, err = PutFact(tx, NewFact{Scope: Scope{Tenant: tenant, Agent: in.Owner}, Entity: in.Entity, Key: in.Key,
 				Value: in.Value, SourceReceipt: in.SourceReceipt, Confidence: in.Confidence, HorizonClass: class,
-				Now: in.StoredAt, ID: in.ID})
+				Now: in.StoredAt, ID: in.ID, Received: true})
 		} else {
 			f, err = putRetiredVersion(tx, tenant, in, class, current)
 		}
@@ -495,13 +565,38 @@ func ApplySyncFacts(tx Tx, tenant, origin string, facts []SyncFact) (SyncApplied
 		if err != nil {
 			return SyncApplied{}, err
 		}
-		if err := tx.Put(bucketSyncOrigin, indexKey(tenant, f.ID), []byte(origin)); err != nil {
+		if err := tx.Put(bucketSyncOrigin, indexKey(tenant, f.ID), []byte(src.Replica)); err != nil {
 			return SyncApplied{}, err
 		}
 		out.Applied++
 		out.AppliedIDs = append(out.AppliedIDs, f.ID)
 	}
 	return out, nil
+}
+
+// checkSyncSupersedes returns why in may not name the version it
+// supersedes, or "": the version, when the store holds it, must be one
+// the change log of tenant carries (shared, not reserved) and of in's
+// chain.
+func checkSyncSupersedes(tx Tx, tenant string, in *SyncFact) (string, error) {
+	if in.Supersedes == "" {
+		return "", nil
+	}
+	prev, err := GetFact(tx, in.Supersedes)
+	var ce *CorruptRecordError
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", nil
+	case errors.As(err, &ce):
+		return "supersedes names a record that is unreadable here", nil
+	case err != nil:
+		return "", err
+	case prev.Tenant != tenant || !syncable(prev):
+		return "supersedes names a version this replica was never sent: only a shared version of this tenant may be superseded by sync", nil
+	case prev.Entity != in.Entity || prev.Key != in.Key:
+		return "supersedes names a version of another entity or key", nil
+	}
+	return "", nil
 }
 
 // currentShared returns the current version of the shared chain (entity,
@@ -544,6 +639,7 @@ func putRetiredVersion(tx Tx, tenant string, in *SyncFact, class string, winner 
 		ValidFrom: in.StoredAt.UTC(), ValidTo: &until, Version: top + 1, SupersededBy: winner.ID,
 	}
 	if in.Supersedes != "" {
+		// checkSyncSupersedes let it through: absent, or of this chain.
 		if _, err := GetFact(tx, in.Supersedes); err == nil {
 			f.Supersedes = in.Supersedes
 		}

@@ -20,8 +20,15 @@
 //	Changes   POST BASE/v1/sync/changes   {cursor, entity_prefix?, limit}     → {facts, cursor, more}
 //	Push      POST BASE/v1/sync/push      {facts}                             → {applied, duplicates, conflicts, rejected}
 //
-// The server maps the bearer token to a caller (agent and tenant) as for
-// MCP; the exchange is with that caller's tenant. A success is HTTP 200
+// The server maps the bearer token to a caller through its token table,
+// and serves only a replica: the token must be a replica's entry,
+// replica::NAME[@TENANT] (crux token new --replica NAME makes one); an
+// agent's token is refused on every path with -32003 (403), data.reason
+// "replica_required". The exchange is with the replica's tenant. The
+// versions a replica pushes are held to what it may assert (see
+// store.ApplySyncFacts): they are owned there by the replica, and one
+// stored more than 5 minutes past the server's clock or superseding a
+// version the replica could not have been sent is listed in rejected. A success is HTTP 200
 // with the JSON answer. A failure is an HTTP error status with the body
 // [ErrorBody], {"error": {"code", "message", "data"?}}, whose code is one
 // of crux's JSON-RPC codes; [HTTPStatus] gives the status of each.
@@ -120,7 +127,8 @@ var _ crux.Remote = (*Client)(nil)
 
 // New returns the client of the crux server at baseURL (http or https,
 // with an optional path prefix: the requests go to baseURL/v1/sync/...),
-// authenticating with apiKey, a bearer token of that server's token table.
+// authenticating with apiKey, a replica's bearer token of that server's
+// token table (an entry replica::NAME).
 // An error says what is wrong with the URL or the key, without repeating
 // the key.
 func New(baseURL, apiKey string, opts *Options) (*Client, error) {

@@ -187,8 +187,8 @@ func (r *replica) history(t *testing.T, entity, key string) []string {
 // pair makes replicas a and b, each serving HTTP and each the other's
 // remote: a is "replica-a" on b, b is "replica-b" on a.
 func pair(t *testing.T, opts ...func(*crux.Options)) (a, b *replica) {
-	a = newReplica(t, "replica-b="+tokenB, opts...)
-	b = newReplica(t, "replica-a="+tokenA)
+	a = newReplica(t, "replica::replica-b="+tokenB, opts...)
+	b = newReplica(t, "replica::replica-a="+tokenA)
 	a.syncWith(t, b, tokenA)
 	b.syncWith(t, a, tokenB)
 	return a, b
@@ -223,7 +223,7 @@ func TestTwoServersSyncBothWaysOverHTTP(t *testing.T) {
 	assert.EqualValues(t, 1, pushed["facts_pushed"])
 	assert.Equal(t, "Go", b.current(t, "project:crux", "lang"))
 	assert.Empty(t, call(t, b.srv, alice, "query_facts", `{"entity":"project:crux","key":"secret"}`)["rows"], "private facts are never pushed")
-	page, err := b.srv.SyncChanges(context.Background(), crux.Caller{Agent: "x", Authenticated: true}, crux.ChangesRequest{Limit: 100})
+	page, err := b.srv.SyncChanges(context.Background(), crux.Caller{Agent: "x", Authenticated: true, Replica: true}, crux.ChangesRequest{Limit: 100})
 	require.NoError(t, err)
 	for _, f := range page.Facts {
 		assert.NotContains(t, f.Value, "secret", "no private value in b's change log")
@@ -325,7 +325,7 @@ func TestSyncHostedTierOverHTTP(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
-	b := newReplica(t, "replica-a="+tokenA)
+	b := newReplica(t, "replica::replica-a="+tokenA)
 	call(t, b.srv, bob, "store_fact", `{"entity":"e","key":"k","value":"v"}`)
 
 	free := newReplica(t, "", func(o *crux.Options) { o.Router = mint() })
@@ -349,7 +349,7 @@ func TestSyncHostedTierOverHTTP(t *testing.T) {
 // without the key in the error, the answer or either log.
 func TestBadAPIKeyRefused(t *testing.T) {
 	a := newReplica(t, "")
-	b := newReplica(t, "replica-a="+tokenA)
+	b := newReplica(t, "replica::replica-a="+tokenA)
 	const wrong = "wrong-key-abcdefghijklmnop"
 	a.syncWith(t, b, wrong)
 	a.withPassport(t, alice, 100)
@@ -378,7 +378,7 @@ func TestBadAPIKeyRefused(t *testing.T) {
 // The serving side's own checks: method, content type, body size, Host
 // and Origin, an anonymous replica, an unknown path, a bad cursor.
 func TestServingChecks(t *testing.T) {
-	b := newReplica(t, "replica-a="+tokenA+" anon-ok="+tokenB)
+	b := newReplica(t, "replica::replica-a="+tokenA+" anon-ok="+tokenB)
 	post := func(path, ctype, body string, hdr ...string) (int, syncremote.ErrorBody, http.Header) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodPost, b.http.URL+path, strings.NewReader(body))
@@ -604,7 +604,7 @@ func TestLargeValuesInPages(t *testing.T) {
 
 	over := store.SyncFact{ID: "f_0123456789abcdef0123456789abcdef", Entity: "e", Key: "k", Value: strings.Repeat("y", store.MaxSyncValueBytes+1),
 		Confidence: 1, StoredAt: start}
-	resp, err := b.srv.SyncPush(context.Background(), crux.Caller{Agent: "x", Authenticated: true}, crux.PushRequest{Facts: []store.SyncFact{over}})
+	resp, err := b.srv.SyncPush(context.Background(), crux.Caller{Agent: "x", Authenticated: true, Replica: true}, crux.PushRequest{Facts: []store.SyncFact{over}})
 	require.NoError(t, err)
 	require.Len(t, resp.Rejected, 1)
 	assert.Contains(t, resp.Rejected[0].Reason, "value longer than 1048576 bytes")

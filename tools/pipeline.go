@@ -18,8 +18,10 @@ import (
 
 // Call runs one call through the pipeline every tool shares, in order:
 //
-//  1. the tool must exist (-32601 unknown tool) and the caller's names be
-//     valid (-32600, see [Caller.Validate]);
+//  1. the tool must exist (-32601 unknown tool), the caller's names be
+//     valid (-32600, see [Caller.Validate]) and the caller not be a sync
+//     replica (-32003, data.reason "replica_not_agent": a replica
+//     credential serves the sync API only);
 //  2. a revoked passport may call only the read-only allowlist, when
 //     revocation is enforced (an isError result says why);
 //  3. with a router, the tool's capability must be granted (-32030, with a
@@ -42,6 +44,9 @@ func (s *Set) Call(ctx context.Context, env *Env, c Caller, name string, args js
 	}
 	if err := c.Validate(); err != nil {
 		return nil, WrapError(CodeInvalidRequest, err.Error(), err)
+	}
+	if c.Replica {
+		return nil, forbidden(name, "replica_not_agent", "%s is a sync replica, not an agent: a replica credential serves only the sync API (/v1/sync/...); call tools with an agent's token", c.Name())
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -182,8 +187,12 @@ func checkRevocation(ctx context.Context, env *Env, c Caller, name string) (*Res
 // Listed returns the names of the tools tools/list shows c, in catalogue
 // order: with a router, only those whose capability it grants (in any
 // mode); then narrowed by the tool surface (Flags.ToolSurface; dynamic
-// follows the intent c declared with cuecrux_session).
+// follows the intent c declared with cuecrux_session). A sync replica
+// is listed none: it may call none.
 func (e *Env) Listed(ctx context.Context, c Caller) []string {
+	if c.Replica {
+		return []string{}
+	}
 	names := e.Tools
 	if e.Router != nil {
 		allowed := make([]string, 0, len(names))

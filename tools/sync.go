@@ -54,6 +54,20 @@ import (
 //     remote counts them as duplicates.
 //   - Without confirm, sync_push previews: it asks the remote only for its
 //     identity (the push cursor is kept per remote) and pushes nothing.
+//   - The serving side ([ServeSyncIdentity], [ServeSyncChanges],
+//     [ServeSyncPush]) serves a replica only: a Caller with Replica set,
+//     which a replica's entry of the token table makes. An agent is
+//     refused (-32003, data.reason "replica_required"), for pulling too:
+//     the change log pages out every shared fact of the tenant past the
+//     tiers, capabilities and tool surface that gate an agent's reads,
+//     and its identity answer is the first step of an exchange. A replica
+//     is refused every tool.
+//   - What a replica sends, pushed to this server or pulled from a remote,
+//     is held to what it may assert (store.ApplySyncFacts): it is owned
+//     here by the replica, not by the owner it names; a stored_at more
+//     than store.MaxSyncClockSkew past this server's clock, or a
+//     supersedes naming a version it could not have been sent, is
+//     rejected and listed in rejected with the reason.
 //   - One call moves at most MaxSyncFacts versions, in pages of
 //     syncPage, each page applied in its own transaction; more: true says
 //     that more remain. The remote is contacted outside any transaction.
@@ -309,7 +323,7 @@ func syncPull() *Tool {
 				now := env.now()
 				err = env.Store.Update(ctx, func(tx store.Tx) error {
 					var err error
-					if applied, err = store.ApplySyncFacts(tx, tenant, id.Name, resp.Facts); err != nil {
+					if applied, err = store.ApplySyncFacts(tx, tenant, store.SyncSource{Replica: id.Name, Now: now}, resp.Facts); err != nil {
 						return err
 					}
 					s, err := store.GetSyncState(tx, id.Name, tenant)
@@ -702,10 +716,11 @@ func syncStatus() *Tool {
 }
 
 // ServeSyncChanges answers a replica's request for env's change log, on
-// behalf of c, which must be authenticated: the versions of c's tenant
-// logged after req.Cursor, at most req.Limit (1 to MaxSyncFacts) of them.
+// behalf of c, which must be an authenticated replica (an agent is
+// refused, see serveCheck): the versions of c's tenant logged after
+// req.Cursor, at most req.Limit (1 to MaxSyncFacts) of them.
 func ServeSyncChanges(ctx context.Context, env *Env, c Caller, req ChangesRequest) (*ChangesResponse, error) {
-	if err := serveCheck(ctx, env, c); err != nil {
+	if err := serveCheck(c); err != nil {
 		return nil, err
 	}
 	if req.Limit < 1 || req.Limit > MaxSyncFacts {
@@ -731,18 +746,23 @@ func ServeSyncChanges(ctx context.Context, env *Env, c Caller, req ChangesReques
 }
 
 // ServeSyncPush applies a replica's pushed versions to c's tenant, c being
-// authenticated, at most MaxSyncFacts of them, in one transaction.
+// an authenticated replica, at most MaxSyncFacts of them, in one
+// transaction, by the rules of store.ApplySyncFacts: each version applied
+// is owned here by the replica (store.SyncOwner of "peer:" and its name),
+// and one stored too far in the future or superseding a version the
+// replica could not have been sent is rejected, listed with the reason.
 func ServeSyncPush(ctx context.Context, env *Env, c Caller, req PushRequest) (*PushResponse, error) {
-	if err := serveCheck(ctx, env, c); err != nil {
+	if err := serveCheck(c); err != nil {
 		return nil, err
 	}
 	if len(req.Facts) > MaxSyncFacts {
 		return nil, invalidParams("sync/push", "facts", fmt.Sprintf("more than %d versions", MaxSyncFacts))
 	}
 	var out store.SyncApplied
+	src := store.SyncSource{Replica: "peer:" + c.Identity(), Now: env.now()}
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
-		out, err = store.ApplySyncFacts(tx, c.TenantID(), "peer:"+c.Identity(), req.Facts)
+		out, err = store.ApplySyncFacts(tx, c.TenantID(), src, req.Facts)
 		return err
 	})
 	if err != nil {
@@ -753,27 +773,37 @@ func ServeSyncPush(ctx context.Context, env *Env, c Caller, req PushRequest) (*P
 
 // ServeSyncIdentity names env as a replica: "crux:" and its signer's key id.
 func ServeSyncIdentity(ctx context.Context, env *Env, c Caller) (RemoteIdentity, error) {
-	if err := serveCheck(ctx, env, c); err != nil {
+	if err := serveCheck(c); err != nil {
 		return RemoteIdentity{}, err
 	}
 	return RemoteIdentity{Name: "crux:" + env.Signer.KeyID(), KeyID: env.Signer.KeyID(), Tenant: c.TenantID()}, nil
 }
 
-// serveCheck refuses a replica that is not an authenticated caller, or
-// whose passport is revoked while revocation is enforced.
-func serveCheck(ctx context.Context, env *Env, c Caller) error {
+// ReplicaHelp says how to make a replica credential, for the errors that
+// ask for one.
+const ReplicaHelp = "a token table entry replica::NAME[@TENANT]=CREDENTIAL, which crux token new --replica NAME makes " +
+	"(an embedder serving sync in process sets Caller.Replica)"
+
+// serveCheck refuses a caller of the sync API that is not an
+// authenticated replica: anonymous is -32003 with data.reason
+// "unauthenticated", an agent -32003 with "replica_required". Every
+// request of the sync API, identity and changes included, takes a
+// replica: an agent's token authorises its tools, with their passport
+// tiers, capabilities and tool surface, and none of that applies to the
+// sync API, which pages out and takes in the tenant's shared facts
+// wholesale. A replica has no passport: it is revoked by removing its
+// entry from the token table.
+func serveCheck(c Caller) error {
 	if err := c.Validate(); err != nil {
 		return &Error{Code: CodeInvalidRequest, Message: err.Error()}
 	}
 	if c.Identity() == "" {
-		return &Error{Code: CodeForbidden, Message: "sync: a replica must be an authenticated caller", Data: map[string]any{"reason": "unauthenticated"}}
+		return &Error{Code: CodeForbidden, Message: "sync: a replica must be an authenticated caller; the sync API needs a replica credential: " + ReplicaHelp,
+			Data: map[string]any{"reason": "unauthenticated"}}
 	}
-	refusal, err := checkRevocation(ctx, env, c, "sync")
-	if err != nil {
-		return err
-	}
-	if refusal != nil {
-		return &Error{Code: CodeForbidden, Message: "sync: " + refusal.Content[0].Text, Data: map[string]any{"reason": "passport_revoked"}}
+	if !c.Replica {
+		return &Error{Code: CodeForbidden, Message: fmt.Sprintf("sync: %s is an agent, not a replica; the sync API needs a replica credential: %s", c.Identity(), ReplicaHelp),
+			Data: map[string]any{"reason": "replica_required"}}
 	}
 	return nil
 }
@@ -786,7 +816,9 @@ func serveCheck(ctx context.Context, env *Env, c Caller) error {
 //
 // The wire shape, for a remote over HTTP: each method is one POST of a
 // JSON request to a path under the remote's base URL, with the sync API
-// key as a bearer token, answered with a JSON body (or an HTTP error):
+// key as a bearer token (on a crux server, a replica's token:
+// replica::NAME in its token table), answered with a JSON body (or an
+// HTTP error):
 //
 //	Identity  POST /v1/sync/identity  {}                                    → RemoteIdentity
 //	Changes   POST /v1/sync/changes   ChangesRequest {cursor, entity_prefix, limit} → ChangesResponse {facts, cursor, more}
@@ -794,7 +826,9 @@ func serveCheck(ctx context.Context, env *Env, c Caller) error {
 //
 // A fact is a store.SyncFact: {fact_id, entity, key, value,
 // source_receipt?, confidence, stored_at (RFC 3339), horizon_class,
-// supersedes?, owner?}. crux.Server's SyncIdentity, SyncChanges and
+// supersedes?, owner?}; the receiving side owns what it applies itself
+// and checks stored_at and supersedes (see store.ApplySyncFacts).
+// crux.Server's SyncIdentity, SyncChanges and
 // SyncPush are the serving side; crux.ServerRemote adapts a Server in the
 // same process.
 type Remote interface {

@@ -83,7 +83,7 @@ func (r *replica) history(t *testing.T, entity, key string) []string {
 }
 
 // peer is the identity a replica uses on another.
-var peer = crux.Caller{Agent: "replica-a", Authenticated: true}
+var peer = crux.Caller{Agent: "replica-a", Authenticated: true, Replica: true}
 
 // Two servers synced both ways: a pulls b's facts and pushes its own, never
 // its private facts or what it pulled, and a chain both wrote is resolved
@@ -161,7 +161,7 @@ func TestSyncTwoServersBothWays(t *testing.T) {
 
 	// A third replica pulling from b gets what a pushed to it, and ends
 	// where a and b are.
-	c := newReplica(t, crux.ServerRemote(b.srv, crux.Caller{Agent: "replica-c", Authenticated: true}))
+	c := newReplica(t, crux.ServerRemote(b.srv, crux.Caller{Agent: "replica-c", Authenticated: true, Replica: true}))
 	c.withPassport(t, alice, 10)
 	call(t, c.srv, alice, "sync_pull", `{}`)
 	assert.Equal(t, "Zig", c.current(t, "project:crux", "lang"))
@@ -336,4 +336,46 @@ func names(list []crux.Tool) []string {
 		out = append(out, t.Name)
 	}
 	return out
+}
+
+// forgingRemote serves one page of the versions it holds.
+type forgingRemote struct{ facts []store.SyncFact }
+
+func (forgingRemote) Identity(context.Context) (crux.RemoteIdentity, error) {
+	return crux.RemoteIdentity{Name: "crux:forger", Tenant: tenant}, nil
+}
+
+func (r forgingRemote) Changes(context.Context, crux.ChangesRequest) (*crux.ChangesResponse, error) {
+	return &crux.ChangesResponse{Facts: r.facts, Cursor: "1"}, nil
+}
+
+func (forgingRemote) Push(context.Context, crux.PushRequest) (*crux.PushResponse, error) {
+	return nil, errors.New("not used")
+}
+
+// What a pulled remote sends is held to the same rules as what a replica
+// pushes: a version stored in the far future is rejected and listed in
+// sync_pull's rejected, and the one applied is owned by the remote, not
+// by the agent it names.
+func TestSyncPullHoldsTheRemoteToWhatItMayAssert(t *testing.T) {
+	far := store.SyncFact{ID: "f_40000000000000000000000000000001", Entity: "acct", Key: "balance", Value: "FORGED-0", Confidence: 1,
+		StoredAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), Owner: "alice"}
+	near := store.SyncFact{ID: "f_40000000000000000000000000000002", Entity: "acct", Key: "limit", Value: "5", Confidence: 1,
+		StoredAt: start, Owner: "alice"}
+	a := newReplica(t, forgingRemote{facts: []store.SyncFact{far, near}})
+	a.withPassport(t, alice, 10)
+	out := call(t, a.srv, alice, "sync_pull", `{}`)
+	assert.EqualValues(t, 1, out["facts_pulled"])
+	rejected := out["rejected"].([]any)
+	require.Len(t, rejected, 1)
+	assert.Equal(t, far.ID, rejected[0].(map[string]any)["fact_id"])
+	assert.Contains(t, rejected[0].(map[string]any)["reason"], "stored_at 9999-01-01T00:00:00Z is more than 5m0s after this replica's clock")
+	assert.Empty(t, call(t, a.srv, alice, "query_facts", `{"entity":"acct","key":"balance"}`)["rows"])
+	require.NoError(t, a.db.View(context.Background(), func(tx store.Tx) error {
+		f, err := store.GetFact(tx, near.ID)
+		if err == nil {
+			assert.Equal(t, "sync::crux:forger", f.Owner)
+		}
+		return err
+	}))
 }

@@ -156,6 +156,14 @@ type Caller struct {
 	Agent         string // the agent's name
 	Authenticated bool   // whether the transport vouched for Agent
 	Tenant        string // the caller's tenant; "" means DefaultTenant
+	// Replica reports that the transport authenticated a sync replica,
+	// not an agent: Agent is then the replica's name. Only a replica,
+	// authenticated, is served the sync API (crux.Server's SyncIdentity,
+	// SyncChanges and SyncPush), and a replica is served nothing else:
+	// every tool refuses it (-32003). A bearer token's entry in the token
+	// table says which it is (replica::NAME for a replica); an embedder
+	// that serves sync in process sets it on the Caller it passes.
+	Replica bool
 	// Transport is the MCP transport that carried the call, which
 	// route_access_matrix describes. No tool decides anything else by it.
 	Transport Transport

@@ -309,6 +309,15 @@ Token table:
   presented token's with every entry's in constant time. An agent may have
   several tokens; a token belongs to one entry.
 
+  An entry replica::NAME[@TENANT]=CREDENTIAL is a sync replica's (crux
+  token new --replica NAME makes one): its token is served the sync API
+  under /v1/sync/ and nothing else (/mcp answers 403), and the sync API
+  refuses an agent's token (-32003, 403). What a replica pushes is checked:
+  its versions are attributed to the replica, not to the owner they name; a
+  stored_at more than 5 minutes ahead of this server's clock, or a
+  supersedes naming a version the replica could not have been sent, is
+  rejected and listed in the answer's rejected.
+
 Sharing a data directory:
 
   Any number of crux processes may use one data directory at once: MCP

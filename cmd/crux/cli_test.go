@@ -32,7 +32,7 @@ func TestCommandHelp(t *testing.T) {
 		{[]string{"receipts", "list"}, []string{"--limit N", "--kind KIND", "newest first"}, nil},
 		{[]string{"forgets", "list"}, []string{"--limit N", "restorable until", "purged"}, nil},
 		{[]string{"facts"}, []string{"--entity ENTITY", "--query KEYWORDS", "--limit N", "--json"}, nil},
-		{[]string{"token", "new"}, []string{"crux token new [--tenant T] AGENT", "--tenant TENANT"}, nil},
+		{[]string{"token", "new"}, []string{"crux token new [--tenant T] [--replica] NAME", "--tenant TENANT", "--replica", "replica::NAME"}, nil},
 		{[]string{"version"}, []string{"--json", "revision"}, nil},
 		{[]string{"completion"}, []string{"bash", "zsh", "fish"}, nil},
 	} {

@@ -58,6 +58,7 @@ type wireCaller struct {
 	Agent         string         `json:"agent,omitempty"`
 	Authenticated bool           `json:"authenticated,omitempty"`
 	Tenant        string         `json:"tenant,omitempty"`
+	Replica       bool           `json:"replica,omitempty"`
 	Transport     *wireTransport `json:"transport,omitempty"`
 }
 
@@ -71,7 +72,7 @@ type wireTransport struct {
 }
 
 func toWire(c crux.Caller) wireCaller {
-	w := wireCaller{Agent: c.Agent, Authenticated: c.Authenticated, Tenant: c.Tenant}
+	w := wireCaller{Agent: c.Agent, Authenticated: c.Authenticated, Tenant: c.Tenant, Replica: c.Replica}
 	if c.Transport != (crux.Transport{}) {
 		t := wireTransport(c.Transport)
 		w.Transport = &t
@@ -80,7 +81,7 @@ func toWire(c crux.Caller) wireCaller {
 }
 
 func (w wireCaller) caller() crux.Caller {
-	c := crux.Caller{Agent: w.Agent, Authenticated: w.Authenticated, Tenant: w.Tenant}
+	c := crux.Caller{Agent: w.Agent, Authenticated: w.Authenticated, Tenant: w.Tenant, Replica: w.Replica}
 	if w.Transport != nil {
 		c.Transport = crux.Transport(*w.Transport)
 	}

@@ -138,21 +138,34 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 }
 
 // newTokenCmd returns crux token new: a fresh bearer token for an agent,
-// and the token table entry that stands for it.
+// or for a sync replica, and the token table entry that stands for it.
 func newTokenCmd(a *app) *cobra.Command {
 	var tenant string
+	var replica bool
 	newCmd := &cobra.Command{
-		Use:   "new [--tenant T] AGENT",
-		Short: "Make a bearer token for AGENT and its token table entry",
-		Long: `Make a bearer token for AGENT (of tenant T): print the token, to give to
-the MCP client, and its token table entry AGENT[@T]=sha256:..., which holds
-only the token's SHA-256 digest. crux serve --http reads the table from
---tokens FILE or $CRUX_AGENT_TOKENS.`,
+		Use:   "new [--tenant T] [--replica] NAME",
+		Short: "Make a bearer token for an agent, or a sync replica, and its token table entry",
+		Long: `Make a bearer token for the agent NAME (of tenant T): print the token, to
+give to the MCP client, and its token table entry NAME[@T]=sha256:...,
+which holds only the token's SHA-256 digest. crux serve --http reads the
+table from --tokens FILE or $CRUX_AGENT_TOKENS.
+
+With --replica, the token is a sync replica's, for another crux server (or
+any replica) to sync with this one through /v1/sync/: the entry is
+replica::NAME[@T]=sha256:..., and the other side sets it as its
+CORECRUXD_SYNC_API_KEY. The sync API takes only a replica's token, and a
+replica's token serves nothing but the sync API.`,
 		RunE: func(_ *cobra.Command, pos []string) error {
 			if len(pos) != 1 {
-				return usagef("token new takes one agent name")
+				return usagef("token new takes one name")
 			}
 			name := pos[0]
+			if strings.HasPrefix(name, "replica::") {
+				return usagef("give the replica's name without replica::, and --replica")
+			}
+			if replica {
+				name = "replica::" + name
+			}
 			if tenant != "" {
 				name += "@" + tenant
 			}
@@ -167,6 +180,7 @@ only the token's SHA-256 digest. crux serve --http reads the table from
 			return err
 		},
 	}
-	newCmd.Flags().StringVar(&tenant, "tenant", "", "the agent's `TENANT` (default: default)")
+	newCmd.Flags().StringVar(&tenant, "tenant", "", "the `TENANT` of the agent or replica (default: default)")
+	newCmd.Flags().BoolVar(&replica, "replica", false, "make a sync replica's token (replica::NAME), not an agent's")
 	return parentCmd("token", "Make bearer tokens for crux serve --http", newCmd)
 }

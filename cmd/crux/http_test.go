@@ -352,7 +352,20 @@ func TestTokenNew(t *testing.T) {
 	require.Equal(t, exitOK, again.code)
 	assert.NotContains(t, again.stdout, token, "a fresh token each time")
 
-	for _, args := range [][]string{{"token"}, {"token", "new"}, {"token", "new", "bad::name"}, {"token", "new", "a", "b"}} {
+	// --replica makes a sync replica's token: replica::NAME.
+	rep := runCrux(t, nil, "", "token", "new", "--replica", "--tenant", "acme", "replica-b")
+	require.Equal(t, exitOK, rep.code, rep.stderr)
+	_, err = fmt.Sscanf(rep.stdout, "token: %s\nentry: %s\n", &token, &entry)
+	require.NoError(t, err, rep.stdout)
+	assert.True(t, strings.HasPrefix(entry, "replica::replica-b@acme=sha256:"), entry)
+	tok, err = mcpserver.ParseTokens(entry)
+	require.NoError(t, err)
+	c, ok = tok.Lookup(token)
+	require.True(t, ok)
+	assert.Equal(t, crux.Caller{Agent: "replica-b", Authenticated: true, Tenant: "acme", Replica: true}, c)
+
+	for _, args := range [][]string{{"token"}, {"token", "new"}, {"token", "new", "bad::name"}, {"token", "new", "a", "b"},
+		{"token", "new", "replica::b"}, {"token", "new", "--replica", "replica::b"}, {"token", "new", "--replica", "bad::name"}} {
 		r := runCrux(t, nil, "", args...)
 		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
 	}

@@ -15,13 +15,16 @@ import (
 // made the call, as for every flag). crux serve --http serves the other
 // side beside /mcp: POST /v1/sync/identity, /v1/sync/changes and
 // /v1/sync/push, each request run by the process owning the data
-// directory (the ops below), as the agent and tenant of its bearer token.
+// directory (the ops below), as the replica and tenant of its bearer
+// token, which must be a replica's entry of the token table
+// (replica::NAME[@TENANT]; crux token new --replica NAME): an agent's
+// token is refused there.
 //
 // The free-local token the command enforces holds no hosted capability,
 // so sync_pull and sync_push are refused (-32030) in the command's own
 // tools/call whatever the remote; what the remote makes real there is
 // sync_status, and serving other replicas, which is not a tool call and
-// needs only a token of the table.
+// needs only a replica's token of the table.
 
 // syncRemote returns the sync remote of a server running with flags, or
 // nil when sync is not configured: no URL, no API key (the tools then say
@@ -40,7 +43,8 @@ func syncRemote(flags crux.Flags, logger *slog.Logger) crux.Remote {
 }
 
 // syncReq is a sync request forwarded to the owning process: the caller
-// (the replica, as its bearer token names it) and the request.
+// (the replica, as its bearer token names it, Replica set) and the
+// request.
 type syncReq struct {
 	Env     []string             `json:"env"`
 	Caller  wireCaller           `json:"caller"`

@@ -84,7 +84,7 @@ func TestServeHTTPSyncForwardedToTheOwner(t *testing.T) {
 	serveCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var stderr syncBuffer
-	url, codes := serveHTTPInProcess(t, serveCtx, env{"CRUX_AGENT_TOKENS": "replica=" + replicaToken}, &stderr, "--data", dir)
+	url, codes := serveHTTPInProcess(t, serveCtx, env{"CRUX_AGENT_TOKENS": "replica::replica=" + replicaToken}, &stderr, "--data", dir)
 	require.Contains(t, stderr.String(), "owner=false", "the HTTP server forwards to the stdio process")
 	base := strings.TrimSuffix(url, "/mcp")
 
@@ -121,10 +121,19 @@ func TestServeHTTPSyncAsOwner(t *testing.T) {
 	r := runCrux(t, nil, "", "call", "--data", dir, "--agent", "tester", "store_fact", `{"entity":"e","key":"k","value":"v"}`)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var stderr syncBuffer
-	url, codes := serveHTTPInProcess(t, ctx, env{"CRUX_AGENT_TOKENS": "replica=" + replicaToken}, &stderr, "--data", dir)
+	url, codes := serveHTTPInProcess(t, ctx, env{"CRUX_AGENT_TOKENS": "replica::replica=" + replicaToken + ",tester=" + testerToken}, &stderr, "--data", dir)
 	require.Contains(t, stderr.String(), "owner=true")
 	lib := syncingServer(t, strings.TrimSuffix(url, "/mcp"), replicaToken)
 	assert.EqualValues(t, 1, libCall(t, lib, "sync_pull", `{}`)["facts_pulled"])
+
+	// An agent's token of the same table is no replica's.
+	agent := syncingServer(t, strings.TrimSuffix(url, "/mcp"), testerToken)
+	_, err := agent.CallTool(ctx, crux.Caller{Agent: "alice", Authenticated: true}, "sync_pull", nil)
+	var ce *crux.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, crux.CodeForbidden, ce.Code)
+	assert.Contains(t, ce.Message, "tester is an agent, not a replica")
+	assert.Contains(t, ce.Message, "crux token new --replica")
 	cancel()
 	assert.Equal(t, exitOK, <-codes, "stderr: %s", stderr.String())
 }
