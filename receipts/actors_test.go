@@ -3,6 +3,7 @@ package receipts_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,4 +107,28 @@ func TestBuildActorCountsBackendReadsFirst(t *testing.T) {
 	require.NoError(t, receipts.BuildActorCountsBackend(context.Background(), c))
 	assert.Equal(t, 0, c.updates, "the counts were complete from the first receipt")
 	assert.Equal(t, []uint64{1}, counts(t, db, "t1", "alice"))
+}
+
+// Of one UTC day's receipts, at most DailyCredit count towards the
+// actor's credit; each new day credits again.
+func TestDailyCredit(t *testing.T) {
+	db := openDB(t)
+	day := testNow.Truncate(24 * time.Hour)
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		for i := range receipts.DailyCredit + 20 {
+			if _, err := receipts.Append(tx, signerFromByte(1), "t1", "decision", "alice", map[string]int{"n": i}, day.Add(time.Duration(i)*time.Second)); err != nil {
+				return err
+			}
+		}
+		_, err := receipts.Append(tx, signerFromByte(1), "t1", "decision", "alice", map[string]int{"n": -1}, day.Add(25*time.Hour))
+		return err
+	}))
+	var s receipts.Standing
+	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
+		var err error
+		s, err = receipts.ActorStanding(tx, "t1", "alice")
+		return err
+	}))
+	assert.EqualValues(t, receipts.DailyCredit+21, s.Receipts)
+	assert.EqualValues(t, receipts.DailyCredit+1, s.Credit)
 }
