@@ -346,7 +346,7 @@ func memoryPin() *Tool {
 	const name = "memory_pin"
 	return &Tool{
 		Name:        name,
-		Description: "Pin (default) or unpin a fact for you: pinned facts are never sweep candidates and survive memory_forget.",
+		Description: "Pin (default) or unpin a current fact for you: pinned facts are never sweep candidates and survive memory_forget.",
 		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
 		schema:      schemaFor(name),
@@ -358,12 +358,16 @@ func memoryPin() *Tool {
 			}
 			pinned := in.Pinned == nil || *in.Pinned
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				f, err := store.VisibleFact(tx, c.Scope(), in.FactID)
+				// A pin protects the current version: pinning a deleted
+				// or superseded one is refused, as memory_edit refuses
+				// it; unpinning any version is allowed.
+				get := memCurrentFact
+				if !pinned {
+					get = func(tx store.Tx, c Caller, id string) (*store.Fact, error) { return store.VisibleFact(tx, c.Scope(), id) }
+				}
+				f, err := get(tx, c, in.FactID)
 				if err != nil {
 					return err
-				}
-				if pinned && f.Deleted {
-					return errMemDeleted
 				}
 				return store.SetPin(tx, c.Scope(), f.ID, pinned)
 			})

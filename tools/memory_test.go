@@ -179,6 +179,11 @@ func TestMemoryEditErrors(t *testing.T) {
 	assert.Equal(t, crux.CodeConflict, e.Code)
 	assert.Equal(t, fmt.Sprintf("memory_edit: fact %s is not the current version; the current version is %s", v1, v2), e.Message)
 	assert.Equal(t, v2, e.Data.(map[string]any)["current_fact_id"])
+	// Pinning it is refused the same way; unpinning it is harmless.
+	e = callErr(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, v1))
+	assert.Equal(t, crux.CodeConflict, e.Code)
+	assert.Equal(t, fmt.Sprintf("memory_pin: fact %s is not the current version; the current version is %s", v1, v2), e.Message)
+	assert.Equal(t, false, call(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q,"pinned":false}`, v1))["pinned"])
 
 	// Unknown, malformed and reserved ids.
 	text = toolError(t, srv, alice, "memory_edit", `{"fact_id":"f_00000000000000000000000000000000","new_value":"x"}`)
