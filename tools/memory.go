@@ -363,7 +363,9 @@ func memoryPin() *Tool {
 				// it; unpinning any version is allowed.
 				get := memCurrentFact
 				if !pinned {
-					get = func(tx store.Tx, c Caller, id string) (*store.Fact, error) { return store.VisibleFact(tx, c.Scope(), id) }
+					get = func(tx store.Tx, c Caller, id string) (*store.Fact, error) {
+						return store.VisibleFact(tx, c.Scope(), id)
+					}
 				}
 				f, err := get(tx, c, in.FactID)
 				if err != nil {
