@@ -21,6 +21,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/examples/memstore"
+	"github.com/crux-go/crux/internal/receipttest"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/storetest"
@@ -233,13 +234,13 @@ func fillFixture(t testing.TB, srv *crux.Server, st store.Backend) *fixture {
 	do(erin, "save_session", `{"session_id":"s1","state":{"erin":true}}`)
 	do(olga, "issue_passport", `{}`)
 	require.NoError(t, st.Update(context.Background(), func(tx store.Tx) error {
-		for range operatorReceipts {
-			if _, err := receipts.Append(tx, fixtureSigner(), "default", "decision", "olga", map[string]int{"n": 1}, fixtureTime); err != nil {
-				return err
-			}
-		}
-		return nil
+		return receipttest.Earn(tx, fixtureSigner(), "default", "olga", operatorReceipts, fixtureTime)
 	}))
+	// olga-old is olga's: split from her passport, then used on its own.
+	do(olga, "passport_split", `{"target_passport":"olga","new_passport_name":"olga-old","token_budget":100}`)
+	old := crux.Caller{Agent: "olga-old", Authenticated: true}
+	do(old, "store_fact", `{"entity":"project:crux","key":"editor","value":"emacs","private":true}`)
+	do(old, "save_session", `{"session_id":"s1","state":{"old":true}}`)
 	do(olga, "store_fact", `{"entity":"project:crux","key":"editor","value":"nano","private":true}`)
 	do(olga, "passport_link_device", `{"device_fingerprint":"`+strings.Repeat("0a", 32)+`","token_budget":100}`)
 	return &fixture{replace: strings.NewReplacer(phFact, fact, phPrivate, private, phBobFact, bobFact,
@@ -324,7 +325,7 @@ var validCalls = []validCall{
 	{caller: bob, tool: "get_passport", args: `{}`},
 	{caller: alice, tool: "revoke_passport", args: `{"target_passport":"erin","reason":"left the team"}`},
 	{caller: olga, tool: "passport_split", args: `{"target_passport":"olga","new_passport_name":"olga-lab","token_budget":500,"reason":"a lab identity"}`},
-	{caller: olga, tool: "passport_merge", args: `{"source_passport":"erin","target_passport":"olga","conflict_policy":"prefer_target","token_budget":500,"reason":"erin left"}`},
+	{caller: olga, tool: "passport_merge", args: `{"source_passport":"olga-old","target_passport":"olga","conflict_policy":"prefer_target","token_budget":500,"reason":"one identity again"}`},
 	{caller: olga, tool: "passport_link_device", args: `{"device_fingerprint":"` + strings.Repeat("5e", 32) + `","token_budget":500,"capabilities_subset":["facts:read","sessions:read"]}`},
 	{caller: alice, tool: "sync_pull", args: `{"entity_prefix":"project:"}`, isError: true},
 	{caller: alice, tool: "sync_push", args: `{"allowlist":["entity:project:"]}`, isError: true},

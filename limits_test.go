@@ -289,7 +289,7 @@ func limitCases() []limitCase {
 				`{"target_passport":"olga","new_passport_name":"olga-2","token_budget":9,"reason":"@@"}`, "reason", "longer than 2048 bytes", 2048, letters)},
 		limitCase{row: "passport_merge.reason", tool: "passport_merge", param: "reason", limit: 2048,
 			reason: "longer than 2048 bytes", check: operatorLimit("passport_merge",
-				`{"source_passport":"erin","target_passport":"olga","conflict_policy":"prefer_target","token_budget":9,"reason":"@@"}`, "reason", "longer than 2048 bytes", 2048, letters)},
+				`{"source_passport":"olga-old","target_passport":"olga","conflict_policy":"prefer_target","token_budget":9,"reason":"@@"}`, "reason", "longer than 2048 bytes", 2048, letters)},
 		limitCase{row: "passport_link_device.capabilities_subset", tool: "passport_link_device", param: "capabilities_subset", limit: 6,
 			reason: "more than 6 items", check: operatorLimit("passport_link_device",
 				`{"device_fingerprint":"`+strings.Repeat("5e", 32)+`","token_budget":9,"capabilities_subset":[@@]}`, "capabilities_subset", "more than 6 items", 6, capabilities)},
