@@ -145,32 +145,8 @@ func passportArg(tool, param, value string, c Caller) (string, error) {
 // requireOperator checks, in tx, that c holds an operator passport: live,
 // of its tenant, of earned tier trusted or above. Anything less is -32003.
 func requireOperator(tx store.Tx, tool string, c Caller) error {
-	id, tenant := c.Identity(), c.TenantID()
 	need := fmt.Sprintf("identity operations need an operator passport (tier %s or above)", store.TierTrusted)
-	if id == "" {
-		return forbidden(tool, "operator_required", "anonymous callers have no passport; %s", need)
-	}
-	p, err := store.GetPassport(tx, tenant, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return forbidden(tool, "operator_required", "%s has no passport in tenant %s; %s", id, tenant, need)
-	case err != nil:
-		return err
-	case p.Revoked():
-		return forbidden(tool, "passport_revoked", "your passport %s was revoked; %s", id, need)
-	case p.Retired():
-		return forbidden(tool, "passport_retired", "your passport %s was retired into %s by a merge; %s", id, p.RetiredInto, need)
-	}
-	tier, s, err := earnedTier(tx, tenant, id)
-	if err != nil {
-		return err
-	}
-	if store.TierRank(tier) < store.TierRank(store.TierTrusted) {
-		e := forbidden(tool, "operator_required", "your passport %s is of %s; %s", id, tierShortfall(tier, s), need)
-		e.Data = map[string]any{"reason": "operator_required", "tier": tier, "required_tier": store.TierTrusted}
-		return e
-	}
-	return nil
+	return requirePassportTier(tx, tool, "operator_required", need, c, store.TierTrusted)
 }
 
 // maxLineage bounds the splits ownsPassport follows back.

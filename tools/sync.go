@@ -144,15 +144,23 @@ func syncTenant(tool, tenantID string, c Caller) error {
 // earned tier need or above, for what (the tool, or what of it needs the
 // tier). Anything less is -32003.
 func requireTier(tx store.Tx, tool, what string, c Caller, need string) error {
-	id, tenant := c.Identity(), c.TenantID()
 	what = fmt.Sprintf("%s needs a passport of tier %s or above", what, need)
+	return requirePassportTier(tx, tool, "tier_required", what, c, need)
+}
+
+// requirePassportTier checks, in tx, that c holds a live passport of its
+// tenant of earned tier need or above; anything less is -32003 of reason
+// (passport_revoked or passport_retired for such a passport), its message
+// ending in what: why the tier is needed.
+func requirePassportTier(tx store.Tx, tool, reason, what string, c Caller, need string) error {
+	id, tenant := c.Identity(), c.TenantID()
 	if id == "" {
-		return forbidden(tool, "tier_required", "anonymous callers have no passport; %s", what)
+		return forbidden(tool, reason, "anonymous callers have no passport; %s", what)
 	}
 	p, err := store.GetPassport(tx, tenant, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return forbidden(tool, "tier_required", "%s has no passport in tenant %s; %s", id, tenant, what)
+		return forbidden(tool, reason, "%s has no passport in tenant %s; %s", id, tenant, what)
 	case err != nil:
 		return err
 	case p.Revoked():
@@ -165,8 +173,8 @@ func requireTier(tx store.Tx, tool, what string, c Caller, need string) error {
 		return err
 	}
 	if store.TierRank(tier) < store.TierRank(need) {
-		e := forbidden(tool, "tier_required", "your passport %s is of %s; %s", id, tierShortfall(tier, s), what)
-		e.Data = map[string]any{"reason": "tier_required", "tier": tier, "required_tier": need}
+		e := forbidden(tool, reason, "your passport %s is of %s; %s", id, tierShortfall(tier, s), what)
+		e.Data = map[string]any{"reason": reason, "tier": tier, "required_tier": need}
 		return e
 	}
 	return nil
