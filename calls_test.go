@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"maps"
 	"regexp"
 	"slices"
@@ -429,4 +430,56 @@ func TestValidCallsRerun(t *testing.T) {
 			assert.Equal(t, shape(once), shape(twice), "the same records")
 		})
 	}
+}
+
+// needIdentity names the tools that refuse an anonymous caller outright:
+// they act on the caller's own passport or in its name.
+var needIdentity = []string{
+	"memory_acknowledge_use", "output_attest", "memory_edit", "memory_pin", "memory_consolidate",
+	"memory_set_horizon", "memory_reverify", "artefact_put", "receipt_verify",
+	"issue_passport", "request_passport_mint", "get_passport", "revoke_passport",
+	"passport_split", "passport_merge", "passport_link_device",
+}
+
+// TestAnonymousRefusedOneWay: every tool that needs an identity refuses
+// an anonymous caller (and a named caller no transport vouched for) with
+// the same -32003 requires_identity, and no other answer mentions a
+// missing identity: no isError result, no other code.
+func TestAnonymousRefusedOneWay(t *testing.T) {
+	srv, swap, fs := fixtureRig(t)
+	var refused []string
+	for _, vc := range validCalls {
+		for _, c := range []crux.Caller{anon, {Agent: vc.caller.Agent}} {
+			swap.set(fs.restore(t))
+			res, err := srv.CallTool(context.Background(), c, vc.tool, json.RawMessage(fs.fx.expand(vc.args)))
+			var text string
+			var e *crux.Error
+			switch {
+			case errors.As(err, &e):
+				text = e.Message
+			case err != nil:
+				t.Fatalf("%s as %s: %v", vc.tool, c.Name(), err)
+			case res.IsError:
+				text = res.Content[0].Text
+			}
+			mentions := strings.Contains(text, "anonymous") || strings.Contains(text, "authenticated")
+			if e != nil && e.Code == crux.CodeForbidden && reasonOf(e) == "requires_identity" {
+				assert.Equal(t, map[string]any{"reason": "requires_identity", "tool": vc.tool}, e.Data)
+				assert.Equal(t, vc.tool+": needs an authenticated agent identity; anonymous callers are refused ("+tools.IdentityHelp+")", e.Message)
+				if c == anon {
+					refused = append(refused, vc.tool)
+				}
+				continue
+			}
+			assert.False(t, mentions, "%s as %q refuses a missing identity another way: %s", vc.tool, c.Agent, text)
+		}
+	}
+	assert.ElementsMatch(t, needIdentity, refused)
+}
+
+// reasonOf is data.reason of e, or "".
+func reasonOf(e *crux.Error) string {
+	d, _ := e.Data.(map[string]any)
+	r, _ := d["reason"].(string)
+	return r
 }

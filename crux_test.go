@@ -105,7 +105,6 @@ func TestInvalidParams(t *testing.T) {
 		{"lone surrogate", "store_fact", `{"entity":"e","key":"k","value":"a\ud800b"}`, "value", "is not valid UTF-8"},
 		{"control character", "store_fact", `{"entity":"e\u0000x","key":"k","value":"v"}`, "entity", "must not contain control characters"},
 		{"reserved entity", "store_fact", `{"entity":"__bootstrap__::doc:x","key":"k","value":"v"}`, "entity", "entities starting with __ are reserved for crux"},
-		{"anonymous private", "store_fact", `{"entity":"e","key":"k","value":"v","private":true}`, "private", "needs an authenticated caller; anonymous callers have no private scope"},
 		{"query without words", "query_facts", `{"query":"!?"}`, "query", "needs a word of at least two letters or digits"},
 		{"empty supersedes id", "store_fact", `{"entity":"e","key":"k","value":"v","supersedes":[""]}`, "supersedes", "fact  does not exist or is not visible to the caller"},
 		{"unknown supersedes", "store_fact", `{"entity":"e","key":"k","value":"v","supersedes":["f_00000000000000000000000000000000"]}`, "supersedes", "fact f_00000000000000000000000000000000 does not exist or is not visible to the caller"},

@@ -154,7 +154,10 @@
 //
 // Every call names its [Caller]. Only an authenticated caller has an
 // identity; private facts belong to it and no other caller sees them.
-// Facts are partitioned by the caller's tenant.
+// Facts are partitioned by the caller's tenant. A tool that needs an
+// identity (a passport, a private fact, a change to a memory) refuses an
+// anonymous caller, and a named one no transport vouched for, with one
+// answer: -32003, data {reason: "requires_identity", tool}.
 //
 // A caller with Replica set is a sync replica, not an agent: only it is
 // served [Server.SyncIdentity], [Server.SyncChanges] and [Server.SyncPush]

@@ -15,10 +15,11 @@ const instructions = "crux is a memory for agents: facts, sessions, documents an
 	"bytes of JSON) trims rows but always keeps the first; histories come a page at a time: pass next_cursor " +
 	"back as cursor, with the same other arguments.\n" +
 	"- Errors: a bad argument is named with the rule it breaks (-32602): fix it and call again, nothing was " +
-	"written. -32030 is a refusal by the capability token or a guard, with a signed receipt; -32601 an unknown " +
-	"tool or one switched off; -32003 forbidden; -32004 a conflict with what is stored. An isError result " +
-	"means the tool ran and failed: read its text.\n" +
-	"- Anonymous callers have no private scope and no passport; tools that need an identity refuse them.\n" +
+	"written. -32030: refused by the capability token (data.refusal_receipt: its signed receipt) or a guard " +
+	"(data says which); -32601 an unknown tool or one switched off; -32003: you lack the identity, tier or " +
+	"ownership it needs (data.reason); -32004 a conflict with what is stored. isError: the tool ran and failed.\n" +
+	"- Anonymous callers have no private scope and no passport: tools needing an identity refuse them (-32003 " +
+	"requires_identity).\n" +
 	"- \"Flag X\" in a description: the tool works while the operator turns CORECRUXD_FEATURE_X on (X itself when " +
 	"written in full); off, it says so: feature_enabled false or one of the errors above.\n" +
 	"- Unknown arguments are refused (-32602); turn_id and contract are accepted by every tool. tenant_id defaults " +

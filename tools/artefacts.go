@@ -155,11 +155,10 @@ func artefactPut() *Tool {
 		alt:         outputOf[FeatureOffOutput](),
 		gate:        artefactsOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactPutArgs) (*Result, error) {
-			owner := c.Identity()
-			if owner == "" {
-				return nil, &Error{Code: CodeForbidden, Message: name + ": needs an authenticated passport; " +
-					"anonymous callers cannot park artefacts (connect as a named agent: --agent on stdio, a bearer token on HTTP)"}
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
+			owner := c.Identity()
 			if len(in.Content) > base64.StdEncoding.EncodedLen(maxArtefactBytes) {
 				return nil, invalidParams(name, "content_bytes_base64", fmt.Sprintf(
 					"content is larger than the limit of %d decoded bytes (%d base64 characters)",

@@ -162,9 +162,7 @@ func TestArtefactPutInvalidInput(t *testing.T) {
 
 func TestArtefactPutAnonymousRefused(t *testing.T) {
 	srv, _, _ := artefactServer(t, false)
-	e := callErr(t, srv, anon, "artefact_put", `{"content_bytes_base64":"aGk=","mime_type":"text/plain"}`)
-	assert.Equal(t, crux.CodeForbidden, e.Code)
-	assert.Contains(t, e.Message, "authenticated passport")
+	assertNeedsIdentity(t, srv, "artefact_put", `{"content_bytes_base64":"aGk=","mime_type":"text/plain"}`)
 }
 
 func TestArtefactGetCrossPassport(t *testing.T) {

@@ -163,7 +163,7 @@ func outputAttest() *Tool {
 		alt:    outputOf[FeatureOffOutput](),
 		gate:   attestOff,
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *attestArgs) (*Result, error) {
-			if err := requirePassport(name, c); err != nil {
+			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
 			if err := checkName(name, "receipt_id", in.ReceiptID); err != nil {

@@ -49,20 +49,6 @@ func consolidationOff(tool string) func(env *Env) (*Result, error) {
 	}
 }
 
-// requirePassport refuses an anonymous caller with -32030: the tool needs
-// an authenticated passport (an authenticated agent's passport id is its
-// name).
-func requirePassport(tool string, c Caller) error {
-	if c.Identity() != "" {
-		return nil
-	}
-	return &Error{
-		Code:    CodeCapabilityDenied,
-		Message: tool + " requires an authenticated passport; anonymous calls are refused",
-		Data:    map[string]any{"reason": "requires_passport", "tool": tool},
-	}
-}
-
 // ---- memory_contradictions ----
 
 type contradictionsArgs struct {
@@ -253,7 +239,7 @@ func memoryConsolidate() *Tool {
 		out:    outputOf[MemoryConsolidateOutput](),
 		gate:   consolidationOff(name),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *consolidateArgs) (*Result, error) {
-			if err := requirePassport(name, c); err != nil {
+			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {

@@ -3,7 +3,6 @@ package tools_test
 import (
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -365,12 +364,7 @@ func TestMemoryConsolidateNeedsPassport(t *testing.T) {
 	srv, _, db := newTestServer(t)
 	id := storeID(t, srv, bob, `{"entity":"a","key":"k","value":"v","confidence":0.5}`)
 	before := receiptCount(t, db)
-	for _, c := range []crux.Caller{anon, {Agent: "alice"}} {
-		e := callErr(t, srv, c, "memory_consolidate", fmt.Sprintf(`{"entity":"a","key":"k","canonical_value":"x","target_fact_ids":[%q]}`, id))
-		assert.Equal(t, crux.CodeCapabilityDenied, e.Code)
-		assert.Equal(t, "requires_passport", e.Data.(map[string]any)["reason"])
-		assert.True(t, strings.Contains(e.Message, "authenticated passport"))
-	}
+	assertNeedsIdentity(t, srv, "memory_consolidate", fmt.Sprintf(`{"entity":"a","key":"k","canonical_value":"x","target_fact_ids":[%q]}`, id))
 	assert.Equal(t, before, receiptCount(t, db))
 	// Reading contradictions needs no passport.
 	call(t, srv, anon, "memory_contradictions", `{"entity":"a"}`)

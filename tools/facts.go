@@ -158,7 +158,7 @@ func storeFact() *Tool {
 				return nil, reservedEntity(name, "entity", reservedForCrux)
 			}
 			if in.Private && c.Identity() == "" {
-				return nil, invalidParams(name, "private", "needs an authenticated caller; anonymous callers have no private scope")
+				return nil, anonymousRefused(name, "a private fact")
 			}
 			class := in.HorizonClass
 			if class == "" && in.FreshnessHorizon != "" {

@@ -416,8 +416,8 @@ func memorySetHorizon() *Tool {
 		out:         outputOf[MemorySetHorizonOutput](),
 		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *setHorizonArgs) (*Result, error) {
-			if res := memNeedIdentity(name, c); res != nil {
-				return res, nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
 			var previous string
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
@@ -462,8 +462,8 @@ func memoryReverify() *Tool {
 		out:         outputOf[MemoryReverifyOutput](),
 		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reverifyArgs) (*Result, error) {
-			if res := memNeedIdentity(name, c); res != nil {
-				return res, nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
 			var out MemoryReverifyOutput
 			err := env.Store.Update(ctx, func(tx store.Tx) error {

@@ -298,8 +298,7 @@ func TestMemorySetHorizon(t *testing.T) {
 
 	// Errors.
 	args := fmt.Sprintf(`{"fact_id":%q,"horizon_class":"none"}`, id)
-	assert.Equal(t, "memory_set_horizon needs an authenticated caller; anonymous callers cannot change memories",
-		toolError(t, srv, anon, "memory_set_horizon", args))
+	assertNeedsIdentity(t, srv, "memory_set_horizon", args)
 	e := callErr(t, srv, alice, "memory_set_horizon", fmt.Sprintf(`{"fact_id":%q,"horizon_class":"weekly"}`, id))
 	assert.Equal(t, `memory_set_horizon: horizon_class: value must be one of "volatile", "medium", "stable", "none"`, e.Message)
 	e = callErr(t, srv, alice, "memory_set_horizon", fmt.Sprintf(`{"fact_id":%q}`, id))
@@ -373,8 +372,7 @@ func TestMemoryReverify(t *testing.T) {
 func TestMemoryReverifyErrors(t *testing.T) {
 	srv, clk, db := newTestServer(t)
 	id := storeID(t, srv, alice, `{"entity":"ops","key":"build","value":"green"}`)
-	assert.Equal(t, "memory_reverify needs an authenticated caller; anonymous callers cannot change memories",
-		toolError(t, srv, anon, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, id)))
+	assertNeedsIdentity(t, srv, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, id))
 	assertReserved(t, callErr(t, srv, alice, "memory_reverify", fmt.Sprintf(`{"fact_id":%q}`, reservedFact(t, db, clk.Now()))), "fact_id")
 	assert.Equal(t, "fact not found: f_00000000000000000000000000000000",
 		toolError(t, srv, alice, "memory_reverify", `{"fact_id":"f_00000000000000000000000000000000"}`))

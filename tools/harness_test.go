@@ -278,6 +278,18 @@ type paramError struct {
 }
 
 // paramOf returns the data of e, which must name a bad argument.
+// assertNeedsIdentity checks that an anonymous call of name answers the one
+// refusal of a tool that needs an authenticated agent identity.
+func assertNeedsIdentity(t testing.TB, srv *crux.Server, name, args string) {
+	t.Helper()
+	for _, c := range []crux.Caller{anon, {Agent: "alice"}} { // the second is named but not vouched for
+		e := callErr(t, srv, c, name, args)
+		assert.Equal(t, crux.CodeForbidden, e.Code, "%s: %s", name, e.Message)
+		assert.Equal(t, map[string]any{"reason": "requires_identity", "tool": name}, e.Data, name)
+		assert.Contains(t, e.Message, name+": needs an authenticated agent identity", name)
+	}
+}
+
 func paramOf(t testing.TB, e *crux.Error) paramError {
 	t.Helper()
 	require.NotNil(t, e.Data, "%s: no data", e.Message)

@@ -107,6 +107,31 @@ func identityGate(name string) func(env *Env) (*Result, error) {
 	}
 }
 
+// IdentityHelp tells an anonymous caller how to become a named one.
+const IdentityHelp = "connect as a named agent: --agent on stdio, a bearer token on HTTP"
+
+// needIdentity is anonymousRefused(tool, "") for an anonymous caller, and
+// nil when c has an identity: the check of a tool that needs one.
+func needIdentity(tool string, c Caller) error {
+	if c.Identity() != "" {
+		return nil
+	}
+	return anonymousRefused(tool, "")
+}
+
+// anonymousRefused is the one refusal of an anonymous caller by a tool
+// that needs an authenticated agent identity, or by one of its arguments
+// (what, when not ""): -32003 with data {reason: "requires_identity",
+// tool}.
+func anonymousRefused(tool, what string) *Error {
+	if what != "" {
+		what = " for " + what
+	}
+	e := forbidden(tool, "requires_identity", "needs an authenticated agent identity%s; anonymous callers are refused (%s)", what, IdentityHelp)
+	e.Data = map[string]any{"reason": "requires_identity", "tool": tool}
+	return e
+}
+
 // forbidden is a -32003 error of tool with data {reason, ...}.
 func forbidden(tool, reason, format string, args ...any) *Error {
 	return &Error{Code: CodeForbidden, Message: tool + ": " + fmt.Sprintf(format, args...), Data: map[string]any{"reason": reason}}

@@ -82,7 +82,7 @@ func TestIdentityContinuityNeedsOperator(t *testing.T) {
 			caller crux.Caller
 			msg    string
 		}{
-			{anon, "anonymous callers have no passport"},
+			{anon, "needs an authenticated agent identity; anonymous callers are refused"},
 			{carol, "carol has no passport in tenant default"},
 			{bob, "your passport bob is of tier basic (10 receipts, 10 credited; a UTC day credits at most 50); identity operations need an operator passport (tier trusted or above)"},
 		} {

@@ -94,15 +94,6 @@ type memNotCurrentError struct {
 
 func (e *memNotCurrentError) Error() string { return "fact superseded by " + e.Current.ID }
 
-// memNeedIdentity is the isError result for an anonymous caller of a tool that
-// writes on its behalf, or nil when c has an identity.
-func memNeedIdentity(tool string, c Caller) *Result {
-	if c.Identity() != "" {
-		return nil
-	}
-	return errorResult("%s needs an authenticated caller; anonymous callers cannot change memories", tool)
-}
-
 // memCurrentFact is store.VisibleFact for a fact that must be current: a deleted
 // one is errMemDeleted, a superseded one a *memNotCurrentError.
 func memCurrentFact(tx store.Tx, c Caller, id string) (*store.Fact, error) {
@@ -288,8 +279,8 @@ func memoryEdit() *Tool {
 		out:         outputOf[MemoryEditOutput](),
 		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryEditArgs) (*Result, error) {
-			if res := memNeedIdentity(name, c); res != nil {
-				return res, nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
 			var out MemoryEditOutput
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
@@ -353,8 +344,8 @@ func memoryPin() *Tool {
 		out:         outputOf[MemoryPinOutput](),
 		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryPinArgs) (*Result, error) {
-			if res := memNeedIdentity(name, c); res != nil {
-				return res, nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
 			pinned := in.Pinned == nil || *in.Pinned
 			err := env.Store.Update(ctx, func(tx store.Tx) error {

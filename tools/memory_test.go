@@ -169,10 +169,7 @@ func TestMemoryEditErrors(t *testing.T) {
 	v2 := call(t, srv, alice, "store_fact", `{"entity":"e","key":"k","value":"two"}`)["fact_id"].(string)
 
 	// anonymous callers cannot edit.
-	text := toolError(t, srv, anon, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
-	assert.Equal(t, "memory_edit needs an authenticated caller; anonymous callers cannot change memories", text)
-	unauth := crux.Caller{Agent: "alice"} // named but not vouched for
-	toolError(t, srv, unauth, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
+	assertNeedsIdentity(t, srv, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v2))
 
 	// A superseded version is a conflict naming the current one.
 	e := callErr(t, srv, alice, "memory_edit", fmt.Sprintf(`{"fact_id":%q,"new_value":"x"}`, v1))
@@ -186,7 +183,7 @@ func TestMemoryEditErrors(t *testing.T) {
 	assert.Equal(t, false, call(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q,"pinned":false}`, v1))["pinned"])
 
 	// Unknown, malformed and reserved ids.
-	text = toolError(t, srv, alice, "memory_edit", `{"fact_id":"f_00000000000000000000000000000000","new_value":"x"}`)
+	text := toolError(t, srv, alice, "memory_edit", `{"fact_id":"f_00000000000000000000000000000000","new_value":"x"}`)
 	assert.Equal(t, "fact not found: f_00000000000000000000000000000000", text)
 	e = callErr(t, srv, alice, "memory_edit", `{"fact_id":"nope","new_value":"x"}`)
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
@@ -281,7 +278,7 @@ func TestMemoryPin(t *testing.T) {
 	assert.Equal(t, false, pinned(alice))
 
 	// Errors: anonymous, unknown, reserved, deleted.
-	toolError(t, srv, anon, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, newID))
+	assertNeedsIdentity(t, srv, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, newID))
 	toolError(t, srv, alice, "memory_pin", `{"fact_id":"f_00000000000000000000000000000000"}`)
 	assertReserved(t, callErr(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q}`, reservedFact(t, db, clk.Now()))), "fact_id")
 	e := callErr(t, srv, alice, "memory_pin", fmt.Sprintf(`{"fact_id":%q,"pinned":"yes"}`, newID))

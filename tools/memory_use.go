@@ -151,7 +151,7 @@ func memoryAcknowledgeUse() *Tool {
 		alt:    outputOf[MemoryAcknowledgeUseOffOutput](),
 		gate:   memoryAckOff,
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *ackArgs) (*Result, error) {
-			if err := requirePassport(name, c); err != nil {
+			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
 			if err := checkName(name, "turn_id", in.TurnID); err != nil {

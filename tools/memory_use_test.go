@@ -92,12 +92,7 @@ func TestMemoryAcknowledgeUseFlagOff(t *testing.T) {
 func TestMemoryAcknowledgeUseNeedsPassport(t *testing.T) {
 	srv, _, db := ackServer(t, false)
 	before := receiptCount(t, db)
-	for _, c := range []crux.Caller{anon, {Agent: "alice"}} {
-		e := callErr(t, srv, c, "memory_acknowledge_use", `{"turn_id":"t1"}`)
-		assert.Equal(t, crux.CodeCapabilityDenied, e.Code)
-		assert.Equal(t, map[string]any{"reason": "requires_passport", "tool": "memory_acknowledge_use"}, e.Data)
-		assert.Contains(t, e.Message, "authenticated passport")
-	}
+	assertNeedsIdentity(t, srv, "memory_acknowledge_use", `{"turn_id":"t1"}`)
 	assert.Equal(t, before, receiptCount(t, db))
 }
 

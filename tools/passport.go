@@ -36,10 +36,10 @@ func issuePassport() *Tool {
 		schema:      schemaFor(name),
 		out:         outputOf[IssuePassportOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *issuePassportArgs) (*Result, error) {
-			id := c.Identity()
-			if id == "" {
-				return errorResult("issue_passport needs an authenticated agent identity; anonymous callers have no passport"), nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
+			id := c.Identity()
 			var p *store.Passport
 			created := false
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
@@ -125,6 +125,26 @@ func passportView(p *store.Passport) GetPassportOutput {
 	return out
 }
 
+// howToIssue tells a caller without a passport how it gets one: by
+// calling issue_passport when this server grants it, else by what the
+// operator would have to change.
+func howToIssue(ctx context.Context, env *Env) string {
+	const tool = "issue_passport"
+	if env.Router == nil {
+		return "call " + tool + " to get one"
+	}
+	d := env.Router.Decide(ctx, env.capabilityCall(tool))
+	switch {
+	case d.Authorised:
+		return "call " + tool + " to get one"
+	case !env.Flags.AgentPassports:
+		return fmt.Sprintf("%s is not granted here (%s): it is hosted-tier unless the operator turns on agent passports (%s=1)",
+			tool, d.ReasonCode, feature.EnvAgentPassports)
+	default:
+		return fmt.Sprintf("%s is not granted here (%s): the operator grants it with the capability token", tool, d.ReasonCode)
+	}
+}
+
 // errNoPassport is the failure of a passport tool for an id without a
 // passport record.
 var errNoPassport = errors.New("no passport")
@@ -139,10 +159,10 @@ func getPassport() *Tool {
 		schema:      schemaFor(name),
 		out:         outputOf[GetPassportOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
-			id, tenant := c.Identity(), c.TenantID()
-			if id == "" {
-				return errorResult("get_passport needs an authenticated agent identity; anonymous callers have no passport"), nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
+			id, tenant := c.Identity(), c.TenantID()
 			// read looks the passport up and reports whether its tier is
 			// behind the receipts it has earned.
 			var credit uint64
@@ -182,7 +202,7 @@ func getPassport() *Tool {
 				})
 			}
 			if errors.Is(err, errNoPassport) {
-				return errorResult("no passport for %s in tenant %s; issue_passport issues one", id, tenant), nil
+				return errorResult("no passport for %s in tenant %s; %s", id, tenant, howToIssue(ctx, env)), nil
 			}
 			if err != nil {
 				return nil, err
@@ -213,10 +233,10 @@ func requestPassportMint() *Tool {
 			if len(in.Reason) > maxPassportReason {
 				return nil, invalidParams(name, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
 			}
-			id, tenant := c.Identity(), c.TenantID()
-			if id == "" {
-				return errorResult("request_passport_mint needs an authenticated agent identity"), nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
+			id, tenant := c.Identity(), c.TenantID()
 			var req *store.MintRequest
 			pending := false
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
@@ -306,10 +326,10 @@ func revokePassport() *Tool {
 			if len(in.Reason) > maxPassportReason {
 				return nil, invalidParams(name, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
 			}
-			caller, tenant := c.Identity(), c.TenantID()
-			if caller == "" {
-				return errorResult("revoke_passport needs an authenticated agent identity"), nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
+			caller, tenant := c.Identity(), c.TenantID()
 			target := in.TargetPassport
 			if target == "" {
 				target = caller

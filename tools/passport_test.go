@@ -1,11 +1,9 @@
 package tools_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Without a router the hosted tools run: issue_passport issues once per agent.
@@ -17,7 +15,5 @@ func TestIssuePassport(t *testing.T) {
 	again := call(t, srv, alice, "issue_passport", `{}`)
 	assert.Equal(t, false, again["created"])
 	assert.Equal(t, "root", again["sponsor_id"])
-	res, err := srv.CallTool(context.Background(), anon, "issue_passport", nil)
-	require.NoError(t, err)
-	assert.True(t, res.IsError)
+	assertNeedsIdentity(t, srv, "issue_passport", `{}`)
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/internal/receipttest"
+	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
@@ -43,8 +45,8 @@ func verifiesWith(t *testing.T, srv *crux.Server, db *bolt.DB, id string) {
 
 func TestGetPassport(t *testing.T) {
 	srv, _, db := newTestServer(t)
-	assert.Contains(t, toolError(t, srv, anon, "get_passport", `{}`), "needs an authenticated agent identity")
-	assert.Contains(t, toolError(t, srv, alice, "get_passport", `{}`), "no passport for alice in tenant default; issue_passport issues one")
+	assertNeedsIdentity(t, srv, "get_passport", `{}`)
+	assert.Equal(t, "no passport for alice in tenant default; call issue_passport to get one", toolError(t, srv, alice, "get_passport", `{}`))
 
 	call(t, srv, alice, "issue_passport", `{"sponsor_id":"root"}`)
 	p := call(t, srv, alice, "get_passport", `{}`)
@@ -106,7 +108,7 @@ func TestRevokePassport(t *testing.T) {
 	call(t, srv, carol, "issue_passport", `{}`)
 	call(t, srv, dave, "issue_passport", `{}`)
 
-	assert.Contains(t, toolError(t, srv, anon, "revoke_passport", `{}`), "needs an authenticated agent identity")
+	assertNeedsIdentity(t, srv, "revoke_passport", `{}`)
 	assert.Contains(t, toolError(t, srv, alice, "revoke_passport", `{"target_passport":"zed"}`), "no passport zed in tenant default")
 	assert.Contains(t, toolError(t, srv, carol, "revoke_passport", `{"target_passport":"bob"}`),
 		"carol may not revoke passport bob: only the passport itself, its sponsor or an elite-tier operator may")
@@ -162,7 +164,7 @@ func TestRequestPassportMint(t *testing.T) {
 		listed = listed || tl.Name == "request_passport_mint"
 	}
 	assert.True(t, listed)
-	assert.Contains(t, toolError(t, srv, anon, "request_passport_mint", `{}`), "needs an authenticated agent identity")
+	assertNeedsIdentity(t, srv, "request_passport_mint", `{}`)
 	e = callErr(t, srv, alice, "request_passport_mint", `{"requested_category":"vip"}`)
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
 	assert.Contains(t, e.Message, "request_passport_mint: requested_category:")
@@ -187,4 +189,33 @@ func TestRequestPassportMint(t *testing.T) {
 	assert.Equal(t, "work", other["requested_category"])
 	b, _ := json.Marshal(other)
 	assert.NotContains(t, string(b), "for work")
+}
+
+// TestGetPassportSaysHowToGetOne: without a passport, get_passport points
+// to issue_passport only where the caller may call it, and otherwise says
+// what the operator would change.
+func TestGetPassportSaysHowToGetOne(t *testing.T) {
+	for _, tc := range []struct {
+		passports bool
+		want      string
+	}{
+		{false, "no passport for alice in tenant default; issue_passport is not granted here (denied:capability_not_permitted): " +
+			"it is hosted-tier unless the operator turns on agent passports (CORECRUXD_AGENT_PASSPORTS=1)"},
+		{true, "no passport for alice in tenant default; call issue_passport to get one"},
+	} {
+		flags := crux.DefaultFlags()
+		flags.AgentPassports = tc.passports
+		signer := newSigner(t)
+		tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Tenant: tenant, IssuedAt: time.Now(), Capabilities: crux.FreeLocalCapabilities(flags)})
+		require.NoError(t, err)
+		router, err := rcx.NewRouter(tok, signer.Public(), nil)
+		require.NoError(t, err)
+		srv, _, _ := newTestServer(t, withFlags(flags), withSigner(signer), withRouter(router))
+		assert.Equal(t, tc.want, toolError(t, srv, alice, "get_passport", `{}`), "passports %v", tc.passports)
+		if tc.passports {
+			call(t, srv, alice, "issue_passport", `{}`) // the hint holds
+		} else {
+			assert.Equal(t, crux.CodeCapabilityDenied, callErr(t, srv, alice, "issue_passport", `{}`).Code)
+		}
+	}
 }

@@ -72,10 +72,10 @@ func receiptVerify() *Tool {
 				return jsonResult(out)
 			}
 			out.FeatureEnabled = true
-			id := c.Identity()
-			if id == "" {
-				return errorResult("receipt_verify needs an authenticated agent identity: only a receipt's signer or an operator verifies it"), nil
+			if err := needIdentity(name, c); err != nil {
+				return nil, err
 			}
+			id := c.Identity()
 			if out.TenantID != c.TenantID() {
 				return nil, &Error{Code: CodeForbidden, Message: fmt.Sprintf(
 					"%s: tenant_id: a caller of tenant %s may not verify the receipts of tenant %s", name, c.TenantID(), out.TenantID)}

@@ -50,7 +50,7 @@ func TestReceiptVerify(t *testing.T) {
 	assert.EqualValues(t, 1, got["chain"].(map[string]any)["from_seq"])
 
 	// Only the signer or an operator.
-	assert.Contains(t, toolError(t, srv, anon, "receipt_verify", `{"receipt_id":"`+mid+`"}`), "needs an authenticated agent identity")
+	assertNeedsIdentity(t, srv, "receipt_verify", `{"receipt_id":"`+mid+`"}`)
 	e := callErr(t, srv, bob, "receipt_verify", `{"receipt_id":"`+mid+`"}`)
 	assert.Equal(t, crux.CodeForbidden, e.Code)
 	assert.Contains(t, e.Message, "only the receipt's signer passport or an operator (trusted tier or above) may verify it; bob is unverified")

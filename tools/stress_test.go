@@ -227,10 +227,9 @@ func isParam(param string) func(*crux.Result, *crux.Error) bool {
 func staleOrDeleted(anonymous bool) func(*crux.Result, *crux.Error) bool {
 	return func(res *crux.Result, ce *crux.Error) bool {
 		if ce != nil {
-			return ce.Code == crux.CodeConflict
+			return ce.Code == crux.CodeConflict || anonymous && ce.Code == crux.CodeForbidden && strings.Contains(ce.Message, "authenticated")
 		}
-		text := res.Content[0].Text
-		return strings.Contains(text, "is deleted") || anonymous && strings.Contains(text, "authenticated")
+		return strings.Contains(res.Content[0].Text, "is deleted")
 	}
 }
 

@@ -154,8 +154,8 @@ func requireTier(tx store.Tx, tool, what string, c Caller, need string) error {
 // ending in what: why the tier is needed.
 func requirePassportTier(tx store.Tx, tool, reason, what string, c Caller, need string) error {
 	id, tenant := c.Identity(), c.TenantID()
-	if id == "" {
-		return forbidden(tool, reason, "anonymous callers have no passport; %s", what)
+	if err := needIdentity(tool, c); err != nil {
+		return err
 	}
 	p, err := store.GetPassport(tx, tenant, id)
 	switch {
