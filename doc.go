@@ -113,7 +113,10 @@
 // # Forgetting
 //
 // memory_forget soft-deletes a scope of facts and mints a signed Forget
-// receipt holding the BLAKE3 hash of each value. Until the recovery window
+// receipt holding the BLAKE3 hash of each value. An agent forgets the facts
+// it wrote; only an operator (a passport of earned tier trusted) forgets
+// other agents' shared facts, and nobody forgets another agent's private
+// ones. Until the recovery window
 // (Flags.ForgetRecoveryWindowDays) ends, an operator can bring them back with
 // [Server.RestoreForget]; after it, [Server.Purge] (also run by NewServer)
 // removes the values physically and compacts the store.

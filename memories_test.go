@@ -67,7 +67,7 @@ func fillMemories(t *testing.T, srv *crux.Server, clk *clock) map[string]string 
 	put(bob, "store_fact", `{"entity":"diary","key":"mood","value":"bob's secret","private":true}`)
 	put(anon, "store_fact", `{"entity":"gone:x","key":"k","value":"a secret to forget"}`)
 	put(anon, "store_fact", `{"entity":"gone:x","key":"k","value":"another secret to forget"}`)
-	put(alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"gone:"},"reason":"test"}`)
+	put(anon, "memory_forget", `{"scope":{"type":"entity_prefix","value":"gone:"},"reason":"test"}`) // who wrote them
 	put(alice, "record_decision", `{"action":"ship apollo","rationale":"it is ready","session_id":"s1","alternatives":["wait"]}`)
 	put(alice, "declare_constraint", `{"constraint_type":"policy","assertion":"never delete backups","severity":"high"}`)
 	put(anon, "save_session", `{"session_id":"shared-notes","state":{"step":3,"html":"<b>&</b>"}}`)

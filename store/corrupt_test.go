@@ -128,7 +128,7 @@ func TestScansSkipUnreadableRecords(t *testing.T) {
 			return append(out, good), err
 		},
 		"SelectForget": func(tx store.Tx) ([]*store.Fact, error) {
-			sel, err := store.SelectForget(tx, store.ForgetQuery{Scope: alice, Selector: store.ForgetScope{Type: store.ScopeTenantID, Value: "t"}})
+			sel, err := store.SelectForget(tx, store.ForgetQuery{Scope: alice, AnyWriter: true, Selector: store.ForgetScope{Type: store.ScopeTenantID, Value: "t"}})
 			if err != nil {
 				return nil, err
 			}

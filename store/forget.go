@@ -91,6 +91,12 @@ type ForgetQuery struct {
 	// IncludePinned also selects facts that an agent of the tenant pinned;
 	// by default they survive.
 	IncludePinned bool
+	// AnyWriter also selects facts written by other agents (an operator's
+	// forget). Without it only the caller's own facts are selected: those
+	// whose Owner is Scope.Agent ("" for facts written anonymously, which
+	// an anonymous caller forgets); the others in scope are counted in
+	// ForgetSelection.OthersSkipped.
+	AnyWriter bool
 	// Limit caps the facts selected (the first ones in the order of
 	// ForgetSelection.Facts); 0 means no cap.
 	Limit int
@@ -106,6 +112,9 @@ type ForgetSelection struct {
 	Capped bool
 	// PinnedSkipped counts facts in scope left out because they are pinned.
 	PinnedSkipped int
+	// OthersSkipped counts facts in scope left out because another agent
+	// wrote them and the query is not AnyWriter.
+	OthersSkipped int
 }
 
 // ValueHash is the hex BLAKE3-256 of a fact value, as forget receipts name
@@ -149,8 +158,8 @@ func ParseScope(s ForgetScope, tenant string) (time.Time, error) {
 // values, and any version left behind would keep the value readable in
 // fact_history). Never selected: facts not visible to the agent (other
 // agents' private facts), reserved entities (starting with "__"), facts
-// already forgotten, and, unless q.IncludePinned, facts pinned by any agent
-// of the tenant.
+// already forgotten, unless q.AnyWriter facts another agent wrote, and,
+// unless q.IncludePinned, facts pinned by any agent of the tenant.
 //
 // entity_prefix and key_glob read the entity and key indexes (a glob from
 // its literal prefix); passport_id, before_timestamp and tenant_id read
@@ -211,6 +220,10 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 				return SkipCorrupt(tx, err)
 			}
 			if !q.SeesClientFact(f) || IsForgotten(f) || !match(f) {
+				return nil
+			}
+			if !q.AnyWriter && f.Owner != q.Agent {
+				sel.OthersSkipped++
 				return nil
 			}
 			// A pin protects a fact from every agent's forget;

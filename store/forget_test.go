@@ -120,37 +120,46 @@ func TestSelectForget(t *testing.T) {
 		}))
 		return s
 	}
-	s := sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "proj:"}})
+	s := sel(store.ForgetQuery{AnyWriter: true, Selector: store.ForgetScope{Type: store.ScopeEntityPrefix, Value: "proj:"}})
 	assert.Equal(t, []string{a1.ID, a2.ID, priv.ID}, factIDs(s.Facts), "oldest first; bob's private fact and other tenants left out")
 	assert.Equal(t, 3, s.Matched)
 
-	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeTenantID, Value: "t"}, Limit: 2})
+	s = sel(store.ForgetQuery{AnyWriter: true, Selector: store.ForgetScope{Type: store.ScopeTenantID, Value: "t"}, Limit: 2})
 	assert.Equal(t, []string{a1.ID, a2.ID}, factIDs(s.Facts))
 	assert.True(t, s.Capped)
 	assert.Equal(t, 3, s.Matched, "the reserved fact is never selected")
 
-	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopePassportID, Value: "bob"}})
+	s = sel(store.ForgetQuery{AnyWriter: true, Selector: store.ForgetScope{Type: store.ScopePassportID, Value: "bob"}})
 	assert.Equal(t, []string{a2.ID}, factIDs(s.Facts))
 
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		return store.SetPin(tx, store.Scope{Tenant: "t", Agent: "bob"}, a1.ID, true)
 	}))
-	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}})
+	s = sel(store.ForgetQuery{AnyWriter: true, Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}})
 	assert.Equal(t, []string{a2.ID, priv.ID}, factIDs(s.Facts))
 	assert.Equal(t, 1, s.PinnedSkipped)
-	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
+	s = sel(store.ForgetQuery{AnyWriter: true, Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
 	assert.Len(t, s.Facts, 2, "include_pinned does not override bob's pin for alice")
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		return store.SetPin(tx, store.Scope{Tenant: "t", Agent: "alice"}, a1.ID, true)
 	}))
-	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
+	s = sel(store.ForgetQuery{AnyWriter: true, Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
 	assert.Len(t, s.Facts, 2, "alice's own pin alone would yield, but bob's still holds")
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
 		return store.SetPin(tx, store.Scope{Tenant: "t", Agent: "bob"}, a1.ID, false)
 	}))
-	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
+	s = sel(store.ForgetQuery{AnyWriter: true, Selector: store.ForgetScope{Type: store.ScopeKeyGlob, Value: "?"}, IncludePinned: true})
 	assert.Len(t, s.Facts, 3, "only alice's own pin: include_pinned overrides it")
 	assert.NotContains(t, factIDs(s.Facts), other.ID)
+
+	// Without AnyWriter, alice's own facts only; bob's shared one is
+	// counted, his private one neither selected nor counted.
+	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopeTenantID, Value: "t"}, IncludePinned: true})
+	assert.Equal(t, []string{a1.ID, priv.ID}, factIDs(s.Facts))
+	assert.Equal(t, 1, s.OthersSkipped)
+	s = sel(store.ForgetQuery{Selector: store.ForgetScope{Type: store.ScopePassportID, Value: "bob"}})
+	assert.Empty(t, s.Facts)
+	assert.Equal(t, 1, s.OthersSkipped)
 }
 
 func TestForgetTombstones(t *testing.T) {

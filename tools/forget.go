@@ -26,7 +26,11 @@ import (
 //   - Only facts the caller can see are touched, never reserved entities
 //     (starting with "__", which covers every reserved prefix), never another
 //     agent's private facts; facts pinned by any agent of the tenant survive
-//     unless include_pinned.
+//     unless include_pinned (which lifts only the caller's own pins).
+//   - An agent forgets the facts it wrote; another agent's facts in scope
+//     are left, and counted, unless the caller is an operator (see
+//     forgetQuery). Forget erases values for good once the window ends, so
+//     it is not open to every agent as delete_fact (a new version) is.
 //   - token_budget counts facts: the first N in scope, oldest first (by
 //     stored_at, then fact id): it caps the number of facts the resolver
 //     touches. The dry run applies the same cap, so it previews exactly what
@@ -39,8 +43,8 @@ import (
 //   - The answers cap what they list, never what is forgotten: the receipt
 //     names every fact, the answer the first maxListedForget (and the
 //     receipt body only up to maxInlineReceiptBody bytes).
-//   - anonymous callers may forget the shared pool, as they may delete_fact;
-//     the receipt names them "anonymous".
+//   - anonymous callers forget what was written anonymously; the receipt
+//     names them "anonymous".
 //   - Restore and purge are operator functions of the Go API and the crux
 //     command, not tools: their receipts name the actor "operator".
 
@@ -178,6 +182,31 @@ func forgetForbidden(tool, param, reason string) *Error {
 	}
 }
 
+// forgetQuery is what a forget by c (or its dry run) selects, read in tx.
+// An operator (a live passport of earned tier trusted or above) forgets
+// the facts of every writer in scope. Any other caller forgets only the
+// facts it wrote, shared or private (an anonymous caller: those written
+// anonymously); the others in scope are counted as others_skipped, so a
+// tenant_id or before_timestamp scope cannot wipe the tenant's shared
+// memory, and a passport_id scope naming another writer is refused
+// (-32003 operator_required) rather than answered with nothing.
+func forgetQuery(tx store.Tx, tool string, c Caller, scope store.ForgetScope, includePinned bool, limit int) (store.ForgetQuery, error) {
+	q := store.ForgetQuery{Scope: c.Scope(), Selector: scope, IncludePinned: includePinned, Limit: limit}
+	err := requireOperator(tx, tool, c)
+	var refused *Error
+	switch {
+	case err == nil:
+		q.AnyWriter = true
+		return q, nil
+	case !errors.As(err, &refused):
+		return q, err
+	case scope.Type == store.ScopePassportID && scope.Value != c.Name():
+		return q, forbidden(tool, "operator_required", "scope.value: %s's facts are not yours; forgetting another agent's facts needs an operator passport (tier %s or above)",
+			scope.Value, store.TierTrusted)
+	}
+	return q, nil
+}
+
 // ---- memory_forget ----
 
 type forgetArgs struct {
@@ -216,6 +245,7 @@ type MemoryForgetOutput struct {
 	TenantID              string            `json:"tenant_id"`
 	TokenBudgetCapped     bool              `json:"token_budget_capped"`
 	PinnedSkipped         int               `json:"pinned_skipped"`
+	OthersSkipped         int               `json:"others_skipped"` // in scope, written by another agent; see forgetQuery
 }
 
 // forgetGate answers -32601 while CORECRUXD_FEATURE_SCOPED_FORGET is off,
@@ -236,12 +266,12 @@ func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
 		Name:        name,
-		Description: "Forget a scope's facts at once; an operator can restore them for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS (7) before they are purged. Your pins protect unless include_pinned. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true.",
+		Description: "Forget a scope's facts (restorable for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, 7, then purged): yours only, below tier trusted. Any agent's pin protects; include_pinned lifts yours. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true.",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
 			"receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
-			"token_budget_capped, pinned_skipped}",
+			"token_budget_capped, pinned_skipped, others_skipped}",
 		schema: schemaFor(name),
 		out:    outputOf[MemoryForgetOutput](),
 		gate:   forgetGate,
@@ -260,9 +290,12 @@ func memoryForget() *Tool {
 			now := env.now()
 			window := forgetWindow(env)
 			ends := now.Add(window)
-			q := store.ForgetQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()}, Selector: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget}
 			var out MemoryForgetOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
+				q, err := forgetQuery(tx, name, c, scope, in.IncludePinned, in.TokenBudget)
+				if err != nil {
+					return err
+				}
 				sel, err := store.SelectForget(tx, q)
 				if err != nil {
 					return err
@@ -297,7 +330,7 @@ func memoryForget() *Tool {
 					ReceiptBodyBytes: len(r.Body), ReceiptBodyOmitted: len(r.Body) > maxInlineReceiptBody,
 					ReceiptBodyHashHex: hex.EncodeToString(r.PayloadHash),
 					Scope:              scope, PassportID: c.Name(), TenantID: tenant,
-					TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped,
+					TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped, OthersSkipped: sel.OthersSkipped,
 				}
 				for _, f := range listed {
 					out.FactIDs = append(out.FactIDs, f.ID)
@@ -343,6 +376,7 @@ type MemoryForgetDryRunOutput struct {
 	DryRun            bool               `json:"dry_run"`
 	TokenBudgetCapped bool               `json:"token_budget_capped"`
 	PinnedSkipped     int                `json:"pinned_skipped"`
+	OthersSkipped     int                `json:"others_skipped"` // in scope, written by another agent; see forgetQuery
 }
 
 func memoryForgetDryRun() *Tool {
@@ -352,7 +386,7 @@ func memoryForgetDryRun() *Tool {
 		Description: "Preview memory_forget, changing nothing: the facts it would forget. Always available.",
 		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
-			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped}",
+			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped, others_skipped}",
 		schema: schemaFor(name),
 		out:    outputOf[MemoryForgetDryRunOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetDryRunArgs) (*Result, error) {
@@ -362,10 +396,11 @@ func memoryForgetDryRun() *Tool {
 			}
 			var sel *store.ForgetSelection
 			err = env.Store.View(ctx, func(tx store.Tx) error {
-				var err error
-				sel, err = store.SelectForget(tx, store.ForgetQuery{
-					Scope: c.Scope(), Selector: scope, IncludePinned: in.IncludePinned, Limit: in.TokenBudget,
-				})
+				q, err := forgetQuery(tx, name, c, scope, in.IncludePinned, in.TokenBudget)
+				if err != nil {
+					return err
+				}
+				sel, err = store.SelectForget(tx, q)
 				return err
 			})
 			if err != nil {
@@ -373,7 +408,7 @@ func memoryForgetDryRun() *Tool {
 			}
 			out := MemoryForgetDryRunOutput{
 				Scope: scope, Count: len(sel.Facts), Facts: []ForgetDryRunFact{}, Truncated: true, DryRun: true,
-				TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped,
+				TokenBudgetCapped: sel.Capped, PinnedSkipped: sel.PinnedSkipped, OthersSkipped: sel.OthersSkipped,
 			}
 			rc := newRowCap(maxListedForget, out)
 			for _, f := range sel.Facts {

@@ -110,8 +110,17 @@ func forgetSorted(ids ...string) []string {
 	return out
 }
 
+// makeOperator gives c an operator passport: issued, and of tier trusted
+// by a credit of 500 receipts earned over the days before start.
+func makeOperator(t *testing.T, srv *crux.Server, db *bolt.DB, c crux.Caller) {
+	t.Helper()
+	call(t, srv, c, "issue_passport", `{}`)
+	earn(t, db, c.TenantID(), c.Agent, 500)
+}
+
 func TestForgetEntityPrefix(t *testing.T) {
 	srv, clk, db := newTestServer(t)
+	makeOperator(t, srv, db, alice) // she forgets bob's fact too
 	a1 := forgetPut(t, srv, alice, "project:a", "lang", "Rust")
 	clk.Advance(time.Minute)
 	a2 := forgetPut(t, srv, alice, "project:a", "lang", "Go")
@@ -165,6 +174,7 @@ func TestForgetEntityPrefix(t *testing.T) {
 
 func TestForgetKeyGlob(t *testing.T) {
 	srv, _, db := newTestServer(t)
+	makeOperator(t, srv, db, alice) // she forgets bob's fact too
 	e1 := forgetPut(t, srv, alice, "user:1", "email", "a@x")
 	e2 := forgetPut(t, srv, bob, "user:2", "email_backup", "b@x")
 	phone := forgetPut(t, srv, alice, "user:1", "phone", "123")
@@ -189,7 +199,21 @@ func TestForgetPassportID(t *testing.T) {
 	anonymous := forgetPut(t, srv, anon, "team", "rumour", "anonymous wrote this")
 	bobPrivate := forgetPut(t, srv, bob, "team", "diary", "bob only", "private")
 
-	// alice forgets bob's shared facts; bob's private fact is not hers to see.
+	// Only an operator forgets another agent's facts.
+	for _, tool := range []string{"memory_forget", "memory_forget_dry_run"} {
+		args := `{"scope":{"type":"passport_id","value":"bob"}`
+		if tool == "memory_forget" {
+			args += `,"reason":"bob left"`
+		}
+		e := callErr(t, srv, alice, tool, args+`}`)
+		assert.Equal(t, crux.CodeForbidden, e.Code)
+		assert.Equal(t, map[string]any{"reason": "operator_required"}, e.Data)
+		assert.Equal(t, tool+": scope.value: bob's facts are not yours; forgetting another agent's facts needs an operator passport (tier trusted or above)", e.Message)
+	}
+	assert.Len(t, rows(t, call(t, srv, bob, "query_facts", `{}`)), 4, "nothing forgotten")
+
+	// An operator forgets bob's shared facts; bob's private fact is not hers to see.
+	makeOperator(t, srv, db, alice)
 	got := call(t, srv, alice, "memory_forget", `{"scope":{"type":"passport_id","value":"bob"},"reason":"bob left"}`)
 	_, p := forgetReceipt(t, db, got["forget_receipt_id"].(string))
 	assert.Equal(t, []string{bobShared}, forgetReceiptFactIDs(p))
@@ -309,6 +333,7 @@ func TestForgetNeverTouchesReservedFacts(t *testing.T) {
 	srv, clk, db := newTestServer(t)
 	reserved := reservedFact(t, db, clk.Now())
 	forgetPut(t, srv, alice, "ops", "k", "v")
+	makeOperator(t, srv, db, alice) // whose forget reaches every writer's facts
 	for _, scope := range []string{
 		`{"type":"tenant_id","value":"default"}`,
 		`{"type":"entity_prefix","value":"__"}`,
@@ -329,13 +354,15 @@ func TestForgetNeverTouchesReservedFacts(t *testing.T) {
 }
 
 func TestForgetOtherAgentsPrivateFacts(t *testing.T) {
-	srv, _, _ := newTestServer(t)
+	srv, _, db := newTestServer(t)
 	forgetPut(t, srv, alice, "diary", "monday", "alice secret", "private")
 	forgetPut(t, srv, bob, "diary", "monday", "bob secret", "private")
 	forgetPut(t, srv, bob, "diary", "shared", "everyone")
+	makeOperator(t, srv, db, alice)
 
 	dry := call(t, srv, alice, "memory_forget_dry_run", `{"scope":{"type":"entity_prefix","value":"diary"}}`)
 	assert.EqualValues(t, 2, dry["count"])
+	assert.EqualValues(t, 0, dry["others_skipped"])
 	got := call(t, srv, alice, "memory_forget", `{"scope":{"type":"entity_prefix","value":"diary"},"reason":"r"}`)
 	assert.EqualValues(t, 2, got["facts_affected"])
 	assert.Equal(t, []string{"bob secret"}, values(t, call(t, srv, bob, "query_facts", `{"entity":"diary"}`)))
@@ -348,10 +375,11 @@ func TestForgetOtherAgentsPrivateFacts(t *testing.T) {
 }
 
 func TestForgetPinnedSurvive(t *testing.T) {
-	srv, _, _ := newTestServer(t)
+	srv, _, db := newTestServer(t)
 	pinned := forgetPut(t, srv, alice, "prefs", "theme", "dark")
 	forgetPut(t, srv, alice, "prefs", "font", "mono")
 	call(t, srv, alice, "memory_pin", `{"fact_id":"`+pinned+`"}`)
+	makeOperator(t, srv, db, bob) // so that his forget reaches alice's facts
 
 	// Pinned by alice, so bob's forget leaves it too: pins protect across agents.
 	got := call(t, srv, bob, "memory_forget", `{"scope":{"type":"entity_prefix","value":"prefs"},"reason":"r"}`)
