@@ -131,3 +131,26 @@ func TestRepairRemovesOnePostingOfABlock(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestFutureVersions: a version stored past the clock skew a replica is
+// allowed (what a replica could push before that bound) is listed, with
+// its chain's names; one within the skew, and every local write, is not.
+func TestFutureVersions(t *testing.T) {
+	db := openDB(t)
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	alice := store.Scope{Tenant: "t", Agent: "alice"}
+	putFact(t, db, store.NewFact{Scope: alice, Entity: "acct", Key: "balance", Value: "100", Now: now})
+	putFact(t, db, store.NewFact{Scope: alice, Entity: "acct", Key: "limit", Value: "5", Now: now.Add(store.MaxSyncClockSkew)})
+	forged := putFact(t, db, store.NewFact{Scope: alice, Entity: "acct", Key: "balance", Value: "FORGED", Now: now.Add(48 * time.Hour)})
+
+	var got []store.Problem
+	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
+		var err error
+		got, err = store.FutureVersions(tx, now)
+		return err
+	}))
+	require.Len(t, got, 1)
+	assert.Equal(t, forged.ID, got[0].ID)
+	assert.False(t, got[0].Repairable, "listed, never removed")
+	assert.Equal(t, `facts "`+forged.ID+`": stored at 2026-03-03T00:00:00Z, 48h0m0s ahead of this clock (owner "alice", entity "acct", key "balance"); fact_history shows its chain`, got[0].String())
+}

@@ -8,7 +8,8 @@ import (
 
 // newDoctorCmd returns crux doctor [--repair]: lists the records of the
 // store that cannot be read (and the index entries naming them or naming
-// nothing) and checks every tenant's receipt chain; with --repair it first
+// nothing) and the fact versions stored in the future (store.FutureVersions),
+// and checks every tenant's receipt chain; with --repair it first
 // removes, in one transaction, what store.Repair can remove, printing each
 // removal (see host.doctor). It creates no server, so nothing seeds or
 // purges for it. It returns a reportedError, for status 1, when problems
@@ -21,7 +22,9 @@ func newDoctorCmd(a *app) *cobra.Command {
 		Short: "Check the store for unreadable records and broken receipt chains",
 		Long: `Check the store: list each record that cannot be read (a fact, a forget
 record, a forgotten fact) and each index entry that names such a fact or
-names none, by bucket and key, and check each tenant's receipt chain. With
+names none, by bucket and key, each fact version stored more than 5 minutes
+ahead of this clock (listed, never removed), and check each tenant's
+receipt chain. With
 --repair, first remove in one transaction the unreadable facts, the index
 entries and pins naming them and the index entries naming no fact, printing
 each removal; forget records and receipts are never removed. Exits 0 when

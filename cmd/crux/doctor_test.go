@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/stretchr/testify/assert"
@@ -171,5 +172,33 @@ func TestDoctorOnACleanStoreAndItsUsage(t *testing.T) {
 	} {
 		r := runCrux(t, nil, "", args...)
 		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+	}
+}
+
+// TestDoctorListsFutureVersions: a version stored far ahead of the clock
+// (what a replica could push before sync bounded its clock) is listed by
+// crux doctor, and --repair leaves it for the operator to correct.
+func TestDoctorListsFutureVersions(t *testing.T) {
+	dir := t.TempDir()
+	storeFact(t, dir, "alice", `{"entity":"acct","key":"balance","value":"100"}`)
+	db, err := bolt.Open(filepath.Join(dir, dbFile), nil)
+	require.NoError(t, err)
+	var forged string
+	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
+		f, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "default", Agent: "alice"},
+			Entity: "acct", Key: "balance", Value: "FORGED", Now: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)})
+		if f != nil {
+			forged = f.ID
+		}
+		return err
+	}))
+	require.NoError(t, db.Close())
+
+	for _, args := range [][]string{{"doctor", "--data", dir}, {"doctor", "--data", dir, "--repair"}} {
+		r := runCrux(t, nil, "", args...)
+		assert.Equal(t, exitFailure, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, `facts "`+forged+`": stored at 9999-01-01T00:00:00Z`)
+		assert.Contains(t, r.stdout, `(owner "alice", entity "acct", key "balance")`)
+		assert.Regexp(t, `(?m)^1 problem$`, r.stdout, "not one --repair removes")
 	}
 }

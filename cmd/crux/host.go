@@ -513,6 +513,11 @@ func (h *host) doctor(ctx context.Context, req doctorReq) (any, error) {
 		if err != nil {
 			return err
 		}
+		future, err := store.FutureVersions(tx, time.Now())
+		if err != nil {
+			return err
+		}
+		problems = append(problems, future...)
 		for _, p := range problems {
 			out.Problems = append(out.Problems, p.String())
 			if p.Repairable {
