@@ -407,7 +407,7 @@ func deleteFact() *Tool {
 	const name = "delete_fact"
 	return &Tool{
 		Name:        name,
-		Description: "Soft-delete a fact: gone from every read, kept in fact_history; the previous version does not come back.",
+		Description: "Soft-delete a fact's current version (-32004 for an older one): gone from every read, kept in fact_history; the previous version does not come back.",
 		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
 		schema:      schemaFor(name),
@@ -415,14 +415,20 @@ func deleteFact() *Tool {
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *deleteFactArgs) (*Result, error) {
 			var deleted bool
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				if _, err := store.VisibleFact(tx, c.Scope(), in.FactID); err != nil {
+				f, err := store.VisibleFact(tx, c.Scope(), in.FactID)
+				if err != nil {
 					return err
 				}
-				var err error
+				if !f.Deleted && f.SupersededBy != "" {
+					return notCurrent(tx, f)
+				}
 				_, deleted, err = store.DeleteFact(tx, c.Scope(), in.FactID, env.now())
 				return err
 			})
+			var nc *memNotCurrentError
 			switch {
+			case errors.As(err, &nc):
+				return memFactFailure(name, in.FactID, err)
 			case errors.Is(err, store.ErrNotFound):
 				return errorResult("fact not found: %s", in.FactID), nil
 			case errors.Is(err, store.ErrReserved):

@@ -264,6 +264,14 @@ func TestDeleteFact(t *testing.T) {
 	n := call(t, srv, alice, "store_fact", `{"entity":"tmp","key":"k","value":"back"}`)
 	assert.EqualValues(t, 2, n["version"])
 	assert.Empty(t, n["superseded_fact_ids"])
+
+	// Only the current version is deleted, as every tool changing a fact by
+	// fact_id: an older one is -32004 naming the current one.
+	v3 := call(t, srv, alice, "store_fact", `{"entity":"tmp","key":"k","value":"newer"}`)["fact_id"].(string)
+	e := callErr(t, srv, alice, "delete_fact", fmt.Sprintf(`{"fact_id":%q}`, n["fact_id"]))
+	assert.Equal(t, crux.CodeConflict, e.Code)
+	assert.Equal(t, fmt.Sprintf("delete_fact: fact %s is not the current version; the current version is %s", n["fact_id"], v3), e.Message)
+	assert.Equal(t, []string{"newer"}, values(t, call(t, srv, alice, "query_facts", `{"entity":"tmp"}`)))
 }
 
 func TestListEntities(t *testing.T) {

@@ -104,13 +104,19 @@ func memCurrentFact(tx store.Tx, c Caller, id string) (*store.Fact, error) {
 	case f.Deleted:
 		return nil, errMemDeleted
 	case f.SupersededBy != "":
-		cur, err := store.Successor(tx, f)
-		if err != nil {
-			return nil, err
-		}
-		return nil, &memNotCurrentError{Current: cur}
+		return nil, notCurrent(tx, f)
 	}
 	return f, nil
+}
+
+// notCurrent is the *memNotCurrentError of the superseded fact f, naming
+// the version that stands now.
+func notCurrent(tx store.Tx, f *store.Fact) error {
+	cur, err := store.Successor(tx, f)
+	if err != nil {
+		return err
+	}
+	return &memNotCurrentError{Current: cur}
 }
 
 // memFactFailure turns the errors of store.VisibleFact and memCurrentFact into what

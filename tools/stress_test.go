@@ -319,7 +319,7 @@ func (r *stressRun) step(w *stressWorker) {
 			return
 		}
 		do("delete_fact", map[string]any{"fact_id": id})
-		r.refusal(a, name, args, res, ce, nil)
+		r.refusal(a, name, args, res, ce, staleOrDeleted(anonymous)) // superseded meanwhile: -32004
 	case p < 71:
 		id, ok := w.seenID()
 		if !ok {
