@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/crux-go/crux/feature"
@@ -39,6 +41,13 @@ import (
 //   - Each export mints a signed receipt (kind audit_export) naming the
 //     bundle and the SHA-256 of its file, so the tenant's chain records
 //     every bundle made.
+//   - The export directory is bounded, so that no agent can fill the
+//     volume the store lives on: bundles are there to be collected, and
+//     one older than ExportRetention is removed by the next export; past
+//     that, an export that would make the directory hold more than
+//     MaxExportBundles bundles or MaxExportBytes bytes is refused (an
+//     isError result saying when the oldest bundle expires), never
+//     written by removing a younger bundle.
 
 // Bounds of an audit bundle.
 const (
@@ -52,6 +61,82 @@ const (
 	// maxBundleScan caps the index entries one export examines.
 	maxBundleScan = 1000000
 )
+
+// Bounds of the export directory (see admitBundle).
+const (
+	// ExportRetention is how long a bundle stays in the export directory
+	// before an export removes it.
+	ExportRetention = 7 * 24 * time.Hour
+	// MaxExportBundles caps the bundles the export directory holds.
+	MaxExportBundles = 100
+	// MaxExportBytes caps the bytes of the bundles it holds.
+	MaxExportBytes = 1 << 30
+)
+
+// exportLimits are the bounds admitBundle applies.
+type exportLimits struct {
+	retention time.Duration
+	bundles   int
+	bytes     int64
+}
+
+var defaultExportLimits = exportLimits{ExportRetention, MaxExportBundles, MaxExportBytes}
+
+// exportMu serialises admitting and writing bundles, so that concurrent
+// exports cannot pass the bounds together.
+var exportMu sync.Mutex
+
+// admitBundle makes room for a bundle of size bytes in dir at now, under
+// lim: it removes the bundles (audit-*.tar.zst) whose modification time is
+// lim.retention or more before now, and the temporary files an
+// interrupted export left (an hour old), then refuses, with an error
+// meant for the caller, a bundle that would take the directory past
+// lim.bundles bundles or lim.bytes bytes. The caller holds exportMu.
+func admitBundle(dir string, size int, now time.Time, lim exportLimits) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var n int
+	var total int64
+	var oldest time.Time
+	for _, e := range entries {
+		name := e.Name()
+		bundle := strings.HasPrefix(name, "audit-") && strings.HasSuffix(name, ".tar.zst")
+		temp := strings.HasPrefix(name, ".audit-") && strings.HasSuffix(name, ".tmp")
+		if !e.Type().IsRegular() || !bundle && !temp {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		age := now.Sub(info.ModTime())
+		if bundle && age >= lim.retention || temp && age >= time.Hour {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		if bundle {
+			n++
+			total += info.Size()
+			if oldest.IsZero() || info.ModTime().Before(oldest) {
+				oldest = info.ModTime()
+			}
+		}
+	}
+	if n+1 > lim.bundles || total+int64(size) > lim.bytes {
+		return fmt.Errorf("the export directory %s holds %d bundles (%d bytes); with this one (%d bytes) it would pass its bounds "+
+			"of %d bundles and %d bytes. A bundle is removed %s after it was written (the oldest here at %s); "+
+			"an operator may collect bundles from the directory sooner",
+			dir, n, total, size, lim.bundles, lim.bytes, lim.retention, oldest.Add(lim.retention).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
 
 // KindAuditExport is the kind of the receipt an export mints.
 const KindAuditExport = "audit_export"
@@ -192,7 +277,14 @@ func auditExportBundle() *Tool {
 				return nil, err
 			}
 			path := filepath.Join(dir, "audit-"+id+".tar.zst")
-			if err := writeFileAtomic(dir, path, buf.Bytes()); err != nil {
+			exportMu.Lock()
+			if err := admitBundle(dir, buf.Len(), now, defaultExportLimits); err != nil {
+				exportMu.Unlock()
+				return errorResult("%s: %v", name, err), nil
+			}
+			err = writeFileAtomic(dir, path, buf.Bytes())
+			exportMu.Unlock()
+			if err != nil {
 				return errorResult("audit_export_bundle could not write the bundle to %s: %v", dir, err), nil
 			}
 			sum := sha256.Sum256(buf.Bytes())

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/tools"
 )
 
 // exportServer is a test server with audit export on, writing to dir.
@@ -188,4 +190,35 @@ func TestAuditExportBundleReserved(t *testing.T) {
 	}
 	assert.Equal(t, 1, decisions)
 	assert.Zero(t, private)
+}
+
+// The export directory is bounded: at tools.MaxExportBundles bundles an
+// export is refused, writing nothing and minting no receipt; once those
+// bundles are older than tools.ExportRetention, the next export removes
+// them and is written.
+func TestAuditExportBundleDirectoryIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	srv, clk, db := exportServer(t, dir)
+	var planted []string
+	for i := range tools.MaxExportBundles {
+		p := filepath.Join(dir, fmt.Sprintf("audit-planted-%d.tar.zst", i))
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
+		require.NoError(t, os.Chtimes(p, clk.Now(), clk.Now()))
+		planted = append(planted, p)
+	}
+	before := receiptCount(t, db)
+	msg := toolError(t, srv, alice, "audit_export_bundle", `{"token_budget":5}`)
+	assert.Contains(t, msg, fmt.Sprintf("holds %d bundles", tools.MaxExportBundles))
+	assert.Contains(t, msg, "an operator may collect bundles from the directory sooner")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, tools.MaxExportBundles, "nothing written")
+	assert.Equal(t, before, receiptCount(t, db), "no receipt for a bundle not written")
+
+	clk.Advance(tools.ExportRetention)
+	out := call(t, srv, alice, "audit_export_bundle", `{"token_budget":5}`)
+	readBundle(t, srv, out)
+	for _, p := range planted {
+		assert.NoFileExists(t, p)
+	}
 }
