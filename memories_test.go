@@ -286,6 +286,58 @@ func TestImportConflicts(t *testing.T) {
 	assert.Equal(t, "one", got["rows"].([]any)[0].(map[string]any)["value"])
 }
 
+// TestImportKeepsChainsWhole: a version whose predecessor is neither
+// before it in the file nor in the store, or is not the previous version
+// of its chain, is a conflict, never a chain with a hole; the file's other
+// chains import.
+func TestImportKeepsChainsWhole(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	src, _ := newServer(t, &crux.Options{Now: clk.now})
+	call(t, src, anon, "store_fact", `{"entity":"e","key":"k","value":"one"}`)
+	clk.advance(time.Minute)
+	call(t, src, anon, "store_fact", `{"entity":"e","key":"k","value":"two"}`)
+	call(t, src, anon, "store_fact", `{"entity":"other","key":"k","value":"kept"}`)
+	var file bytes.Buffer
+	_, err := src.Export(ctx, &file, nil)
+	require.NoError(t, err)
+	var header, v1, v2, other string
+	for _, l := range strings.Split(strings.TrimSuffix(file.String(), "\n"), "\n") {
+		switch {
+		case !strings.Contains(l, `"type":"fact"`):
+			header += l + "\n"
+		case strings.Contains(l, `"value":"one"`):
+			v1 = l
+		case strings.Contains(l, `"value":"two"`):
+			v2 = l
+		case strings.Contains(l, `"value":"kept"`):
+			other = l
+		}
+	}
+	require.NotEmpty(t, v1+v2+other)
+	for name, tc := range map[string]struct{ lines, reason string }{
+		"predecessor missing": {v2 + "\n" + other, "which is neither before it in the file nor in the store"},
+		"version 7":           {v1 + "\n" + strings.Replace(v2, `"version":2`, `"version":7`, 1) + "\n" + other, "which is not the previous version of its chain"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dst, _ := newServer(t, &crux.Options{Now: clk.now})
+			sum, err := dst.Import(ctx, strings.NewReader(header+tc.lines+"\n"), nil)
+			require.NoError(t, err)
+			require.Len(t, sum.Conflicting, 1, "%+v", sum)
+			assert.Contains(t, sum.Conflicting[0].Reason, tc.reason)
+			var values []any
+			for _, r := range call(t, dst, anon, "query_facts", `{"include_superseded":true}`)["rows"].([]any) {
+				values = append(values, r.(map[string]any)["value"])
+			}
+			if name == "version 7" {
+				assert.ElementsMatch(t, []any{"one", "kept"}, values, "the chain stops where it breaks")
+			} else {
+				assert.Equal(t, []any{"kept"}, values)
+			}
+		})
+	}
+}
+
 // TestImportRefusesABadFile refuses a file with one bad line, naming it,
 // and writes nothing of the lines before it.
 func TestImportRefusesABadFile(t *testing.T) {

@@ -77,6 +77,7 @@ func TestReadMCPMemory(t *testing.T) {
 		"control in name":    `{"type":"entity","name":"A\u0007","entityType":"t","observations":[]}`,
 		"empty from":         `{"type":"relation","from":"","to":"B","relationType":"r"}`,
 		"name of 1025 bytes": `{"type":"entity","name":"` + strings.Repeat("a", 1025) + `","entityType":"t","observations":[]}`,
+		"value past 1 MiB":   `{"type":"entity","name":"A","entityType":"t","observations":["` + strings.Repeat("o", 1<<20+1) + `"]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := memio.ReadMCPMemory(strings.NewReader(c), func(int, []store.FactValue) error { return nil })
@@ -86,6 +87,9 @@ func TestReadMCPMemory(t *testing.T) {
 		})
 	}
 	assert.NoError(t, memio.ReadMCPMemory(strings.NewReader(""), func(int, []store.FactValue) error { return nil }), "an empty graph")
+	atLimit := `{"type":"entity","name":"A","entityType":"t","observations":["` + strings.Repeat("o", 1<<20) + `"]}`
+	assert.NoError(t, memio.ReadMCPMemory(strings.NewReader(atLimit), func(int, []store.FactValue) error { return nil }),
+		"a value of 1 MiB, as store_fact and sync take")
 }
 
 // TestImportApplyFails: an apply that fails ends the import; the batches

@@ -558,6 +558,21 @@ func importFact(tx Tx, f *Fact) (string, error) {
 		return "", err
 	}
 	stored := f.StoredEntity()
+	if f.Supersedes != "" {
+		// A chain is imported whole: the version f names as its
+		// predecessor came earlier (the file holds chains oldest first)
+		// or is in the store, and is the previous version of f's chain.
+		prev, err := GetFact(tx, f.Supersedes)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return "it supersedes " + f.Supersedes + ", which is neither before it in the file nor in the store", nil
+		case err != nil:
+			return "", err
+		case prev.Tenant != f.Tenant || prev.StoredEntity() != stored || prev.Key != f.Key || prev.Version+1 != f.Version ||
+			prev.SupersededBy != "" && prev.SupersededBy != f.ID: // a current one is the next check's
+			return "it supersedes " + f.Supersedes + ", which is not the previous version of its chain", nil
+		}
+	}
 	slot := indexKey(f.Tenant, stored, f.Key, version(f.Version))
 	switch _, err := tx.Get(bucketEntity, slot); {
 	case err == nil:
@@ -630,6 +645,8 @@ func CheckFactValue(v *FactValue) error {
 		}
 	}
 	switch {
+	case len(v.Value) > MaxSyncValueBytes:
+		return fmt.Errorf("the value of %q %q is %d bytes, longer than %d (the bound on every value crux stores)", v.Entity, v.Key, len(v.Value), MaxSyncValueBytes)
 	case IsReserved(v.Entity):
 		return fmt.Errorf("entity %q starts with %s, which crux reserves for itself", v.Entity, ReservedPrefix)
 	case !utf8.ValidString(v.Entity) || !utf8.ValidString(v.Key) || !utf8.ValidString(v.Value):
