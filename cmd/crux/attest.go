@@ -15,6 +15,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/crux-go/crux/c2pa"
+	"github.com/crux-go/crux/internal/regfile"
 	"github.com/crux-go/crux/receipts"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -104,7 +105,7 @@ func verifyOutput(fs *pflag.FlagSet, cf *commonFlags, o *outputFlags, pos []stri
 			return fmt.Errorf("no trust anchors: give --roots FILE, or a --data directory holding %s: %w", c2pa.CACertFileName, err)
 		}
 	}
-	pemBytes, err := os.ReadFile(rootsPath)
+	pemBytes, err := regfile.ReadFile(rootsPath)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func verifyOutput(fs *pflag.FlagSet, cf *commonFlags, o *outputFlags, pos []stri
 	if err != nil {
 		return fmt.Errorf("%s: %w", rootsPath, err)
 	}
-	asset, err := os.Open(pos[1])
+	asset, err := regfile.Open(pos[1])
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func checkBoundReceipt(r *receipts.Receipt, bound *c2pa.ReceiptReport, kr *recei
 // whole result object crux call prints), whose
 // manifest.manifest_jumbf_base64 holds it.
 func readManifest(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/crux-go/crux/internal/regfile"
 	"github.com/crux-go/crux/receipts"
 	"github.com/spf13/cobra"
 )
@@ -51,13 +52,13 @@ func verifyBundle(pos []string, keyringFile string, stdout, stderr io.Writer) er
 	if info.Size() > receipts.MaxBundleBytes {
 		return fmt.Errorf("%s is %d bytes, more than the %d a bundle may be", pos[0], info.Size(), receipts.MaxBundleBytes)
 	}
-	data, err := os.ReadFile(pos[0])
+	data, err := regfile.ReadFile(pos[0])
 	if err != nil {
 		return err
 	}
 	var kr *receipts.Keyring
 	if keyringFile != "" {
-		b, err := os.ReadFile(keyringFile)
+		b, err := regfile.ReadFile(keyringFile)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crux-go/crux/internal/regfile"
 	"github.com/crux-go/crux/mcpserver"
 	"github.com/crux-go/crux/syncremote"
 	"github.com/spf13/cobra"
@@ -70,7 +71,7 @@ func resolveHTTP(fs *pflag.FlagSet, hf *httpFlags, osenv *environment) (*httpSet
 		if hf.tokens == "" {
 			return nil, usagef("--tokens must not be empty")
 		}
-		b, err := os.ReadFile(hf.tokens)
+		b, err := regfile.ReadFile(hf.tokens)
 		if err != nil {
 			return nil, fmt.Errorf("reading the token table: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/regfile"
 	"github.com/crux-go/crux/store"
 	"github.com/spf13/cobra"
 )
@@ -255,6 +256,9 @@ func ingestFiles(args []string) ([]ingestFile, error) {
 			return nil, err
 		}
 		if !fi.IsDir() {
+			if !fi.Mode().IsRegular() {
+				return nil, fmt.Errorf("%s is not a regular file (mode %s): crux ingest reads files and directories", a, fi.Mode())
+			}
 			if !ingestExt(a) {
 				return nil, fmt.Errorf("%s: crux ingest reads .txt, .md and .jsonl files", a)
 			}
@@ -292,7 +296,7 @@ func ingestFiles(args []string) ([]ingestFile, error) {
 
 // readDocuments calls fn with each document of f.
 func readDocuments(f ingestFile, fn func(crux.Document) error) error {
-	file, err := os.Open(f.path)
+	file, err := regfile.Open(f.path)
 	if err != nil {
 		return err
 	}

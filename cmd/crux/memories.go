@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/regfile"
 	"github.com/crux-go/crux/memio"
 )
 
@@ -161,7 +162,7 @@ func importMemories(a *app, s *setup, name string, opts *memio.ImportOptions) (e
 // standard input ("-") is copied to a temporary file first.
 func importFile(name string, stdin io.Reader) (io.ReadSeeker, func(), error) {
 	if name != "-" {
-		f, err := os.Open(name)
+		f, err := regfile.Open(name)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/regfile"
 	"github.com/crux-go/crux/receipts"
 	"github.com/spf13/cobra"
 )
@@ -168,7 +169,7 @@ exits 0 when the code is OK, else 1 and prints the code on standard error.`,
 }
 
 func readExported(path string) (*receipts.Receipt, error) {
-	b, err := os.ReadFile(path)
+	b, err := regfile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func readExported(path string) (*receipts.Receipt, error) {
 // exist: verifying with a fresh key would prove nothing.
 func loadKeyring(path string, s *setup) (*receipts.Keyring, error) {
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := regfile.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/crux-go/crux/internal/regfile"
 )
 
 // Read returns up to limit bytes of the file at path, checking that it is
@@ -21,7 +23,7 @@ import (
 // missing file is reported with the error of os.Open, which wraps
 // fs.ErrNotExist; the other errors name the file.
 func Read(path string, limit int64, private bool) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -29,9 +31,6 @@ func Read(path string, limit int64, private bool) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (mode %s)", path, fi.Mode())
 	}
 	if perm := fi.Mode().Perm(); private && perm&0o077 != 0 && runtime.GOOS != "windows" {
 		return nil, fmt.Errorf("%s has permissions %#o: group or others may access it; it must be 0600 (chmod 600 %s)", path, perm, path)
