@@ -279,7 +279,8 @@ func (s *setup) withSession(ctx context.Context, logger *slog.Logger, fn func(*s
 // do runs the operation op with the request req and decodes its answer
 // into res. A *crux.Error of the operation comes back as a *crux.Error
 // with the same code, message and data; an owner that ended before
-// answering is a -32603 *crux.Error saying so.
+// answering, or does not answer (owner.NotAnsweringError), is a -32603
+// *crux.Error saying so.
 func (ss *session) do(ctx context.Context, op string, req, res any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -287,9 +288,12 @@ func (ss *session) do(ctx context.Context, op string, req, res any) error {
 	}
 	out, err := ss.conn.Do(ctx, op, b)
 	var we *owner.Error
+	var na *owner.NotAnsweringError
 	switch {
 	case errors.Is(err, owner.ErrOwnerGone):
 		return &crux.Error{Code: crux.CodeInternalError, Message: owner.ErrOwnerGone.Error()}
+	case errors.As(err, &na):
+		return &crux.Error{Code: crux.CodeInternalError, Message: na.Error()}
 	case errors.As(err, &we) && we.Code != 0:
 		ce := &crux.Error{Code: we.Code, Message: we.Message}
 		if we.Data != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -15,7 +16,9 @@ import (
 // clientSide is a forwarding process's connection to the owner.
 type clientSide struct {
 	conn     *net.UnixConn
+	dir      string
 	ownerPID int
+	timeout  time.Duration // Options.AnswerTimeout
 	logger   *slog.Logger
 	wmu      sync.Mutex    // one message written at a time
 	dead     chan struct{} // closed when the connection has ended
@@ -24,6 +27,12 @@ type clientSide struct {
 	pending map[uint64]chan answer
 	nextID  uint64
 	bye     bool // the owner said goodbye before the connection ended
+	// ping is the ping awaiting its pong (0: none), sent at pingSent.
+	ping     uint64
+	pingSent time.Time
+	// silent is set when a ping stayed unanswered for timeout, and cleared
+	// by its pong: new requests then fail without being sent.
+	silent bool
 }
 
 // answer is the outcome of one request: the owner's answer, or, when the
@@ -33,12 +42,12 @@ type answer struct {
 	err error
 }
 
-// helloTimeout bounds the wait for the owner's hello.
-const helloTimeout = 5 * time.Second
-
-// dial connects to the owner's socket at path, after checking that the
-// socket is this user's (see checkSocket), and reads its hello.
-func dial(path string, logger *slog.Logger) (*clientSide, error) {
+// dial connects to the owner's socket at path (in the data directory
+// dir), after checking that the socket is this user's (see checkSocket),
+// and reads its hello, waiting at most timeout for it: an owner that
+// accepts the connection (the kernel does, for a stopped process) and
+// sends no hello is a *NotAnsweringError.
+func dial(dir, path string, timeout time.Duration, logger *slog.Logger) (*clientSide, error) {
 	if err := checkSocket(path); err != nil {
 		return nil, err
 	}
@@ -47,12 +56,17 @@ func dial(path string, logger *slog.Logger) (*clientSide, error) {
 		return nil, err
 	}
 	r := bufio.NewReaderSize(conn, 64<<10)
-	conn.SetReadDeadline(time.Now().Add(helloTimeout))
+	conn.SetReadDeadline(time.Now().Add(timeout))
 	line, err := readLine(r)
 	conn.SetReadDeadline(time.Time{})
 	var hello wireMsg
 	if err == nil {
 		err = json.Unmarshal(line, &hello)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		pid := peerPID(conn)
+		conn.Close()
+		return nil, &NotAnsweringError{Dir: dir, PID: pid, For: timeout}
 	}
 	if err != nil {
 		conn.Close()
@@ -63,9 +77,70 @@ func dial(path string, logger *slog.Logger) (*clientSide, error) {
 		return nil, fmt.Errorf("owner: the process owning %s (pid %d) speaks %q, not %q: it runs another crux version; stop it to use this one",
 			path, hello.PID, hello.Hello, protocol)
 	}
-	cs := &clientSide{conn: conn, ownerPID: hello.PID, logger: logger, dead: make(chan struct{}), pending: map[uint64]chan answer{}}
+	cs := &clientSide{conn: conn, dir: dir, ownerPID: hello.PID, timeout: timeout, logger: logger,
+		dead: make(chan struct{}), pending: map[uint64]chan answer{}}
 	go cs.read(r)
+	go cs.watch()
 	return cs, nil
+}
+
+// watch pings the owner while requests wait for it, or while it is
+// silent, every fifth of the answer timeout; a ping left unanswered for
+// the timeout makes the owner silent and fails every request waiting
+// (see NotAnsweringError). It ends with the connection.
+func (cs *clientSide) watch() {
+	t := time.NewTicker(cs.timeout / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-cs.dead:
+			return
+		case now := <-t.C:
+			cs.mu.Lock()
+			switch {
+			case len(cs.pending) == 0 && !cs.silent:
+			case cs.ping == 0:
+				cs.nextID++
+				cs.ping, cs.pingSent = cs.nextID, now
+				go cs.send(fmt.Appendf(nil, "{\"ping\":%d}\n", cs.ping))
+			case now.Sub(cs.pingSent) >= cs.timeout:
+				cs.failSilent(now.Sub(cs.pingSent))
+			}
+			cs.mu.Unlock()
+		}
+	}
+}
+
+// failSilent marks the owner silent for d and fails every request waiting
+// with a *NotAnsweringError. cs.mu is held.
+func (cs *clientSide) failSilent(d time.Duration) {
+	cs.silent = true
+	fail := answer{err: &NotAnsweringError{Dir: cs.dir, PID: cs.ownerPID, For: d, Sent: true}}
+	for id, ch := range cs.pending {
+		ch <- fail
+		delete(cs.pending, id)
+	}
+}
+
+// send writes one message, a line with its newline, and reports whether
+// it was written whole. A line the owner does not take within the answer
+// timeout means it stopped reading without going: the requests waiting
+// fail as for an unanswered ping, and the connection is closed, since the
+// rest of the half-written line would never follow. Another write error
+// means the owner has gone or is going; the reader then ends the
+// connection, after the goodbye if there is one.
+func (cs *clientSide) send(line []byte) bool {
+	cs.wmu.Lock()
+	defer cs.wmu.Unlock()
+	cs.conn.SetWriteDeadline(time.Now().Add(cs.timeout))
+	_, err := cs.conn.Write(line)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		cs.mu.Lock()
+		cs.failSilent(cs.timeout)
+		cs.mu.Unlock()
+		cs.conn.Close()
+	}
+	return err == nil
 }
 
 // read delivers the owner's answers until the connection ends, then fails
@@ -101,8 +176,15 @@ func (cs *clientSide) read(r *bufio.Reader) {
 			return
 		}
 		cs.mu.Lock()
-		if m.Bye {
+		switch {
+		case m.Bye:
 			cs.bye = true
+			cs.mu.Unlock()
+			continue
+		case m.Pong != 0:
+			if m.Pong == cs.ping {
+				cs.ping, cs.silent = 0, false
+			}
 			cs.mu.Unlock()
 			continue
 		}
@@ -144,6 +226,11 @@ func (cs *clientSide) do(ctx context.Context, op string, req json.RawMessage) (j
 		cs.mu.Unlock()
 		return nil, errResend // never sent: safe to send elsewhere
 	}
+	if cs.silent {
+		err := &NotAnsweringError{Dir: cs.dir, PID: cs.ownerPID, For: time.Since(cs.pingSent)}
+		cs.mu.Unlock()
+		return nil, err
+	}
 	cs.nextID++
 	id := cs.nextID
 	cs.pending[id] = ch
@@ -154,13 +241,10 @@ func (cs *clientSide) do(ctx context.Context, op string, req json.RawMessage) (j
 		cs.cancel(id)
 		return nil, err
 	}
-	b = append(b, '\n')
-	cs.wmu.Lock()
-	_, err = cs.conn.Write(b)
-	cs.wmu.Unlock()
-	if err != nil {
-		// The owner has gone (or is going): a request that could not be
-		// written whole was not read whole, so it did not run. The reader
+	if !cs.send(append(b, '\n')) {
+		// The owner has gone (or is going), or stopped reading: a request
+		// that could not be written whole was not read whole, so it did
+		// not run, and send closed the connection. The reader
 		// ends the connection when it meets the goodbye or the end; the
 		// answers before them are still delivered.
 		cs.cancel(id)

@@ -36,6 +36,16 @@
 // so it sends those, and every later one, to the next owner, which it
 // finds or becomes as [Join] does. No operation fails and none runs twice.
 //
+// When the owner is stopped (SIGSTOP) or hung, its connections stay open
+// but nothing answers. A forwarding process with requests waiting pings
+// the owner every second; when a ping stays unanswered for
+// [Options.AnswerTimeout], every request waiting fails with a
+// [*NotAnsweringError] naming the owner's pid (such a request was read,
+// or may be, and may still run when the owner resumes), and so does each
+// new request, at once and without being sent, until the owner answers
+// again. A process that joins meanwhile connects but gets no hello: it
+// fails with the same error instead of waiting for the store's lock.
+//
 // When the owner is killed, its connections end without a goodbye. A
 // request sent and not answered may or may not have run: [Conn.Do] fails
 // it with [ErrOwnerGone]. The kernel releases the dead owner's file lock at
@@ -70,7 +80,9 @@
 // {"hello":PROTOCOL,"pid":N}; the client checks PROTOCOL. Then the client
 // sends {"id":N,"op":"...","req":{...}} and the owner answers each with
 // {"id":N,"res":{...}} or {"id":N,"err":{"code","message","data"}}, in
-// any order (operations run concurrently), and finally {"bye":true}.
+// any order (operations run concurrently), and finally {"bye":true}. The
+// client may send {"ping":N} at any time; the owner answers {"pong":N} as
+// soon as it reads it, whatever operations are running.
 package owner
 
 import (
@@ -89,7 +101,35 @@ const SocketName = "crux.sock"
 
 // protocol names the wire format; a process speaking another one (another
 // crux version) is not used.
-const protocol = "crux-owner/1"
+const protocol = "crux-owner/2"
+
+// DefaultAnswerTimeout is how long an owner may leave a ping unanswered
+// when [Options.AnswerTimeout] is zero.
+const DefaultAnswerTimeout = 5 * time.Second
+
+// NotAnsweringError is the error of an operation for an owner that holds
+// the store but does not answer: stopped (SIGSTOP), or hung.
+type NotAnsweringError struct {
+	Dir  string        // the data directory
+	PID  int           // the owner's process id; 0 when unknown
+	For  time.Duration // how long it has not answered
+	Sent bool          // the request had been sent: it may still run
+}
+
+func (e *NotAnsweringError) Error() string {
+	who := "the process owning " + e.Dir
+	resume := "kill -CONT resumes a stopped process"
+	if e.PID != 0 {
+		who = fmt.Sprintf("%s (pid %d)", who, e.PID)
+		resume = fmt.Sprintf("kill -CONT %d resumes it if it was stopped", e.PID)
+	}
+	outcome := "the call was not sent: nothing of it is applied"
+	if e.Sent {
+		outcome = "the call had been sent: it may or may not be applied when that process resumes"
+	}
+	return fmt.Sprintf("%s has not answered for %s: it is stopped or hung; %s, and stopping it lets another process take over the store; %s",
+		who, e.For.Round(100*time.Millisecond), resume, outcome)
+}
 
 // DefaultJoinTimeout is how long [Conn.Do] tries to reach or become an
 // owner when [Options.JoinTimeout] is zero.
@@ -148,6 +188,10 @@ type Options struct {
 	// JoinTimeout is how long to try to reach or become an owner before
 	// failing. Zero means DefaultJoinTimeout.
 	JoinTimeout time.Duration
+	// AnswerTimeout is how long the owner may leave a ping (and a new
+	// connection its hello) unanswered before the requests waiting for it
+	// fail with a *NotAnsweringError. Zero means DefaultAnswerTimeout.
+	AnswerTimeout time.Duration
 	// Logger receives the hand-overs and refused connections. Nil discards
 	// them.
 	Logger *slog.Logger
@@ -176,6 +220,9 @@ func Join(ctx context.Context, dir string, opts Options) (*Conn, error) {
 	}
 	if opts.JoinTimeout == 0 {
 		opts.JoinTimeout = DefaultJoinTimeout
+	}
+	if opts.AnswerTimeout == 0 {
+		opts.AnswerTimeout = DefaultAnswerTimeout
 	}
 	if opts.Busy == nil {
 		opts.Busy = func(error) bool { return false }
@@ -279,12 +326,16 @@ func (c *Conn) join(ctx context.Context, again bool) error {
 	deadline := time.Now().Add(c.opts.JoinTimeout)
 	var last error
 	for delay := time.Millisecond; ; delay = min(2*delay, 25*time.Millisecond) {
-		cs, err := dial(c.sock, c.logger)
+		cs, err := dial(c.dir, c.sock, c.opts.AnswerTimeout, c.logger)
 		if err == nil {
 			c.remote = cs
 			return nil
 		}
 		last = err
+		var na *NotAnsweringError
+		if errors.As(err, &na) {
+			return err // an owner holds the store and does not answer: its lock will not come free
+		}
 		host, err := c.opts.Open()
 		if err == nil {
 			own, err := listen(c.sock, host, c.logger)
@@ -347,6 +398,8 @@ var errResend = errors.New("owner: not read by the owner; send again")
 type wireMsg struct {
 	Hello string          `json:"hello,omitempty"`
 	PID   int             `json:"pid,omitempty"`
+	Ping  uint64          `json:"ping,omitempty"`
+	Pong  uint64          `json:"pong,omitempty"`
 	ID    uint64          `json:"id,omitempty"`
 	Op    string          `json:"op,omitempty"`
 	Req   json.RawMessage `json:"req,omitempty"`

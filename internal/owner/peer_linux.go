@@ -28,3 +28,19 @@ func checkPeer(conn *net.UnixConn) error {
 	}
 	return nil
 }
+
+// peerPID is the process id of conn's peer (for a connection this process
+// made, the process listening on the socket), or 0 when unknown.
+func peerPID(conn *net.UnixConn) int {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	pid := 0
+	_ = raw.Control(func(fd uintptr) {
+		if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
+}

@@ -170,7 +170,12 @@ func (sc *serverConn) serve() {
 			return
 		}
 		var m wireMsg
-		if err := json.Unmarshal(line, &m); err != nil || m.ID == 0 || m.Op == "" {
+		err = json.Unmarshal(line, &m)
+		if err == nil && m.Ping != 0 && m.ID == 0 {
+			sc.write(&wireMsg{Pong: m.Ping})
+			continue
+		}
+		if err != nil || m.ID == 0 || m.Op == "" {
 			sc.o.logger.Warn("crux: a malformed message on the owner socket; closing that connection", "err", err)
 			sc.o.forget(sc)
 			return
