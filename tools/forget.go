@@ -266,7 +266,7 @@ func memoryForget() *Tool {
 	const name = "memory_forget"
 	return &Tool{
 		Name:        name,
-		Description: "Forget a scope's facts (restorable for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, 7, then purged): yours only, below tier trusted. Any agent's pin protects; include_pinned lifts yours. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true.",
+		Description: "Forget a scope's facts (restorable for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, 7, then purged): only yours unless tier trusted. Any agent's pin protects; include_pinned lifts yours. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true.",
 		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
