@@ -23,6 +23,53 @@ const MaxWordBytes = index.MaxTermBytes
 // its words.
 func Words(text string) []string { return index.Words(text) }
 
+// factText is the text whose words the keyword index holds for f.
+func factText(f *Fact) string { return f.Value + " " + f.Key + " " + f.Entity }
+
+// countWords returns the words of text as [Words] does, in the same
+// order, with how many of text's words have each as their stem (its term
+// frequency), and text's number of words: what the postings of a fact
+// carry for BM25 (see postings.go).
+func countWords(text string) (words []string, tfs []uint32, dl int) {
+	var at map[string]int // once words is longer than distinctScan; until then words is searched
+	index.Split(text, func(w index.Word) {
+		dl++
+		t := index.Stem(w.Lower)
+		i := -1
+		if at != nil {
+			if j, ok := at[t]; ok {
+				i = j
+			}
+		} else {
+			for j, o := range words {
+				if o == t {
+					i = j
+					break
+				}
+			}
+		}
+		if i >= 0 {
+			tfs[i]++
+			return
+		}
+		words, tfs = append(words, t), append(tfs, 1)
+		if at != nil || len(words) > distinctScan {
+			if at == nil {
+				at = make(map[string]int, 2*len(words))
+				for j, o := range words {
+					at[o] = j
+				}
+			}
+			at[t] = len(words) - 1
+		}
+	})
+	return words, tfs, dl
+}
+
+// distinctScan is how many distinct words countWords finds by searching
+// the list of those it found before a map takes over.
+const distinctScan = 32
+
 // FactQuery selects and ranks facts. Zero fields do not filter.
 type FactQuery struct {
 	Scope // the caller

@@ -5,7 +5,9 @@ import (
 	"cmp"
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/crux-go/crux/index"
@@ -31,22 +33,23 @@ import (
 // ties go to the higher effective confidence, then to the newer fact.
 //
 // Candidates come from the keyword postings, which carry each fact's
-// stored confidence but not its words: every fact holding a term is first
-// weighed by its stored confidence times the sum of the idf of the terms
-// it holds (a longer word counting half), which the postings alone give,
-// and the best of them by that weight, at least rerankMin or twice the
-// limit (FactQuery.Rerank when set), are read and scored exactly. Facts
-// past that cut are the ones whose postings match fewer, or more common,
-// terms. A word in more than commonMax facts names only its newest
-// commonMax, so that its cost does not grow with the store.
+// stored confidence, the word's term frequency and the fact's number of
+// words (see postings.go): every fact a posting names gets its relevance
+// from the postings alone, with avgdl the mean dl of those facts, and
+// facts are read in order of relevance times stored confidence, which
+// bounds their score (effective confidence never exceeds stored, but for
+// a pinned fact, which ranks at it). Once the result holds the limit and
+// the next bound is below the weakest score, no later fact can enter it:
+// the result is the one scoring every candidate would give, having read
+// about as many facts as it returns (and those it may not see: private
+// facts of others, retired or deleted ones). A posting written before
+// format 10 carries no counts; its fact is read for them. A word in more
+// than commonMax facts names only its newest commonMax, so that its cost
+// does not grow with the store.
 
 // prefixWeight is what a word counts towards a term it starts with but is
 // longer than.
 const prefixWeight = 0.5
-
-// rerankMin is the least number of facts a keyword query reads and scores
-// exactly (see above).
-const rerankMin = 100
 
 // activeScanMax bounds the entries of facts.active a keyword query reads
 // to count the tenant's current facts: one page of a backend's scan (see
@@ -66,7 +69,12 @@ type candidate struct {
 	raw  [16]byte // a standard id's 16 bytes
 	id   string   // a non-standard id; "" for a standard one
 	rank [16]byte // ^confidence, ^stored_at
-	w    float64  // within a term's list: 1 for the exact word, prefixWeight for a longer one; merged: the weight of stage one
+	// w is, within a term's list, the fact's term frequency for the term
+	// (each word's count times its weight, see wordWeight); merged, the
+	// fact's relevance.
+	w         float64
+	dl        uint32 // the fact's number of words
+	uncounted bool   // a posting carried no counts: w and dl are to be read from the fact
 }
 
 // factID is c's fact id.
@@ -93,19 +101,22 @@ func (c *candidate) conf() float64 {
 	return math.Float64frombits(^binary.BigEndian.Uint64(c.rank[:8]))
 }
 
-// appendCandidates appends to list a candidate of weight w for every posting
-// of the block v. A block that does not decode adds nothing (crux doctor
-// reports it).
+// appendCandidates appends to list a candidate for every posting of the
+// block v, of a word of weight w (see wordWeight). A block that does not
+// decode adds nothing (crux doctor reports it).
 func appendCandidates(list []candidate, v []byte, w float64) []candidate {
 	start := len(list)
-	if len(v) > 0 && (v[0] == blockMark || v[0] == blockMark7) {
-		r := blockReader{v: v[1:], v8: v[0] == blockMark}
+	if len(v) > 0 && blockLayout(v[0]) != 0 {
+		r := newBlockReader(v)
 		for len(r.v) > 0 {
 			if r.next() != nil {
 				list = list[:start]
 				goto slow
 			}
-			c := candidate{w: w}
+			c := candidate{w: w * float64(r.tf), dl: r.dl}
+			if r.tf == 0 {
+				c.w, c.uncounted = w, true
+			}
 			if r.std {
 				c.raw = r.raw
 			} else {
@@ -125,14 +136,19 @@ slow:
 		return list
 	}
 	for _, p := range ps {
-		list = append(list, newCandidate(p.id, p.rank, w))
+		list = append(list, newCandidate(p.id, p.rank, w, p.tf, p.dl))
 	}
 	return list
 }
 
-// newCandidate is the candidate of the fact id of rank prefix rank.
-func newCandidate(id string, rank []byte, w float64) candidate {
-	c := candidate{w: w}
+// newCandidate is the candidate of the fact id of rank prefix rank, for a
+// word of weight w that the fact holds tf times (0: unknown), dl its
+// number of words.
+func newCandidate(id string, rank []byte, w float64, tf, dl uint32) candidate {
+	c := candidate{w: w * float64(tf), dl: dl}
+	if tf == 0 {
+		c.w, c.uncounted = w, true
+	}
 	if raw, ok := compactID(id); ok {
 		c.raw = raw
 	} else {
@@ -155,9 +171,8 @@ const commonMax = 8192
 
 // termCandidates returns, for each of terms, the facts whose words hold it
 // (exactly, or as the start of a longer word), sorted by fact id, each
-// once with the weight of its best word, at most about 2·commonMax of
-// them, and the terms' statistics without idf. With collect false, it
-// only counts.
+// once with its term frequency, at most about 2·commonMax of them, and
+// the terms' statistics without idf. With collect false, it only counts.
 func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]candidate, []termStat, error) {
 	lists := make([][]candidate, len(terms))
 	runs := make([][]int, len(terms)) // where each run of lists[i] sorted by id starts
@@ -228,18 +243,35 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		starts.Add(t)
 	}
 	fresh := make([]bool, len(terms))
+	best := make([]float64, len(terms))
+	tfs := make([]float64, len(terms))
 	err := tx.Scan(bucketFresh, indexKey(tenant, ""), false, func(k, v []byte) error {
-		words, ok := freshWords(v)
+		words, counts, ok := freshWords(v)
 		if !ok {
 			return nil // malformed; the fact stays reachable by the other indexes
 		}
-		best := make([]float64, len(terms))
+		clear(best)
+		clear(tfs)
+		var dl uint64
+		if counts != nil {
+			var n int
+			dl, n = binary.Uvarint(counts)
+			counts = counts[n:]
+		}
 		for w := range bytes.SplitSeq(words, []byte{0}) {
+			tf := uint64(1)
+			if counts != nil {
+				var n int
+				tf, n = binary.Uvarint(counts)
+				counts = counts[n:]
+			}
 			if !starts.Lets(w) {
 				continue
 			}
 			for i, t := range terms {
-				best[i] = max(best[i], wordWeight(w, t))
+				x := wordWeight(w, t)
+				best[i] = max(best[i], x)
+				tfs[i] += x * float64(tf)
 			}
 		}
 		for i, b := range best {
@@ -255,7 +287,9 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 				if !fresh[i] {
 					fresh[i], runs[i] = true, append(runs[i], len(lists[i]))
 				}
-				lists[i] = append(lists[i], newCandidate(string(k[len(tenant)+1:]), v[:16], b))
+				c := newCandidate(string(k[len(tenant)+1:]), v[:16], 1, 1, uint32(dl))
+				c.w, c.uncounted = tfs[i], dl == 0
+				lists[i] = append(lists[i], c)
 			}
 		}
 		return nil
@@ -264,7 +298,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		return nil, nil, err
 	}
 	for i := range lists {
-		lists[i] = mergeRuns(lists[i], runs[i], maxWeight)
+		lists[i] = mergeRuns(lists[i], runs[i], sumWeights)
 	}
 	return lists, stats, nil
 }
@@ -307,9 +341,8 @@ func mergeRuns(list []candidate, starts []int, combine func(a, b float64) float6
 	return list
 }
 
-// maxWeight and sumWeights combine the weights of a fact's candidates:
-// within a term, its best word's; across terms, the sum.
-func maxWeight(a, b float64) float64  { return max(a, b) }
+// sumWeights combines the weights of a fact's candidates: within a term,
+// the term frequencies its words give; across terms, their relevance.
 func sumWeights(a, b float64) float64 { return a + b }
 
 // mergeTwo appends to dst the candidates of a and b, each sorted by fact
@@ -324,6 +357,8 @@ func mergeTwo(dst, a, b []candidate, combine func(a, b float64) float64) []candi
 		default:
 			x := a[0]
 			x.w = combine(x.w, b[0].w)
+			x.dl = max(x.dl, b[0].dl)
+			x.uncounted = x.uncounted || b[0].uncounted
 			dst, a, b = append(dst, x), a[1:], b[1:]
 		}
 	}
@@ -332,14 +367,16 @@ func mergeTwo(dst, a, b []candidate, combine func(a, b float64) float64) []candi
 
 // newestPostings appends to list a candidate for each of the commonMax
 // newest postings of word (at least; whole blocks are read), reading its
-// blocks from the tail back, and to runs where each block's run starts.
+// blocks from the tail back, and to runs where their run starts: the
+// blocks of a word cover disjoint ranges of ids, so, put back in key
+// order, they make one.
 func newestPostings(tx Tx, tenant, word string, list []candidate, runs []int) ([]candidate, []int, error) {
-	n := 0
+	start := len(list)
+	var ends []int // where each block read ends in list, newest first
 	err := tx.Scan(bucketWords, wordPrefix(tenant, word), true, func(_, v []byte) error {
-		at := len(list)
-		runs = append(runs, at)
 		list = appendCandidates(list, v, 1)
-		if n += len(list) - at; n >= commonMax {
+		ends = append(ends, len(list))
+		if len(list)-start >= commonMax {
 			return ErrStop
 		}
 		return nil
@@ -347,7 +384,18 @@ func newestPostings(tx Tx, tenant, word string, list []candidate, runs []int) ([
 	if err == ErrStop {
 		err = nil
 	}
-	return list, runs, err
+	if len(ends) > 1 {
+		read := slices.Clone(list[start:])
+		list = list[:start]
+		for j := len(ends) - 1; j >= 0; j-- {
+			from := 0
+			if j > 0 {
+				from = ends[j-1] - start
+			}
+			list = append(list, read[from:ends[j]-start]...)
+		}
+	}
+	return list, append(runs, start), err
 }
 
 // blockPostings is the number of postings a block of the keyword index
@@ -425,38 +473,34 @@ func termStats(tx Tx, tenant string, terms []string) ([]termStat, error) {
 }
 
 // searchTerms runs a keyword query without entity or key filter: the
-// postings of its terms name the candidates, the best of which by their
-// postings alone are read and scored (see above).
+// postings of its terms name the candidates and give their relevance, and
+// the candidates are read best bound first until no later one can enter
+// the result (see above).
 func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
-	lists, stats, err := termCandidates(tx, q.Tenant, q.Terms, true)
+	all, err := scoreCandidates(tx, q.Tenant, q.Terms)
 	if err != nil {
 		return FactResult{}, err
 	}
-	n, err := factCount(tx, q.Tenant)
-	if err != nil {
-		return FactResult{}, err
+	h := make(boundHeap, len(all))
+	for i := range all {
+		h[i] = bound{ub: all[i].w * all[i].conf(), c: &all[i]}
 	}
-	setIDF(stats, n)
-	h := candHeap(mergeCandidates(lists, stats))
 	heap.Init(&h)
-	want := 0 // facts to score; 0: every candidate
-	if q.Limit > 0 {
-		want = max(rerankMin, 2*q.Limit)
-		if q.Rerank > 0 {
-			want = max(q.Rerank, q.Limit)
-		}
-	}
 	var res FactResult
-	var batch []candidate
-	for len(h) > 0 && (want == 0 || len(res.Facts) < want) {
-		// The next candidates, read together (see Prefetcher).
+	var batch []*candidate
+	for len(h) > 0 {
+		// The next candidates, read together (see Prefetcher): as many as
+		// the result lacks, at least 16.
 		batch = batch[:0]
-		for len(h) > 0 && len(batch) < max(16, want-len(res.Facts)) {
-			batch = append(batch, heap.Pop(&h).(candidate))
+		for len(h) > 0 && len(batch) < max(16, q.Limit-len(res.Facts)) {
+			batch = append(batch, heap.Pop(&h).(bound).c)
 		}
 		prefetchCandidates(tx, batch)
-		for i := range batch {
-			f, err := indexedFact(tx, bucketWords, batch[i].factID())
+		for _, c := range batch {
+			if q.Limit > 0 && len(res.Facts) >= q.Limit && c.w*c.conf() < res.Facts[len(res.Facts)-1].Score {
+				return q.finish(res), nil // no later candidate scores more
+			}
+			f, err := indexedFact(tx, bucketWords, c.factID())
 			if err != nil {
 				if err := SkipCorrupt(tx, err); err != nil {
 					return FactResult{}, err
@@ -474,16 +518,135 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 				res.BelowFloor++
 				continue
 			}
-			res.Facts = append(res.Facts, r)
+			r.Score = c.w * r.Effective
+			res.Facts = insertRanked(res.Facts, r, q.Limit)
 		}
 	}
-	scoreFacts(res.Facts, stats)
 	return q.finish(res), nil
+}
+
+// scoreCandidates returns the facts that the postings of terms name in
+// tenant, sorted by fact id, each once with its relevance to them as w.
+func scoreCandidates(tx Tx, tenant string, terms []string) ([]candidate, error) {
+	lists, stats, err := termCandidates(tx, tenant, terms, true)
+	if err != nil {
+		return nil, err
+	}
+	n, err := factCount(tx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	setIDF(stats, n)
+	if err := countUncounted(tx, lists, stats); err != nil {
+		return nil, err
+	}
+	avg := meanDL(lists)
+	total := 0
+	for _, l := range lists {
+		total += len(l)
+	}
+	all := make([]candidate, 0, total)
+	starts := make([]int, 0, len(lists))
+	for i, l := range lists {
+		starts = append(starts, len(all))
+		for _, c := range l {
+			if c.w > 0 {
+				c.w = bm25(stats[i].idf, c.w, int(c.dl), avg)
+			}
+			all = append(all, c)
+		}
+	}
+	return mergeRuns(all, starts, sumWeights), nil
+}
+
+// countUncounted gives the candidates of lists whose postings carry no
+// counts (written before format 10) their term frequency and dl, read from
+// their facts as scoreFacts would count them. A fact that cannot be read
+// keeps what its postings gave; it leaves the result when it is read
+// again.
+func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
+	type count struct {
+		tf []float64
+		dl int
+	}
+	var counts map[string]*count
+	var m *matcher
+	for _, l := range lists {
+		for j := range l {
+			if !l[j].uncounted {
+				continue
+			}
+			if counts == nil {
+				counts, m = make(map[string]*count), newMatcher(stats)
+			}
+			id := l[j].factID()
+			if _, ok := counts[id]; ok {
+				continue
+			}
+			counts[id] = nil
+			f, err := GetFact(tx, id)
+			var ce *CorruptRecordError
+			if errors.Is(err, ErrNotFound) || errors.As(err, &ce) {
+				continue // searchTerms meets it again, and skips it
+			}
+			if err != nil {
+				return err
+			}
+			tf, dl := m.termFrequencies(f)
+			counts[id] = &count{tf, dl}
+		}
+	}
+	for i, l := range lists {
+		for j := range l {
+			if !l[j].uncounted {
+				continue
+			}
+			if c := counts[l[j].factID()]; c != nil {
+				l[j].w, l[j].dl, l[j].uncounted = c.tf[i], uint32(min(c.dl, tfMax)), false
+			}
+		}
+	}
+	return nil
+}
+
+// meanDL is the mean number of words of the facts that lists name (each
+// counted once; those of unknown length not at all), 1 when there are
+// none.
+func meanDL(lists [][]candidate) float64 {
+	pos := make([]int, len(lists))
+	n, sum := 0, 0.0
+	for {
+		var least *candidate
+		for i, l := range lists {
+			if pos[i] < len(l) && (least == nil || cmpCandidates(&l[pos[i]], least) < 0) {
+				least = &l[pos[i]]
+			}
+		}
+		if least == nil {
+			break
+		}
+		c := *least
+		dl := uint32(0)
+		for i, l := range lists {
+			if pos[i] < len(l) && cmpCandidates(&l[pos[i]], &c) == 0 {
+				dl = max(dl, l[pos[i]].dl)
+				pos[i]++
+			}
+		}
+		if dl > 0 {
+			n++
+			sum += float64(dl)
+		}
+	}
+	if n == 0 {
+		return 1
+	}
+	return sum / float64(n)
 }
 
 // prefetchCandidates announces the reads of the facts of cs (see
 // Prefetcher).
-func prefetchCandidates(tx Tx, cs []candidate) {
+func prefetchCandidates(tx Tx, cs []*candidate) {
 	if _, ok := tx.(Prefetcher); !ok {
 		return
 	}
@@ -494,46 +657,30 @@ func prefetchCandidates(tx Tx, cs []candidate) {
 	prefetch(tx, bucketFacts, ids)
 }
 
-// mergeCandidates merges the terms' candidate lists, each sorted by fact
-// id, into one candidate a fact, weighed by its stored confidence times
-// the idf of the terms it holds (each times its word's weight).
-func mergeCandidates(lists [][]candidate, stats []termStat) []candidate {
-	total := 0
-	for _, l := range lists {
-		total += len(l)
-	}
-	all := make([]candidate, 0, total)
-	starts := make([]int, 0, len(lists))
-	for i, l := range lists {
-		starts = append(starts, len(all))
-		for _, c := range l {
-			c.w *= stats[i].idf
-			all = append(all, c)
-		}
-	}
-	all = mergeRuns(all, starts, sumWeights)
-	for i := range all {
-		all[i].w *= all[i].conf()
-	}
-	return all
+// bound is a candidate with the most it can score: its relevance times
+// its stored confidence.
+type bound struct {
+	ub float64
+	c  *candidate
 }
 
-// candHeap orders candidates by weight, highest first, then newest first.
-type candHeap []candidate
+// boundHeap orders candidates by bound, highest first, then newest first,
+// then by id.
+type boundHeap []bound
 
-func (h candHeap) Len() int { return len(h) }
-func (h candHeap) Less(i, j int) bool {
-	if h[i].w != h[j].w {
-		return h[i].w > h[j].w
+func (h boundHeap) Len() int { return len(h) }
+func (h boundHeap) Less(i, j int) bool {
+	if h[i].ub != h[j].ub {
+		return h[i].ub > h[j].ub
 	}
-	if c := bytes.Compare(h[i].rank[8:], h[j].rank[8:]); c != 0 {
+	if c := bytes.Compare(h[i].c.rank[8:], h[j].c.rank[8:]); c != 0 {
 		return c < 0 // ^stored_at: the newer first
 	}
-	return cmpCandidates(&h[i], &h[j]) < 0
+	return cmpCandidates(h[i].c, h[j].c) < 0
 }
-func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *candHeap) Push(x any)   { *h = append(*h, x.(candidate)) }
-func (h *candHeap) Pop() any {
+func (h boundHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *boundHeap) Push(x any)   { *h = append(*h, x.(bound)) }
+func (h *boundHeap) Pop() any {
 	old := *h
 	c := old[len(old)-1]
 	*h = old[:len(old)-1]
