@@ -51,6 +51,10 @@ import (
 // longer than.
 const prefixWeight = 0.5
 
+// rerankMin is the least number of candidates whose mean length is a
+// keyword query's avgdl (see weighedDL).
+const rerankMin = 100
+
 // activeScanMax bounds the entries of facts.active a keyword query reads
 // to count the tenant's current facts: one page of a backend's scan (see
 // factCount).
@@ -73,8 +77,9 @@ type candidate struct {
 	// (each word's count times its weight, see wordWeight); merged, the
 	// fact's relevance.
 	w         float64
-	dl        uint32 // the fact's number of words
-	uncounted bool   // a posting carried no counts: w and dl are to be read from the fact
+	dl        uint32  // the fact's number of words
+	best      float32 // within a term's list: the weight of the fact's best word for it (see wordWeight)
+	uncounted bool    // a posting carried no counts: w and dl are to be read from the fact
 }
 
 // factID is c's fact id.
@@ -113,7 +118,7 @@ func appendCandidates(list []candidate, v []byte, w float64) []candidate {
 				list = list[:start]
 				goto slow
 			}
-			c := candidate{w: w * float64(r.tf), dl: r.dl}
+			c := candidate{w: w * float64(r.tf), dl: r.dl, best: float32(w)}
 			if r.tf == 0 {
 				c.w, c.uncounted = w, true
 			}
@@ -145,7 +150,7 @@ slow:
 // word of weight w that the fact holds tf times (0: unknown), dl its
 // number of words.
 func newCandidate(id string, rank []byte, w float64, tf, dl uint32) candidate {
-	c := candidate{w: w * float64(tf), dl: dl}
+	c := candidate{w: w * float64(tf), dl: dl, best: float32(w)}
 	if tf == 0 {
 		c.w, c.uncounted = w, true
 	}
@@ -288,7 +293,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 					fresh[i], runs[i] = true, append(runs[i], len(lists[i]))
 				}
 				c := newCandidate(string(k[len(tenant)+1:]), v[:16], 1, 1, uint32(dl))
-				c.w, c.uncounted = tfs[i], dl == 0
+				c.w, c.best, c.uncounted = tfs[i], float32(b), dl == 0
 				lists[i] = append(lists[i], c)
 			}
 		}
@@ -358,6 +363,7 @@ func mergeTwo(dst, a, b []candidate, combine func(a, b float64) float64) []candi
 			x := a[0]
 			x.w = combine(x.w, b[0].w)
 			x.dl = max(x.dl, b[0].dl)
+			x.best = max(x.best, b[0].best)
 			x.uncounted = x.uncounted || b[0].uncounted
 			dst, a, b = append(dst, x), a[1:], b[1:]
 		}
@@ -477,7 +483,7 @@ func termStats(tx Tx, tenant string, terms []string) ([]termStat, error) {
 // the candidates are read best bound first until no later one can enter
 // the result (see above).
 func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
-	all, err := scoreCandidates(tx, q.Tenant, q.Terms)
+	all, err := scoreCandidates(tx, q.Tenant, q.Terms, q.lengthSample())
 	if err != nil {
 		return FactResult{}, err
 	}
@@ -525,9 +531,23 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 	return q.finish(res), nil
 }
 
+// lengthSample is how many of a keyword query's candidates set avgdl (see
+// weighedDL): rerankMin or twice the limit, FactQuery.Rerank when set; 0
+// (every candidate) without a limit.
+func (q *FactQuery) lengthSample() int {
+	switch {
+	case q.Limit <= 0:
+		return 0
+	case q.Rerank > 0:
+		return max(q.Rerank, q.Limit)
+	}
+	return max(rerankMin, 2*q.Limit)
+}
+
 // scoreCandidates returns the facts that the postings of terms name in
-// tenant, sorted by fact id, each once with its relevance to them as w.
-func scoreCandidates(tx Tx, tenant string, terms []string) ([]candidate, error) {
+// tenant, sorted by fact id, each once with its relevance to them as w,
+// avgdl the mean dl of the sample best by their postings (see weighedDL).
+func scoreCandidates(tx Tx, tenant string, terms []string, sample int) ([]candidate, error) {
 	lists, stats, err := termCandidates(tx, tenant, terms, true)
 	if err != nil {
 		return nil, err
@@ -540,7 +560,7 @@ func scoreCandidates(tx Tx, tenant string, terms []string) ([]candidate, error) 
 	if err := countUncounted(tx, lists, stats); err != nil {
 		return nil, err
 	}
-	avg := meanDL(lists)
+	avg := weighedDL(lists, stats, sample)
 	total := 0
 	for _, l := range lists {
 		total += len(l)
@@ -609,12 +629,19 @@ func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
 	return nil
 }
 
-// meanDL is the mean number of words of the facts that lists name (each
-// counted once; those of unknown length not at all), 1 when there are
-// none.
-func meanDL(lists [][]candidate) float64 {
+// weighedDL is the mean number of words of the n facts (all when n is
+// 0) that lists name and their postings weigh best: by their stored
+// confidence times the sum of the idf of the terms they hold, a longer
+// word counting prefixWeight; ties go to the newer fact. The facts of
+// unknown length count for none; 1 when no fact is of known length.
+func weighedDL(lists [][]candidate, stats []termStat, n int) float64 {
+	type weighed struct {
+		w  float64
+		c  *candidate
+		dl uint32
+	}
+	var all []weighed
 	pos := make([]int, len(lists))
-	n, sum := 0, 0.0
 	for {
 		var least *candidate
 		for i, l := range lists {
@@ -625,23 +652,40 @@ func meanDL(lists [][]candidate) float64 {
 		if least == nil {
 			break
 		}
-		c := *least
-		dl := uint32(0)
+		x := weighed{c: least}
 		for i, l := range lists {
-			if pos[i] < len(l) && cmpCandidates(&l[pos[i]], &c) == 0 {
-				dl = max(dl, l[pos[i]].dl)
+			if pos[i] < len(l) && cmpCandidates(&l[pos[i]], least) == 0 {
+				x.w += stats[i].idf * float64(l[pos[i]].best)
+				x.dl = max(x.dl, l[pos[i]].dl)
 				pos[i]++
 			}
 		}
-		if dl > 0 {
-			n++
-			sum += float64(dl)
+		x.w *= least.conf()
+		all = append(all, x)
+	}
+	if n > 0 && n < len(all) {
+		slices.SortFunc(all, func(a, b weighed) int {
+			if a.w != b.w {
+				return cmp.Compare(b.w, a.w)
+			}
+			if c := bytes.Compare(a.c.rank[8:], b.c.rank[8:]); c != 0 {
+				return c // ^stored_at: the newer first
+			}
+			return cmpCandidates(a.c, b.c)
+		})
+		all = all[:n]
+	}
+	count, sum := 0, 0.0
+	for _, x := range all {
+		if x.dl > 0 {
+			count++
+			sum += float64(x.dl)
 		}
 	}
-	if n == 0 {
+	if count == 0 {
 		return 1
 	}
-	return sum / float64(n)
+	return sum / float64(count)
 }
 
 // prefetchCandidates announces the reads of the facts of cs (see
