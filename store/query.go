@@ -91,10 +91,11 @@ type FactQuery struct {
 	MinEffective float64
 	// Limit caps the result; 0 means no cap.
 	Limit int
-	// Rerank, when set, is how many of a keyword query's candidates (see
-	// [SearchFacts]) are read and scored exactly, at least Limit; else
-	// 100 or twice Limit, whichever is more (without a Limit, every
-	// candidate is). Fewer cost less and rank the top a little less well.
+	// Rerank, when set, is how many of a keyword query's candidates, the
+	// best by their postings, give the mean length of its BM25 (see
+	// [SearchFacts]), at least Limit; else 100 or twice Limit, whichever
+	// is more (without a Limit, every candidate does). Every candidate is
+	// scored exactly however many it is.
 	Rerank int
 
 	Now    time.Time
@@ -133,9 +134,10 @@ type FactResult struct {
 // key index, the keyword postings or the confidence index), so the work
 // grows with the number of matching facts, not with the size of the store.
 // Unfiltered queries visit candidates by stored confidence and stop as soon
-// as no later one can enter the result; keyword queries weigh their
-// candidates by their postings and read the best of them (see
-// searchTerms), so both read few more facts than they return.
+// as no later one can enter the result; keyword queries score their
+// candidates from their postings and read them best first, until no later
+// one can enter the result (see searchTerms), so both read few more facts
+// than they return.
 func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 	switch {
 	case q.Entity != "" || q.EntityPrefix != "":

@@ -25,7 +25,8 @@ import (
 // term and half of each longer word that starts with it ("topic7" in
 // "topic700"), so that an exact word outranks the longer words it is a
 // prefix of; dl is the fact's number of words and avgdl their mean over
-// the facts scored. idf is ln(1 + (N − df + 0.5)/(df + 0.5)), df the number
+// the facts scored (for a query without entity or key filter, see below).
+// idf is ln(1 + (N − df + 0.5)/(df + 0.5)), df the number
 // of facts holding the exact word (those holding a longer one when none
 // does) and N the tenant's number of facts (see factCount). A fact that
 // matches more of the terms, or rarer ones, so scores higher. The score a
@@ -35,8 +36,11 @@ import (
 // Candidates come from the keyword postings, which carry each fact's
 // stored confidence, the word's term frequency and the fact's number of
 // words (see postings.go): every fact a posting names gets its relevance
-// from the postings alone, with avgdl the mean dl of those facts, and
-// facts are read in order of relevance times stored confidence, which
+// from the postings alone, with avgdl the mean dl of the best of them by
+// their postings (stored confidence times the summed idf of the terms
+// they hold: at least rerankMin or twice the limit, FactQuery.Rerank when
+// set; see weighedDL), and facts are read in order of relevance times
+// stored confidence, which
 // bounds their score (effective confidence never exceeds stored, but for
 // a pinned fact, which ranks at it). Once the result holds the limit and
 // the next bound is below the weakest score, no later fact can enter it:
