@@ -95,7 +95,9 @@ type FactQuery struct {
 	// best by their postings, give the mean length of its BM25 (see
 	// [SearchFacts]), at least Limit; else 100 or twice Limit, whichever
 	// is more (without a Limit, every candidate does). Every candidate is
-	// scored exactly however many it is.
+	// scored exactly however many it is, so that a query of Limit k
+	// returns the first k facts the same query without Limit returns
+	// (Rerank set).
 	Rerank int
 
 	Now    time.Time

@@ -536,14 +536,14 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 }
 
 // lengthSample is how many of a keyword query's candidates set avgdl (see
-// weighedDL): rerankMin or twice the limit, FactQuery.Rerank when set; 0
-// (every candidate) without a limit.
+// weighedDL): FactQuery.Rerank when set (at least the limit), else
+// rerankMin or twice the limit, 0 (every candidate) without a limit.
 func (q *FactQuery) lengthSample() int {
 	switch {
-	case q.Limit <= 0:
-		return 0
 	case q.Rerank > 0:
 		return max(q.Rerank, q.Limit)
+	case q.Limit <= 0:
+		return 0
 	}
 	return max(rerankMin, 2*q.Limit)
 }
