@@ -636,60 +636,75 @@ func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
 // weighedDL is the mean number of words of the n facts (all when n is
 // 0) that lists name and their postings weigh best: by their stored
 // confidence times the sum of the idf of the terms they hold, a longer
-// word counting prefixWeight; ties go to the newer fact. The facts of
-// unknown length count for none; 1 when no fact is of known length.
+// word counting prefixWeight; ties go to the newer fact, then to the
+// smaller id. The facts of unknown length count for none; 1 when no fact
+// is of known length.
 func weighedDL(lists [][]candidate, stats []termStat, n int) float64 {
-	type weighed struct {
-		w  float64
-		c  *candidate
-		dl uint32
+	total := 0
+	for _, l := range lists {
+		total += len(l)
 	}
-	var all []weighed
-	pos := make([]int, len(lists))
-	for {
-		var least *candidate
-		for i, l := range lists {
-			if pos[i] < len(l) && (least == nil || cmpCandidates(&l[pos[i]], least) < 0) {
-				least = &l[pos[i]]
-			}
+	all := make([]candidate, 0, total)
+	starts := make([]int, 0, len(lists))
+	for i, l := range lists {
+		starts = append(starts, len(all))
+		for _, c := range l {
+			c.w = stats[i].idf * float64(c.best)
+			all = append(all, c)
 		}
-		if least == nil {
-			break
-		}
-		x := weighed{c: least}
-		for i, l := range lists {
-			if pos[i] < len(l) && cmpCandidates(&l[pos[i]], least) == 0 {
-				x.w += stats[i].idf * float64(l[pos[i]].best)
-				x.dl = max(x.dl, l[pos[i]].dl)
-				pos[i]++
-			}
-		}
-		x.w *= least.conf()
-		all = append(all, x)
+	}
+	all = mergeRuns(all, starts, sumWeights)
+	for i := range all {
+		all[i].w *= all[i].conf()
 	}
 	if n > 0 && n < len(all) {
-		slices.SortFunc(all, func(a, b weighed) int {
-			if a.w != b.w {
-				return cmp.Compare(b.w, a.w)
+		// The n best, kept in a heap whose root is the worst of them.
+		h := worstFirst(all[:n])
+		heap.Init(&h)
+		for i := n; i < len(all); i++ {
+			if weighsMore(&all[i], &h[0]) {
+				h[0] = all[i]
+				heap.Fix(&h, 0)
 			}
-			if c := bytes.Compare(a.c.rank[8:], b.c.rank[8:]); c != 0 {
-				return c // ^stored_at: the newer first
-			}
-			return cmpCandidates(a.c, b.c)
-		})
-		all = all[:n]
+		}
+		all = h
 	}
 	count, sum := 0, 0.0
-	for _, x := range all {
-		if x.dl > 0 {
+	for _, c := range all {
+		if c.dl > 0 {
 			count++
-			sum += float64(x.dl)
+			sum += float64(c.dl)
 		}
 	}
 	if count == 0 {
 		return 1
 	}
 	return sum / float64(count)
+}
+
+// weighsMore reports whether a comes before b by weight (see weighedDL).
+func weighsMore(a, b *candidate) bool {
+	if a.w != b.w {
+		return a.w > b.w
+	}
+	if c := bytes.Compare(a.rank[8:], b.rank[8:]); c != 0 {
+		return c < 0 // ^stored_at: the newer first
+	}
+	return cmpCandidates(a, b) < 0
+}
+
+// worstFirst is a heap of candidates whose root weighs least.
+type worstFirst []candidate
+
+func (h worstFirst) Len() int           { return len(h) }
+func (h worstFirst) Less(i, j int) bool { return weighsMore(&h[j], &h[i]) }
+func (h worstFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *worstFirst) Push(x any)        { *h = append(*h, x.(candidate)) }
+func (h *worstFirst) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
 }
 
 // prefetchCandidates announces the reads of the facts of cs (see
