@@ -187,6 +187,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 	runs := make([][]int, len(terms)) // where each run of lists[i] sorted by id starts
 	stats := make([]termStat, len(terms))
 	for _, t := range terms {
+		prefetchScan(tx, bucketWords, wordPrefix(tenant, t), true)
 		prefetchScan(tx, bucketWords, indexKey(tenant, t), false)
 	}
 	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
@@ -194,10 +195,6 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 	var scratch []candidate
 	for i, t := range terms {
 		stats[i].term = t
-		prefix := indexKey(tenant, t)
-		var last []byte
-		exactCut := false // the exact word's postings passed commonMax: lists[i] holds none of them
-		longer := 0       // postings of longer words decoded
 		// decode adds the postings of v, of weight w, to lists[i] (or
 		// only counts them) and returns how many.
 		decode := func(v []byte, w float64) int {
@@ -209,41 +206,59 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 			lists[i] = appendCandidates(lists[i], v, w)
 			return len(lists[i]) - at
 		}
-		err := tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
-			// k is tenant, NUL, word, NUL, last id: the word is t exactly
-			// when a NUL follows the prefix. The exact word's blocks come
-			// first.
-			exact := len(k) > len(prefix) && k[len(prefix)] == 0
+		// The exact word's blocks, newest first, up to commonMax
+		// postings; cut is the key of the oldest block decoded when older
+		// ones are left, which are counted below.
+		var cut []byte
+		var ends []int // where each block decoded ends in lists[i], newest first
+		err := tx.Scan(bucketWords, wordPrefix(tenant, t), true, func(k, v []byte) error {
+			n := decode(v, 1)
+			stats[i].df += n
+			ends = append(ends, len(lists[i]))
+			if stats[i].df >= commonMax {
+				cut = bytes.Clone(k)
+				return ErrStop
+			}
+			return nil
+		})
+		if err != nil && err != ErrStop {
+			return nil, nil, err
+		}
+		if collect {
+			lists[i] = blocksInOrder(lists[i], ends)
+			runs[i] = append(runs[i], 0)
+		}
+		// Then the exact word's older blocks, counted, and the longer
+		// words' blocks: k is tenant, NUL, word, NUL, last id, and the
+		// word is t exactly when a NUL follows the prefix, the exact
+		// word's blocks coming first.
+		prefix := indexKey(tenant, t)
+		var last []byte
+		longer := 0 // postings of longer words decoded
+		err = tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
+			if len(k) > len(prefix) && k[len(prefix)] == 0 {
+				if cut != nil && bytes.Compare(k, cut) < 0 {
+					stats[i].df += blockPostings(k, v)
+				}
+				return nil
+			}
 			if j := bytes.IndexByte(k[len(prefix):], 0); j >= 0 && !bytes.Equal(k[:len(prefix)+j], last) {
 				last = append(last[:0], k[:len(prefix)+j]...)
 				if collect {
 					runs[i] = append(runs[i], len(lists[i])) // a word's postings are sorted by id
 				}
 			}
-			switch {
-			case exact && !exactCut:
-				stats[i].df += decode(v, 1)
-				if stats[i].df > commonMax {
-					exactCut, lists[i], runs[i] = true, lists[i][:0], runs[i][:0]
-				}
-			case exact:
-				stats[i].df += blockPostings(k, v)
-			case longer >= commonMax:
+			if longer >= commonMax {
 				stats[i].dfPre += blockPostings(k, v)
-			default:
-				n := decode(v, prefixWeight)
-				longer += n
-				stats[i].dfPre += n
+				return nil
 			}
+			n := decode(v, prefixWeight)
+			longer += n
+			stats[i].dfPre += n
 			return nil
 		})
 		if err != nil {
 			return nil, nil, err
-		}
-		if exactCut && collect {
-			if lists[i], runs[i], err = newestPostings(tx, tenant, t, lists[i], runs[i]); err != nil {
-				return nil, nil, err
-			}
 		}
 	}
 	// The postings not yet moved to the keyword index (see indexLive).
@@ -375,37 +390,23 @@ func mergeTwo(dst, a, b []candidate, combine func(a, b float64) float64) []candi
 	return append(append(dst, a...), b...)
 }
 
-// newestPostings appends to list a candidate for each of the commonMax
-// newest postings of word (at least; whole blocks are read), reading its
-// blocks from the tail back, and to runs where their run starts: the
-// blocks of a word cover disjoint ranges of ids, so, put back in key
-// order, they make one.
-func newestPostings(tx Tx, tenant, word string, list []candidate, runs []int) ([]candidate, []int, error) {
-	start := len(list)
-	var ends []int // where each block read ends in list, newest first
-	err := tx.Scan(bucketWords, wordPrefix(tenant, word), true, func(_, v []byte) error {
-		list = appendCandidates(list, v, 1)
-		ends = append(ends, len(list))
-		if len(list)-start >= commonMax {
-			return ErrStop
-		}
-		return nil
-	})
-	if err == ErrStop {
-		err = nil
+// blocksInOrder puts the postings of list, blocks of one word read newest
+// first, each ending where ends says, back in the order of their ids: the
+// blocks of a word cover disjoint ranges of ids.
+func blocksInOrder(list []candidate, ends []int) []candidate {
+	if len(ends) < 2 {
+		return list
 	}
-	if len(ends) > 1 {
-		read := slices.Clone(list[start:])
-		list = list[:start]
-		for j := len(ends) - 1; j >= 0; j-- {
-			from := 0
-			if j > 0 {
-				from = ends[j-1] - start
-			}
-			list = append(list, read[from:ends[j]-start]...)
+	read := slices.Clone(list)
+	list = list[:0]
+	for j := len(ends) - 1; j >= 0; j-- {
+		from := 0
+		if j > 0 {
+			from = ends[j-1]
 		}
+		list = append(list, read[from:ends[j]]...)
 	}
-	return list, append(runs, start), err
+	return list
 }
 
 // blockPostings is the number of postings a block of the keyword index

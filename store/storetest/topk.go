@@ -123,3 +123,50 @@ func scored(rs []store.RankedFact) []string {
 	}
 	return out
 }
+
+// testFactTopKCommon checks testFactTopK's property for a word held by
+// more facts than a keyword query decodes the postings of (the newest of
+// them only, the others counted): over a word in every fact, alone and
+// beside rarer words and a prefix of longer words, some of them private
+// or retired.
+func testFactTopKCommon(t *testing.T, b store.Backend) {
+	if testing.Short() {
+		t.Skip("writes 9,000 facts")
+	}
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 11))
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	const n = 9000
+	for start := 0; start < n; start += 1000 {
+		require.NoError(t, b.Update(ctx, func(tx store.Tx) error {
+			for i := start; i < start+1000; i++ {
+				now = now.Add(time.Duration(rng.IntN(2)) * time.Second)
+				value := fmt.Sprintf("common note %d", i%7)
+				if i%9 == 0 {
+					value += fmt.Sprintf(" rare%d rare%d", i%5, i%3)
+				}
+				agent := []string{"", "alice"}[rng.IntN(2)]
+				if _, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: "t", Agent: agent},
+					Entity: fmt.Sprintf("e%d", rng.IntN(3000)), Key: "k", Value: value,
+					Confidence: []float64{0.5, 1}[rng.IntN(2)], Private: agent != "" && rng.IntN(4) == 0, Now: now}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	for _, text := range []string{"common", "common note", "note rare1", "rare", "common rare2 rare0"} {
+		for _, agent := range []string{"", "alice", "bob"} {
+			q := store.FactQuery{Scope: store.Scope{Tenant: "t", Agent: agent}, Terms: store.QueryWords(text), Now: now, Rerank: 50}
+			var all store.FactResult
+			require.NoError(t, b.View(ctx, func(tx store.Tx) (err error) { all, err = store.SearchFacts(tx, q); return err }))
+			require.NotEmpty(t, all.Facts, "%q", text)
+			for _, k := range []int{1, 10} {
+				q.Limit = k
+				var top store.FactResult
+				require.NoError(t, b.View(ctx, func(tx store.Tx) (err error) { top, err = store.SearchFacts(tx, q); return err }))
+				assert.Equal(t, scored(all.Facts[:min(k, len(all.Facts))]), scored(top.Facts), "%q as %q, limit %d", text, agent, k)
+			}
+		}
+	}
+}
