@@ -7,7 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/crux-go/crux/index"
@@ -565,23 +567,29 @@ func scoreCandidates(tx Tx, tenant string, terms []string, sample int) ([]candid
 	if err := countUncounted(tx, lists, stats); err != nil {
 		return nil, err
 	}
-	avg := weighedDL(lists, stats, sample)
-	total := 0
-	for _, l := range lists {
-		total += len(l)
+	all, avg := weighedDL(lists, stats, sample)
+	for i := range all {
+		all[i].w = 0
 	}
-	all := make([]candidate, 0, total)
-	starts := make([]int, 0, len(lists))
+	// Each term's candidates are among all, in the same order: found by
+	// walking all, or by a binary search when they are few.
 	for i, l := range lists {
-		starts = append(starts, len(all))
+		search := len(l)*bits.Len(uint(len(all))) < len(all)
+		j := 0
 		for _, c := range l {
-			if c.w > 0 {
-				c.w = bm25(stats[i].idf, c.w, int(c.dl), avg)
+			if search {
+				j += sort.Search(len(all)-j, func(x int) bool { return cmpCandidates(&all[j+x], &c) >= 0 })
+			} else {
+				for cmpCandidates(&all[j], &c) < 0 {
+					j++
+				}
 			}
-			all = append(all, c)
+			if c.w > 0 {
+				all[j].w += bm25(stats[i].idf, c.w, int(c.dl), avg)
+			}
 		}
 	}
-	return mergeRuns(all, starts, sumWeights), nil
+	return all, nil
 }
 
 // countUncounted gives the candidates of lists whose postings carry no
@@ -634,13 +642,13 @@ func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
 	return nil
 }
 
-// weighedDL is the mean number of words of the n facts (all when n is
-// 0) that lists name and their postings weigh best: by their stored
-// confidence times the sum of the idf of the terms they hold, a longer
-// word counting prefixWeight; ties go to the newer fact, then to the
-// smaller id. The facts of unknown length count for none; 1 when no fact
-// is of known length.
-func weighedDL(lists [][]candidate, stats []termStat, n int) float64 {
+// weighedDL returns the facts that lists name, sorted by id, each once,
+// and the mean number of words of the n of them (all when n is 0) that
+// their postings weigh best: by their stored confidence times the sum of
+// the idf of the terms they hold, a longer word counting prefixWeight;
+// ties go to the newer fact, then to the smaller id. The facts of unknown
+// length count for none; the mean is 1 when no fact is of known length.
+func weighedDL(lists [][]candidate, stats []termStat, n int) ([]candidate, float64) {
 	total := 0
 	for _, l := range lists {
 		total += len(l)
@@ -658,9 +666,11 @@ func weighedDL(lists [][]candidate, stats []termStat, n int) float64 {
 	for i := range all {
 		all[i].w *= all[i].conf()
 	}
+	best := all
 	if n > 0 && n < len(all) {
 		// The n best, kept in a heap whose root is the worst of them.
-		h := worstFirst(all[:n])
+		h := make(worstFirst, n)
+		copy(h, all[:n])
 		heap.Init(&h)
 		for i := n; i < len(all); i++ {
 			if weighsMore(&all[i], &h[0]) {
@@ -668,19 +678,19 @@ func weighedDL(lists [][]candidate, stats []termStat, n int) float64 {
 				heap.Fix(&h, 0)
 			}
 		}
-		all = h
+		best = h
 	}
 	count, sum := 0, 0.0
-	for _, c := range all {
+	for _, c := range best {
 		if c.dl > 0 {
 			count++
 			sum += float64(c.dl)
 		}
 	}
 	if count == 0 {
-		return 1
+		return all, 1
 	}
-	return sum / float64(count)
+	return all, sum / float64(count)
 }
 
 // weighsMore reports whether a comes before b by weight (see weighedDL).
