@@ -500,18 +500,27 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 	}
 	heap.Init(&h)
 	var res FactResult
+	full := func() bool { return q.Limit > 0 && len(res.Facts) >= q.Limit }
 	var batch []*candidate
 	for len(h) > 0 {
-		// The next candidates, read together (see Prefetcher): as many as
-		// the result lacks, at least 16.
+		// The next candidates that may enter the result, read together
+		// (see Prefetcher): as many as the result lacks, at least 16.
 		batch = batch[:0]
 		for len(h) > 0 && len(batch) < max(16, q.Limit-len(res.Facts)) {
-			batch = append(batch, heap.Pop(&h).(bound).c)
+			if full() && h[0].ub < res.Facts[len(res.Facts)-1].Score {
+				break // nor any later one
+			}
+			if b := heap.Pop(&h).(bound); !full() || mayBeat(b, res.Facts[len(res.Facts)-1]) {
+				batch = append(batch, b.c)
+			}
+		}
+		if len(batch) == 0 {
+			break
 		}
 		prefetchCandidates(tx, batch)
 		for _, c := range batch {
-			if q.Limit > 0 && len(res.Facts) >= q.Limit && c.w*c.conf() < res.Facts[len(res.Facts)-1].Score {
-				return q.finish(res), nil // no later candidate scores more
+			if full() && !mayBeat(bound{c.w * c.conf(), c}, res.Facts[len(res.Facts)-1]) {
+				continue
 			}
 			f, err := indexedFact(tx, bucketWords, c.factID())
 			if err != nil {
@@ -729,6 +738,23 @@ func prefetchCandidates(tx Tx, cs []*candidate) {
 		ids[i] = []byte(cs[i].factID())
 	}
 	prefetch(tx, bucketFacts, ids)
+}
+
+// mayBeat reports whether the candidate of b may rank before the fact r
+// (see less): at best it scores b.ub with its stored confidence as its
+// effective one, and it is of its stored_at and id.
+func mayBeat(b bound, r RankedFact) bool {
+	if b.ub != r.Score {
+		return b.ub > r.Score
+	}
+	if conf := b.c.conf(); conf != r.Effective {
+		return conf > r.Effective
+	}
+	at, rat := int64(^binary.BigEndian.Uint64(b.c.rank[8:])), r.StoredAt.UnixNano()
+	if at != rat {
+		return at > rat
+	}
+	return b.c.factID() < r.ID
 }
 
 // bound is a candidate with the most it can score: its relevance times
