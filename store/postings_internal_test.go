@@ -466,3 +466,36 @@ func BenchmarkDecodeBlock(b *testing.B) {
 		}
 	}
 }
+
+// FuzzDecodeBlock: any bytes decode as a block or are refused, without a
+// panic; a block that decodes re-encodes, in the layout of format 10, to
+// one that decodes to the same postings; and a keyword query reads from
+// it the ids and counts decodeBlock gives.
+func FuzzDecodeBlock(f *testing.F) {
+	r := binary.BigEndian.AppendUint64(nil, ^math.Float64bits(0.5))
+	r = binary.BigEndian.AppendUint64(r, ^uint64(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano()))
+	ps := []posting{{id: NewFactID(), rank: r, tf: 2, dl: 9}, {id: NewFactID(), rank: r, tf: 300, dl: 1 << 20}, {id: "g_x", rank: r}}
+	f.Add(encodeBlock(ps))
+	f.Add(encodeBlockLayout(ps, layout9))
+	f.Add(encodeBlockLayout(ps, layout7))
+	f.Add(encodeBlockFormat6(ps))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		got, err := decodeBlock(v)
+		if err != nil {
+			return
+		}
+		again, err := decodeBlock(encodeBlock(got))
+		require.NoError(t, err)
+		require.Equal(t, got, again)
+		cs := appendCandidates(nil, v, 1)
+		require.Len(t, cs, len(got))
+		for i, c := range cs {
+			require.Equal(t, got[i].id, c.factID())
+			require.Equal(t, got[i].dl, c.dl)
+			require.Equal(t, got[i].tf == 0, c.uncounted)
+			if got[i].tf > 0 {
+				require.Equal(t, float64(got[i].tf), c.w)
+			}
+		}
+	})
+}
