@@ -611,32 +611,38 @@ func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
 		tf []float64
 		dl int
 	}
-	var counts map[string]*count
-	var m *matcher
+	var ids []string
+	counts := make(map[string]*count)
 	for _, l := range lists {
 		for j := range l {
-			if !l[j].uncounted {
-				continue
+			if id := l[j].factID(); l[j].uncounted && counts[id] == nil {
+				ids = append(ids, id)
+				counts[id] = &count{}
 			}
-			if counts == nil {
-				counts, m = make(map[string]*count), newMatcher(stats)
-			}
-			id := l[j].factID()
-			if _, ok := counts[id]; ok {
-				continue
-			}
-			counts[id] = nil
-			f, err := GetFact(tx, id)
-			var ce *CorruptRecordError
-			if errors.Is(err, ErrNotFound) || errors.As(err, &ce) {
-				continue // searchTerms meets it again, and skips it
-			}
-			if err != nil {
-				return err
-			}
-			tf, dl := m.termFrequencies(f)
-			counts[id] = &count{tf, dl}
 		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, ok := tx.(Prefetcher); ok {
+		keys := make([][]byte, len(ids))
+		for i, id := range ids {
+			keys[i] = []byte(id)
+		}
+		prefetch(tx, bucketFacts, keys)
+	}
+	m := newMatcher(stats)
+	for _, id := range ids {
+		f, err := GetFact(tx, id)
+		var ce *CorruptRecordError
+		if errors.Is(err, ErrNotFound) || errors.As(err, &ce) {
+			delete(counts, id) // searchTerms meets it again, and skips it
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		counts[id].tf, counts[id].dl = m.termFrequencies(f)
 	}
 	for i, l := range lists {
 		for j := range l {
