@@ -612,10 +612,16 @@ func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
 		dl int
 	}
 	var ids []string
-	counts := make(map[string]*count)
+	var counts map[string]*count
 	for _, l := range lists {
 		for j := range l {
-			if id := l[j].factID(); l[j].uncounted && counts[id] == nil {
+			if !l[j].uncounted {
+				continue
+			}
+			if counts == nil {
+				counts = make(map[string]*count)
+			}
+			if id := l[j].factID(); counts[id] == nil {
 				ids = append(ids, id)
 				counts[id] = &count{}
 			}
