@@ -8,7 +8,6 @@ import (
 	"errors"
 	"math"
 	"math/bits"
-	"slices"
 	"sort"
 	"strings"
 
@@ -194,7 +193,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 	}
 	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
 	prefetchFactCount(tx, tenant)
-	var scratch []candidate
+	var scratch, newest []candidate
 	for i, t := range terms {
 		stats[i].term = t
 		// decode adds the postings of v, of weight w, to lists[i] (or
@@ -212,11 +211,12 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		// postings; cut is the key of the oldest block decoded when older
 		// ones are left, which are counted below.
 		var cut []byte
-		var ends []int // where each block decoded ends in lists[i], newest first
+		var ends []int // where each block decoded ends in newest, newest first
+		newest = newest[:0]
 		err := tx.Scan(bucketWords, wordPrefix(tenant, t), true, func(k, v []byte) error {
-			n := decode(v, 1)
-			stats[i].df += n
-			ends = append(ends, len(lists[i]))
+			newest = appendCandidates(newest, v, 1)
+			stats[i].df = len(newest)
+			ends = append(ends, len(newest))
 			if stats[i].df >= commonMax {
 				cut = bytes.Clone(k)
 				return ErrStop
@@ -227,7 +227,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 			return nil, nil, err
 		}
 		if collect {
-			lists[i] = blocksInOrder(lists[i], ends)
+			lists[i] = inOrder(make([]candidate, 0, len(newest)+blockMax), newest, ends)
 			runs[i] = append(runs[i], 0)
 		}
 		// Then the exact word's older blocks, counted, and the longer
@@ -392,30 +392,25 @@ func mergeTwo(dst, a, b []candidate, combine func(a, b float64) float64) []candi
 	return append(append(dst, a...), b...)
 }
 
-// blocksInOrder puts the postings of list, blocks of one word read newest
-// first, each ending where ends says, back in the order of their ids: the
-// blocks of a word cover disjoint ranges of ids.
-func blocksInOrder(list []candidate, ends []int) []candidate {
-	if len(ends) < 2 {
-		return list
-	}
-	read := slices.Clone(list)
-	list = list[:0]
+// inOrder appends to dst the postings of read, blocks of one word read
+// newest first, each ending where ends says, in the order of their ids:
+// the blocks of a word cover disjoint ranges of ids.
+func inOrder(dst, read []candidate, ends []int) []candidate {
 	for j := len(ends) - 1; j >= 0; j-- {
 		from := 0
 		if j > 0 {
 			from = ends[j-1]
 		}
-		list = append(list, read[from:ends[j]]...)
+		dst = append(dst, read[from:ends[j]]...)
 	}
-	return list
+	return dst
 }
 
 // blockPostings is the number of postings a block of the keyword index
 // counts without being decoded (see commonMax): what a word's tail block
 // holds, blockMax for any other.
 func blockPostings(k, v []byte) int {
-	if !isTailKey(k) {
+	if len(k) == 0 || k[len(k)-1] != tailMark[0] { // no fact id ends in it
 		return blockMax
 	}
 	return len(appendCandidates(nil, v, 0))
