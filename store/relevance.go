@@ -170,13 +170,13 @@ func newCandidate(id string, rank []byte, w float64, tf, dl uint32) candidate {
 
 // commonMax bounds the postings of one term a keyword query decodes, so
 // that a word in most facts costs about what a rare one does: past it, the
-// exact word's candidates are its commonMax newest postings (ids are
-// time-ordered; see newestPostings), the longer words starting with the
-// term add at most commonMax in all, and each block not decoded counts
-// towards df as holding blockMax postings (a word's older blocks are full,
-// but for the halves of a split one), its tail block as what it holds. A
-// word held by that many facts has an idf too low for its postings to
-// decide which facts are read.
+// exact word's candidates are its commonMax newest postings (at least;
+// whole blocks are read, from the tail back: ids are time-ordered), the
+// longer words starting with the term add at most commonMax in all, and
+// each block not decoded counts towards df as holding blockMax postings
+// (a word's older blocks are full, but for the halves of a split one),
+// its tail block as what it holds. A word held by that many facts has an
+// idf too low for the facts it alone names to rank high.
 const commonMax = 8192
 
 // termCandidates returns, for each of terms, the facts whose words hold it
