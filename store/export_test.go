@@ -97,3 +97,42 @@ func UpgradedBlock(v []byte) (string, error) {
 	ps, err := decodeBlock(v)
 	return string(encodeBlock(ps)), err
 }
+
+// PostingsOf returns the keyword postings that the facts.words entries m
+// (key → value, in any layout) hold, as [Postings] does, for tests.
+func PostingsOf(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		tenant, word, _, ok := parseBlockKey([]byte(k))
+		ps, err := decodeBlock([]byte(v))
+		if !ok || err != nil {
+			out[k] = "malformed"
+			continue
+		}
+		for _, p := range ps {
+			out[string(indexKey(tenant, word, p.id))] = string(p.rank)
+		}
+	}
+	return out
+}
+
+// CountedPostings returns every keyword posting of the store as "tenant
+// NUL word NUL fact id" → its 16-byte rank prefix, a space, and its term
+// frequency and the fact's number of words (0 0 when it carries none),
+// for tests.
+func CountedPostings(tx Tx) (map[string]string, error) {
+	out := map[string]string{}
+	err := tx.Scan(bucketWords, nil, false, func(k, v []byte) error {
+		tenant, word, _, ok := parseBlockKey(k)
+		ps, err := decodeBlock(v)
+		if !ok || err != nil {
+			out[string(k)] = "malformed"
+			return nil
+		}
+		for _, p := range ps {
+			out[string(indexKey(tenant, word, p.id))] = fmt.Sprintf("%s %d %d", p.rank, p.tf, p.dl)
+		}
+		return nil
+	})
+	return out, err
+}

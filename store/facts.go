@@ -659,7 +659,7 @@ func writeFact(tx Tx, f *Fact) error {
 // facts.fresh as well.
 func indexLive(tx Tx, f *Fact, add bool) error {
 	rank := rankKey(f) // posting values carry it, so keyword queries can order candidates unread
-	words := Words(f.Value + " " + f.Key + " " + f.Entity)
+	words, tfs, dl := countWords(factText(f))
 	if !add {
 		if _, ok := tx.(Prefetcher); ok {
 			for _, w := range words {
@@ -685,6 +685,7 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 		}
 		v = append(v, w...)
 	}
+	v = appendFreshCounts(v, tfs, dl)
 	hintAppend(tx, bucketFresh)
 	if err := tx.Put(bucketFresh, indexKey(f.Tenant, f.ID), v); err != nil {
 		return err
@@ -698,6 +699,26 @@ type freshEntry struct {
 	rank       []byte   // 16 bytes: ^confidence, ^stored_at
 	scope      string   // the rank partition (see rankScope)
 	words      []string // the fact's words
+	tfs        []uint32 // each word's term frequency; nil when the entry has none
+	dl         uint32   // the fact's number of words, when tfs is set
+}
+
+// freshCountsMark follows the words of an entry of facts.fresh written
+// from format 10, before the counts its postings carry (see postings.go):
+// the fact's number of words, then each word's term frequency, as
+// uvarints. No word holds the byte (valid UTF-8 never does).
+const freshCountsMark = 0xff
+
+// appendFreshCounts appends to v, an entry of facts.fresh up to its words,
+// the mark and counts of a fact of dl words whose words have the term
+// frequencies tfs.
+func appendFreshCounts(v []byte, tfs []uint32, dl int) []byte {
+	v = append(v, freshCountsMark)
+	v = binary.AppendUvarint(v, uint64(min(dl, tfMax)))
+	for _, tf := range tfs {
+		v = binary.AppendUvarint(v, uint64(min(tf, tfMax)))
+	}
+	return v
 }
 
 // parseFresh splits an entry of facts.fresh. The entry's bytes are copied.
@@ -706,7 +727,11 @@ func parseFresh(k, v []byte) (freshEntry, bool) {
 	if i < 0 || len(v) < 16 {
 		return freshEntry{}, false
 	}
-	scope, words, ok := bytes.Cut(v[16:], []byte{0})
+	scope, _, ok := bytes.Cut(v[16:], []byte{0})
+	if !ok {
+		return freshEntry{}, false
+	}
+	words, counts, ok := freshWords(v)
 	if !ok {
 		return freshEntry{}, false
 	}
@@ -716,17 +741,53 @@ func parseFresh(k, v []byte) (freshEntry, bool) {
 			e.words = append(e.words, string(w))
 		}
 	}
+	if counts != nil {
+		e.tfs = make([]uint32, len(e.words))
+		dl, n := binary.Uvarint(counts)
+		counts = counts[n:]
+		e.dl = uint32(dl)
+		for j := range e.tfs {
+			tf, n := binary.Uvarint(counts)
+			counts = counts[n:]
+			e.tfs[j] = uint32(tf)
+		}
+	}
 	return e, true
 }
 
-// freshWords returns the words of the facts.fresh value v, or false when v
-// is malformed.
-func freshWords(v []byte) ([]byte, bool) {
+// freshWords returns the words of the facts.fresh value v, joined by NUL
+// bytes, and its counts (see freshCountsMark; nil when it has none), or
+// false when v is malformed.
+func freshWords(v []byte) (words, counts []byte, ok bool) {
 	if len(v) < 16 {
-		return nil, false
+		return nil, nil, false
 	}
-	_, words, ok := bytes.Cut(v[16:], []byte{0})
-	return words, ok
+	_, words, ok = bytes.Cut(v[16:], []byte{0})
+	if !ok {
+		return nil, nil, false
+	}
+	words, counts, marked := bytes.Cut(words, []byte{freshCountsMark})
+	if !marked {
+		return words, nil, true
+	}
+	if !validFreshCounts(counts, bytes.Count(words, []byte{0})+min(len(words), 1)) {
+		return nil, nil, false
+	}
+	return words, counts, true
+}
+
+// validFreshCounts reports whether counts holds the uvarints of a fact's
+// number of words and of the term frequencies of its n words, and nothing
+// else.
+func validFreshCounts(counts []byte, n int) bool {
+	for range n + 1 {
+		x, m := binary.Uvarint(counts)
+		if m <= 0 || x > tfMax {
+			return false
+		}
+		counts = counts[m:]
+	}
+	return len(counts) == 0
 }
 
 // freshRanks returns the rank keys (^confidence, ^stored_at, id) of the
@@ -810,9 +871,13 @@ func flushFresh(tx Tx, min int) error {
 	type word struct{ tenant, word string }
 	byWord := make(map[word][]posting)
 	for _, e := range entries {
-		for _, w := range e.words {
+		for j, w := range e.words {
 			k := word{e.tenant, w}
-			byWord[k] = append(byWord[k], posting{id: e.id, rank: e.rank})
+			p := posting{id: e.id, rank: e.rank}
+			if e.tfs != nil {
+				p.tf, p.dl = e.tfs[j], e.dl
+			}
+			byWord[k] = append(byWord[k], p)
 		}
 	}
 	words := make([]word, 0, len(byWord))

@@ -69,7 +69,13 @@ import (
 //     [Upgrade] rewrites the confidence index; records, entity-index
 //     entries and blocks written before stay as they are, and read as
 //     before.
-const Format = 9
+//   - 10: each keyword posting carries its word's term frequency in the
+//     fact and the fact's number of words (see postings.go), and so does
+//     each entry of facts.fresh, after a mark a crux of format 9 would read
+//     as part of the last word; keyword queries score their candidates
+//     from them. [Upgrade] rebuilds the keyword index from the fact
+//     records (as it stems it for a store of format 2).
+const Format = 10
 
 // bucketMeta holds the store's format record under formatKey: the format
 // version, 4 bytes big-endian.
@@ -122,11 +128,6 @@ func Upgrade(tx Tx) (from int, err error) {
 			return from, fmt.Errorf("store: upgrading the keyword index: %w", err)
 		}
 	}
-	if from < 3 {
-		if err := reindexWords(tx); err != nil {
-			return from, fmt.Errorf("store: stemming the keyword index: %w", err)
-		}
-	}
 	if from < 4 {
 		if err := reindexDocuments(tx); err != nil {
 			return from, fmt.Errorf("store: re-indexing the documents: %w", err)
@@ -153,6 +154,13 @@ func Upgrade(tx Tx) (from int, err error) {
 	if from < 9 {
 		if err := upgradeRank(tx); err != nil {
 			return from, fmt.Errorf("store: rewriting the confidence index: %w", err)
+		}
+	}
+	if from < 10 {
+		// From format 3 the words are stemmed, and from format 10 the
+		// postings carry their counts: both come from the fact records.
+		if err := reindexWords(tx); err != nil {
+			return from, fmt.Errorf("store: rebuilding the keyword index: %w", err)
 		}
 	}
 	return from, tx.Put(bucketMeta, formatKey, binary.BigEndian.AppendUint32(nil, Format))
@@ -199,9 +207,11 @@ func reindexWords(tx Tx) error {
 		if err != nil {
 			continue
 		}
-		for _, w := range Words(f.Value + " " + f.Key + " " + f.Entity) {
+		rank := bytes.Clone(rest[:rankLen])
+		words, tfs, dl := countWords(factText(f))
+		for j, w := range words {
 			key := word{string(tenant), w}
-			byWord[key] = append(byWord[key], posting{id: f.ID, rank: bytes.Clone(rest[:rankLen])})
+			byWord[key] = append(byWord[key], posting{id: f.ID, rank: rank, tf: tfs[j], dl: uint32(min(dl, tfMax))})
 		}
 	}
 	words := make([]word, 0, len(byWord))

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
 )
@@ -26,7 +28,9 @@ func TestUpgradeFormat7(t *testing.T) { upgradeAndRetire(t, "format7", 7) }
 // upgradeAndRetire opens the store of testdata/<fixture>, of format from,
 // holding retired facts, and upgrades it: each bucket compared holds what
 // upgraded says; every fact reads as before; keyword and unfiltered
-// queries find the same facts in the same order. It then writes a new
+// queries, of a few facts and of all, find the same facts in the same
+// order (keyword queries of a store older than format 10 read the facts
+// for the counts their postings lack). It then writes a new
 // version of every current shared chain of tenant default: each retires
 // the old fact, whose record stays as it was and which reads as retired,
 // in history too; the new facts are found by their words; crux doctor
@@ -62,9 +66,11 @@ func upgradeAndRetire(t *testing.T, fixture string, from int) {
 	found := map[fixtureQuery][]string{}
 	for _, tenant := range []string{"default", "acme"} {
 		for _, agent := range []string{"", "alice", "bob"} {
-			for _, w := range []string{"widget3", "fixture", "upgrade", "setting2", ""} {
-				q := fixtureQuery{tenant: tenant, agent: agent, words: w, limit: 1000}
-				require.NoError(t, db.View(ctx, func(tx store.Tx) error { found[q] = searchFixture(t, tx, q); return nil }))
+			for _, w := range []string{"widget3", "fixture", "upgrade", "setting2", "", "widget again", "value of the widget3", "about"} {
+				for _, limit := range []int{1000, 3} {
+					q := fixtureQuery{tenant: tenant, agent: agent, words: w, limit: limit}
+					require.NoError(t, db.View(ctx, func(tx store.Tx) error { found[q] = searchFixture(t, tx, q); return nil }))
+				}
 			}
 		}
 	}
@@ -133,19 +139,32 @@ func upgradeAndRetire(t *testing.T, fixture string, from int) {
 	assertUpgraded(t, path)
 }
 
-// upgraded is what the entries m of bucket, in a store of format from (8
-// or older), become once upgraded: the keys of facts.rank are complemented
-// after their tenant and scope (format 8; a key of format 8 is already),
-// a standard fact id in them being the byte 0x01 and its 16 bytes (format
-// 9); and, in a store of format 7 or older, the last block of each word in
-// facts.words moves to the word's tail key, its key ending in the byte
-// 0xff instead of a fact id, every block in the block layout of format 8
-// (format 8); other buckets the tests compare are left as they were.
-func upgraded(from int, bucket string, m map[string]string) map[string]string {
+// upgraded is what the entries of bucket, in a store of format from (9
+// or older) whose buckets held before, become once upgraded: the keys of
+// facts.rank are complemented after their tenant and scope (format 8; a
+// key of format 8 is already), a standard fact id in them being the byte
+// 0x01 and its 16 bytes (format 9), and the facts waiting in facts.fresh
+// join it (format 10: the keyword index is rebuilt, and facts.fresh
+// emptied first); facts.fresh is then empty; other buckets the tests
+// compare byte for byte are left as they were (facts.words is rebuilt:
+// see upgradedWords).
+func upgraded(from int, bucket string, before map[string]map[string]string) map[string]string {
+	m := before[bucket]
 	out := make(map[string]string, len(m))
 	switch bucket {
 	case "facts.rank":
+		keys := map[string]string{}
 		for k, v := range m {
+			keys[k] = v
+		}
+		if from < 10 {
+			for k, v := range before["facts.fresh"] {
+				tenant, id, _ := strings.Cut(k, "\x00")
+				scope, _, _ := strings.Cut(v[16:], "\x00")
+				keys[tenant+"\x00"+scope+"\x00"+v[:16]+id] = ""
+			}
+		}
+		for k, v := range keys {
 			parts := strings.SplitN(k, "\x00", 3)
 			rest := []byte(parts[2])
 			if rest[0] < 0x80 { // complemented: format 8
@@ -164,30 +183,47 @@ func upgraded(from int, bucket string, m map[string]string) map[string]string {
 			}
 			out[parts[0]+"\x00"+parts[1]+"\x00"+string(rest)] = v
 		}
-	case "facts.words":
-		if from >= 8 {
+	case "facts.fresh":
+		if from >= 10 {
 			return m
-		}
-		last := map[string]string{} // tenant NUL word NUL → its greatest key
-		for k := range m {
-			i := strings.LastIndexByte(k, 0)
-			if w := k[:i+1]; k > last[w] {
-				last[w] = k
-			}
-		}
-		for k, v := range m {
-			b, err := store.UpgradedBlock([]byte(v))
-			if err != nil {
-				b = v // left as it was, for crux doctor
-			}
-			out[k] = b
-		}
-		for w, k := range last {
-			out[w+"\xff"] = out[k]
-			delete(out, k)
 		}
 	default:
 		return m
+	}
+	return out
+}
+
+// upgradedWords is what the keyword postings of a store of format 9 or
+// older become once upgraded (see store.CountedPostings), its facts.words
+// and facts.fresh holding words and fresh and its facts being facts: the
+// postings of facts.words and those waiting in facts.fresh, each with the
+// term frequency of its word in its fact and the fact's number of words,
+// counted here from the fact's text.
+func upgradedWords(words, fresh map[string]string, facts map[string]*store.Fact) map[string]string {
+	ps := store.PostingsOf(words)
+	for k, v := range fresh {
+		tenant, id, _ := strings.Cut(k, "\x00")
+		_, ws, _ := strings.Cut(v[16:], "\x00")
+		ws, _, _ = strings.Cut(ws, "\xff")
+		for _, w := range strings.Split(ws, "\x00") {
+			ps[tenant+"\x00"+w+"\x00"+id] = v[:16]
+		}
+	}
+	out := make(map[string]string, len(ps))
+	for k, rank := range ps {
+		parts := strings.SplitN(k, "\x00", 3)
+		f := facts[parts[2]]
+		if f == nil || f.Deleted {
+			continue
+		}
+		tf, dl := 0, 0
+		index.Split(f.Value+" "+f.Key+" "+f.Entity, func(w index.Word) {
+			dl++
+			if index.Stem(w.Lower) == parts[1] {
+				tf++
+			}
+		})
+		out[k] = fmt.Sprintf("%s %d %d", rank, tf, dl)
 	}
 	return out
 }

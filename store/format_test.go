@@ -552,7 +552,8 @@ func TestUpgradeFormat5Records(t *testing.T) {
 // upgradeFrom upgrades db, which must be of format from, and checks that it
 // is then of the current format and that each of buckets holds what it
 // held before the upgrade (before), as the upgrade turns it (see
-// upgraded).
+// upgraded): facts.words, which the upgrade of a store of format 9 or
+// older rebuilds, by the postings its blocks hold (see upgradedWords).
 func upgradeFrom(t *testing.T, db store.Backend, from int, buckets []string, before map[string]map[string]string) {
 	t.Helper()
 	ctx := context.Background()
@@ -564,7 +565,13 @@ func upgradeFrom(t *testing.T, db store.Backend, from int, buckets []string, bef
 		require.NoError(t, err)
 		assert.Equal(t, store.Format, format)
 		for _, b := range buckets {
-			assert.Equal(t, upgraded(from, b, before[b]), dump(t, tx, b), "bucket %s", b)
+			if b == "facts.words" && from < 10 {
+				got, err := store.CountedPostings(tx)
+				require.NoError(t, err)
+				assert.Equal(t, upgradedWords(before[b], before["facts.fresh"], readFacts(t, tx)), got, "bucket %s", b)
+				continue
+			}
+			assert.Equal(t, upgraded(from, b, before), dump(t, tx, b), "bucket %s", b)
 		}
 		return nil
 	}))

@@ -58,6 +58,18 @@ import (
 // several at once), is under flagSeqID the uvarint of its distance from
 // it, in place of the millisecond and the 10 bytes: one byte of eleven.
 //
+// From format 10, whose blocks start with blockMark10, a posting also
+// carries what BM25 needs of its fact (see relevance.go), so that a
+// keyword query scores its candidates without reading them: the word's
+// term frequency tf (how many of the fact's words have it as their stem)
+// in the flag bits flagTF, 1 to 6 as they are and 7 for 7 or more, the
+// uvarint of tf − 7 then following ^stored_at, and after it the fact's
+// number of words dl as a uvarint. A posting whose flagTF bits are 0
+// carries neither (a posting moved from a block of an older layout, or
+// from an entry of facts.fresh written before them); a query reads its
+// fact for them. [Upgrade] rebuilds the keyword index of an older store
+// from the fact records, counts included.
+//
 // A posting of a new fact takes 15 to 18 bytes, against 33 in the layout
 // of format 6 (a length byte L, the id: L bytes, or when L is 0 the 16
 // bytes of a standard id; and the 16 rank bytes), which [decodeBlock]
@@ -71,6 +83,9 @@ const blockMax = 48
 type posting struct {
 	id   string
 	rank []byte // 16 bytes
+	// tf and dl are the word's term frequency in the fact and the fact's
+	// number of words; tf 0 when the posting does not carry them.
+	tf, dl uint32
 }
 
 // rankLen is the length of a posting's rank prefix.
@@ -113,12 +128,48 @@ func standardID(raw []byte) string {
 	return string(hx[:])
 }
 
-// Marks of a block: the first byte of a block in the layout of format 8
-// (blockMark) and in that of format 7 (blockMark7).
+// Marks of a block: the first byte of a block in the layout of format 10
+// (blockMark10), of formats 8 and 9 (blockMark) and of format 7
+// (blockMark7).
 const (
-	blockMark  = 0xfd
-	blockMark7 = 0xfe
+	blockMark10 = 0xfc
+	blockMark   = 0xfd
+	blockMark7  = 0xfe
 )
+
+// Layouts of a block, named by the format that introduced them: that of
+// format 7, that of formats 8 and 9 (format 8 wrote no flagSeqID), and
+// that of format 10.
+const (
+	layout7  = 7
+	layout9  = 9
+	layout10 = 10
+)
+
+// blockLayout is the layout of the block that starts with the byte mark,
+// 0 when it is none of those of format 7 or later.
+func blockLayout(mark byte) int {
+	switch mark {
+	case blockMark10:
+		return layout10
+	case blockMark:
+		return layout9
+	case blockMark7:
+		return layout7
+	}
+	return 0
+}
+
+// markOf is the first byte of a block of layout.
+func markOf(layout int) byte {
+	switch layout {
+	case layout10:
+		return blockMark10
+	case layout9:
+		return blockMark
+	}
+	return blockMark7
+}
 
 // Flags of a posting of a block of format 7 or 8 (flagConfPct: format 8
 // only).
@@ -127,7 +178,15 @@ const (
 	flagSameConf = 1 << 1
 	flagConfPct  = 1 << 2
 	flagSeqID    = 1 << 3 // format 9: a standard id a little past the previous one (see seqDistance)
+	flagTF       = 7 << 4 // format 10: the term frequency, 1 to 6, or 7 for 7 and more; 0 for none
 )
+
+// tfShift is the position of flagTF's bits.
+const tfShift = 4
+
+// tfMax is the greatest term frequency and dl a posting carries: those of
+// a fact of more words are cut to it.
+const tfMax = 1 << 30
 
 // seqMax bounds the distance from the previous id that a posting writes
 // under flagSeqID.
@@ -165,23 +224,19 @@ func idMs(raw []byte) uint64 {
 // 8 whose first id is standard counts the first ^stored_at from it.
 func msAt(ms uint64) uint64 { return ^(ms * 1e6) }
 
-// encodeBlock encodes postings, sorted by id, in the layout of format 9.
+// encodeBlock encodes postings, sorted by id, in the layout of format 10.
 func encodeBlock(ps []posting) []byte {
-	return encodeBlockLayout(ps, true)
+	return encodeBlockLayout(ps, layout10)
 }
 
-// encodeBlockLayout encodes postings, sorted by id, in the layout of
-// format 9 (blockMark; format 8 is the same less flagSeqID), or of format
-// 7 when v8 is false.
-func encodeBlockLayout(ps []posting, v8 bool) []byte {
-	b := make([]byte, 0, 1+len(ps)*18)
-	b = append(b, blockMark7)
-	if v8 {
-		b[0] = blockMark
-	}
+// encodeBlockLayout encodes postings, sorted by id, in layout (layout7,
+// layout9 or layout10).
+func encodeBlockLayout(ps []posting, layout int) []byte {
+	b := make([]byte, 0, 1+len(ps)*20)
+	b = append(b, markOf(layout))
 	var st blockState
 	for _, p := range ps {
-		b = st.appendPosting(b, p, v8)
+		b = st.appendPosting(b, p, layout)
 	}
 	return b
 }
@@ -199,9 +254,9 @@ type blockState struct {
 }
 
 // appendPosting appends to b the encoding of p after the postings st
-// stands for, in the layout of format 9, or of format 7 when v8 is false,
-// and moves st past p.
-func (st *blockState) appendPosting(b []byte, p posting, v8 bool) []byte {
+// stands for, in layout, and moves st past p.
+func (st *blockState) appendPosting(b []byte, p posting, layout int) []byte {
+	v8 := layout >= layout9
 	raw, std := compactID(p.id)
 	flags := byte(0)
 	seq, isSeq := uint64(0), false
@@ -221,6 +276,10 @@ func (st *blockState) appendPosting(b []byte, p posting, v8 bool) []byte {
 		flags |= flagSameConf
 	case isPct && v8:
 		flags |= flagConfPct
+	}
+	counted := layout >= layout10 && p.tf > 0
+	if counted {
+		flags |= byte(min(p.tf, 7)) << tfShift
 	}
 	b = append(b, flags)
 	switch {
@@ -252,6 +311,13 @@ func (st *blockState) appendPosting(b []byte, p posting, v8 bool) []byte {
 	copy(st.conf[:], p.rank[:8])
 	at := binary.BigEndian.Uint64(p.rank[8:16])
 	b = binary.AppendVarint(b, int64(at-st.prevAt))
+	if counted {
+		tf := min(p.tf, tfMax)
+		if tf >= 7 {
+			b = binary.AppendUvarint(b, uint64(tf-7))
+		}
+		b = binary.AppendUvarint(b, uint64(min(p.dl, tfMax)))
+	}
 	st.prevAt = at
 	st.n++
 	return b
@@ -267,11 +333,11 @@ func decodeBlock(v []byte) ([]posting, error) {
 }
 
 // decodeBlockLayout is decodeBlock, also reporting whether v is in the
-// layout of format 8.
+// layout of format 10.
 func decodeBlockLayout(v []byte) (ps []posting, current bool, err error) {
-	if len(v) > 0 && (v[0] == blockMark || v[0] == blockMark7) {
-		if ps, err := decodeBlock7(v[1:], v[0] == blockMark); err == nil {
-			return ps, v[0] == blockMark, nil
+	if len(v) > 0 && blockLayout(v[0]) != 0 {
+		if ps, err := decodeBlock7(v[1:], blockLayout(v[0])); err == nil {
+			return ps, v[0] == blockMark10, nil
 		}
 	}
 	ps, err = decodeBlock6(v)
@@ -281,15 +347,25 @@ func decodeBlockLayout(v []byte) (ps []posting, current bool, err error) {
 // blockReader reads the postings of a block of format 7 or later, after
 // its mark, one at a time and without allocating.
 type blockReader struct {
-	v  []byte // what is left to read
-	v8 bool   // the block is of format 8 or later
+	v      []byte // what is left to read
+	v8     bool   // the block is of format 8 or later
+	layout int    // the block's layout (v8: layout9 or later)
 	blockState
 	id []byte // the last posting's id when it is not standard (else raw)
+	// tf and dl are the last posting's counts, tf 0 when it has none.
+	tf, dl uint32
 	// canonical, when set from the start (in a block of format 8 or
 	// later), stays set while every posting read is as appendPosting
-	// writes it in the layout of format 9 (an id of 34 bytes that is not
+	// writes it in the block's layout (an id of 34 bytes that is not
 	// standard counts as not).
 	canonical bool
+}
+
+// newBlockReader is the reader of the block v of layout 7 or later, its
+// mark included.
+func newBlockReader(v []byte) blockReader {
+	l := blockLayout(v[0])
+	return blockReader{v: v[1:], v8: l >= layout9, layout: l}
 }
 
 // minimalVarint reports whether the varint v of n bytes (n > 0), as
@@ -301,6 +377,9 @@ func (r *blockReader) next() error {
 	allowed := byte(flagStdID | flagSameConf)
 	if r.v8 {
 		allowed |= flagConfPct | flagSeqID
+	}
+	if r.layout >= layout10 {
+		allowed |= flagTF
 	}
 	v := r.v
 	flags := v[0]
@@ -382,19 +461,38 @@ func (r *blockReader) next() error {
 	if n <= 0 {
 		return errBadBlock
 	}
-	r.canonical = canonical && minimalVarint(v, n)
-	r.v = v[n:]
+	canonical = canonical && minimalVarint(v, n)
+	v = v[n:]
+	r.tf, r.dl = 0, 0
+	if tf := uint64(flags&flagTF) >> tfShift; tf > 0 {
+		if tf == 7 {
+			x, n := binary.Uvarint(v)
+			if n <= 0 || x > tfMax-7 {
+				return errBadBlock
+			}
+			canonical = canonical && minimalVarint(v, n)
+			tf, v = 7+x, v[n:]
+		}
+		dl, n := binary.Uvarint(v)
+		if n <= 0 || dl > tfMax {
+			return errBadBlock
+		}
+		canonical = canonical && minimalVarint(v, n)
+		r.tf, r.dl, v = uint32(tf), uint32(dl), v[n:]
+	}
+	r.canonical = canonical
+	r.v = v
 	r.prevAt += uint64(d)
 	r.n++
 	return nil
 }
 
-// decodeBlock7 decodes the postings of a block of format 8, or of format 7
-// when v8 is false, after its mark.
-func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
+// decodeBlock7 decodes the postings of a block of layout (layout7 or
+// later), after its mark.
+func decodeBlock7(v []byte, layout int) ([]posting, error) {
 	ps := make([]posting, 0, len(v)/15)
 	var ranks []byte // the postings' ranks are cut from it, a few at a time
-	r := blockReader{v: v, v8: v8}
+	r := blockReader{v: v, v8: layout >= layout9, layout: layout}
 	for len(r.v) > 0 {
 		if err := r.next(); err != nil {
 			return nil, err
@@ -412,7 +510,7 @@ func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 		ranks = ranks[rankLen:]
 		copy(rank, r.conf[:])
 		binary.BigEndian.PutUint64(rank[8:], r.prevAt)
-		ps = append(ps, posting{id: id, rank: rank})
+		ps = append(ps, posting{id: id, rank: rank, tf: r.tf, dl: r.dl})
 	}
 	if len(ps) == 0 {
 		return nil, errBadBlock
@@ -421,7 +519,7 @@ func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 }
 
 // appendTail appends ps, sorted by id, to v, a block of the layout of
-// format 9 and of at most blockMax postings, when they all sort after its
+// format 10 and of at most blockMax postings, when they all sort after its
 // postings: as many as fit in it. It returns the block, the bytes
 // encodeBlock writes for the postings of v and then those of ps taken,
 // though v is read without decoding it, with its last id when it is full
@@ -429,10 +527,10 @@ func decodeBlock7(v []byte, v8 bool) ([]posting, error) {
 // of another layout, or not as encodeBlock writes it, or ps do not sort
 // after it).
 func appendTail(v []byte, ps []posting) (b []byte, last string, rest []posting) {
-	if len(v) == 0 || v[0] != blockMark {
+	if len(v) == 0 || v[0] != blockMark10 {
 		return nil, "", nil
 	}
-	r := blockReader{v: v[1:], v8: true, canonical: true}
+	r := blockReader{v: v[1:], v8: true, layout: layout10, canonical: true}
 	for len(r.v) > 0 {
 		if r.next() != nil || !r.canonical {
 			return nil, "", nil
@@ -455,7 +553,7 @@ func appendTail(v []byte, ps []posting) (b []byte, last string, rest []posting) 
 	b = make([]byte, len(v), len(v)+len(ps)*18)
 	copy(b, v)
 	for _, p := range ps {
-		b = r.appendPosting(b, p, true)
+		b = r.appendPosting(b, p, layout10)
 	}
 	switch {
 	case len(rest) == 0:
@@ -497,7 +595,7 @@ func decodeBlock6(v []byte) ([]posting, error) {
 	return ps, nil
 }
 
-// upgradeBlocks rewrites, in the layout of format 8, every block of the
+// upgradeBlocks rewrites, in the layout of format 10, every block of the
 // keyword index still in that of format 6 or 7. A block that decodes in
 // none is left for crux doctor.
 func upgradeBlocks(tx Tx) error {

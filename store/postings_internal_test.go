@@ -13,8 +13,10 @@ import (
 )
 
 // TestBlockLayouts encodes blocks of standard and other ids, equal and
-// different confidences and times going either way, and reads them back;
-// format-6 blocks still decode, and damaged blocks are refused.
+// different confidences and times going either way, with and without
+// counts (small and large term frequencies and lengths), and reads them
+// back; blocks of formats 6, 7 and 9 still decode (without counts), and
+// damaged blocks are refused.
 func TestBlockLayouts(t *testing.T) {
 	rank := func(conf float64, at time.Time) []byte {
 		r := binary.BigEndian.AppendUint64(nil, ^math.Float64bits(conf))
@@ -43,27 +45,47 @@ func TestBlockLayouts(t *testing.T) {
 		posting{id: "F_0123456789ABCDEF0123456789ABCDEF", rank: rank(0.5, t0)},
 		posting{id: string(make([]byte, 254)), rank: rank(0.5, t0)})
 
+	// Counts on most postings: every term frequency that fits the flags,
+	// those past them, lengths of one and more bytes, and none.
+	for i := range ps {
+		if i%11 != 10 {
+			ps[i].tf = uint32([]int{1, 2, 5, 6, 7, 8, 130, 1 << 20, 3, 4}[i%11])
+			ps[i].dl = uint32([]int{1, 127, 128, 200, 7, 1 << 16, 1 << 20, 3, 9, 40}[i%11])
+		}
+	}
+	ps[0].tf, ps[0].dl = tfMax, tfMax
+
 	b := encodeBlock(ps)
 	got, current, err := decodeBlockLayout(b)
 	require.NoError(t, err)
 	assert.True(t, current)
 	assert.Equal(t, ps, got)
-	assert.Equal(t, byte(blockMark), b[0])
+	assert.Equal(t, byte(blockMark10), b[0])
 
-	// Format 7, which Upgrade rewrites, still reads.
-	b7 := encodeBlockLayout(ps, false)
-	assert.Equal(t, byte(blockMark7), b7[0])
-	got, current, err = decodeBlockLayout(b7)
-	require.NoError(t, err)
-	assert.False(t, current)
-	assert.Equal(t, ps, got)
+	// Formats 7 and 9, which Upgrade rebuilds, still read, without counts.
+	plain := make([]posting, len(ps))
+	for i, p := range ps {
+		plain[i] = posting{id: p.id, rank: p.rank}
+	}
+	for _, l := range []int{layout7, layout9} {
+		bl := encodeBlockLayout(ps, l)
+		assert.Equal(t, markOf(l), bl[0])
+		got, current, err = decodeBlockLayout(bl)
+		require.NoError(t, err)
+		assert.False(t, current)
+		assert.Equal(t, plain, got)
+	}
+	assert.Less(t, len(encodeBlockLayout(ps, layout9)), len(b), "counts take room")
+	ps = plain
 
 	// A block of one posting of a new fact, as most words have.
 	at := time.Now()
 	one := []posting{{id: NewFactID(), rank: rank(0.9, at)}}
 	b1 := encodeBlock(one)
 	assert.LessOrEqual(t, len(b1), 24, "%x", b1)
-	assert.Less(t, len(b1)+10, len(encodeBlockLayout(one, false)))
+	counted := []posting{{id: one[0].id, rank: one[0].rank, tf: 2, dl: 60}}
+	assert.Len(t, encodeBlock(counted), len(b1)+1, "a count of up to 6 and a length under 128 take a byte")
+	assert.Less(t, len(b1)+10, len(encodeBlockLayout(one, layout7)))
 	got, err = decodeBlock(b1)
 	require.NoError(t, err)
 	assert.Equal(t, one, got)
@@ -99,10 +121,20 @@ func TestBlockLayouts(t *testing.T) {
 
 	for _, bad := range [][]byte{{blockMark}, {blockMark, 0x08}, {blockMark, flagStdID, 0x02}, b[:len(b)-1], {blockMark, flagSameConf | flagStdID, 0},
 		{blockMark, flagConfPct, 1, 'x', 101, 0}, {blockMark, flagConfPct | flagSameConf, 1, 'x', 1, 0}, {blockMark7, flagConfPct, 1, 'x', 1, 0},
-		{blockMark, flagSeqID, 1, 0}, {blockMark, 0, 1, 'x', 0, flagSeqID, 1, 0}, {blockMark7, flagStdID, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, flagSeqID, 1, 0}} {
+		{blockMark, flagSeqID, 1, 0}, {blockMark, 0, 1, 'x', 0, flagSeqID, 1, 0}, {blockMark7, flagStdID, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, flagSeqID, 1, 0},
+		// Counts: in a block of format 9, a length missing or cut short, a
+		// term frequency past 7 without its rest, the eighth flag bit, a
+		// term frequency or a length past tfMax.
+		{blockMark, flagConfPct | 1<<tfShift, 1, 'x', 50, 0, 1}, {blockMark10, flagConfPct | 1<<tfShift, 1, 'x', 50, 0},
+		{blockMark10, flagConfPct | 7<<tfShift, 1, 'x', 50, 0, 1}, {blockMark10, flagConfPct | 1<<tfShift, 1, 'x', 50, 0, 0x80},
+		{blockMark10, flagConfPct | 0x80, 1, 'x', 50, 0}, {blockMark10, flagConfPct | 7<<tfShift, 1, 'x', 50, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 1},
+		{blockMark10, flagConfPct | 1<<tfShift, 1, 'x', 50, 0, 0x81, 0x80, 0x80, 0x80, 0x04}} {
 		_, err := decodeBlock(bad)
 		assert.Error(t, err, "%x", bad)
 	}
+	got, err = decodeBlock([]byte{blockMark10, flagConfPct | 7<<tfShift, 1, 'x', 50, 0, 2, 3})
+	require.NoError(t, err)
+	assert.Equal(t, []posting{{id: "x", rank: append(rank(0.5, time.Unix(0, 0))[:8], make([]byte, 8)...), tf: 9, dl: 3}}, got)
 }
 
 // encodeBlockFormat6 is the block layout of format 6.
@@ -157,7 +189,7 @@ func TestBlockSeqIDs(t *testing.T) {
 	assert.Equal(t, far, got)
 	assert.GreaterOrEqual(t, len(b), 1+6*12+1+1+7+1, "every standard id in its 10 bytes")
 
-	b7 := encodeBlockLayout(ps, false)
+	b7 := encodeBlockLayout(ps, layout7)
 	assert.Greater(t, len(b7), 32*11)
 	got, err = decodeBlock(b7)
 	require.NoError(t, err)
@@ -307,13 +339,13 @@ func TestAppendTail(t *testing.T) {
 			require.Equal(t, wantLast, last)
 			require.Equal(t, wantRest, rest)
 		}
-		b7, _, _ := appendTail(encodeBlockLayout(old, false), add)
+		b7, _, _ := appendTail(encodeBlockLayout(old, layout7), add)
 		require.Nil(t, b7, "format 7")
 		v8 := []byte{blockMark}
 		var st blockState
 		for _, p := range old {
 			st.std = false
-			v8 = st.appendPosting(v8, p, true)
+			v8 = st.appendPosting(v8, p, layout9)
 		}
 		checkTaken(v8)
 		if k > 0 {
@@ -433,4 +465,37 @@ func BenchmarkDecodeBlock(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzDecodeBlock: any bytes decode as a block or are refused, without a
+// panic; a block that decodes re-encodes, in the layout of format 10, to
+// one that decodes to the same postings; and a keyword query reads from
+// it the ids and counts decodeBlock gives.
+func FuzzDecodeBlock(f *testing.F) {
+	r := binary.BigEndian.AppendUint64(nil, ^math.Float64bits(0.5))
+	r = binary.BigEndian.AppendUint64(r, ^uint64(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano()))
+	ps := []posting{{id: NewFactID(), rank: r, tf: 2, dl: 9}, {id: NewFactID(), rank: r, tf: 300, dl: 1 << 20}, {id: "g_x", rank: r}}
+	f.Add(encodeBlock(ps))
+	f.Add(encodeBlockLayout(ps, layout9))
+	f.Add(encodeBlockLayout(ps, layout7))
+	f.Add(encodeBlockFormat6(ps))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		got, err := decodeBlock(v)
+		if err != nil {
+			return
+		}
+		again, err := decodeBlock(encodeBlock(got))
+		require.NoError(t, err)
+		require.Equal(t, got, again)
+		cs := appendCandidates(nil, v, 1)
+		require.Len(t, cs, len(got))
+		for i, c := range cs {
+			require.Equal(t, got[i].id, c.factID())
+			require.Equal(t, got[i].dl, c.dl)
+			require.Equal(t, got[i].tf == 0, c.uncounted)
+			if got[i].tf > 0 {
+				require.Equal(t, float64(got[i].tf), c.w)
+			}
+		}
+	})
 }

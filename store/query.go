@@ -23,6 +23,53 @@ const MaxWordBytes = index.MaxTermBytes
 // its words.
 func Words(text string) []string { return index.Words(text) }
 
+// factText is the text whose words the keyword index holds for f.
+func factText(f *Fact) string { return f.Value + " " + f.Key + " " + f.Entity }
+
+// countWords returns the words of text as [Words] does, in the same
+// order, with how many of text's words have each as their stem (its term
+// frequency), and text's number of words: what the postings of a fact
+// carry for BM25 (see postings.go).
+func countWords(text string) (words []string, tfs []uint32, dl int) {
+	var at map[string]int // once words is longer than distinctScan; until then words is searched
+	index.Split(text, func(w index.Word) {
+		dl++
+		t := index.Stem(w.Lower)
+		i := -1
+		if at != nil {
+			if j, ok := at[t]; ok {
+				i = j
+			}
+		} else {
+			for j, o := range words {
+				if o == t {
+					i = j
+					break
+				}
+			}
+		}
+		if i >= 0 {
+			tfs[i]++
+			return
+		}
+		words, tfs = append(words, t), append(tfs, 1)
+		if at != nil || len(words) > distinctScan {
+			if at == nil {
+				at = make(map[string]int, 2*len(words))
+				for j, o := range words {
+					at[o] = j
+				}
+			}
+			at[t] = len(words) - 1
+		}
+	})
+	return words, tfs, dl
+}
+
+// distinctScan is how many distinct words countWords finds by searching
+// the list of those it found before a map takes over.
+const distinctScan = 32
+
 // FactQuery selects and ranks facts. Zero fields do not filter.
 type FactQuery struct {
 	Scope // the caller
@@ -44,10 +91,13 @@ type FactQuery struct {
 	MinEffective float64
 	// Limit caps the result; 0 means no cap.
 	Limit int
-	// Rerank, when set, is how many of a keyword query's candidates (see
-	// [SearchFacts]) are read and scored exactly, at least Limit; else
-	// 100 or twice Limit, whichever is more (without a Limit, every
-	// candidate is). Fewer cost less and rank the top a little less well.
+	// Rerank, when set, is how many of a keyword query's candidates, the
+	// best by their postings, give the mean length of its BM25 (see
+	// [SearchFacts]), at least Limit; else 100 or twice Limit, whichever
+	// is more (without a Limit, every candidate does). Every candidate is
+	// scored exactly however many it is, so that a query of Limit k
+	// returns the first k facts the same query without Limit returns
+	// (Rerank set).
 	Rerank int
 
 	Now    time.Time
@@ -86,9 +136,10 @@ type FactResult struct {
 // key index, the keyword postings or the confidence index), so the work
 // grows with the number of matching facts, not with the size of the store.
 // Unfiltered queries visit candidates by stored confidence and stop as soon
-// as no later one can enter the result; keyword queries weigh their
-// candidates by their postings and read the best of them (see
-// searchTerms), so both read few more facts than they return.
+// as no later one can enter the result; keyword queries score their
+// candidates from their postings and read them best first, until no later
+// one can enter the result (see searchTerms), so both read few more facts
+// than they return.
 func SearchFacts(tx Tx, q FactQuery) (FactResult, error) {
 	switch {
 	case q.Entity != "" || q.EntityPrefix != "":

@@ -5,7 +5,10 @@ import (
 	"cmp"
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"math"
+	"math/bits"
+	"sort"
 	"strings"
 
 	"github.com/crux-go/crux/index"
@@ -23,7 +26,8 @@ import (
 // term and half of each longer word that starts with it ("topic7" in
 // "topic700"), so that an exact word outranks the longer words it is a
 // prefix of; dl is the fact's number of words and avgdl their mean over
-// the facts scored. idf is ln(1 + (N − df + 0.5)/(df + 0.5)), df the number
+// the facts scored (for a query without entity or key filter, see below).
+// idf is ln(1 + (N − df + 0.5)/(df + 0.5)), df the number
 // of facts holding the exact word (those holding a longer one when none
 // does) and N the tenant's number of facts (see factCount). A fact that
 // matches more of the terms, or rarer ones, so scores higher. The score a
@@ -31,21 +35,29 @@ import (
 // ties go to the higher effective confidence, then to the newer fact.
 //
 // Candidates come from the keyword postings, which carry each fact's
-// stored confidence but not its words: every fact holding a term is first
-// weighed by its stored confidence times the sum of the idf of the terms
-// it holds (a longer word counting half), which the postings alone give,
-// and the best of them by that weight, at least rerankMin or twice the
-// limit (FactQuery.Rerank when set), are read and scored exactly. Facts
-// past that cut are the ones whose postings match fewer, or more common,
-// terms. A word in more than commonMax facts names only its newest
-// commonMax, so that its cost does not grow with the store.
+// stored confidence, the word's term frequency and the fact's number of
+// words (see postings.go): every fact a posting names gets its relevance
+// from the postings alone, with avgdl the mean dl of the best of them by
+// their postings (stored confidence times the summed idf of the terms
+// they hold: at least rerankMin or twice the limit, FactQuery.Rerank when
+// set; see weighedDL), and facts are read in order of relevance times
+// stored confidence, which
+// bounds their score (effective confidence never exceeds stored, but for
+// a pinned fact, which ranks at it). Once the result holds the limit and
+// the next bound is below the weakest score, no later fact can enter it:
+// the result is the one scoring every candidate would give, having read
+// about as many facts as it returns (and those it may not see: private
+// facts of others, retired or deleted ones). A posting written before
+// format 10 carries no counts; its fact is read for them. A word in more
+// than commonMax facts names only its newest commonMax, so that its cost
+// does not grow with the store.
 
 // prefixWeight is what a word counts towards a term it starts with but is
 // longer than.
 const prefixWeight = 0.5
 
-// rerankMin is the least number of facts a keyword query reads and scores
-// exactly (see above).
+// rerankMin is the least number of candidates whose mean length is a
+// keyword query's avgdl (see weighedDL).
 const rerankMin = 100
 
 // activeScanMax bounds the entries of facts.active a keyword query reads
@@ -66,7 +78,13 @@ type candidate struct {
 	raw  [16]byte // a standard id's 16 bytes
 	id   string   // a non-standard id; "" for a standard one
 	rank [16]byte // ^confidence, ^stored_at
-	w    float64  // within a term's list: 1 for the exact word, prefixWeight for a longer one; merged: the weight of stage one
+	// w is, within a term's list, the fact's term frequency for the term
+	// (each word's count times its weight, see wordWeight); merged, the
+	// fact's relevance.
+	w         float64
+	dl        uint32  // the fact's number of words
+	best      float32 // within a term's list: the weight of the fact's best word for it (see wordWeight)
+	uncounted bool    // a posting carried no counts: w and dl are to be read from the fact
 }
 
 // factID is c's fact id.
@@ -93,19 +111,22 @@ func (c *candidate) conf() float64 {
 	return math.Float64frombits(^binary.BigEndian.Uint64(c.rank[:8]))
 }
 
-// appendCandidates appends to list a candidate of weight w for every posting
-// of the block v. A block that does not decode adds nothing (crux doctor
-// reports it).
+// appendCandidates appends to list a candidate for every posting of the
+// block v, of a word of weight w (see wordWeight). A block that does not
+// decode adds nothing (crux doctor reports it).
 func appendCandidates(list []candidate, v []byte, w float64) []candidate {
 	start := len(list)
-	if len(v) > 0 && (v[0] == blockMark || v[0] == blockMark7) {
-		r := blockReader{v: v[1:], v8: v[0] == blockMark}
+	if len(v) > 0 && blockLayout(v[0]) != 0 {
+		r := newBlockReader(v)
 		for len(r.v) > 0 {
 			if r.next() != nil {
 				list = list[:start]
 				goto slow
 			}
-			c := candidate{w: w}
+			c := candidate{w: w * float64(r.tf), dl: r.dl, best: float32(w)}
+			if r.tf == 0 {
+				c.w, c.uncounted = w, true
+			}
 			if r.std {
 				c.raw = r.raw
 			} else {
@@ -125,14 +146,19 @@ slow:
 		return list
 	}
 	for _, p := range ps {
-		list = append(list, newCandidate(p.id, p.rank, w))
+		list = append(list, newCandidate(p.id, p.rank, w, p.tf, p.dl))
 	}
 	return list
 }
 
-// newCandidate is the candidate of the fact id of rank prefix rank.
-func newCandidate(id string, rank []byte, w float64) candidate {
-	c := candidate{w: w}
+// newCandidate is the candidate of the fact id of rank prefix rank, for a
+// word of weight w that the fact holds tf times (0: unknown), dl its
+// number of words.
+func newCandidate(id string, rank []byte, w float64, tf, dl uint32) candidate {
+	c := candidate{w: w * float64(tf), dl: dl, best: float32(w)}
+	if tf == 0 {
+		c.w, c.uncounted = w, true
+	}
 	if raw, ok := compactID(id); ok {
 		c.raw = raw
 	} else {
@@ -144,36 +170,32 @@ func newCandidate(id string, rank []byte, w float64) candidate {
 
 // commonMax bounds the postings of one term a keyword query decodes, so
 // that a word in most facts costs about what a rare one does: past it, the
-// exact word's candidates are its commonMax newest postings (ids are
-// time-ordered; see newestPostings), the longer words starting with the
-// term add at most commonMax in all, and each block not decoded counts
-// towards df as holding blockMax postings (a word's older blocks are full,
-// but for the halves of a split one), its tail block as what it holds. A
-// word held by that many facts has an idf too low for its postings to
-// decide which facts are read.
+// exact word's candidates are its commonMax newest postings (at least;
+// whole blocks are read, from the tail back: ids are time-ordered), the
+// longer words starting with the term add at most commonMax in all, and
+// each block not decoded counts towards df as holding blockMax postings
+// (a word's older blocks are full, but for the halves of a split one),
+// its tail block as what it holds. A word held by that many facts has an
+// idf too low for the facts it alone names to rank high.
 const commonMax = 8192
 
 // termCandidates returns, for each of terms, the facts whose words hold it
 // (exactly, or as the start of a longer word), sorted by fact id, each
-// once with the weight of its best word, at most about 2·commonMax of
-// them, and the terms' statistics without idf. With collect false, it
-// only counts.
+// once with its term frequency, at most about 2·commonMax of them, and
+// the terms' statistics without idf. With collect false, it only counts.
 func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]candidate, []termStat, error) {
 	lists := make([][]candidate, len(terms))
 	runs := make([][]int, len(terms)) // where each run of lists[i] sorted by id starts
 	stats := make([]termStat, len(terms))
 	for _, t := range terms {
+		prefetchScan(tx, bucketWords, wordPrefix(tenant, t), true)
 		prefetchScan(tx, bucketWords, indexKey(tenant, t), false)
 	}
 	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
 	prefetchFactCount(tx, tenant)
-	var scratch []candidate
+	var scratch, newest []candidate
 	for i, t := range terms {
 		stats[i].term = t
-		prefix := indexKey(tenant, t)
-		var last []byte
-		exactCut := false // the exact word's postings passed commonMax: lists[i] holds none of them
-		longer := 0       // postings of longer words decoded
 		// decode adds the postings of v, of weight w, to lists[i] (or
 		// only counts them) and returns how many.
 		decode := func(v []byte, w float64) int {
@@ -185,41 +207,60 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 			lists[i] = appendCandidates(lists[i], v, w)
 			return len(lists[i]) - at
 		}
-		err := tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
-			// k is tenant, NUL, word, NUL, last id: the word is t exactly
-			// when a NUL follows the prefix. The exact word's blocks come
-			// first.
-			exact := len(k) > len(prefix) && k[len(prefix)] == 0
+		// The exact word's blocks, newest first, up to commonMax
+		// postings; cut is the key of the oldest block decoded when older
+		// ones are left, which are counted below.
+		var cut []byte
+		var ends []int // where each block decoded ends in newest, newest first
+		newest = newest[:0]
+		err := tx.Scan(bucketWords, wordPrefix(tenant, t), true, func(k, v []byte) error {
+			newest = appendCandidates(newest, v, 1)
+			stats[i].df = len(newest)
+			ends = append(ends, len(newest))
+			if stats[i].df >= commonMax {
+				cut = bytes.Clone(k)
+				return ErrStop
+			}
+			return nil
+		})
+		if err != nil && err != ErrStop {
+			return nil, nil, err
+		}
+		if collect {
+			lists[i] = inOrder(make([]candidate, 0, len(newest)+blockMax), newest, ends)
+			runs[i] = append(runs[i], 0)
+		}
+		// Then the exact word's older blocks, counted, and the longer
+		// words' blocks: k is tenant, NUL, word, NUL, last id, and the
+		// word is t exactly when a NUL follows the prefix, the exact
+		// word's blocks coming first.
+		prefix := indexKey(tenant, t)
+		var last []byte
+		longer := 0 // postings of longer words decoded
+		err = tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
+			if len(k) > len(prefix) && k[len(prefix)] == 0 {
+				if cut != nil && bytes.Compare(k, cut) < 0 {
+					stats[i].df += blockPostings(k, v)
+				}
+				return nil
+			}
 			if j := bytes.IndexByte(k[len(prefix):], 0); j >= 0 && !bytes.Equal(k[:len(prefix)+j], last) {
 				last = append(last[:0], k[:len(prefix)+j]...)
 				if collect {
 					runs[i] = append(runs[i], len(lists[i])) // a word's postings are sorted by id
 				}
 			}
-			switch {
-			case exact && !exactCut:
-				stats[i].df += decode(v, 1)
-				if stats[i].df > commonMax {
-					exactCut, lists[i], runs[i] = true, lists[i][:0], runs[i][:0]
-				}
-			case exact:
-				stats[i].df += blockPostings(k, v)
-			case longer >= commonMax:
+			if longer >= commonMax {
 				stats[i].dfPre += blockPostings(k, v)
-			default:
-				n := decode(v, prefixWeight)
-				longer += n
-				stats[i].dfPre += n
+				return nil
 			}
+			n := decode(v, prefixWeight)
+			longer += n
+			stats[i].dfPre += n
 			return nil
 		})
 		if err != nil {
 			return nil, nil, err
-		}
-		if exactCut && collect {
-			if lists[i], runs[i], err = newestPostings(tx, tenant, t, lists[i], runs[i]); err != nil {
-				return nil, nil, err
-			}
 		}
 	}
 	// The postings not yet moved to the keyword index (see indexLive).
@@ -228,18 +269,35 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		starts.Add(t)
 	}
 	fresh := make([]bool, len(terms))
+	best := make([]float64, len(terms))
+	tfs := make([]float64, len(terms))
 	err := tx.Scan(bucketFresh, indexKey(tenant, ""), false, func(k, v []byte) error {
-		words, ok := freshWords(v)
+		words, counts, ok := freshWords(v)
 		if !ok {
 			return nil // malformed; the fact stays reachable by the other indexes
 		}
-		best := make([]float64, len(terms))
+		clear(best)
+		clear(tfs)
+		var dl uint64
+		if counts != nil {
+			var n int
+			dl, n = binary.Uvarint(counts)
+			counts = counts[n:]
+		}
 		for w := range bytes.SplitSeq(words, []byte{0}) {
+			tf := uint64(1)
+			if counts != nil {
+				var n int
+				tf, n = binary.Uvarint(counts)
+				counts = counts[n:]
+			}
 			if !starts.Lets(w) {
 				continue
 			}
 			for i, t := range terms {
-				best[i] = max(best[i], wordWeight(w, t))
+				x := wordWeight(w, t)
+				best[i] = max(best[i], x)
+				tfs[i] += x * float64(tf)
 			}
 		}
 		for i, b := range best {
@@ -255,7 +313,9 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 				if !fresh[i] {
 					fresh[i], runs[i] = true, append(runs[i], len(lists[i]))
 				}
-				lists[i] = append(lists[i], newCandidate(string(k[len(tenant)+1:]), v[:16], b))
+				c := newCandidate(string(k[len(tenant)+1:]), v[:16], 1, 1, uint32(dl))
+				c.w, c.best, c.uncounted = tfs[i], float32(b), dl == 0
+				lists[i] = append(lists[i], c)
 			}
 		}
 		return nil
@@ -264,7 +324,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 		return nil, nil, err
 	}
 	for i := range lists {
-		lists[i] = mergeRuns(lists[i], runs[i], maxWeight)
+		lists[i] = mergeRuns(lists[i], runs[i], sumWeights)
 	}
 	return lists, stats, nil
 }
@@ -307,9 +367,8 @@ func mergeRuns(list []candidate, starts []int, combine func(a, b float64) float6
 	return list
 }
 
-// maxWeight and sumWeights combine the weights of a fact's candidates:
-// within a term, its best word's; across terms, the sum.
-func maxWeight(a, b float64) float64  { return max(a, b) }
+// sumWeights combines the weights of a fact's candidates: within a term,
+// the term frequencies its words give; across terms, their relevance.
 func sumWeights(a, b float64) float64 { return a + b }
 
 // mergeTwo appends to dst the candidates of a and b, each sorted by fact
@@ -324,37 +383,34 @@ func mergeTwo(dst, a, b []candidate, combine func(a, b float64) float64) []candi
 		default:
 			x := a[0]
 			x.w = combine(x.w, b[0].w)
+			x.dl = max(x.dl, b[0].dl)
+			x.best = max(x.best, b[0].best)
+			x.uncounted = x.uncounted || b[0].uncounted
 			dst, a, b = append(dst, x), a[1:], b[1:]
 		}
 	}
 	return append(append(dst, a...), b...)
 }
 
-// newestPostings appends to list a candidate for each of the commonMax
-// newest postings of word (at least; whole blocks are read), reading its
-// blocks from the tail back, and to runs where each block's run starts.
-func newestPostings(tx Tx, tenant, word string, list []candidate, runs []int) ([]candidate, []int, error) {
-	n := 0
-	err := tx.Scan(bucketWords, wordPrefix(tenant, word), true, func(_, v []byte) error {
-		at := len(list)
-		runs = append(runs, at)
-		list = appendCandidates(list, v, 1)
-		if n += len(list) - at; n >= commonMax {
-			return ErrStop
+// inOrder appends to dst the postings of read, blocks of one word read
+// newest first, each ending where ends says, in the order of their ids:
+// the blocks of a word cover disjoint ranges of ids.
+func inOrder(dst, read []candidate, ends []int) []candidate {
+	for j := len(ends) - 1; j >= 0; j-- {
+		from := 0
+		if j > 0 {
+			from = ends[j-1]
 		}
-		return nil
-	})
-	if err == ErrStop {
-		err = nil
+		dst = append(dst, read[from:ends[j]]...)
 	}
-	return list, runs, err
+	return dst
 }
 
 // blockPostings is the number of postings a block of the keyword index
 // counts without being decoded (see commonMax): what a word's tail block
 // holds, blockMax for any other.
 func blockPostings(k, v []byte) int {
-	if !isTailKey(k) {
+	if len(k) == 0 || k[len(k)-1] != tailMark[0] { // no fact id ends in it
 		return blockMax
 	}
 	return len(appendCandidates(nil, v, 0))
@@ -425,38 +481,43 @@ func termStats(tx Tx, tenant string, terms []string) ([]termStat, error) {
 }
 
 // searchTerms runs a keyword query without entity or key filter: the
-// postings of its terms name the candidates, the best of which by their
-// postings alone are read and scored (see above).
+// postings of its terms name the candidates and give their relevance, and
+// the candidates are read best bound first until no later one can enter
+// the result (see above).
 func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
-	lists, stats, err := termCandidates(tx, q.Tenant, q.Terms, true)
+	all, err := scoreCandidates(tx, q.Tenant, q.Terms, q.lengthSample())
 	if err != nil {
 		return FactResult{}, err
 	}
-	n, err := factCount(tx, q.Tenant)
-	if err != nil {
-		return FactResult{}, err
+	h := make(boundHeap, len(all))
+	for i := range all {
+		h[i] = bound{ub: all[i].w * all[i].conf(), c: &all[i]}
 	}
-	setIDF(stats, n)
-	h := candHeap(mergeCandidates(lists, stats))
 	heap.Init(&h)
-	want := 0 // facts to score; 0: every candidate
-	if q.Limit > 0 {
-		want = max(rerankMin, 2*q.Limit)
-		if q.Rerank > 0 {
-			want = max(q.Rerank, q.Limit)
-		}
-	}
 	var res FactResult
-	var batch []candidate
-	for len(h) > 0 && (want == 0 || len(res.Facts) < want) {
-		// The next candidates, read together (see Prefetcher).
+	full := func() bool { return q.Limit > 0 && len(res.Facts) >= q.Limit }
+	var batch []*candidate
+	for len(h) > 0 {
+		// The next candidates that may enter the result, read together
+		// (see Prefetcher): as many as the result lacks, at least 16.
 		batch = batch[:0]
-		for len(h) > 0 && len(batch) < max(16, want-len(res.Facts)) {
-			batch = append(batch, heap.Pop(&h).(candidate))
+		for len(h) > 0 && len(batch) < max(16, q.Limit-len(res.Facts)) {
+			if full() && h[0].ub < res.Facts[len(res.Facts)-1].Score {
+				break // nor any later one
+			}
+			if b := heap.Pop(&h).(bound); !full() || mayBeat(b, res.Facts[len(res.Facts)-1]) {
+				batch = append(batch, b.c)
+			}
+		}
+		if len(batch) == 0 {
+			break
 		}
 		prefetchCandidates(tx, batch)
-		for i := range batch {
-			f, err := indexedFact(tx, bucketWords, batch[i].factID())
+		for _, c := range batch {
+			if full() && !mayBeat(bound{c.w * c.conf(), c}, res.Facts[len(res.Facts)-1]) {
+				continue
+			}
+			f, err := indexedFact(tx, bucketWords, c.factID())
 			if err != nil {
 				if err := SkipCorrupt(tx, err); err != nil {
 					return FactResult{}, err
@@ -474,16 +535,208 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 				res.BelowFloor++
 				continue
 			}
-			res.Facts = append(res.Facts, r)
+			r.Score = c.w * r.Effective
+			res.Facts = insertRanked(res.Facts, r, q.Limit)
 		}
 	}
-	scoreFacts(res.Facts, stats)
 	return q.finish(res), nil
+}
+
+// lengthSample is how many of a keyword query's candidates set avgdl (see
+// weighedDL): FactQuery.Rerank when set (at least the limit), else
+// rerankMin or twice the limit, 0 (every candidate) without a limit.
+func (q *FactQuery) lengthSample() int {
+	switch {
+	case q.Rerank > 0:
+		return max(q.Rerank, q.Limit)
+	case q.Limit <= 0:
+		return 0
+	}
+	return max(rerankMin, 2*q.Limit)
+}
+
+// scoreCandidates returns the facts that the postings of terms name in
+// tenant, sorted by fact id, each once with its relevance to them as w,
+// avgdl the mean dl of the sample best by their postings (see weighedDL).
+func scoreCandidates(tx Tx, tenant string, terms []string, sample int) ([]candidate, error) {
+	lists, stats, err := termCandidates(tx, tenant, terms, true)
+	if err != nil {
+		return nil, err
+	}
+	n, err := factCount(tx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	setIDF(stats, n)
+	if err := countUncounted(tx, lists, stats); err != nil {
+		return nil, err
+	}
+	all, avg := weighedDL(lists, stats, sample)
+	for i := range all {
+		all[i].w = 0
+	}
+	// Each term's candidates are among all, in the same order: found by
+	// walking all, or by a binary search when they are few.
+	for i, l := range lists {
+		search := len(l)*bits.Len(uint(len(all))) < len(all)
+		j := 0
+		for _, c := range l {
+			if search {
+				j += sort.Search(len(all)-j, func(x int) bool { return cmpCandidates(&all[j+x], &c) >= 0 })
+			} else {
+				for cmpCandidates(&all[j], &c) < 0 {
+					j++
+				}
+			}
+			if c.w > 0 {
+				all[j].w += bm25(stats[i].idf, c.w, int(c.dl), avg)
+			}
+		}
+	}
+	return all, nil
+}
+
+// countUncounted gives the candidates of lists whose postings carry no
+// counts (written before format 10) their term frequency and dl, read from
+// their facts as scoreFacts would count them. A fact that cannot be read
+// keeps what its postings gave; it leaves the result when it is read
+// again.
+func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
+	type count struct {
+		tf []float64
+		dl int
+	}
+	var ids []string
+	var counts map[string]*count
+	for _, l := range lists {
+		for j := range l {
+			if !l[j].uncounted {
+				continue
+			}
+			if counts == nil {
+				counts = make(map[string]*count)
+			}
+			if id := l[j].factID(); counts[id] == nil {
+				ids = append(ids, id)
+				counts[id] = &count{}
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, ok := tx.(Prefetcher); ok {
+		keys := make([][]byte, len(ids))
+		for i, id := range ids {
+			keys[i] = []byte(id)
+		}
+		prefetch(tx, bucketFacts, keys)
+	}
+	m := newMatcher(stats)
+	for _, id := range ids {
+		f, err := GetFact(tx, id)
+		var ce *CorruptRecordError
+		if errors.Is(err, ErrNotFound) || errors.As(err, &ce) {
+			delete(counts, id) // searchTerms meets it again, and skips it
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		counts[id].tf, counts[id].dl = m.termFrequencies(f)
+	}
+	for i, l := range lists {
+		for j := range l {
+			if !l[j].uncounted {
+				continue
+			}
+			if c := counts[l[j].factID()]; c != nil {
+				l[j].w, l[j].dl, l[j].uncounted = c.tf[i], uint32(min(c.dl, tfMax)), false
+			}
+		}
+	}
+	return nil
+}
+
+// weighedDL returns the facts that lists name, sorted by id, each once,
+// and the mean number of words of the n of them (all when n is 0) that
+// their postings weigh best: by their stored confidence times the sum of
+// the idf of the terms they hold, a longer word counting prefixWeight;
+// ties go to the newer fact, then to the smaller id. The facts of unknown
+// length count for none; the mean is 1 when no fact is of known length.
+func weighedDL(lists [][]candidate, stats []termStat, n int) ([]candidate, float64) {
+	total := 0
+	for _, l := range lists {
+		total += len(l)
+	}
+	all := make([]candidate, 0, total)
+	starts := make([]int, 0, len(lists))
+	for i, l := range lists {
+		starts = append(starts, len(all))
+		for _, c := range l {
+			c.w = stats[i].idf * float64(c.best)
+			all = append(all, c)
+		}
+	}
+	all = mergeRuns(all, starts, sumWeights)
+	for i := range all {
+		all[i].w *= all[i].conf()
+	}
+	best := all
+	if n > 0 && n < len(all) {
+		// The n best, kept in a heap whose root is the worst of them.
+		h := make(worstFirst, n)
+		copy(h, all[:n])
+		heap.Init(&h)
+		for i := n; i < len(all); i++ {
+			if weighsMore(&all[i], &h[0]) {
+				h[0] = all[i]
+				heap.Fix(&h, 0)
+			}
+		}
+		best = h
+	}
+	count, sum := 0, 0.0
+	for _, c := range best {
+		if c.dl > 0 {
+			count++
+			sum += float64(c.dl)
+		}
+	}
+	if count == 0 {
+		return all, 1
+	}
+	return all, sum / float64(count)
+}
+
+// weighsMore reports whether a comes before b by weight (see weighedDL).
+func weighsMore(a, b *candidate) bool {
+	if a.w != b.w {
+		return a.w > b.w
+	}
+	if c := bytes.Compare(a.rank[8:], b.rank[8:]); c != 0 {
+		return c < 0 // ^stored_at: the newer first
+	}
+	return cmpCandidates(a, b) < 0
+}
+
+// worstFirst is a heap of candidates whose root weighs least.
+type worstFirst []candidate
+
+func (h worstFirst) Len() int           { return len(h) }
+func (h worstFirst) Less(i, j int) bool { return weighsMore(&h[j], &h[i]) }
+func (h worstFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *worstFirst) Push(x any)        { *h = append(*h, x.(candidate)) }
+func (h *worstFirst) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
 }
 
 // prefetchCandidates announces the reads of the facts of cs (see
 // Prefetcher).
-func prefetchCandidates(tx Tx, cs []candidate) {
+func prefetchCandidates(tx Tx, cs []*candidate) {
 	if _, ok := tx.(Prefetcher); !ok {
 		return
 	}
@@ -494,46 +747,47 @@ func prefetchCandidates(tx Tx, cs []candidate) {
 	prefetch(tx, bucketFacts, ids)
 }
 
-// mergeCandidates merges the terms' candidate lists, each sorted by fact
-// id, into one candidate a fact, weighed by its stored confidence times
-// the idf of the terms it holds (each times its word's weight).
-func mergeCandidates(lists [][]candidate, stats []termStat) []candidate {
-	total := 0
-	for _, l := range lists {
-		total += len(l)
+// mayBeat reports whether the candidate of b may rank before the fact r
+// (see less): at best it scores b.ub with its stored confidence as its
+// effective one, and it is of its stored_at and id.
+func mayBeat(b bound, r RankedFact) bool {
+	if b.ub != r.Score {
+		return b.ub > r.Score
 	}
-	all := make([]candidate, 0, total)
-	starts := make([]int, 0, len(lists))
-	for i, l := range lists {
-		starts = append(starts, len(all))
-		for _, c := range l {
-			c.w *= stats[i].idf
-			all = append(all, c)
-		}
+	if conf := b.c.conf(); conf != r.Effective {
+		return conf > r.Effective
 	}
-	all = mergeRuns(all, starts, sumWeights)
-	for i := range all {
-		all[i].w *= all[i].conf()
+	at, rat := int64(^binary.BigEndian.Uint64(b.c.rank[8:])), r.StoredAt.UnixNano()
+	if at != rat {
+		return at > rat
 	}
-	return all
+	return b.c.factID() < r.ID
 }
 
-// candHeap orders candidates by weight, highest first, then newest first.
-type candHeap []candidate
+// bound is a candidate with the most it can score: its relevance times
+// its stored confidence.
+type bound struct {
+	ub float64
+	c  *candidate
+}
 
-func (h candHeap) Len() int { return len(h) }
-func (h candHeap) Less(i, j int) bool {
-	if h[i].w != h[j].w {
-		return h[i].w > h[j].w
+// boundHeap orders candidates by bound, highest first, then newest first,
+// then by id.
+type boundHeap []bound
+
+func (h boundHeap) Len() int { return len(h) }
+func (h boundHeap) Less(i, j int) bool {
+	if h[i].ub != h[j].ub {
+		return h[i].ub > h[j].ub
 	}
-	if c := bytes.Compare(h[i].rank[8:], h[j].rank[8:]); c != 0 {
+	if c := bytes.Compare(h[i].c.rank[8:], h[j].c.rank[8:]); c != 0 {
 		return c < 0 // ^stored_at: the newer first
 	}
-	return cmpCandidates(&h[i], &h[j]) < 0
+	return cmpCandidates(h[i].c, h[j].c) < 0
 }
-func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *candHeap) Push(x any)   { *h = append(*h, x.(candidate)) }
-func (h *candHeap) Pop() any {
+func (h boundHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *boundHeap) Push(x any)   { *h = append(*h, x.(bound)) }
+func (h *boundHeap) Pop() any {
 	old := *h
 	c := old[len(old)-1]
 	*h = old[:len(old)-1]

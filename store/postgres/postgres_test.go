@@ -88,6 +88,41 @@ func TestScanFrom(t *testing.T) {
 	assert.Equal(t, []string{"a2", "a3"}, got)
 }
 
+// TestScanInsideAPrefetchedRange: a scan of a prefix whose keys the view
+// holds within a wider range read before (a prefetch of a shorter prefix)
+// visits the keys of its prefix only, forwards and backwards, not the
+// next key of the wider range.
+func TestScanInsideAPrefetchedRange(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	require.NoError(t, db.Update(ctx, func(tx store.Tx) error {
+		for _, k := range []string{"w1", "w10", "w10x", "w10xyz\x00a", "w10xyz\x00b", "w11\x00a", "w2"} {
+			if err := tx.Put("b", []byte(k), []byte(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, reverse := range []bool{false, true} {
+		var got []string
+		require.NoError(t, db.View(ctx, func(tx store.Tx) error {
+			tx.(store.Prefetcher).PrefetchScan("b", []byte("w1"), false)
+			if err := tx.Scan("b", []byte("w1"), false, func([]byte, []byte) error { return nil }); err != nil {
+				return err
+			}
+			return tx.Scan("b", []byte("w10xyz"), reverse, func(k, _ []byte) error {
+				got = append(got, string(k))
+				return nil
+			})
+		}))
+		want := []string{"w10xyz\x00a", "w10xyz\x00b"}
+		if reverse {
+			want = []string{want[1], want[0]}
+		}
+		assert.Equal(t, want, got, "reverse %v", reverse)
+	}
+}
+
 // TestDocuments: the document index on PostgreSQL: ingest, replace,
 // delete and search give what they give on bbolt.
 func TestDocuments(t *testing.T) {

@@ -313,8 +313,8 @@ func (t *tx) scanUp(bucket string, lo, hi []byte, fn func(key, value []byte) err
 			}
 			continue
 		}
-		end := s.hi
-		if hi != nil && !below(hi, end) {
+		end := s.hi // the lesser of s.hi and hi
+		if hi != nil && below(hi, end) {
 			end = hi
 		}
 		e := bv.next(cur, end)

@@ -76,6 +76,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		{"Close/ThenUse", testCloseThenUse},
 		{"Close/Twice", testCloseTwice},
 		{"Facts/Relevance", testFactRelevance},
+		{"Facts/TopK", testFactTopK},
+		{"Facts/TopKCommon", testFactTopKCommon},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t)
