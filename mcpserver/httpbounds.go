@@ -177,9 +177,49 @@ func (h *HTTPHandler) openSession(w http.ResponseWriter, r *http.Request, c *cal
 		h.logger.Info("crux: HTTP session closed to make room for a new one of its caller", "session", victim.ID())
 		victim.Close()
 	}
-	c.sessions.ServeHTTP(w, r)
+	hw := &headerWatch{ResponseWriter: w, h: h, c: c}
+	c.sessions.ServeHTTP(hw, r)
+	if !hw.seen {
+		hw.register()
+	}
+}
+
+// headerWatch is the ResponseWriter of a session-opening request: when
+// the SDK writes the header, which names the session it opened, the
+// session is counted as held, before the client can read the header and
+// send the session's next request (its GET stream, say).
+type headerWatch struct {
+	http.ResponseWriter
+	h    *HTTPHandler
+	c    *callerState
+	seen bool
+}
+
+func (hw *headerWatch) WriteHeader(status int) {
+	if !hw.seen {
+		hw.register()
+	}
+	hw.ResponseWriter.WriteHeader(status)
+}
+
+func (hw *headerWatch) Write(b []byte) (int, error) {
+	if !hw.seen {
+		hw.WriteHeader(http.StatusOK)
+	}
+	return hw.ResponseWriter.Write(b)
+}
+
+// Unwrap is for http.ResponseController, through which the SDK flushes.
+func (hw *headerWatch) Unwrap() http.ResponseWriter { return hw.ResponseWriter }
+
+// register ends the reservation of the session-opening request and
+// counts the session its header names, if the SDK's server holds it,
+// until it ends.
+func (hw *headerWatch) register() {
+	hw.seen = true
+	h, c := hw.h, hw.c
 	var ss *mcp.ServerSession
-	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+	if id := hw.Header().Get("Mcp-Session-Id"); id != "" {
 		for s := range c.srv.Sessions() {
 			if s.ID() == id {
 				ss = s
