@@ -33,8 +33,9 @@ const maxHTTPBody = maxLineLength
 
 // HTTPOptions configures [NewHTTPHandler]. A nil *HTTPOptions means all
 // defaults: the endpoint at /mcp, no authentication (every request is
-// anonymous), sessions closed after 30 minutes without a request, answers
-// as server-sent events.
+// anonymous), sessions closed after 30 minutes without a request, at
+// most 1000 sessions (100 per caller) and 64 requests of a caller in
+// flight, answers as server-sent events.
 type HTTPOptions struct {
 	// Options configures the MCP server of each caller: the
 	// implementation's name and version, instructions, and the logger,
@@ -66,6 +67,23 @@ type HTTPOptions struct {
 	// DefaultSessionTimeout; a negative value keeps sessions until the
 	// client ends them (DELETE) or the server stops.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the sessions held at once, all callers together
+	// (see "Sessions and bounds" in [HTTPHandler]): a request that would
+	// open one more gets 503. Zero means DefaultMaxSessions; a negative
+	// value means no bound.
+	MaxSessions int
+	// MaxSessionsPerCaller bounds the sessions one caller holds at once
+	// (a token table entry; every anonymous caller together is one): a
+	// new one closes the caller's session unused the longest among those
+	// with nothing open, or gets 429 if each has a request or stream
+	// open. Zero means DefaultMaxSessionsPerCaller; a negative value
+	// means no bound.
+	MaxSessionsPerCaller int
+	// MaxRequestsPerCaller bounds the requests of one caller in flight at
+	// once, with or without sessions, GET streams aside (a session has at
+	// most one): one more gets 429. Zero means
+	// DefaultMaxRequestsPerCaller; a negative value means no bound.
+	MaxRequestsPerCaller int
 }
 
 // An HTTPHandler serves a [Backend] to MCP clients over Streamable HTTP
@@ -123,6 +141,50 @@ type HTTPOptions struct {
 // code; a 401 keeps its WWW-Authenticate challenge. What a replica may
 // push, and what is rejected, is store.ApplySyncFacts's to say.
 //
+// # Sessions and bounds
+//
+// The SDK's handler keeps a session from each initialize until the client
+// ends it (DELETE), SessionTimeout passes without a request, or the
+// server stops; it sets no bound of its own. The handler bounds them,
+// each bound answered before the SDK sees the request:
+//
+//   - A caller holds at most MaxSessionsPerCaller sessions (default 100).
+//     An initialize past it closes the caller's session that has gone
+//     unused the longest among those with no request in flight and no
+//     GET stream open (a client that went away holds neither; a
+//     connected SDK client keeps its GET stream), and is served; the
+//     closed session's next request gets 404, upon which MCP has a client
+//     initialize again. If every session of the caller has something
+//     open, the initialize gets 429, reason "sessions_per_caller". A
+//     caller competes only with itself here, and the usual way to reach
+//     the bound, a client that opens sessions and never ends them, would
+//     otherwise lock its caller out until SessionTimeout.
+//   - All callers together hold at most MaxSessions (default 1000). An
+//     initialize past it, of a caller below its own bound, gets 503,
+//     reason "sessions": no session is closed for it, so that one
+//     caller cannot end another's.
+//   - A caller has at most MaxRequestsPerCaller requests in flight
+//     (default 64), GET streams aside, with sessions or without: one more
+//     gets 429, reason "requests_per_caller". This bounds what a session
+//     holds (its requests in flight and one GET stream) and what the
+//     stateless mode holds, whose sessions last one request.
+//
+// A refusal carries Retry-After: 1 and a JSON-RPC error response, id
+// null, of code [CodeOverloaded] (-32000) with data {"reason", "limit"}.
+// The SDK's client reads neither status as the end of its session.
+//
+// A JSON-RPC batch (a body that is a JSON array) is answered as
+// [StdioTransport] answers one, whatever the protocol version: status 400
+// with the JSON-RPC answer as an application/json body, one -32600 per
+// call in it (-32700 if the body is not JSON). Nothing in it runs.
+//
+// The handler speaks the same protocol versions as stdio: requests of
+// 2026-07-28 or later (those with an MCP-Protocol-Version header of that
+// version or later), which carry their version and need no session, are
+// served by an SDK handler without sessions whether or not Stateless is
+// set, since the SDK's handler with sessions refuses them; the others by
+// the one with sessions, unless Stateless.
+//
 // Bad arguments, refusals and other errors are mapped as over any
 // transport (see the package documentation): a -32030 refusal is a
 // JSON-RPC error with its data, carried in the HTTP 200 answer of the
@@ -139,10 +201,13 @@ type HTTPHandler struct {
 	streams      context.Context
 	closeStreams context.CancelFunc
 
-	mu       sync.Mutex
-	handlers map[string]*mcp.StreamableHTTPHandler // by callerKey
-	active   int                                   // requests other than GET in flight
-	idle     *sync.Cond                            // signalled when active drops to 0
+	mu      sync.Mutex
+	callers map[string]*callerState // by callerKey
+	active  int                     // requests other than GET in flight
+	idle    *sync.Cond              // signalled when active drops to 0
+	held    int                     // sessions held, all callers together
+	opening int                     // session-opening requests in flight, all callers together
+	clock   uint64                  // counts the ends of requests, for heldSession.used
 }
 
 // NewHTTPHandler returns the HTTP handler that serves b (see
@@ -164,6 +229,9 @@ func NewHTTPHandler(b Backend, opts *HTTPOptions) *HTTPHandler {
 	case o.SessionTimeout < 0:
 		o.SessionTimeout = 0 // the SDK's "never"
 	}
+	o.MaxSessions = bound(o.MaxSessions, DefaultMaxSessions)
+	o.MaxSessionsPerCaller = bound(o.MaxSessionsPerCaller, DefaultMaxSessionsPerCaller)
+	o.MaxRequestsPerCaller = bound(o.MaxRequestsPerCaller, DefaultMaxRequestsPerCaller)
 	if o.Tokens.Len() == 0 {
 		o.Tokens = nil
 		o.Anonymous = true
@@ -180,7 +248,7 @@ func NewHTTPHandler(b Backend, opts *HTTPOptions) *HTTPHandler {
 		logger: logger,
 		transport: crux.Transport{Kind: crux.TransportHTTP, Path: o.Path, Tokens: o.Tokens != nil,
 			Anonymous: o.Anonymous, Stateless: o.Stateless},
-		handlers: map[string]*mcp.StreamableHTTPHandler{},
+		callers: map[string]*callerState{},
 	}
 	h.idle = sync.NewCond(&h.mu)
 	return h
@@ -227,28 +295,17 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: "+msg, http.StatusForbidden)
 		return
 	}
-	sh := h.handlerFor(caller)
-	if r.Method == http.MethodGet {
-		// A GET stream lasts as long as its session; CloseStreams ends it.
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		stop := context.AfterFunc(h.streams, cancel)
-		defer stop()
-		sh.ServeHTTP(w, r.WithContext(ctx))
-		return
-	}
-	h.mu.Lock()
-	h.active++
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		h.active--
-		if h.active == 0 {
-			h.idle.Broadcast()
-		}
-		h.mu.Unlock()
-	}()
-	sh.ServeHTTP(w, r)
+	h.serveMCP(w, r, h.callerFor(caller))
+}
+
+// serveStream serves a GET, the stream of server messages of a session,
+// through sdk, until the session ends or CloseStreams is called.
+func (h *HTTPHandler) serveStream(w http.ResponseWriter, r *http.Request, sdk *mcp.StreamableHTTPHandler) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.streams, cancel)
+	defer stop()
+	sdk.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // CloseStreams waits until no other request (a POST, a DELETE) is in
@@ -305,24 +362,44 @@ func callerKey(c crux.Caller) string {
 	return c.Identity() + "\x00" + c.TenantID()
 }
 
-// handlerFor returns the SDK handler of caller c, made on first use.
-func (h *HTTPHandler) handlerFor(c crux.Caller) *mcp.StreamableHTTPHandler {
+// callerFor returns the state of caller c, made on first use: its MCP
+// server and the SDK handlers serving it, one with sessions (unless
+// Stateless) and one without, which share the server.
+func (h *HTTPHandler) callerFor(c crux.Caller) *callerState {
 	key := callerKey(c)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if sh, ok := h.handlers[key]; ok {
-		return sh
+	if cs, ok := h.callers[key]; ok {
+		return cs
 	}
 	srv := NewBackend(h.b, c, &h.opts.Options)
-	sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Stateless:           h.opts.Stateless,
-		JSONResponse:        h.opts.JSONResponse,
-		SessionTimeout:      h.opts.SessionTimeout,
-		Logger:              h.opts.Logger,
-		MaxRequestBodyBytes: maxHTTPBody,
-	})
-	h.handlers[key] = sh
-	return sh
+	sdk := func(stateless bool) *mcp.StreamableHTTPHandler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Stateless:           stateless,
+			JSONResponse:        h.opts.JSONResponse,
+			SessionTimeout:      h.opts.SessionTimeout,
+			Logger:              h.opts.Logger,
+			MaxRequestBodyBytes: maxHTTPBody,
+		})
+	}
+	cs := &callerState{srv: srv, sessionless: sdk(true), held: map[string]*heldSession{}}
+	if !h.opts.Stateless {
+		cs.sessions = sdk(false)
+	}
+	h.callers[key] = cs
+	return cs
+}
+
+// bound is a bound of HTTPOptions as the handler uses it: def for zero, 0
+// (none) for a negative value.
+func bound(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // checkHostOrigin applies the DNS rebinding checks (see [HTTPHandler]) and

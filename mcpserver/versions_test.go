@@ -47,11 +47,10 @@ func connectStdio(t *testing.T, srv *crux.Server, caller crux.Caller, version st
 // without, and checks the handshake, tools/list, a call, and the shape of
 // a bad argument for the version negotiated.
 //
-// HTTP with sessions speaks the versions of the initialize handshake
-// (2024-11-05 to 2025-11-25): asked for 2026-07-28, whose requests carry
-// their version instead of a session, the SDK's handler refuses it and the
-// client falls back to 2025-11-25. stdio and stateless HTTP speak every
-// version.
+// Every transport speaks every version: over HTTP with sessions, the
+// requests of 2026-07-28, which carry their version instead of a session,
+// are served without one (the SDK's handler with sessions would refuse
+// them, and its client would fall back to 2025-11-25).
 func TestEveryProtocolVersion(t *testing.T) {
 	srv := newCrux(t)
 	versions := mcp.SupportedProtocolVersions()
@@ -69,8 +68,7 @@ func TestEveryProtocolVersion(t *testing.T) {
 			want    string // the version negotiated
 		}{
 			{"stdio", func() *mcp.ClientSession { return connectStdio(t, srv, alice, v) }, v},
-			{"http", func() *mcp.ClientSession { return connectHTTP(t, stateful.url, aliceToken, v) },
-				map[bool]string{true: "2025-11-25", false: v}[v >= "2026-07-28"]},
+			{"http", func() *mcp.ClientSession { return connectHTTP(t, stateful.url, aliceToken, v) }, v},
 			{"http-stateless", func() *mcp.ClientSession { return connectHTTP(t, stateless.url, aliceToken, v) }, v},
 		} {
 			t.Run(v+"/"+tr.name, func(t *testing.T) {

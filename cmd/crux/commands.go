@@ -29,7 +29,8 @@ func newServeCmd(a *app) *cobra.Command {
 		Use:   "serve [--data DIR] [--agent NAME]",
 		Short: "Serve MCP on standard input and output, or over HTTP with --http",
 		Annotations: map[string]string{formsAnnotation: "serve --http ADDR [--data DIR] [--tokens FILE] [--anonymous]\n" +
-			"                 [--allow-remote] [--stateless]"},
+			"                 [--allow-remote] [--stateless] [--max-sessions N]\n" +
+			"                 [--max-caller-sessions N] [--max-caller-requests N]"},
 		Long: `Serve MCP over standard input and output until the client closes standard
 input, or on SIGINT or SIGTERM; then stop reading, answer every call already
 read, and exit 0. A malformed line is answered with JSON-RPC -32700 or -32600
@@ -54,7 +55,11 @@ On a loopback address the Host header must name a loopback host and an
 Origin header, if any, a loopback origin, else 403 (DNS rebinding).
 --stateless keeps no sessions: every POST stands alone and GET and DELETE get
 405. A session without a request for 30 minutes is closed (its client gets
-404 and starts a new one). crux token new makes a token and its table entry.`,
+404 and starts a new one). At most --max-sessions sessions (1000) are held
+in all, else 503; at most --max-caller-sessions (100) per caller, past which
+the caller's longest-unused session with no request or stream open is
+closed (else 429); at most --max-caller-requests (64) requests of a caller
+are in flight, else 429. crux token new makes a token and its table entry.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := noArgs("serve", args); err != nil {
 				return err

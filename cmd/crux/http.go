@@ -26,6 +26,8 @@ type httpFlags struct {
 	anonymous   bool   // --anonymous
 	allowRemote bool   // --allow-remote
 	stateless   bool   // --stateless
+
+	maxSessions, maxCallerSessions, maxCallerRequests int // --max-sessions, --max-caller-sessions, --max-caller-requests
 }
 
 // register adds the HTTP flags to fs.
@@ -35,6 +37,9 @@ func (hf *httpFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&hf.anonymous, "anonymous", false, "serve requests without a bearer token as anonymous instead of refusing them")
 	fs.BoolVar(&hf.allowRemote, "allow-remote", false, "allow --http on an address that is not loopback (needs tokens)")
 	fs.BoolVar(&hf.stateless, "stateless", false, "serve HTTP without sessions")
+	fs.IntVar(&hf.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "HTTP sessions held at once, all callers together (then 503); negative: no bound")
+	fs.IntVar(&hf.maxCallerSessions, "max-caller-sessions", mcpserver.DefaultMaxSessionsPerCaller, "HTTP sessions one caller holds at once (then its longest-unused idle one is closed, else 429); negative: no bound")
+	fs.IntVar(&hf.maxCallerRequests, "max-caller-requests", mcpserver.DefaultMaxRequestsPerCaller, "HTTP requests of one caller in flight at once, GET streams aside (then 429); negative: no bound")
 }
 
 // httpSetup is what crux serve --http resolved from its flags.
@@ -51,7 +56,7 @@ func resolveHTTP(fs *pflag.FlagSet, hf *httpFlags, osenv *environment) (*httpSet
 	set := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	if !set["http"] {
-		for _, name := range []string{"tokens", "anonymous", "allow-remote", "stateless"} {
+		for _, name := range []string{"tokens", "anonymous", "allow-remote", "stateless", "max-sessions", "max-caller-sessions", "max-caller-requests"} {
 			if set[name] {
 				return nil, usagef("--%s needs --http ADDR", name)
 			}
@@ -64,7 +69,13 @@ func resolveHTTP(fs *pflag.FlagSet, hf *httpFlags, osenv *environment) (*httpSet
 	if _, _, err := net.SplitHostPort(hf.addr); err != nil {
 		return nil, usagef("--http wants host:port, such as 127.0.0.1:8080, got %q", hf.addr)
 	}
-	hs := &httpSetup{addr: hf.addr, opts: mcpserver.HTTPOptions{Anonymous: hf.anonymous, Stateless: hf.stateless}}
+	for name, n := range map[string]int{"max-sessions": hf.maxSessions, "max-caller-sessions": hf.maxCallerSessions, "max-caller-requests": hf.maxCallerRequests} {
+		if n == 0 {
+			return nil, usagef("--%s must not be 0 (negative means no bound)", name)
+		}
+	}
+	hs := &httpSetup{addr: hf.addr, opts: mcpserver.HTTPOptions{Anonymous: hf.anonymous, Stateless: hf.stateless,
+		MaxSessions: hf.maxSessions, MaxSessionsPerCaller: hf.maxCallerSessions, MaxRequestsPerCaller: hf.maxCallerRequests}}
 	var table string
 	switch {
 	case set["tokens"]:
