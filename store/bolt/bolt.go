@@ -132,6 +132,29 @@ var ErrLocked = errors.New("store/bolt: database file is locked by another proce
 // for it with errors.Is.
 var ErrNeedsRecovery = errors.New("store/bolt: database was not closed cleanly")
 
+// ErrFailed reports that the DB is in the failed state: a write or flush of
+// the database file or its write-ahead log failed, the DB can no longer
+// trust what the operating system's page cache holds of them, and so it
+// serves nothing more: every View, Update and Compact fails with an error
+// wrapping ErrFailed (and the I/O error), until the DB is closed and opened
+// again, which recovers every acknowledged commit from the files (see the
+// package documentation, "When the disk fails"). Test for it with errors.Is.
+var ErrFailed = errors.New("store/bolt: the database failed and must be reopened")
+
+// failedError is the error of a DB in the failed state.
+type failedError struct {
+	path  string
+	what  string // what failed, such as "flush the database file"
+	cause error
+}
+
+func (e *failedError) Error() string {
+	return fmt.Sprintf("store/bolt: %s: %s: %v; the store reads and writes nothing more until it is reopened: "+
+		"restart the server (or Close the DB and Open it again), which recovers every write that was acknowledged", e.path, e.what, e.cause)
+}
+
+func (e *failedError) Unwrap() []error { return []error{ErrFailed, e.cause} }
+
 // lockedError is the error Open returns when the file lock is not obtained.
 type lockedError struct {
 	path   string
@@ -206,7 +229,7 @@ type DB struct {
 
 	wal        *wal   // the write-ahead log; nil when commits flush the file themselves
 	hooks      *hooks // tests only
-	broken     error  // set when the log failed and so did flushing the file: Update fails
+	broken     atomic.Pointer[failedError] // the failed state (see DB.fail): View and Update fail
 	pinMu      sync.Mutex
 	pin        *bbolt.Tx   // read transaction on the state of the log's checkpoint
 	committing bool        // a commit is running (see DB.watchCommit)
@@ -317,7 +340,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
-	db := &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly, lock: lock, requeueWait: maxRequeueWait}
+	db := &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly, lock: lock, requeueWait: maxRequeueWait, hooks: opts.hooks}
 	if err := db.startLog(w, replay, opts); err != nil {
 		db.setPin(nil)
 		w.close()
@@ -344,8 +367,30 @@ func (db *DB) acquire() error {
 	if db.closed {
 		return fmt.Errorf("store/bolt: %s: %w", db.path, store.ErrClosed)
 	}
+	if err := db.failure(); err != nil {
+		return err
+	}
 	db.inflight.Add(1)
 	return nil
+}
+
+// failure returns the error of the failed state, or nil if the DB is not
+// in it.
+func (db *DB) failure() error {
+	if f := db.broken.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// fail puts the DB in the failed state, if it is not in it already, and
+// returns the state's error: what failed and its cause are the first
+// failure's. From then on View, Update and Compact fail; Close neither
+// flushes the file nor marks the log clean, so that the next Open recovers
+// from the files as they are on disk. Only the writer calls it.
+func (db *DB) fail(what string, cause error) error {
+	db.broken.CompareAndSwap(nil, &failedError{path: db.path, what: what, cause: cause})
+	return db.failure()
 }
 
 // View runs fn in a read-only bbolt transaction; see [store.Backend.View].
@@ -399,6 +444,9 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	if db.readOnly {
 		return fmt.Errorf("store/bolt: %s was opened read-only: %w", db.path, store.ErrReadOnly)
+	}
+	if err := db.failure(); err != nil {
+		return err
 	}
 	c := &call{ctx: ctx, fn: fn, done: make(chan struct{})}
 

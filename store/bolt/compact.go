@@ -84,10 +84,10 @@ func removeCompactCopies(path string) error {
 // compactLocked does the work of Compact; db.gate is held exclusively, so
 // nothing else uses db.bdb.
 func (db *DB) compactLocked() (err error) {
-	if db.broken != nil {
+	if err := db.failure(); err != nil {
 		// The log, still dirty, holds commits that the next Open
 		// recovers on this file.
-		return db.broken
+		return err
 	}
 	src := db.bdb
 	dir := filepath.Dir(db.path)
