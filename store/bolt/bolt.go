@@ -227,8 +227,8 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	wal        *wal   // the write-ahead log; nil when commits flush the file themselves
-	hooks      *hooks // tests only
+	wal        *wal                        // the write-ahead log; nil when commits flush the file themselves
+	hooks      *hooks                      // tests only
 	broken     atomic.Pointer[failedError] // the failed state (see DB.fail): View and Update fail
 	pinMu      sync.Mutex
 	pin        *bbolt.Tx   // read transaction on the state of the log's checkpoint
