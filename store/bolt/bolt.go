@@ -101,6 +101,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -236,6 +237,15 @@ type DB struct {
 	pinTimer   *time.Timer // drops the pin when a commit runs too long
 	logBuf     []byte      // the last commit's record buffer, for the next
 
+	// durable is the last transaction known to be durable. bbolt shows a
+	// commit to readers once it has written it, before it is durable
+	// (before its record is flushed to the log): a View that would see a
+	// commit not yet durable waits until it is, or until it fails, so
+	// that no View ever sees a write whose Update then fails.
+	durableMu   sync.Mutex
+	durableCond sync.Cond // signalled when durable grows or the DB fails
+	durable     atomic.Uint64
+
 	stats struct {
 		updates, commits, reruns, pages, checkpoints atomic.Uint64
 	}
@@ -341,6 +351,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
 	db := &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly, lock: lock, requeueWait: maxRequeueWait, hooks: opts.hooks}
+	db.durableCond.L = &db.durableMu
 	if err := db.startLog(w, replay, opts); err != nil {
 		db.setPin(nil)
 		w.close()
@@ -348,6 +359,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		unlockFile(lock)
 		return nil, err
 	}
+	db.resetDurable()
 	return db, nil
 }
 
@@ -383,6 +395,45 @@ func (db *DB) failure() error {
 	return nil
 }
 
+// resetDurable records the current state of db.bdb as durable: at Open,
+// and when Compact has switched files. Should bbolt fail to begin a
+// transaction, every state is taken as durable: Views never wait.
+func (db *DB) resetDurable() {
+	id := uint64(math.MaxUint64)
+	if btx, err := db.bdb.Begin(false); err == nil {
+		id = uint64(btx.ID())
+		_ = btx.Rollback()
+	}
+	db.durableMu.Lock()
+	db.durable.Store(id)
+	db.durableMu.Unlock()
+}
+
+// setDurable records that the commit of transaction id is durable.
+func (db *DB) setDurable(id uint64) {
+	db.durableMu.Lock()
+	db.durable.Store(id)
+	db.durableCond.Broadcast()
+	db.durableMu.Unlock()
+}
+
+// waitDurable waits until the commit of transaction id is durable, and
+// returns the error of the failed state if the DB fails first.
+func (db *DB) waitDurable(id uint64) error {
+	if db.durable.Load() >= id {
+		return nil
+	}
+	db.durableMu.Lock()
+	defer db.durableMu.Unlock()
+	for db.durable.Load() < id {
+		if err := db.failure(); err != nil {
+			return err
+		}
+		db.durableCond.Wait()
+	}
+	return nil
+}
+
 // fail puts the DB in the failed state, if it is not in it already, and
 // returns the state's error: what failed and its cause are the first
 // failure's. From then on View, Update and Compact fail; Close neither
@@ -390,6 +441,9 @@ func (db *DB) failure() error {
 // from the files as they are on disk. Only the writer calls it.
 func (db *DB) fail(what string, cause error) error {
 	db.broken.CompareAndSwap(nil, &failedError{path: db.path, what: what, cause: cause})
+	db.durableMu.Lock()
+	db.durableCond.Broadcast()
+	db.durableMu.Unlock()
 	return db.failure()
 }
 
@@ -413,6 +467,9 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("store/bolt: begin read transaction: %w", err)
 	}
 	defer func() { _ = btx.Rollback() }()
+	if err := db.waitDurable(uint64(btx.ID())); err != nil {
+		return err
+	}
 
 	t := &tx{ctx: ctx, btx: btx}
 	defer t.end()

@@ -376,6 +376,7 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 		return nil, nil
 	}
 	r.db.stats.commits.Add(1)
+	db.setDurable(uint64(id))
 	for _, c := range ran {
 		c.finish(c.tentative)
 	}

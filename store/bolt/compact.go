@@ -140,6 +140,7 @@ func (db *DB) compactLocked() (err error) {
 	renamed = true
 	dst.NoSync, dst.NoGrowSync = src.NoSync, src.NoGrowSync
 	db.bdb = dst
+	db.resetDurable()
 	if db.wal != nil {
 		// The next commit makes the checkpoint if this one fails.
 		_ = db.checkpoint()

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -310,4 +311,71 @@ func testDiskFault(t *testing.T, noWAL bool, writers, rounds int, rule func(stri
 	checkFaultOutcome(t, re, out)
 	// And the DB goes on.
 	put(t, re, "after", "v")
+}
+
+// TestViewWaitsForDurability: bbolt shows a commit to readers once it has
+// written it, before its record is flushed to the log. A View begun then
+// waits: it sees the write once the Update returns nil, and fails with
+// ErrFailed when the Update fails, rather than seeing a write that is then
+// refused.
+func TestViewWaitsForDurability(t *testing.T) {
+	for _, fails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("commit fails %v", fails), func(t *testing.T) {
+			d := &diskFaults{counts: map[string]int{}}
+			if fails {
+				// The record's flush fails, and so does the file's.
+				d.rule = func(kind string, _ int) bool { return kind == faultWALSync || kind == faultFileFlush }
+			}
+			opts := faultOptions(d, false)
+			type result struct {
+				found bool
+				err   error
+			}
+			var db *DB
+			var watch sync.Once
+			views := make(chan result, 1)
+			early := make(chan result, 1)
+			opts.hooks.afterCommit = func() {
+				watch.Do(func() {
+					go func() {
+						_, found, err := lookup(db, "k")
+						views <- result{found, err}
+					}()
+					select {
+					case r := <-views:
+						early <- r // the View did not wait
+					case <-time.After(50 * time.Millisecond):
+					}
+				})
+			}
+			var err error
+			db, err = Open(filepath.Join(t.TempDir(), "crux.db"), opts)
+			require.NoError(t, err)
+			defer db.Close()
+			d.arm(true)
+			err = db.Update(context.Background(), func(tx store.Tx) error {
+				if err := tx.Put("b", []byte("k"), []byte("v")); err != nil {
+					return err
+				}
+				return tx.Put(stagedBucket, []byte("k"), []byte("v"))
+			})
+			var r result
+			select {
+			case <-time.After(10 * time.Second):
+				t.Fatal("no View ran")
+			case r = <-early:
+				t.Errorf("the View did not wait for the commit it sees to be durable")
+			case r = <-views:
+			}
+			if fails {
+				require.ErrorIs(t, err, ErrFailed)
+				assert.False(t, r.found, "the View saw a refused write")
+				assert.ErrorIs(t, r.err, ErrFailed)
+			} else {
+				require.NoError(t, err)
+				assert.NoError(t, r.err)
+				assert.True(t, r.found)
+			}
+		})
+	}
 }
