@@ -43,7 +43,9 @@
 //     meanwhile, so Update never reports failure for a write that committed.
 //     The leader checks each fn's context before running it and skips fns
 //     whose context is done.
-//   - A commit error is returned to every fn of the failed batch.
+//   - A commit error is returned to every fn of the failed batch: one
+//     flush covers the whole batch, so all its calls share one verdict, and
+//     the stored state agrees with it (see "When the disk fails").
 //
 // # Durability and locking
 //
@@ -64,7 +66,8 @@
 // copy, move or back up the two together. [Options.NoWAL] turns the log
 // off; commits then flush the file themselves. If writing the log fails,
 // the file is flushed, the log removed, and commits flush the file from
-// then on. bbolt maps 1 GiB of address space (no memory) up front on 64-bit
+// then on (the commit whose record failed is then durable in the file,
+// and Update returns nil for it). bbolt maps 1 GiB of address space (no memory) up front on 64-bit
 // systems other than Windows, so that a commit seldom has to remap the
 // file while the checkpoint's pages are held.
 //
@@ -73,6 +76,34 @@
 // rebuilds the list by walking the pages in use, which costs a few
 // milliseconds per hundred megabytes of file. A crash can therefore never
 // leave a stale freelist behind; files written either way open either way.
+//
+// # When the disk fails
+//
+// An Update returns nil exactly when its commit is durable: its record
+// flushed to the log (or, without the log, the file flushed by bbolt, or
+// by the fallback above). An Update that fails has stored nothing: its
+// commit is not in the log (a record whose write or flush failed has its
+// header zeroed, so that no Open replays it), and the changes bbolt wrote
+// to the file are discarded by the next Open, which brings back the
+// checkpoint's state before replaying the log (without the log, the
+// failed commit's meta page is overwritten with the one before). A View
+// never sees a commit that is not yet durable: it waits for the commit's
+// flush, and fails if the commit does.
+//
+// After a failed write or flush of the file or the log, the operating
+// system's page cache can no longer be trusted: a page whose write-back
+// failed may be dropped, or kept and reported flushed by a later fsync
+// that never wrote it (PostgreSQL's "fsyncgate", 2018). So the DB does not
+// retry: it goes into the failed state, in which every View, Update and
+// Compact fails with an error wrapping [ErrFailed] that says to reopen the
+// store, and Close neither flushes the file nor marks the log clean. The
+// next [Open] recovers from the disk: every commit Update returned nil for
+// is there, and no commit whose Update failed. (A failed flush of the log
+// whose record the fallback above makes durable does not count: that
+// Update returns nil and the DB goes on.) The guarantee for a refused
+// commit holds as long as the disk takes the zeroes written over its
+// record, or never took the record: if writes fail too from the moment a
+// record's flush failed, a commit refused may come back at the next Open.
 //
 // While a DB
 // is open, a lock file beside it (path + ".lock", never renamed) and the
