@@ -43,7 +43,9 @@
 //     meanwhile, so Update never reports failure for a write that committed.
 //     The leader checks each fn's context before running it and skips fns
 //     whose context is done.
-//   - A commit error is returned to every fn of the failed batch.
+//   - A commit error is returned to every fn of the failed batch: one
+//     flush covers the whole batch, so all its calls share one verdict, and
+//     the stored state agrees with it (see "When the disk fails").
 //
 // # Durability and locking
 //
@@ -64,7 +66,8 @@
 // copy, move or back up the two together. [Options.NoWAL] turns the log
 // off; commits then flush the file themselves. If writing the log fails,
 // the file is flushed, the log removed, and commits flush the file from
-// then on. bbolt maps 1 GiB of address space (no memory) up front on 64-bit
+// then on (the commit whose record failed is then durable in the file,
+// and Update returns nil for it). bbolt maps 1 GiB of address space (no memory) up front on 64-bit
 // systems other than Windows, so that a commit seldom has to remap the
 // file while the checkpoint's pages are held.
 //
@@ -73,6 +76,34 @@
 // rebuilds the list by walking the pages in use, which costs a few
 // milliseconds per hundred megabytes of file. A crash can therefore never
 // leave a stale freelist behind; files written either way open either way.
+//
+// # When the disk fails
+//
+// An Update returns nil exactly when its commit is durable: its record
+// flushed to the log (or, without the log, the file flushed by bbolt, or
+// by the fallback above). An Update that fails has stored nothing: its
+// commit is not in the log (a record whose write or flush failed has its
+// header zeroed, so that no Open replays it), and the changes bbolt wrote
+// to the file are discarded by the next Open, which brings back the
+// checkpoint's state before replaying the log (without the log, the
+// failed commit's meta page is overwritten with the one before). A View
+// never sees a commit that is not yet durable: it waits for the commit's
+// flush, and fails if the commit does.
+//
+// After a failed write or flush of the file or the log, the operating
+// system's page cache can no longer be trusted: a page whose write-back
+// failed may be dropped, or kept and reported flushed by a later fsync
+// that never wrote it (PostgreSQL's "fsyncgate", 2018). So the DB does not
+// retry: it goes into the failed state, in which every View, Update and
+// Compact fails with an error wrapping [ErrFailed] that says to reopen the
+// store, and Close neither flushes the file nor marks the log clean. The
+// next [Open] recovers from the disk: every commit Update returned nil for
+// is there, and no commit whose Update failed. (A failed flush of the log
+// whose record the fallback above makes durable does not count: that
+// Update returns nil and the DB goes on.) The guarantee for a refused
+// commit holds as long as the disk takes the zeroes written over its
+// record, or never took the record: if writes fail too from the moment a
+// record's flush failed, a commit refused may come back at the next Open.
 //
 // While a DB
 // is open, a lock file beside it (path + ".lock", never renamed) and the
@@ -101,6 +132,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -131,6 +163,29 @@ var ErrLocked = errors.New("store/bolt: database file is locked by another proce
 // can apply. [Open] returns an error wrapping it that names the files; test
 // for it with errors.Is.
 var ErrNeedsRecovery = errors.New("store/bolt: database was not closed cleanly")
+
+// ErrFailed reports that the DB is in the failed state: a write or flush of
+// the database file or its write-ahead log failed, the DB can no longer
+// trust what the operating system's page cache holds of them, and so it
+// serves nothing more: every View, Update and Compact fails with an error
+// wrapping ErrFailed (and the I/O error), until the DB is closed and opened
+// again, which recovers every acknowledged commit from the files (see the
+// package documentation, "When the disk fails"). Test for it with errors.Is.
+var ErrFailed = errors.New("store/bolt: the database failed and must be reopened")
+
+// failedError is the error of a DB in the failed state.
+type failedError struct {
+	path  string
+	what  string // what failed, such as "flush the database file"
+	cause error
+}
+
+func (e *failedError) Error() string {
+	return fmt.Sprintf("store/bolt: %s: %s: %v; the store reads and writes nothing more until it is reopened: "+
+		"restart the server (or Close the DB and Open it again), which recovers every write that was acknowledged", e.path, e.what, e.cause)
+}
+
+func (e *failedError) Unwrap() []error { return []error{ErrFailed, e.cause} }
 
 // lockedError is the error Open returns when the file lock is not obtained.
 type lockedError struct {
@@ -204,14 +259,23 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	wal        *wal   // the write-ahead log; nil when commits flush the file themselves
-	hooks      *hooks // tests only
-	broken     error  // set when the log failed and so did flushing the file: Update fails
+	wal        *wal                        // the write-ahead log; nil when commits flush the file themselves
+	hooks      *hooks                      // tests only
+	broken     atomic.Pointer[failedError] // the failed state (see DB.fail): View and Update fail
 	pinMu      sync.Mutex
 	pin        *bbolt.Tx   // read transaction on the state of the log's checkpoint
 	committing bool        // a commit is running (see DB.watchCommit)
 	pinTimer   *time.Timer // drops the pin when a commit runs too long
 	logBuf     []byte      // the last commit's record buffer, for the next
+
+	// durable is the last transaction known to be durable. bbolt shows a
+	// commit to readers once it has written it, before it is durable
+	// (before its record is flushed to the log): a View that would see a
+	// commit not yet durable waits until it is, or until it fails, so
+	// that no View ever sees a write whose Update then fails.
+	durableMu   sync.Mutex
+	durableCond sync.Cond // signalled when durable grows or the DB fails
+	durable     atomic.Uint64
 
 	stats struct {
 		updates, commits, reruns, pages, checkpoints atomic.Uint64
@@ -317,7 +381,8 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
-	db := &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly, lock: lock, requeueWait: maxRequeueWait}
+	db := &DB{bdb: bdb, path: path, readOnly: opts.ReadOnly, lock: lock, requeueWait: maxRequeueWait, hooks: opts.hooks}
+	db.durableCond.L = &db.durableMu
 	if err := db.startLog(w, replay, opts); err != nil {
 		db.setPin(nil)
 		w.close()
@@ -325,6 +390,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		unlockFile(lock)
 		return nil, err
 	}
+	db.resetDurable()
 	return db, nil
 }
 
@@ -344,8 +410,72 @@ func (db *DB) acquire() error {
 	if db.closed {
 		return fmt.Errorf("store/bolt: %s: %w", db.path, store.ErrClosed)
 	}
+	if err := db.failure(); err != nil {
+		return err
+	}
 	db.inflight.Add(1)
 	return nil
+}
+
+// failure returns the error of the failed state, or nil if the DB is not
+// in it.
+func (db *DB) failure() error {
+	if f := db.broken.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// resetDurable records the current state of db.bdb as durable: at Open,
+// and when Compact has switched files. Should bbolt fail to begin a
+// transaction, every state is taken as durable: Views never wait.
+func (db *DB) resetDurable() {
+	id := uint64(math.MaxUint64)
+	if btx, err := db.bdb.Begin(false); err == nil {
+		id = uint64(btx.ID())
+		_ = btx.Rollback()
+	}
+	db.durableMu.Lock()
+	db.durable.Store(id)
+	db.durableMu.Unlock()
+}
+
+// setDurable records that the commit of transaction id is durable.
+func (db *DB) setDurable(id uint64) {
+	db.durableMu.Lock()
+	db.durable.Store(id)
+	db.durableCond.Broadcast()
+	db.durableMu.Unlock()
+}
+
+// waitDurable waits until the commit of transaction id is durable, and
+// returns the error of the failed state if the DB fails first.
+func (db *DB) waitDurable(id uint64) error {
+	if db.durable.Load() >= id {
+		return nil
+	}
+	db.durableMu.Lock()
+	defer db.durableMu.Unlock()
+	for db.durable.Load() < id {
+		if err := db.failure(); err != nil {
+			return err
+		}
+		db.durableCond.Wait()
+	}
+	return nil
+}
+
+// fail puts the DB in the failed state, if it is not in it already, and
+// returns the state's error: what failed and its cause are the first
+// failure's. From then on View, Update and Compact fail; Close neither
+// flushes the file nor marks the log clean, so that the next Open recovers
+// from the files as they are on disk. Only the writer calls it.
+func (db *DB) fail(what string, cause error) error {
+	db.broken.CompareAndSwap(nil, &failedError{path: db.path, what: what, cause: cause})
+	db.durableMu.Lock()
+	db.durableCond.Broadcast()
+	db.durableMu.Unlock()
+	return db.failure()
 }
 
 // View runs fn in a read-only bbolt transaction; see [store.Backend.View].
@@ -368,6 +498,9 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("store/bolt: begin read transaction: %w", err)
 	}
 	defer func() { _ = btx.Rollback() }()
+	if err := db.waitDurable(uint64(btx.ID())); err != nil {
+		return err
+	}
 
 	t := &tx{ctx: ctx, btx: btx}
 	defer t.end()
@@ -399,6 +532,9 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	if db.readOnly {
 		return fmt.Errorf("store/bolt: %s was opened read-only: %w", db.path, store.ErrReadOnly)
+	}
+	if err := db.failure(); err != nil {
+		return err
 	}
 	c := &call{ctx: ctx, fn: fn, done: make(chan struct{})}
 

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -249,7 +250,7 @@ func (r *runner) rollback() {
 // Every other call has its final result when attempt returns.
 func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call) {
 	db := r.db
-	err := db.broken
+	err := db.failure()
 	if err == nil && db.wal != nil && !db.pinned() {
 		// The pin was dropped (see DB.watchCommit), or the log marked
 		// clean by Compact: no page of the log's checkpoint may be
@@ -333,38 +334,58 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 		}
 		return nil, nil
 	}
+	// The verdict, shared by every call of the batch, is whether the
+	// commit is durable: its record flushed to the log, or, without the
+	// log, the file flushed by bbolt. A commit that is not has been taken
+	// back, and a failure whose effect on the files is unknown puts the DB
+	// in the failed state (see "When the disk fails" in the package doc).
 	start := time.Now()
+	id := btx.ID()
 	if w.log != nil {
 		db.watchCommit()
-		err = btx.Commit() // rolls back by itself on failure
+		err = db.committed(btx.Commit()) // rolls back by itself on failure
 		db.endCommit()
-		if err == nil {
+		if err != nil {
+			// Not in the log: the next Open brings back the
+			// checkpoint's state, without this commit.
+			err = db.fail("commit to the database file", err)
+		} else {
 			err = db.logCommit(w.log)
 		}
 		if cap(w.log) <= maxLogBuf {
 			db.logBuf = w.log[:0]
 		}
 	} else {
-		err = btx.Commit()
+		err = db.committed(btx.Commit())
+		if err != nil && !db.bdb.NoSync {
+			db.undoCommit(id)
+			err = db.fail("commit to the database file", err)
+		}
 	}
 	r.db.noteCommit(time.Since(start))
 	r.btx = nil
 	st := btx.Stats()
 	r.db.stats.pages.Add(uint64(st.GetWrite()))
 	if err != nil {
-		err = fmt.Errorf("store/bolt: commit: %w", err)
+		if !errors.Is(err, ErrFailed) {
+			err = fmt.Errorf("store/bolt: commit: %w", err)
+		}
 		for _, c := range ran {
 			c.finish(err)
 		}
 		return nil, nil
 	}
 	r.db.stats.commits.Add(1)
+	db.setDurable(uint64(id))
 	for _, c := range ran {
 		c.finish(c.tentative)
 	}
 	if db.wal != nil && db.wal.due(db.bdb.Stats().PendingPageN) {
-		// Should it fail, the log goes on from the last checkpoint, and
-		// the next commit tries again.
+		// The batch is durable whatever happens here. Should the
+		// checkpoint fail before flushing the file, the log goes on from
+		// the last checkpoint, and the next commit tries again; should
+		// the flush fail, the DB is in the failed state (see
+		// DB.checkpoint).
 		_ = db.checkpoint()
 	}
 	return nil, nil
@@ -400,4 +421,32 @@ func (db *DB) noteCommit(d time.Duration) {
 	db.mu.Lock()
 	db.lastCommit = d
 	db.mu.Unlock()
+}
+
+// committed returns the error of a bbolt commit, err, or the one a test
+// injects in its place (see hooks.failCommit).
+func (db *DB) committed(err error) error {
+	if err == nil && db.hooks != nil && db.hooks.failCommit != nil {
+		err = db.hooks.failCommit()
+	}
+	return err
+}
+
+// undoCommit takes back the meta page of transaction id, whose commit
+// failed, if bbolt wrote it: bbolt writes the meta page before its last
+// flush, which may be what failed, and reads the meta page of the highest
+// transaction as the state in force, in this process and the next. The
+// meta page of the transaction before is written over it. This is a best
+// effort: the DB is put in the failed state anyway, and if the disk fails
+// for these writes too, the commit's fate is in the disk's hands.
+func (db *DB) undoCommit(id int) {
+	ps := db.bdb.Info().PageSize
+	if _, err := readMeta(db.path, ps, uint64(id)); err != nil {
+		return // not written
+	}
+	prev, err := readMeta(db.path, ps, uint64(id-1))
+	if err != nil {
+		return
+	}
+	_ = restoreMeta(db.path, ps, prev)
 }

@@ -84,10 +84,10 @@ func removeCompactCopies(path string) error {
 // compactLocked does the work of Compact; db.gate is held exclusively, so
 // nothing else uses db.bdb.
 func (db *DB) compactLocked() (err error) {
-	if db.broken != nil {
+	if err := db.failure(); err != nil {
 		// The log, still dirty, holds commits that the next Open
 		// recovers on this file.
-		return db.broken
+		return err
 	}
 	src := db.bdb
 	dir := filepath.Dir(db.path)
@@ -140,6 +140,7 @@ func (db *DB) compactLocked() (err error) {
 	renamed = true
 	dst.NoSync, dst.NoGrowSync = src.NoSync, src.NoGrowSync
 	db.bdb = dst
+	db.resetDurable()
 	if db.wal != nil {
 		// The next commit makes the checkpoint if this one fails.
 		_ = db.checkpoint()

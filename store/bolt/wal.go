@@ -437,10 +437,19 @@ func (w *wal) writeHeader(h walHeader) error {
 	h.gen = w.gen + 1
 	buf := make([]byte, hdrSize)
 	h.encode(buf)
-	if _, err := w.f.WriteAt(buf, int64(h.gen%2)*walSlot); err != nil {
-		return err
+	slot := int64(h.gen%2) * walSlot
+	_, err := w.f.WriteAt(buf, slot)
+	if err == nil {
+		err = w.f.Sync()
 	}
-	if err := w.f.Sync(); err != nil {
+	if err != nil {
+		// The header may have reached the disk, or may yet: zero it, so
+		// that the header before stays in force. (A best effort: the
+		// disk is failing.)
+		clear(buf)
+		if _, zerr := w.f.WriteAt(buf, slot); zerr == nil {
+			_ = w.f.Sync()
+		}
 		return err
 	}
 	w.gen, w.end, w.pending, w.commits = h.gen, walRecords, -1, 0
@@ -463,6 +472,18 @@ func (w *wal) append(rec []byte) error {
 	w.end += int64(len(rec))
 	w.commits++
 	return nil
+}
+
+// invalidate zeroes the header of the record that append failed to write
+// or flush: it may have reached the disk, or may yet, and it must not be
+// replayed, since its commit is refused. (A best effort: the disk is
+// failing. If the zeroes do not reach the disk either, a later Open may
+// replay a commit whose Update failed.)
+func (w *wal) invalidate() {
+	var zero [recHeader]byte
+	if _, err := w.f.WriteAt(zero[:], w.end); err == nil {
+		_ = w.f.Sync()
+	}
 }
 
 // readMeta reads the meta page of transaction txid, the last committed,
@@ -563,6 +584,15 @@ type hooks struct {
 	afterCommit     func()                // a commit's pages are written; its record is not yet
 	afterFlush      func()                // the database file has been flushed
 	afterCheckpoint func()                // a checkpoint has pinned its state
+	// failFlush is called before each flush of the database file by this
+	// package; an error it returns is the flush's, and the file is then
+	// not flushed (what was written stays in the page cache, as after a
+	// failed fdatasync whose writes reach the disk later).
+	failFlush func() error
+	// failCommit is called after each bbolt commit that returned nil; an
+	// error it returns stands for the commit's, as if its last write or
+	// flush had failed once it had written everything.
+	failCommit func() error
 }
 
 // prepareLog opens the log of the database at path before bbolt opens the
@@ -718,10 +748,15 @@ func (db *DB) checkpoint() error {
 		return fmt.Errorf("store/bolt: checkpoint %s: %w", db.path, err)
 	}
 	h := walHeader{pageSize: db.bdb.Info().PageSize}
-	err = db.flush()
-	if err == nil {
-		h.meta, err = readMeta(db.path, h.pageSize, uint64(pin.ID()))
+	if err := db.flush(); err != nil {
+		// The pages written since the last checkpoint may be lost from
+		// the page cache without ever reaching the disk, and a second
+		// flush could report success all the same: only the log still
+		// holds those commits for sure.
+		_ = pin.Rollback()
+		return db.fail("flush the database file", err)
 	}
+	h.meta, err = readMeta(db.path, h.pageSize, uint64(pin.ID()))
 	if err != nil {
 		_ = pin.Rollback()
 		return fmt.Errorf("store/bolt: checkpoint %s: %w", db.path, err)
@@ -738,8 +773,14 @@ func (db *DB) checkpoint() error {
 	return nil
 }
 
-// flush flushes the database file.
+// flush flushes the database file. After it fails, the DB must not flush
+// the file again and trust the result: see DB.fail.
 func (db *DB) flush() error {
+	if db.hooks != nil && db.hooks.failFlush != nil {
+		if err := db.hooks.failFlush(); err != nil {
+			return err
+		}
+	}
 	err := db.bdb.Sync()
 	if err == nil && db.hooks != nil && db.hooks.afterFlush != nil {
 		db.hooks.afterFlush()
@@ -762,7 +803,7 @@ func (db *DB) logCommit(rec []byte) error {
 	if len(rec)-recHeader > db.wal.maxRec {
 		// Too large for the log: the checkpoint makes it durable.
 		err := db.checkpoint()
-		if err != nil && db.broken == nil {
+		if err != nil && db.failure() == nil {
 			// It failed before writing the header: the commit is neither
 			// in the log nor flushed, and later commits may see it. Go on
 			// without the log, as when appending fails.
@@ -771,6 +812,7 @@ func (db *DB) logCommit(rec []byte) error {
 		return err
 	}
 	if err := db.wal.append(rec); err != nil {
+		db.wal.invalidate()
 		return db.abandonLog(fmt.Errorf("append to %s: %w", db.wal.path, err))
 	}
 	return nil
@@ -779,22 +821,28 @@ func (db *DB) logCommit(rec []byte) error {
 // abandonLog stops using the log after writing to it failed: the log may
 // no longer hold every commit since its checkpoint. The database file is
 // flushed, which makes it hold them, and the log removed, so that no later
-// Open restores the checkpoint; commits then flush the file themselves.
-// If that fails too, every later Update fails with the error returned: the
-// log still holds every commit Update returned for, and the next Open
+// Open restores the checkpoint; commits then flush the file themselves,
+// and the commit whose record failed is durable, in the file. If the flush
+// or the removal fails, the DB is put in the failed state, and the error
+// returned: the log still holds every commit Update returned for (and not
+// the one whose record failed: see wal.invalidate), and the next Open
 // recovers from it.
 func (db *DB) abandonLog(cause error) error {
 	db.setPin(nil)
-	err := db.flush()
-	if err == nil {
-		err = db.wal.remove()
+	if err := db.flush(); err != nil {
+		return db.fail(fmt.Sprintf("the write-ahead log failed (%v), and so did flushing the database file without it", cause), err)
 	}
-	if err != nil {
-		db.broken = fmt.Errorf("store/bolt: %s: the write-ahead log failed (%v), and so did flushing the database file without it: %w", db.path, cause, err)
-		return db.broken
+	_ = db.wal.close()
+	if err := os.Remove(db.wal.path); err != nil {
+		return db.fail(fmt.Sprintf("the write-ahead log failed (%v), and so did removing it", cause), err)
 	}
 	db.wal = nil
 	db.bdb.NoSync, db.bdb.NoGrowSync = false, false
+	if err := syncDir(filepath.Dir(db.path)); err != nil {
+		// The log is gone and the file holds every commit: the commit
+		// stands, but the directory's state on disk is unknown.
+		db.fail(fmt.Sprintf("the write-ahead log failed (%v), and so did flushing the directory after removing it", cause), err)
+	}
 	return nil
 }
 
@@ -803,14 +851,14 @@ func (db *DB) abandonLog(cause error) error {
 // case. The log stays open.
 func (db *DB) closeLog() error {
 	db.setPin(nil)
-	if db.broken != nil {
+	if db.failure() != nil {
 		return nil
 	}
 	if err := db.flush(); err != nil {
-		return fmt.Errorf("store/bolt: flush %s: %w", db.path, err)
+		return db.fail("flush the database file", err)
 	}
 	if err := db.wal.writeHeader(walHeader{clean: true, pageSize: db.bdb.Info().PageSize}); err != nil {
-		return fmt.Errorf("store/bolt: mark %s clean: %w", db.wal.path, err)
+		return db.fail("mark the write-ahead log "+db.wal.path+" clean", err)
 	}
 	return nil
 }
