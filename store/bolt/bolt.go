@@ -90,7 +90,13 @@
 // never sees a commit that is not yet durable: it waits for the commit's
 // flush, and fails if the commit does.
 //
-// After a failed write or flush of the file or the log, the operating
+// A commit that bbolt could not write for want of space (ENOSPC or EDQUOT
+// from a write or a growth of the file) is refused and the DB goes on: such
+// a write left nothing in the page cache, and bbolt writes its meta page
+// last, so the file still holds the state before it. A full disk thus
+// refuses writes, clearly, until space is freed, without a reopen.
+//
+// After any other failed write, or a failed flush, of the file or the log, the operating
 // system's page cache can no longer be trusted: a page whose write-back
 // failed may be dropped, or kept and reported flushed by a later fsync
 // that never wrote it (PostgreSQL's "fsyncgate", 2018). So the DB does not

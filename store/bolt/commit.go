@@ -345,11 +345,14 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 		db.watchCommit()
 		err = db.committed(btx.Commit()) // rolls back by itself on failure
 		db.endCommit()
-		if err != nil {
+		switch {
+		case noSpace(err):
+			// Refused for want of space: nothing of it was written.
+		case err != nil:
 			// Not in the log: the next Open brings back the
 			// checkpoint's state, without this commit.
 			err = db.fail("commit to the database file", err)
-		} else {
+		default:
 			err = db.logCommit(w.log)
 		}
 		if cap(w.log) <= maxLogBuf {
@@ -357,7 +360,7 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 		}
 	} else {
 		err = db.committed(btx.Commit())
-		if err != nil && !db.bdb.NoSync {
+		if err != nil && !db.bdb.NoSync && !noSpace(err) {
 			db.undoCommit(id)
 			err = db.fail("commit to the database file", err)
 		}
