@@ -37,7 +37,7 @@
 // when its Sec-Fetch-Site says cross-site, when its Origin is not the
 // origin its Host names, or when it arrived on a loopback address and its
 // Host is not a loopback host (DNS rebinding). Answers forbid framing and
-// caching and send no Referer.
+// caching, and send a Referer only to the view itself.
 package web
 
 import (
@@ -185,7 +185,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Referrer-Policy", "same-origin") // no-referrer would make a browser send Origin: null with a form
 	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	if why := crossSite(r); why != "" {
 		h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden, Message: why})

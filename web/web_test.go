@@ -329,6 +329,6 @@ func TestHostAndFraming(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a rebound DNS name on loopback")
 	_, hd, _ := f.get(t, "/ui/", "alice-token", "")
 	require.Equal(t, "DENY", hd.Get("X-Frame-Options"))
-	require.Equal(t, "no-referrer", hd.Get("Referrer-Policy"))
+	require.Equal(t, "same-origin", hd.Get("Referrer-Policy"))
 	require.Contains(t, hd.Get("Content-Security-Policy"), "frame-ancestors 'none'")
 }
