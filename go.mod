@@ -3,6 +3,7 @@ module github.com/crux-go/crux
 go 1.26
 
 require (
+	github.com/chromedp/chromedp v0.24.0
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/jackc/pgx/v5 v5.12.0
@@ -18,6 +19,8 @@ require (
 )
 
 require (
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect

@@ -194,6 +194,7 @@ func (a *app) facts(s *setup, f factsFlags) error {
 type listedForget struct {
 	ForgetReceiptID      string            `json:"forget_receipt_id"`
 	TenantID             string            `json:"tenant_id"`
+	PassportID           string            `json:"passport_id"` // who forgot
 	InitiatedAt          string            `json:"initiated_at"`
 	Scope                store.ForgetScope `json:"scope"`
 	Reason               string            `json:"reason,omitempty"`
@@ -253,7 +254,7 @@ func (h *host) forgets(ctx context.Context, req forgetsReq) (any, error) {
 				return fmt.Errorf("forget %s: %w", r.ID, err)
 			}
 			l := listedForget{
-				ForgetReceiptID: rec.ID, TenantID: rec.Tenant, Scope: rec.Scope, Reason: rec.Reason,
+				ForgetReceiptID: rec.ID, TenantID: rec.Tenant, PassportID: rec.Passport, Scope: rec.Scope, Reason: rec.Reason,
 				FactCount: rec.FactCount, State: rec.State,
 				InitiatedAt:          rec.InitiatedAt.UTC().Format(time.RFC3339Nano),
 				RecoveryWindowEndsAt: rec.WindowEndsAt.UTC().Format(time.RFC3339Nano),

@@ -69,6 +69,7 @@ func newRoot(a *app) *cobra.Command {
 		newToolsCmd(a),
 		newCallCmd(a),
 		newFactsCmd(a),
+		newUICmd(a),
 		newKeysCmd(a),
 		newExportCmd(a),
 		newImportCmd(a),

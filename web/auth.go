@@ -1,0 +1,267 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/internal/loopback"
+)
+
+// cookieName is the session cookie's name.
+const cookieName = "crux_ui_session"
+
+// maxSessions bounds the sessions a Handler keeps; signing in past it
+// ends the oldest.
+const maxSessions = 256
+
+// A session is one signed-in browser.
+type session struct {
+	caller  crux.Caller
+	csrf    string
+	expires time.Time
+}
+
+// ctxKey keys a request's session (or bearer caller) in its context.
+type ctxKey struct{}
+
+// authed is the request's caller and, for a cookie, its session.
+type authed struct {
+	caller crux.Caller
+	sess   *session // nil for a bearer token
+}
+
+func sessionOf(ctx context.Context) *session {
+	a, _ := ctx.Value(ctxKey{}).(*authed)
+	if a == nil {
+		return nil
+	}
+	return a.sess
+}
+
+func callerOf(ctx context.Context) crux.Caller {
+	a, _ := ctx.Value(ctxKey{}).(*authed)
+	if a == nil {
+		return crux.Caller{}
+	}
+	return a.caller
+}
+
+// callerName is how the header names c.
+func callerName(c crux.Caller) string {
+	if c.Agent == "" {
+		return "anonymous"
+	}
+	if c.Tenant != "" {
+		return c.Agent + "@" + c.Tenant
+	}
+	return c.Agent
+}
+
+// randomToken is 32 random bytes, base64url.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// OneTimeToken returns a fresh token and a Lookup (for [Options.Lookup])
+// that authenticates it as c once: the first sign-in with it gets a
+// session, and the token is then spent. `crux ui` prints it in the URL it
+// opens.
+func OneTimeToken(c crux.Caller) (token string, lookup func(string) (crux.Caller, bool)) {
+	token = randomToken()
+	var mu sync.Mutex
+	spent := false
+	return token, func(t string) (crux.Caller, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if spent || subtle.ConstantTimeCompare([]byte(t), []byte(token)) != 1 {
+			return crux.Caller{}, false
+		}
+		spent = true
+		return c, true
+	}
+}
+
+// lookup authenticates a token through the options.
+func (h *Handler) lookup(token string) (crux.Caller, bool) {
+	if h.opts.Lookup == nil || token == "" {
+		return crux.Caller{}, false
+	}
+	return h.opts.Lookup(token)
+}
+
+const (
+	realm   = `Bearer realm="crux"`
+	invalid = realm + `, error="invalid_token"`
+)
+
+// unauthorized answers 401 with challenge: the sign-in page, or its JSON
+// twin.
+func (h *Handler) unauthorized(w http.ResponseWriter, r *http.Request, challenge, msg string) {
+	w.Header().Set("WWW-Authenticate", challenge)
+	e := &crux.Error{Code: crux.CodeForbidden, Message: msg, Data: map[string]any{"reason": "unauthenticated"}}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusUnauthorized, errorBody{Error: e})
+		return
+	}
+	h.render(w, r, http.StatusUnauthorized, "signin", "Sign in", e)
+}
+
+// authed wraps next so that it runs only for an authenticated request: a
+// bearer token, or a session cookie (and then, for a POST, the session's
+// CSRF token in the form).
+func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var a *authed
+		if header := r.Header.Get("Authorization"); header != "" {
+			scheme, token, ok := strings.Cut(header, " ")
+			token = strings.TrimSpace(token)
+			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+				h.unauthorized(w, r, invalid, "the Authorization header is not a bearer token")
+				return
+			}
+			c, ok := h.lookup(token)
+			if !ok {
+				h.unauthorized(w, r, invalid, "unknown bearer token")
+				return
+			}
+			a = &authed{caller: c}
+		} else if ck, err := r.Cookie(cookieName); err == nil {
+			s := h.session(ck.Value)
+			if s == nil {
+				h.unauthorized(w, r, realm, "the session has ended: sign in again")
+				return
+			}
+			a = &authed{caller: s.caller, sess: s}
+		} else {
+			h.unauthorized(w, r, realm, "a bearer token is required: sign in")
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if err := r.ParseForm(); err != nil {
+				h.fail(w, r, http.StatusBadRequest, &crux.Error{Code: crux.CodeInvalidParams, Message: "the form cannot be read: " + err.Error()})
+				return
+			}
+			if a.sess != nil && subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(a.sess.csrf)) != 1 {
+				h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden, Message: "the form's CSRF token is missing or wrong: reload the page"})
+				return
+			}
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, a)))
+	}
+}
+
+// session returns the live session of a cookie value, or nil.
+func (h *Handler) session(id string) *session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[id]
+	if s == nil {
+		return nil
+	}
+	if !h.opts.Now().Before(s.expires) {
+		delete(h.sessions, id)
+		return nil
+	}
+	return s
+}
+
+// newSession starts a session for c and returns its cookie value.
+func (h *Handler) newSession(c crux.Caller) string {
+	now := h.opts.Now()
+	id := randomToken()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.sessions) >= maxSessions {
+		oldest := ""
+		for k, s := range h.sessions {
+			if !now.Before(s.expires) {
+				delete(h.sessions, k)
+				continue
+			}
+			if oldest == "" || s.expires.Before(h.sessions[oldest].expires) {
+				oldest = k
+			}
+		}
+		if len(h.sessions) >= maxSessions {
+			delete(h.sessions, oldest)
+		}
+	}
+	h.sessions[id] = &session{caller: c, csrf: randomToken(), expires: now.Add(h.opts.SessionTTL)}
+	return id
+}
+
+// signin exchanges a token (the query's or the form's token) for a
+// session cookie and goes to the facts list; without a token it shows the
+// sign-in form.
+func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	token := r.FormValue("token")
+	if token == "" {
+		h.render(w, r, http.StatusOK, "signin", "Sign in", (*crux.Error)(nil))
+		return
+	}
+	c, ok := h.lookup(token)
+	if !ok {
+		h.unauthorized(w, r, invalid, "unknown or spent token")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: h.newSession(c), Path: h.opts.Prefix,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		MaxAge: int(h.opts.SessionTTL / time.Second),
+	})
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, map[string]string{"signed_in": callerName(c)})
+		return
+	}
+	http.Redirect(w, r, h.opts.Prefix, http.StatusSeeOther)
+}
+
+// signout ends the session.
+func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
+	if ck, err := r.Cookie(cookieName); err == nil {
+		h.mu.Lock()
+		delete(h.sessions, ck.Value)
+		h.mu.Unlock()
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Path: h.opts.Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, h.opts.Prefix+"signin", http.StatusSeeOther)
+}
+
+// crossSite returns why r must be refused as cross-site, or "".
+func crossSite(r *http.Request) string {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return "a request from another site is refused"
+	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if local != nil && loopback.Host(hostOf(local.String())) && !loopback.Host(hostOf(r.Host)) {
+		return "the Host header is not a loopback host"
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+			return "the Origin is not this view's origin"
+		}
+	}
+	return ""
+}
+
+// hostOf returns the host of a host[:port], without brackets.
+func hostOf(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+}

@@ -1,0 +1,146 @@
+package web_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/web"
+)
+
+// chromium returns the path of a headless-capable Chromium, skipping the
+// test when there is none, unless CRUX_TEST_BROWSER demands the browser
+// tests (CI sets it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("CRUX_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CRUX_TEST_BROWSER") != "" {
+		t.Fatal("CRUX_TEST_BROWSER is set but no chromium was found (apt-get install chromium)")
+	}
+	t.Skip("no chromium: the browser tests need it (set CRUX_TEST_BROWSER=1 to make this a failure)")
+	return ""
+}
+
+// newBrowser starts a headless Chromium with a fresh profile and returns
+// a context driving one tab of it.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	require.NoError(t, chromedp.Do(bctx), "starting chromium")
+	return bctx
+}
+
+// TestBrowser drives the view in a real Chromium: sign in with crux ui's
+// one-time token, search, read a fact's history, forget and restore from
+// the pages, and never see another agent's private fact.
+func TestBrowser(t *testing.T) {
+	ctx := newBrowser(t)
+	token, once := web.OneTimeToken(alice)
+	f := newFixture(t, once)
+	base := f.ts.URL + "/ui/"
+	var pages []string
+	// do runs steps, then keeps the page's HTML for the isolation check.
+	do := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
+			hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			h, _ := chromedp.Run(hctx, chromedp.OuterHTML(chromedp.CSS("main")))
+			t.Fatalf("%v; the page: %s", err, h)
+		}
+		h, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+		require.NoError(t, err)
+		pages = append(pages, h)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, err)
+		return strings.TrimSpace(s)
+	}
+
+	// Without a token: the sign-in page, refusing.
+	do(chromedp.Navigate(base), chromedp.WaitVisible(chromedp.ID("token")))
+	require.Contains(t, text("#error"), "bearer token is required")
+
+	// The one-time URL signs in and lands on the facts.
+	do(chromedp.Navigate(base+"signin?token="+token), chromedp.WaitVisible(chromedp.ID("facts")))
+	require.Equal(t, "alice", text("#caller"))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.NotContains(t, loc, token, "the token leaves the address bar")
+
+	// Search finds the fact.
+	do(chromedp.SetValue(chromedp.ID("q"), "which language"),
+		chromedp.Click(chromedp.ID("search")),
+		chromedp.WaitVisible(chromedp.CSS(`#facts[data-query="which language"] a.fact-link`)))
+	require.Contains(t, text("#facts tbody tr:first-child"), "Go")
+	loc, err = chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Contains(t, loc, "q=which+language")
+
+	// Its page shows every version, newest first.
+	do(chromedp.Click(chromedp.CSS(`#facts tbody tr:first-child a.fact-link`)),
+		chromedp.WaitVisible(chromedp.ID("versions")))
+	versions, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#versions tr.version td.value')].map(e => e.textContent)`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"Go", "Rust", "C"}, versions)
+
+	// Forget from the page: gone for an agent; restore: back for it.
+	do(chromedp.SetValue(chromedp.ID("forget-reason"), "checking restore"),
+		chromedp.Click(chromedp.ID("forget")),
+		chromedp.WaitVisible(chromedp.ID("restore")))
+	require.Equal(t, "forgotten", text("#forget-state"))
+	gone := call[tools.QueryFactsOutput](t, f.srv, alice, "query_facts", map[string]any{"entity": "project:crux", "key": "language"})
+	require.Empty(t, gone.Rows, "forgotten for an agent")
+	do(chromedp.Click(chromedp.ID("restore")), chromedp.WaitVisible(chromedp.ID("restore-receipt")))
+	require.Equal(t, "restored", text("#forget-state"))
+	back := call[tools.QueryFactsOutput](t, f.srv, alice, "query_facts", map[string]any{"entity": "project:crux", "key": "language"})
+	require.Len(t, back.Rows, 1, "back for an agent")
+	require.Equal(t, "Go", back.Rows[0].Value)
+
+	// Another agent's private fact is on no page: not in the list, not
+	// found by a search, and its page refuses.
+	do(chromedp.Navigate(base+"?entity=project:crux"), chromedp.WaitVisible(chromedp.ID("facts")))
+	do(chromedp.Navigate(base+"?q=hidden+passphrase"), chromedp.WaitVisible(chromedp.ID("empty")))
+	do(chromedp.Navigate(base+"fact?entity=project:crux&key=secret"), chromedp.WaitVisible(chromedp.ID("error")))
+	for i, h := range pages {
+		require.NotContains(t, h, "bobs-hidden-passphrase", "page %d", i)
+		require.NotContains(t, h, "key=secret&", "page %d links bob's fact", i)
+	}
+}

@@ -1,0 +1,316 @@
+// Package web serves crux's memory to a person in a browser: the facts a
+// caller sees, searched and paged; a fact's page with every version; and
+// corrections (edit, delete, forget, restore) made from the page.
+//
+// The view holds no memory logic of its own. Every page is the answer of
+// the tools an agent calls, through [Backend.CallTool] with the signed-in
+// caller: the facts list is query_facts (the same ranking, the same
+// isolation), a fact's page is fact_history, an edit is store_fact, a
+// delete is delete_fact, a forget is memory_forget. So a page shows what
+// the caller could read with the tools and nothing else, a change mints
+// the receipts the tool mints, and a refusal is the tool's refusal, with
+// its code and message. Restoring a forget is an operator function of
+// crux, not a tool: the view offers it only when [Options.Operator] is set,
+// and only for a forget the signed-in caller made in its own tenant.
+//
+// Pages are server-rendered (html/template, embedded stylesheet, no
+// script). Every page has a JSON twin: the same URL with ?format=json, or
+// an Accept header asking for application/json, answers the tool's output
+// as JSON. Lists are bounded and paged.
+//
+// # Signing in
+//
+// A request is served as the caller its token authenticates through
+// [Options.Lookup]: either an "Authorization: Bearer TOKEN" header on the
+// request itself, or a sign-in (GET or POST prefix+"signin" with token=)
+// that exchanges the token for a session cookie (HttpOnly,
+// SameSite=Strict, scoped to the prefix). [OneTimeToken] makes a Lookup
+// that accepts one token once, for `crux ui`. A request with no token gets
+// 401 with `WWW-Authenticate: Bearer realm="crux"`, a wrong token 401 with
+// error="invalid_token", as the MCP endpoint answers.
+//
+// # Cross-site requests
+//
+// Every change is a POST, which needs, with a session cookie, the
+// session's CSRF token in the form (a bearer token is not sent by a
+// browser on its own, and needs none). Every request is refused with 403
+// when its Sec-Fetch-Site says cross-site, when its Origin is not the
+// origin its Host names, or when it arrived on a loopback address and its
+// Host is not a loopback host (DNS rebinding). Answers forbid framing and
+// caching, and send a Referer only to the view itself.
+package web
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crux-go/crux"
+)
+
+// DefaultPrefix is the URL path of the view when [Options.Prefix] is
+// empty.
+const DefaultPrefix = "/ui/"
+
+// Bounds of the pages.
+const (
+	// DefaultPerPage is how many facts a page of the facts list shows
+	// without per_page.
+	DefaultPerPage = 20
+	// MaxPerPage is the most facts a page of the facts list shows.
+	MaxPerPage = 100
+	// maxRanked is the most rows query_facts ranks (its top_k maximum):
+	// the facts list pages within them.
+	maxRanked = 1000
+	// historyPerPage is how many versions a fact's page shows.
+	historyPerPage = 20
+	// maxFormBytes bounds a POST's form.
+	maxFormBytes = 2 << 20
+)
+
+// A Backend runs tool calls for a caller, as [crux.Server.CallTool] does
+// (a *crux.Server is a Backend, and so is the crux command's session on a
+// shared data directory).
+type Backend interface {
+	CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error)
+}
+
+// An Operator runs crux's operator functions for the view: reading a
+// forget and restoring it. A *crux.Server is an Operator.
+type Operator interface {
+	// ForgetStatus reports the forget whose receipt is receiptID; an
+	// unknown id is an error wrapping store.ErrNotFound.
+	ForgetStatus(ctx context.Context, receiptID string) (*crux.ForgetInfo, error)
+	// RestoreForget puts back what the forget forgot.
+	RestoreForget(ctx context.Context, receiptID string) (*crux.RestoreReport, error)
+}
+
+// Options configures [New]. A nil *Options means all defaults: the view
+// at /ui/, no token accepted (every page refuses with 401), no restore.
+type Options struct {
+	// Prefix is the URL path the view is served under, starting and
+	// ending with "/". Empty means DefaultPrefix.
+	Prefix string
+	// Lookup returns the caller a token authenticates, and whether it
+	// does. Nil accepts no token.
+	Lookup func(token string) (crux.Caller, bool)
+	// Operator, if not nil, lets a caller see and restore the forgets it
+	// made. Nil means forgets cannot be restored from the view.
+	Operator Operator
+	// SessionTTL is how long a session cookie lasts. Zero means 12 hours.
+	SessionTTL time.Duration
+	// Logger receives a line for each failure of a page that is not the
+	// tools' answer. Nil discards them.
+	Logger *slog.Logger
+	// Now is the clock of the sessions. Nil means time.Now.
+	Now func() time.Time
+}
+
+// A Handler serves the view; make one with [New].
+type Handler struct {
+	// fixed at creation
+	b      Backend
+	opts   Options
+	mux    *http.ServeMux
+	pages  map[string]*template.Template
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session // by cookie value
+}
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// New returns the view of b's memory.
+func New(b Backend, opts *Options) *Handler {
+	if b == nil {
+		panic("web.New: nil Backend")
+	}
+	h := &Handler{b: b, sessions: map[string]*session{}}
+	if opts != nil {
+		h.opts = *opts
+	}
+	if h.opts.Prefix == "" {
+		h.opts.Prefix = DefaultPrefix
+	}
+	if !strings.HasPrefix(h.opts.Prefix, "/") || !strings.HasSuffix(h.opts.Prefix, "/") {
+		panic(fmt.Sprintf("web.New: Prefix %q must start and end with /", h.opts.Prefix))
+	}
+	if h.opts.SessionTTL == 0 {
+		h.opts.SessionTTL = 12 * time.Hour
+	}
+	if h.opts.Now == nil {
+		h.opts.Now = time.Now
+	}
+	h.logger = h.opts.Logger
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	h.pages = parsePages()
+	p := h.opts.Prefix
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle("GET "+p+"static/", http.StripPrefix(p+"static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET "+p+"signin", h.signin)
+	mux.HandleFunc("POST "+p+"signin", h.signin)
+	mux.HandleFunc("POST "+p+"signout", h.authed(h.signout))
+	mux.HandleFunc("GET "+p+"{$}", h.authed(h.facts))
+	mux.HandleFunc("GET "+p+"fact", h.authed(h.fact))
+	mux.HandleFunc("POST "+p+"edit", h.authed(h.edit))
+	mux.HandleFunc("POST "+p+"delete", h.authed(h.delete))
+	mux.HandleFunc("POST "+p+"forget", h.authed(h.forget))
+	mux.HandleFunc("GET "+p+"forgets/{id}", h.authed(h.forgetPage))
+	mux.HandleFunc("POST "+p+"restore", h.authed(h.restore))
+	h.mux = mux
+	return h
+}
+
+// Prefix is the URL path the view is served under.
+func (h *Handler) Prefix() string { return h.opts.Prefix }
+
+// ServeHTTP serves one request of the view (see the package
+// documentation for the checks every request passes first).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "same-origin") // no-referrer would make a browser send Origin: null with a form
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if why := crossSite(r); why != "" {
+		h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden, Message: why})
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// wantsJSON reports whether r asks for the JSON twin of a page.
+func wantsJSON(r *http.Request) bool {
+	if f := r.URL.Query().Get("format"); f != "" {
+		return f == "json"
+	}
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
+}
+
+// page is what every template receives.
+type page struct {
+	Title  string
+	Prefix string
+	Caller string // who is signed in, for the header
+	CSRF   string // the session's CSRF token; empty for a bearer request
+	Data   any
+}
+
+// render answers r with the page name over data, or with data as JSON.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	if wantsJSON(r) {
+		writeJSON(w, status, data)
+		return
+	}
+	p := page{Title: title, Prefix: h.opts.Prefix, Data: data}
+	if s := sessionOf(r.Context()); s != nil {
+		p.Caller, p.CSRF = callerName(s.caller), s.csrf
+	}
+	var b strings.Builder
+	if err := h.pages[name].ExecuteTemplate(&b, "layout", p); err != nil {
+		h.logger.Error("crux: web: rendering a page", "page", name, "err", err)
+		http.Error(w, "crux: the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, "crux: the answer could not be encoded", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// errorBody is the JSON twin of an error page.
+type errorBody struct {
+	Error *crux.Error `json:"error"`
+}
+
+// fail answers r with the error e: a page saying it, or its JSON twin
+// {"error": {code, message, data?}}.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, e *crux.Error) {
+	h.render(w, r, status, "error", "Refused", errorBody{Error: e})
+}
+
+// statusOf is the HTTP status of a tool's error.
+func statusOf(e *crux.Error) int {
+	switch e.Code {
+	case crux.CodeInvalidParams, crux.CodeInvalidRequest, crux.CodeParseError:
+		return http.StatusBadRequest
+	case crux.CodeForbidden, crux.CodeCapabilityDenied:
+		return http.StatusForbidden
+	case crux.CodeMethodNotFound:
+		return http.StatusNotFound
+	case crux.CodeConflict:
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+// call runs the tool name for r's caller with args and decodes its
+// output into out. A refusal or a tool error is answered on w, and call
+// returns false.
+func (h *Handler) call(w http.ResponseWriter, r *http.Request, name string, args any, out any) bool {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, &crux.Error{Code: crux.CodeInternalError, Message: err.Error()})
+		return false
+	}
+	res, err := h.b.CallTool(r.Context(), callerOf(r.Context()), name, raw)
+	var ce *crux.Error
+	switch {
+	case errors.As(err, &ce):
+		h.fail(w, r, statusOf(ce), ce)
+		return false
+	case err != nil:
+		h.logger.Error("crux: web: a tool call failed", "tool", name, "err", err)
+		h.fail(w, r, http.StatusInternalServerError, &crux.Error{Code: crux.CodeInternalError, Message: name + ": " + err.Error()})
+		return false
+	case res.IsError:
+		msg := name + " failed"
+		if len(res.Content) > 0 {
+			msg = res.Content[0].Text
+		}
+		status := http.StatusUnprocessableEntity
+		if strings.Contains(msg, "not found") {
+			status = http.StatusNotFound
+		}
+		// A tool error is the tool's answer, not a protocol error: code 0,
+		// data.is_error, as the result's isError says.
+		h.fail(w, r, status, &crux.Error{Message: msg, Data: map[string]any{"tool": name, "is_error": true}})
+		return false
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, out)
+	}
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, &crux.Error{Code: crux.CodeInternalError, Message: name + ": decoding its output: " + err.Error()})
+		return false
+	}
+	return true
+}

@@ -1,0 +1,334 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/web"
+)
+
+var (
+	alice = crux.Caller{Agent: "alice", Authenticated: true}
+	bob   = crux.Caller{Agent: "bob", Authenticated: true}
+)
+
+// tokens is the token table of the tests.
+var tokens = map[string]crux.Caller{"alice-token": alice, "bob-token": bob}
+
+func lookup(t string) (crux.Caller, bool) { c, ok := tokens[t]; return c, ok }
+
+// fixture is a server filled through the tools and the view over it.
+type fixture struct {
+	srv *crux.Server
+	ts  *httptest.Server
+}
+
+// call runs a tool for c and decodes its output.
+func call[T any](t *testing.T, srv *crux.Server, c crux.Caller, name string, args any) T {
+	t.Helper()
+	b, err := json.Marshal(args)
+	require.NoError(t, err)
+	res, err := srv.CallTool(context.Background(), c, name, b)
+	require.NoError(t, err)
+	out, err := crux.Decode[T](res)
+	require.NoError(t, err, "%s: %+v", name, res)
+	return out
+}
+
+// newFixture fills a store: alice's shared fact about the project's
+// language in three versions, a licence fact, and bob's private secret.
+func newFixture(t *testing.T, lookup func(string) (crux.Caller, bool)) *fixture {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	srv, err := crux.NewServer(db, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	for _, v := range []string{"C", "Rust", "Go"} {
+		call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "project:crux", "key": "language", "value": v})
+	}
+	call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "project:crux", "key": "license", "value": "Apache-2.0"})
+	call[tools.StoreFactOutput](t, srv, bob, "store_fact", map[string]any{"entity": "project:crux", "key": "secret", "value": "bobs-hidden-passphrase", "private": true})
+	h := web.New(srv, &web.Options{Lookup: lookup, Operator: srv})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return &fixture{srv: srv, ts: ts}
+}
+
+// get fetches path with the bearer token (none when empty) and the
+// Accept header.
+func (f *fixture) get(t *testing.T, path, token, accept string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, f.ts.URL+path, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := f.ts.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestFactsJSONTwinIsQueryFacts(t *testing.T) {
+	f := newFixture(t, lookup)
+	code, hd, body := f.get(t, "/ui/?q=language&format=json", "alice-token", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, "application/json", hd.Get("Content-Type"))
+	var p web.FactsPage
+	require.NoError(t, json.Unmarshal([]byte(body), &p))
+	want := call[tools.QueryFactsOutput](t, f.srv, alice, "query_facts", map[string]any{"query": "language", "top_k": 21})
+	require.Equal(t, want.Rows, p.Rows, "the page's rows are query_facts's, in its order")
+	require.NotEmpty(t, p.Rows)
+	require.Equal(t, "Go", p.Rows[0].Value)
+
+	// Accept: application/json asks for the same twin.
+	code, _, body2 := f.get(t, "/ui/?q=language", "alice-token", "application/json")
+	require.Equal(t, http.StatusOK, code)
+	require.JSONEq(t, body, body2)
+}
+
+func TestFactsPaged(t *testing.T) {
+	f := newFixture(t, lookup)
+	for i := range 5 {
+		call[tools.StoreFactOutput](t, f.srv, alice, "store_fact", map[string]any{"entity": "page:test", "key": "k" + string(rune('a'+i)), "value": "v"})
+	}
+	seen := map[string]bool{}
+	path := "/ui/?entity=page:test&per_page=2&format=json"
+	for pages := 0; path != ""; pages++ {
+		require.Less(t, pages, 3, "five facts at two a page are three pages")
+		code, _, body := f.get(t, path, "alice-token", "")
+		require.Equal(t, http.StatusOK, code, body)
+		var p web.FactsPage
+		require.NoError(t, json.Unmarshal([]byte(body), &p))
+		require.LessOrEqual(t, len(p.Rows), 2)
+		for _, r := range p.Rows {
+			require.False(t, seen[r.FactID], "a fact on two pages")
+			seen[r.FactID] = true
+		}
+		path = ""
+		if p.Next != "" {
+			path = p.Next + "&format=json"
+		}
+	}
+	require.Len(t, seen, 5)
+
+	for _, bad := range []string{"per_page=0", "per_page=101", "page=-1", "page=1000", "per_page=x"} {
+		code, _, body := f.get(t, "/ui/?format=json&"+bad, "alice-token", "")
+		require.Equal(t, http.StatusBadRequest, code, bad)
+		require.Contains(t, body, `"code": -32602`, bad)
+	}
+}
+
+func TestFactPageJSONTwinIsFactHistory(t *testing.T) {
+	f := newFixture(t, lookup)
+	code, _, body := f.get(t, "/ui/fact?entity=project:crux&key=language&format=json", "alice-token", "")
+	require.Equal(t, http.StatusOK, code, body)
+	var p web.FactPage
+	require.NoError(t, json.Unmarshal([]byte(body), &p))
+	want := call[tools.FactHistoryOutput](t, f.srv, alice, "fact_history", map[string]any{"entity": "project:crux", "key": "language", "limit": 20})
+	require.Equal(t, want.Versions, p.Versions)
+	require.Len(t, p.Versions, 3)
+	require.NotNil(t, p.Current)
+	require.Equal(t, "Go", p.Current.Value)
+}
+
+func TestAuthRefusals(t *testing.T) {
+	f := newFixture(t, lookup)
+	for _, path := range []string{"/ui/", "/ui/fact?entity=project:crux&key=language", "/ui/forgets/r_x"} {
+		code, hd, body := f.get(t, path+"", "", "application/json")
+		require.Equal(t, http.StatusUnauthorized, code, path)
+		require.Equal(t, `Bearer realm="crux"`, hd.Get("WWW-Authenticate"))
+		require.Contains(t, body, "unauthenticated")
+		require.NotContains(t, body, "Go")
+
+		code, hd, _ = f.get(t, path, "wrong-token", "")
+		require.Equal(t, http.StatusUnauthorized, code, path)
+		require.Contains(t, hd.Get("WWW-Authenticate"), `error="invalid_token"`)
+	}
+	// The sign-in page itself needs no token.
+	code, _, body := f.get(t, "/ui/signin", "", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `name="token"`)
+}
+
+func TestAnotherAgentsPrivateFactIsOnNoPage(t *testing.T) {
+	f := newFixture(t, lookup)
+	for _, path := range []string{"/ui/", "/ui/?q=secret+passphrase", "/ui/?entity=project:crux", "/ui/?superseded=1",
+		"/ui/fact?entity=project:crux&key=secret"} {
+		for _, format := range []string{"", "&format=json"} {
+			p := path + format
+			if !strings.Contains(path, "?") && format != "" {
+				p = path + "?format=json"
+			}
+			_, _, body := f.get(t, p, "alice-token", "")
+			require.NotContains(t, body, "bobs-hidden-passphrase", p)
+		}
+	}
+	code, _, _ := f.get(t, "/ui/fact?entity=project:crux&key=secret", "alice-token", "")
+	require.Equal(t, http.StatusNotFound, code)
+	// bob sees his own.
+	_, _, body := f.get(t, "/ui/fact?entity=project:crux&key=secret", "bob-token", "")
+	require.Contains(t, body, "bobs-hidden-passphrase")
+}
+
+// browser is a client with a cookie jar, signed in with token.
+func (f *fixture) browser(t *testing.T, token string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(f.ts.URL + "/ui/signin?token=" + url.QueryEscape(token))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "/ui/", resp.Request.URL.Path, "the sign-in goes on to the facts")
+	return c
+}
+
+// csrfOf is the CSRF token in a page.
+func csrfOf(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := c.Get(u)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_, rest, ok := strings.Cut(string(b), `name="csrf" value="`)
+	require.True(t, ok, "no CSRF token in %s", u)
+	tok, _, _ := strings.Cut(rest, `"`)
+	return tok
+}
+
+func TestOneTimeTokenAndCSRF(t *testing.T) {
+	token, once := web.OneTimeToken(alice)
+	f := newFixture(t, once)
+	c := f.browser(t, token)
+
+	// The token is spent.
+	code, _, _ := f.get(t, "/ui/signin?token="+token, "", "")
+	require.Equal(t, http.StatusUnauthorized, code)
+
+	// The cookie serves the pages.
+	resp, err := c.Get(f.ts.URL + "/ui/?q=license&format=json")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(b), "Apache-2.0")
+
+	factURL := f.ts.URL + "/ui/fact?entity=project:crux&key=license"
+	form := url.Values{"entity": {"project:crux"}, "key": {"license"}, "value": {"MIT"}}
+	// Without the CSRF token a change is refused, and nothing is written.
+	resp, err = c.PostForm(f.ts.URL+"/ui/edit", form)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	// From another origin too, even with it.
+	form.Set("csrf", csrfOf(t, c, factURL))
+	req, _ := http.NewRequest(http.MethodPost, f.ts.URL+"/ui/edit", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://evil.example")
+	resp, err = c.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	got := call[tools.QueryFactsOutput](t, f.srv, alice, "query_facts", map[string]any{"entity": "project:crux", "key": "license"})
+	require.Equal(t, "Apache-2.0", got.Rows[0].Value)
+
+	// With it the edit is store_fact's new version.
+	resp, err = c.PostForm(f.ts.URL+"/ui/edit", form)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	got = call[tools.QueryFactsOutput](t, f.srv, alice, "query_facts", map[string]any{"entity": "project:crux", "key": "license"})
+	require.Equal(t, "MIT", got.Rows[0].Value)
+	require.Equal(t, uint32(2), got.Rows[0].Version)
+}
+
+func TestForgetAndRestoreJSON(t *testing.T) {
+	f := newFixture(t, lookup)
+	post := func(path, token string, form url.Values) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, f.ts.URL+path+"?format=json", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := f.ts.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("/ui/forget", "alice-token", url.Values{"scope_type": {"entity_prefix"}, "scope_value": {"project:crux"}, "reason": {"test"}})
+	require.Equal(t, http.StatusOK, code, body)
+	var out tools.MemoryForgetOutput
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.Equal(t, 4, out.FactsAffected, "alice's four versions; bob's private fact is not hers")
+	gone := call[tools.QueryFactsOutput](t, f.srv, alice, "query_facts", map[string]any{"entity": "project:crux"})
+	require.Empty(t, gone.Rows)
+
+	// Bob may neither see nor restore alice's forget.
+	code, _, _ = f.get(t, "/ui/forgets/"+out.ForgetReceiptID, "bob-token", "application/json")
+	require.Equal(t, http.StatusNotFound, code)
+	code, _ = post("/ui/restore", "bob-token", url.Values{"receipt_id": {out.ForgetReceiptID}})
+	require.Equal(t, http.StatusNotFound, code)
+
+	code, _, body = f.get(t, "/ui/forgets/"+out.ForgetReceiptID, "alice-token", "application/json")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"restorable": true`)
+	code, body = post("/ui/restore", "alice-token", url.Values{"receipt_id": {out.ForgetReceiptID}})
+	require.Equal(t, http.StatusOK, code, body)
+	back := call[tools.QueryFactsOutput](t, f.srv, alice, "query_facts", map[string]any{"entity": "project:crux", "key": "language"})
+	require.Equal(t, "Go", back.Rows[0].Value)
+	// Once only.
+	code, body = post("/ui/restore", "alice-token", url.Values{"receipt_id": {out.ForgetReceiptID}})
+	require.Equal(t, http.StatusConflict, code, body)
+}
+
+func TestRefusalIsTheTools(t *testing.T) {
+	f := newFixture(t, lookup)
+	req, _ := http.NewRequest(http.MethodPost, f.ts.URL+"/ui/delete?format=json", strings.NewReader("fact_id=f_nope"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err := f.ts.Client().Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	res, err := f.srv.CallTool(context.Background(), alice, "delete_fact", json.RawMessage(`{"fact_id":"f_nope"}`))
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Contains(t, string(b), res.Content[0].Text)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func TestHostAndFraming(t *testing.T) {
+	f := newFixture(t, lookup)
+	req, _ := http.NewRequest(http.MethodGet, f.ts.URL+"/ui/", nil)
+	req.Host = "evil.example:80"
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err := f.ts.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a rebound DNS name on loopback")
+	_, hd, _ := f.get(t, "/ui/", "alice-token", "")
+	require.Equal(t, "DENY", hd.Get("X-Frame-Options"))
+	require.Equal(t, "same-origin", hd.Get("Referrer-Policy"))
+	require.Contains(t, hd.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+}
