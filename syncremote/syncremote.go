@@ -337,8 +337,8 @@ type WireError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-// HTTPStatus is the HTTP status of a sync answer failing with the crux
-// error code: 400 for -32700, -32600 and -32602, 403 for -32003 and
+// HTTPStatus is the HTTP status of an answer failing with the crux error
+// code, as the sync API and the web view (package web) answer it: 400 for -32700, -32600 and -32602, 403 for -32003 and
 // -32030, 409 for -32004, 404 for -32601, 500 for the rest.
 func HTTPStatus(code int) int {
 	switch code {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/syncremote"
 	"github.com/crux-go/crux/tools"
 )
 
@@ -277,7 +278,7 @@ func (h *Handler) restore(w http.ResponseWriter, r *http.Request) {
 	var ce *crux.Error
 	switch {
 	case errors.As(err, &ce):
-		h.fail(w, r, statusOf(ce), ce)
+		h.fail(w, r, syncremote.HTTPStatus(ce.Code), ce)
 		return
 	case errors.Is(err, crux.ErrForgetRestored), errors.Is(err, crux.ErrForgetPurged), errors.Is(err, crux.ErrRecoveryWindowClosed):
 		h.fail(w, r, http.StatusConflict, &crux.Error{Code: crux.CodeConflict, Message: err.Error()})

@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/syncremote"
 )
 
 // DefaultPrefix is the URL path of the view when [Options.Prefix] is
@@ -256,21 +257,6 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, e *cr
 	h.render(w, r, status, "error", "Refused", errorBody{Error: e})
 }
 
-// statusOf is the HTTP status of a tool's error.
-func statusOf(e *crux.Error) int {
-	switch e.Code {
-	case crux.CodeInvalidParams, crux.CodeInvalidRequest, crux.CodeParseError:
-		return http.StatusBadRequest
-	case crux.CodeForbidden, crux.CodeCapabilityDenied:
-		return http.StatusForbidden
-	case crux.CodeMethodNotFound:
-		return http.StatusNotFound
-	case crux.CodeConflict:
-		return http.StatusConflict
-	}
-	return http.StatusInternalServerError
-}
-
 // call runs the tool name for r's caller with args and decodes its
 // output into out. A refusal or a tool error is answered on w, and call
 // returns false.
@@ -284,7 +270,7 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, name string, args
 	var ce *crux.Error
 	switch {
 	case errors.As(err, &ce):
-		h.fail(w, r, statusOf(ce), ce)
+		h.fail(w, r, syncremote.HTTPStatus(ce.Code), ce)
 		return false
 	case err != nil:
 		h.logger.Error("crux: web: a tool call failed", "tool", name, "err", err)
