@@ -6,6 +6,13 @@ import "fmt"
 // NUL fact id" → 16-byte rank prefix, whether it is kept one per entry
 // (format 1) or in blocks, for tests.
 func Postings(tx Tx) (map[string]string, error) {
+	return postingsAs(tx, func(p posting) string { return string(p.rank) })
+}
+
+// postingsAs returns every keyword posting of the store as "tenant NUL
+// word NUL fact id" → show(posting) (the entry's value, for one kept one
+// per entry, and "malformed" for a block that does not decode).
+func postingsAs(tx Tx, show func(posting) string) (map[string]string, error) {
 	out := map[string]string{}
 	err := tx.Scan(bucketWords, nil, false, func(k, v []byte) error {
 		if len(v) == rankLen {
@@ -19,7 +26,7 @@ func Postings(tx Tx) (map[string]string, error) {
 			return nil
 		}
 		for _, p := range ps {
-			out[string(indexKey(tenant, word, p.id))] = string(p.rank)
+			out[string(indexKey(tenant, word, p.id))] = show(p)
 		}
 		return nil
 	})
@@ -121,18 +128,5 @@ func PostingsOf(m map[string]string) map[string]string {
 // frequency and the fact's number of words (0 0 when it carries none),
 // for tests.
 func CountedPostings(tx Tx) (map[string]string, error) {
-	out := map[string]string{}
-	err := tx.Scan(bucketWords, nil, false, func(k, v []byte) error {
-		tenant, word, _, ok := parseBlockKey(k)
-		ps, err := decodeBlock(v)
-		if !ok || err != nil {
-			out[string(k)] = "malformed"
-			return nil
-		}
-		for _, p := range ps {
-			out[string(indexKey(tenant, word, p.id))] = fmt.Sprintf("%s %d %d", p.rank, p.tf, p.dl)
-		}
-		return nil
-	})
-	return out, err
+	return postingsAs(tx, func(p posting) string { return fmt.Sprintf("%s %d %d", p.rank, p.tf, p.dl) })
 }

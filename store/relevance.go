@@ -468,16 +468,23 @@ func setIDF(stats []termStat, n int) {
 
 // termStats returns the statistics, idf included, of terms in tenant.
 func termStats(tx Tx, tenant string, terms []string) ([]termStat, error) {
-	_, stats, err := termCandidates(tx, tenant, terms, false)
+	_, stats, err := termCandidatesIDF(tx, tenant, terms, false)
+	return stats, err
+}
+
+// termCandidatesIDF is termCandidates with each term's idf set from the
+// tenant's fact count.
+func termCandidatesIDF(tx Tx, tenant string, terms []string, collect bool) ([][]candidate, []termStat, error) {
+	lists, stats, err := termCandidates(tx, tenant, terms, collect)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n, err := factCount(tx, tenant)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	setIDF(stats, n)
-	return stats, nil
+	return lists, stats, nil
 }
 
 // searchTerms runs a keyword query without entity or key filter: the
@@ -559,15 +566,10 @@ func (q *FactQuery) lengthSample() int {
 // tenant, sorted by fact id, each once with its relevance to them as w,
 // avgdl the mean dl of the sample best by their postings (see weighedDL).
 func scoreCandidates(tx Tx, tenant string, terms []string, sample int) ([]candidate, error) {
-	lists, stats, err := termCandidates(tx, tenant, terms, true)
+	lists, stats, err := termCandidatesIDF(tx, tenant, terms, true)
 	if err != nil {
 		return nil, err
 	}
-	n, err := factCount(tx, tenant)
-	if err != nil {
-		return nil, err
-	}
-	setIDF(stats, n)
 	if err := countUncounted(tx, lists, stats); err != nil {
 		return nil, err
 	}
