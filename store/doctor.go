@@ -63,14 +63,33 @@ var factIndexes = []struct {
 // fact or one that does not exist, in bucket order and, within a bucket,
 // in key order. It changes nothing, and reads a store in an older layout
 // (one not yet upgraded, see [Upgrade]) as well.
-func Diagnose(tx Tx) ([]Problem, error) {
+func Diagnose(tx Tx) ([]Problem, error) { return DiagnoseAt(tx, time.Time{}) }
+
+// DiagnoseAt is [Diagnose] that also lists, unless now is zero, the fact
+// versions stored more than MaxSyncClockSkew after now, in the same read
+// of the facts. No write of this crux stores one: a local write is
+// stamped with the server's clock and a version from a replica is refused
+// that far ahead (see ApplySyncFacts). One found here came from a replica
+// before that check, or from a clock that ran far ahead; it stays the
+// newest version of its chain, and every later write of that chain is
+// stamped after it, until that time. Such a problem is never Repairable:
+// an operator reads the chain with fact_history and corrects it
+// (memory_edit, or memory_forget as an operator).
+func DiagnoseAt(tx Tx, now time.Time) ([]Problem, error) {
 	var out []Problem
 	unreadable := make(map[string]bool)
+	limit := now.Add(MaxSyncClockSkew)
 	err := tx.Scan(bucketFacts, nil, false, func(k, v []byte) error {
-		if err := decodeFact(v, string(k), new(Fact)); err != nil {
+		f := new(Fact)
+		switch err := decodeFact(v, string(k), f); {
+		case err != nil:
 			unreadable[string(k)] = true
 			out = append(out, Problem{Bucket: bucketFacts, Key: bytes.Clone(k), ID: string(k),
 				Reason: "the fact cannot be read: " + err.Error(), Repairable: true})
+		case !now.IsZero() && f.StoredAt.After(limit):
+			out = append(out, Problem{Bucket: bucketFacts, Key: bytes.Clone(k), ID: f.ID,
+				Reason: fmt.Sprintf("stored at %s, %s ahead of this clock (owner %q, entity %q, key %q); fact_history shows its chain",
+					f.StoredAt.Format(time.RFC3339), f.StoredAt.Sub(now).Round(time.Second), f.Owner, f.Entity, f.Key)})
 		}
 		return nil
 	})
@@ -141,31 +160,6 @@ func Diagnose(tx Tx) ([]Problem, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// FutureVersions returns the fact versions stored more than
-// MaxSyncClockSkew after now, in fact-id order. No write of this crux
-// stores one: a local write is stamped with the server's clock and a
-// version from a replica is refused that far ahead (see ApplySyncFacts).
-// One found here came from a replica before that check, or from a clock
-// that ran far ahead; it stays the newest version of its chain, and every
-// later write of that chain is stamped after it, until that time. They are
-// listed, never repaired: an operator reads the chain with fact_history
-// and corrects it (memory_edit, or memory_forget as an operator).
-func FutureVersions(tx Tx, now time.Time) ([]Problem, error) {
-	limit := now.Add(MaxSyncClockSkew)
-	var out []Problem
-	err := tx.Scan(bucketFacts, nil, false, func(k, v []byte) error {
-		f := new(Fact)
-		if decodeFact(v, string(k), f) != nil || !f.StoredAt.After(limit) {
-			return nil // an unreadable fact is Diagnose's
-		}
-		out = append(out, Problem{Bucket: bucketFacts, Key: bytes.Clone(k), ID: f.ID,
-			Reason: fmt.Sprintf("stored at %s, %s ahead of this clock (owner %q, entity %q, key %q); fact_history shows its chain",
-				f.StoredAt.Format(time.RFC3339), f.StoredAt.Sub(now).Round(time.Second), f.Owner, f.Entity, f.Key)})
-		return nil
-	})
-	return out, err
 }
 
 // blockProblems checks a block of keyword postings: it must decode, and

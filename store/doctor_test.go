@@ -132,9 +132,10 @@ func TestRepairRemovesOnePostingOfABlock(t *testing.T) {
 	}))
 }
 
-// TestFutureVersions: a version stored past the clock skew a replica is
-// allowed (what a replica could push before that bound) is listed, with
-// its chain's names; one within the skew, and every local write, is not.
+// TestFutureVersions: DiagnoseAt lists a version stored past the clock
+// skew a replica is allowed (what a replica could push before that bound),
+// with its chain's names; one within the skew, and every local write, is
+// not, and Diagnose, without a clock, lists none.
 func TestFutureVersions(t *testing.T) {
 	db := openDB(t)
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -146,11 +147,17 @@ func TestFutureVersions(t *testing.T) {
 	var got []store.Problem
 	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
 		var err error
-		got, err = store.FutureVersions(tx, now)
+		got, err = store.DiagnoseAt(tx, now)
 		return err
 	}))
 	require.Len(t, got, 1)
 	assert.Equal(t, forged.ID, got[0].ID)
 	assert.False(t, got[0].Repairable, "listed, never removed")
 	assert.Equal(t, `facts "`+forged.ID+`": stored at 2026-03-03T00:00:00Z, 48h0m0s ahead of this clock (owner "alice", entity "acct", key "balance"); fact_history shows its chain`, got[0].String())
+	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
+		var err error
+		got, err = store.Diagnose(tx)
+		return err
+	}))
+	assert.Empty(t, got)
 }

@@ -8,7 +8,7 @@ import (
 
 // newDoctorCmd returns crux doctor [--repair]: lists the records of the
 // store that cannot be read (and the index entries naming them or naming
-// nothing) and the fact versions stored in the future (store.FutureVersions),
+// nothing) and the fact versions stored in the future (store.DiagnoseAt),
 // and checks every tenant's receipt chain; with --repair it first
 // removes, in one transaction, what store.Repair can remove, printing each
 // removal (see host.doctor). It creates no server, so nothing seeds or

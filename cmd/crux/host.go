@@ -509,15 +509,10 @@ func (h *host) doctor(ctx context.Context, req doctorReq) (any, error) {
 		}
 	}
 	err := h.db.View(ctx, func(tx store.Tx) error {
-		problems, err := store.Diagnose(tx)
+		problems, err := store.DiagnoseAt(tx, time.Now())
 		if err != nil {
 			return err
 		}
-		future, err := store.FutureVersions(tx, time.Now())
-		if err != nil {
-			return err
-		}
-		problems = append(problems, future...)
 		for _, p := range problems {
 			out.Problems = append(out.Problems, p.String())
 			if p.Repairable {
