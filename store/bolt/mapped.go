@@ -69,21 +69,27 @@ func (db *DB) keepTrimmed(done <-chan struct{}) {
 // resident, at a million facts). The next commit drops the list again
 // (commits do not write it, see the package doc), so only an Open after a
 // clean Close is spared the walk. Close calls it while the log's pin still
-// holds the checkpoint's pages, before the file is flushed and the log
+// holds the checkpoint's pages (it does nothing if the pin was dropped), before the file is flushed and the log
 // marked clean: should the process stop before that, the next Open
 // restores the checkpoint and replays the log as after any crash, and the
 // commit, which changed no data, is gone. A commit refused for want of
 // space changes nothing and is passed over; any other failure puts the DB
 // in the failed state, so that the log is not marked clean.
 func (db *DB) saveFreelist() error {
-	if db.readOnly || db.failure() != nil {
-		return nil
+	if db.readOnly || db.failure() != nil || db.wal != nil && !db.pinned() {
+		return nil // without the pin, the commit could reuse a page of the log's checkpoint
 	}
 	db.bdb.NoFreelistSync = false
 	defer func() { db.bdb.NoFreelistSync = true }()
 	btx, err := db.bdb.Begin(true)
 	if err == nil {
-		err = btx.Commit()
+		if db.wal != nil {
+			db.watchCommit() // a commit that remaps the file waits for the pin
+			err = btx.Commit()
+			db.endCommit()
+		} else {
+			err = btx.Commit()
+		}
 	}
 	if err == nil || noSpace(err) {
 		return nil
