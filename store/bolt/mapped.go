@@ -69,8 +69,8 @@ func (db *DB) keepTrimmed(done <-chan struct{}) {
 // resident, at a million facts). The next commit drops the list again
 // (commits do not write it, see the package doc), so only an Open after a
 // clean Close is spared the walk. Close calls it while the log's pin still
-// holds the checkpoint's pages (it does nothing if the pin was dropped), before the file is flushed and the log
-// marked clean: should the process stop before that, the next Open
+// holds the checkpoint's pages (it does nothing if the pin was dropped),
+// before the file is flushed and the log marked clean: should the process stop before that, the next Open
 // restores the checkpoint and replays the log as after any crash, and the
 // commit, which changed no data, is gone. A commit refused for want of
 // space changes nothing and is passed over; any other failure puts the DB
