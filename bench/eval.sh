@@ -38,5 +38,10 @@ if [ -n "$godocs" ]; then
 	paths=$(sh "$root/bench/retrieval.sh" --paths)
 	set -- -godocs-corpus "${paths% *}" -godocs-queries "${paths#* }" "$@"
 fi
+# crux-stdio and crux-facts-stdio ask a crux serve process built from this
+# checkout over stdio, as an MCP client does.
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+(cd "$root" && go build -o "$bin/crux" ./cmd/crux)
 cd "$here"
-go run ./cmd/eval "$@"
+go run ./cmd/eval -crux-bin "$bin/crux" "$@"

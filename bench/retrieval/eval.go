@@ -64,7 +64,7 @@ func (c *Corpus) Counts() (docs, questions int) {
 }
 
 // evalOrder is the order in which the evaluation shows the systems.
-var evalOrder = []string{"crux", "crux-facts", "crux-docs-facts", "textbook-bm25", "textbook-bm25-nostem", "bleve", "sqlite-fts5"}
+var evalOrder = []string{"crux", "crux-facts", "crux-docs-facts", "crux-stdio", "crux-facts-stdio", "textbook-bm25", "textbook-bm25-nostem", "bleve", "sqlite-fts5"}
 
 // EvalFactories returns every registered system, in the evaluation's
 // order: crux's tools (query, query_facts, and query over a tenant that
@@ -307,6 +307,8 @@ func Evaluate(c *Corpus, systems []Factory, o EvalOptions) ([]EvalResult, [][]De
 				case *CruxFacts:
 					results[i].ValuesCut += cf.Cut
 				case *CruxDocsFacts:
+					results[i].ValuesCut += cf.Cut
+				case *cruxFactsStdio:
 					results[i].ValuesCut += cf.Cut
 				}
 				logf("%s/%s: %s: ingest of %d documents in %.2f s", c.Name, g.Name, f.Name, len(g.Docs), took.Seconds())

@@ -44,10 +44,14 @@ func main() {
 	detail := flag.String("detail", "", "CORPUS/SYSTEM: write each question of that corpus as that system answered it (JSON lines)")
 	detailOut := flag.String("detail-out", "", "file for -detail (default testdata/detail-CORPUS-SYSTEM.jsonl)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cruxBin := flag.String("crux-bin", "", "crux command: with it, crux-stdio and crux-facts-stdio ask crux serve over stdio")
 	cruxLimit := flag.Int("crux-limit", 0, "limit passed to crux's query tool (its results are segments, several of a document counting once; default: k)")
 	flag.Parse()
 	log.SetFlags(0)
 	retrieval.CruxLimit = *cruxLimit
+	if *cruxBin != "" {
+		retrieval.RegisterStdio(*cruxBin)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

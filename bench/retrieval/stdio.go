@@ -1,0 +1,281 @@
+// The stdio systems ask the same tools as crux and crux-facts, but of a
+// crux serve process over MCP's stdio transport, as an MCP client does:
+// their latencies are what a client sees, framing and JSON included, and
+// their rankings must equal the in-process systems'.
+
+package retrieval
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/crux-go/crux/tools"
+)
+
+// RegisterStdio registers crux-stdio and crux-facts-stdio, which run the
+// crux command at bin (crux serve --data DIR) and call its tools over
+// standard input and output.
+func RegisterStdio(bin string) {
+	Register(Factory{Name: "crux-stdio", New: func(dir string) (System, error) {
+		return &cruxStdio{bin: bin, dir: dir}, nil
+	}})
+	Register(Factory{Name: "crux-facts-stdio", New: func(dir string) (System, error) {
+		c, err := startServe(bin, dir)
+		if err != nil {
+			return nil, err
+		}
+		return &cruxFactsStdio{serve: c, dir: dir}, nil
+	}})
+}
+
+// serveClient is an MCP client of one crux serve process, one call at a
+// time.
+type serveClient struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	id  int
+}
+
+// startServe starts crux serve over the data directory dir and makes the
+// MCP handshake.
+func startServe(bin, dir string) (*serveClient, error) {
+	cmd := exec.Command(bin, "serve", "--data", dir, "--agent", "bench")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &serveClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	if _, err := c.request("initialize", json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"retrieval","version":"0"}}`)); err != nil {
+		c.close()
+		return nil, fmt.Errorf("crux serve: initialize: %w", err)
+	}
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// request sends one JSON-RPC request and returns its result.
+func (c *serveClient) request(method string, params any) (json.RawMessage, error) {
+	c.id++
+	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.in.Write(append(line, '\n')); err != nil {
+		return nil, err
+	}
+	for {
+		b, err := c.out.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("reading the answer: %w", err)
+		}
+		var r struct {
+			ID     *int            `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("answer %q: %w", b, err)
+		}
+		if r.ID == nil || *r.ID != c.id {
+			continue // a notification
+		}
+		if r.Error != nil {
+			return nil, &rpcError{code: r.Error.Code, message: r.Error.Message}
+		}
+		return r.Result, nil
+	}
+}
+
+// rpcError is a JSON-RPC error answer.
+type rpcError struct {
+	code    int
+	message string
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%d %s", e.code, e.message) }
+
+// call calls tool name with args and decodes its structured output into
+// out; an isError result is an error.
+func (c *serveClient) call(name string, args, out any) error {
+	res, err := c.request("tools/call", map[string]any{"name": name, "arguments": args})
+	if err != nil {
+		return err
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		Structured json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return err
+	}
+	if r.IsError {
+		var msg []string
+		for _, c := range r.Content {
+			msg = append(msg, c.Text)
+		}
+		return fmt.Errorf("%s: %s", name, strings.Join(msg, " "))
+	}
+	return json.Unmarshal(r.Structured, out)
+}
+
+// close ends the process.
+func (c *serveClient) close() error {
+	c.in.Close()
+	return c.cmd.Wait()
+}
+
+// invalidParams reports whether err is a -32602 whose message says why.
+func invalidParams(err error, why string) bool {
+	var e *rpcError
+	return errors.As(err, &e) && e.code == -32602 && strings.Contains(e.message, why)
+}
+
+// cruxStdio ingests the documents in process (as crux ingest does) into
+// DIR/crux.db, then asks crux serve --data DIR.
+type cruxStdio struct {
+	bin, dir string
+	serve    *serveClient
+}
+
+func (*cruxStdio) Name() string { return "crux-stdio" }
+
+func (x *cruxStdio) Ingest(docs []Doc) error {
+	in, err := NewCrux(x.dir)
+	if err != nil {
+		return err
+	}
+	err = in.Ingest(docs)
+	if err2 := in.Close(); err == nil {
+		err = err2
+	}
+	if err != nil {
+		return err
+	}
+	x.serve, err = startServe(x.bin, x.dir)
+	return err
+}
+
+func (x *cruxStdio) Query(q string, k int) ([]string, error) {
+	limit := CruxLimit
+	if limit == 0 {
+		limit = k
+	}
+	var out tools.QueryOutput
+	err := x.serve.call("query", cruxQueryArgs{TenantID: cruxTenant, Query: q, Limit: limit, TokenBudget: 100000}, &out)
+	if invalidParams(err, "only common words") {
+		return nil, nil // as crux
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, k)
+	seen := make(map[string]bool, k)
+	for _, r := range out.Results {
+		if len(ids) == k {
+			break
+		}
+		if !seen[r.DocID] {
+			seen[r.DocID] = true
+			ids = append(ids, r.DocID)
+		}
+	}
+	return ids, nil
+}
+
+func (x *cruxStdio) SizeOnDisk() (int64, error) { return fileSize(filepath.Join(x.dir, "crux.db")) }
+
+func (x *cruxStdio) Close() error {
+	if x.serve == nil {
+		return nil
+	}
+	return x.serve.close()
+}
+
+// cruxFactsStdio stores each fact with one store_fact call to crux serve
+// and asks it query_facts.
+type cruxFactsStdio struct {
+	serve *serveClient
+	dir   string
+	// Cut counts the values IngestFacts cut to store_fact's limit.
+	Cut int
+}
+
+func (*cruxFactsStdio) Name() string { return "crux-facts-stdio" }
+
+func (x *cruxFactsStdio) Ingest(docs []Doc) error { return x.IngestFacts(DocFacts(docs)) }
+
+// IngestFacts implements FactIngester, as crux-facts does.
+func (x *cruxFactsStdio) IngestFacts(facts []Fact) error {
+	for _, f := range facts {
+		f, cut := FitFact(f)
+		if cut {
+			x.Cut++
+		}
+		var out tools.StoreFactOutput
+		if err := x.serve.call("store_fact", map[string]string{"entity": f.Entity, "key": f.Key, "value": f.Value}, &out); err != nil {
+			return fmt.Errorf("store_fact %s: %w", f.Key, err)
+		}
+	}
+	return nil
+}
+
+func (x *cruxFactsStdio) Query(q string, k int) ([]string, error) {
+	var out tools.QueryFactsOutput
+	err := x.serve.call("query_facts", queryFactsArgs{Query: q, TopK: k}, &out)
+	if invalidParams(err, "needs a word") {
+		return nil, nil // as crux-facts
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, k)
+	seen := make(map[string]bool, k)
+	for _, r := range out.Rows {
+		if len(ids) == k {
+			break
+		}
+		if !seen[r.Key] {
+			seen[r.Key] = true
+			ids = append(ids, r.Key)
+		}
+	}
+	return ids, nil
+}
+
+func (x *cruxFactsStdio) SizeOnDisk() (int64, error) { return fileSize(filepath.Join(x.dir, "crux.db")) }
+
+func (x *cruxFactsStdio) Close() error { return x.serve.close() }
+
+// fileSize is the size of the file at path.
+func fileSize(path string) (int64, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
