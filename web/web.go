@@ -21,7 +21,8 @@
 // # Signing in
 //
 // A request is served as the caller its token authenticates through
-// [Options.Lookup]: either an "Authorization: Bearer TOKEN" header on the
+// [Options.Lookup] (or, with [Options.Anonymous], as the anonymous caller
+// when it carries no token): either an "Authorization: Bearer TOKEN" header on the
 // request itself, or a sign-in (GET or POST prefix+"signin" with token=)
 // that exchanges the token for a session cookie (HttpOnly,
 // SameSite=Strict, scoped to the prefix). [OneTimeToken] makes a Lookup
@@ -102,11 +103,24 @@ type Options struct {
 	// ending with "/". Empty means DefaultPrefix.
 	Prefix string
 	// Lookup returns the caller a token authenticates, and whether it
-	// does. Nil accepts no token.
+	// does. Nil accepts no token. A token of a sync replica
+	// (crux.Caller.Replica) is refused with 403, as the MCP endpoint
+	// refuses it: it serves only the sync API.
 	Lookup func(token string) (crux.Caller, bool)
+	// Anonymous serves a request that has neither a bearer token nor a
+	// session cookie as the anonymous caller (crux.Caller{}), as the MCP
+	// endpoint serves one when it takes anonymous callers, and lets the
+	// sign-in page start an anonymous session. A change (a POST) still
+	// needs a session, for its CSRF token, or a bearer token. False
+	// refuses such a request with 401.
+	Anonymous bool
 	// Operator, if not nil, lets a caller see and restore the forgets it
 	// made. Nil means forgets cannot be restored from the view.
 	Operator Operator
+	// Ledger, if not nil, serves the receipts page: the receipt chain of
+	// the caller's tenant, verified. Nil means the view has no receipts
+	// page.
+	Ledger Ledger
 	// SessionTTL is how long a session cookie lasts. Zero means 12 hours.
 	SessionTTL time.Duration
 	// Logger receives a line for each failure of a page that is not the
@@ -172,6 +186,7 @@ func New(b Backend, opts *Options) *Handler {
 	mux.HandleFunc("POST "+p+"forget", h.authed(h.forget))
 	mux.HandleFunc("GET "+p+"forgets/{id}", h.authed(h.forgetPage))
 	mux.HandleFunc("POST "+p+"restore", h.authed(h.restore))
+	mux.HandleFunc("GET "+p+"receipts", h.authed(h.receipts))
 	h.mux = mux
 	return h
 }

@@ -32,6 +32,7 @@ func lookup(t string) (crux.Caller, bool) { c, ok := tokens[t]; return c, ok }
 
 // fixture is a server filled through the tools and the view over it.
 type fixture struct {
+	db  *bolt.DB
 	srv *crux.Server
 	ts  *httptest.Server
 }
@@ -63,10 +64,10 @@ func newFixture(t *testing.T, lookup func(string) (crux.Caller, bool)) *fixture 
 	}
 	call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "project:crux", "key": "license", "value": "Apache-2.0"})
 	call[tools.StoreFactOutput](t, srv, bob, "store_fact", map[string]any{"entity": "project:crux", "key": "secret", "value": "bobs-hidden-passphrase", "private": true})
-	h := web.New(srv, &web.Options{Lookup: lookup, Operator: srv})
+	h := web.New(srv, &web.Options{Lookup: lookup, Operator: srv, Ledger: web.NewStoreLedger(db, srv.Keyring(), nil)})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return &fixture{srv: srv, ts: ts}
+	return &fixture{db: db, srv: srv, ts: ts}
 }
 
 // get fetches path with the bearer token (none when empty) and the
