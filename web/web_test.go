@@ -151,6 +151,17 @@ func TestFactPageJSONTwinIsFactHistory(t *testing.T) {
 	require.Len(t, p.Versions, 3)
 	require.NotNil(t, p.Current)
 	require.Equal(t, "Go", p.Current.Value)
+	for _, v := range p.Versions {
+		require.Equal(t, "alice", v.WrittenBy, "who wrote each version")
+	}
+
+	// bob corrects it: his version names him, in the page too.
+	call[tools.StoreFactOutput](t, f.srv, bob, "store_fact", map[string]any{"entity": "project:crux", "key": "language", "value": "Zig"})
+	_, _, body = f.get(t, "/ui/fact?entity=project:crux&key=language", "alice-token", "")
+	require.Contains(t, body, `<td class="value">Zig</td>
+<td class="writer">bob</td>`)
+	require.Contains(t, body, `<td class="value">Go</td>
+<td class="writer">alice</td>`)
 }
 
 func TestAuthRefusals(t *testing.T) {
