@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/tools"
 	"github.com/crux-go/crux/web"
 )
@@ -120,6 +121,10 @@ func TestBrowser(t *testing.T) {
 		`[...document.querySelectorAll('#versions tr.version td.value')].map(e => e.textContent)`))
 	require.NoError(t, err)
 	require.Equal(t, []string{"Go", "Rust", "C"}, versions)
+	writers, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#versions tr.version td.writer')].map(e => e.textContent)`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"alice", "alice", "alice"}, writers, "who wrote each version")
 
 	// Forget from the page: gone for an agent; restore: back for it.
 	do(chromedp.SetValue(chromedp.ID("forget-reason"), "checking restore"),
@@ -139,6 +144,30 @@ func TestBrowser(t *testing.T) {
 	do(chromedp.Navigate(base+"?entity=project:crux"), chromedp.WaitVisible(chromedp.ID("facts")))
 	do(chromedp.Navigate(base+"?q=hidden+passphrase"), chromedp.WaitVisible(chromedp.ID("empty")))
 	do(chromedp.Navigate(base+"fact?entity=project:crux&key=secret"), chromedp.WaitVisible(chromedp.ID("error")))
+	// The receipt chain verifies in the page; a tampered receipt shows
+	// as failing, where it is, and the audit names it.
+	do(chromedp.Navigate(base+"receipts"), chromedp.WaitVisible(chromedp.ID("receipts")))
+	codes, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#receipts tr.receipt')].map(e => e.dataset.code)`))
+	require.NoError(t, err)
+	require.NotEmpty(t, codes)
+	for _, c := range codes {
+		require.Equal(t, "OK", c)
+	}
+	do(chromedp.Click(chromedp.ID("audit-link")), chromedp.WaitVisible(chromedp.ID("audit")))
+	require.Contains(t, text("#audit"), "The whole chain verifies")
+	ids := chainIDs(t, f.db, crux.DefaultTenant)
+	tamper(t, f.db, ids[0])
+	do(chromedp.Navigate(base+"receipts?audit=1"), chromedp.WaitVisible(chromedp.ID("audit-code")))
+	require.Equal(t, "BODY_HASH_MISMATCH", text("#audit-code"))
+	require.Equal(t, "1", text("#audit-seq"))
+	require.Contains(t, text("#seq-1"), "BODY_HASH_MISMATCH")
+	require.Contains(t, text("#seq-2"), "CHAIN_PREV_HASH_MISMATCH", "the next receipt's link fails too")
+	failing, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('#receipts tr.failing')].map(e => e.id)`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"seq-2", "seq-1"}, failing, "only the tampered receipt and its successor fail")
+
 	for i, h := range pages {
 		require.NotContains(t, h, "bobs-hidden-passphrase", "page %d", i)
 		require.NotContains(t, h, "key=secret&", "page %d links bob's fact", i)
