@@ -20,8 +20,8 @@ import (
 const ChainPerPage = 50
 
 // A Ledger reads a tenant's receipt chain for the view, which no tool
-// lists: a page of it, each receipt verified, and the audit of the whole
-// chain. [NewStoreLedger] makes one over a store.
+// lists: a page of it, each receipt verified, the audit of the whole
+// chain, and the forgets it records. [NewStoreLedger] makes one over a store.
 type Ledger interface {
 	// ChainPage returns up to limit receipts of tenant's chain whose seq
 	// is below before (0: from the head down), newest first, each
@@ -31,7 +31,14 @@ type Ledger interface {
 	// does: every receipt, every link and the head, stopping at the
 	// first defect.
 	AuditChain(ctx context.Context, tenant string) (receipts.ChainAudit, error)
+	// Forgets lists up to limit (1 to MaxForgets) forgets of tenant,
+	// newest first: the forget receipts of its chain, each with the
+	// record of its forget.
+	Forgets(ctx context.Context, tenant string, limit int) (*ForgetList, error)
 }
+
+// noLedger is the refusal of a page that needs a Ledger.
+var noLedger = &crux.Error{Code: crux.CodeMethodNotFound, Message: "this view cannot read the receipt chain or the forgets (no ledger)"}
 
 // ChainPage is a page of a tenant's receipt chain and the JSON twin of
 // the receipts page.
@@ -217,7 +224,7 @@ func (h *Handler) chainURL(before uint64, audit bool) string {
 func (h *Handler) receipts(w http.ResponseWriter, r *http.Request) {
 	l := h.opts.Ledger
 	if l == nil {
-		h.fail(w, r, http.StatusNotFound, &crux.Error{Code: crux.CodeMethodNotFound, Message: "this view cannot read the receipt chain (no ledger)"})
+		h.fail(w, r, http.StatusNotFound, noLedger)
 		return
 	}
 	q := r.URL.Query()
@@ -244,8 +251,7 @@ func (h *Handler) receipts(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, ce)
 		return
 	case err != nil:
-		h.logger.Error("crux: web: reading the receipt chain", "tenant", tenant, "err", err)
-		h.fail(w, r, http.StatusInternalServerError, &crux.Error{Code: crux.CodeInternalError, Message: "reading the receipt chain: " + err.Error()})
+		h.internal(w, r, "reading the receipt chain", err)
 		return
 	}
 	if p.Older != 0 {

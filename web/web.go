@@ -1,12 +1,19 @@
 // Package web serves crux's memory to a person in a browser: the facts a
-// caller sees, searched and paged; a fact's page with every version; and
-// corrections (edit, delete, forget, restore) made from the page.
+// caller sees, searched and paged; a fact's page with every version and
+// who wrote it; corrections (edit, delete, forget, restore) made from the
+// page; the documents query finds, with the lanes that found them; the
+// caller's forgets, pins and sessions, the tenant's decisions and the
+// caller's passport, read-only; and the receipt chain of the caller's
+// tenant, verified in the page.
 //
 // The view holds no memory logic of its own. Every page is the answer of
 // the tools an agent calls, through [Backend.CallTool] with the signed-in
 // caller: the facts list is query_facts (the same ranking, the same
 // isolation), a fact's page is fact_history, an edit is store_fact, a
-// delete is delete_fact, a forget is memory_forget. So a page shows what
+// delete is delete_fact, a forget is memory_forget, the query page is
+// query, the sessions are list_sessions and get_session, the decisions
+// query_facts over their entities, the pins memory_view, the passport
+// get_passport. So a page shows what
 // the caller could read with the tools and nothing else, a change mints
 // the receipts the tool mints, and a refusal is the tool's refusal, with
 // its code and message. Restoring a forget is an operator function of
@@ -187,6 +194,12 @@ func New(b Backend, opts *Options) *Handler {
 	mux.HandleFunc("GET "+p+"forgets/{id}", h.authed(h.forgetPage))
 	mux.HandleFunc("POST "+p+"restore", h.authed(h.restore))
 	mux.HandleFunc("GET "+p+"receipts", h.authed(h.receipts))
+	mux.HandleFunc("GET "+p+"forgets", h.authed(h.forgets))
+	mux.HandleFunc("GET "+p+"query", h.authed(h.query))
+	mux.HandleFunc("GET "+p+"sessions", h.authed(h.sessionsPage))
+	mux.HandleFunc("GET "+p+"session", h.authed(h.sessionPage))
+	mux.HandleFunc("GET "+p+"decisions", h.authed(h.decisions))
+	mux.HandleFunc("GET "+p+"passport", h.authed(h.passport))
 	h.mux = mux
 	return h
 }
@@ -270,6 +283,13 @@ type errorBody struct {
 // {"error": {code, message, data?}}.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, e *crux.Error) {
 	h.render(w, r, status, "error", "Refused", errorBody{Error: e})
+}
+
+// internal answers r with a failure of the view's own (not a tool's
+// answer) while doing what, and logs it.
+func (h *Handler) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
+	h.logger.Error("crux: web: "+what, "path", r.URL.Path, "err", err)
+	h.fail(w, r, http.StatusInternalServerError, &crux.Error{Code: crux.CodeInternalError, Message: what + ": " + err.Error()})
 }
 
 // call runs the tool name for r's caller with args and decodes its

@@ -167,6 +167,14 @@ func (l viewLedger) ChainPage(ctx context.Context, tenant string, before uint64,
 	return &p, nil
 }
 
+func (l viewLedger) Forgets(ctx context.Context, tenant string, limit int) (*web.ForgetList, error) {
+	var list web.ForgetList // crux forgets list's answer, field for field
+	if err := l.sess.do(ctx, opForgets, forgetsReq{Tenant: tenant, Limit: limit}, &list); err != nil {
+		return nil, err
+	}
+	return &list, nil
+}
+
 func (l viewLedger) AuditChain(ctx context.Context, tenant string) (receipts.ChainAudit, error) {
 	var a receipts.ChainAudit
 	err := l.sess.do(ctx, opChain, chainReq{Tenant: tenant, Keyring: l.kr}, &a)
