@@ -21,7 +21,7 @@ const ChainPerPage = 50
 
 // A Ledger reads a tenant's receipt chain for the view, which no tool
 // lists: a page of it, each receipt verified, the audit of the whole
-// chain, and the forgets it records. [NewStoreLedger] makes one over a store.
+// chain, the forgets it records, and handoffs. [NewStoreLedger] makes one over a store.
 type Ledger interface {
 	// ChainPage returns up to limit receipts of tenant's chain whose seq
 	// is below before (0: from the head down), newest first, each
@@ -35,6 +35,10 @@ type Ledger interface {
 	// newest first: the forget receipts of its chain, each with the
 	// record of its forget.
 	Forgets(ctx context.Context, tenant string, limit int) (*ForgetList, error)
+	// Handoffs lists up to limit (1 to MaxHandoffs) handoffs of tenant
+	// that agent created, that are addressed to it, or that are addressed
+	// to no one, in id order.
+	Handoffs(ctx context.Context, tenant, agent string, limit int) (*HandoffList, error)
 }
 
 // noLedger is the refusal of a page that needs a Ledger.

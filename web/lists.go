@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -225,4 +226,94 @@ func (h *Handler) passport(w http.ResponseWriter, r *http.Request) {
 	if h.call(w, r, "get_passport", map[string]any{}, &p.Passport) {
 		h.render(w, r, http.StatusOK, "passport", "Passport", p)
 	}
+}
+
+// Bounds of the handoffs page.
+const (
+	// MaxHandoffs is the most handoffs of a caller the page reads.
+	MaxHandoffs = 1000
+	// maxHandoffScan is the most handoff records of a tenant read to
+	// find them (no index holds them by agent).
+	maxHandoffScan = 10000
+)
+
+// HandoffList is the handoffs of one agent in a tenant: those it
+// created, those addressed to it, and those addressed to no one (which
+// any agent of the tenant may accept), in id order.
+type HandoffList struct {
+	Handoffs []store.Handoff `json:"handoffs"`
+	// Truncated says that more may exist than were read: MaxHandoffs
+	// were listed, or the tenant's first 10,000 records were looked at.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+func (l storeLedger) Handoffs(ctx context.Context, tenant, agent string, limit int) (*HandoffList, error) {
+	limit = min(max(limit, 1), MaxHandoffs)
+	out := &HandoffList{}
+	err := l.db.View(ctx, func(tx store.Tx) error {
+		out.Handoffs, out.Truncated = []store.Handoff{}, false
+		seen := 0
+		return store.Handoffs(tx, tenant, func(h *store.Handoff) error {
+			if seen++; seen > maxHandoffScan {
+				out.Truncated = true
+				return store.ErrStop
+			}
+			if h.From != agent && h.Target != agent && h.Target != "" {
+				return nil
+			}
+			if len(out.Handoffs) == limit {
+				out.Truncated = true
+				return store.ErrStop
+			}
+			out.Handoffs = append(out.Handoffs, *h)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// HandoffsPage is the handoffs page and its JSON twin: a page of the
+// caller's handoffs (see [HandoffList]). Read-only: create_handoff and
+// accept_handoff make and take them.
+type HandoffsPage struct {
+	Page      int             `json:"page"`
+	Handoffs  []store.Handoff `json:"handoffs"`
+	Truncated bool            `json:"truncated,omitempty"`
+	Next      string          `json:"next,omitempty"`
+	Prev      string          `json:"prev,omitempty"`
+}
+
+// handoffs is the handoffs page: the Ledger's list for the caller, paged.
+func (h *Handler) handoffs(w http.ResponseWriter, r *http.Request) {
+	l := h.opts.Ledger
+	if l == nil {
+		h.fail(w, r, http.StatusNotFound, noLedger)
+		return
+	}
+	p := HandoffsPage{Handoffs: []store.Handoff{}}
+	maxPage := MaxHandoffs/ListPerPage - 1
+	var ok bool
+	if p.Page, ok = intParam(r, "page", 0, 0, maxPage); !ok {
+		h.fail(w, r, http.StatusBadRequest, badParam("page", "must be an integer from 0 to "+strconv.Itoa(maxPage)))
+		return
+	}
+	c := callerOf(r.Context())
+	list, err := l.Handoffs(r.Context(), c.TenantID(), c.Identity(), MaxHandoffs)
+	if err != nil {
+		h.internal(w, r, "reading the handoffs", err)
+		return
+	}
+	from, to, more := pageOf(len(list.Handoffs), p.Page, ListPerPage)
+	p.Handoffs = append(p.Handoffs, list.Handoffs[from:to]...)
+	p.Truncated = list.Truncated
+	if more {
+		p.Next = listURL(h.opts.Prefix+"handoffs", nil, p.Page+1)
+	}
+	if p.Page > 0 {
+		p.Prev = listURL(h.opts.Prefix+"handoffs", nil, p.Page-1)
+	}
+	h.render(w, r, http.StatusOK, "handoffs", "Handoffs", p)
 }

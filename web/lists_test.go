@@ -133,3 +133,32 @@ func TestForgetsPageStatusAndPins(t *testing.T) {
 	require.Equal(t, bobs.ForgetReceiptID, p.Forgets[0].ForgetReceiptID)
 	require.Empty(t, p.Pins, "alice's pin is not bob's")
 }
+
+func TestHandoffsOfTheCaller(t *testing.T) {
+	f := newFixture(t, lookup)
+	carol := crux.Caller{Agent: "carol", Authenticated: true}
+	tokens["carol-token"] = carol
+	t.Cleanup(func() { delete(tokens, "carol-token") })
+	call[tools.SaveSessionOutput](t, f.srv, alice, "save_session", map[string]any{"session_id": "work", "state": map[string]any{"a": 1}})
+	toBob := call[map[string]any](t, f.srv, alice, "create_handoff", map[string]any{"session_id": "work", "target_agent": "bob"})
+	toCarol := call[map[string]any](t, f.srv, alice, "create_handoff", map[string]any{"session_id": "work", "target_agent": "carol"})
+	ids := func(token string) []string {
+		p := getJSON[web.HandoffsPage](t, f, "/ui/handoffs", token)
+		var out []string
+		for _, h := range p.Handoffs {
+			out = append(out, h.ID)
+		}
+		return out
+	}
+	require.ElementsMatch(t, []any{toBob["handoff_id"], toCarol["handoff_id"]}, anys(ids("alice-token")), "alice made both")
+	require.Equal(t, []any{toBob["handoff_id"]}, anys(ids("bob-token")), "bob sees his, not carol's")
+	require.Equal(t, []any{toCarol["handoff_id"]}, anys(ids("carol-token")))
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

@@ -2,8 +2,8 @@
 // caller sees, searched and paged; a fact's page with every version and
 // who wrote it; corrections (edit, delete, forget, restore) made from the
 // page; the documents query finds, with the lanes that found them; the
-// caller's forgets, pins and sessions, the tenant's decisions and the
-// caller's passport, read-only; and the receipt chain of the caller's
+// caller's forgets, pins, sessions and handoffs, the tenant's decisions
+// and the caller's passport, read-only; and the receipt chain of the caller's
 // tenant, verified in the page.
 //
 // The view holds no memory logic of its own. Every page is the answer of
@@ -200,6 +200,7 @@ func New(b Backend, opts *Options) *Handler {
 	mux.HandleFunc("GET "+p+"session", h.authed(h.sessionPage))
 	mux.HandleFunc("GET "+p+"decisions", h.authed(h.decisions))
 	mux.HandleFunc("GET "+p+"passport", h.authed(h.passport))
+	mux.HandleFunc("GET "+p+"handoffs", h.authed(h.handoffs))
 	h.mux = mux
 	return h
 }

@@ -317,6 +317,7 @@ var operations = map[string]operation{
 
 	opForgetStatus: decoding((*host).forgetStatus), // ui.go
 	opChainPage:    decoding((*host).chainPage),
+	opHandoffs:     decoding((*host).handoffs),
 
 	opIngest:     decoding((*host).ingest),
 	opDeleteDocs: decoding((*host).deleteDocs),

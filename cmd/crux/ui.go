@@ -88,6 +88,7 @@ SIGTERM.`,
 const (
 	opForgetStatus = "forget/status" // forgetStatusReq → forgetStatusAnswer
 	opChainPage    = "chain/page"    // chainPageReq → web.ChainPage
+	opHandoffs     = "handoffs/list" // handoffsReq → web.HandoffList
 )
 
 type (
@@ -98,6 +99,11 @@ type (
 	// forgetStatusAnswer is the forget, or nil when there is none.
 	forgetStatusAnswer struct {
 		Forget *crux.ForgetInfo `json:"forget"`
+	}
+	handoffsReq struct {
+		Tenant string `json:"tenant"`
+		Agent  string `json:"agent"`
+		Limit  int    `json:"limit"`
 	}
 	chainPageReq struct {
 		Tenant string `json:"tenant"`
@@ -127,6 +133,11 @@ func (h *host) forgetStatus(ctx context.Context, req forgetStatusReq) (any, erro
 // directory's key.
 func (h *host) chainPage(ctx context.Context, req chainPageReq) (any, error) {
 	return web.NewStoreLedger(h.db, receipts.NewKeyring(h.signer.Public()), nil).ChainPage(ctx, req.Tenant, req.Before, req.Limit)
+}
+
+// handoffs lists an agent's handoffs.
+func (h *host) handoffs(ctx context.Context, req handoffsReq) (any, error) {
+	return web.NewStoreLedger(h.db, nil, nil).Handoffs(ctx, req.Tenant, req.Agent, req.Limit)
 }
 
 // viewOperator is the web view's Operator over a session: a forget read
@@ -170,6 +181,14 @@ func (l viewLedger) ChainPage(ctx context.Context, tenant string, before uint64,
 func (l viewLedger) Forgets(ctx context.Context, tenant string, limit int) (*web.ForgetList, error) {
 	var list web.ForgetList // crux forgets list's answer, field for field
 	if err := l.sess.do(ctx, opForgets, forgetsReq{Tenant: tenant, Limit: limit}, &list); err != nil {
+		return nil, err
+	}
+	return &list, nil
+}
+
+func (l viewLedger) Handoffs(ctx context.Context, tenant, agent string, limit int) (*web.HandoffList, error) {
+	var list web.HandoffList
+	if err := l.sess.do(ctx, opHandoffs, handoffsReq{Tenant: tenant, Agent: agent, Limit: limit}, &list); err != nil {
 		return nil, err
 	}
 	return &list, nil

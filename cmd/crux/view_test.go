@@ -112,7 +112,7 @@ func TestServeHTTPView(t *testing.T) {
 	v := startViewServer(t, ctx, nil)
 	pages := []string{"/ui/", "/ui/?q=private", "/ui/?entity=project:view", "/ui/?superseded=1",
 		"/ui/fact?entity=project:view&key=diary", "/ui/fact?entity=project:view&key=secret", "/ui/receipts", "/ui/receipts?audit=1",
-		"/ui/query?q=private", "/ui/forgets", "/ui/sessions", "/ui/decisions", "/ui/passport"}
+		"/ui/query?q=private", "/ui/forgets", "/ui/sessions", "/ui/decisions", "/ui/passport", "/ui/handoffs"}
 
 	for _, p := range pages {
 		code, hd, _ := v.get(t, p, "", nil)
