@@ -222,3 +222,49 @@ func TestServeHTTPViewAnonymous(t *testing.T) {
 	code, _ = v.post(t, http.DefaultClient, "/ui/edit", "", url.Values{"entity": {"e"}, "key": {"k"}, "value": {"v"}})
 	assert.Equal(t, http.StatusForbidden, code)
 }
+
+// TestUI: crux ui prints a URL whose one-time token signs a browser in
+// as the agent named; the token then is spent, and the pages, the
+// receipts page included, are that agent's.
+func TestUI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	uiCtx, stop := context.WithCancel(ctx)
+	var stdout, stderr syncBuffer
+	codes := make(chan int, 1)
+	go func() {
+		codes <- run(uiCtx, []string{"ui", "--data", t.TempDir(), "--agent", "alice"}, strings.NewReader(""), &stdout, &stderr, nil)
+	}()
+	defer func() {
+		stop()
+		assert.Equal(t, exitOK, <-codes, stderr.String())
+	}()
+	var signin string
+	for deadline := time.Now().Add(30 * time.Second); signin == "" && time.Now().Before(deadline); {
+		if _, u, ok := strings.Cut(stdout.String(), "open: "); ok {
+			signin = strings.TrimSpace(u)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NotEmpty(t, signin, "crux ui printed no URL: %s", stderr.String())
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(signin)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	base, _, _ := strings.Cut(signin, "/ui/")
+	for _, p := range []string{"/ui/?format=json", "/ui/receipts?audit=1&format=json", "/ui/forgets?format=json", "/ui/handoffs?format=json"} {
+		resp, err = browser.Get(base + p)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", p, b)
+	}
+	resp, err = http.Get(signin)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the token is spent")
+}
