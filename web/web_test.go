@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -343,4 +345,50 @@ func TestHostAndFraming(t *testing.T) {
 	require.Equal(t, "DENY", hd.Get("X-Frame-Options"))
 	require.Equal(t, "same-origin", hd.Get("Referrer-Policy"))
 	require.Contains(t, hd.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+}
+
+func TestFactsFilters(t *testing.T) {
+	f := newFixture(t, lookup)
+	call[tools.StoreFactOutput](t, f.srv, alice, "store_fact", map[string]any{"entity": "project:crux", "key": "mine", "value": "alice-only", "private": true})
+	values := func(path string) []string {
+		p := getJSON[web.FactsPage](t, f, path, "alice-token")
+		var out []string
+		for _, r := range p.Rows {
+			out = append(out, r.Value)
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"Go", "Apache-2.0", "alice-only"}, values("/ui/?entity=project:crux"))
+	require.Equal(t, []string{"alice-only"}, values("/ui/?entity=project:crux&visibility=private"))
+	require.ElementsMatch(t, []string{"Go", "Apache-2.0"}, values("/ui/?entity=project:crux&visibility=shared"))
+	require.Empty(t, values("/ui/?entity=project:crux&stale=1"), "nothing is stale a moment after it was stored")
+	code, _, _ := f.get(t, "/ui/?visibility=everyone", "alice-token", "application/json")
+	require.Equal(t, http.StatusBadRequest, code)
+}
+
+func TestFactsStaleFilter(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	srv, err := crux.NewServer(db, &crux.Options{Now: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	old := call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "weather:today", "key": "sky", "value": "cloudy"})
+	call[map[string]any](t, srv, alice, "memory_set_horizon", map[string]any{"fact_id": old.FactID, "horizon_class": "volatile"})
+	mu.Lock()
+	now = now.Add(48 * time.Hour)
+	mu.Unlock()
+	call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "weather:today", "key": "city", "value": "Leeds"})
+	ts := httptest.NewServer(web.New(srv, &web.Options{Lookup: lookup}))
+	t.Cleanup(ts.Close)
+	f := &fixture{db: db, srv: srv, ts: ts}
+	p := getJSON[web.FactsPage](t, f, "/ui/?entity=weather:today&stale=1", "alice-token")
+	require.Len(t, p.Rows, 1)
+	require.Equal(t, "cloudy", p.Rows[0].Value)
+	require.True(t, p.Filtered)
+	p = getJSON[web.FactsPage](t, f, "/ui/?entity=weather:today", "alice-token")
+	require.Len(t, p.Rows, 2)
 }
