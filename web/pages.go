@@ -16,11 +16,11 @@ import (
 // FactsPage is the facts list and its JSON twin: one page of the rows
 // query_facts ranks for the filters.
 type FactsPage struct {
-	Query             string          `json:"query,omitempty"`
-	Entity            string          `json:"entity,omitempty"`
-	Key               string          `json:"key,omitempty"`
-	AsOf              string          `json:"as_of,omitempty"`
-	IncludeSuperseded bool            `json:"include_superseded,omitempty"`
+	Query             string `json:"query,omitempty"`
+	Entity            string `json:"entity,omitempty"`
+	Key               string `json:"key,omitempty"`
+	AsOf              string `json:"as_of,omitempty"`
+	IncludeSuperseded bool   `json:"include_superseded,omitempty"`
 	// Visibility keeps only private ("private") or shared ("shared")
 	// facts; StaleOnly only the stale ones. Both filter the rows
 	// query_facts ranks first (at most 1000), as Filtered says.
@@ -29,10 +29,10 @@ type FactsPage struct {
 	// Filtered says that the page shows the rows of query_facts' top
 	// 1000 that pass Visibility and StaleOnly: a fact ranked below them
 	// is not on any page.
-	Filtered          bool            `json:"filtered,omitempty"`
-	Page              int             `json:"page"`     // from 0
-	PerPage           int             `json:"per_page"` // at most MaxPerPage
-	Rows              []tools.FactRow `json:"rows"`
+	Filtered bool            `json:"filtered,omitempty"`
+	Page     int             `json:"page"`     // from 0
+	PerPage  int             `json:"per_page"` // at most MaxPerPage
+	Rows     []tools.FactRow `json:"rows"`
 	// Next is the URL of the next page, when more facts match within the
 	// first 1000 query_facts ranks.
 	Next string `json:"next,omitempty"`
