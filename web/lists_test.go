@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -161,4 +163,23 @@ func anys(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+func TestForgetPastItsWindow(t *testing.T) {
+	f := newFixture(t, lookup)
+	forgot := call[tools.MemoryForgetOutput](t, f.srv, alice, "memory_forget", map[string]any{
+		"scope": map[string]any{"type": "entity_prefix", "value": "project:"}, "reason": "tidy"})
+	later := func() time.Time { return time.Now().AddDate(10, 0, 0) }
+	ts := httptest.NewServer(web.New(f.srv, &web.Options{Lookup: lookup, Operator: f.srv, Now: later,
+		Ledger: web.NewStoreLedger(f.db, f.srv.Keyring(), later)}))
+	t.Cleanup(ts.Close)
+	g := &fixture{db: f.db, srv: f.srv, ts: ts}
+	p := getJSON[web.ForgetPage](t, g, "/ui/forgets/"+forgot.ForgetReceiptID, "alice-token")
+	require.False(t, p.Restorable)
+	require.Contains(t, p.Status, "purge due since")
+	code, _, body := g.get(t, "/ui/forgets/"+forgot.ForgetReceiptID, "alice-token", "")
+	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, body, `id="restore"`, "no restore button past the window")
+	list := getJSON[web.ForgetsPage](t, g, "/ui/forgets", "alice-token")
+	require.Contains(t, list.Forgets[0].Status, "purge due since")
 }

@@ -259,7 +259,11 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
 // ForgetPage is a forget's page and its JSON twin.
 type ForgetPage struct {
 	crux.ForgetInfo
-	// Restorable says whether the view can restore it now.
+	// Status is its purge status: restorable until the recovery window
+	// ends, purge due once it has, restored, or purged.
+	Status string `json:"status"`
+	// Restorable says whether the view can restore it now: it is
+	// forgotten and its recovery window has not ended.
 	Restorable bool `json:"restorable"`
 }
 
@@ -298,8 +302,9 @@ func (h *Handler) forgetPage(w http.ResponseWriter, r *http.Request) {
 	if info == nil {
 		return
 	}
-	h.render(w, r, http.StatusOK, "forget", "Forget "+info.ForgetReceiptID,
-		ForgetPage{ForgetInfo: *info, Restorable: info.State == store.ForgetForgotten})
+	st, ok := status(ForgetRow{State: info.State, RecoveryWindowEndsAt: info.RecoveryWindowEndsAt, RestoredAt: info.RestoredAt,
+		PurgedAt: info.PurgedAt, PurgeReceiptID: info.PurgeReceiptID}, h.opts.Now())
+	h.render(w, r, http.StatusOK, "forget", "Forget "+info.ForgetReceiptID, ForgetPage{ForgetInfo: *info, Status: st, Restorable: ok})
 }
 
 // restore restores one of the caller's forgets through the Operator.
