@@ -533,6 +533,10 @@ type VersionRow struct {
 	// now (Origins say where it came from). Empty for an anonymous
 	// writer.
 	WrittenBy string `json:"written_by,omitempty"`
+	// SourceReceipt is the receipt the version was written under, when a
+	// tool that mints one wrote it (record_decision does; store_fact
+	// mints none).
+	SourceReceipt string `json:"source_receipt,omitempty"`
 	// Origins are the passport splits and merges that brought the
 	// version here, oldest first.
 	Origins []store.FactOrigin `json:"origins,omitempty"`
@@ -545,7 +549,7 @@ func factHistory() *Tool {
 		Description: "Every version of one (entity, key), superseded and deleted included, newest first, paged.",
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
-			"private?, written_by?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
+			"private?, written_by?, source_receipt?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
 		schema: schemaFor(name),
 		out:    outputOf[FactHistoryOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
@@ -561,7 +565,7 @@ func factHistory() *Tool {
 							FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
 							SupersededBy: f.SupersededBy, Confidence: f.Confidence,
 							StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,
-							WrittenBy: f.Owner, Origins: f.Origins,
+							WrittenBy: f.Owner, SourceReceipt: f.SourceReceipt, Origins: f.Origins,
 						}
 					})
 				return err

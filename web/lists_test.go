@@ -183,3 +183,13 @@ func TestForgetPastItsWindow(t *testing.T) {
 	list := getJSON[web.ForgetsPage](t, g, "/ui/forgets", "alice-token")
 	require.Contains(t, list.Forgets[0].Status, "purge due since")
 }
+
+func TestFactPageNamesItsReceipt(t *testing.T) {
+	f := newFixture(t, lookup)
+	d := call[map[string]any](t, f.srv, alice, "record_decision", map[string]any{"session_id": "plan", "action": "ship", "rationale": "ready"})
+	path := fmt.Sprintf("/ui/fact?entity=%s&key=%s", d["entity"], d["decision_id"])
+	code, _, body := f.get(t, path, "bob-token", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<code class="source-receipt">`+d["receipt_id"].(string)+`</code>`)
+	require.Contains(t, body, `<td class="writer">alice</td>`)
+}
