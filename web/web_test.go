@@ -392,3 +392,48 @@ func TestFactsStaleFilter(t *testing.T) {
 	p = getJSON[web.FactsPage](t, f, "/ui/?entity=weather:today", "alice-token")
 	require.Len(t, p.Rows, 2)
 }
+
+func TestAnonymousMode(t *testing.T) {
+	f := newFixture(t, lookup)
+	ts := httptest.NewServer(web.New(f.srv, &web.Options{Lookup: lookup, Anonymous: true}))
+	t.Cleanup(ts.Close)
+	g := &fixture{db: f.db, srv: f.srv, ts: ts}
+	// A reader without a token is the anonymous caller: shared facts only.
+	p := getJSON[web.FactsPage](t, g, "/ui/?entity=project:crux", "")
+	require.NotEmpty(t, p.Rows)
+	for _, r := range p.Rows {
+		require.False(t, r.Private)
+	}
+	// A wrong token is still refused.
+	code, _, _ := g.get(t, "/ui/", "wrong-token", "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	// A change needs a session: without one it is refused, with an
+	// anonymous one (and its CSRF token) it is the anonymous caller's.
+	form := url.Values{"entity": {"anon:note"}, "key": {"k"}, "value": {"from nobody"}}
+	resp, err := http.PostForm(ts.URL+"/ui/edit", form)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar}
+	resp, err = c.PostForm(ts.URL+"/ui/signin", url.Values{"anonymous": {"1"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	form.Set("csrf", csrfOf(t, c, ts.URL+"/ui/fact?entity=project:crux&key=license"))
+	resp, err = c.PostForm(ts.URL+"/ui/edit", form)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	h := call[tools.FactHistoryOutput](t, f.srv, alice, "fact_history", map[string]any{"entity": "anon:note", "key": "k"})
+	require.Len(t, h.Versions, 1)
+	require.Empty(t, h.Versions[0].WrittenBy, "written by the anonymous caller")
+
+	// Without the option, no session can be had without a token.
+	resp, err = http.PostForm(f.ts.URL+"/ui/signin", url.Values{"anonymous": {"1"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the sign-in form again")
+	require.Empty(t, resp.Cookies())
+}
