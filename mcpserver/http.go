@@ -84,13 +84,20 @@ type HTTPOptions struct {
 	// most one): one more gets 429. Zero means
 	// DefaultMaxRequestsPerCaller; a negative value means no bound.
 	MaxRequestsPerCaller int
+	// Other, if not nil, serves every request whose path is neither the
+	// endpoint's nor the sync API's, instead of the 404 such a request
+	// gets otherwise; none of the handler's checks apply to it, so it
+	// makes its own (the crux command mounts the web view, package web,
+	// here).
+	Other http.Handler
 }
 
 // An HTTPHandler serves a [Backend] to MCP clients over Streamable HTTP
 // through the SDK's handler (mcp.NewStreamableHTTPHandler), after checks
 // of its own on every request, in this order:
 //
-//  1. The path: anything but the endpoint's gets 404.
+//  1. The path: anything but the endpoint's gets 404, or goes to
+//     [HTTPOptions.Other].
 //  2. DNS rebinding: a request that arrived on a loopback address must
 //     name a loopback host in its Host header (localhost, a name under
 //     .localhost, 127.0.0.0/8 or ::1, any port), and an Origin header, if
@@ -260,6 +267,10 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sb, isSync := h.b.(SyncBackend)
 	isSync = isSync && r.URL.Path != h.opts.Path && strings.HasPrefix(r.URL.Path, syncremote.PathPrefix)
 	if r.URL.Path != h.opts.Path && !isSync {
+		if h.opts.Other != nil {
+			h.opts.Other.ServeHTTP(w, r)
+			return
+		}
 		http.NotFound(w, r)
 		return
 	}

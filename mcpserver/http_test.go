@@ -496,3 +496,29 @@ func TestHTTPSessionTimeout(t *testing.T) {
 	code, _ = post(id, ping)
 	assert.Equal(t, http.StatusNotFound, code, "closed once idle for the timeout")
 }
+
+// TestHTTPOther: a path that is neither the endpoint's nor the sync API's
+// goes to HTTPOptions.Other, and without it gets 404; the endpoint stays
+// the MCP server's.
+func TestHTTPOther(t *testing.T) {
+	other := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = w.Write([]byte("other " + r.URL.Path))
+	})
+	for _, tc := range []struct {
+		other http.Handler
+		code  int
+	}{{nil, http.StatusNotFound}, {other, http.StatusTeapot}} {
+		s := startHTTP(t, mcpserver.Local(newCrux(t)), &mcpserver.HTTPOptions{Tokens: testTokens(t), Other: tc.other})
+		resp, err := http.Get("http://" + s.addr + "/ui/")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, tc.code, resp.StatusCode)
+		if tc.other != nil {
+			require.Equal(t, "other /ui/", string(b))
+		}
+		code, _, _ := rawPost(t, s.url, nil)
+		require.Equal(t, http.StatusUnauthorized, code, "the endpoint still asks for a token")
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -53,4 +54,21 @@ func GetHandoff(tx Tx, tenant, id string) (*Handoff, error) {
 		return nil, fmt.Errorf("store: handoff %s: %w", id, err)
 	}
 	return h, nil
+}
+
+// Handoffs calls fn with each handoff record of tenant, in id order.
+// fn returning ErrStop ends the walk without error; any other error ends
+// it and is returned.
+func Handoffs(tx Tx, tenant string, fn func(*Handoff) error) error {
+	err := tx.Scan(bucketHandoffs, indexKey(tenant, ""), false, func(k, v []byte) error {
+		h := new(Handoff)
+		if err := json.Unmarshal(v, h); err != nil {
+			return fmt.Errorf("store: handoff %q: %w", k, err)
+		}
+		return fn(h)
+	})
+	if errors.Is(err, ErrStop) {
+		return nil
+	}
+	return err
 }

@@ -528,6 +528,15 @@ type VersionRow struct {
 	StoredAt     string  `json:"stored_at"`
 	Deleted      bool    `json:"deleted"`
 	Private      bool    `json:"private,omitempty"`
+	// WrittenBy is the agent that stored the version; for a version a
+	// passport split or merge brought here, the passport that holds it
+	// now (Origins say where it came from). Empty for an anonymous
+	// writer.
+	WrittenBy string `json:"written_by,omitempty"`
+	// SourceReceipt is the receipt the version was written under, when a
+	// tool that mints one wrote it (record_decision does; store_fact
+	// mints none).
+	SourceReceipt string `json:"source_receipt,omitempty"`
 	// Origins are the passport splits and merges that brought the
 	// version here, oldest first.
 	Origins []store.FactOrigin `json:"origins,omitempty"`
@@ -540,7 +549,7 @@ func factHistory() *Tool {
 		Description: "Every version of one (entity, key), superseded and deleted included, newest first, paged.",
 		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
-			"private?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
+			"private?, written_by?, source_receipt?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
 		schema: schemaFor(name),
 		out:    outputOf[FactHistoryOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
@@ -556,7 +565,7 @@ func factHistory() *Tool {
 							FactID: f.ID, Value: f.Value, Version: f.Version, Supersedes: f.Supersedes,
 							SupersededBy: f.SupersededBy, Confidence: f.Confidence,
 							StoredAt: f.StoredAt.Format(time.RFC3339Nano), Deleted: f.Deleted, Private: f.Private,
-							Origins: f.Origins,
+							WrittenBy: f.Owner, SourceReceipt: f.SourceReceipt, Origins: f.Origins,
 						}
 					})
 				return err

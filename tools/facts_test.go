@@ -45,6 +45,19 @@ func TestStoreFactVersionChain(t *testing.T) {
 	assert.Equal(t, second["fact_id"], v1["superseded_by"])
 	assert.Equal(t, first["fact_id"], v2["supersedes"])
 	assert.EqualValues(t, 2, v2["version"])
+	assert.Equal(t, "alice", v1["written_by"], "who wrote each version")
+	assert.Equal(t, "alice", v2["written_by"])
+	call(t, srv, bob, "store_fact", `{"entity":"project:crux","key":"language","value":"Zig"}`)
+	vs = call(t, srv, alice, "fact_history", `{"entity":"project:crux","key":"language"}`)["versions"].([]any)
+	assert.Equal(t, "bob", vs[0].(map[string]any)["written_by"])
+	assert.Equal(t, "alice", vs[1].(map[string]any)["written_by"])
+	assert.NotContains(t, vs[0], "source_receipt", "store_fact mints no receipt")
+
+	// A version written under a receipt names it.
+	d := call(t, srv, alice, "record_decision", `{"session_id":"s1","action":"a","rationale":"r"}`)
+	vs = call(t, srv, bob, "fact_history", fmt.Sprintf(`{"entity":%q,"key":%q}`, d["entity"], d["decision_id"]))["versions"].([]any)
+	require.Len(t, vs, 1)
+	assert.Equal(t, d["receipt_id"], vs[0].(map[string]any)["source_receipt"])
 }
 
 func TestSupersedesAcrossEntities(t *testing.T) {

@@ -16,6 +16,13 @@ import (
 	"github.com/crux-go/crux/internal/loopback"
 )
 
+// signinPage is the sign-in page: why the request was refused, if it
+// was, and whether it may go on without a token.
+type signinPage struct {
+	Error     *crux.Error `json:"error,omitempty"`
+	Anonymous bool        `json:"anonymous,omitempty"`
+}
+
 // cookieName is the session cookie's name.
 const cookieName = "crux_ui_session"
 
@@ -114,7 +121,7 @@ func (h *Handler) unauthorized(w http.ResponseWriter, r *http.Request, challenge
 		writeJSON(w, http.StatusUnauthorized, errorBody{Error: e})
 		return
 	}
-	h.render(w, r, http.StatusUnauthorized, "signin", "Sign in", e)
+	h.render(w, r, http.StatusUnauthorized, "signin", "Sign in", signinPage{Error: e, Anonymous: h.opts.Anonymous})
 }
 
 // authed wraps next so that it runs only for an authenticated request: a
@@ -143,8 +150,21 @@ func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 			a = &authed{caller: s.caller, sess: s}
+		} else if h.opts.Anonymous {
+			if r.Method == http.MethodPost {
+				h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden,
+					Message: "a change needs a session (sign in, with or without a token) or a bearer token"})
+				return
+			}
+			a = &authed{}
 		} else {
 			h.unauthorized(w, r, realm, "a bearer token is required: sign in")
+			return
+		}
+		if a.caller.Replica {
+			h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden,
+				Message: "the token is a sync replica's credential, which serves only the sync API; the view takes an agent's token",
+				Data:    map[string]any{"reason": "replica"}})
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -208,14 +228,25 @@ func (h *Handler) newSession(c crux.Caller) string {
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	token := r.FormValue("token")
-	if token == "" {
-		h.render(w, r, http.StatusOK, "signin", "Sign in", (*crux.Error)(nil))
+	var c crux.Caller
+	switch {
+	case token == "" && r.Method == http.MethodPost && h.opts.Anonymous && r.PostFormValue("anonymous") == "1":
+		// An anonymous session: the anonymous caller, with a CSRF token.
+	case token == "":
+		h.render(w, r, http.StatusOK, "signin", "Sign in", signinPage{Anonymous: h.opts.Anonymous})
 		return
-	}
-	c, ok := h.lookup(token)
-	if !ok {
-		h.unauthorized(w, r, invalid, "unknown or spent token")
-		return
+	default:
+		var ok bool
+		if c, ok = h.lookup(token); !ok {
+			h.unauthorized(w, r, invalid, "unknown or spent token")
+			return
+		}
+		if c.Replica {
+			h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden,
+				Message: "the token is a sync replica's credential, which serves only the sync API; the view takes an agent's token",
+				Data:    map[string]any{"reason": "replica"}})
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: h.newSession(c), Path: h.opts.Prefix,

@@ -16,14 +16,23 @@ import (
 // FactsPage is the facts list and its JSON twin: one page of the rows
 // query_facts ranks for the filters.
 type FactsPage struct {
-	Query             string          `json:"query,omitempty"`
-	Entity            string          `json:"entity,omitempty"`
-	Key               string          `json:"key,omitempty"`
-	AsOf              string          `json:"as_of,omitempty"`
-	IncludeSuperseded bool            `json:"include_superseded,omitempty"`
-	Page              int             `json:"page"`     // from 0
-	PerPage           int             `json:"per_page"` // at most MaxPerPage
-	Rows              []tools.FactRow `json:"rows"`
+	Query             string `json:"query,omitempty"`
+	Entity            string `json:"entity,omitempty"`
+	Key               string `json:"key,omitempty"`
+	AsOf              string `json:"as_of,omitempty"`
+	IncludeSuperseded bool   `json:"include_superseded,omitempty"`
+	// Visibility keeps only private ("private") or shared ("shared")
+	// facts; StaleOnly only the stale ones. Both filter the rows
+	// query_facts ranks first (at most 1000), as Filtered says.
+	Visibility string `json:"visibility,omitempty"`
+	StaleOnly  bool   `json:"stale_only,omitempty"`
+	// Filtered says that the page shows the rows of query_facts' top
+	// 1000 that pass Visibility and StaleOnly: a fact ranked below them
+	// is not on any page.
+	Filtered bool            `json:"filtered,omitempty"`
+	Page     int             `json:"page"`     // from 0
+	PerPage  int             `json:"per_page"` // at most MaxPerPage
+	Rows     []tools.FactRow `json:"rows"`
 	// Next is the URL of the next page, when more facts match within the
 	// first 1000 query_facts ranks.
 	Next string `json:"next,omitempty"`
@@ -56,8 +65,13 @@ func (h *Handler) facts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := FactsPage{
 		Query: strings.TrimSpace(q.Get("q")), Entity: q.Get("entity"), Key: q.Get("key"), AsOf: q.Get("as_of"),
-		IncludeSuperseded: q.Get("superseded") == "1",
+		IncludeSuperseded: q.Get("superseded") == "1", Visibility: q.Get("visibility"), StaleOnly: q.Get("stale") == "1",
 	}
+	if p.Visibility != "" && p.Visibility != "private" && p.Visibility != "shared" {
+		h.fail(w, r, http.StatusBadRequest, badParam("visibility", `must be "private" or "shared"`))
+		return
+	}
+	p.Filtered = p.Visibility != "" || p.StaleOnly
 	var ok bool
 	if p.PerPage, ok = intParam(r, "per_page", DefaultPerPage, 1, MaxPerPage); !ok {
 		h.fail(w, r, http.StatusBadRequest, badParam("per_page", "must be an integer from 1 to 100"))
@@ -69,6 +83,9 @@ func (h *Handler) facts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	args := map[string]any{"top_k": min((p.Page+1)*p.PerPage+1, maxRanked)}
+	if p.Filtered {
+		args["top_k"] = maxRanked // the filters pass over some of them
+	}
 	for k, v := range map[string]string{"query": p.Query, "entity": p.Entity, "key": p.Key, "as_of": p.AsOf} {
 		if v != "" {
 			args[k] = v
@@ -82,6 +99,17 @@ func (h *Handler) facts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.FilteredBelowThreshold = out.FilteredBelowThreshold
+	if p.Filtered {
+		kept := out.Rows[:0:0]
+		for _, row := range out.Rows {
+			if (p.Visibility == "private" && !row.Private) || (p.Visibility == "shared" && row.Private) ||
+				(p.StaleOnly && row.Freshness != store.Stale) {
+				continue
+			}
+			kept = append(kept, row)
+		}
+		out.Rows = kept
+	}
 	from, to := min(p.Page*p.PerPage, len(out.Rows)), min((p.Page+1)*p.PerPage, len(out.Rows))
 	p.Rows = out.Rows[from:to]
 	if p.Rows == nil {
@@ -96,6 +124,12 @@ func (h *Handler) facts(w http.ResponseWriter, r *http.Request) {
 		}
 		if p.IncludeSuperseded {
 			v.Set("superseded", "1")
+		}
+		if p.Visibility != "" {
+			v.Set("visibility", p.Visibility)
+		}
+		if p.StaleOnly {
+			v.Set("stale", "1")
 		}
 		if p.PerPage != DefaultPerPage {
 			v.Set("per_page", strconv.Itoa(p.PerPage))
@@ -225,7 +259,11 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
 // ForgetPage is a forget's page and its JSON twin.
 type ForgetPage struct {
 	crux.ForgetInfo
-	// Restorable says whether the view can restore it now.
+	// Status is its purge status: restorable until the recovery window
+	// ends, purge due once it has, restored, or purged.
+	Status string `json:"status"`
+	// Restorable says whether the view can restore it now: it is
+	// forgotten and its recovery window has not ended.
 	Restorable bool `json:"restorable"`
 }
 
@@ -264,8 +302,9 @@ func (h *Handler) forgetPage(w http.ResponseWriter, r *http.Request) {
 	if info == nil {
 		return
 	}
-	h.render(w, r, http.StatusOK, "forget", "Forget "+info.ForgetReceiptID,
-		ForgetPage{ForgetInfo: *info, Restorable: info.State == store.ForgetForgotten})
+	st, ok := status(ForgetRow{State: info.State, RecoveryWindowEndsAt: info.RecoveryWindowEndsAt, RestoredAt: info.RestoredAt,
+		PurgedAt: info.PurgedAt, PurgeReceiptID: info.PurgeReceiptID}, h.opts.Now())
+	h.render(w, r, http.StatusOK, "forget", "Forget "+info.ForgetReceiptID, ForgetPage{ForgetInfo: *info, Status: st, Restorable: ok})
 }
 
 // restore restores one of the caller's forgets through the Operator.

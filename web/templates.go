@@ -7,7 +7,8 @@ import (
 
 // pageNames are the templates of the pages; each is parsed with the
 // layout.
-var pageNames = []string{"error", "signin", "facts", "fact", "forget", "forgot"}
+var pageNames = []string{"error", "signin", "facts", "fact", "forget", "forgot", "receipts",
+	"forgets", "query", "sessions", "session", "decisions", "passport", "handoffs"}
 
 // parsePages parses every page over the layout.
 func parsePages() map[string]*template.Template {

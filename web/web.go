@@ -1,17 +1,28 @@
 // Package web serves crux's memory to a person in a browser: the facts a
-// caller sees, searched and paged; a fact's page with every version; and
-// corrections (edit, delete, forget, restore) made from the page.
+// caller sees, searched and paged; a fact's page with every version and
+// who wrote it; corrections (edit, delete, forget, restore) made from the
+// page; the documents query finds, with the lanes that found them; the
+// caller's forgets, pins, sessions and handoffs, the tenant's decisions
+// and the caller's passport, read-only; and the receipt chain of the caller's
+// tenant, verified in the page.
 //
 // The view holds no memory logic of its own. Every page is the answer of
 // the tools an agent calls, through [Backend.CallTool] with the signed-in
 // caller: the facts list is query_facts (the same ranking, the same
 // isolation), a fact's page is fact_history, an edit is store_fact, a
-// delete is delete_fact, a forget is memory_forget. So a page shows what
+// delete is delete_fact, a forget is memory_forget, the query page is
+// query, the sessions are list_sessions and get_session, the decisions
+// query_facts over their entities, the pins memory_view, the passport
+// get_passport. So a page shows what
 // the caller could read with the tools and nothing else, a change mints
 // the receipts the tool mints, and a refusal is the tool's refusal, with
 // its code and message. Restoring a forget is an operator function of
 // crux, not a tool: the view offers it only when [Options.Operator] is set,
-// and only for a forget the signed-in caller made in its own tenant.
+// and only for a forget the signed-in caller made in its own tenant. No
+// tool lists the receipt chain, the forgets or the handoffs either: an
+// [Options.Ledger] reads them, and the view shows of them only the
+// caller's tenant (the receipts without their payloads), its own forgets
+// and the handoffs it made or may accept.
 //
 // Pages are server-rendered (html/template, embedded stylesheet, no
 // script). Every page has a JSON twin: the same URL with ?format=json, or
@@ -21,7 +32,8 @@
 // # Signing in
 //
 // A request is served as the caller its token authenticates through
-// [Options.Lookup]: either an "Authorization: Bearer TOKEN" header on the
+// [Options.Lookup] (or, with [Options.Anonymous], as the anonymous caller
+// when it carries no token): either an "Authorization: Bearer TOKEN" header on the
 // request itself, or a sign-in (GET or POST prefix+"signin" with token=)
 // that exchanges the token for a session cookie (HttpOnly,
 // SameSite=Strict, scoped to the prefix). [OneTimeToken] makes a Lookup
@@ -102,11 +114,24 @@ type Options struct {
 	// ending with "/". Empty means DefaultPrefix.
 	Prefix string
 	// Lookup returns the caller a token authenticates, and whether it
-	// does. Nil accepts no token.
+	// does. Nil accepts no token. A token of a sync replica
+	// (crux.Caller.Replica) is refused with 403, as the MCP endpoint
+	// refuses it: it serves only the sync API.
 	Lookup func(token string) (crux.Caller, bool)
+	// Anonymous serves a request that has neither a bearer token nor a
+	// session cookie as the anonymous caller (crux.Caller{}), as the MCP
+	// endpoint serves one when it takes anonymous callers, and lets the
+	// sign-in page start an anonymous session. A change (a POST) still
+	// needs a session, for its CSRF token, or a bearer token. False
+	// refuses such a request with 401.
+	Anonymous bool
 	// Operator, if not nil, lets a caller see and restore the forgets it
 	// made. Nil means forgets cannot be restored from the view.
 	Operator Operator
+	// Ledger, if not nil, serves the receipts page: the receipt chain of
+	// the caller's tenant, verified. Nil means the view has no receipts
+	// page.
+	Ledger Ledger
 	// SessionTTL is how long a session cookie lasts. Zero means 12 hours.
 	SessionTTL time.Duration
 	// Logger receives a line for each failure of a page that is not the
@@ -172,6 +197,14 @@ func New(b Backend, opts *Options) *Handler {
 	mux.HandleFunc("POST "+p+"forget", h.authed(h.forget))
 	mux.HandleFunc("GET "+p+"forgets/{id}", h.authed(h.forgetPage))
 	mux.HandleFunc("POST "+p+"restore", h.authed(h.restore))
+	mux.HandleFunc("GET "+p+"receipts", h.authed(h.receipts))
+	mux.HandleFunc("GET "+p+"forgets", h.authed(h.forgets))
+	mux.HandleFunc("GET "+p+"query", h.authed(h.query))
+	mux.HandleFunc("GET "+p+"sessions", h.authed(h.sessionsPage))
+	mux.HandleFunc("GET "+p+"session", h.authed(h.sessionPage))
+	mux.HandleFunc("GET "+p+"decisions", h.authed(h.decisions))
+	mux.HandleFunc("GET "+p+"passport", h.authed(h.passport))
+	mux.HandleFunc("GET "+p+"handoffs", h.authed(h.handoffs))
 	h.mux = mux
 	return h
 }
@@ -255,6 +288,13 @@ type errorBody struct {
 // {"error": {code, message, data?}}.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, e *crux.Error) {
 	h.render(w, r, status, "error", "Refused", errorBody{Error: e})
+}
+
+// internal answers r with a failure of the view's own (not a tool's
+// answer) while doing what, and logs it.
+func (h *Handler) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
+	h.logger.Error("crux: web: "+what, "path", r.URL.Path, "err", err)
+	h.fail(w, r, http.StatusInternalServerError, &crux.Error{Code: crux.CodeInternalError, Message: what + ": " + err.Error()})
 }
 
 // call runs the tool name for r's caller with args and decodes its

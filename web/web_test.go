@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,6 +34,7 @@ func lookup(t string) (crux.Caller, bool) { c, ok := tokens[t]; return c, ok }
 
 // fixture is a server filled through the tools and the view over it.
 type fixture struct {
+	db  *bolt.DB
 	srv *crux.Server
 	ts  *httptest.Server
 }
@@ -63,10 +66,10 @@ func newFixture(t *testing.T, lookup func(string) (crux.Caller, bool)) *fixture 
 	}
 	call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "project:crux", "key": "license", "value": "Apache-2.0"})
 	call[tools.StoreFactOutput](t, srv, bob, "store_fact", map[string]any{"entity": "project:crux", "key": "secret", "value": "bobs-hidden-passphrase", "private": true})
-	h := web.New(srv, &web.Options{Lookup: lookup, Operator: srv})
+	h := web.New(srv, &web.Options{Lookup: lookup, Operator: srv, Ledger: web.NewStoreLedger(db, srv.Keyring(), nil)})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return &fixture{srv: srv, ts: ts}
+	return &fixture{db: db, srv: srv, ts: ts}
 }
 
 // get fetches path with the bearer token (none when empty) and the
@@ -150,6 +153,17 @@ func TestFactPageJSONTwinIsFactHistory(t *testing.T) {
 	require.Len(t, p.Versions, 3)
 	require.NotNil(t, p.Current)
 	require.Equal(t, "Go", p.Current.Value)
+	for _, v := range p.Versions {
+		require.Equal(t, "alice", v.WrittenBy, "who wrote each version")
+	}
+
+	// bob corrects it: his version names him, in the page too.
+	call[tools.StoreFactOutput](t, f.srv, bob, "store_fact", map[string]any{"entity": "project:crux", "key": "language", "value": "Zig"})
+	_, _, body = f.get(t, "/ui/fact?entity=project:crux&key=language", "alice-token", "")
+	require.Contains(t, body, `<td class="value">Zig</td>
+<td class="writer">bob</td>`)
+	require.Contains(t, body, `<td class="value">Go</td>
+<td class="writer">alice</td>`)
 }
 
 func TestAuthRefusals(t *testing.T) {
@@ -331,4 +345,95 @@ func TestHostAndFraming(t *testing.T) {
 	require.Equal(t, "DENY", hd.Get("X-Frame-Options"))
 	require.Equal(t, "same-origin", hd.Get("Referrer-Policy"))
 	require.Contains(t, hd.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+}
+
+func TestFactsFilters(t *testing.T) {
+	f := newFixture(t, lookup)
+	call[tools.StoreFactOutput](t, f.srv, alice, "store_fact", map[string]any{"entity": "project:crux", "key": "mine", "value": "alice-only", "private": true})
+	values := func(path string) []string {
+		p := getJSON[web.FactsPage](t, f, path, "alice-token")
+		var out []string
+		for _, r := range p.Rows {
+			out = append(out, r.Value)
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"Go", "Apache-2.0", "alice-only"}, values("/ui/?entity=project:crux"))
+	require.Equal(t, []string{"alice-only"}, values("/ui/?entity=project:crux&visibility=private"))
+	require.ElementsMatch(t, []string{"Go", "Apache-2.0"}, values("/ui/?entity=project:crux&visibility=shared"))
+	require.Empty(t, values("/ui/?entity=project:crux&stale=1"), "nothing is stale a moment after it was stored")
+	code, _, _ := f.get(t, "/ui/?visibility=everyone", "alice-token", "application/json")
+	require.Equal(t, http.StatusBadRequest, code)
+}
+
+func TestFactsStaleFilter(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	srv, err := crux.NewServer(db, &crux.Options{Now: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	old := call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "weather:today", "key": "sky", "value": "cloudy"})
+	call[map[string]any](t, srv, alice, "memory_set_horizon", map[string]any{"fact_id": old.FactID, "horizon_class": "volatile"})
+	mu.Lock()
+	now = now.Add(48 * time.Hour)
+	mu.Unlock()
+	call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "weather:today", "key": "city", "value": "Leeds"})
+	ts := httptest.NewServer(web.New(srv, &web.Options{Lookup: lookup}))
+	t.Cleanup(ts.Close)
+	f := &fixture{db: db, srv: srv, ts: ts}
+	p := getJSON[web.FactsPage](t, f, "/ui/?entity=weather:today&stale=1", "alice-token")
+	require.Len(t, p.Rows, 1)
+	require.Equal(t, "cloudy", p.Rows[0].Value)
+	require.True(t, p.Filtered)
+	p = getJSON[web.FactsPage](t, f, "/ui/?entity=weather:today", "alice-token")
+	require.Len(t, p.Rows, 2)
+}
+
+func TestAnonymousMode(t *testing.T) {
+	f := newFixture(t, lookup)
+	ts := httptest.NewServer(web.New(f.srv, &web.Options{Lookup: lookup, Anonymous: true}))
+	t.Cleanup(ts.Close)
+	g := &fixture{db: f.db, srv: f.srv, ts: ts}
+	// A reader without a token is the anonymous caller: shared facts only.
+	p := getJSON[web.FactsPage](t, g, "/ui/?entity=project:crux", "")
+	require.NotEmpty(t, p.Rows)
+	for _, r := range p.Rows {
+		require.False(t, r.Private)
+	}
+	// A wrong token is still refused.
+	code, _, _ := g.get(t, "/ui/", "wrong-token", "")
+	require.Equal(t, http.StatusUnauthorized, code)
+	// A change needs a session: without one it is refused, with an
+	// anonymous one (and its CSRF token) it is the anonymous caller's.
+	form := url.Values{"entity": {"anon:note"}, "key": {"k"}, "value": {"from nobody"}}
+	resp, err := http.PostForm(ts.URL+"/ui/edit", form)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar}
+	resp, err = c.PostForm(ts.URL+"/ui/signin", url.Values{"anonymous": {"1"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	form.Set("csrf", csrfOf(t, c, ts.URL+"/ui/fact?entity=project:crux&key=license"))
+	resp, err = c.PostForm(ts.URL+"/ui/edit", form)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	h := call[tools.FactHistoryOutput](t, f.srv, alice, "fact_history", map[string]any{"entity": "anon:note", "key": "k"})
+	require.Len(t, h.Versions, 1)
+	require.Empty(t, h.Versions[0].WrittenBy, "written by the anonymous caller")
+
+	// Without the option, no session can be had without a token.
+	resp, err = http.PostForm(f.ts.URL+"/ui/signin", url.Values{"anonymous": {"1"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the sign-in form again")
+	require.Empty(t, resp.Cookies())
 }

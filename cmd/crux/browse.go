@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/crux-go/crux"
-	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/web"
 )
 
 // The browsing commands, for a person at a terminal: crux facts and crux
@@ -30,7 +30,7 @@ const (
 	defaultFactsLimit = 20
 	maxFactsLimit     = 500 // query_facts answers up to 1000 rows; one more than the limit tells whether more match
 	defaultForgets    = 50
-	maxForgets        = 1000
+	maxForgets        = web.MaxForgets
 )
 
 // maxCell bounds a value in a table, in runes; --json prints it whole.
@@ -238,39 +238,15 @@ type (
 // forgets lists the forgets of a tenant, newest first: the forget
 // receipts of its chain, each with the record of its forget.
 func (h *host) forgets(ctx context.Context, req forgetsReq) (any, error) {
-	limit := min(max(req.Limit, 1), maxForgets)
-	out := forgetsAnswer{Forgets: []listedForget{}}
-	err := h.db.View(ctx, func(tx store.Tx) error {
-		return receipts.ChainNewestFirst(tx, req.Tenant, func(r *receipts.Receipt) error {
-			if r.Kind != "forget" {
-				return nil
-			}
-			if len(out.Forgets) == limit {
-				out.Truncated = true
-				return store.ErrStop
-			}
-			rec, err := store.GetForget(tx, r.ID)
-			if err != nil {
-				return fmt.Errorf("forget %s: %w", r.ID, err)
-			}
-			l := listedForget{
-				ForgetReceiptID: rec.ID, TenantID: rec.Tenant, PassportID: rec.Passport, Scope: rec.Scope, Reason: rec.Reason,
-				FactCount: rec.FactCount, State: rec.State,
-				InitiatedAt:          rec.InitiatedAt.UTC().Format(time.RFC3339Nano),
-				RecoveryWindowEndsAt: rec.WindowEndsAt.UTC().Format(time.RFC3339Nano),
-				RestoreReceiptID:     rec.RestoreReceipt, PurgeReceiptID: rec.PurgeReceipt,
-			}
-			if rec.RestoredAt != nil {
-				l.RestoredAt = rec.RestoredAt.UTC().Format(time.RFC3339Nano)
-			}
-			if rec.PurgedAt != nil {
-				l.PurgedAt = rec.PurgedAt.UTC().Format(time.RFC3339Nano)
-			}
-			out.Forgets = append(out.Forgets, l)
-			return nil
-		})
-	})
-	return out, err
+	list, err := web.NewStoreLedger(h.db, nil, nil).Forgets(ctx, req.Tenant, min(max(req.Limit, 1), maxForgets))
+	if err != nil {
+		return nil, err
+	}
+	out := forgetsAnswer{Forgets: make([]listedForget, len(list.Forgets)), Truncated: list.Truncated}
+	for i, f := range list.Forgets {
+		out.Forgets[i] = listedForget(f)
+	}
+	return out, nil
 }
 
 // newForgetsCmd returns crux forgets list: a tenant's forgets, newest

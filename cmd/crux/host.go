@@ -315,6 +315,10 @@ var operations = map[string]operation{
 	opDoctor:   decoding((*host).doctor),
 	opForgets:  decoding((*host).forgets),
 
+	opForgetStatus: decoding((*host).forgetStatus), // ui.go
+	opChainPage:    decoding((*host).chainPage),
+	opHandoffs:     decoding((*host).handoffs),
+
 	opIngest:     decoding((*host).ingest),
 	opDeleteDocs: decoding((*host).deleteDocs),
 	opCompact:    decoding((*host).compact),

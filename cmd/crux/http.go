@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/internal/regfile"
 	"github.com/crux-go/crux/mcpserver"
 	"github.com/crux-go/crux/syncremote"
+	"github.com/crux-go/crux/web"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -130,6 +132,12 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 		return fmt.Errorf("listening on %s: %w", hs.addr, err)
 	}
 	hs.opts.Logger = logger
+	view, err := newView(s, sess, viewOptions(hs, logger))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hs.opts.Other = view
 	url := "http://" + ln.Addr().String() + mcpserver.DefaultHTTPPath
 	auth := "none: every request is anonymous"
 	if hs.opts.Tokens != nil {
@@ -140,13 +148,31 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 	}
 	announce.Info("crux: serving MCP over HTTP", "url", url, "db", filepath.Join(s.dir, dbFile),
 		"auth", auth, "stateless", hs.opts.Stateless, "owner", sess.conn.Owner(),
-		"sync", "http://"+ln.Addr().String()+syncremote.PathPrefix)
+		"sync", "http://"+ln.Addr().String()+syncremote.PathPrefix, "ui", "http://"+ln.Addr().String()+view.Prefix())
 	err = mcpserver.ServeHTTP(ctx, sess, ln, &hs.opts)
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		logger.Info("crux: stopping on signal; every request in flight was answered")
 		return nil
 	}
 	return fmt.Errorf("serving MCP over HTTP: %w", err)
+}
+
+// viewOptions are the options of the web view crux serve --http serves
+// beside MCP: the same token table and the same anonymous callers, so a
+// page shows what the token's agent reads with the tools, and a request
+// the MCP endpoint refuses for want of a token the view refuses too.
+func viewOptions(hs *httpSetup, logger *slog.Logger) web.Options {
+	tr := crux.Transport{Kind: crux.TransportHTTP, Path: mcpserver.DefaultHTTPPath, Tokens: hs.opts.Tokens != nil,
+		Anonymous: hs.opts.Anonymous || hs.opts.Tokens == nil, Stateless: hs.opts.Stateless}
+	o := web.Options{Anonymous: tr.Anonymous, Logger: logger}
+	if tok := hs.opts.Tokens; tok != nil {
+		o.Lookup = func(t string) (crux.Caller, bool) {
+			c, ok := tok.Lookup(t)
+			c.Transport = tr
+			return c, ok
+		}
+	}
+	return o
 }
 
 // newTokenCmd returns crux token new: a fresh bearer token for an agent,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/mcpserver"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/web"
 )
@@ -54,7 +56,11 @@ SIGTERM.`,
 				return fmt.Errorf("listening on %s: %w", addr, err)
 			}
 			token, once := web.OneTimeToken(s.caller)
-			h := web.New(sess, &web.Options{Lookup: once, Operator: uiOperator{sess: sess, tenant: s.caller.TenantID()}, Logger: a.logger})
+			h, err := newView(s, sess, web.Options{Lookup: once, Logger: a.logger})
+			if err != nil {
+				ln.Close()
+				return err
+			}
 			fmt.Fprintf(a.stdout, "crux: the memory of %s, open: http://%s%ssignin?token=%s\n", s.caller.Name(), ln.Addr(), h.Prefix(), token)
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 			served := make(chan error, 1)
@@ -78,35 +84,133 @@ SIGTERM.`,
 	return c
 }
 
-// uiOperator is the web view's Operator over a session: the forgets of
-// one tenant (crux forgets list's) and crux forget restore.
-type uiOperator struct {
-	sess   *session
-	tenant string
-}
+// The operations of the web view (package web) that are not tool calls.
+const (
+	opForgetStatus = "forget/status" // forgetStatusReq → forgetStatusAnswer
+	opChainPage    = "chain/page"    // chainPageReq → web.ChainPage
+	opHandoffs     = "handoffs/list" // handoffsReq → web.HandoffList
+)
 
-func (o uiOperator) ForgetStatus(ctx context.Context, id string) (*crux.ForgetInfo, error) {
-	var ans forgetsAnswer
-	if err := o.sess.do(ctx, opForgets, forgetsReq{Tenant: o.tenant, Limit: maxForgets}, &ans); err != nil {
+type (
+	forgetStatusReq struct {
+		Env       []string `json:"env"`
+		ReceiptID string   `json:"receipt_id"`
+	}
+	// forgetStatusAnswer is the forget, or nil when there is none.
+	forgetStatusAnswer struct {
+		Forget *crux.ForgetInfo `json:"forget"`
+	}
+	handoffsReq struct {
+		Tenant string `json:"tenant"`
+		Agent  string `json:"agent"`
+		Limit  int    `json:"limit"`
+	}
+	chainPageReq struct {
+		Tenant string `json:"tenant"`
+		Before uint64 `json:"before,omitempty"`
+		Limit  int    `json:"limit"`
+	}
+)
+
+// forgetStatus reads one forget, of any tenant: the view shows it only to
+// the agent that made it.
+func (h *host) forgetStatus(ctx context.Context, req forgetStatusReq) (any, error) {
+	srv, err := h.server(req.Env)
+	if err != nil {
 		return nil, err
 	}
-	for _, f := range ans.Forgets {
-		if f.ForgetReceiptID == id {
-			return &crux.ForgetInfo{
-				ForgetReceiptID: f.ForgetReceiptID, TenantID: f.TenantID, PassportID: f.PassportID, Reason: f.Reason,
-				Scope: f.Scope, State: f.State, InitiatedAt: f.InitiatedAt, RecoveryWindowEndsAt: f.RecoveryWindowEndsAt,
-				RestoredAt: f.RestoredAt, RestoreReceiptID: f.RestoreReceiptID, PurgedAt: f.PurgedAt, PurgeReceiptID: f.PurgeReceiptID,
-				FactIDs: []string{},
-			}, nil
-		}
+	info, err := srv.ForgetStatus(ctx, req.ReceiptID)
+	if errors.Is(err, store.ErrNotFound) {
+		return forgetStatusAnswer{}, nil
 	}
-	return nil, fmt.Errorf("forget %s: %w", id, store.ErrNotFound)
+	if err != nil {
+		return nil, err
+	}
+	return forgetStatusAnswer{Forget: info}, nil
 }
 
-func (o uiOperator) RestoreForget(ctx context.Context, id string) (*crux.RestoreReport, error) {
+// chainPage is a page of a tenant's receipt chain, verified with the data
+// directory's key.
+func (h *host) chainPage(ctx context.Context, req chainPageReq) (any, error) {
+	return web.NewStoreLedger(h.db, receipts.NewKeyring(h.signer.Public()), nil).ChainPage(ctx, req.Tenant, req.Before, req.Limit)
+}
+
+// handoffs lists an agent's handoffs.
+func (h *host) handoffs(ctx context.Context, req handoffsReq) (any, error) {
+	return web.NewStoreLedger(h.db, nil, nil).Handoffs(ctx, req.Tenant, req.Agent, req.Limit)
+}
+
+// viewOperator is the web view's Operator over a session: a forget read
+// back (crux forgets list's record) and crux forget restore.
+type viewOperator struct{ sess *session }
+
+func (o viewOperator) ForgetStatus(ctx context.Context, id string) (*crux.ForgetInfo, error) {
+	var ans forgetStatusAnswer
+	if err := o.sess.do(ctx, opForgetStatus, forgetStatusReq{Env: o.sess.env, ReceiptID: id}, &ans); err != nil {
+		return nil, err
+	}
+	if ans.Forget == nil {
+		return nil, fmt.Errorf("forget %s: %w", id, store.ErrNotFound)
+	}
+	return ans.Forget, nil
+}
+
+func (o viewOperator) RestoreForget(ctx context.Context, id string) (*crux.RestoreReport, error) {
 	var rep crux.RestoreReport
 	if err := o.sess.do(ctx, opRestore, restoreReq{Env: o.sess.env, ReceiptID: id}, &rep); err != nil {
 		return nil, err
 	}
 	return &rep, nil
+}
+
+// viewLedger is the web view's Ledger over a session: chain/page, and
+// crux verify chain's audit with the keyring kr.
+type viewLedger struct {
+	sess *session
+	kr   json.RawMessage
+}
+
+func (l viewLedger) ChainPage(ctx context.Context, tenant string, before uint64, limit int) (*web.ChainPage, error) {
+	var p web.ChainPage
+	if err := l.sess.do(ctx, opChainPage, chainPageReq{Tenant: tenant, Before: before, Limit: limit}, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (l viewLedger) Forgets(ctx context.Context, tenant string, limit int) (*web.ForgetList, error) {
+	var list web.ForgetList // crux forgets list's answer, field for field
+	if err := l.sess.do(ctx, opForgets, forgetsReq{Tenant: tenant, Limit: limit}, &list); err != nil {
+		return nil, err
+	}
+	return &list, nil
+}
+
+func (l viewLedger) Handoffs(ctx context.Context, tenant, agent string, limit int) (*web.HandoffList, error) {
+	var list web.HandoffList
+	if err := l.sess.do(ctx, opHandoffs, handoffsReq{Tenant: tenant, Agent: agent, Limit: limit}, &list); err != nil {
+		return nil, err
+	}
+	return &list, nil
+}
+
+func (l viewLedger) AuditChain(ctx context.Context, tenant string) (receipts.ChainAudit, error) {
+	var a receipts.ChainAudit
+	err := l.sess.do(ctx, opChain, chainReq{Tenant: tenant, Keyring: l.kr}, &a)
+	return a, err
+}
+
+// newView returns the web view over sess for crux ui and crux serve
+// --http, with its operator and ledger (the data directory's key).
+func newView(s *setup, sess *session, opts web.Options) (*web.Handler, error) {
+	signer, err := s.signer()
+	if err != nil {
+		return nil, err
+	}
+	kr, err := json.Marshal(receipts.NewKeyring(signer.Public()))
+	if err != nil {
+		return nil, err
+	}
+	opts.Operator, opts.Ledger = viewOperator{sess: sess}, viewLedger{sess: sess, kr: kr}
+	return web.New(sess, &opts), nil
 }
