@@ -222,12 +222,16 @@ func (h *Handler) newSession(c crux.Caller) string {
 	return id
 }
 
-// signin exchanges a token (the query's or the form's token) for a
+// signin exchanges a token (the form's, or the URL's with
+// Options.TokenInURL) for a
 // session cookie and goes to the facts list; without a token it shows the
 // sign-in form.
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	token := r.FormValue("token")
+	token := r.PostFormValue("token")
+	if token == "" && h.opts.TokenInURL {
+		token = r.URL.Query().Get("token")
+	}
 	var c crux.Caller
 	switch {
 	case token == "" && r.Method == http.MethodPost && h.opts.Anonymous && r.PostFormValue("anonymous") == "1":

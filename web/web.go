@@ -118,6 +118,12 @@ type Options struct {
 	// (crux.Caller.Replica) is refused with 403, as the MCP endpoint
 	// refuses it: it serves only the sync API.
 	Lookup func(token string) (crux.Caller, bool)
+	// TokenInURL lets the sign-in take its token from the URL's query
+	// (signin?token=…), as a link printed for a person to open does. Set
+	// it only for tokens that work once (see [OneTimeToken]): a URL ends
+	// up in the browser's history. False takes the token from a POSTed
+	// form only.
+	TokenInURL bool
 	// Anonymous serves a request that has neither a bearer token nor a
 	// session cookie as the anonymous caller (crux.Caller{}), as the MCP
 	// endpoint serves one when it takes anonymous callers, and lets the

@@ -66,7 +66,7 @@ func newFixture(t *testing.T, lookup func(string) (crux.Caller, bool)) *fixture 
 	}
 	call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "project:crux", "key": "license", "value": "Apache-2.0"})
 	call[tools.StoreFactOutput](t, srv, bob, "store_fact", map[string]any{"entity": "project:crux", "key": "secret", "value": "bobs-hidden-passphrase", "private": true})
-	h := web.New(srv, &web.Options{Lookup: lookup, Operator: srv, Ledger: web.NewStoreLedger(db, srv.Keyring(), nil)})
+	h := web.New(srv, &web.Options{Lookup: lookup, TokenInURL: true, Operator: srv, Ledger: web.NewStoreLedger(db, srv.Keyring(), nil)})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return &fixture{db: db, srv: srv, ts: ts}
@@ -436,4 +436,30 @@ func TestAnonymousMode(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the sign-in form again")
 	require.Empty(t, resp.Cookies())
+}
+
+// A long-lived token signs in from a POSTed form only; from the URL, where
+// it would stay in the browser's history, only with TokenInURL.
+func TestTokenInURLOnlyWhenAllowed(t *testing.T) {
+	f := newFixture(t, lookup)
+	ts := httptest.NewServer(web.New(f.srv, &web.Options{Lookup: lookup}))
+	t.Cleanup(ts.Close)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	resp, err := noRedirect.Get(ts.URL + "/ui/signin?token=alice-token")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the sign-in form")
+	require.Empty(t, resp.Cookies(), "no session from a token in the URL")
+
+	resp, err = noRedirect.PostForm(ts.URL+"/ui/signin", url.Values{"token": {"alice-token"}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.NotEmpty(t, resp.Cookies(), "a session from the form")
+
+	resp, err = noRedirect.Get(f.ts.URL + "/ui/signin?token=alice-token")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "TokenInURL takes it")
 }

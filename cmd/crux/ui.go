@@ -56,7 +56,7 @@ SIGTERM.`,
 				return fmt.Errorf("listening on %s: %w", addr, err)
 			}
 			token, once := web.OneTimeToken(s.caller)
-			h, err := newView(s, sess, web.Options{Lookup: once, Logger: a.logger})
+			h, err := newView(s, sess, web.Options{Lookup: once, TokenInURL: true, Logger: a.logger})
 			if err != nil {
 				ln.Close()
 				return err
