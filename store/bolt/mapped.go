@@ -21,7 +21,7 @@ const mappedLimit = 256 << 20
 
 // trimInterval is how often an open DB checks the resident pages of
 // mapped files against mappedLimit.
-const trimInterval = 5 * time.Second
+const trimInterval = time.Second
 
 // trimMapped drops the pages of the database file's map from the
 // process's resident memory if more than limit bytes of mapped files are
