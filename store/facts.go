@@ -46,6 +46,12 @@ func StagedIndexes() []string { return []string{bucketEntity} }
 // indexLive).
 const freshMax = 64
 
+// freshBytesMax bounds the bytes of the fresh postings likewise: every
+// keyword query reads each word they hold, so long facts (a passage of a
+// few hundred words each) are moved in smaller groups, and a query's cost
+// for them stays bounded whatever the facts' length.
+const freshBytesMax = 16 << 10
+
 // Reserved entity prefixes. Entities starting with "__" belong to crux
 // itself: clients cannot write them with store_fact, and queries return
 // them only when the caller names the entity or prefix explicitly.
@@ -840,21 +846,21 @@ func scanRank(tx Tx, tenant, scope string, visit func(key []byte) error) error {
 
 // flushFresh moves the postings and rank entries of every fact in
 // facts.fresh to facts.words and facts.rank when facts.fresh holds at least
-// min facts (min 0 or 1: whenever it holds any). An entry whose value does
+// min facts (min 0 or 1: whenever it holds any), or freshBytesMax bytes. An entry whose value does
 // not parse (a damaged page) is removed without moving anything: its fact
 // stays readable by id and through the entity and key indexes, and leaves
 // keyword and unfiltered queries.
 func flushFresh(tx Tx, min int) error {
 	var entries []freshEntry
 	var keys [][]byte
-	n := 0
-	err := tx.Scan(bucketFresh, nil, false, func(k, _ []byte) error {
-		if n++; n >= min {
+	n, size := 0, 0
+	err := tx.Scan(bucketFresh, nil, false, func(k, v []byte) error {
+		if n, size = n+1, size+len(v); n >= min || size >= freshBytesMax {
 			return ErrStop
 		}
 		return nil
 	})
-	if err != nil || n < min {
+	if err != nil || n < min && size < freshBytesMax {
 		return err
 	}
 	err = tx.Scan(bucketFresh, nil, false, func(k, v []byte) error {

@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/crux-go/crux/index"
 )
@@ -85,6 +86,33 @@ type candidate struct {
 	dl        uint32  // the fact's number of words
 	best      float32 // within a term's list: the weight of the fact's best word for it (see wordWeight)
 	uncounted bool    // a posting carried no counts: w and dl are to be read from the fact
+}
+
+// candidateBufs recycles the candidate slices of keyword queries, which
+// would otherwise be most of what a query allocates (a megabyte for a
+// question of a dozen words over long facts) and so most of the garbage
+// collector's work.
+var candidateBufs sync.Pool // of *[]candidate
+
+// maxPooledCandidates is the largest slice candidateBufs keeps.
+const maxPooledCandidates = 1 << 16
+
+// getCandidates returns an empty slice with room for n candidates.
+func getCandidates(n int) []candidate {
+	if p, ok := candidateBufs.Get().(*[]candidate); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]candidate, 0, n)
+}
+
+// putCandidates gives back a slice no longer used (nor any pointer into
+// it) for getCandidates to hand out again.
+func putCandidates(s []candidate) {
+	if c := cap(s); c == 0 || c > maxPooledCandidates {
+		return
+	}
+	s = s[:0]
+	candidateBufs.Put(&s)
 }
 
 // factID is c's fact id.
@@ -193,7 +221,8 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 	}
 	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
 	prefetchFactCount(tx, tenant)
-	var scratch, newest []candidate
+	scratch, newest := getCandidates(blockMax), getCandidates(blockMax)
+	defer func() { putCandidates(scratch); putCandidates(newest) }()
 	for i, t := range terms {
 		stats[i].term = t
 		// decode adds the postings of v, of weight w, to lists[i] (or
@@ -227,7 +256,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 			return nil, nil, err
 		}
 		if collect {
-			lists[i] = inOrder(make([]candidate, 0, len(newest)+blockMax), newest, ends)
+			lists[i] = inOrder(getCandidates(len(newest)+blockMax), newest, ends)
 			runs[i] = append(runs[i], 0)
 		}
 		// Then the exact word's older blocks, counted, and the longer
@@ -348,9 +377,10 @@ func wordWeight[W string | []byte](w W, t string) float64 {
 func mergeRuns(list []candidate, starts []int, combine func(a, b float64) float64) []candidate {
 	bounds := append(starts, len(list))
 	var buf []candidate
+	defer func() { putCandidates(buf) }()
 	for len(bounds) > 2 {
 		if buf == nil {
-			buf = make([]candidate, 0, len(list))
+			buf = getCandidates(len(list))
 		}
 		buf = buf[:0]
 		var next []int
@@ -496,6 +526,7 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 	if err != nil {
 		return FactResult{}, err
 	}
+	defer putCandidates(all) // h and batch point into it; the result does not
 	h := make(boundHeap, len(all))
 	for i := range all {
 		h[i] = bound{ub: all[i].w * all[i].conf(), c: &all[i]}
@@ -594,6 +625,7 @@ func scoreCandidates(tx Tx, tenant string, terms []string, sample int) ([]candid
 				all[j].w += bm25(stats[i].idf, c.w, int(c.dl), avg)
 			}
 		}
+		putCandidates(l)
 	}
 	return all, nil
 }
@@ -671,7 +703,7 @@ func weighedDL(lists [][]candidate, stats []termStat, n int) ([]candidate, float
 	for _, l := range lists {
 		total += len(l)
 	}
-	all := make([]candidate, 0, total)
+	all := getCandidates(total)
 	starts := make([]int, 0, len(lists))
 	for i, l := range lists {
 		starts = append(starts, len(all))
