@@ -267,7 +267,9 @@ func (x *cruxFactsStdio) Query(q string, k int) ([]string, error) {
 	return ids, nil
 }
 
-func (x *cruxFactsStdio) SizeOnDisk() (int64, error) { return fileSize(filepath.Join(x.dir, "crux.db")) }
+func (x *cruxFactsStdio) SizeOnDisk() (int64, error) {
+	return fileSize(filepath.Join(x.dir, "crux.db"))
+}
 
 func (x *cruxFactsStdio) Close() error { return x.serve.close() }
 
