@@ -228,6 +228,9 @@ type FactRow struct {
 	Version             uint32  `json:"version"`
 	Private             bool    `json:"private,omitempty"`
 	SupersededBy        string  `json:"superseded_by,omitempty"`
+	// WrittenBy is the agent that stored the fact (see
+	// VersionRow.WrittenBy); empty for an anonymous writer.
+	WrittenBy string `json:"written_by,omitempty"`
 	// Score is what the row ranks by: with a query, its relevance to the
 	// query times its effective confidence; without, its effective
 	// confidence.
@@ -270,7 +273,7 @@ func queryFacts() *Tool {
 		Description: "Find current facts by entity, entity_prefix, key and/or a question or keywords; with a query ranked by relevance (BM25) times confidence (halved when stale), else by confidence; as_of reads the past.",
 		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
-			"age_hours, stored_at, version, private?, superseded_by?, score, value_bytes?}], count, filtered_below_threshold, total_tokens, " +
+			"age_hours, stored_at, version, private?, superseded_by?, written_by?, score, value_bytes?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
 		schema: schemaFor(name),
 		out:    outputOf[QueryFactsOutput](),
@@ -347,7 +350,7 @@ func newFactRow(r store.RankedFact, now time.Time) FactRow {
 		Confidence: r.Confidence, EffectiveConfidence: r.Effective,
 		HorizonClass: r.HorizonClass, Freshness: r.Freshness,
 		AgeHours: roundHours(now.Sub(r.Anchor())), StoredAt: r.StoredAt.Format(time.RFC3339Nano),
-		Version: r.Version, Private: r.Private, SupersededBy: r.SupersededBy,
+		Version: r.Version, Private: r.Private, SupersededBy: r.SupersededBy, WrittenBy: r.Owner,
 		Score: math.Round(r.Score*1e4) / 1e4,
 	}
 }

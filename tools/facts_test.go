@@ -51,6 +51,9 @@ func TestStoreFactVersionChain(t *testing.T) {
 	vs = call(t, srv, alice, "fact_history", `{"entity":"project:crux","key":"language"}`)["versions"].([]any)
 	assert.Equal(t, "bob", vs[0].(map[string]any)["written_by"])
 	assert.Equal(t, "alice", vs[1].(map[string]any)["written_by"])
+	rows := call(t, srv, alice, "query_facts", `{"entity":"project:crux","key":"language"}`)["rows"].([]any)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "bob", rows[0].(map[string]any)["written_by"], "query_facts says who wrote each row")
 	assert.NotContains(t, vs[0], "source_receipt", "store_fact mints no receipt")
 
 	// A version written under a receipt names it.

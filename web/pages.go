@@ -26,8 +26,11 @@ type FactsPage struct {
 	// query_facts ranks first (at most 1000), as Filtered says.
 	Visibility string `json:"visibility,omitempty"`
 	StaleOnly  bool   `json:"stale_only,omitempty"`
+	// Agent, when set, keeps only the facts that agent wrote, a filter
+	// of the same rows.
+	Agent string `json:"agent,omitempty"`
 	// Filtered says that the page shows the rows of query_facts' top
-	// 1000 that pass Visibility and StaleOnly: a fact ranked below them
+	// 1000 that pass Visibility, StaleOnly and Agent: a fact ranked below them
 	// is not on any page.
 	Filtered bool            `json:"filtered,omitempty"`
 	Page     int             `json:"page"`     // from 0
@@ -66,12 +69,13 @@ func (h *Handler) facts(w http.ResponseWriter, r *http.Request) {
 	p := FactsPage{
 		Query: strings.TrimSpace(q.Get("q")), Entity: q.Get("entity"), Key: q.Get("key"), AsOf: q.Get("as_of"),
 		IncludeSuperseded: q.Get("superseded") == "1", Visibility: q.Get("visibility"), StaleOnly: q.Get("stale") == "1",
+		Agent: strings.TrimSpace(q.Get("agent")),
 	}
 	if p.Visibility != "" && p.Visibility != "private" && p.Visibility != "shared" {
 		h.fail(w, r, http.StatusBadRequest, badParam("visibility", `must be "private" or "shared"`))
 		return
 	}
-	p.Filtered = p.Visibility != "" || p.StaleOnly
+	p.Filtered = p.Visibility != "" || p.StaleOnly || p.Agent != ""
 	var ok bool
 	if p.PerPage, ok = intParam(r, "per_page", DefaultPerPage, 1, MaxPerPage); !ok {
 		h.fail(w, r, http.StatusBadRequest, badParam("per_page", "must be an integer from 1 to 100"))
@@ -103,7 +107,7 @@ func (h *Handler) facts(w http.ResponseWriter, r *http.Request) {
 		kept := out.Rows[:0:0]
 		for _, row := range out.Rows {
 			if (p.Visibility == "private" && !row.Private) || (p.Visibility == "shared" && row.Private) ||
-				(p.StaleOnly && row.Freshness != store.Stale) {
+				(p.StaleOnly && row.Freshness != store.Stale) || (p.Agent != "" && row.WrittenBy != p.Agent) {
 				continue
 			}
 			kept = append(kept, row)
@@ -117,7 +121,7 @@ func (h *Handler) facts(w http.ResponseWriter, r *http.Request) {
 	}
 	link := func(page int) string {
 		v := url.Values{}
-		for k, s := range map[string]string{"q": p.Query, "entity": p.Entity, "key": p.Key, "as_of": p.AsOf} {
+		for k, s := range map[string]string{"q": p.Query, "entity": p.Entity, "key": p.Key, "as_of": p.AsOf, "agent": p.Agent} {
 			if s != "" {
 				v.Set(k, s)
 			}

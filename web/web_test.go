@@ -362,6 +362,10 @@ func TestFactsFilters(t *testing.T) {
 	require.Equal(t, []string{"alice-only"}, values("/ui/?entity=project:crux&visibility=private"))
 	require.ElementsMatch(t, []string{"Go", "Apache-2.0"}, values("/ui/?entity=project:crux&visibility=shared"))
 	require.Empty(t, values("/ui/?entity=project:crux&stale=1"), "nothing is stale a moment after it was stored")
+	call[tools.StoreFactOutput](t, f.srv, bob, "store_fact", map[string]any{"entity": "project:crux", "key": "owner", "value": "bob-shared"})
+	require.Equal(t, []string{"bob-shared"}, values("/ui/?entity=project:crux&agent=bob"), "bob's shared fact, never his private one")
+	require.ElementsMatch(t, []string{"Go", "Apache-2.0", "alice-only"}, values("/ui/?entity=project:crux&agent=alice"))
+	require.Empty(t, values("/ui/?entity=project:crux&agent=carol"))
 	code, _, _ := f.get(t, "/ui/?visibility=everyone", "alice-token", "application/json")
 	require.Equal(t, http.StatusBadRequest, code)
 }
