@@ -79,7 +79,7 @@
 // page. A crash can therefore never leave a stale freelist behind; files
 // written either way open either way. The pages of the file that reads
 // touch stay mapped into the process; the DB drops them from its resident
-// memory after Open and whenever they exceed 256 MiB (see mapped.go).
+// memory after Open and whenever they exceed 128 MiB (see mapped.go).
 //
 // # When the disk fails
 //

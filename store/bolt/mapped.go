@@ -17,7 +17,7 @@ import "time"
 
 // mappedLimit is how many bytes of mapped files may be resident before
 // the DB drops its map's pages.
-const mappedLimit = 256 << 20
+const mappedLimit = 128 << 20
 
 // trimInterval is how often an open DB checks the resident pages of
 // mapped files against mappedLimit.
