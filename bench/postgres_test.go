@@ -32,14 +32,22 @@ import (
 // pgStore opens a store in a fresh schema of the benchmark database (see
 // pgtest.Schema).
 func pgStore(b *testing.B) *postgres.DB {
+	db, _ := pgMeteredStore(b)
+	return db
+}
+
+// pgMeteredStore is pgStore with a meter of the CPU time of the server
+// backends serving it (nil when the server's processes cannot be read).
+func pgMeteredStore(b *testing.B) (*postgres.DB, *cpuMeter) {
 	b.Helper()
 	schema, _ := pgtest.Schema(b, "crux_bench")
-	db, err := postgres.Open(context.Background(), pgtest.DSN(b), &postgres.Options{Schema: schema})
+	dsn, app := pgDSN(b, pgtest.DSN(b), "")
+	db, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	return db
+	return db, newCPUMeter(b, dsn, app)
 }
 
 func pgServer(b *testing.B, db store.Backend) *crux.Server {
@@ -54,7 +62,8 @@ func pgServer(b *testing.B, db store.Backend) *crux.Server {
 // BenchmarkPostgresStoreFactSequential: one caller, each store_fact
 // committed before the next starts.
 func BenchmarkPostgresStoreFactSequential(b *testing.B) {
-	srv := pgServer(b, pgStore(b))
+	db, cpu := pgMeteredStore(b)
+	srv := pgServer(b, db)
 	i := 0
 	start := time.Now()
 	for b.Loop() {
@@ -62,13 +71,15 @@ func BenchmarkPostgresStoreFactSequential(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(i)/time.Since(start).Seconds(), "facts/s")
+	cpu.report(b, int64(i))
 }
 
 // BenchmarkPostgresStoreFact32Concurrent: 32 callers writing at once; the
 // store runs concurrent calls in shared serializable transactions (group
 // commit), one COMMIT per batch.
 func BenchmarkPostgresStoreFact32Concurrent(b *testing.B) {
-	srv := pgServer(b, pgStore(b))
+	db, cpu := pgMeteredStore(b)
+	srv := pgServer(b, db)
 	var n atomic.Int64
 	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 	start := time.Now()
@@ -78,6 +89,7 @@ func BenchmarkPostgresStoreFact32Concurrent(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "facts/s")
+	cpu.report(b, n.Load())
 }
 
 // BenchmarkPostgresQueryFactsByKeyword: as BenchmarkQueryFactsByKeyword,
