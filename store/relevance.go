@@ -447,7 +447,7 @@ func blockPostings(k, v []byte) int {
 }
 
 // factCount returns the N of idf for tenant, read in the round trip of
-// the postings: the larger of the tenant's change-log head (its shared
+// the postings: the larger of the tenant's change-log count (its shared
 // versions, superseded ones included, as the postings include them) and
 // its current facts counted over at most activeScanMax entities of
 // facts.active (all of them in a tenant of that many entities or fewer,
@@ -466,19 +466,17 @@ func factCount(tx Tx, tenant string) (int, error) {
 	if err != nil && err != ErrStop {
 		return 0, err
 	}
-	head, err := SyncHead(tx, tenant)
+	logged, err := SyncCount(tx, tenant)
 	if err != nil {
 		return 0, err
 	}
-	return max(n, int(min(head, math.MaxInt32))), nil
+	return max(n, int(min(logged, math.MaxInt32))), nil
 }
 
 // prefetchFactCount announces the reads of factCount (see Prefetcher).
 func prefetchFactCount(tx Tx, tenant string) {
 	prefetchScan(tx, bucketActive, indexKey(tenant, ""), false)
-	prefix := append([]byte(tenant), 0)
-	prefetchScan(tx, bucketSyncNew, prefix, true)
-	prefetchScan(tx, bucketSyncLog, prefix, true)
+	prefetchChangeHead(tx, tenant)
 }
 
 // setIDF computes the idf of each of stats for a tenant of n facts (see

@@ -218,3 +218,49 @@ func prefetchScan(tx Tx, bucket string, prefix []byte, reverse bool) {
 		p.PrefetchScan(bucket, prefix, reverse)
 	}
 }
+
+// ChangeLogger is implemented by a [Tx] whose backend keeps the change log
+// of sync (see sync.go) itself, in a structure of its own, instead of in
+// the log buckets that the store writes through [Tx.Put] and a writer must
+// read to number its entry (the head, a key every write of a tenant reads
+// and writes, so that a tenant's writes run one transaction at a time).
+// The store hands it the entries and reads them back; what an entry says
+// and which versions are logged stay the store's rules. Without it the
+// store keeps the log in its buckets, numbered 1, 2, 3, ... in commit order.
+//
+// An entry's seq is positive and orders the log. Whatever the backend,
+// readers rely on these guarantees, which sync's cursors need:
+//
+//   - Stable prefix: once a transaction has seen an entry of seq s, every
+//     entry of a lower seq that any transaction will ever see is visible
+//     to it already. A reader resuming after the last seq it read misses
+//     nothing and reads nothing twice, however writers interleave.
+//   - Causal order: an entry comes after the entries of every transaction
+//     that committed before its own transaction read what it read (a
+//     version after the version it supersedes), and a transaction's
+//     entries come in the order it appended them.
+//   - Seqs need not be dense: the count of entries is reported apart.
+//
+// The entries a transaction appends need not be seen by its own reads of
+// the log (a backend may write them at commit); once it has committed,
+// every later transaction counts them, and reads them as soon as the
+// stable prefix reaches them (on PostgreSQL, once every write transaction
+// older than theirs has ended).
+type ChangeLogger interface {
+	// AppendChange appends entry to tenant's log. entry is the store's
+	// encoding of the version logged; the backend keeps its bytes.
+	AppendChange(tenant string, entry []byte) error
+	// ScanChanges calls fn with each entry of tenant's log of seq at
+	// least from, in seq order, up to the end of the stable prefix. fn
+	// returning ErrStop ends the walk without error; entry is valid only
+	// during the call.
+	ScanChanges(tenant string, from uint64, fn func(seq uint64, entry []byte) error) error
+	// ChangeHead returns the seq of the last entry of tenant's stable
+	// prefix (0 for none) and the number of entries of the log that the
+	// transaction sees, stable or not.
+	ChangeHead(tenant string) (head, count uint64, err error)
+	// PrefetchChangeHead announces a ChangeHead of tenant, so that a
+	// backend whose reads cost a round trip may send it with the next
+	// read (see [Prefetcher]); it may do nothing.
+	PrefetchChangeHead(tenant string)
+}
