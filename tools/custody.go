@@ -122,7 +122,7 @@ type custodyFacts struct {
 	tokenID, tier    string
 	keyClass         string
 	keyID, keyFile   string
-	syncLogged         uint64
+	syncLogged       uint64
 	chainHead        uint64
 	passport         *store.Passport
 	passportTier     string
