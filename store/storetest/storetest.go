@@ -78,6 +78,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		{"Facts/Relevance", testFactRelevance},
 		{"Facts/TopK", testFactTopK},
 		{"Facts/TopKCommon", testFactTopKCommon},
+		{"Sync/ChangeLog", testChangeLog},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t)
