@@ -205,6 +205,11 @@ const maxKey = 32 << 10
 // connection string), creates or migrates crux's schema, and returns the
 // store.
 func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
+	return open(ctx, dsn, opts, 0)
+}
+
+// open is Open applying the migrations up to number upTo only (0: all).
+func open(ctx context.Context, dsn string, opts *Options, upTo int) (*DB, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -242,7 +247,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store/postgres: connecting: %w", err)
 	}
-	if err := migrate(octx, pool, o.Schema); err != nil {
+	if err := migrate(octx, pool, o.Schema, upTo); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -263,8 +268,9 @@ var plannerParams = map[string]string{
 const migrationLock = 0x63727578 // "crux"
 
 // migrate applies, in one transaction holding the advisory lock, every
-// embedded migration not yet recorded in crux_migrations.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+// embedded migration not yet recorded in crux_migrations, up to number
+// upTo (0: all).
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, upTo int) error {
 	entries, err := migrations.ReadDir("migrations")
 	if err != nil {
 		return err
@@ -304,7 +310,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			if !ok || err != nil {
 				return fmt.Errorf("store/postgres: migration %s: the name must start with its number", e.Name())
 			}
-			if applied[v] {
+			if applied[v] || upTo > 0 && v > upTo {
 				continue
 			}
 			sql, err := migrations.ReadFile("migrations/" + e.Name())
