@@ -174,6 +174,11 @@ type Options struct {
 	// failures or deadlocks. Zero means 1000 (with the backoff, over a
 	// minute of contention).
 	MaxRetries int
+	// Tracer, if not nil, traces the statements of every connection (as
+	// pgx.ConnConfig.Tracer does: a tracer that also implements
+	// pgx.BatchTracer sees the batches, which carry most of crux's
+	// statements, one round trip each).
+	Tracer pgx.QueryTracer
 }
 
 // DB is a [store.Backend] on PostgreSQL. It is safe for concurrent use.
@@ -234,6 +239,9 @@ func open(ctx context.Context, dsn string, opts *Options, upTo int) (*DB, error)
 		}
 	}
 	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
+	}
 	if o.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
 	}
