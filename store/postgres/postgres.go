@@ -174,6 +174,11 @@ type Options struct {
 	// failures or deadlocks. Zero means 1000 (with the backoff, over a
 	// minute of contention).
 	MaxRetries int
+	// ReconnectTimeout bounds how long a call waits for the server when it
+	// cannot be reached or a connection breaks, running again on a new
+	// connection what is safe to run again (see the package
+	// documentation). Zero means 10 s; a negative value, no waiting.
+	ReconnectTimeout time.Duration
 	// Tracer, if not nil, traces the statements of every connection (as
 	// pgx.ConnConfig.Tracer does: a tracer that also implements
 	// pgx.BatchTracer sees the batches, which carry most of crux's
@@ -185,6 +190,7 @@ type Options struct {
 type DB struct {
 	pool       *pgxpool.Pool
 	maxRetries int
+	reconnect  time.Duration // see Options.ReconnectTimeout
 	closed     atomic.Bool
 	trips      atomic.Uint64  // round trips of transactions, for tests
 	bg         sync.WaitGroup // rollbacks of finished Views
@@ -228,6 +234,9 @@ func open(ctx context.Context, dsn string, opts *Options, upTo int) (*DB, error)
 	if o.MaxRetries == 0 {
 		o.MaxRetries = 1000
 	}
+	if o.ReconnectTimeout == 0 {
+		o.ReconnectTimeout = 10 * time.Second
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store/postgres: %w", err)
@@ -259,7 +268,7 @@ func open(ctx context.Context, dsn string, opts *Options, upTo int) (*DB, error)
 		pool.Close()
 		return nil, err
 	}
-	db := &DB{pool: pool, maxRetries: o.MaxRetries}
+	db := &DB{pool: pool, maxRetries: o.MaxRetries, reconnect: max(0, o.ReconnectTimeout)}
 	db.cond.L = &db.mu
 	return db, nil
 }
@@ -387,6 +396,7 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 // transactions (see batch).
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	solo := false
+	var lostSince time.Time // when the connection was first lost, if it was
 	for attempt := 1; ; attempt++ {
 		if db.closed.Load() {
 			return store.ErrClosed
@@ -401,6 +411,19 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 			continue
 		case errors.Is(err, errRerun):
 			continue // another call's failure: no backoff
+		case lostBeforeCommit(err):
+			// Nothing was committed: run again on a new connection (see
+			// reconnect.go), for a bounded time.
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+			}
+			if time.Since(lostSince) > db.reconnect {
+				return fmt.Errorf("store/postgres: the server could not be reached for %v: %w", db.reconnect, err)
+			}
+			if err := sleepCtx(ctx, reconnectBackoff(attempt)); err != nil {
+				return err
+			}
+			continue
 		case !retryable(err):
 			return err
 		}
@@ -429,6 +452,13 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 func retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "23505")
+}
+
+// lostBeforeCommit reports whether err is a lost connection that cut a
+// transaction before its COMMIT was sent (see reconnect.go).
+func lostBeforeCommit(err error) bool {
+	var cl *commitLost
+	return connLost(err) && !errors.As(err, &cl)
 }
 
 // wrap turns a driver error into the store's: ctx's error when ctx ended.

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crux-go/crux/store"
@@ -564,6 +565,22 @@ func (t *tx) send(f *fetch) error {
 	}
 	t.db.trips.Add(1)
 	br := t.conn.SendBatch(t.sctx, b)
+	if !t.begun {
+		// The first round trip: a connection found dead is replaced and
+		// the statements sent again (see reconnect.go).
+		_, err := br.Exec()
+		if err != nil && connLost(err) {
+			_ = br.Close()
+			br, err = t.resend(b, err)
+		}
+		if err != nil {
+			if br != nil {
+				_ = br.Close()
+			}
+			return t.failed(err)
+		}
+		t.begun = true
+	}
 	err := t.readBatch(br, fs, stmts)
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -858,6 +875,9 @@ func (t *tx) commit() error {
 	}
 	if err == nil {
 		t.begun = false // committed: nothing to roll back
+	}
+	if connLost(err) && !pgconn.SafeToRetry(err) {
+		return &commitLost{err} // sent, perhaps committed: not to run again
 	}
 	return err
 }
