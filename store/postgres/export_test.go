@@ -58,3 +58,7 @@ func (k kvOnly) View(ctx context.Context, fn func(store.Tx) error) error {
 func (k kvOnly) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return k.DB.Update(ctx, func(t store.Tx) error { return fn(kvTx{t, t.(store.Seeker), t.(store.Prefetcher)}) })
 }
+
+// ErrCommitUnknown is the error a write returns when its COMMIT was cut by
+// a lost connection.
+var ErrCommitUnknown = errCommitUnknown

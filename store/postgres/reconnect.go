@@ -131,7 +131,7 @@ func (t *tx) resend(b *pgx.Batch, err error) (pgx.BatchResults, error) {
 		}
 		t.conn = conn
 		t.db.trips.Add(1)
-		br := t.conn.SendBatch(t.sctx, b)
+		br := t.conn.SendBatch(t.sctx, fresh(b))
 		if _, err = br.Exec(); err == nil { // the BEGIN
 			return br, nil
 		}
@@ -144,4 +144,14 @@ func (t *tx) resend(b *pgx.Batch, err error) (pgx.BatchResults, error) {
 		}
 	}
 	return nil, err
+}
+
+// fresh is a batch of b's statements and arguments, without what sending
+// b on another connection recorded in it (its prepared statements).
+func fresh(b *pgx.Batch) *pgx.Batch {
+	nb := &pgx.Batch{}
+	for _, q := range b.QueuedQueries {
+		nb.Queue(q.SQL, q.Arguments...)
+	}
+	return nb
 }
