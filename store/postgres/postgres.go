@@ -18,6 +18,17 @@
 // an advisory lock (so servers starting together do not race), and each
 // is recorded in the table crux_migrations (version, applied_at).
 //
+// Sync's change log is not in kv but in tables of its own (migration 2,
+// which moves a log written in kv by an older crux, keeping its seqs):
+// crux_changes (tenant, seq, entry), which a write only inserts into with
+// its COMMIT, reading no head, and crux_change_counts, the entries'
+// counts (see changes.go and store.ChangeLogger). A seq is the writing
+// transaction's id shifted left by 20 bits plus the entry's place in it;
+// a reader sees the log up to the oldest write transaction still running,
+// so that no entry ever appears behind one already read. All the servers
+// of a database must run a crux that knows migration 2: an older one's
+// writes are refused (a trigger on kv), not lost.
+//
 // # Transactions
 //
 // [DB.Update] runs in a SERIALIZABLE transaction, so concurrent Updates,
@@ -71,7 +82,8 @@
 // aborts the transaction and Update runs fn again. BEGIN is sent with the first read, and the
 // reads a transaction announces through [store.Prefetcher] go with its next
 // one: a keyword query costs two round trips, a store_fact alone two (and
-// a third when it retires a current version). A View's ROLLBACK is sent
+// a third when it retires a current version), a batch of concurrent
+// store_facts about three for all its calls. [Options.Tracer] sees them. A View's ROLLBACK is sent
 // after View has returned. A transaction that has read more than 16 MiB
 // forgets what it read (not what it wrote) and reads again what it needs.
 //
@@ -94,6 +106,21 @@
 // dropped), so that it does not abort the calls it shares a transaction
 // with. Open fails if the server cannot be reached within
 // [Options.ConnectTimeout] (default 10 s).
+//
+// # Restarts
+//
+// When the server cannot be reached or a connection breaks (a restart, a
+// failover), a call runs again on a new connection what is safe to run
+// again, for up to [Options.ReconnectTimeout] (default 10 s): taking a
+// connection waits for the server; a transaction's first round trip (its
+// BEGIN and first reads, before its function has been handed anything) is
+// sent again; an Update cut before its COMMIT was sent runs again. Two
+// cases fail instead, with the error saying why: an Update whose
+// connection broke while its COMMIT was on its way (it may or may not
+// have committed, and running it again could store its writes twice), and
+// a View cut after its first round trip (its function has read from a
+// snapshot that is gone). An acknowledged write is committed: a restart
+// loses none.
 //
 // # Purge and compaction
 //
