@@ -535,12 +535,12 @@ func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
 	var batch []*candidate
 	least := 16
 	if !localReads(tx) {
-		least = 64 // a round trip costs more than reading a few more facts
+		least = 32 // a round trip costs more than reading a few more facts
 	}
 	for len(h) > 0 {
 		// The next candidates that may enter the result, read together
 		// (see Prefetcher): as many as the result lacks, at least 16, or
-		// 64 where reads cost a round trip.
+		// 32 where reads cost a round trip.
 		batch = batch[:0]
 		for len(h) > 0 && len(batch) < max(least, q.Limit-len(res.Facts)) {
 			if full() && h[0].ub < res.Facts[len(res.Facts)-1].Score {

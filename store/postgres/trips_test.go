@@ -38,8 +38,10 @@ func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEn
 // caller's path) included: a store_fact alone makes two (its reads with
 // the BEGIN, its writes with the COMMIT), three when it retires a current
 // version (whose record it reads); 32 concurrent ones share a batch and
-// its few round trips; query_facts by keyword and query (documents) make
-// two each (the index, then the records it names) and a rollback.
+// its few round trips; query (documents) makes two (the index, then the
+// records it names) and a rollback; query_facts by keyword the same, and
+// one more per 32 candidates that may still enter the result (here the
+// matching facts are alike, and tie: two rounds of candidates).
 func TestToolRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	schema, _ := pgtest.Schema(t, "crux_test")
@@ -92,6 +94,6 @@ func TestToolRoundTrips(t *testing.T) {
 	assert.LessOrEqual(t, got["store_fact"], int64(2), "store_fact")
 	assert.LessOrEqual(t, got["store_fact new version"], int64(3), "store_fact of a new version")
 	assert.LessOrEqual(t, got["store_fact x32"], int64(4), "32 concurrent store_facts")
-	assert.LessOrEqual(t, got["query_facts"], int64(3), "query_facts: reads and the rollback")
+	assert.LessOrEqual(t, got["query_facts"], int64(4), "query_facts: reads and the rollback")
 	assert.LessOrEqual(t, got["query"], int64(3), "query: reads and the rollback")
 }
