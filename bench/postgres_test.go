@@ -92,6 +92,40 @@ func BenchmarkPostgresStoreFact32Concurrent(b *testing.B) {
 	cpu.report(b, n.Load())
 }
 
+// BenchmarkPostgresStoreFactStores: 32 callers on 1 or 4 stores of one
+// database (4 stores: as 4 crux serve --store processes, each with its
+// own pool and group commit, 8 callers each), all writing at once. Nothing
+// that serialises the stores' transactions should make 4 slower than 1.
+func BenchmarkPostgresStoreFactStores(b *testing.B) {
+	for _, stores := range []int{1, 4} {
+		b.Run(fmt.Sprintf("stores=%d", stores), func(b *testing.B) {
+			schema, _ := pgtest.Schema(b, "crux_bench")
+			dsn, app := pgDSN(b, pgtest.DSN(b), "")
+			srvs := make([]*crux.Server, stores)
+			for i := range srvs {
+				db, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { db.Close() })
+				srvs[i] = pgServer(b, db)
+			}
+			cpu := newCPUMeter(b, dsn, app)
+			var n, callers atomic.Int64
+			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				srv := srvs[int(callers.Add(1))%stores]
+				for pb.Next() {
+					mustCall(b, srv, "store_fact", storeArgs(int(n.Add(1))))
+				}
+			})
+			b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "facts/s")
+			cpu.report(b, n.Load())
+		})
+	}
+}
+
 // BenchmarkPostgresQueryFactsByKeyword: as BenchmarkQueryFactsByKeyword,
 // over a PostgreSQL store of $CRUX_BENCH_PG_FACTS facts.
 func BenchmarkPostgresQueryFactsByKeyword(b *testing.B) {
