@@ -143,6 +143,16 @@ func (t reportingTx) ChangeHead(tenant string) (head, count uint64, err error) {
 // PrefetchChangeHead passes the prefetch on; see [ChangeLogger].
 func (t reportingTx) PrefetchChangeHead(tenant string) { prefetchChangeHead(t.Tx, tenant) }
 
+// SumCounts passes the sum on; see [CountSummer].
+func (t reportingTx) SumCounts(bucket string, prefix []byte, limit int, most uint64) (uint64, int, error) {
+	return sumCounts(t.Tx, bucket, prefix, limit, most)
+}
+
+// PrefetchSumCounts passes the prefetch on; see [CountSummer].
+func (t reportingTx) PrefetchSumCounts(bucket string, prefix []byte, limit int, most uint64) {
+	prefetchSumCounts(t.Tx, bucket, prefix, limit, most)
+}
+
 // Prefetch passes the prefetch on; see [Prefetcher].
 func (t reportingTx) Prefetch(bucket string, keys [][]byte) { prefetch(t.Tx, bucket, keys) }
 

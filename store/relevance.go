@@ -453,19 +453,11 @@ func blockPostings(k, v []byte) int {
 // facts.active (all of them in a tenant of that many entities or fewer,
 // whatever is private). setIDF raises it to the largest df of the terms.
 func factCount(tx Tx, tenant string) (int, error) {
-	n, entries := 0, 0
-	err := tx.Scan(bucketActive, indexKey(tenant, ""), false, func(_, v []byte) error {
-		if len(v) == 8 {
-			n += int(min(binary.BigEndian.Uint64(v), math.MaxInt32))
-		}
-		if entries++; entries >= activeScanMax {
-			return ErrStop
-		}
-		return nil
-	})
-	if err != nil && err != ErrStop {
+	sum, _, err := sumCounts(tx, bucketActive, indexKey(tenant, ""), activeScanMax, math.MaxInt32)
+	if err != nil {
 		return 0, err
 	}
+	n := int(sum) // activeScanMax counts of at most MaxInt32
 	logged, err := SyncCount(tx, tenant)
 	if err != nil {
 		return 0, err
@@ -475,7 +467,7 @@ func factCount(tx Tx, tenant string) (int, error) {
 
 // prefetchFactCount announces the reads of factCount (see Prefetcher).
 func prefetchFactCount(tx Tx, tenant string) {
-	prefetchScan(tx, bucketActive, indexKey(tenant, ""), false)
+	prefetchSumCounts(tx, bucketActive, indexKey(tenant, ""), activeScanMax, math.MaxInt32)
 	prefetchChangeHead(tx, tenant)
 }
 

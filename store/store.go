@@ -71,6 +71,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 )
 
@@ -263,4 +264,47 @@ type ChangeLogger interface {
 	// backend whose reads cost a round trip may send it with the next
 	// read (see [Prefetcher]); it may do nothing.
 	PrefetchChangeHead(tenant string)
+}
+
+// CountSummer is implemented by a [Tx] that can add up counts where they
+// are stored instead of returning every one (a server's: the rows stay
+// there). SumCounts visits the first limit keys of bucket that start with
+// prefix, in ascending order, and returns how many it visited and the sum
+// of their values that are counts (8 bytes, big-endian), each taken as at
+// most most; other values add nothing. PrefetchSumCounts announces it
+// (see [Prefetcher]). The store calls them in read-only transactions only,
+// which hold no writes of their own to add in. Without it, [sumCounts]
+// scans the keys.
+type CountSummer interface {
+	SumCounts(bucket string, prefix []byte, limit int, most uint64) (sum uint64, keys int, err error)
+	PrefetchSumCounts(bucket string, prefix []byte, limit int, most uint64)
+}
+
+// sumCounts is [CountSummer.SumCounts] on any Tx.
+func sumCounts(tx Tx, bucket string, prefix []byte, limit int, most uint64) (sum uint64, keys int, err error) {
+	if c, ok := tx.(CountSummer); ok && !tx.Writable() {
+		return c.SumCounts(bucket, prefix, limit, most)
+	}
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	err = tx.Scan(bucket, prefix, false, func(_, v []byte) error {
+		if len(v) == 8 {
+			sum += min(binary.BigEndian.Uint64(v), most)
+		}
+		if keys++; keys >= limit {
+			return ErrStop
+		}
+		return nil
+	})
+	return sum, keys, err
+}
+
+// prefetchSumCounts announces a sumCounts (see Prefetcher).
+func prefetchSumCounts(tx Tx, bucket string, prefix []byte, limit int, most uint64) {
+	if c, ok := tx.(CountSummer); ok && !tx.Writable() {
+		c.PrefetchSumCounts(bucket, prefix, limit, most)
+		return
+	}
+	prefetchScan(tx, bucket, prefix, false)
 }

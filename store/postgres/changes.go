@@ -219,6 +219,9 @@ func (t *tx) customDone(c *customRead) bool {
 	if _, ok := t.logPages[c.id]; ok {
 		return true
 	}
+	if _, ok := t.sums[c.id]; ok {
+		return true
+	}
 	if len(c.id) > 5 && c.id[:5] == "head\x00" {
 		_, ok := t.heads[c.id[5:]]
 		return ok

@@ -65,6 +65,7 @@ type tx struct {
 	changeMark int                    // len(changes) when logging began
 	heads      map[string][2]uint64   // tenant → change-log head and count read
 	logPages   map[string][]changeRow // change-log pages read, by customRead id
+	sums       map[string][2]uint64   // sums of counts read (see counts.go), by customRead id
 
 	probing bool       // a probe: a read the view cannot answer is queued and unwinds fn
 	missed  bool       // the probe has unwound

@@ -79,6 +79,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		{"Facts/TopK", testFactTopK},
 		{"Facts/TopKCommon", testFactTopKCommon},
 		{"Sync/ChangeLog", testChangeLog},
+		{"Counts/Sum", testSumCounts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t)
