@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -199,4 +200,24 @@ func fillPgCorpus(b *testing.B, db *postgres.DB, n int) {
 	if err := db.Compact(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkPostgresQueryDocuments: as BenchmarkQueryDocuments (query, four-word
+// phrases of the passages, over 20,000 of them), on a PostgreSQL store.
+func BenchmarkPostgresQueryDocuments(b *testing.B) {
+	srv := pgServer(b, pgStore(b))
+	docs := passages(scaled(20_000))
+	if _, err := srv.Ingest(context.Background(), "bench", docs, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("query", func(b *testing.B) {
+		var lat latencies
+		i := 0
+		for b.Loop() {
+			args, _ := json.Marshal(map[string]any{"tenant_id": "bench", "query": phrase(docs[(i*7919)%len(docs)], i)})
+			lat.time(func() { mustCall(b, srv, "query", args) })
+			i++
+		}
+		lat.report(b)
+	})
 }
