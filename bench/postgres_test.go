@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,14 +33,22 @@ import (
 // pgStore opens a store in a fresh schema of the benchmark database (see
 // pgtest.Schema).
 func pgStore(b *testing.B) *postgres.DB {
+	db, _ := pgMeteredStore(b)
+	return db
+}
+
+// pgMeteredStore is pgStore with a meter of the CPU time of the server
+// backends serving it (nil when the server's processes cannot be read).
+func pgMeteredStore(b *testing.B) (*postgres.DB, *cpuMeter) {
 	b.Helper()
 	schema, _ := pgtest.Schema(b, "crux_bench")
-	db, err := postgres.Open(context.Background(), pgtest.DSN(b), &postgres.Options{Schema: schema})
+	dsn, app := pgDSN(b, pgtest.DSN(b), "")
+	db, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	return db
+	return db, newCPUMeter(b, dsn, app)
 }
 
 func pgServer(b *testing.B, db store.Backend) *crux.Server {
@@ -54,7 +63,8 @@ func pgServer(b *testing.B, db store.Backend) *crux.Server {
 // BenchmarkPostgresStoreFactSequential: one caller, each store_fact
 // committed before the next starts.
 func BenchmarkPostgresStoreFactSequential(b *testing.B) {
-	srv := pgServer(b, pgStore(b))
+	db, cpu := pgMeteredStore(b)
+	srv := pgServer(b, db)
 	i := 0
 	start := time.Now()
 	for b.Loop() {
@@ -62,13 +72,15 @@ func BenchmarkPostgresStoreFactSequential(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(i)/time.Since(start).Seconds(), "facts/s")
+	cpu.report(b, int64(i))
 }
 
 // BenchmarkPostgresStoreFact32Concurrent: 32 callers writing at once; the
 // store runs concurrent calls in shared serializable transactions (group
 // commit), one COMMIT per batch.
 func BenchmarkPostgresStoreFact32Concurrent(b *testing.B) {
-	srv := pgServer(b, pgStore(b))
+	db, cpu := pgMeteredStore(b)
+	srv := pgServer(b, db)
 	var n atomic.Int64
 	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 	start := time.Now()
@@ -78,6 +90,41 @@ func BenchmarkPostgresStoreFact32Concurrent(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "facts/s")
+	cpu.report(b, n.Load())
+}
+
+// BenchmarkPostgresStoreFactStores: 32 callers on 1 or 4 stores of one
+// database (4 stores: as 4 crux serve --store processes, each with its
+// own pool and group commit, 8 callers each), all writing at once. Nothing
+// that serialises the stores' transactions should make 4 slower than 1.
+func BenchmarkPostgresStoreFactStores(b *testing.B) {
+	for _, stores := range []int{1, 4} {
+		b.Run(fmt.Sprintf("stores=%d", stores), func(b *testing.B) {
+			schema, _ := pgtest.Schema(b, "crux_bench")
+			dsn, app := pgDSN(b, pgtest.DSN(b), "")
+			srvs := make([]*crux.Server, stores)
+			for i := range srvs {
+				db, err := postgres.Open(context.Background(), dsn, &postgres.Options{Schema: schema})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { db.Close() })
+				srvs[i] = pgServer(b, db)
+			}
+			cpu := newCPUMeter(b, dsn, app)
+			var n, callers atomic.Int64
+			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				srv := srvs[int(callers.Add(1))%stores]
+				for pb.Next() {
+					mustCall(b, srv, "store_fact", storeArgs(int(n.Add(1))))
+				}
+			})
+			b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "facts/s")
+			cpu.report(b, n.Load())
+		})
+	}
 }
 
 // BenchmarkPostgresQueryFactsByKeyword: as BenchmarkQueryFactsByKeyword,
@@ -153,4 +200,24 @@ func fillPgCorpus(b *testing.B, db *postgres.DB, n int) {
 	if err := db.Compact(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkPostgresQueryDocuments: as BenchmarkQueryDocuments (query, four-word
+// phrases of the passages, over 20,000 of them), on a PostgreSQL store.
+func BenchmarkPostgresQueryDocuments(b *testing.B) {
+	srv := pgServer(b, pgStore(b))
+	docs := passages(scaled(20_000))
+	if _, err := srv.Ingest(context.Background(), "bench", docs, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("query", func(b *testing.B) {
+		var lat latencies
+		i := 0
+		for b.Loop() {
+			args, _ := json.Marshal(map[string]any{"tenant_id": "bench", "query": phrase(docs[(i*7919)%len(docs)], i)})
+			lat.time(func() { mustCall(b, srv, "query", args) })
+			i++
+		}
+		lat.report(b)
+	})
 }

@@ -125,6 +125,34 @@ func (t reportingTx) ScanFrom(bucket string, prefix, from []byte, fn func(key, v
 	return scanFrom(t.Tx, bucket, prefix, from, fn)
 }
 
+// AppendChange passes the entry on; see [ChangeLogger].
+func (t reportingTx) AppendChange(tenant string, entry []byte) error {
+	return appendChange(t.Tx, tenant, entry)
+}
+
+// ScanChanges passes the walk on; see [ChangeLogger].
+func (t reportingTx) ScanChanges(tenant string, from uint64, fn func(seq uint64, entry []byte) error) error {
+	return scanLog(t.Tx, tenant, from, fn)
+}
+
+// ChangeHead passes the read on; see [ChangeLogger].
+func (t reportingTx) ChangeHead(tenant string) (head, count uint64, err error) {
+	return changeHead(t.Tx, tenant)
+}
+
+// PrefetchChangeHead passes the prefetch on; see [ChangeLogger].
+func (t reportingTx) PrefetchChangeHead(tenant string) { prefetchChangeHead(t.Tx, tenant) }
+
+// SumCounts passes the sum on; see [CountSummer].
+func (t reportingTx) SumCounts(bucket string, prefix []byte, limit int, most uint64) (uint64, int, error) {
+	return sumCounts(t.Tx, bucket, prefix, limit, most)
+}
+
+// PrefetchSumCounts passes the prefetch on; see [CountSummer].
+func (t reportingTx) PrefetchSumCounts(bucket string, prefix []byte, limit int, most uint64) {
+	prefetchSumCounts(t.Tx, bucket, prefix, limit, most)
+}
+
 // Prefetch passes the prefetch on; see [Prefetcher].
 func (t reportingTx) Prefetch(bucket string, keys [][]byte) { prefetch(t.Tx, bucket, keys) }
 

@@ -182,6 +182,13 @@ func liftContext(tx Tx, tenant string, hits []DocHit, nb []uint32, nbScore []flo
 	}
 	heads := make([]segHead, len(all))
 	have := make([]bool, len(all))
+	if _, ok := tx.(Prefetcher); ok {
+		seqs := make([]uint32, len(all))
+		for i, h := range all {
+			seqs[i] = h.Seq
+		}
+		PrefetchSegments(tx, tenant, seqs) // one round trip for all
+	}
 	var key []byte
 	for i, h := range all {
 		var err error

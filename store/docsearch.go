@@ -65,11 +65,40 @@ var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
 // arrays; a tenant with more seqs is ranked with a map.
 const maxDenseSeqs = 1 << 22
 
+// PrefetchDocSearch announces the reads of a [SearchDocuments] of terms in
+// tenant (see [Prefetcher]), so that a caller that reads other things
+// first (the facts of a graph lane) sends them together. It changes no
+// result.
+func PrefetchDocSearch(tx Tx, tenant string, terms []string) {
+	if _, ok := tx.(Prefetcher); !ok {
+		return
+	}
+	prefetch(tx, bucketDocStats, [][]byte{[]byte(tenant)})
+	for _, t := range terms {
+		prefetchScan(tx, bucketDocTerms, termPrefix(tenant, t), false)
+	}
+}
+
+// PrefetchSegments announces the reads of the segments seqs of tenant
+// (see [Prefetcher]): [GetSegment] of each then costs no round trip of its
+// own. It changes no result.
+func PrefetchSegments(tx Tx, tenant string, seqs []uint32) {
+	if _, ok := tx.(Prefetcher); !ok || len(seqs) == 0 {
+		return
+	}
+	keys := make([][]byte, len(seqs))
+	for i, seq := range seqs {
+		keys[i] = segKey(tenant, seq)
+	}
+	prefetch(tx, bucketDocSegs, keys)
+}
+
 // SearchDocuments ranks the segments of q.Tenant by the BM25 of q.Terms.
 // It reads the posting blocks of the terms and the tenant's statistics,
 // nothing else: the work grows with the postings of the query's terms.
 func SearchDocuments(tx Tx, q DocQuery) (DocResult, error) {
 	var res DocResult
+	PrefetchDocSearch(tx, q.Tenant, q.Terms)
 	stats, err := ReadDocStats(tx, q.Tenant)
 	if err != nil || stats.Segments == 0 || len(q.Terms) == 0 {
 		res.Stats, res.DF, res.AlsoScores = stats, make([]int, len(q.Terms)), make([]float64, len(q.Also))

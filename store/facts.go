@@ -276,7 +276,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		prefetch(tx, bucketKey, [][]byte{indexKey(n.Tenant, n.Key, stored)})
 		prefetch(tx, bucketActive, [][]byte{indexKey(n.Tenant, stored)})
 		prefetchScan(tx, bucketFresh, nil, false)
-		if syncable(f) {
+		if _, own := tx.(ChangeLogger); syncable(f) && !own {
 			prefetchScan(tx, bucketSyncLog, append([]byte(n.Tenant), 0), true)
 			prefetchScan(tx, bucketSyncNew, append([]byte(n.Tenant), 0), true)
 			prefetchScan(tx, bucketSyncNew, nil, false)

@@ -71,6 +71,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 )
 
@@ -217,4 +218,93 @@ func prefetchScan(tx Tx, bucket string, prefix []byte, reverse bool) {
 	if p, ok := tx.(Prefetcher); ok {
 		p.PrefetchScan(bucket, prefix, reverse)
 	}
+}
+
+// ChangeLogger is implemented by a [Tx] whose backend keeps the change log
+// of sync (see sync.go) itself, in a structure of its own, instead of in
+// the log buckets that the store writes through [Tx.Put] and a writer must
+// read to number its entry (the head, a key every write of a tenant reads
+// and writes, so that a tenant's writes run one transaction at a time).
+// The store hands it the entries and reads them back; what an entry says
+// and which versions are logged stay the store's rules. Without it the
+// store keeps the log in its buckets, numbered 1, 2, 3, ... in commit order.
+//
+// An entry's seq is positive and orders the log. Whatever the backend,
+// readers rely on these guarantees, which sync's cursors need:
+//
+//   - Stable prefix: once a transaction has seen an entry of seq s, every
+//     entry of a lower seq that any transaction will ever see is visible
+//     to it already. A reader resuming after the last seq it read misses
+//     nothing and reads nothing twice, however writers interleave.
+//   - Causal order: an entry comes after the entries of every transaction
+//     that committed before its own transaction read what it read (a
+//     version after the version it supersedes), and a transaction's
+//     entries come in the order it appended them.
+//   - Seqs need not be dense: the count of entries is reported apart.
+//
+// The entries a transaction appends need not be seen by its own reads of
+// the log (a backend may write them at commit); once it has committed,
+// every later transaction counts them, and reads them as soon as the
+// stable prefix reaches them (on PostgreSQL, once every write transaction
+// older than theirs has ended).
+type ChangeLogger interface {
+	// AppendChange appends entry to tenant's log. entry is the store's
+	// encoding of the version logged; the backend keeps its bytes.
+	AppendChange(tenant string, entry []byte) error
+	// ScanChanges calls fn with each entry of tenant's log of seq at
+	// least from, in seq order, up to the end of the stable prefix. fn
+	// returning ErrStop ends the walk without error; entry is valid only
+	// during the call.
+	ScanChanges(tenant string, from uint64, fn func(seq uint64, entry []byte) error) error
+	// ChangeHead returns the seq of the last entry of tenant's stable
+	// prefix (0 for none) and the number of entries of the log that the
+	// transaction sees, stable or not.
+	ChangeHead(tenant string) (head, count uint64, err error)
+	// PrefetchChangeHead announces a ChangeHead of tenant, so that a
+	// backend whose reads cost a round trip may send it with the next
+	// read (see [Prefetcher]); it may do nothing.
+	PrefetchChangeHead(tenant string)
+}
+
+// CountSummer is implemented by a [Tx] that can add up counts where they
+// are stored instead of returning every one (a server's: the rows stay
+// there). SumCounts visits the first limit keys of bucket that start with
+// prefix, in ascending order, and returns how many it visited and the sum
+// of their values that are counts (8 bytes, big-endian), each taken as at
+// most most; other values add nothing. PrefetchSumCounts announces it
+// (see [Prefetcher]). The store calls them in read-only transactions only,
+// which hold no writes of their own to add in. Without it, [sumCounts]
+// scans the keys.
+type CountSummer interface {
+	SumCounts(bucket string, prefix []byte, limit int, most uint64) (sum uint64, keys int, err error)
+	PrefetchSumCounts(bucket string, prefix []byte, limit int, most uint64)
+}
+
+// sumCounts is [CountSummer.SumCounts] on any Tx.
+func sumCounts(tx Tx, bucket string, prefix []byte, limit int, most uint64) (sum uint64, keys int, err error) {
+	if c, ok := tx.(CountSummer); ok && !tx.Writable() {
+		return c.SumCounts(bucket, prefix, limit, most)
+	}
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	err = tx.Scan(bucket, prefix, false, func(_, v []byte) error {
+		if len(v) == 8 {
+			sum += min(binary.BigEndian.Uint64(v), most)
+		}
+		if keys++; keys >= limit {
+			return ErrStop
+		}
+		return nil
+	})
+	return sum, keys, err
+}
+
+// prefetchSumCounts announces a sumCounts (see Prefetcher).
+func prefetchSumCounts(tx Tx, bucket string, prefix []byte, limit int, most uint64) {
+	if c, ok := tx.(CountSummer); ok && !tx.Writable() {
+		c.PrefetchSumCounts(bucket, prefix, limit, most)
+		return
+	}
+	prefetchScan(tx, bucket, prefix, false)
 }

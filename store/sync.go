@@ -25,7 +25,9 @@ import (
 // by [PutFact] and by [ApplySyncFacts] in the transaction that stores the
 // version. seq is one more than the tenant's last; a transaction reads
 // that last entry, so two concurrent writers of one tenant conflict in the
-// store and the log has no gaps and never goes back. The newest entries
+// store and the log has no gaps and never goes back. (A backend that keeps
+// the log itself, [ChangeLogger], numbers it its own way, with the
+// guarantees that interface states, and its writers read nothing.) The newest entries
 // (from format 7) wait in bucket sync.log.new, laid out alike, and move to
 // sync.log syncStageMax at a time: sync.log is a tree three levels deep
 // once it holds a few thousand entries, and an entry appended to it costs
@@ -107,9 +109,27 @@ func syncLogKey(tenant string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(tenant), 0), seq)
 }
 
-// SyncHead returns the tenant's last change-log seq: how many versions it
-// has logged (0 for none).
+// SyncHead returns the seq of the last entry of tenant's change log (0
+// for none): the cursor of a reader that has read it all. In the store's
+// own log it is also how many versions it has logged; a backend that keeps
+// the log ([ChangeLogger]) may number it with gaps (see [SyncCount]).
 func SyncHead(tx Tx, tenant string) (uint64, error) {
+	head, _, err := changeHead(tx, tenant)
+	return head, err
+}
+
+// SyncCount returns how many versions tenant's change log holds.
+func SyncCount(tx Tx, tenant string) (uint64, error) {
+	_, count, err := changeHead(tx, tenant)
+	return count, err
+}
+
+// changeHead is [ChangeLogger.ChangeHead] on any Tx: in the store's own
+// log the head's seq is the count.
+func changeHead(tx Tx, tenant string) (head, count uint64, err error) {
+	if c, ok := tx.(ChangeLogger); ok {
+		return c.ChangeHead(tenant)
+	}
 	var seq uint64
 	prefix := append([]byte(tenant), 0)
 	last := func(k, _ []byte) error {
@@ -119,10 +139,21 @@ func SyncHead(tx Tx, tenant string) (uint64, error) {
 		return ErrStop
 	}
 	if err := tx.Scan(bucketSyncNew, prefix, true, last); err != nil || seq != 0 {
-		return seq, err
+		return seq, seq, err
 	}
-	err := tx.Scan(bucketSyncLog, prefix, true, last)
-	return seq, err
+	err = tx.Scan(bucketSyncLog, prefix, true, last)
+	return seq, seq, err
+}
+
+// prefetchChangeHead announces the reads of changeHead (see Prefetcher).
+func prefetchChangeHead(tx Tx, tenant string) {
+	if c, ok := tx.(ChangeLogger); ok {
+		c.PrefetchChangeHead(tenant)
+		return
+	}
+	prefix := append([]byte(tenant), 0)
+	prefetchScan(tx, bucketSyncNew, prefix, true)
+	prefetchScan(tx, bucketSyncLog, prefix, true)
 }
 
 // syncStageMax is how many entries sync.log.new holds at most: the write
@@ -130,18 +161,25 @@ func SyncHead(tx Tx, tenant string) (uint64, error) {
 const syncStageMax = 48
 
 // scanLog calls fn with each entry of tenant's change log from seq from
-// on, in seq order: those of sync.log, then those of sync.log.new. fn
-// returning ErrStop ends the walk without error.
-func scanLog(tx Tx, tenant string, from uint64, fn func(k, v []byte) error) error {
+// on, in seq order (see [ChangeLogger.ScanChanges]): in the store's own
+// log, those of sync.log, then those of sync.log.new. fn returning
+// ErrStop ends the walk without error.
+func scanLog(tx Tx, tenant string, from uint64, fn func(seq uint64, v []byte) error) error {
+	if c, ok := tx.(ChangeLogger); ok {
+		return c.ScanChanges(tenant, from, fn)
+	}
 	stopped := false
+	prefix := append([]byte(tenant), 0)
 	visit := func(k, v []byte) error {
-		err := fn(k, v)
+		if len(k) != len(prefix)+8 {
+			return nil // not an entry of tenant's: crux doctor reports it
+		}
+		err := fn(binary.BigEndian.Uint64(k[len(prefix):]), v)
 		if errors.Is(err, ErrStop) {
 			stopped = true
 		}
 		return err
 	}
-	prefix := append([]byte(tenant), 0)
 	if err := scanFrom(tx, bucketSyncLog, prefix, syncLogKey(tenant, from), visit); err != nil || stopped {
 		return err
 	}
@@ -187,15 +225,24 @@ func logFact(tx Tx, f *Fact) error {
 	if !syncable(f) {
 		return nil
 	}
-	last, err := SyncHead(tx, f.Tenant)
+	return appendChange(tx, f.Tenant, entityValue(f.ID))
+}
+
+// appendChange is [ChangeLogger.AppendChange] on any Tx: in the store's
+// own log, the entry takes the seq after the tenant's head.
+func appendChange(tx Tx, tenant string, entry []byte) error {
+	if c, ok := tx.(ChangeLogger); ok {
+		return c.AppendChange(tenant, entry)
+	}
+	last, _, err := changeHead(tx, tenant)
 	if err != nil {
 		return err
 	}
 	if last == math.MaxUint64 {
-		return fmt.Errorf("store: the change log of tenant %q is full", f.Tenant)
+		return fmt.Errorf("store: the change log of tenant %q is full", tenant)
 	}
 	hintAppend(tx, bucketSyncNew)
-	if err := tx.Put(bucketSyncNew, syncLogKey(f.Tenant, last+1), entityValue(f.ID)); err != nil {
+	if err := tx.Put(bucketSyncNew, syncLogKey(tenant, last+1), entry); err != nil {
 		return err
 	}
 	return flushSyncLog(tx)
@@ -204,34 +251,38 @@ func logFact(tx Tx, f *Fact) error {
 // backfillSyncLog logs, in id order, every syncable version not yet in its
 // tenant's log: the upgrade of a store written before the log existed.
 func backfillSyncLog(tx Tx) error {
-	logged := make(map[string]bool)
-	for _, b := range []string{bucketSyncLog, bucketSyncNew} {
-		if err := tx.Scan(b, nil, false, func(_, v []byte) error {
-			logged[entityID(v)] = true
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
-	var todo []*Fact
+	byTenant := map[string][]*Fact{}
+	var tenants []string
 	if err := tx.Scan(bucketFacts, nil, false, func(k, v []byte) error {
-		if logged[string(k)] {
-			return nil
-		}
 		f := new(Fact)
 		if err := decodeFact(v, string(k), f); err != nil {
 			return nil // crux doctor reports it
 		}
 		if syncable(f) {
-			todo = append(todo, f)
+			if byTenant[f.Tenant] == nil {
+				tenants = append(tenants, f.Tenant)
+			}
+			byTenant[f.Tenant] = append(byTenant[f.Tenant], f)
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	for _, f := range todo {
-		if err := logFact(tx, f); err != nil {
+	for _, tenant := range tenants {
+		logged := make(map[string]bool)
+		if err := scanLog(tx, tenant, 0, func(_ uint64, v []byte) error {
+			logged[entityID(v)] = true
+			return nil
+		}); err != nil {
 			return err
+		}
+		for _, f := range byTenant[tenant] {
+			if logged[f.ID] {
+				continue
+			}
+			if err := logFact(tx, f); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -247,16 +298,12 @@ func backfillSyncLog(tx Tx) error {
 func SyncChanges(tx Tx, tenant string, after uint64, entityPrefix string, limit, maxBytes, maxScan int) (facts []SyncFact, next uint64, more bool, err error) {
 	next = after
 	scanned, size := 0, 0
-	err = scanLog(tx, tenant, after+1, func(k, v []byte) error {
+	err = scanLog(tx, tenant, after+1, func(seq uint64, v []byte) error {
 		if len(facts) == limit || scanned == maxScan {
 			more = true
 			return ErrStop
 		}
 		scanned++
-		if len(k) != len(tenant)+9 {
-			return nil
-		}
-		seq := binary.BigEndian.Uint64(k[len(tenant)+1:])
 		f, err := GetFact(tx, entityID(v))
 		if errors.Is(err, ErrNotFound) {
 			next = seq
@@ -313,16 +360,12 @@ func ToSyncFact(f *Fact) SyncFact {
 func SyncPending(tx Tx, tenant string, after uint64, maxScan int, visit func(seq uint64, f *Fact, synced bool) bool) (last uint64, more bool, err error) {
 	last = after
 	scanned := 0
-	err = scanLog(tx, tenant, after+1, func(k, v []byte) error {
+	err = scanLog(tx, tenant, after+1, func(seq uint64, v []byte) error {
 		if scanned == maxScan {
 			more = true
 			return ErrStop
 		}
 		scanned++
-		if len(k) != len(tenant)+9 {
-			return nil
-		}
-		seq := binary.BigEndian.Uint64(k[len(tenant)+1:])
 		f, err := GetFact(tx, entityID(v))
 		if errors.Is(err, ErrNotFound) {
 			last = seq

@@ -122,7 +122,7 @@ type custodyFacts struct {
 	tokenID, tier    string
 	keyClass         string
 	keyID, keyFile   string
-	syncHead         uint64
+	syncLogged       uint64
 	chainHead        uint64
 	passport         *store.Passport
 	passportTier     string
@@ -149,7 +149,7 @@ func custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutpu
 	tenant := c.TenantID()
 	err := env.Store.View(ctx, func(tx store.Tx) error {
 		var err error
-		if f.syncHead, err = store.SyncHead(tx, tenant); err != nil {
+		if f.syncLogged, err = store.SyncCount(tx, tenant); err != nil {
 			return err
 		}
 		if f.chainHead, _, err = receipts.ChainHead(tx, tenant); err != nil {
@@ -217,7 +217,7 @@ func onOff(b bool) string {
 func custodySee(env *Env, f *custodyFacts) CustodyPoint {
 	p := CustodyPoint{Axis: "SEE", Question: "Can you see what the agent remembers?"}
 	ev := fmt.Sprintf("query_facts and fact_history are always served; %d versions of shared facts are logged in your tenant; memory panel (%s) %s",
-		f.syncHead, feature.EnvMemoryPanel, onOff(env.Flags.MemoryPanel))
+		f.syncLogged, feature.EnvMemoryPanel, onOff(env.Flags.MemoryPanel))
 	p.Verdict = verdictStrong
 	if !env.Flags.MemoryPanel {
 		p.Verdict = verdictPartial

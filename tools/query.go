@@ -316,6 +316,7 @@ func query() *Tool {
 			now := env.now()
 			out := QueryOutput{ContractFields: newCRC(in.Contract, crcKindSearch), Results: []QueryRow{}, Facts: []LinkedFact{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
+				store.PrefetchDocSearch(tx, in.TenantID, terms) // read with the graph lane's first reads
 				facts, lane, err := graphLane(tx, env, c, in.TenantID, terms, now)
 				if err != nil {
 					return err
@@ -328,6 +329,7 @@ func query() *Tool {
 				for i, g := range lane {
 					also[i] = g.seq
 				}
+				store.PrefetchSegments(tx, in.TenantID, also) // read with the hits' neighbours
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: terms,
 					Weights: index.QueryWeights(in.Query, qt), Limit: depth, MinScore: minScore, Also: also, Context: true})
 				if err != nil {
@@ -448,6 +450,11 @@ func distinctFirst(tx store.Tx, env *Env, tenant string, order []*fused, limit i
 	out := make([]pick, 0, min(limit, len(order)))
 	var later []pick
 	docs := make(map[string]bool, limit)
+	seqs := make([]uint32, 0, min(2*limit, len(order)))
+	for _, f := range order[:min(2*limit, len(order))] {
+		seqs = append(seqs, f.seq)
+	}
+	store.PrefetchSegments(tx, tenant, seqs) // the segments most likely read, in one go
 	for _, f := range order {
 		if len(out) == limit {
 			break

@@ -673,7 +673,7 @@ func syncStatus() *Tool {
 			truncated := false
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
-				if head, err = store.SyncHead(tx, tenant); err != nil {
+				if head, err = store.SyncCount(tx, tenant); err != nil {
 					return err
 				}
 				states, more, err := store.SyncStates(tx, tenant, maxSyncStates)

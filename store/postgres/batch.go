@@ -165,6 +165,8 @@ func (db *DB) attempt(ctx context.Context, fn func(store.Tx) error, solo bool) e
 		return errRerun
 	case b.err != nil && retryable(b.err):
 		return b.err
+	case b.err != nil && m.wrote && errors.Is(b.err, errCommitUnknown):
+		return b.err // perhaps committed: never run again (see reconnect.go)
 	case b.err != nil && b.writers > 1 && m.wrote:
 		return errRerunAlone
 	case b.err != nil && m.wrote:
@@ -187,7 +189,7 @@ func (db *DB) runIn(ctx context.Context, b *batch, m *member, fn func(store.Tx) 
 			return err
 		}
 		if b.t == nil {
-			conn, err := db.pool.Acquire(context.WithoutCancel(ctx))
+			conn, err := db.acquireRetry(ctx, context.WithoutCancel(ctx))
 			if err != nil {
 				b.broken, b.brokenBy = db.wrap(ctx, err), m
 				return b.broken
@@ -335,7 +337,7 @@ func (db *DB) end(ctx context.Context, b *batch) {
 
 // acquire takes a connection from the pool for a read-only transaction.
 func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	conn, err := db.pool.Acquire(ctx)
+	conn, err := db.acquireRetry(ctx, ctx)
 	if err != nil {
 		return nil, db.wrap(ctx, err)
 	}

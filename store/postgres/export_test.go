@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/crux-go/crux/store"
+)
 
 // RoundTrips returns the round trips the transactions of db have made,
 // once the rollbacks of finished Views are done.
@@ -27,3 +31,34 @@ func Setting(db *DB, name string) (string, error) {
 	err := db.pool.QueryRow(context.Background(), "SELECT current_setting($1)", name).Scan(&v)
 	return v, err
 }
+
+// OpenAtMigration opens the store at dsn with its migrations applied up to
+// number version only: the schema of an older crux.
+func OpenAtMigration(ctx context.Context, dsn string, opts *Options, version int) (*DB, error) {
+	return open(ctx, dsn, opts, version)
+}
+
+// KVOnly is db without its store.ChangeLogger: the store keeps the change
+// log in its kv buckets, as crux did before migration 2.
+func KVOnly(db *DB) store.Backend { return kvOnly{db} }
+
+type kvOnly struct{ *DB }
+
+// kvTx is a transaction of db showing only the kv interfaces.
+type kvTx struct {
+	store.Tx
+	store.Seeker
+	store.Prefetcher
+}
+
+func (k kvOnly) View(ctx context.Context, fn func(store.Tx) error) error {
+	return k.DB.View(ctx, func(t store.Tx) error { return fn(kvTx{t, t.(store.Seeker), t.(store.Prefetcher)}) })
+}
+
+func (k kvOnly) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return k.DB.Update(ctx, func(t store.Tx) error { return fn(kvTx{t, t.(store.Seeker), t.(store.Prefetcher)}) })
+}
+
+// ErrCommitUnknown is the error a write returns when its COMMIT was cut by
+// a lost connection.
+var ErrCommitUnknown = errCommitUnknown

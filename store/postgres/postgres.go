@@ -18,6 +18,17 @@
 // an advisory lock (so servers starting together do not race), and each
 // is recorded in the table crux_migrations (version, applied_at).
 //
+// Sync's change log is not in kv but in tables of its own (migration 2,
+// which moves a log written in kv by an older crux, keeping its seqs):
+// crux_changes (tenant, seq, entry), which a write only inserts into with
+// its COMMIT, reading no head, and crux_change_counts, the entries'
+// counts (see changes.go and store.ChangeLogger). A seq is the writing
+// transaction's id shifted left by 20 bits plus the entry's place in it;
+// a reader sees the log up to the oldest write transaction still running,
+// so that no entry ever appears behind one already read. All the servers
+// of a database must run a crux that knows migration 2: an older one's
+// writes are refused (a trigger on kv), not lost.
+//
 // # Transactions
 //
 // [DB.Update] runs in a SERIALIZABLE transaction, so concurrent Updates,
@@ -71,7 +82,8 @@
 // aborts the transaction and Update runs fn again. BEGIN is sent with the first read, and the
 // reads a transaction announces through [store.Prefetcher] go with its next
 // one: a keyword query costs two round trips, a store_fact alone two (and
-// a third when it retires a current version). A View's ROLLBACK is sent
+// a third when it retires a current version), a batch of concurrent
+// store_facts about three for all its calls. [Options.Tracer] sees them. A View's ROLLBACK is sent
 // after View has returned. A transaction that has read more than 16 MiB
 // forgets what it read (not what it wrote) and reads again what it needs.
 //
@@ -94,6 +106,21 @@
 // dropped), so that it does not abort the calls it shares a transaction
 // with. Open fails if the server cannot be reached within
 // [Options.ConnectTimeout] (default 10 s).
+//
+// # Restarts
+//
+// When the server cannot be reached or a connection breaks (a restart, a
+// failover), a call runs again on a new connection what is safe to run
+// again, for up to [Options.ReconnectTimeout] (default 10 s): taking a
+// connection waits for the server; a transaction's first round trip (its
+// BEGIN and first reads, before its function has been handed anything) is
+// sent again; an Update cut before its COMMIT was sent runs again. Two
+// cases fail instead, with the error saying why: an Update whose
+// connection broke while its COMMIT was on its way (it may or may not
+// have committed, and running it again could store its writes twice), and
+// a View cut after its first round trip (its function has read from a
+// snapshot that is gone). An acknowledged write is committed: a restart
+// loses none.
 //
 // # Purge and compaction
 //
@@ -174,12 +201,23 @@ type Options struct {
 	// failures or deadlocks. Zero means 1000 (with the backoff, over a
 	// minute of contention).
 	MaxRetries int
+	// ReconnectTimeout bounds how long a call waits for the server when it
+	// cannot be reached or a connection breaks, running again on a new
+	// connection what is safe to run again (see the package
+	// documentation). Zero means 10 s; a negative value, no waiting.
+	ReconnectTimeout time.Duration
+	// Tracer, if not nil, traces the statements of every connection (as
+	// pgx.ConnConfig.Tracer does: a tracer that also implements
+	// pgx.BatchTracer sees the batches, which carry most of crux's
+	// statements, one round trip each).
+	Tracer pgx.QueryTracer
 }
 
 // DB is a [store.Backend] on PostgreSQL. It is safe for concurrent use.
 type DB struct {
 	pool       *pgxpool.Pool
 	maxRetries int
+	reconnect  time.Duration // see Options.ReconnectTimeout
 	closed     atomic.Bool
 	trips      atomic.Uint64  // round trips of transactions, for tests
 	bg         sync.WaitGroup // rollbacks of finished Views
@@ -205,6 +243,11 @@ const maxKey = 32 << 10
 // connection string), creates or migrates crux's schema, and returns the
 // store.
 func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
+	return open(ctx, dsn, opts, 0)
+}
+
+// open is Open applying the migrations up to number upTo only (0: all).
+func open(ctx context.Context, dsn string, opts *Options, upTo int) (*DB, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -218,6 +261,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 	if o.MaxRetries == 0 {
 		o.MaxRetries = 1000
 	}
+	if o.ReconnectTimeout == 0 {
+		o.ReconnectTimeout = 10 * time.Second
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store/postgres: %w", err)
@@ -229,6 +275,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		}
 	}
 	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
+	}
 	if o.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
 	}
@@ -242,11 +291,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store/postgres: connecting: %w", err)
 	}
-	if err := migrate(octx, pool, o.Schema); err != nil {
+	if err := migrate(octx, pool, o.Schema, upTo); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	db := &DB{pool: pool, maxRetries: o.MaxRetries}
+	db := &DB{pool: pool, maxRetries: o.MaxRetries, reconnect: max(0, o.ReconnectTimeout)}
 	db.cond.L = &db.mu
 	return db, nil
 }
@@ -263,8 +312,9 @@ var plannerParams = map[string]string{
 const migrationLock = 0x63727578 // "crux"
 
 // migrate applies, in one transaction holding the advisory lock, every
-// embedded migration not yet recorded in crux_migrations.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+// embedded migration not yet recorded in crux_migrations, up to number
+// upTo (0: all).
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, upTo int) error {
 	entries, err := migrations.ReadDir("migrations")
 	if err != nil {
 		return err
@@ -304,7 +354,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			if !ok || err != nil {
 				return fmt.Errorf("store/postgres: migration %s: the name must start with its number", e.Name())
 			}
-			if applied[v] {
+			if applied[v] || upTo > 0 && v > upTo {
 				continue
 			}
 			sql, err := migrations.ReadFile("migrations/" + e.Name())
@@ -373,6 +423,7 @@ func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
 // transactions (see batch).
 func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	solo := false
+	var lostSince time.Time // when the connection was first lost, if it was
 	for attempt := 1; ; attempt++ {
 		if db.closed.Load() {
 			return store.ErrClosed
@@ -387,6 +438,19 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 			continue
 		case errors.Is(err, errRerun):
 			continue // another call's failure: no backoff
+		case lostBeforeCommit(err):
+			// Nothing was committed: run again on a new connection (see
+			// reconnect.go), for a bounded time.
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+			}
+			if time.Since(lostSince) > db.reconnect {
+				return fmt.Errorf("store/postgres: the server could not be reached for %v: %w", db.reconnect, err)
+			}
+			if err := sleepCtx(ctx, reconnectBackoff(attempt)); err != nil {
+				return err
+			}
+			continue
 		case !retryable(err):
 			return err
 		}
@@ -415,6 +479,13 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 func retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "23505")
+}
+
+// lostBeforeCommit reports whether err is a lost connection that cut a
+// transaction before its COMMIT was sent (see reconnect.go).
+func lostBeforeCommit(err error) bool {
+	var cl *commitLost
+	return connLost(err) && !errors.As(err, &cl)
 }
 
 // wrap turns a driver error into the store's: ctx's error when ctx ended.

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crux-go/crux/store"
@@ -60,6 +61,12 @@ type tx struct {
 	undo    []undoRec // how to take back the writes since logging began
 	writes  int       // writes since logging began
 
+	changes    []change               // change-log entries appended, written at commit (see changes.go)
+	changeMark int                    // len(changes) when logging began
+	heads      map[string][2]uint64   // tenant → change-log head and count read
+	logPages   map[string][]changeRow // change-log pages read, by customRead id
+	sums       map[string][2]uint64   // sums of counts read (see counts.go), by customRead id
+
 	probing bool       // a probe: a read the view cannot answer is queued and unwinds fn
 	missed  bool       // the probe has unwound
 	sent    uint64     // round trips of reads made, to tell waiting probes theirs is done
@@ -86,6 +93,7 @@ type fetch struct {
 	lo, hi  []byte
 	reverse bool
 	keys    [][]byte
+	custom  *customRead // instead, a statement of its own (see changes.go)
 }
 
 // check is run before every operation.
@@ -213,7 +221,9 @@ func (t *tx) write(bucket string, e *entry) {
 
 // startUndo starts recording the writes, so that rollbackUndo can take
 // them back.
-func (t *tx) startUndo() { t.logging, t.undo, t.writes = true, t.undo[:0], 0 }
+func (t *tx) startUndo() {
+	t.logging, t.undo, t.writes, t.changeMark = true, t.undo[:0], 0, len(t.changes)
+}
 
 // rollbackUndo takes back the writes since startUndo, newest first.
 func (t *tx) rollbackUndo() {
@@ -231,6 +241,8 @@ func (t *tx) rollbackUndo() {
 	}
 	t.undo = t.undo[:0]
 	t.writes = 0
+	clear(t.changes[t.changeMark:])
+	t.changes = t.changes[:t.changeMark]
 }
 
 // successor is the least key greater than every key starting with prefix,
@@ -415,6 +427,9 @@ func (t *tx) PrefetchScan(bucket string, prefix []byte, reverse bool) {
 
 // serves reports whether the fetch q reads what f would.
 func (q *fetch) serves(f *fetch) bool {
+	if q.custom != nil || f.custom != nil {
+		return q.custom != nil && f.custom != nil && q.custom.id == f.custom.id
+	}
 	if q.bucket != f.bucket || (q.keys == nil) != (f.keys == nil) {
 		return false
 	}
@@ -535,6 +550,8 @@ func (t *tx) send(f *fetch) error {
 			continue
 		}
 		switch {
+		case f.custom != nil:
+			b.Queue(f.custom.sql, f.custom.args...)
 		case f.keys != nil:
 			b.Queue(sqlKeys, f.bucket, f.keys)
 		case f.hi == nil && !f.reverse:
@@ -549,6 +566,22 @@ func (t *tx) send(f *fetch) error {
 	}
 	t.db.trips.Add(1)
 	br := t.conn.SendBatch(t.sctx, b)
+	if !t.begun {
+		// The first round trip: a connection found dead is replaced and
+		// the statements sent again (see reconnect.go).
+		_, err := br.Exec()
+		if err != nil && connLost(err) {
+			_ = br.Close()
+			br, err = t.resend(b, err)
+		}
+		if err != nil {
+			if br != nil {
+				_ = br.Close()
+			}
+			return t.failed(err)
+		}
+		t.begun = true
+	}
 	err := t.readBatch(br, fs, stmts)
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -580,6 +613,14 @@ func (t *tx) pending(f *fetch) []fetch {
 	keysAt := map[string]int{} // bucket: index in out of its reads of keys
 	seen := map[read]bool{}
 	for _, q := range fs {
+		if q.custom != nil {
+			id := read{lo: q.custom.id, key: true, open: true}
+			if !seen[id] && !t.customDone(q.custom) {
+				seen[id] = true
+				out = append(out, q)
+			}
+			continue
+		}
 		bv := t.bucket(q.bucket)
 		if q.keys != nil {
 			for _, k := range q.keys {
@@ -631,7 +672,7 @@ func statements(fs []fetch) [][]int {
 	var out [][]int
 	at := map[shape]int{}
 	for i, f := range fs {
-		if f.keys != nil {
+		if f.keys != nil || f.custom != nil {
 			out = append(out, []int{i})
 			continue
 		}
@@ -665,6 +706,17 @@ func (t *tx) readBatch(br pgx.BatchResults, fs []fetch, stmts [][]int) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
+		}
+		if c := fs[st[0]].custom; c != nil {
+			err := c.got(rows)
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		got := make([][]*entry, len(st))
 		for rows.Next() {
@@ -761,6 +813,10 @@ func (t *tx) commitBatch() *pgx.Batch {
 	ins.queue(b)
 	ups.queue(b)
 	del.queue(b)
+	if len(t.changes) > 0 {
+		dirty = true
+		t.queueChanges(b)
+	}
 	if !dirty || !t.begun && b.Len() == 1 {
 		return nil // nothing written, or nothing read nor left to write
 	}
@@ -820,6 +876,9 @@ func (t *tx) commit() error {
 	}
 	if err == nil {
 		t.begun = false // committed: nothing to roll back
+	}
+	if connLost(err) && !pgconn.SafeToRetry(err) {
+		return &commitLost{err} // sent, perhaps committed: not to run again
 	}
 	return err
 }

@@ -78,6 +78,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		{"Facts/Relevance", testFactRelevance},
 		{"Facts/TopK", testFactTopK},
 		{"Facts/TopKCommon", testFactTopKCommon},
+		{"Sync/ChangeLog", testChangeLog},
+		{"Counts/Sum", testSumCounts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t)
