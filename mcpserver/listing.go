@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,6 +46,48 @@ var (
 
 // compactOutputSchema is the outputSchema of every tool over MCP.
 var compactOutputSchema = json.RawMessage(`{"type":"object"}`)
+
+// A listCache holds the tools/list result an adapter last answered and the
+// crux list it was made of. Its caller's list is asked of the Backend at
+// every tools/list (a token's filtering and the dynamic tool surface
+// apply as they change); when it is the list of the last answer, tool for
+// tool, the answer is made again from the tools that answer held rather
+// than converted anew. The answer is a function of the list alone, so it
+// is what listResult would make, byte for byte; and since an adapter
+// serves one caller through one Backend, no caller is ever answered with
+// another's list.
+type listCache struct {
+	mu    sync.Mutex
+	list  []crux.Tool // as the Backend returned it; never modified
+	tools []*mcp.Tool // listResult(list).Tools
+	meta  mcp.Meta    // listResult(list).Meta
+}
+
+// result is the tools/list result for list, from the cache when list is
+// the list it holds.
+func (lc *listCache) result(list []crux.Tool) *mcp.ListToolsResult {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.tools == nil || !sameTools(list, lc.list) {
+		res := listResult(list)
+		lc.list, lc.tools, lc.meta = list, res.Tools, res.Meta
+	}
+	// A result of its own for every request: the SDK writes into a
+	// result's _meta (serverInfo, for the newest protocol versions) and
+	// its result type, so neither the result nor its _meta map is shared.
+	// The tools are only read.
+	return &mcp.ListToolsResult{Tools: slices.Clone(lc.tools), Meta: maps.Clone(lc.meta)}
+}
+
+// sameTools reports whether a and b list the same tools alike, each field
+// equal.
+func sameTools(a, b []crux.Tool) bool {
+	return slices.EqualFunc(a, b, func(x, y crux.Tool) bool {
+		return x.Name == y.Name && x.Description == y.Description &&
+			bytes.Equal(x.InputSchema, y.InputSchema) && bytes.Equal(x.OutputSchema, y.OutputSchema) &&
+			x.Annotations == y.Annotations && reflect.DeepEqual(x.Meta, y.Meta)
+	})
+}
 
 // listResult is the tools/list result for list: the tools in its order,
 // with what they all share stated once (see above).

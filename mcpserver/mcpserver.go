@@ -313,6 +313,7 @@ type adapter struct {
 	b      Backend
 	caller crux.Caller
 	logger *slog.Logger
+	lists  listCache // tools/list answers of caller
 }
 
 // New returns an MCP server that serves the tools of srv to caller:
@@ -602,7 +603,7 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, a.wireError("tools/list", err)
 			}
-			return listResult(list), nil
+			return a.lists.result(list), nil
 		}
 		return next(ctx, method, req)
 	}
