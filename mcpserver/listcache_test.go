@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -129,4 +130,36 @@ func TestListCacheFollowsTheSurface(t *testing.T) {
 		assert.NotEqual(t, before[len(`{"jsonrpc":"2.0","id":1`):], after[len(`{"jsonrpc":"2.0","id":3`):], "enforce=%v: the intent changes the list", enforce)
 		assert.Equal(t, after, got, "enforce=%v: the list after the intent", enforce)
 	}
+}
+
+// TestSameValue: the comparison of two tools' _meta is reflect.DeepEqual's,
+// a nil map and an empty one included (they encode as null and {}).
+func TestSameValue(t *testing.T) {
+	type upgrade struct{ Requires, Docs string }
+	vals := []any{
+		nil,
+		"free",
+		"hosted",
+		map[string]any(nil),
+		map[string]any{},
+		map[string]any{"tier": "free"},
+		map[string]any{"tier": "hosted"},
+		map[string]any{"tier": "free", "x": nil},
+		map[string]any{"ref": map[string]string(nil)},
+		map[string]any{"ref": map[string]string{}},
+		map[string]any{"ref": map[string]string{"token_id": "a"}},
+		map[string]any{"ref": map[string]string{"token_id": "b"}},
+		map[string]any{"ref": map[string]any{"token_id": "a"}},
+		map[string]any{"up": upgrade{"rcx", "d"}},
+		map[string]any{"up": upgrade{"rcx", "e"}},
+		map[string]string{"tier": "free"},
+		1,
+	}
+	for i, a := range vals {
+		for j, b := range vals {
+			assert.Equal(t, i == j, sameValue(a, b), "%d %#v vs %d %#v", i, a, j, b)
+			assert.Equal(t, reflect.DeepEqual(a, b), sameValue(a, b), "%#v vs %#v", a, b)
+		}
+	}
+	assert.True(t, sameValue(map[string]any{"a": map[string]any{"b": "c"}}, map[string]any{"a": map[string]any{"b": "c"}}))
 }

@@ -85,8 +85,34 @@ func sameTools(a, b []crux.Tool) bool {
 	return slices.EqualFunc(a, b, func(x, y crux.Tool) bool {
 		return x.Name == y.Name && x.Description == y.Description &&
 			bytes.Equal(x.InputSchema, y.InputSchema) && bytes.Equal(x.OutputSchema, y.OutputSchema) &&
-			x.Annotations == y.Annotations && reflect.DeepEqual(x.Meta, y.Meta)
+			x.Annotations == y.Annotations && sameValue(map[string]any(x.Meta), map[string]any(y.Meta))
 	})
+}
+
+// sameValue reports whether a and b are deeply equal, as reflect.DeepEqual
+// does, taking the maps and strings of a tool's _meta without reflection.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case map[string]string:
+		y, ok := b.(map[string]string)
+		return ok && (x == nil) == (y == nil) && maps.Equal(x, y)
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // listResult is the tools/list result for list: the tools in its order,
