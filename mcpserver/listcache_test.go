@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -162,4 +163,91 @@ func TestSameValue(t *testing.T) {
 		}
 	}
 	assert.True(t, sameValue(map[string]any{"a": map[string]any{"b": "c"}}, map[string]any{"a": map[string]any{"b": "c"}}))
+}
+
+// failingLister is a Backend whose ListTools fails with err.
+type failingLister struct {
+	scriptedBackend
+	err error
+}
+
+func (b *failingLister) ListTools(context.Context, crux.Caller) ([]crux.Tool, error) {
+	return nil, b.err
+}
+
+// listLines are the tools/list requests TestDirectListIsTheSDKs sends, by
+// id, with whether the direct path takes them.
+var listLines = []struct {
+	id, line string
+	direct   bool
+}{
+	{`1`, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, true},
+	{`"b"`, `{"jsonrpc":"2.0","id":"b","method":"tools/list","params":{}}`, true},
+	{`3`, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params": { } }`, true},
+	{`4`, `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"cursor":"x"}}`, false},
+	{`5`, `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"progressToken":1}}}`, false},
+	{`6`, `{"jsonrpc":"2.0","id":6,"method":"tools/list","params":null}`, false},
+	{`"<&>"`, `{"jsonrpc":"2.0","id":"<&>","method":"tools/list"}`, true},
+	{`8`, `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, false},
+}
+
+// runList sends listLines on a session over b, with the direct path on or
+// off, and returns the replies by id and how many the direct path
+// answered.
+func runList(t *testing.T, b Backend, version string, direct bool) (map[string]string, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := startSession(t, ctx, b, direct)
+	s.send(`{"jsonrpc":"2.0","id":"early","method":"tools/list"}`)
+	s.await(`"early"`)
+	s.send(initLine(version))
+	s.await(`"init"`)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, l := range listLines {
+		s.send(l.line)
+		s.await(l.id) // one at a time, so that the cache is used
+	}
+	s.close()
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	require.Empty(t, s.f.pending)
+	require.Empty(t, s.f.calls)
+	return s.replies(), s.f.directed
+}
+
+// TestDirectListIsTheSDKs: a tools/list answered by the stdio transport
+// itself, from the cached listing, is the SDK's answer byte for byte, for
+// every protocol version, with and without a token, and when the backend
+// fails; a list with a cursor or a _meta is the SDK's to answer.
+func TestDirectListIsTheSDKs(t *testing.T) {
+	wantDirect := 0
+	for _, l := range listLines {
+		if l.direct {
+			wantDirect++
+		}
+	}
+	backends := map[string]Backend{
+		"none":     Local(listingServer(t, false)),
+		"token":    Local(listingServer(t, true)),
+		"internal": &failingLister{err: errors.New("backend down")},
+		"refused":  &failingLister{err: &crux.Error{Code: crux.CodeCapabilityDenied, Message: "no <list> & more", Data: map[string]any{"why": "a<b"}}},
+	}
+	for name, b := range backends {
+		for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
+			t.Run(name+"/"+version, func(t *testing.T) {
+				viaSDK, n := runList(t, b, version, false)
+				require.Zero(t, n)
+				direct, n := runList(t, b, version, true)
+				assert.Equal(t, wantDirect, n, "lists answered on the direct path")
+				require.Len(t, viaSDK, len(listLines)+2)
+				for id, want := range viaSDK {
+					assert.Equal(t, want, direct[id], "id %s", id)
+				}
+				assert.Len(t, direct, len(viaSDK))
+				if name == "token" {
+					assert.Contains(t, direct["1"], `"tools":[{`, "a listing")
+				}
+			})
+		}
+	}
 }

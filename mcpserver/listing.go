@@ -61,6 +61,7 @@ type listCache struct {
 	list  []crux.Tool // as the Backend returned it; never modified
 	tools []*mcp.Tool // listResult(list).Tools
 	meta  mcp.Meta    // listResult(list).Meta
+	raw   []byte      // the result as the SDK encodes it, once the direct path has asked
 }
 
 // result is the tools/list result for list, from the cache when list is
@@ -68,15 +69,41 @@ type listCache struct {
 func (lc *listCache) result(list []crux.Tool) *mcp.ListToolsResult {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if lc.tools == nil || !sameTools(list, lc.list) {
-		res := listResult(list)
-		lc.list, lc.tools, lc.meta = list, res.Tools, res.Meta
-	}
+	lc.update(list)
 	// A result of its own for every request: the SDK writes into a
 	// result's _meta (serverInfo, for the newest protocol versions) and
 	// its result type, so neither the result nor its _meta map is shared.
 	// The tools are only read.
 	return &mcp.ListToolsResult{Tools: slices.Clone(lc.tools), Meta: maps.Clone(lc.meta)}
+}
+
+// encoded is the tools/list result for list encoded as the SDK's JSON-RPC
+// layer encodes a result (encoding/json without HTML escaping), from the
+// cache when list is the list it holds. It is shared: the caller must not
+// modify it.
+func (lc *listCache) encoded(list []crux.Tool) ([]byte, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.update(list)
+	if lc.raw == nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&mcp.ListToolsResult{Tools: lc.tools, Meta: maps.Clone(lc.meta)}); err != nil {
+			return nil, err
+		}
+		lc.raw = bytes.TrimRight(buf.Bytes(), "\n")
+	}
+	return lc.raw, nil
+}
+
+// update makes the cache hold list, converting it unless it holds it
+// already. lc.mu must be held.
+func (lc *listCache) update(list []crux.Tool) {
+	if lc.tools == nil || !sameTools(list, lc.list) {
+		res := listResult(list)
+		lc.list, lc.tools, lc.meta, lc.raw = list, res.Tools, res.Meta, nil
+	}
 }
 
 // sameTools reports whether a and b list the same tools alike, each field

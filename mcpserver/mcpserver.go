@@ -143,8 +143,23 @@
 // as JSON, to which the SDK sends no response and the transport a -32603
 // error. Such calls run concurrently, as the SDK's do; a
 // notifications/cancelled naming one cancels its context, and shutting
-// down waits for it as for any other call. Every other request goes to
-// the SDK.
+// down waits for it as for any other call.
+//
+// A tools/list without params (or with empty ones) on an initialized
+// session is answered the same way: the caller's list is asked of crux at
+// each request, and when it is the list of the session's last answer the
+// encoded answer is sent again (see "Listing" below). Every other request
+// goes to the SDK.
+//
+// # Listing
+//
+// A tools/list asks [Backend.ListTools] for the caller's list every time,
+// so a token's filtering and the dynamic surface apply as they change. The
+// conversion of that list to the answer (the token stated once, the
+// compact schemas) and, over stdio, its encoding are kept per server, for
+// its one caller, and made again whenever the list differs, tool for tool,
+// from the one they were made of: the answer is a function of the list,
+// so it is the same, byte for byte, as one made afresh.
 //
 // # Shutting down
 //
