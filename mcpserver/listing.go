@@ -58,7 +58,7 @@ var compactOutputSchema = json.RawMessage(`{"type":"object"}`)
 // another's list.
 type listCache struct {
 	mu    sync.Mutex
-	list  []crux.Tool // as the Backend returned it; never modified
+	list  []crux.Tool // a copy of the slice the Backend returned
 	tools []*mcp.Tool // listResult(list).Tools
 	meta  mcp.Meta    // listResult(list).Meta
 	raw   []byte      // the result as the SDK encodes it, once the direct path has asked
@@ -102,7 +102,7 @@ func (lc *listCache) encoded(list []crux.Tool) ([]byte, error) {
 func (lc *listCache) update(list []crux.Tool) {
 	if lc.tools == nil || !sameTools(list, lc.list) {
 		res := listResult(list)
-		lc.list, lc.tools, lc.meta, lc.raw = list, res.Tools, res.Meta, nil
+		lc.list, lc.tools, lc.meta, lc.raw = slices.Clone(list), res.Tools, res.Meta, nil
 	}
 }
 
@@ -112,7 +112,7 @@ func sameTools(a, b []crux.Tool) bool {
 	return slices.EqualFunc(a, b, func(x, y crux.Tool) bool {
 		return x.Name == y.Name && x.Description == y.Description &&
 			bytes.Equal(x.InputSchema, y.InputSchema) && bytes.Equal(x.OutputSchema, y.OutputSchema) &&
-			x.Annotations == y.Annotations && sameValue(map[string]any(x.Meta), map[string]any(y.Meta))
+			x.Annotations == y.Annotations && sameValue(x.Meta, y.Meta)
 	})
 }
 

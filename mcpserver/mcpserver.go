@@ -303,7 +303,10 @@ type Options struct {
 type Backend interface {
 	// ListTools returns the tools c sees, as crux.Server.ListTools does.
 	// An error fails the tools/list request: an *crux.Error with its
-	// code, any other with -32603.
+	// code, any other with -32603. The list is the caller's: the backend
+	// must not modify it afterwards, since the server keeps the last one
+	// to compare the next with (see "Listing" in the package
+	// documentation).
 	ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error)
 	// CallTool runs one call, as crux.Server.CallTool does.
 	CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error)
