@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,6 +129,13 @@ type Server struct {
 	byName    map[string]int // index into catalogue
 	token     *rcx.Info      // the router's token; nil without a router
 
+	// listedOnce makes listed: the input schema ListTools serves for
+	// each tool of catalogue, annotated with the token when there is
+	// one. Neither the schema nor the token changes after creation, so
+	// it is made once rather than at every listing.
+	listedOnce sync.Once
+	listed     []json.RawMessage
+
 	closed atomic.Bool
 }
 
@@ -238,8 +246,9 @@ func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
 	names := s.env.Listed(ctx, c)
 	out := make([]Tool, 0, len(names))
 	for _, name := range names {
-		t := s.catalogue[s.byName[name]]
-		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
+		i := s.byName[name]
+		t := s.catalogue[i]
+		t.InputSchema = append(json.RawMessage(nil), s.listedSchema(i)...)
 		t.OutputSchema = s.set.OutputSchema(name)
 		meta := map[string]any{}
 		if up, ok := s.env.Surface.Upgrade(name); ok {
@@ -251,7 +260,6 @@ func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
 			meta["token_ref"] = ref
 			meta["receipt_class"] = s.token.ReceiptClass
 			meta["tier"] = s.token.Tier
-			t.InputSchema = annotateSchema(t.InputSchema, ref, s.token)
 		}
 		if len(meta) > 0 {
 			t.Meta = map[string]any{"crux": meta}
@@ -259,6 +267,23 @@ func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
 		out = append(out, t)
 	}
 	return out
+}
+
+// listedSchema is the input schema ListTools serves for the tool at index i
+// of the catalogue: its schema, with the token's x-crux-* keys when the
+// server has a router. The caller must not modify it.
+func (s *Server) listedSchema(i int) json.RawMessage {
+	s.listedOnce.Do(func() {
+		s.listed = make([]json.RawMessage, len(s.catalogue))
+		for j, t := range s.catalogue {
+			s.listed[j] = t.InputSchema
+			if s.token != nil {
+				ref := map[string]string{"token_id": s.token.TokenID, "token_hash": s.token.TokenHash}
+				s.listed[j] = annotateSchema(t.InputSchema, ref, s.token)
+			}
+		}
+	})
+	return s.listed[i]
 }
 
 // annotateSchema adds the token's x-crux-* keys to a tool's input schema.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/mcpserver"
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store/bolt"
 )
 
@@ -111,4 +114,75 @@ func BenchmarkStdioQueryFacts(b *testing.B) {
 	benchStdio(b, srv, func(i int) string {
 		return fmt.Sprintf(`{"name":"query_facts","arguments":{"query":"topic%04d"}}`, (i*7919)%(n/100))
 	})
+}
+
+// BenchmarkStdioToolsList: one client asking tools/list over the stdio
+// transport, as an agent does on every turn, with and without the
+// free-local capability token the crux command enforces (which filters
+// the list and annotates every tool).
+func BenchmarkStdioToolsList(b *testing.B) {
+	for _, enforce := range []bool{false, true} {
+		b.Run(fmt.Sprintf("router=%v", map[bool]string{false: "none", true: "free-local"}[enforce]), func(b *testing.B) {
+			srv := newListingServer(b, enforce)
+			s := newStdioSession(b, srv)
+			var lat latencies
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				var out []byte
+				req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{}}`, i+1)
+				lat.time(func() { out = s.roundTrip(b, req) })
+				if i == 0 && !json200(out) {
+					b.Fatalf("reply %s", out)
+				}
+				i++
+			}
+			lat.report(b)
+		})
+	}
+}
+
+// BenchmarkListTools: crux.Server.ListTools in process, the list the MCP
+// adapter starts from.
+func BenchmarkListTools(b *testing.B) {
+	for _, enforce := range []bool{false, true} {
+		b.Run(fmt.Sprintf("router=%v", map[bool]string{false: "none", true: "free-local"}[enforce]), func(b *testing.B) {
+			srv := newListingServer(b, enforce)
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(srv.ListTools(context.Background(), caller)) == 0 {
+					b.Fatal("no tools listed")
+				}
+			}
+		})
+	}
+}
+
+// newListingServer is a server over a fresh store, enforcing a free-local
+// token when enforce is set.
+func newListingServer(b *testing.B, enforce bool) *crux.Server {
+	b.Helper()
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	opts := &crux.Options{}
+	if enforce {
+		_, priv, _ := ed25519.GenerateKey(nil)
+		signer := receipts.NewEd25519Signer(priv)
+		tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Capabilities: crux.FreeLocalCapabilities(crux.DefaultFlags())})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if opts.Router, err = rcx.NewRouter(tok, signer.Public(), nil); err != nil {
+			b.Fatal(err)
+		}
+		opts.Signer = signer
+	}
+	srv, err := crux.NewServer(db, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv
 }

@@ -41,6 +41,12 @@ import (
 //     SDK validates such a request's _meta (clientInfo and
 //     clientCapabilities) and adds its serverInfo to the result's _meta.
 //
+// A tools/list takes the direct path when the session has been
+// initialized and its params are absent or an empty object: the SDK would
+// only pass it to the adapter's middleware. Its answer is the adapter's
+// cached listing (see listCache), encoded as the SDK's JSON-RPC layer
+// encodes a result.
+//
 // Every other request goes to the SDK, as does every other method. The
 // answer is the SDK's byte for byte (a test sends the same requests down
 // both paths): the response to a result the SDK cannot encode is the one
@@ -78,12 +84,24 @@ type toolCall struct {
 // The call must be run.
 func (f *framer) callDirect(id any, req *jsonrpc.Request) func() {
 	d := f.direct.Load()
-	if d == nil || req.Method != "tools/call" {
+	if d == nil || req.Method != "tools/call" && req.Method != "tools/list" {
 		return nil
 	}
 	p := d.session.InitializeParams()
 	if p == nil {
 		return nil
+	}
+	if req.Method == "tools/list" {
+		if !noParams(req.Params) {
+			return nil
+		}
+		ctx, cancel := context.WithCancel(d.ctx)
+		f.mu.Lock()
+		f.calls[id] = cancel
+		f.directed++
+		f.mu.Unlock()
+		f.wg.Add(1)
+		return func() { f.runList(ctx, cancel, d.a, id) }
 	}
 	c, ok := parseToolCall(req.Params)
 	if !ok {
@@ -114,6 +132,52 @@ func (f *framer) runDirect(ctx context.Context, cancel context.CancelFunc, a *ad
 	f.replied(id)
 	f.writeLine(line)
 	lb.put()
+}
+
+// runList answers one tools/list on the direct path: the caller's list as
+// of the request, from the adapter's cache (see listCache), or the error
+// the SDK would send.
+func (f *framer) runList(ctx context.Context, cancel context.CancelFunc, a *adapter, id any) {
+	defer f.wg.Done()
+	defer cancel()
+	lb := lineBufs.Get().(*lineBuf)
+	var line []byte
+	list, err := a.b.ListTools(ctx, a.caller)
+	if err == nil {
+		var raw []byte
+		if raw, err = a.lists.encoded(list); err == nil {
+			line = lb.rawResultLine(id, raw)
+		} else {
+			a.logger.Error("crux: tools/list result not encodable", "err", err)
+			line = lb.errorLine(id, crux.CodeInternalError, "tools/list: the result cannot be encoded: "+err.Error(), nil)
+		}
+	} else {
+		line = lb.response(a, id, "tools/list", nil, a.wireError("tools/list", err))
+	}
+	f.mu.Lock()
+	delete(f.calls, id)
+	f.mu.Unlock()
+	f.replied(id)
+	f.writeLine(line)
+	lb.put()
+}
+
+// noParams reports whether the params of a request are absent or an
+// empty object: a tools/list the direct path may take. A list with a
+// cursor or a _meta goes to the SDK, which reads them.
+func noParams(params json.RawMessage) bool {
+	if len(params) == 0 {
+		return true
+	}
+	if params[0] != '{' {
+		return false
+	}
+	empty := true
+	members(params, func(_, _ []byte) bool {
+		empty = false
+		return false
+	})
+	return empty
 }
 
 // cancelDirect cancels the direct call a notifications/cancelled names, if
@@ -395,6 +459,17 @@ func (lb *lineBuf) resultLine(id any, res *crux.Result) ([]byte, error) {
 	b = append(b, "}}\n"...)
 	lb.b = b
 	return b, nil
+}
+
+// rawResultLine is the line of the response to the call id whose result
+// is raw, JSON as the SDK's encoder writes it.
+func (lb *lineBuf) rawResultLine(id any, raw []byte) []byte {
+	b := appendHead(lb.b[:0], id)
+	b = append(b, `"result":`...)
+	b = append(b, raw...)
+	b = append(b, "}\n"...)
+	lb.b = b
+	return b
 }
 
 // errorLine is the line of a JSON-RPC error response, as the SDK's

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/mcpserver"
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
 )
 
 // Tokens of the HTTP tests.
@@ -521,4 +524,63 @@ func TestHTTPOther(t *testing.T) {
 		code, _, _ := rawPost(t, s.url, nil)
 		require.Equal(t, http.StatusUnauthorized, code, "the endpoint still asks for a token")
 	}
+}
+
+// TestHTTPListCachePerCaller: two callers of one handler, over one crux
+// server with a token and the dynamic surface, list in turn before and
+// after one of them declares an intent; each is answered with its own
+// list every time, as crux lists it for that caller, never with the list
+// the handler last answered the other.
+func TestHTTPListCachePerCaller(t *testing.T) {
+	_, priv, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	signer := receipts.NewEd25519Signer(priv)
+	flags := crux.DefaultFlags()
+	flags.ToolSurface = feature.SurfaceDynamic
+	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Capabilities: crux.FreeLocalCapabilities(flags)})
+	require.NoError(t, err)
+	router, err := rcx.NewRouter(tok, signer.Public(), nil)
+	require.NoError(t, err)
+	srv := newCruxWith(t, &crux.Options{Flags: &flags, Signer: signer, Router: router})
+	s := startHTTP(t, mcpserver.Local(srv), &mcpserver.HTTPOptions{Tokens: testTokens(t)})
+	ctx := context.Background()
+	alice := connectHTTP(t, s.url, aliceToken, "")
+	bob := connectHTTP(t, s.url, bobToken, "")
+	aliceC := crux.Caller{Agent: "alice", Authenticated: true}
+	bobC := crux.Caller{Agent: "bob", Tenant: "acme", Authenticated: true}
+
+	listed := func(cs *mcp.ClientSession) ([]string, any) {
+		res, err := cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		var out []string
+		for _, tl := range res.Tools {
+			out = append(out, tl.Name)
+		}
+		return out, res.Meta["crux"]
+	}
+	names := func(c crux.Caller) []string {
+		var out []string
+		for _, tl := range srv.ListTools(ctx, c) {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+	check := func(when string) {
+		for range 2 {
+			for _, p := range []struct {
+				cs *mcp.ClientSession
+				c  crux.Caller
+			}{{alice, aliceC}, {bob, bobC}, {alice, aliceC}} {
+				got, meta := listed(p.cs)
+				assert.Equal(t, names(p.c), got, "%s: %s", when, p.c.Agent)
+				assert.NotNil(t, meta, "%s: %s: the token in _meta.crux", when, p.c.Agent)
+			}
+		}
+	}
+	check("before an intent")
+	res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "cuecrux_session", Arguments: map[string]any{"intent": "document_ingest"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%+v", res.Content)
+	require.NotEqual(t, names(aliceC), names(bobC), "alice's intent shapes her list")
+	check("after alice's intent")
 }

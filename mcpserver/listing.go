@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,6 +46,101 @@ var (
 
 // compactOutputSchema is the outputSchema of every tool over MCP.
 var compactOutputSchema = json.RawMessage(`{"type":"object"}`)
+
+// A listCache holds the tools/list result an adapter last answered and the
+// crux list it was made of. Its caller's list is asked of the Backend at
+// every tools/list (a token's filtering and the dynamic tool surface
+// apply as they change); when it is the list of the last answer, tool for
+// tool, the answer is made again from the tools that answer held rather
+// than converted anew. The answer is a function of the list alone, so it
+// is what listResult would make, byte for byte; and since an adapter
+// serves one caller through one Backend, no caller is ever answered with
+// another's list.
+type listCache struct {
+	mu    sync.Mutex
+	list  []crux.Tool // a copy of the slice the Backend returned
+	tools []*mcp.Tool // listResult(list).Tools
+	meta  mcp.Meta    // listResult(list).Meta
+	raw   []byte      // the result as the SDK encodes it, once the direct path has asked
+}
+
+// result is the tools/list result for list, from the cache when list is
+// the list it holds.
+func (lc *listCache) result(list []crux.Tool) *mcp.ListToolsResult {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.update(list)
+	// A result of its own for every request: the SDK writes into a
+	// result's _meta (serverInfo, for the newest protocol versions) and
+	// its result type, so neither the result nor its _meta map is shared.
+	// The tools are only read.
+	return &mcp.ListToolsResult{Tools: slices.Clone(lc.tools), Meta: maps.Clone(lc.meta)}
+}
+
+// encoded is the tools/list result for list encoded as the SDK's JSON-RPC
+// layer encodes a result (encoding/json without HTML escaping), from the
+// cache when list is the list it holds. It is shared: the caller must not
+// modify it.
+func (lc *listCache) encoded(list []crux.Tool) ([]byte, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.update(list)
+	if lc.raw == nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&mcp.ListToolsResult{Tools: lc.tools, Meta: maps.Clone(lc.meta)}); err != nil {
+			return nil, err
+		}
+		lc.raw = bytes.TrimRight(buf.Bytes(), "\n")
+	}
+	return lc.raw, nil
+}
+
+// update makes the cache hold list, converting it unless it holds it
+// already. lc.mu must be held.
+func (lc *listCache) update(list []crux.Tool) {
+	if lc.tools == nil || !sameTools(list, lc.list) {
+		res := listResult(list)
+		lc.list, lc.tools, lc.meta, lc.raw = slices.Clone(list), res.Tools, res.Meta, nil
+	}
+}
+
+// sameTools reports whether a and b list the same tools alike, each field
+// equal.
+func sameTools(a, b []crux.Tool) bool {
+	return slices.EqualFunc(a, b, func(x, y crux.Tool) bool {
+		return x.Name == y.Name && x.Description == y.Description &&
+			bytes.Equal(x.InputSchema, y.InputSchema) && bytes.Equal(x.OutputSchema, y.OutputSchema) &&
+			x.Annotations == y.Annotations && sameValue(x.Meta, y.Meta)
+	})
+}
+
+// sameValue reports whether a and b are deeply equal, as reflect.DeepEqual
+// does, taking the maps and strings of a tool's _meta without reflection.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case map[string]string:
+		y, ok := b.(map[string]string)
+		return ok && (x == nil) == (y == nil) && maps.Equal(x, y)
+	}
+	return reflect.DeepEqual(a, b)
+}
 
 // listResult is the tools/list result for list: the tools in its order,
 // with what they all share stated once (see above).

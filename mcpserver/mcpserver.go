@@ -143,8 +143,23 @@
 // as JSON, to which the SDK sends no response and the transport a -32603
 // error. Such calls run concurrently, as the SDK's do; a
 // notifications/cancelled naming one cancels its context, and shutting
-// down waits for it as for any other call. Every other request goes to
-// the SDK.
+// down waits for it as for any other call.
+//
+// A tools/list without params (or with empty ones) on an initialized
+// session is answered the same way: the caller's list is asked of crux at
+// each request, and when it is the list of the session's last answer the
+// encoded answer is sent again (see "Listing" below). Every other request
+// goes to the SDK.
+//
+// # Listing
+//
+// A tools/list asks [Backend.ListTools] for the caller's list every time,
+// so a token's filtering and the dynamic surface apply as they change. The
+// conversion of that list to the answer (the token stated once, the
+// compact schemas) and, over stdio, its encoding are kept per server, for
+// its one caller, and made again whenever the list differs, tool for tool,
+// from the one they were made of: the answer is a function of the list,
+// so it is the same, byte for byte, as one made afresh.
 //
 // # Shutting down
 //
@@ -288,7 +303,10 @@ type Options struct {
 type Backend interface {
 	// ListTools returns the tools c sees, as crux.Server.ListTools does.
 	// An error fails the tools/list request: an *crux.Error with its
-	// code, any other with -32603.
+	// code, any other with -32603. The list is the caller's: the backend
+	// must not modify it afterwards, since the server keeps the last one
+	// to compare the next with (see "Listing" in the package
+	// documentation).
 	ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error)
 	// CallTool runs one call, as crux.Server.CallTool does.
 	CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error)
@@ -313,6 +331,7 @@ type adapter struct {
 	b      Backend
 	caller crux.Caller
 	logger *slog.Logger
+	lists  listCache // tools/list answers of caller
 }
 
 // New returns an MCP server that serves the tools of srv to caller:
@@ -602,7 +621,7 @@ func (a *adapter) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, a.wireError("tools/list", err)
 			}
-			return listResult(list), nil
+			return a.lists.result(list), nil
 		}
 		return next(ctx, method, req)
 	}

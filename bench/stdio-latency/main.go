@@ -3,7 +3,7 @@
 // previous one, and its latency runs from writing the request line to
 // reading the reply line.
 //
-//	stdio-latency [-prefill N] [-writes N] [-queries N [-fact-query TEXT]] [-doc-queries FILE [-tenant T]] -- COMMAND [ARG...]
+//	stdio-latency [-prefill N] [-writes N] [-queries N [-fact-query TEXT]] [-doc-queries FILE [-tenant T]] [-lists N] -- COMMAND [ARG...]
 //
 // It starts COMMAND (typically crux serve --data DIR) with pipes on its
 // standard input and output and does the MCP initialize handshake. Then,
@@ -23,7 +23,9 @@
 //     in the order of the file, and times each. FILE holds JSON lines with
 //     a "query" field, as bench/retrieval's cmd/queries writes them; the
 //     documents must have been ingested into tenant -tenant beforehand
-//     (crux ingest --tenant T).
+//     (crux ingest --tenant T);
+//   - -lists N sends N tools/list requests (without params) one at a
+//     time, as an agent does at every turn, and times each.
 //
 // The report is one line of key=value pairs on standard output: the
 // calls made and the p50 and p99 of each timed phase, in milliseconds,
@@ -58,9 +60,10 @@ func main() {
 	factQuery := flag.String("fact-query", "", "the `text` every -queries call asks (default: a topic word each)")
 	docQueries := flag.String("doc-queries", "", "JSONL `file` of document queries to time, one query call each")
 	tenant := flag.String("tenant", "bench", "the `tenant` whose documents -doc-queries asks")
+	lists := flag.Int("lists", 0, "tools/list requests to time, one at a time")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: stdio-latency [-prefill N] [-writes N] [-queries N] [-topics N] [-doc-queries FILE [-tenant T]] -- COMMAND [ARG...]")
+		fmt.Fprintln(os.Stderr, "usage: stdio-latency [-prefill N] [-writes N] [-queries N] [-topics N] [-doc-queries FILE [-tenant T]] [-lists N] -- COMMAND [ARG...]")
 		os.Exit(2)
 	}
 	var docs []string
@@ -78,7 +81,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "stdio-latency: -queries needs -prefill, -topics or -fact-query")
 		os.Exit(2)
 	}
-	line, err := run(flag.Args(), *prefill, *writes, *queries, *topics, *factQuery, *tenant, docs)
+	line, err := run(flag.Args(), *prefill, *writes, *queries, *topics, *factQuery, *tenant, docs, *lists)
 	if line != "" {
 		fmt.Println(line)
 	}
@@ -209,7 +212,7 @@ func docQueryParams(tenant, q string) string {
 	return `{"name":"query","arguments":` + string(args) + `}`
 }
 
-func run(argv []string, prefill, writes, queries, topics int, factQuery, tenant string, docs []string) (string, error) {
+func run(argv []string, prefill, writes, queries, topics int, factQuery, tenant string, docs []string, lists int) (string, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -280,11 +283,11 @@ func run(argv []string, prefill, writes, queries, topics int, factQuery, tenant 
 		}
 		report = append(report, fmt.Sprintf("prefill=%d prefill_s=%.1f", prefill, time.Since(t0).Seconds()))
 	}
-	timed := func(name string, n int, params func(i int) string) error {
+	timedMethod := func(method, name string, n int, params func(i int) string) error {
 		lat := make([]time.Duration, 0, n)
 		for i := range n {
 			t0 := time.Now()
-			ch, err := c.call(next(), "tools/call", params(i))
+			ch, err := c.call(next(), method, params(i))
 			if err != nil {
 				return err
 			}
@@ -304,6 +307,9 @@ func run(argv []string, prefill, writes, queries, topics int, factQuery, tenant 
 		report = append(report, fmt.Sprintf("%s=%d %s_p50_ms=%.3f %s_p99_ms=%.3f", name, n, name, q(0.5), name, q(0.99)))
 		return nil
 	}
+	timed := func(name string, n int, params func(i int) string) error {
+		return timedMethod("tools/call", name, n, params)
+	}
 	if writes > 0 {
 		base := prefill + 1_000_000 // new entities, not overwriting the prefill
 		if err := timed("writes", writes, func(i int) string { return storeParams(base+i, max(topics, 1)) }); err != nil {
@@ -322,6 +328,11 @@ func run(argv []string, prefill, writes, queries, topics int, factQuery, tenant 
 	}
 	if len(docs) > 0 {
 		if err := timed("docqueries", len(docs), func(i int) string { return docQueryParams(tenant, docs[i]) }); err != nil {
+			return strings.Join(report, " "), err
+		}
+	}
+	if lists > 0 {
+		if err := timedMethod("tools/list", "lists", lists, func(int) string { return "{}" }); err != nil {
 			return strings.Join(report, " "), err
 		}
 	}
