@@ -62,3 +62,9 @@ func (k kvOnly) Update(ctx context.Context, fn func(store.Tx) error) error {
 // ErrCommitUnknown is the error a write returns when its COMMIT was cut by
 // a lost connection.
 var ErrCommitUnknown = errCommitUnknown
+
+// CommitOutcome is db.commitOutcome: whether the commit that carried
+// token, on the connection of server process pid, took effect.
+func CommitOutcome(db *DB, pid uint32, token []byte) (bool, error) {
+	return db.commitOutcome(pid, token)
+}

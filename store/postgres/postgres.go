@@ -114,13 +114,15 @@
 // again, for up to [Options.ReconnectTimeout] (default 10 s): taking a
 // connection waits for the server; a transaction's first round trip (its
 // BEGIN and first reads, before its function has been handed anything) is
-// sent again; an Update cut before its COMMIT was sent runs again. Two
-// cases fail instead, with the error saying why: an Update whose
-// connection broke while its COMMIT was on its way (it may or may not
-// have committed, and running it again could store its writes twice), and
-// a View cut after its first round trip (its function has read from a
-// snapshot that is gone). An acknowledged write is committed: a restart
-// loses none.
+// sent again; an Update cut before its COMMIT was sent runs again; an
+// Update cut while its COMMIT was on its way learns whether it took
+// effect, from a random token every writing commit inserts into
+// crux_commits (migration 3; kept ten minutes): it succeeds if it did,
+// runs again if it did not. What fails, with an error saying why: a View
+// cut after its first round trip (its function has read from a snapshot
+// that is gone), and a COMMIT whose outcome stays unknown past the
+// timeout (running it again could store its writes twice). An
+// acknowledged write is committed: a restart loses none.
 //
 // # Purge and compaction
 //
@@ -215,12 +217,14 @@ type Options struct {
 
 // DB is a [store.Backend] on PostgreSQL. It is safe for concurrent use.
 type DB struct {
-	pool       *pgxpool.Pool
-	maxRetries int
-	reconnect  time.Duration // see Options.ReconnectTimeout
-	closed     atomic.Bool
-	trips      atomic.Uint64  // round trips of transactions, for tests
-	bg         sync.WaitGroup // rollbacks of finished Views
+	pool         *pgxpool.Pool
+	maxRetries   int
+	reconnect    time.Duration // see Options.ReconnectTimeout
+	commits      atomic.Uint64 // commits that wrote, for sweeping their tokens
+	commitTokens bool          // commits insert a token (migration 3 applied; see reconnect.go)
+	closed       atomic.Bool
+	trips        atomic.Uint64  // round trips of transactions, for tests
+	bg           sync.WaitGroup // rollbacks of finished Views
 
 	mu   sync.Mutex
 	cond sync.Cond // signalled on mu when a call of a batch has run
@@ -295,7 +299,7 @@ func open(ctx context.Context, dsn string, opts *Options, upTo int) (*DB, error)
 		pool.Close()
 		return nil, err
 	}
-	db := &DB{pool: pool, maxRetries: o.MaxRetries, reconnect: max(0, o.ReconnectTimeout)}
+	db := &DB{pool: pool, maxRetries: o.MaxRetries, reconnect: max(0, o.ReconnectTimeout), commitTokens: upTo == 0 || upTo >= 3}
 	db.cond.L = &db.mu
 	return db, nil
 }

@@ -61,7 +61,7 @@ func TestMigrationsOnce(t *testing.T) {
 	var n, distinct int
 	require.NoError(t, conn.QueryRow(context.Background(),
 		"SELECT count(*), count(DISTINCT version) FROM "+pgx.Identifier{schema, "crux_migrations"}.Sanitize()).Scan(&n, &distinct))
-	assert.Equal(t, 2, n, "two migrations")
+	assert.Equal(t, 3, n, "three migrations")
 	assert.Equal(t, n, distinct, "each recorded once")
 }
 

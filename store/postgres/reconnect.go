@@ -31,11 +31,20 @@ import (
 //     and it runs again from the start (Update's function may run more
 //     than once, as for a serialization failure).
 //
+//   - An Update whose connection is lost while its COMMIT was on its way:
+//     PostgreSQL may or may not have committed it. Every commit that
+//     writes inserts a random token of its own into crux_commits, with its
+//     writes; once the server process that ran it has ended (a restart
+//     ends them all), the token is in the table if and only if the
+//     transaction committed. The Update then succeeds if it did, and runs
+//     again if it did not.
+//
 // Not retried, and reported to the caller:
 //
-//   - A connection lost while the COMMIT was on its way: PostgreSQL may or
-//     may not have committed, and running the function again could store
-//     its writes twice. The error says so (errCommitUnknown).
+//   - A COMMIT whose outcome could not be learned within the timeout (the
+//     server still unreachable, or its old process still running): running
+//     the function again could store its writes twice, so the error says
+//     the writes may or may not have been committed (errCommitUnknown).
 //   - A View whose connection is lost after its first round trip: the
 //     function has read from a snapshot that is gone, and a View's
 //     function is not run twice.
@@ -52,6 +61,76 @@ type commitLost struct{ err error }
 
 func (e *commitLost) Error() string   { return errCommitUnknown.Error() + ": " + e.err.Error() }
 func (e *commitLost) Unwrap() []error { return []error{errCommitUnknown, e.err} }
+
+// notCommitted is the error of a commit cut by a lost connection that
+// did not take effect: the Update runs again.
+type notCommitted struct{ err error }
+
+func (e *notCommitted) Error() string {
+	return "store/postgres: the connection was lost during COMMIT, which did not take effect: " + e.err.Error()
+}
+func (e *notCommitted) Unwrap() error { return e.err }
+
+// commitOutcome learns whether the transaction whose COMMIT carried token,
+// sent on the connection served by server process pid, committed: once
+// that process has ended, the token is in crux_commits if and only if it
+// did. It waits for the process to end and for the server to answer, up
+// to the reconnect timeout.
+func (db *DB) commitOutcome(pid uint32, token []byte) (bool, error) {
+	ctx := context.Background()
+	deadline := time.Now().Add(db.reconnect)
+	for n := 1; ; n++ {
+		committed, ended, err := db.checkCommit(ctx, pid, token)
+		switch {
+		case err == nil && ended:
+			return committed, nil
+		case err != nil && !connLost(err):
+			return false, err
+		case db.closed.Load():
+			return false, errors.New("store/postgres: closed")
+		case time.Now().After(deadline):
+			if err == nil {
+				err = fmt.Errorf("server process %d still runs", pid)
+			}
+			return false, fmt.Errorf("after %v: %w", db.reconnect, err)
+		}
+		_ = sleepCtx(ctx, reconnectBackoff(n))
+	}
+}
+
+// checkCommit reports whether server process pid has ended and, if it
+// has, whether token is in crux_commits: two statements, so that the
+// second one's snapshot comes after the process ended.
+func (db *DB) checkCommit(ctx context.Context, pid uint32, token []byte) (committed, ended bool, err error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	defer conn.Release()
+	if err := conn.QueryRow(ctx, "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", int32(pid)).Scan(&ended); err != nil || !ended {
+		return false, false, err
+	}
+	err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM crux_commits WHERE token = $1)", token).Scan(&committed)
+	return committed, err == nil, err
+}
+
+// maybeSweepTokens deletes, after every 1024th commit of db, in the
+// background, the commit tokens older than ten minutes, or twice the
+// reconnect timeout if that is longer: a lost commit's token is read
+// within the reconnect timeout.
+func (db *DB) maybeSweepTokens() {
+	if db.commits.Add(1)%1024 != 0 || db.closed.Load() {
+		return
+	}
+	keep := max(10*time.Minute, 2*db.reconnect)
+	db.bg.Add(1)
+	go func() {
+		defer db.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = db.pool.Exec(ctx, "DELETE FROM crux_commits WHERE at < now() - make_interval(secs => $1)", keep.Seconds())
+	}()
+}
 
 // connLost reports whether err says that the server could not be reached
 // or the connection broke (rather than that a statement failed): a dial

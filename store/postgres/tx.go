@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -61,6 +62,7 @@ type tx struct {
 	undo    []undoRec // how to take back the writes since logging began
 	writes  int       // writes since logging began
 
+	token      []byte                 // the commit's token (see reconnect.go)
 	changes    []change               // change-log entries appended, written at commit (see changes.go)
 	changeMark int                    // len(changes) when logging began
 	heads      map[string][2]uint64   // tenant → change-log head and count read
@@ -476,7 +478,9 @@ const (
 	// primary key (a LATERAL subquery with a LIMIT is not flattened into a
 	// join; the IN form was planned as a hash join over a scan of the
 	// table) and deleted by its row address.
-	sqlDelete = `DELETE FROM kv WHERE ctid = ANY (ARRAY(SELECT s.ctid FROM unnest($1::text[], $2::bytea[]) AS r(b, k)
+	// The token of a commit (see reconnect.go).
+	sqlCommitToken = `INSERT INTO crux_commits (token) VALUES ($1)`
+	sqlDelete      = `DELETE FROM kv WHERE ctid = ANY (ARRAY(SELECT s.ctid FROM unnest($1::text[], $2::bytea[]) AS r(b, k)
 		CROSS JOIN LATERAL (SELECT ctid FROM kv WHERE bucket = r.b AND key = r.k LIMIT 1) s))`
 )
 
@@ -792,6 +796,7 @@ func (t *tx) commitBatch() *pgx.Batch {
 	if !t.begun {
 		b.Queue(t.begin)
 	}
+	before := b.Len()
 	ins, ups, del := rowWrites{sql: sqlInsert}, rowWrites{sql: sqlUpsert}, rowWrites{sql: sqlDelete}
 	dirty := false
 	for _, name := range names {
@@ -819,6 +824,12 @@ func (t *tx) commitBatch() *pgx.Batch {
 	}
 	if !dirty || !t.begun && b.Len() == 1 {
 		return nil // nothing written, or nothing read nor left to write
+	}
+	t.token = nil
+	if t.db.commitTokens && b.Len() > before { // statements that write: a token with them
+		t.token = make([]byte, 16)
+		_, _ = rand.Read(t.token) // crypto/rand: never fails
+		b.Queue(sqlCommitToken, t.token)
 	}
 	b.Queue("COMMIT")
 	return b
@@ -864,6 +875,7 @@ func (t *tx) commit() error {
 		return nil
 	}
 	t.db.trips.Add(1)
+	pid := t.conn.Conn().PgConn().PID()
 	br := t.conn.SendBatch(t.sctx, b)
 	var err error
 	for range b.Len() {
@@ -878,7 +890,22 @@ func (t *tx) commit() error {
 		t.begun = false // committed: nothing to roll back
 	}
 	if connLost(err) && !pgconn.SafeToRetry(err) {
-		return &commitLost{err} // sent, perhaps committed: not to run again
+		// Sent, perhaps committed: learn which (see reconnect.go).
+		if t.token == nil {
+			return &commitLost{err}
+		}
+		committed, oerr := t.db.commitOutcome(pid, t.token)
+		switch {
+		case oerr != nil:
+			return &commitLost{fmt.Errorf("%w (and its outcome could not be learned: %v)", err, oerr)}
+		case committed:
+			t.begun = false
+			return nil
+		}
+		return &notCommitted{err}
+	}
+	if err == nil {
+		t.db.maybeSweepTokens()
 	}
 	return err
 }

@@ -73,7 +73,7 @@ func TestAddSpanMatchesReference(t *testing.T) {
 // nothing when no write is left.
 func TestCommitStatementsByBase(t *testing.T) {
 	k := func(s string) []byte { return []byte(s) }
-	x := &tx{ctx: context.Background(), begun: true, writable: true}
+	x := &tx{db: &DB{commitTokens: true}, ctx: context.Background(), begun: true, writable: true}
 	// Read: a1 and a2 absent, p1 present, and the range [r, s) in full (r1 in it).
 	x.record(&fetch{bucket: "b", keys: [][]byte{k("a1"), k("a2"), k("p1")}}, []*entry{{key: k("p1"), val: k("v"), present: true}})
 	x.record(&fetch{bucket: "b", lo: k("r"), hi: k("s")}, []*entry{{key: k("r1"), val: k("v"), present: true}})
@@ -110,13 +110,13 @@ func TestCommitStatementsByBase(t *testing.T) {
 		}
 		got = append(got, line)
 	}
-	want := []string{"insert a1 a2 r2 ", "upsert u1 ", "delete p1 r1 u2 ", "COMMIT"}
+	want := []string{"insert a1 a2 r2 ", "upsert u1 ", "delete p1 r1 u2 ", sqlCommitToken, "COMMIT"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("statements %q, want %q", got, want)
 	}
 
 	// Only keys read as absent, deleted: nothing to send but the COMMIT.
-	x = &tx{ctx: context.Background(), begun: true, writable: true}
+	x = &tx{db: &DB{commitTokens: true}, ctx: context.Background(), begun: true, writable: true}
 	x.record(&fetch{bucket: "b", keys: [][]byte{k("a1")}}, nil)
 	if err := x.Delete("b", k("a1")); err != nil {
 		t.Fatal(err)
