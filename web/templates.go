@@ -1,9 +1,6 @@
 package web
 
-import (
-	"html/template"
-	"net/url"
-)
+import "html/template"
 
 // pageNames are the templates of the pages; each is parsed with the
 // layout.
@@ -12,10 +9,9 @@ var pageNames = []string{"error", "signin", "facts", "fact", "forget", "forgot",
 
 // parsePages parses every page over the layout.
 func parsePages() map[string]*template.Template {
-	funcs := template.FuncMap{"query": url.QueryEscape}
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
+		pages[name] = template.Must(template.New(name).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return pages
 }
