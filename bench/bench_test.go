@@ -77,28 +77,7 @@ func mustCall(b *testing.B, srv *crux.Server, name string, args []byte) *crux.Re
 func BenchmarkCallToolOverhead(b *testing.B) {
 	for _, enforce := range []bool{false, true} {
 		b.Run(fmt.Sprintf("router=%v", map[bool]string{false: "none", true: "free-local"}[enforce]), func(b *testing.B) {
-			db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { db.Close() })
-			opts := &crux.Options{}
-			if enforce {
-				_, priv, _ := ed25519.GenerateKey(nil)
-				signer := receipts.NewEd25519Signer(priv)
-				tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Capabilities: crux.FreeLocalCapabilities(crux.DefaultFlags())})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if opts.Router, err = rcx.NewRouter(tok, signer.Public(), nil); err != nil {
-					b.Fatal(err)
-				}
-				opts.Signer = signer
-			}
-			srv, err := crux.NewServer(db, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
+			srv := newTokenServer(b, enforce)
 			args := []byte(`{}`)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -106,6 +85,35 @@ func BenchmarkCallToolOverhead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// newTokenServer is a server over a fresh store (no fsync), enforcing a
+// free-local token, as the crux command does, when enforce is set.
+func newTokenServer(b *testing.B, enforce bool) *crux.Server {
+	b.Helper()
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	opts := &crux.Options{}
+	if enforce {
+		_, priv, _ := ed25519.GenerateKey(nil)
+		signer := receipts.NewEd25519Signer(priv)
+		tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Capabilities: crux.FreeLocalCapabilities(crux.DefaultFlags())})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if opts.Router, err = rcx.NewRouter(tok, signer.Public(), nil); err != nil {
+			b.Fatal(err)
+		}
+		opts.Signer = signer
+	}
+	srv, err := crux.NewServer(db, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv
 }
 
 func storeArgs(i int) []byte {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/mcpserver"
-	"github.com/crux-go/crux/rcx"
-	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store/bolt"
 )
 
@@ -123,7 +120,7 @@ func BenchmarkStdioQueryFacts(b *testing.B) {
 func BenchmarkStdioToolsList(b *testing.B) {
 	for _, enforce := range []bool{false, true} {
 		b.Run(fmt.Sprintf("router=%v", map[bool]string{false: "none", true: "free-local"}[enforce]), func(b *testing.B) {
-			srv := newListingServer(b, enforce)
+			srv := newTokenServer(b, enforce)
 			s := newStdioSession(b, srv)
 			var lat latencies
 			b.ReportAllocs()
@@ -147,7 +144,7 @@ func BenchmarkStdioToolsList(b *testing.B) {
 func BenchmarkListTools(b *testing.B) {
 	for _, enforce := range []bool{false, true} {
 		b.Run(fmt.Sprintf("router=%v", map[bool]string{false: "none", true: "free-local"}[enforce]), func(b *testing.B) {
-			srv := newListingServer(b, enforce)
+			srv := newTokenServer(b, enforce)
 			b.ReportAllocs()
 			for b.Loop() {
 				if len(srv.ListTools(context.Background(), caller)) == 0 {
@@ -156,33 +153,4 @@ func BenchmarkListTools(b *testing.B) {
 			}
 		})
 	}
-}
-
-// newListingServer is a server over a fresh store, enforcing a free-local
-// token when enforce is set.
-func newListingServer(b *testing.B, enforce bool) *crux.Server {
-	b.Helper()
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	opts := &crux.Options{}
-	if enforce {
-		_, priv, _ := ed25519.GenerateKey(nil)
-		signer := receipts.NewEd25519Signer(priv)
-		tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Capabilities: crux.FreeLocalCapabilities(crux.DefaultFlags())})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if opts.Router, err = rcx.NewRouter(tok, signer.Public(), nil); err != nil {
-			b.Fatal(err)
-		}
-		opts.Signer = signer
-	}
-	srv, err := crux.NewServer(db, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return srv
 }
