@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -98,22 +97,57 @@ type cruxQueryArgs struct {
 	TokenBudget int    `json:"token_budget"`
 }
 
-// Query implements System: the query tool's segments, mapped to their
-// passages in rank order, each passage once.
-func (x *Crux) Query(q string, k int) ([]string, error) {
+// queryArgs are the query tool's arguments for question q, whose k best
+// passages are asked for.
+func queryArgs(q string, k int) cruxQueryArgs {
 	limit := CruxLimit
 	if limit == 0 {
 		limit = k
 	}
-	args, err := json.Marshal(cruxQueryArgs{TenantID: cruxTenant, Query: q, Limit: limit, TokenBudget: 100000})
+	return cruxQueryArgs{TenantID: cruxTenant, Query: q, Limit: limit, TokenBudget: 100000}
+}
+
+// The -32602 refusals the benchmark counts as a query that finds nothing,
+// by what their messages say: a query of stop words alone (query), one
+// without a word of two letters or digits (query_facts).
+const (
+	queryRefused = "only common words"
+	factsRefused = "needs a word"
+)
+
+// distinct returns the ids of rows (id gives a row's), in order, each
+// once, at most k of them.
+func distinct[R any](rows []R, id func(R) string, k int) []string {
+	ids := make([]string, 0, k)
+	seen := make(map[string]bool, k)
+	for _, r := range rows {
+		if len(ids) == k {
+			break
+		}
+		if s := id(r); !seen[s] {
+			seen[s] = true
+			ids = append(ids, s)
+		}
+	}
+	return ids
+}
+
+// refusedAs reports whether err is a -32602 of the tools whose message says
+// why.
+func refusedAs(err error, why string) bool {
+	var e *crux.Error
+	return errors.As(err, &e) && e.Code == crux.CodeInvalidParams && strings.Contains(e.Message, why)
+}
+
+// Query implements System: the query tool's segments, mapped to their
+// passages in rank order, each passage once.
+func (x *Crux) Query(q string, k int) ([]string, error) {
+	args, err := json.Marshal(queryArgs(q, k))
 	if err != nil {
 		return nil, err
 	}
 	res, err := x.srv.CallTool(context.Background(), x.caller, "query", args)
-	var e *crux.Error
-	if errors.As(err, &e) && e.Code == crux.CodeInvalidParams && strings.Contains(e.Message, "only common words") {
-		// A query of stop words alone is refused; for the benchmark that
-		// is a query that finds nothing.
+	if refusedAs(err, queryRefused) {
 		return nil, nil
 	}
 	if err != nil {
@@ -125,18 +159,7 @@ func (x *Crux) Query(q string, k int) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crux query: %w", err)
 	}
-	ids := make([]string, 0, k)
-	seen := make(map[string]bool, k)
-	for _, r := range out.Results {
-		if len(ids) == k {
-			break
-		}
-		if !seen[r.DocID] {
-			seen[r.DocID] = true
-			ids = append(ids, r.DocID)
-		}
-	}
-	return ids, nil
+	return distinct(out.Results, func(r tools.QueryRow) string { return r.DocID }, k), nil
 }
 
 // UsedOnDisk implements UsedSizer: the bbolt file's pages up to its
@@ -154,13 +177,7 @@ func (x *Crux) UsedOnDisk() (int64, error) {
 }
 
 // SizeOnDisk implements System: the size of the bbolt file.
-func (x *Crux) SizeOnDisk() (int64, error) {
-	fi, err := os.Stat(x.path)
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
-}
+func (x *Crux) SizeOnDisk() (int64, error) { return fileSize(x.path) }
 
 // Close implements System.
 func (x *Crux) Close() error {

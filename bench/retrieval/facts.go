@@ -7,9 +7,7 @@ package retrieval
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -163,10 +161,7 @@ func (x *CruxFacts) Query(q string, k int) ([]string, error) {
 		return nil, err
 	}
 	res, err := x.srv.CallTool(context.Background(), x.caller, "query_facts", args)
-	var e *crux.Error
-	if errors.As(err, &e) && e.Code == crux.CodeInvalidParams && strings.Contains(e.Message, "needs a word") {
-		// A query without a word of two letters or digits is refused;
-		// for the benchmark that is a query that finds nothing.
+	if refusedAs(err, factsRefused) {
 		return nil, nil
 	}
 	if err != nil {
@@ -176,28 +171,11 @@ func (x *CruxFacts) Query(q string, k int) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("query_facts: %w", err)
 	}
-	ids := make([]string, 0, k)
-	seen := make(map[string]bool, k)
-	for _, r := range out.Rows {
-		if len(ids) == k {
-			break
-		}
-		if !seen[r.Key] {
-			seen[r.Key] = true
-			ids = append(ids, r.Key)
-		}
-	}
-	return ids, nil
+	return distinct(out.Rows, func(r tools.FactRow) string { return r.Key }, k), nil
 }
 
 // SizeOnDisk implements System: the size of the bbolt file.
-func (x *CruxFacts) SizeOnDisk() (int64, error) {
-	fi, err := os.Stat(x.path)
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
-}
+func (x *CruxFacts) SizeOnDisk() (int64, error) { return fileSize(x.path) }
 
 // Close implements System.
 func (x *CruxFacts) Close() error {

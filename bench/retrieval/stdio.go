@@ -181,30 +181,15 @@ func (x *cruxStdio) Ingest(docs []Doc) error {
 }
 
 func (x *cruxStdio) Query(q string, k int) ([]string, error) {
-	limit := CruxLimit
-	if limit == 0 {
-		limit = k
-	}
 	var out tools.QueryOutput
-	err := x.serve.call("query", cruxQueryArgs{TenantID: cruxTenant, Query: q, Limit: limit, TokenBudget: 100000}, &out)
-	if invalidParams(err, "only common words") {
-		return nil, nil // as crux
+	err := x.serve.call("query", queryArgs(q, k), &out)
+	if invalidParams(err, queryRefused) {
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, k)
-	seen := make(map[string]bool, k)
-	for _, r := range out.Results {
-		if len(ids) == k {
-			break
-		}
-		if !seen[r.DocID] {
-			seen[r.DocID] = true
-			ids = append(ids, r.DocID)
-		}
-	}
-	return ids, nil
+	return distinct(out.Results, func(r tools.QueryRow) string { return r.DocID }, k), nil
 }
 
 func (x *cruxStdio) SizeOnDisk() (int64, error) { return fileSize(filepath.Join(x.dir, "crux.db")) }
@@ -247,24 +232,13 @@ func (x *cruxFactsStdio) IngestFacts(facts []Fact) error {
 func (x *cruxFactsStdio) Query(q string, k int) ([]string, error) {
 	var out tools.QueryFactsOutput
 	err := x.serve.call("query_facts", queryFactsArgs{Query: q, TopK: k}, &out)
-	if invalidParams(err, "needs a word") {
-		return nil, nil // as crux-facts
+	if invalidParams(err, factsRefused) {
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, k)
-	seen := make(map[string]bool, k)
-	for _, r := range out.Rows {
-		if len(ids) == k {
-			break
-		}
-		if !seen[r.Key] {
-			seen[r.Key] = true
-			ids = append(ids, r.Key)
-		}
-	}
-	return ids, nil
+	return distinct(out.Rows, func(r tools.FactRow) string { return r.Key }, k), nil
 }
 
 func (x *cruxFactsStdio) SizeOnDisk() (int64, error) {
