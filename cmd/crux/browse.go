@@ -190,25 +190,8 @@ func (a *app) facts(s *setup, f factsFlags) error {
 	return nil
 }
 
-// listedForget is one forget of crux forgets list.
-type listedForget struct {
-	ForgetReceiptID      string            `json:"forget_receipt_id"`
-	TenantID             string            `json:"tenant_id"`
-	PassportID           string            `json:"passport_id"` // who forgot
-	InitiatedAt          string            `json:"initiated_at"`
-	Scope                store.ForgetScope `json:"scope"`
-	Reason               string            `json:"reason,omitempty"`
-	FactCount            int               `json:"fact_count"`
-	State                string            `json:"state"` // forgotten, restored or purged
-	RecoveryWindowEndsAt string            `json:"recovery_window_ends_at"`
-	RestoredAt           string            `json:"restored_at,omitempty"`
-	RestoreReceiptID     string            `json:"restore_receipt_id,omitempty"`
-	PurgedAt             string            `json:"purged_at,omitempty"`
-	PurgeReceiptID       string            `json:"purge_receipt_id,omitempty"`
-}
-
-// stateText is the STATE column of a forget at now.
-func (f listedForget) stateText(now time.Time) string {
+// forgetStateText is the STATE column of forget f at now.
+func forgetStateText(f web.ForgetRow, now time.Time) string {
 	switch f.State {
 	case store.ForgetForgotten:
 		end, err := time.Parse(time.RFC3339Nano, f.RecoveryWindowEndsAt)
@@ -229,24 +212,13 @@ type (
 		Tenant string `json:"tenant"`
 		Limit  int    `json:"limit"`
 	}
-	forgetsAnswer struct {
-		Forgets   []listedForget `json:"forgets"`
-		Truncated bool           `json:"truncated,omitempty"`
-	}
+	forgetsAnswer = web.ForgetList
 )
 
 // forgets lists the forgets of a tenant, newest first: the forget
 // receipts of its chain, each with the record of its forget.
 func (h *host) forgets(ctx context.Context, req forgetsReq) (any, error) {
-	list, err := web.NewStoreLedger(h.db, nil, nil).Forgets(ctx, req.Tenant, min(max(req.Limit, 1), maxForgets))
-	if err != nil {
-		return nil, err
-	}
-	out := forgetsAnswer{Forgets: make([]listedForget, len(list.Forgets)), Truncated: list.Truncated}
-	for i, f := range list.Forgets {
-		out.Forgets[i] = listedForget(f)
-	}
-	return out, nil
+	return web.NewStoreLedger(h.db, nil, nil).Forgets(ctx, req.Tenant, min(max(req.Limit, 1), maxForgets))
 }
 
 // newForgetsCmd returns crux forgets list: a tenant's forgets, newest
@@ -302,7 +274,7 @@ func (a *app) listForgets(s *setup, cf *chainFlags, limit int) error {
 		fmt.Fprintln(tw, "FORGET\tINITIATED\tSCOPE\tFACTS\tSTATE")
 		for _, f := range ans.Forgets {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", f.ForgetReceiptID, shortTime(f.InitiatedAt), cell(f.Scope.String()),
-				f.FactCount, f.stateText(now))
+				f.FactCount, forgetStateText(f, now))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

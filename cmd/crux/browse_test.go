@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/web"
 )
 
 // storeFacts stores facts through crux call as agent, each {entity, key,
@@ -130,7 +131,7 @@ func TestForgetsListCommand(t *testing.T) {
 
 	r = runCrux(t, nil, "", "forgets", "list", "--data", dir, "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var list []listedForget
+	var list []web.ForgetRow
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&list), r.stdout)
