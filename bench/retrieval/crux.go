@@ -132,11 +132,14 @@ func distinct[R any](rows []R, id func(R) string, k int) []string {
 	return ids
 }
 
-// refusedAs reports whether err is a -32602 of the tools whose message says
-// why.
+// refusedAs reports whether err is a -32602 whose message says why: a
+// tool's error in process, or a JSON-RPC error answer over stdio.
 func refusedAs(err error, why string) bool {
-	var e *crux.Error
-	return errors.As(err, &e) && e.Code == crux.CodeInvalidParams && strings.Contains(e.Message, why)
+	if e := (*crux.Error)(nil); errors.As(err, &e) {
+		return e.Code == crux.CodeInvalidParams && strings.Contains(e.Message, why)
+	}
+	var e *rpcError
+	return errors.As(err, &e) && e.code == crux.CodeInvalidParams && strings.Contains(e.message, why)
 }
 
 // Query implements System: the query tool's segments, mapped to their

@@ -8,7 +8,6 @@ package retrieval
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -149,12 +148,6 @@ func (c *serveClient) close() error {
 	return c.cmd.Wait()
 }
 
-// invalidParams reports whether err is a -32602 whose message says why.
-func invalidParams(err error, why string) bool {
-	var e *rpcError
-	return errors.As(err, &e) && e.code == -32602 && strings.Contains(e.message, why)
-}
-
 // cruxStdio ingests the documents in process (as crux ingest does) into
 // DIR/crux.db, then asks crux serve --data DIR.
 type cruxStdio struct {
@@ -183,7 +176,7 @@ func (x *cruxStdio) Ingest(docs []Doc) error {
 func (x *cruxStdio) Query(q string, k int) ([]string, error) {
 	var out tools.QueryOutput
 	err := x.serve.call("query", queryArgs(q, k), &out)
-	if invalidParams(err, queryRefused) {
+	if refusedAs(err, queryRefused) {
 		return nil, nil
 	}
 	if err != nil {
@@ -232,7 +225,7 @@ func (x *cruxFactsStdio) IngestFacts(facts []Fact) error {
 func (x *cruxFactsStdio) Query(q string, k int) ([]string, error) {
 	var out tools.QueryFactsOutput
 	err := x.serve.call("query_facts", queryFactsArgs{Query: q, TopK: k}, &out)
-	if invalidParams(err, factsRefused) {
+	if refusedAs(err, factsRefused) {
 		return nil, nil
 	}
 	if err != nil {
