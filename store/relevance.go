@@ -7,8 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"math/bits"
-	"sort"
 	"strings"
 	"sync"
 
@@ -41,7 +39,7 @@ import (
 // from the postings alone, with avgdl the mean dl of the best of them by
 // their postings (stored confidence times the summed idf of the terms
 // they hold: at least rerankMin or twice the limit, FactQuery.Rerank when
-// set; see weighedDL), and facts are read in order of relevance times
+// set; see hits.lengthMean), and facts are read in order of relevance times
 // stored confidence, which
 // bounds their score (effective confidence never exceeds stored, but for
 // a pinned fact, which ranks at it). Once the result holds the limit and
@@ -58,7 +56,7 @@ import (
 const prefixWeight = 0.5
 
 // rerankMin is the least number of candidates whose mean length is a
-// keyword query's avgdl (see weighedDL).
+// keyword query's avgdl (see hits.lengthMean).
 const rerankMin = 100
 
 // activeScanMax bounds the entries of facts.active a keyword query reads
@@ -207,13 +205,11 @@ func newCandidate(id string, rank []byte, w float64, tf, dl uint32) candidate {
 // idf too low for the facts it alone names to rank high.
 const commonMax = 8192
 
-// termCandidates returns, for each of terms, the facts whose words hold it
-// (exactly, or as the start of a longer word), sorted by fact id, each
-// once with its term frequency, at most about 2·commonMax of them, and
-// the terms' statistics without idf. With collect false, it only counts.
-func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]candidate, []termStat, error) {
-	lists := make([][]candidate, len(terms))
-	runs := make([][]int, len(terms)) // where each run of lists[i] sorted by id starts
+// termCandidates gathers into h (when not nil) the facts whose words hold
+// each of terms (exactly, or as the start of a longer word), at most about
+// 2·commonMax a term, and returns the terms' statistics without idf. With
+// h nil, it only counts.
+func termCandidates(tx Tx, tenant string, terms []string, h *hits) ([]termStat, error) {
 	stats := make([]termStat, len(terms))
 	for _, t := range terms {
 		prefetchScan(tx, bucketWords, wordPrefix(tenant, t), true)
@@ -221,31 +217,30 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 	}
 	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
 	prefetchFactCount(tx, tenant)
-	scratch, newest := getCandidates(blockMax), getCandidates(blockMax)
-	defer func() { putCandidates(scratch); putCandidates(newest) }()
+	if h != nil {
+		h.reset(len(terms))
+	}
+	scratch := getCandidates(blockMax)
+	defer func() { putCandidates(scratch) }()
 	for i, t := range terms {
 		stats[i].term = t
-		// decode adds the postings of v, of weight w, to lists[i] (or
-		// only counts them) and returns how many.
+		// decode adds the postings of the block v, of a word of weight w,
+		// to h (or only counts them) and returns how many.
 		decode := func(v []byte, w float64) int {
-			if !collect {
-				scratch = appendCandidates(scratch[:0], v, w)
-				return len(scratch)
+			scratch = appendCandidates(scratch[:0], v, w)
+			if h != nil {
+				for j := range scratch {
+					h.add(i, &scratch[j])
+				}
 			}
-			at := len(lists[i])
-			lists[i] = appendCandidates(lists[i], v, w)
-			return len(lists[i]) - at
+			return len(scratch)
 		}
 		// The exact word's blocks, newest first, up to commonMax
 		// postings; cut is the key of the oldest block decoded when older
 		// ones are left, which are counted below.
 		var cut []byte
-		var ends []int // where each block decoded ends in newest, newest first
-		newest = newest[:0]
 		err := tx.Scan(bucketWords, wordPrefix(tenant, t), true, func(k, v []byte) error {
-			newest = appendCandidates(newest, v, 1)
-			stats[i].df = len(newest)
-			ends = append(ends, len(newest))
+			stats[i].df += decode(v, 1)
 			if stats[i].df >= commonMax {
 				cut = bytes.Clone(k)
 				return ErrStop
@@ -253,18 +248,13 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 			return nil
 		})
 		if err != nil && err != ErrStop {
-			return nil, nil, err
-		}
-		if collect {
-			lists[i] = inOrder(getCandidates(len(newest)+blockMax), newest, ends)
-			runs[i] = append(runs[i], 0)
+			return nil, err
 		}
 		// Then the exact word's older blocks, counted, and the longer
 		// words' blocks: k is tenant, NUL, word, NUL, last id, and the
 		// word is t exactly when a NUL follows the prefix, the exact
 		// word's blocks coming first.
 		prefix := indexKey(tenant, t)
-		var last []byte
 		longer := 0 // postings of longer words decoded
 		err = tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
 			if len(k) > len(prefix) && k[len(prefix)] == 0 {
@@ -272,12 +262,6 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 					stats[i].df += blockPostings(k, v)
 				}
 				return nil
-			}
-			if j := bytes.IndexByte(k[len(prefix):], 0); j >= 0 && !bytes.Equal(k[:len(prefix)+j], last) {
-				last = append(last[:0], k[:len(prefix)+j]...)
-				if collect {
-					runs[i] = append(runs[i], len(lists[i])) // a word's postings are sorted by id
-				}
 			}
 			if longer >= commonMax {
 				stats[i].dfPre += blockPostings(k, v)
@@ -289,7 +273,7 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	// The postings not yet moved to the keyword index (see indexLive).
@@ -297,7 +281,6 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 	for _, t := range terms {
 		starts.Add(t)
 	}
-	fresh := make([]bool, len(terms))
 	best := make([]float64, len(terms))
 	tfs := make([]float64, len(terms))
 	err := tx.Scan(bucketFresh, indexKey(tenant, ""), false, func(k, v []byte) error {
@@ -329,6 +312,8 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 				tfs[i] += x * float64(tf)
 			}
 		}
+		var c candidate // made for the first term the fact holds
+		made := false
 		for i, b := range best {
 			switch {
 			case b == 0:
@@ -338,24 +323,20 @@ func termCandidates(tx Tx, tenant string, terms []string, collect bool) ([][]can
 			default:
 				stats[i].dfPre++
 			}
-			if collect {
-				if !fresh[i] {
-					fresh[i], runs[i] = true, append(runs[i], len(lists[i]))
+			if h != nil {
+				if !made {
+					c, made = newCandidate(string(k[len(tenant)+1:]), v[:16], 1, 1, uint32(dl)), true
 				}
-				c := newCandidate(string(k[len(tenant)+1:]), v[:16], 1, 1, uint32(dl))
 				c.w, c.best, c.uncounted = tfs[i], float32(b), dl == 0
-				lists[i] = append(lists[i], c)
+				h.add(i, &c)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for i := range lists {
-		lists[i] = mergeRuns(lists[i], runs[i], sumWeights)
-	}
-	return lists, stats, nil
+	return stats, nil
 }
 
 // wordWeight is what a word's stem w counts towards term t: 1 when it is
@@ -370,70 +351,100 @@ func wordWeight[W string | []byte](w W, t string) float64 {
 	return prefixWeight
 }
 
-// mergeRuns merges the runs of list, each sorted by fact id and holding a
-// fact once, starting at starts (ascending; the first is 0), into one
-// sorted list holding each fact once, with the weights of its candidates
-// combined by combine.
-func mergeRuns(list []candidate, starts []int, combine func(a, b float64) float64) []candidate {
-	bounds := append(starts, len(list))
-	var buf []candidate
-	defer func() { putCandidates(buf) }()
-	for len(bounds) > 2 {
-		if buf == nil {
-			buf = getCandidates(len(list))
-		}
-		buf = buf[:0]
-		var next []int
-		for j := 0; j+1 < len(bounds); j += 2 {
-			next = append(next, len(buf))
-			if j+2 < len(bounds) {
-				buf = mergeTwo(buf, list[bounds[j]:bounds[j+1]], list[bounds[j+1]:bounds[j+2]], combine)
-			} else {
-				buf = append(buf, list[bounds[j]:bounds[j+1]]...)
+// hits are the facts the postings of a keyword query's terms name: each
+// fact once, and for each term each fact holding it once.
+type hits struct {
+	// facts are the facts named, in the order first named; w is their
+	// weight (see lengthMean), then their relevance (see score).
+	facts []candidate
+	terms [][]termHit // by term: the facts holding it
+	std   map[[16]byte]int32
+	other map[string]int32 // facts of non-standard ids
+	// last is, by fact, 1 + the last term that named it, and at where in
+	// that term's hits the fact is.
+	last, at []int32
+}
+
+// termHit is a fact that holds a term: what its postings for the term
+// give, combined (see add).
+type termHit struct {
+	fact      int32 // in hits.facts
+	dl        uint32
+	tf        float64
+	best      float32
+	uncounted bool
+}
+
+// hitsPool recycles hits, whose maps and slices would otherwise be most of
+// what a keyword query allocates (a megabyte for a question of a dozen
+// words over long facts) and so most of the garbage collector's work.
+var hitsPool = sync.Pool{New: func() any {
+	return &hits{std: make(map[[16]byte]int32)}
+}}
+
+// maxPooledHits is the most facts of a hits kept for reuse.
+const maxPooledHits = 1 << 16
+
+// getHits takes an empty hits from hitsPool.
+func getHits() *hits { return hitsPool.Get().(*hits) }
+
+// put gives h back to hitsPool, unless it has grown past maxPooledHits;
+// nothing may point into it any more.
+func (h *hits) put() {
+	if cap(h.facts) <= maxPooledHits {
+		hitsPool.Put(h)
+	}
+}
+
+// reset empties h for a query of n terms.
+func (h *hits) reset(n int) {
+	h.facts, h.last, h.at = h.facts[:0], h.last[:0], h.at[:0]
+	clear(h.std)
+	clear(h.other)
+	if cap(h.terms) < n {
+		h.terms = append(h.terms[:cap(h.terms)], make([][]termHit, n-cap(h.terms))...)
+	}
+	h.terms = h.terms[:n]
+	for i := range h.terms {
+		h.terms[i] = h.terms[i][:0]
+	}
+}
+
+// add records that c, a candidate of a posting, holds term i: a fact
+// named again for the same term sums its term frequencies and keeps the
+// larger dl and weight of its words.
+func (h *hits) add(i int, c *candidate) {
+	var f int32
+	var ok bool
+	if c.id == "" {
+		f, ok = h.std[c.raw]
+	} else {
+		f, ok = h.other[c.id]
+	}
+	if !ok {
+		f = int32(len(h.facts))
+		if c.id == "" {
+			h.std[c.raw] = f
+		} else {
+			if h.other == nil {
+				h.other = make(map[string]int32)
 			}
+			h.other[c.id] = f
 		}
-		list, buf, bounds = buf, list, append(next, len(buf))
+		h.facts = append(h.facts, *c)
+		h.last, h.at = append(h.last, 0), append(h.at, 0)
+	} else if c.uncounted {
+		h.facts[f].uncounted = true
 	}
-	return list
-}
-
-// sumWeights combines the weights of a fact's candidates: within a term,
-// the term frequencies its words give; across terms, their relevance.
-func sumWeights(a, b float64) float64 { return a + b }
-
-// mergeTwo appends to dst the candidates of a and b, each sorted by fact
-// id, in that order, a fact in both once with their weights combined.
-func mergeTwo(dst, a, b []candidate, combine func(a, b float64) float64) []candidate {
-	for len(a) > 0 && len(b) > 0 {
-		switch c := cmpCandidates(&a[0], &b[0]); {
-		case c < 0:
-			dst, a = append(dst, a[0]), a[1:]
-		case c > 0:
-			dst, b = append(dst, b[0]), b[1:]
-		default:
-			x := a[0]
-			x.w = combine(x.w, b[0].w)
-			x.dl = max(x.dl, b[0].dl)
-			x.best = max(x.best, b[0].best)
-			x.uncounted = x.uncounted || b[0].uncounted
-			dst, a, b = append(dst, x), a[1:], b[1:]
-		}
+	if h.last[f] == int32(i+1) {
+		t := &h.terms[i][h.at[f]]
+		t.tf += c.w
+		t.dl, t.best = max(t.dl, c.dl), max(t.best, c.best)
+		t.uncounted = t.uncounted || c.uncounted
+		return
 	}
-	return append(append(dst, a...), b...)
-}
-
-// inOrder appends to dst the postings of read, blocks of one word read
-// newest first, each ending where ends says, in the order of their ids:
-// the blocks of a word cover disjoint ranges of ids.
-func inOrder(dst, read []candidate, ends []int) []candidate {
-	for j := len(ends) - 1; j >= 0; j-- {
-		from := 0
-		if j > 0 {
-			from = ends[j-1]
-		}
-		dst = append(dst, read[from:ends[j]]...)
-	}
-	return dst
+	h.last[f], h.at[f] = int32(i+1), int32(len(h.terms[i]))
+	h.terms[i] = append(h.terms[i], termHit{fact: f, dl: c.dl, tf: c.w, best: c.best, uncounted: c.uncounted})
 }
 
 // blockPostings is the number of postings a block of the keyword index
@@ -488,23 +499,22 @@ func setIDF(stats []termStat, n int) {
 
 // termStats returns the statistics, idf included, of terms in tenant.
 func termStats(tx Tx, tenant string, terms []string) ([]termStat, error) {
-	_, stats, err := termCandidatesIDF(tx, tenant, terms, false)
-	return stats, err
+	return termCandidatesIDF(tx, tenant, terms, nil)
 }
 
 // termCandidatesIDF is termCandidates with each term's idf set from the
 // tenant's fact count.
-func termCandidatesIDF(tx Tx, tenant string, terms []string, collect bool) ([][]candidate, []termStat, error) {
-	lists, stats, err := termCandidates(tx, tenant, terms, collect)
+func termCandidatesIDF(tx Tx, tenant string, terms []string, h *hits) ([]termStat, error) {
+	stats, err := termCandidates(tx, tenant, terms, h)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	n, err := factCount(tx, tenant)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	setIDF(stats, n)
-	return lists, stats, nil
+	return stats, nil
 }
 
 // searchTerms runs a keyword query without entity or key filter: the
@@ -512,11 +522,12 @@ func termCandidatesIDF(tx Tx, tenant string, terms []string, collect bool) ([][]
 // the candidates are read best bound first until no later one can enter
 // the result (see above).
 func searchTerms(tx Tx, q FactQuery) (FactResult, error) {
-	all, err := scoreCandidates(tx, q.Tenant, q.Terms, q.lengthSample())
+	hs, err := scoreCandidates(tx, q.Tenant, q.Terms, q.lengthSample())
 	if err != nil {
 		return FactResult{}, err
 	}
-	defer putCandidates(all) // h and batch point into it; the result does not
+	defer hs.put() // h and batch point into it; the result does not
+	all := hs.facts
 	h := make(boundHeap, len(all))
 	for i := range all {
 		h[i] = bound{ub: all[i].w * all[i].conf(), c: &all[i]}
@@ -586,66 +597,32 @@ func (q *FactQuery) lengthSample() int {
 }
 
 // scoreCandidates returns the facts that the postings of terms name in
-// tenant, sorted by fact id, each once with its relevance to them as w,
-// avgdl the mean dl of the sample best by their postings (see weighedDL).
-func scoreCandidates(tx Tx, tenant string, terms []string, sample int) ([]candidate, error) {
-	lists, stats, err := termCandidatesIDF(tx, tenant, terms, true)
+// tenant, each once with its relevance to them as w (see hits.score); the
+// caller puts them back.
+func scoreCandidates(tx Tx, tenant string, terms []string, sample int) (*hits, error) {
+	h := getHits()
+	stats, err := termCandidatesIDF(tx, tenant, terms, h)
+	if err == nil {
+		err = countUncounted(tx, h, stats)
+	}
 	if err != nil {
+		h.put()
 		return nil, err
 	}
-	if err := countUncounted(tx, lists, stats); err != nil {
-		return nil, err
-	}
-	all, avg := weighedDL(lists, stats, sample)
-	for i := range all {
-		all[i].w = 0
-	}
-	// Each term's candidates are among all, in the same order: found by
-	// walking all, or by a binary search when they are few.
-	for i, l := range lists {
-		search := len(l)*bits.Len(uint(len(all))) < len(all)
-		j := 0
-		for _, c := range l {
-			if search {
-				j += sort.Search(len(all)-j, func(x int) bool { return cmpCandidates(&all[j+x], &c) >= 0 })
-			} else {
-				for cmpCandidates(&all[j], &c) < 0 {
-					j++
-				}
-			}
-			if c.w > 0 {
-				all[j].w += bm25(stats[i].idf, c.w, int(c.dl), avg)
-			}
-		}
-		putCandidates(l)
-	}
-	return all, nil
+	h.score(stats, h.lengthMean(stats, sample))
+	return h, nil
 }
 
-// countUncounted gives the candidates of lists whose postings carry no
-// counts (written before format 10) their term frequency and dl, read from
-// their facts as scoreFacts would count them. A fact that cannot be read
-// keeps what its postings gave; it leaves the result when it is read
-// again.
-func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
-	type count struct {
-		tf []float64
-		dl int
-	}
+// countUncounted gives the facts of h whose postings carry no counts
+// (written before format 10) their term frequencies and dl, read from the
+// facts as scoreFacts would count them. A fact that cannot be read keeps
+// what its postings gave; it leaves the result when it is read again.
+func countUncounted(tx Tx, h *hits, stats []termStat) error {
 	var ids []string
-	var counts map[string]*count
-	for _, l := range lists {
-		for j := range l {
-			if !l[j].uncounted {
-				continue
-			}
-			if counts == nil {
-				counts = make(map[string]*count)
-			}
-			if id := l[j].factID(); counts[id] == nil {
-				ids = append(ids, id)
-				counts[id] = &count{}
-			}
+	var counted map[int32]int // fact → its counts in tfs and dls
+	for f := range h.facts {
+		if h.facts[f].uncounted {
+			ids = append(ids, h.facts[f].factID())
 		}
 	}
 	if len(ids) == 0 {
@@ -659,83 +636,113 @@ func countUncounted(tx Tx, lists [][]candidate, stats []termStat) error {
 		prefetch(tx, bucketFacts, keys)
 	}
 	m := newMatcher(stats)
-	for _, id := range ids {
-		f, err := GetFact(tx, id)
+	var tfs [][]float64
+	var dls []int
+	for f := range h.facts {
+		if !h.facts[f].uncounted {
+			continue
+		}
+		fact, err := GetFact(tx, h.facts[f].factID())
 		var ce *CorruptRecordError
 		if errors.Is(err, ErrNotFound) || errors.As(err, &ce) {
-			delete(counts, id) // searchTerms meets it again, and skips it
-			continue
+			continue // searchTerms meets it again, and skips it
 		}
 		if err != nil {
 			return err
 		}
-		counts[id].tf, counts[id].dl = m.termFrequencies(f)
+		if counted == nil {
+			counted = make(map[int32]int)
+		}
+		counted[int32(f)] = len(tfs)
+		tf, dl := m.termFrequencies(fact)
+		tfs, dls = append(tfs, tf), append(dls, dl)
 	}
-	for i, l := range lists {
-		for j := range l {
-			if !l[j].uncounted {
+	for i, ts := range h.terms {
+		for j := range ts {
+			t := &ts[j]
+			if !t.uncounted {
 				continue
 			}
-			if c := counts[l[j].factID()]; c != nil {
-				l[j].w, l[j].dl, l[j].uncounted = c.tf[i], uint32(min(c.dl, tfMax)), false
+			if c, ok := counted[t.fact]; ok {
+				t.tf, t.dl, t.uncounted = tfs[c][i], uint32(min(dls[c], tfMax)), false
 			}
 		}
 	}
 	return nil
 }
 
-// weighedDL returns the facts that lists name, sorted by id, each once,
-// and the mean number of words of the n of them (all when n is 0) that
-// their postings weigh best: by their stored confidence times the sum of
-// the idf of the terms they hold, a longer word counting prefixWeight;
-// ties go to the newer fact, then to the smaller id. The facts of unknown
-// length count for none; the mean is 1 when no fact is of known length.
-func weighedDL(lists [][]candidate, stats []termStat, n int) ([]candidate, float64) {
-	total := 0
-	for _, l := range lists {
-		total += len(l)
+// lengthMean returns the mean number of words of the n facts of h (all
+// when n is 0) that their postings weigh best: by their stored confidence
+// times the sum of the idf of the terms they hold, a longer word counting
+// prefixWeight; ties go to the newer fact, then to the smaller id. The
+// facts of unknown length count for none; the mean is 1 when no fact is
+// of known length. It leaves each fact's weight in its w, and its dl the
+// largest its postings give.
+func (h *hits) lengthMean(stats []termStat, n int) float64 {
+	fs := h.facts
+	for f := range fs {
+		fs[f].w, fs[f].dl = 0, 0
 	}
-	all := getCandidates(total)
-	starts := make([]int, 0, len(lists))
-	for i, l := range lists {
-		starts = append(starts, len(all))
-		for _, c := range l {
-			c.w = stats[i].idf * float64(c.best)
-			all = append(all, c)
+	for i, ts := range h.terms {
+		for _, t := range ts {
+			x := &fs[t.fact]
+			x.w += stats[i].idf * float64(t.best)
+			x.dl = max(x.dl, t.dl)
 		}
 	}
-	all = mergeRuns(all, starts, sumWeights)
-	for i := range all {
-		all[i].w *= all[i].conf()
-	}
-	best := all
-	if n > 0 && n < len(all) {
-		// The n best, kept in a heap whose root is the worst of them.
-		h := make(worstFirst, n)
-		copy(h, all[:n])
-		heap.Init(&h)
-		for i := n; i < len(all); i++ {
-			if weighsMore(&all[i], &h[0]) {
-				h[0] = all[i]
-				heap.Fix(&h, 0)
-			}
-		}
-		best = h
+	for f := range fs {
+		fs[f].w *= fs[f].conf()
 	}
 	count, sum := 0, 0.0
-	for _, c := range best {
+	add := func(c *candidate) {
 		if c.dl > 0 {
 			count++
 			sum += float64(c.dl)
 		}
 	}
-	if count == 0 {
-		return all, 1
+	if n > 0 && n < len(fs) {
+		// The n best, kept in a heap whose root is the worst of them.
+		w := worstFirst{fs: fs, at: make([]int32, n)}
+		for f := range w.at {
+			w.at[f] = int32(f)
+		}
+		heap.Init(&w)
+		for f := n; f < len(fs); f++ {
+			if weighsMore(&fs[f], &fs[w.at[0]]) {
+				w.at[0] = int32(f)
+				heap.Fix(&w, 0)
+			}
+		}
+		for _, f := range w.at {
+			add(&fs[f])
+		}
+	} else {
+		for f := range fs {
+			add(&fs[f])
+		}
 	}
-	return all, sum / float64(count)
+	if count == 0 {
+		return 1
+	}
+	return sum / float64(count)
 }
 
-// weighsMore reports whether a comes before b by weight (see weighedDL).
+// score sets each fact's w to its relevance: the BM25 weights of the terms
+// it holds, for facts of mean length avg.
+func (h *hits) score(stats []termStat, avg float64) {
+	for f := range h.facts {
+		h.facts[f].w = 0
+	}
+	for i, ts := range h.terms {
+		for _, t := range ts {
+			if t.tf > 0 {
+				h.facts[t.fact].w += bm25(stats[i].idf, t.tf, int(t.dl), avg)
+			}
+		}
+	}
+}
+
+// weighsMore reports whether a comes before b by weight (see lengthMean).
 func weighsMore(a, b *candidate) bool {
 	if a.w != b.w {
 		return a.w > b.w
@@ -746,18 +753,21 @@ func weighsMore(a, b *candidate) bool {
 	return cmpCandidates(a, b) < 0
 }
 
-// worstFirst is a heap of candidates whose root weighs least.
-type worstFirst []candidate
+// worstFirst is a heap of facts (at, indexes in fs) whose root weighs
+// least.
+type worstFirst struct {
+	fs []candidate
+	at []int32
+}
 
-func (h worstFirst) Len() int           { return len(h) }
-func (h worstFirst) Less(i, j int) bool { return weighsMore(&h[j], &h[i]) }
-func (h worstFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *worstFirst) Push(x any)        { *h = append(*h, x.(candidate)) }
+func (h *worstFirst) Len() int           { return len(h.at) }
+func (h *worstFirst) Less(i, j int) bool { return weighsMore(&h.fs[h.at[j]], &h.fs[h.at[i]]) }
+func (h *worstFirst) Swap(i, j int)      { h.at[i], h.at[j] = h.at[j], h.at[i] }
+func (h *worstFirst) Push(x any)         { h.at = append(h.at, x.(int32)) }
 func (h *worstFirst) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return c
+	x := h.at[len(h.at)-1]
+	h.at = h.at[:len(h.at)-1]
+	return x
 }
 
 // prefetchCandidates announces the reads of the facts of cs (see
