@@ -60,7 +60,8 @@ func startServe(bin, dir string) (*serveClient, error) {
 		return nil, err
 	}
 	c := &serveClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
-	if _, err := c.request("initialize", json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"retrieval","version":"0"}}`)); err != nil {
+	var init json.RawMessage
+	if err := c.request("initialize", json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"retrieval","version":"0"}}`), &init); err != nil {
 		c.close()
 		return nil, fmt.Errorf("crux serve: initialize: %w", err)
 	}
@@ -71,39 +72,41 @@ func startServe(bin, dir string) (*serveClient, error) {
 	return c, nil
 }
 
-// request sends one JSON-RPC request and returns its result.
-func (c *serveClient) request(method string, params any) (json.RawMessage, error) {
+// request sends one JSON-RPC request and decodes its result into result,
+// a pointer, in one pass over the answer's line, as a client decoding
+// responses into its own types does.
+func (c *serveClient) request(method string, params, result any) error {
 	c.id++
 	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := c.in.Write(append(line, '\n')); err != nil {
-		return nil, err
+		return err
 	}
 	for {
 		b, err := c.out.ReadBytes('\n')
 		if err != nil {
-			return nil, fmt.Errorf("reading the answer: %w", err)
+			return fmt.Errorf("reading the answer: %w", err)
 		}
-		var r struct {
-			ID     *int            `json:"id"`
-			Result json.RawMessage `json:"result"`
+		r := struct {
+			ID     *int `json:"id"`
+			Result any  `json:"result"` // decoded into the value result points to
 			Error  *struct {
 				Code    int    `json:"code"`
 				Message string `json:"message"`
 			} `json:"error"`
-		}
+		}{Result: result}
 		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("answer %q: %w", b, err)
+			return fmt.Errorf("answer %q: %w", b, err)
 		}
 		if r.ID == nil || *r.ID != c.id {
-			continue // a notification
+			continue // a notification: it has no result
 		}
 		if r.Error != nil {
-			return nil, &rpcError{code: r.Error.Code, message: r.Error.Message}
+			return &rpcError{code: r.Error.Code, message: r.Error.Message}
 		}
-		return r.Result, nil
+		return nil
 	}
 }
 
@@ -118,28 +121,29 @@ func (e *rpcError) Error() string { return fmt.Sprintf("%d %s", e.code, e.messag
 // call calls tool name with args and decodes its structured output into
 // out; an isError result is an error.
 func (c *serveClient) call(name string, args, out any) error {
-	res, err := c.request("tools/call", map[string]any{"name": name, "arguments": args})
-	if err != nil {
-		return err
-	}
-	var r struct {
-		IsError bool `json:"isError"`
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-		Structured json.RawMessage `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
+	r := struct {
+		IsError bool            `json:"isError"`
+		Content json.RawMessage `json:"content"` // read only for an error
+		// Structured is decoded into the value out points to.
+		Structured any `json:"structuredContent"`
+	}{Structured: out}
+	if err := c.request("tools/call", map[string]any{"name": name, "arguments": args}, &r); err != nil {
 		return err
 	}
 	if r.IsError {
+		var content []struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(r.Content, &content); err != nil {
+			return err
+		}
 		var msg []string
-		for _, c := range r.Content {
+		for _, c := range content {
 			msg = append(msg, c.Text)
 		}
 		return fmt.Errorf("%s: %s", name, strings.Join(msg, " "))
 	}
-	return json.Unmarshal(r.Structured, out)
+	return nil
 }
 
 // close ends the process.

@@ -1,6 +1,8 @@
 package retrieval
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -100,5 +102,64 @@ func TestCruxFacts(t *testing.T) {
 	}
 	if got, err := x.Query("? !", 10); err != nil || len(got) != 0 {
 		t.Errorf("no words: %v %v", got, err)
+	}
+}
+
+// The stdio systems rank as the in-process ones do: the same tools, asked
+// of a crux serve process built from this checkout.
+func TestStdioSystems(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the crux command")
+	}
+	bin := filepath.Join(t.TempDir(), "crux")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/crux")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	RegisterStdio(bin)
+	docs := small(t)[:300]
+	qs := GenerateQueries(docs, QueryOptions{N: 40, Seed: 3})
+	// answers asks name the queries, then refused: refused, it finds
+	// nothing.
+	answers := func(name, refused string) [][]string {
+		t.Helper()
+		fs, err := PickFactories(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys, err := fs[0].New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sys.Close()
+		if err := sys.Ingest(docs); err != nil {
+			t.Fatal(err)
+		}
+		var out [][]string
+		for _, q := range append(qs, Query{Query: refused}) {
+			got, err := sys.Query(q.Query, 10)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, q.Query, err)
+			}
+			out = append(out, got)
+		}
+		return out
+	}
+	for _, x := range []struct{ in, stdio, refused string }{
+		{"crux", "crux-stdio", "the and of"},
+		{"crux-facts", "crux-facts-stdio", "?? !!"},
+	} {
+		want, got := answers(x.in, x.refused), answers(x.stdio, x.refused)
+		found := 0
+		for i := range qs {
+			if strings.Join(got[i], " ") != strings.Join(want[i], " ") {
+				t.Errorf("%s: %q: %v, in process %v", x.stdio, qs[i].Query, got[i], want[i])
+			}
+			found += len(got[i])
+		}
+		if found == 0 || len(got[len(qs)]) != 0 {
+			t.Errorf("%s: %d answers in all, %v for %q", x.stdio, found, got[len(qs)], x.refused)
+		}
 	}
 }
