@@ -447,7 +447,9 @@ func (lb *lineBuf) resultLine(id any, res *crux.Result) ([]byte, error) {
 		b = append(b, '}')
 	}
 	b = append(b, ']')
-	if res.StructuredContent != nil {
+	if js, ok := res.StructuredJSON(); ok {
+		b = append(append(b, `,"structuredContent":`...), js...)
+	} else if res.StructuredContent != nil {
 		b = append(b, `,"structuredContent":`...)
 		if b, err = codec.AppendMarshal(b, res.StructuredContent); err != nil {
 			return nil, err

@@ -267,6 +267,22 @@ type Result struct {
 	StructuredContent any            `json:"structuredContent,omitempty"`
 	IsError           bool           `json:"isError,omitempty"`
 	Meta              map[string]any `json:"_meta,omitempty"`
+	// structuredText is StructuredContent as JSON, when a result whose
+	// text says it was made (see jsonResult).
+	structuredText string
+}
+
+// StructuredJSON returns the result's StructuredContent as JSON, as
+// encoding/json writes it, when its one text item is that JSON, as every
+// tool answering with its output type makes it: a transport can then
+// send the text's bytes as structuredContent instead of encoding the
+// output a second time. It reports false for any other result, one whose
+// content was changed since among them.
+func (r *Result) StructuredJSON() (string, bool) {
+	if r.structuredText == "" || len(r.Content) != 1 || r.Content[0].Text != r.structuredText {
+		return "", false
+	}
+	return r.structuredText, true
 }
 
 // Annotations are the MCP behaviour hints of a tool. Every tool sets all
@@ -597,14 +613,15 @@ func jsonResult(v any) (*Result, error) {
 	if a, ok := v.(jsonAppender); ok {
 		if b, ok := a.appendJSON(make([]byte, 0, 4096)); ok && len(b) > 0 {
 			// b is not written again: the text shares its bytes.
-			return &Result{Content: []Content{{Type: "text", Text: unsafe.String(&b[0], len(b))}}, StructuredContent: v}, nil
+			text := unsafe.String(&b[0], len(b))
+			return &Result{Content: []Content{{Type: "text", Text: text}}, StructuredContent: v, structuredText: text}, nil
 		}
 	}
 	text, err := codec.MarshalString(v)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Content: []Content{{Type: "text", Text: text}}, StructuredContent: v}, nil
+	return &Result{Content: []Content{{Type: "text", Text: text}}, StructuredContent: v, structuredText: text}, nil
 }
 
 // jsonAppender is an answer that writes its own JSON text, as
