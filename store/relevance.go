@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"strings"
 	"sync"
 
@@ -358,7 +359,10 @@ type hits struct {
 	// weight (see lengthMean), then their relevance (see score).
 	facts []candidate
 	terms [][]termHit // by term: the facts holding it
-	std   map[[16]byte]int32
+	// slots is a hash table of the facts of standard ids (see find): 0
+	// for an empty slot, else 1 + the fact's index; its length a power of
+	// two at least twice the number of facts.
+	slots []int32
 	other map[string]int32 // facts of non-standard ids
 	// last is, by fact, 1 + the last term that named it, and at where in
 	// that term's hits the fact is.
@@ -378,9 +382,7 @@ type termHit struct {
 // hitsPool recycles hits, whose maps and slices would otherwise be most of
 // what a keyword query allocates (a megabyte for a question of a dozen
 // words over long facts) and so most of the garbage collector's work.
-var hitsPool = sync.Pool{New: func() any {
-	return &hits{std: make(map[[16]byte]int32)}
-}}
+var hitsPool = sync.Pool{New: func() any { return new(hits) }}
 
 // maxPooledHits is the most facts of a hits kept for reuse.
 const maxPooledHits = 1 << 16
@@ -399,7 +401,10 @@ func (h *hits) put() {
 // reset empties h for a query of n terms.
 func (h *hits) reset(n int) {
 	h.facts, h.last, h.at = h.facts[:0], h.last[:0], h.at[:0]
-	clear(h.std)
+	if h.slots == nil {
+		h.slots = make([]int32, 1024)
+	}
+	clear(h.slots)
 	clear(h.other)
 	if cap(h.terms) < n {
 		h.terms = append(h.terms[:cap(h.terms)], make([][]termHit, n-cap(h.terms))...)
@@ -416,15 +421,17 @@ func (h *hits) reset(n int) {
 func (h *hits) add(i int, c *candidate) {
 	var f int32
 	var ok bool
+	var slot *int32
 	if c.id == "" {
-		f, ok = h.std[c.raw]
+		slot = h.find(&c.raw)
+		f, ok = *slot-1, *slot != 0
 	} else {
 		f, ok = h.other[c.id]
 	}
 	if !ok {
 		f = int32(len(h.facts))
 		if c.id == "" {
-			h.std[c.raw] = f
+			*slot = f + 1
 		} else {
 			if h.other == nil {
 				h.other = make(map[string]int32)
@@ -433,6 +440,9 @@ func (h *hits) add(i int, c *candidate) {
 		}
 		h.facts = append(h.facts, *c)
 		h.last, h.at = append(h.last, 0), append(h.at, 0)
+		if 2*len(h.facts) > len(h.slots) {
+			h.grow()
+		}
 	} else if c.uncounted {
 		h.facts[f].uncounted = true
 	}
@@ -669,6 +679,31 @@ func countUncounted(tx Tx, h *hits, stats []termStat) error {
 		}
 	}
 	return nil
+}
+
+// find returns the slot of the fact of the standard id raw: the one
+// holding it, or else the empty one where it goes. (Ids made in the same
+// millisecond differ by one, so their bytes are mixed, by Fibonacci
+// hashing, before they place the fact.)
+func (h *hits) find(raw *[16]byte) *int32 {
+	mask := uint64(len(h.slots) - 1)
+	x := binary.LittleEndian.Uint64(raw[:8]) ^ binary.LittleEndian.Uint64(raw[8:])
+	for i := (x * 0x9e3779b97f4a7c15) >> (64 - bits.Len64(mask)); ; i = (i + 1) & mask {
+		s := &h.slots[i]
+		if *s == 0 || h.facts[*s-1].raw == *raw {
+			return s
+		}
+	}
+}
+
+// grow doubles the slots of h and places its facts again.
+func (h *hits) grow() {
+	h.slots = make([]int32, 2*len(h.slots))
+	for f := range h.facts {
+		if h.facts[f].id == "" {
+			*h.find(&h.facts[f].raw) = int32(f) + 1
+		}
+	}
 }
 
 // lengthMean returns the mean number of words of the n facts of h (all
