@@ -25,7 +25,6 @@ import (
 // scriptedBackend answers each tool name with a fixed outcome, covering
 // every kind the adapter maps. Its results are built anew for every call.
 type scriptedBackend struct {
-	mu      sync.Mutex
 	started chan string // the name of each call that starts, if not nil
 }
 

@@ -84,6 +84,7 @@ func TestInitializeReportsImplementation(t *testing.T) {
 	assert.Equal(t, "test", res.ServerInfo.Version)
 	require.NotNil(t, res.Capabilities.Tools)
 	assert.False(t, res.Capabilities.Tools.ListChanged)
+	//lint:ignore SA1019 crux must not offer the deprecated logging capability; this checks it does not
 	assert.Nil(t, res.Capabilities.Logging)
 }
 

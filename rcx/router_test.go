@@ -377,15 +377,6 @@ func TestNewRouter(t *testing.T) {
 	assert.Equal(t, ReasonTokenInvalid, d.ReasonCode)
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 func TestDecisionJSON(t *testing.T) {
 	s := newSigner(1)
 	r, tok := freeRouter(t, s, fixtureIssued+10, FreeLocalOptions{Capabilities: testCaps})

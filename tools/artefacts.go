@@ -85,9 +85,6 @@ func newArtefactInfo(a *store.Artefact) ArtefactInfo {
 // base64Tokens is the token cost of n base64 characters.
 func base64Tokens(n int) int { return (n + 3) / 4 }
 
-// artefactsOffHelp is the sentence every artefact description ends with.
-const artefactsOffHelp = " Needs " + feature.EnvArtefacts + " on; off, it does nothing and says feature_enabled false."
-
 // artefactsOffOutput is the output contract of an artefact tool's answer
 // while its flag is off.
 const artefactsOffOutput = "; flag off: {feature_enabled: false, feature_flag, tool, note}"

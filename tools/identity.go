@@ -88,11 +88,6 @@ var deviceCapabilities = []string{"facts:read", "facts:write", "sessions:read", 
 // names nothing.
 var defaultDeviceCapabilities = []string{"facts:read"}
 
-// identityOffHelp is the sentence every identity-continuity description
-// ends with.
-const identityOffHelp = " Needs an operator passport (trusted or above) and " + feature.EnvIdentityContinuity +
-	"=1 (else -32601)."
-
 // identityGate answers -32601 while identity continuity is off.
 func identityGate(name string) func(env *Env) (*Result, error) {
 	return func(env *Env) (*Result, error) {

@@ -40,8 +40,6 @@ import (
 const (
 	// memoryViewTopK is memory_view's default number of facts.
 	memoryViewTopK = 20
-	// memoryViewMaxTopK is the largest top_k memory_view accepts.
-	memoryViewMaxTopK = 500
 	// memoryViewTokenBudget is memory_view's default token budget.
 	memoryViewTokenBudget = 2000
 )

@@ -294,7 +294,7 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 			continue
 		}
 		t := &tx{ctx: c.ctx, btx: btx, w: w}
-		err, panicked, pv := r.run(c, t)
+		panicked, pv, err := r.run(c, t)
 		if panicked && t.writes == 0 {
 			c.finishPanic(pv)
 			continue
@@ -396,7 +396,7 @@ func (r *runner) attempt(calls []*call, more bool) (retry []*call, failed *call)
 
 // run calls c.fn, recovering a panic unless inline. A runtime.Goexit cannot
 // be stopped: run records it for cleanup and lets the goroutine end.
-func (r *runner) run(c *call, t *tx) (err error, panicked bool, pv any) {
+func (r *runner) run(c *call, t *tx) (panicked bool, pv any, err error) {
 	normal := false
 	defer func() {
 		t.end()
@@ -416,7 +416,7 @@ func (r *runner) run(c *call, t *tx) (err error, panicked bool, pv any) {
 		err = t.ctxErr
 	}
 	normal = true
-	return err, false, nil
+	return false, nil, err
 }
 
 // noteCommit records how long the last commit took, for DB.more.

@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	cmd, key, err := demo.ParseCommand("gpt-5-mini", "OPENAI_API_KEY")
+	cmd, key, err := demo.ParseCommand("gpt-5.4-mini", "OPENAI_API_KEY")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestLoop(t *testing.T) {
 	script := fakellm.NewScript(t, fakellm.Schemas(specs))
 	api := fakellm.OpenAI(t, script, "test-key")
 
-	model, err := openai.New(openai.WithBaseURL(api.URL+"/v1"), openai.WithToken("test-key"), openai.WithModel("gpt-5-mini"))
+	model, err := openai.New(openai.WithBaseURL(api.URL+"/v1"), openai.WithToken("test-key"), openai.WithModel("gpt-5.4-mini"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	cmd, key, err := demo.ParseCommand(openai.ChatModelGPT5Mini, "OPENAI_API_KEY")
+	cmd, key, err := demo.ParseCommand(openai.ChatModelGPT5_4Mini, "OPENAI_API_KEY")
 	if err != nil {
 		log.Fatal(err)
 	}

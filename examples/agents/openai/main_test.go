@@ -32,7 +32,7 @@ func TestLoop(t *testing.T) {
 
 	agent := &Agent{
 		Client: openai.NewClient(option.WithBaseURL(api.URL+"/v1"), option.WithAPIKey("test-key"), option.WithMaxRetries(0)),
-		Model:  openai.ChatModelGPT5Mini,
+		Model:  openai.ChatModelGPT5_4Mini,
 		Memory: srv, Caller: caller, Tools: specs,
 	}
 	answer, err := agent.Run(ctx, fakellm.Prompt)
