@@ -315,7 +315,7 @@ func annotateSchema(schema json.RawMessage, ref map[string]string, token *rcx.In
 // Result with IsError set and a nil error.
 func (s *Server) CallTool(ctx context.Context, c Caller, name string, args json.RawMessage) (*Result, error) {
 	if s.closed.Load() {
-		return nil, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+		return nil, tools.WrapError(CodeInternalError, "server is closed", ErrServerClosed)
 	}
 	return s.set.Call(ctx, s.env, c, name, args)
 }

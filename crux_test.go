@@ -182,6 +182,7 @@ func TestClosedServer(t *testing.T) {
 	require.NoError(t, srv.Close())
 	_, err := srv.CallTool(context.Background(), anon, "list_entities", nil)
 	assert.ErrorIs(t, err, crux.ErrServerClosed)
+	assert.EqualError(t, err, "crux: server is closed (-32603)", "said once")
 }
 
 func TestForgetClosedServer(t *testing.T) {

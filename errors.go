@@ -6,11 +6,16 @@ import "github.com/crux-go/crux/tools"
 // the codes below, a message, and optional structured data. CallTool and
 // the MCP transports return it unchanged. A bad argument is a
 // CodeInvalidParams error whose message reads "<tool>: <argument>: <reason>"
-// and whose Data is a *tools.ParamError {param, reason}.
+// and whose Data is a *ParamError {param, reason}.
 //
 // An Error wrapping an internal failure unwraps to it, so errors.Is works
-// (for example with context.Canceled).
+// (for example with context.Canceled); a bad argument's Error unwraps to
+// its *ParamError, so errors.As finds it.
 type Error = tools.Error
+
+// ParamError is the argument a CodeInvalidParams [Error] rejects, and why:
+// its Data, and what it unwraps to.
+type ParamError = tools.ParamError
 
 // The JSON-RPC error codes crux returns.
 const (

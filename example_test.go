@@ -60,9 +60,14 @@ func Example() {
 	// A bad argument is a protocol error that names it.
 	_, err = srv.CallTool(ctx, planner, "query_facts", json.RawMessage(`{"top_k":"ten"}`))
 	fmt.Println(err)
+	var bad *crux.ParamError
+	if errors.As(err, &bad) {
+		fmt.Printf("param %s: %s\n", bad.Param, bad.Reason)
+	}
 	// Output:
 	// project:crux language = Go
 	// crux: query_facts: top_k: must be an integer (-32602)
+	// param top_k: must be an integer
 }
 
 // Enforcing a capability token, as the crux command does: a key kept in the

@@ -118,16 +118,30 @@ func WrapError(code int, message string, cause error) *Error {
 
 func (e *Error) Error() string { return fmt.Sprintf("crux: %s (%d)", e.Message, e.Code) }
 
-// Unwrap returns the internal failure behind the error, if any.
-func (e *Error) Unwrap() error { return e.cause }
+// Unwrap returns the internal failure behind the error, if any, else the
+// *ParamError of a rejected argument (its Data), so that errors.As finds
+// either.
+func (e *Error) Unwrap() error {
+	if e.cause != nil {
+		return e.cause
+	}
+	if pe, ok := e.Data.(*ParamError); ok {
+		return pe
+	}
+	return nil
+}
 
-// ParamError describes a rejected argument, as the data of a -32602 error.
+// ParamError describes a rejected argument, as the data of a -32602 error;
+// errors.As finds it in the error CallTool returns.
 type ParamError struct {
 	Param  string `json:"param"`
 	Reason string `json:"reason"`
 	// ErrorCode is a machine-readable refinement, such as RESERVED_ENTITY_PREFIX.
 	ErrorCode string `json:"error_code,omitempty"`
 }
+
+// Error is "<param>: <reason>".
+func (p *ParamError) Error() string { return p.Param + ": " + p.Reason }
 
 // invalidParams returns the -32602 error for an argument of tool:
 // "<tool>: <param>: <reason>", with data {param, reason}.
