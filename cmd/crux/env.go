@@ -341,17 +341,13 @@ func (ss *session) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, e
 	}); local {
 		return list, err
 	}
-	var wire []struct {
-		crux.Tool
-		Meta map[string]json.RawMessage `json:"_meta,omitempty"`
-	}
-	if err := ss.do(ctx, opList, listReq{Env: ss.env, Caller: toWire(c)}, &wire); err != nil {
+	// Each tool's _meta is decoded as the owner's in-process list holds it
+	// (maps, not JSON), so that the MCP server finds the token keys every
+	// tool shares in it and sends them once, as the owner's own server
+	// does (see mcpserver's package documentation, "Listing").
+	var out []crux.Tool
+	if err := ss.do(ctx, opList, listReq{Env: ss.env, Caller: toWire(c)}, &out); err != nil {
 		return nil, err
-	}
-	out := make([]crux.Tool, len(wire))
-	for i, w := range wire {
-		out[i] = w.Tool
-		out[i].Meta = rawMap(w.Meta)
 	}
 	return out, nil
 }

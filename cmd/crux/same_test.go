@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/internal/owner"
+	"github.com/crux-go/crux/mcpserver"
 )
 
 // ownedHost makes this test process the owner of a fresh data directory
@@ -118,4 +121,50 @@ func TestForwardedAnswersAreTheOwners(t *testing.T) {
 	own, err := h.server(nil)
 	require.NoError(t, err)
 	assert.Greater(t, len(own.ListTools(ctx, alice)), 40)
+}
+
+// toolsListLine is the response line of a tools/list that caller sends to
+// an MCP server over b, after the handshake.
+func toolsListLine(t *testing.T, b mcpserver.Backend, caller crux.Caller) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- mcpserver.ServeBackend(ctx, b, caller, mcpserver.StdioTransport(inR, outW), nil) }()
+	defer func() {
+		inW.Close()
+		cancel()
+		go io.Copy(io.Discard, outR)
+		<-done
+	}()
+	out := bufio.NewReader(outR)
+	send := func(line string, reply bool) string {
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+		if !reply {
+			return ""
+		}
+		got, err := out.ReadString('\n')
+		require.NoError(t, err)
+		return got
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`, true)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
+	return send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, true)
+}
+
+// A second process on a data directory sends the tools/list the owner's
+// own server sends, byte for byte: the token keys every tool shares are
+// sent once, not with every tool.
+func TestForwardedToolsListIsTheOwners(t *testing.T) {
+	h, fwd := ownedHost(t, nil)
+	srv, err := h.server(nil)
+	require.NoError(t, err)
+	alice := crux.Caller{Agent: "alice", Authenticated: true}
+	want := toolsListLine(t, mcpserver.Local(srv), alice)
+	require.Contains(t, want, `"tools":[`)
+	got := toolsListLine(t, fwd, alice)
+	assert.Equal(t, len(want), len(got), "bytes of the forwarded tools/list")
+	assert.True(t, got == want, "the forwarded tools/list differs from the owner's")
 }
