@@ -228,6 +228,9 @@ func leaves(c *cobra.Command, fn func(*cobra.Command)) {
 			continue
 		}
 		if s.HasAvailableSubCommands() && s.Name() != "completion" {
+			if s.Runnable() && !strings.Contains(s.Use, "COMMAND") {
+				fn(s) // a command of its own too, as crux export is
+			}
 			leaves(s, fn)
 			continue
 		}

@@ -57,7 +57,7 @@ func TestCommandHelp(t *testing.T) {
 	top := runCrux(t, nil, "", "help")
 	serve := runCrux(t, nil, "", "serve", "--help")
 	assert.NotEqual(t, top.stdout, serve.stdout)
-	for _, w := range []string{"crux facts", "crux forgets list", "crux receipts list", "crux version", "crux completion bash|zsh|fish",
+	for _, w := range []string{"crux facts", "crux export [--data DIR] [--tenant T]", "crux export receipt", "crux forgets list", "crux receipts list", "crux version", "crux completion bash|zsh|fish",
 		"Exit status:", "0  success", "1  a failure", "2  a usage error", "CRUX_LOG_LEVEL"} {
 		assert.Contains(t, top.stdout, w)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -104,6 +105,9 @@ func (a *app) serve(fs *pflag.FlagSet, cf *commonFlags, hf *httpFlags) (err erro
 	logger.Info("crux: serving MCP on stdio",
 		"db", filepath.Join(s.dir, dbFile), "agent", s.caller.Name(), "authenticated", s.caller.Authenticated,
 		"owner", sess.conn.Owner())
+	if terminal(a.stdin) {
+		fmt.Fprintln(a.stderr, stdioNote)
+	}
 	caller := s.caller
 	caller.Transport = crux.Transport{Kind: crux.TransportStdio}
 	t := mcpserver.StdioTransport(io.NopCloser(a.stdin), a.stdout)
@@ -118,6 +122,21 @@ func (a *app) serve(fs *pflag.FlagSet, cf *commonFlags, hf *httpFlags) (err erro
 	default:
 		return fmt.Errorf("serving MCP: %w", err)
 	}
+}
+
+// stdioNote is what crux serve tells a person who starts it on a terminal,
+// where it would otherwise wait without a word.
+const stdioNote = "crux serve speaks MCP (JSON-RPC, one message a line) on standard input and output:\n" +
+	"an MCP client starts it (see crux help serve). Ctrl-D ends it."
+
+// terminal reports whether r is a terminal (a character device).
+func terminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // newToolsCmd returns crux tools: the catalogue as the caller sees it.
@@ -179,7 +198,9 @@ func newCallCmd(a *app) *cobra.Command {
 		Long: `Run one tool call with the JSON arguments (default {}; - reads them from
 standard input) and print the MCP result object. A protocol-level error
 prints {"error":{"code","message","data"}} and exits with status 1; a tool
-result with isError exits with status 0. crux tools lists the tools.`,
+result with isError exits with status 0. crux tools lists the tools. Without
+a store in the data directory, call makes one, and says so on standard
+error.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.call(c.Flags(), cf, args)
 		},
@@ -224,9 +245,16 @@ func (a *app) call(fs *pflag.FlagSet, cf *commonFlags, pos []string) error {
 	if err != nil {
 		return err
 	}
+	path := filepath.Join(s.dir, dbFile)
+	_, statErr := os.Stat(path)
 	sess, err := s.join(ctx, a.logger)
 	if err != nil {
 		return err
+	}
+	if s.storeURL == "" && errors.Is(statErr, os.ErrNotExist) {
+		// As serve does, call makes the store it needs; it says so, since
+		// the operator commands (crux facts) never make one.
+		fmt.Fprintf(a.stderr, "crux: no store at %s: made a new one\n", path)
 	}
 	res, callErr := sess.CallTool(ctx, s.caller, name, callArgs)
 	if err := sess.close(); err != nil {

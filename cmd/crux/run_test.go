@@ -112,6 +112,12 @@ func TestCallSuccess(t *testing.T) {
 	assert.Equal(t, text["fact_id"], out.StructuredContent["fact_id"])
 	assert.Equal(t, "project:crux", out.StructuredContent["entity"])
 	assert.FileExists(t, filepath.Join(dir, "crux.db"))
+	assert.Contains(t, r.stderr, "no store at "+filepath.Join(dir, "crux.db")+": made a new one")
+
+	// The store is there now: nothing is said.
+	r = runCrux(t, nil, "", "call", "--data", dir, "list_entities")
+	require.Equal(t, exitOK, r.code, "stderr: %s", r.stderr)
+	assert.NotContains(t, r.stderr, "made a new one")
 }
 
 func TestCallToolErrorResultExitsZero(t *testing.T) {
@@ -520,4 +526,22 @@ func TestErrorPrefixOnce(t *testing.T) {
 	stderr.Reset()
 	a.report(nil, crux.ErrServerClosed)
 	assert.Equal(t, "crux: server is closed\n", stderr.String())
+}
+
+// crux serve started on a terminal (here /dev/null, a character device too)
+// says on standard error what it waits for; on a pipe, as an MCP client
+// starts it, it says nothing.
+func TestServeOnTerminalSaysSo(t *testing.T) {
+	devnull, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer devnull.Close()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"serve", "--data", dir}, devnull, &stdout, &stderr, nil)
+	assert.Equal(t, exitOK, code, stderr.String())
+	assert.Contains(t, stderr.String(), "speaks MCP")
+
+	r := runCrux(t, nil, "", "serve", "--data", dir)
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "speaks MCP")
 }
