@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/internal/regfile"
@@ -344,12 +345,14 @@ func documentTitle(path, text string) string {
 	return filepath.Base(path)
 }
 
-// progress shows how far an ingest got: a bar redrawn in place on a
-// terminal, else a line per batch.
+// progress shows how far an ingest or an import got: a bar or a line
+// redrawn in place on a terminal, else a line per batch (an import's at
+// most one a second).
 type progress struct {
 	w        io.Writer
 	terminal bool
 	shown    bool
+	last     time.Time // of the last line written off a terminal
 }
 
 func newProgress(w io.Writer) *progress {
@@ -375,6 +378,20 @@ func (p *progress) show(files, totalFiles, docs, segments int) {
 	}
 	fmt.Fprintf(p.w, "\r[%s%s] %d/%d files, %d documents, %d segments", strings.Repeat("#", n), strings.Repeat(".", width-n),
 		files, totalFiles, docs, segments)
+}
+
+// showImport shows how many records an import applied, and the line of
+// the file it reached.
+func (p *progress) showImport(records, line int) {
+	if !p.terminal {
+		if now := time.Now(); now.Sub(p.last) >= time.Second {
+			p.last = now
+			fmt.Fprintf(p.w, "crux: imported %d records, to line %d\n", records, line)
+		}
+		return
+	}
+	p.shown = true
+	fmt.Fprintf(p.w, "\rcrux: imported %d records, to line %d", records, line)
 }
 
 func (p *progress) end() {

@@ -99,7 +99,8 @@ transaction with a signed memory_import receipt (none when the batch wrote
 nothing). A record the store holds already is unchanged, one it holds
 otherwise is a conflict, left out and counted: importing a file twice
 changes nothing. If a batch fails, the batches before it stay imported and
-importing the file again completes it. Prints the summary as JSON.`,
+importing the file again completes it. Progress goes to standard error;
+the summary, as JSON, to standard output.`,
 		RunE: func(c *cobra.Command, pos []string) error {
 			s, err := resolveOperator("import", c.Flags(), cf, a.env)
 			if err != nil {
@@ -138,6 +139,8 @@ func importMemories(a *app, s *setup, name string, opts *memio.ImportOptions) (e
 			err = errors.Join(err, fmt.Errorf("closing the store: %w", cerr))
 		}
 	}()
+	bar := newProgress(a.stderr)
+	records := 0
 	sum, err := memio.Import(ctx, file, opts, func(ctx context.Context, b *memio.Batch) (*memio.BatchResult, error) {
 		var res *memio.BatchResult
 		err := sess.run(ctx, opImportMemories, importMemoriesReq{Env: sess.env, Batch: *b}, &res, func(srv *crux.Server) error {
@@ -145,8 +148,13 @@ func importMemories(a *app, s *setup, name string, opts *memio.ImportOptions) (e
 			res, err = srv.ImportMemories(ctx, b)
 			return err
 		})
+		if err == nil {
+			records += len(b.Records) + len(b.Values)
+			bar.showImport(records, b.LastLine)
+		}
 		return res, err
 	})
+	bar.end()
 	if sum != nil && sum.Batches > 0 || err == nil {
 		if werr := writeJSON(a.stdout, sum); werr != nil {
 			return errors.Join(err, werr)

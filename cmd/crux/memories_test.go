@@ -56,6 +56,8 @@ func TestExportImportCommands(t *testing.T) {
 
 	imp := runCrux(t, nil, "", "import", "--data", dst, file)
 	require.Equal(t, 0, imp.code, "stderr: %s", imp.stderr)
+	lines := strings.Count(exp.stdout, "\n")
+	assert.Regexp(t, fmt.Sprintf(`crux: imported \d+ records, to line %d\n`, lines), imp.stderr, "progress")
 	var sum struct {
 		Facts    map[string]int `json:"facts"`
 		Receipts []string       `json:"receipts"`
