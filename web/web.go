@@ -18,11 +18,15 @@
 // the receipts the tool mints, and a refusal is the tool's refusal, with
 // its code and message. Restoring a forget is an operator function of
 // crux, not a tool: the view offers it only when [Options.Operator] is set,
-// and only for a forget the signed-in caller made in its own tenant. No
-// tool lists the receipt chain, the forgets or the handoffs either: an
-// [Options.Ledger] reads them, and the view shows of them only the
-// caller's tenant (the receipts without their payloads), its own forgets
-// and the handoffs it made or may accept.
+// and only for a forget of the signed-in caller's tenant that the caller
+// made (an anonymous caller has made none: anonymous callers cannot be
+// told apart), or any forget of its tenant for an operator of the view
+// (see [Options.IsOperator]). No tool lists the receipt chain, the
+// forgets or the handoffs either: an [Options.Ledger] reads them, and the
+// view shows of them only the caller's tenant (the receipts without their
+// payloads, and only those the caller acted in unless it is an operator),
+// its own forgets (an operator's: all of its tenant's) and the handoffs
+// it made or may accept. Auditing the whole chain is for an operator.
 //
 // Pages are server-rendered (html/template, embedded stylesheet, no
 // script). Every page has a JSON twin: the same URL with ?format=json, or

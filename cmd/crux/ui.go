@@ -107,6 +107,7 @@ type (
 	}
 	chainPageReq struct {
 		Tenant string `json:"tenant"`
+		Actor  string `json:"actor,omitempty"`
 		Before uint64 `json:"before,omitempty"`
 		Limit  int    `json:"limit"`
 	}
@@ -132,7 +133,7 @@ func (h *host) forgetStatus(ctx context.Context, req forgetStatusReq) (any, erro
 // chainPage is a page of a tenant's receipt chain, verified with the data
 // directory's key.
 func (h *host) chainPage(ctx context.Context, req chainPageReq) (any, error) {
-	return web.NewStoreLedger(h.db, receipts.NewKeyring(h.signer.Public()), nil).ChainPage(ctx, req.Tenant, req.Before, req.Limit)
+	return web.NewStoreLedger(h.db, receipts.NewKeyring(h.signer.Public()), nil).ChainPage(ctx, req.Tenant, req.Actor, req.Before, req.Limit)
 }
 
 // handoffs lists an agent's handoffs.
@@ -170,17 +171,17 @@ type viewLedger struct {
 	kr   json.RawMessage
 }
 
-func (l viewLedger) ChainPage(ctx context.Context, tenant string, before uint64, limit int) (*web.ChainPage, error) {
+func (l viewLedger) ChainPage(ctx context.Context, tenant, actor string, before uint64, limit int) (*web.ChainPage, error) {
 	var p web.ChainPage
-	if err := l.sess.do(ctx, opChainPage, chainPageReq{Tenant: tenant, Before: before, Limit: limit}, &p); err != nil {
+	if err := l.sess.do(ctx, opChainPage, chainPageReq{Tenant: tenant, Actor: actor, Before: before, Limit: limit}, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-func (l viewLedger) Forgets(ctx context.Context, tenant string, limit int) (*web.ForgetList, error) {
+func (l viewLedger) Forgets(ctx context.Context, tenant string, limit, scan int) (*web.ForgetList, error) {
 	var list web.ForgetList // crux forgets list's answer, field for field
-	if err := l.sess.do(ctx, opForgets, forgetsReq{Tenant: tenant, Limit: limit}, &list); err != nil {
+	if err := l.sess.do(ctx, opForgets, forgetsReq{Tenant: tenant, Limit: limit, Scan: scan}, &list); err != nil {
 		return nil, err
 	}
 	return &list, nil
