@@ -202,6 +202,15 @@ func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 				Data:    map[string]any{"reason": "replica"}})
 			return
 		}
+		if h.opts.Admit != nil {
+			done, refused := h.opts.Admit(a.caller)
+			if refused != nil {
+				w.Header().Set("Retry-After", "1")
+				h.fail(w, r, http.StatusTooManyRequests, refused)
+				return
+			}
+			defer done()
+		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil {

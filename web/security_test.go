@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -351,4 +352,37 @@ func TestForgetsScanBounded(t *testing.T) {
 	require.Equal(t, []int{web.MaxForgetScan}, sl.scans)
 	require.Len(t, p.Forgets, 1)
 	require.False(t, p.Truncated)
+}
+
+// Every request of a caller passes Options.Admit, and is ended once
+// answered; a refusal is a 429.
+func TestAdmitCountsTheViewsRequests(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, ended := map[string]int{}, 0
+	f := newFixtureWith(t, lookup, func(o *web.Options) {
+		o.Admit = func(c crux.Caller) (func(), *crux.Error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if c.Agent == "bob" {
+				return nil, &crux.Error{Code: -32000, Message: "Too Many Requests", Data: map[string]any{"reason": "requests_per_caller", "limit": 1}}
+			}
+			inFlight[c.Name()]++
+			return func() {
+				mu.Lock()
+				defer mu.Unlock()
+				inFlight[c.Name()]--
+				ended++
+			}, nil
+		}
+	})
+	code, _, body := f.get(t, "/ui/?q=language", "alice-token", "application/json")
+	require.Equal(t, http.StatusOK, code, body)
+	code, hd, body := f.get(t, "/ui/", "bob-token", "application/json")
+	require.Equal(t, http.StatusTooManyRequests, code, body)
+	require.Equal(t, "1", hd.Get("Retry-After"))
+	require.Contains(t, body, "requests_per_caller")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, ended)
+	require.Equal(t, 0, inFlight["alice"])
 }

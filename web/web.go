@@ -162,6 +162,15 @@ type Options struct {
 	// the caller's tenant, verified. Nil means the view has no receipts
 	// page.
 	Ledger Ledger
+	// Admit, if not nil, is asked before a request of a signed-in (or
+	// anonymous) caller is served: it returns the function that ends the
+	// request, which the view calls once it has answered, or a refusal,
+	// which the view answers with 429 and Retry-After: 1. Under `crux
+	// serve --http` it is the MCP endpoint's bound on a caller's requests
+	// in flight (--max-caller-requests), so that the view's requests and
+	// the caller's MCP requests count together. The sign-in and the
+	// stylesheet are not counted. Nil admits every request.
+	Admit func(c crux.Caller) (done func(), refused *crux.Error)
 	// SessionTTL is how long a session cookie lasts. Zero means 12 hours.
 	SessionTTL time.Duration
 	// MaxSessionsPerCaller bounds the sessions one caller holds at once
