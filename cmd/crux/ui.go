@@ -32,9 +32,10 @@ port on 127.0.0.1), as the agent named by --agent (else $CRUX_AGENT;
 anonymous without one): every page is the answer of the tools that agent
 calls, and every correction is one of its tool calls. Prints a URL with a
 one-time token; opening it signs the browser in (the token is exchanged
-for a session cookie and spent). Forgets made from the view can be
-restored from it while their recovery window lasts. Stops on SIGINT or
-SIGTERM.`,
+for a session cookie and spent). Whoever opens it runs the memory: an
+operator of the view, who sees the tenant's whole receipt chain and audits
+it, and sees and restores any forget of the tenant while its recovery
+window lasts. Stops on SIGINT or SIGTERM.`,
 		RunE: func(c *cobra.Command, pos []string) error {
 			if err := noArgs("ui", pos); err != nil {
 				return err
@@ -56,7 +57,11 @@ SIGTERM.`,
 				return fmt.Errorf("listening on %s: %w", addr, err)
 			}
 			token, once := web.OneTimeToken(s.caller)
-			h, err := newView(s, sess, web.Options{Lookup: once, TokenInURL: true, Logger: a.logger})
+			// The one-time token is the person's who ran crux ui, who owns
+			// the data directory (crux verify chain and crux forget restore
+			// are theirs already): an operator of the view.
+			h, err := newView(s, sess, web.Options{Lookup: once, TokenInURL: true, Logger: a.logger,
+				IsOperator: func(crux.Caller) bool { return true }})
 			if err != nil {
 				ln.Close()
 				return err
