@@ -84,7 +84,8 @@ type ChainPage struct {
 	// AuditAt is the URL of the page holding the receipt where the audit
 	// found the first defect.
 	AuditAt string `json:"audit_at,omitempty"`
-	// Next and Prev are the URLs of the older and newer pages.
+	// Next and Prev are the URLs of the older and newer pages (for a
+	// page of one actor's receipts, Prev is its newest page).
 	Next string `json:"next,omitempty"`
 	Prev string `json:"prev,omitempty"`
 }

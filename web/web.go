@@ -3,8 +3,9 @@
 // who wrote it; corrections (edit, delete, forget, restore) made from the
 // page; the documents query finds, with the lanes that found them; the
 // caller's forgets, pins, sessions and handoffs, the tenant's decisions
-// and the caller's passport, read-only; and the receipt chain of the caller's
-// tenant, verified in the page.
+// and the caller's passport, read-only; and the receipts of the caller's
+// tenant that it acted in (for an operator of the view, the whole chain),
+// verified in the page.
 //
 // The view holds no memory logic of its own. Every page is the answer of
 // the tools an agent calls, through [Backend.CallTool] with the signed-in
