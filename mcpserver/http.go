@@ -88,7 +88,8 @@ type HTTPOptions struct {
 	// endpoint's nor the sync API's, instead of the 404 such a request
 	// gets otherwise; none of the handler's checks apply to it, so it
 	// makes its own (the crux command mounts the web view, package web,
-	// here).
+	// here), and it counts its requests under MaxRequestsPerCaller only
+	// through [HTTPHandler.AdmitRequest].
 	Other http.Handler
 }
 
@@ -482,7 +483,13 @@ func LoopbackAddr(addr string) bool {
 // [HTTPHandler.CloseStreams]), and returns ctx.Err(). A failure of the listener is returned at once. ln is
 // closed when ServeHTTP returns.
 func ServeHTTP(ctx context.Context, b Backend, ln net.Listener, opts *HTTPOptions) error {
-	h := NewHTTPHandler(b, opts)
+	return ServeHandler(ctx, NewHTTPHandler(b, opts), ln)
+}
+
+// ServeHandler is [ServeHTTP] with a handler made by [NewHTTPHandler]
+// beforehand, for a caller that needs it first (the crux command's web
+// view counts its requests with [HTTPHandler.AdmitRequest]).
+func ServeHandler(ctx context.Context, h *HTTPHandler, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

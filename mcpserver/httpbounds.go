@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/crux-go/crux"
 )
 
 // Defaults of the bounds of [HTTPOptions].
@@ -129,6 +132,27 @@ func (h *HTTPHandler) begin(c *callerState) *refusal {
 	c.requests++
 	h.active++
 	return nil
+}
+
+// AdmitRequest counts a request of caller c that the handler does not
+// serve itself (one of [HTTPOptions.Other]'s, such as the crux command's
+// web view) as in flight, under MaxRequestsPerCaller together with the
+// caller's MCP requests, and returns the function that ends it (call it
+// once, when the request has been answered). When c has
+// MaxRequestsPerCaller requests in flight already it returns the refusal
+// instead: code [CodeOverloaded], data {"reason": "requests_per_caller",
+// "limit": n}, for the caller to answer with 429 and Retry-After. c is
+// the caller as the Other handler authenticated it, from the same token
+// table; it counts as the caller of an MCP request does (every anonymous
+// caller together is one).
+func (h *HTTPHandler) AdmitRequest(c crux.Caller) (done func(), refused *crux.Error) {
+	c.Transport = h.transport
+	cs := h.callerFor(c)
+	if f := h.begin(cs); f != nil {
+		return nil, &crux.Error{Code: CodeOverloaded, Message: f.msg, Data: map[string]any{"reason": f.reason, "limit": f.limit}}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { h.end(cs) }) }, nil
 }
 
 // end is the end of a request begin counted.

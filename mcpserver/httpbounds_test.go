@@ -264,3 +264,64 @@ func TestHTTPRequestBound(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitRequestSharesTheBound: the requests AdmitRequest counts (the
+// web view's) and a caller's MCP requests share MaxRequestsPerCaller.
+func TestAdmitRequestSharesTheBound(t *testing.T) {
+	const bound = 2
+	tok := testTokens(t)
+	h := mcpserver.NewHTTPHandler(mcpserver.Local(newCrux(t)), &mcpserver.HTTPOptions{Tokens: tok, Stateless: true, MaxRequestsPerCaller: bound})
+	url := serveHandler(t, h)
+	var admitted []func() // ended before CloseStreams, which waits for them, even when the test fails
+	t.Cleanup(func() {
+		for _, d := range admitted {
+			d()
+		}
+	})
+	admit := func(c crux.Caller) (func(), *crux.Error) {
+		done, refused := h.AdmitRequest(c)
+		if done != nil {
+			admitted = append(admitted, done)
+		}
+		return done, refused
+	}
+	alice, ok := tok.Lookup(aliceToken)
+	require.True(t, ok)
+	bob, ok := tok.Lookup(bobToken)
+	require.True(t, ok)
+	var dones []func()
+	for range bound {
+		done, refused := admit(alice)
+		require.Nil(t, refused)
+		dones = append(dones, done)
+	}
+	_, refused := admit(alice)
+	require.NotNil(t, refused)
+	assert.Equal(t, mcpserver.CodeOverloaded, refused.Code)
+	assert.Equal(t, map[string]any{"reason": "requests_per_caller", "limit": bound}, refused.Data)
+	list := func() *http.Response {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := httpClient(aliceToken).Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	requireRefusal(t, list(), http.StatusTooManyRequests, "requests_per_caller", bound)
+	done, refused := admit(bob)
+	require.Nil(t, refused, "another caller")
+	done()
+	dones[0]()
+	dones[0]() // a second call ends nothing more
+	resp := list()
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "room again once one has ended")
+	// The answer can reach the client a moment before its request ends on
+	// the server.
+	require.Eventually(t, func() bool { _, refused = admit(alice); return refused == nil }, 10*time.Second, time.Millisecond,
+		"one in flight (dones[1]) and this one")
+	_, refused = admit(alice)
+	assert.NotNil(t, refused, "the double end freed one place, not two")
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,18 +24,34 @@ type signinPage struct {
 	Anonymous bool        `json:"anonymous,omitempty"`
 }
 
-// cookieName is the session cookie's name.
-const cookieName = "crux_ui_session"
+// cookiePrefix begins the session cookie's name; a random part of each
+// Handler's own follows it (see [Handler.CookieName]).
+const cookiePrefix = "crux_ui_"
 
-// maxSessions bounds the sessions a Handler keeps; signing in past it
-// ends the oldest.
-const maxSessions = 256
+// Bounds of the sessions of a Handler (see [Options.MaxSessions] and
+// [Options.MaxSessionsPerCaller]).
+const (
+	// DefaultMaxSessions is how many sessions a Handler keeps at once,
+	// all callers together, when Options.MaxSessions is zero.
+	DefaultMaxSessions = 4096
+	// DefaultMaxSessionsPerCaller is how many sessions one caller keeps
+	// at once when Options.MaxSessionsPerCaller is zero.
+	DefaultMaxSessionsPerCaller = 16
+)
 
 // A session is one signed-in browser.
 type session struct {
-	caller  crux.Caller
-	csrf    string
-	expires time.Time
+	caller   crux.Caller
+	key      string // sessionKey(caller)
+	operator bool   // signed in with a token of an operator
+	csrf     string
+	expires  time.Time
+}
+
+// sessionKey is the caller a session counts against: an agent of a
+// tenant, or the anonymous callers of a tenant together.
+func sessionKey(c crux.Caller) string {
+	return c.Identity() + "\x00" + c.TenantID()
 }
 
 // ctxKey keys a request's session (or bearer caller) in its context.
@@ -42,8 +59,15 @@ type ctxKey struct{}
 
 // authed is the request's caller and, for a cookie, its session.
 type authed struct {
-	caller crux.Caller
-	sess   *session // nil for a bearer token
+	caller   crux.Caller
+	sess     *session // nil for a bearer token
+	operator bool     // the caller is an operator (see Options.IsOperator)
+}
+
+// isOperator reports whether ctx's caller is an operator.
+func isOperator(ctx context.Context) bool {
+	a, _ := ctx.Value(ctxKey{}).(*authed)
+	return a != nil && a.operator
 }
 
 func sessionOf(ctx context.Context) *session {
@@ -107,6 +131,17 @@ func (h *Handler) lookup(token string) (crux.Caller, bool) {
 	return h.opts.Lookup(token)
 }
 
+// operator reports whether c, authenticated by a token, is an operator.
+func (h *Handler) operator(c crux.Caller) bool {
+	return h.opts.IsOperator != nil && h.opts.IsOperator(c)
+}
+
+// CookieName is the name of the session cookie of h: "crux_ui_" and a
+// random part chosen by [New], so that two views on one host (two ports,
+// or two handlers of one server) each keep their own cookie and never
+// overwrite the other's.
+func (h *Handler) CookieName() string { return h.cookie }
+
 const (
 	realm   = `Bearer realm="crux"`
 	invalid = realm + `, error="invalid_token"`
@@ -142,14 +177,14 @@ func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 				h.unauthorized(w, r, invalid, "unknown bearer token")
 				return
 			}
-			a = &authed{caller: c}
-		} else if ck, err := r.Cookie(cookieName); err == nil {
+			a = &authed{caller: c, operator: h.operator(c)}
+		} else if ck, err := r.Cookie(h.cookie); err == nil {
 			s := h.session(ck.Value)
 			if s == nil {
 				h.unauthorized(w, r, realm, "the session has ended: sign in again")
 				return
 			}
-			a = &authed{caller: s.caller, sess: s}
+			a = &authed{caller: s.caller, sess: s, operator: s.operator}
 		} else if h.opts.Anonymous {
 			if r.Method == http.MethodPost {
 				h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden,
@@ -166,6 +201,15 @@ func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 				Message: "the token is a sync replica's credential, which serves only the sync API; the view takes an agent's token",
 				Data:    map[string]any{"reason": "replica"}})
 			return
+		}
+		if h.opts.Admit != nil {
+			done, refused := h.opts.Admit(a.caller)
+			if refused != nil {
+				w.Header().Set("Retry-After", "1")
+				h.fail(w, r, http.StatusTooManyRequests, refused)
+				return
+			}
+			defer done()
 		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
@@ -191,35 +235,75 @@ func (h *Handler) session(id string) *session {
 		return nil
 	}
 	if !h.opts.Now().Before(s.expires) {
-		delete(h.sessions, id)
+		h.drop(id)
 		return nil
 	}
 	return s
 }
 
-// newSession starts a session for c and returns its cookie value.
-func (h *Handler) newSession(c crux.Caller) string {
+// codeOverloaded is the code of a refusal for a bound, as the MCP
+// endpoint's (mcpserver.CodeOverloaded): -32000, with data {"reason",
+// "limit"}.
+const codeOverloaded = -32000
+
+// errTooManySessions is the refusal of a sign-in past Options.MaxSessions.
+func errTooManySessions(n int) *crux.Error {
+	return &crux.Error{Code: codeOverloaded, Message: "the view holds " + strconv.Itoa(n) +
+		" sessions, the most it may; no one's session is ended for a new one: retry once some have expired or signed out",
+		Data: map[string]any{"reason": "sessions", "limit": n}}
+}
+
+// newSession starts a session for c and returns its cookie value. A
+// caller past Options.MaxSessionsPerCaller loses its own session that
+// expires first; past Options.MaxSessions, all callers together, the
+// sign-in is refused (nil, and the refusal) rather than ending another
+// caller's session.
+func (h *Handler) newSession(c crux.Caller, operator bool) (string, *crux.Error) {
 	now := h.opts.Now()
 	id := randomToken()
+	key := sessionKey(c)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.sessions) >= maxSessions {
+	perCaller, all := h.opts.MaxSessionsPerCaller, h.opts.MaxSessions
+	if (perCaller > 0 && h.perCaller[key] >= perCaller) || (all > 0 && len(h.sessions) >= all) {
+		h.dropExpired(now)
+	}
+	if perCaller > 0 && h.perCaller[key] >= perCaller {
 		oldest := ""
 		for k, s := range h.sessions {
-			if !now.Before(s.expires) {
-				delete(h.sessions, k)
-				continue
-			}
-			if oldest == "" || s.expires.Before(h.sessions[oldest].expires) {
+			if s.key == key && (oldest == "" || s.expires.Before(h.sessions[oldest].expires)) {
 				oldest = k
 			}
 		}
-		if len(h.sessions) >= maxSessions {
-			delete(h.sessions, oldest)
+		h.drop(oldest)
+	}
+	if all > 0 && len(h.sessions) >= all {
+		return "", errTooManySessions(all)
+	}
+	h.sessions[id] = &session{caller: c, key: key, operator: operator, csrf: randomToken(), expires: now.Add(h.opts.SessionTTL)}
+	h.perCaller[key]++
+	return id, nil
+}
+
+// dropExpired ends every session expired at now. h.mu is held.
+func (h *Handler) dropExpired(now time.Time) {
+	for k, s := range h.sessions {
+		if !now.Before(s.expires) {
+			h.drop(k)
 		}
 	}
-	h.sessions[id] = &session{caller: c, csrf: randomToken(), expires: now.Add(h.opts.SessionTTL)}
-	return id
+}
+
+// drop ends the session id, if there is one. h.mu is held.
+func (h *Handler) drop(id string) {
+	s := h.sessions[id]
+	if s == nil {
+		return
+	}
+	delete(h.sessions, id)
+	if h.perCaller[s.key]--; h.perCaller[s.key] <= 0 {
+		delete(h.perCaller, s.key)
+	}
 }
 
 // signin exchanges a token (the form's, or the URL's with
@@ -233,6 +317,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		token = r.URL.Query().Get("token")
 	}
 	var c crux.Caller
+	operator := false
 	switch {
 	case token == "" && r.Method == http.MethodPost && h.opts.Anonymous && r.PostFormValue("anonymous") == "1":
 		// An anonymous session: the anonymous caller, with a CSRF token.
@@ -251,10 +336,17 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 				Data:    map[string]any{"reason": "replica"}})
 			return
 		}
+		operator = h.operator(c)
+	}
+	id, refused := h.newSession(c, operator)
+	if refused != nil {
+		w.Header().Set("Retry-After", "60")
+		h.fail(w, r, http.StatusServiceUnavailable, refused)
+		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: h.newSession(c), Path: h.opts.Prefix,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		Name: h.cookie, Value: id, Path: h.opts.Prefix,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r),
 		MaxAge: int(h.opts.SessionTTL / time.Second),
 	})
 	if wantsJSON(r) {
@@ -266,13 +358,29 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 
 // signout ends the session.
 func (h *Handler) signout(w http.ResponseWriter, r *http.Request) {
-	if ck, err := r.Cookie(cookieName); err == nil {
+	if ck, err := r.Cookie(h.cookie); err == nil {
 		h.mu.Lock()
-		delete(h.sessions, ck.Value)
+		h.drop(ck.Value)
 		h.mu.Unlock()
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Path: h.opts.Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: h.cookie, Path: h.opts.Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r)})
 	http.Redirect(w, r, h.opts.Prefix+"signin", http.StatusSeeOther)
+}
+
+// secure reports whether r reached the view over TLS: on a TLS
+// connection of its own, or, with Options.TrustForwardedProto, through a
+// proxy whose X-Forwarded-Proto (its first value) says https. The session
+// cookie of such a request is Secure, so that a browser never sends it
+// over plain HTTP.
+func (h *Handler) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if !h.opts.TrustForwardedProto {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
 
 // crossSite returns why r must be refused as cross-site, or "".

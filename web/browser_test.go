@@ -70,7 +70,9 @@ func newBrowser(t *testing.T) context.Context {
 func TestBrowser(t *testing.T) {
 	ctx := newBrowser(t)
 	token, once := web.OneTimeToken(alice)
-	f := newFixture(t, once)
+	// As under crux ui, the one who holds the one-time token runs the
+	// memory: an operator, who sees and audits the whole chain.
+	f := newFixtureWith(t, once, func(o *web.Options) { o.IsOperator = func(crux.Caller) bool { return true } })
 	base := f.ts.URL + "/ui/"
 	// More of a memory to look at: documents, a pin, a session, a
 	// decision and a handoff.

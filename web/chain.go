@@ -19,22 +19,30 @@ import (
 // ChainPerPage is how many receipts a page of the receipt chain shows.
 const ChainPerPage = 50
 
+// MaxChainScan is the most receipts a page of one actor's receipts reads
+// (see [Ledger.ChainPage]): past it the page stops, says so (Truncated),
+// and its Next link goes on from where it stopped.
+const MaxChainScan = 2000
+
 // A Ledger reads a tenant's receipt chain for the view, which no tool
 // lists: a page of it, each receipt verified, the audit of the whole
 // chain, the forgets it records, and handoffs. [NewStoreLedger] makes one over a store.
 type Ledger interface {
 	// ChainPage returns up to limit receipts of tenant's chain whose seq
 	// is below before (0: from the head down), newest first, each
-	// verified on its own and against the receipt before it.
-	ChainPage(ctx context.Context, tenant string, before uint64, limit int) (*ChainPage, error)
+	// verified on its own and against the receipt before it. A non-empty
+	// actor keeps only the receipts whose header names that actor, among
+	// at most MaxChainScan receipts read below before.
+	ChainPage(ctx context.Context, tenant, actor string, before uint64, limit int) (*ChainPage, error)
 	// AuditChain verifies tenant's whole chain, as `crux verify chain`
 	// does: every receipt, every link and the head, stopping at the
 	// first defect.
 	AuditChain(ctx context.Context, tenant string) (receipts.ChainAudit, error)
 	// Forgets lists up to limit (1 to MaxForgets) forgets of tenant,
 	// newest first: the forget receipts of its chain, each with the
-	// record of its forget.
-	Forgets(ctx context.Context, tenant string, limit int) (*ForgetList, error)
+	// record of its forget, among the newest scan receipts of the chain
+	// (0: all of them; the view passes MaxForgetScan).
+	Forgets(ctx context.Context, tenant string, limit, scan int) (*ForgetList, error)
 	// Handoffs lists up to limit (1 to MaxHandoffs) handoffs of tenant
 	// that agent created, that are addressed to it, or that are addressed
 	// to no one, in id order.
@@ -48,6 +56,20 @@ var noLedger = &crux.Error{Code: crux.CodeMethodNotFound, Message: "this view ca
 // the receipts page.
 type ChainPage struct {
 	TenantID string `json:"tenant_id"`
+	// Actor, when set, is the only actor whose receipts the page shows:
+	// the signed-in caller's, unless it is an operator, who sees every
+	// receipt of its tenant.
+	Actor string `json:"actor,omitempty"`
+	// Truncated says that a page of one actor's receipts stopped after
+	// reading MaxChainScan receipts, down to seq ScannedFrom, with fewer
+	// rows than a page holds: older receipts of the actor may be on the
+	// Next page.
+	Truncated bool `json:"truncated,omitempty"`
+	// ScannedFrom is the lowest seq a page of one actor's receipts read.
+	ScannedFrom uint64 `json:"scanned_from,omitempty"`
+	// Operator says that the signed-in caller is an operator of the
+	// view, who sees the whole chain and may audit it.
+	Operator bool `json:"operator,omitempty"`
 	// HeadSeq is the seq the chain head names (0: no receipts).
 	HeadSeq uint64       `json:"head_seq"`
 	Rows    []ReceiptRow `json:"rows"`
@@ -62,7 +84,8 @@ type ChainPage struct {
 	// AuditAt is the URL of the page holding the receipt where the audit
 	// found the first defect.
 	AuditAt string `json:"audit_at,omitempty"`
-	// Next and Prev are the URLs of the older and newer pages.
+	// Next and Prev are the URLs of the older and newer pages (for a
+	// page of one actor's receipts, Prev is its newest page).
 	Next string `json:"next,omitempty"`
 	Prev string `json:"prev,omitempty"`
 }
@@ -114,9 +137,9 @@ func (l storeLedger) AuditChain(ctx context.Context, tenant string) (receipts.Ch
 	return a, err
 }
 
-func (l storeLedger) ChainPage(ctx context.Context, tenant string, before uint64, limit int) (*ChainPage, error) {
+func (l storeLedger) ChainPage(ctx context.Context, tenant, actor string, before uint64, limit int) (*ChainPage, error) {
 	limit = min(max(limit, 1), ChainPerPage)
-	p := &ChainPage{TenantID: tenant, Rows: []ReceiptRow{}}
+	p := &ChainPage{TenantID: tenant, Actor: actor, Rows: []ReceiptRow{}}
 	now := l.now()
 	err := l.db.View(ctx, func(tx store.Tx) error {
 		head, _, err := receipts.ChainHead(tx, tenant)
@@ -131,23 +154,36 @@ func (l storeLedger) ChainPage(ctx context.Context, tenant string, before uint64
 		if top == 0 {
 			return nil
 		}
+		span := uint64(limit)
+		if actor != "" {
+			span = MaxChainScan
+		}
 		from := uint64(1)
-		if top > uint64(limit) {
-			from = top - uint64(limit) + 1
+		if top > span {
+			from = top - span + 1
 		}
 		// The receipt before the page too, to check the first one's link.
 		var prev *receipts.Receipt
-		var rows []ReceiptRow
+		var kept []pair // of actor's, the newest limit of them
 		err = receipts.Chain(tx, tenant, max(from-1, 1), func(r *receipts.Receipt) error {
 			if r.Seq > top {
 				return store.ErrStop
 			}
-			if r.Seq >= from {
-				rows = append(rows, l.row(r, prev, now))
+			if r.Seq >= from && (actor == "" || actorOf(r) == actor) {
+				kept = append(kept, pair{r, prev})
+				if len(kept) > 2*limit {
+					kept = append(kept[:0], kept[len(kept)-limit:]...)
+				}
 			}
 			prev = r
 			return nil
 		})
+		more := len(kept) > limit // of actor's, below the page
+		kept = kept[max(len(kept)-limit, 0):]
+		var rows []ReceiptRow
+		for _, k := range kept {
+			rows = append(rows, l.row(k.r, k.prev, now))
+		}
 		if err != nil {
 			// An unreadable record ends the walk: say where.
 			rows = append(rows, ReceiptRow{Seq: lastSeq(rows, from) + 1, Code: receipts.ChainRecordUnreadable, Message: err.Error()})
@@ -158,8 +194,15 @@ func (l storeLedger) ChainPage(ctx context.Context, tenant string, before uint64
 				p.Failing++
 			}
 		}
-		if from > 1 {
+		switch {
+		case more:
+			p.Older = kept[0].r.Seq
+		case from > 1:
 			p.Older = from
+		}
+		if actor != "" {
+			p.ScannedFrom = from
+			p.Truncated = !more && from > 1
 		}
 		return nil
 	})
@@ -167,6 +210,18 @@ func (l storeLedger) ChainPage(ctx context.Context, tenant string, before uint64
 		return nil, err
 	}
 	return p, nil
+}
+
+// pair is a receipt and the one read before it.
+type pair struct{ r, prev *receipts.Receipt }
+
+// actorOf is the actor r's header names, or "" when it cannot be read.
+func actorOf(r *receipts.Receipt) string {
+	h, err := r.Header()
+	if err != nil {
+		return ""
+	}
+	return h.Actor
 }
 
 // lastSeq is the seq of the last row, or from-1 when there is none.
@@ -223,8 +278,11 @@ func (h *Handler) chainURL(before uint64, audit bool) string {
 }
 
 // receipts is the receipt chain of the caller's tenant: a page of it,
-// newest first, each receipt verified; with audit=1, the whole chain
-// verified too, and where it first fails.
+// newest first, each receipt verified. An operator sees every receipt of
+// the tenant, and with audit=1 the whole chain verified too, and where it
+// first fails; any other caller sees only the receipts it acted in (whose
+// actor is its identity: an anonymous caller has none) and may not audit
+// the whole chain.
 func (h *Handler) receipts(w http.ResponseWriter, r *http.Request) {
 	l := h.opts.Ledger
 	if l == nil {
@@ -241,9 +299,34 @@ func (h *Handler) receipts(w http.ResponseWriter, r *http.Request) {
 		}
 		before = n
 	}
-	audit := q.Get("audit") == "1"
-	tenant := callerOf(r.Context()).TenantID()
-	p, err := l.ChainPage(r.Context(), tenant, before, ChainPerPage)
+	audit := false
+	switch a := q.Get("audit"); a {
+	case "":
+	case "1":
+		audit = true
+	default:
+		h.fail(w, r, http.StatusBadRequest, badParam("audit", `must be "1" or absent`))
+		return
+	}
+	c := callerOf(r.Context())
+	op := isOperator(r.Context())
+	actor := ""
+	if !op {
+		if audit {
+			h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden,
+				Message: "auditing the whole receipt chain (audit=1) is for an operator of the view: it reads every receipt of the tenant",
+				Data:    map[string]any{"param": "audit", "reason": "operator_required"}})
+			return
+		}
+		if actor = c.Identity(); actor == "" {
+			h.fail(w, r, http.StatusForbidden, &crux.Error{Code: crux.CodeForbidden,
+				Message: "the receipts page shows a caller the receipts it acted in, and an anonymous caller has no identity to tie a receipt to: sign in with a token",
+				Data:    map[string]any{"reason": "unauthenticated"}})
+			return
+		}
+	}
+	tenant := c.TenantID()
+	p, err := l.ChainPage(r.Context(), tenant, actor, before, ChainPerPage)
 	if err == nil && audit {
 		var a receipts.ChainAudit
 		a, err = l.AuditChain(r.Context(), tenant)
@@ -258,10 +341,14 @@ func (h *Handler) receipts(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, "reading the receipt chain", err)
 		return
 	}
+	p.Operator = op
 	if p.Older != 0 {
 		p.Next = h.chainURL(p.Older, audit)
 	}
-	if before != 0 && before <= p.HeadSeq {
+	switch {
+	case before != 0 && actor != "":
+		p.Prev = h.chainURL(0, false) // a page of one actor's receipts goes back to the newest
+	case before != 0 && before <= p.HeadSeq:
 		p.Prev = h.chainURL(min(before+ChainPerPage, p.HeadSeq+1), audit)
 		if before+ChainPerPage > p.HeadSeq {
 			p.Prev = h.chainURL(0, audit)

@@ -59,9 +59,9 @@ func forgetSome(t *testing.T, f *fixture, entity string) {
 		"scope": map[string]any{"type": "entity_prefix", "value": entity}, "reason": "receipts for the chain"})
 }
 
-func chainPage(t *testing.T, f *fixture, path string) web.ChainPage {
+func chainPage(t *testing.T, f *fixture, path, token string) web.ChainPage {
 	t.Helper()
-	code, _, body := f.get(t, path, "alice-token", "application/json")
+	code, _, body := f.get(t, path, token, "application/json")
 	require.Equal(t, http.StatusOK, code, body)
 	var p web.ChainPage
 	require.NoError(t, json.Unmarshal([]byte(body), &p))
@@ -76,7 +76,7 @@ func TestReceiptsPageVerifies(t *testing.T) {
 	ids := chainIDs(t, f.db, crux.DefaultTenant)
 	require.NotEmpty(t, ids)
 
-	p := chainPage(t, f, "/ui/receipts?audit=1")
+	p := chainPage(t, f, "/ui/receipts?audit=1", "root-token")
 	require.Equal(t, uint64(len(ids)), p.HeadSeq)
 	require.Len(t, p.Rows, min(len(ids), web.ChainPerPage))
 	require.Equal(t, ids[len(ids)-1], p.Rows[0].ReceiptID, "newest first")
@@ -90,7 +90,7 @@ func TestReceiptsPageVerifies(t *testing.T) {
 	// Tamper with the second receipt: it fails on its own, the third's
 	// link to it fails, and the audit names its seq.
 	tamper(t, f.db, ids[1])
-	p = chainPage(t, f, "/ui/receipts?audit=1")
+	p = chainPage(t, f, "/ui/receipts?audit=1", "root-token")
 	byseq := map[uint64]web.ReceiptRow{}
 	for _, r := range p.Rows {
 		byseq[r.Seq] = r
@@ -105,7 +105,7 @@ func TestReceiptsPageVerifies(t *testing.T) {
 	require.Contains(t, p.AuditAt, "#seq-2")
 
 	// The HTML page says so too.
-	code, _, body := f.get(t, "/ui/receipts?audit=1", "alice-token", "")
+	code, _, body := f.get(t, "/ui/receipts?audit=1", "root-token", "")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `id="seq-2" class="receipt failing" data-code="BODY_HASH_MISMATCH"`)
 	require.Contains(t, body, "The whole chain fails at seq")
@@ -121,7 +121,7 @@ func TestReceiptsPaged(t *testing.T) {
 	path := "/ui/receipts"
 	for pages := 0; path != ""; pages++ {
 		require.Less(t, pages, 3)
-		p := chainPage(t, f, path)
+		p := chainPage(t, f, path, "root-token")
 		require.LessOrEqual(t, len(p.Rows), web.ChainPerPage)
 		for _, r := range p.Rows {
 			require.False(t, seen[r.ReceiptID])

@@ -15,6 +15,12 @@ import (
 // newest first.
 const MaxForgets = 1000
 
+// MaxForgetScan is the most receipts of a tenant's chain the forgets page
+// reads, newest first, looking for forget receipts: a forget older than
+// them is not listed (the page says the list is truncated), though its
+// own page (forgets/ID) still shows it.
+const MaxForgetScan = 5000
+
 // pinsRead is how many of the caller's current facts memory_view reads
 // for the pins of the forgets page (its top_k maximum).
 const pinsRead = 500
@@ -41,17 +47,28 @@ type ForgetList struct {
 	Forgets []ForgetRow `json:"forgets"`
 	// Truncated says that the tenant has more forgets than were read.
 	Truncated bool `json:"truncated,omitempty"`
+	// ScanStopped says that the list stopped after reading as many
+	// receipts of the chain as it was allowed to (see [Ledger.Forgets]):
+	// older forgets, if any, are not in it.
+	ScanStopped bool `json:"scan_stopped,omitempty"`
 }
 
 // Forgets lists up to limit (at most MaxForgets) forgets of tenant,
 // newest first: the forget receipts of its chain, each with the record
-// of its forget.
-func (l storeLedger) Forgets(ctx context.Context, tenant string, limit int) (*ForgetList, error) {
+// of its forget, among the newest scan receipts of the chain (0: the
+// whole chain).
+func (l storeLedger) Forgets(ctx context.Context, tenant string, limit, scan int) (*ForgetList, error) {
 	limit = min(max(limit, 1), MaxForgets)
 	out := &ForgetList{Forgets: []ForgetRow{}}
 	err := l.db.View(ctx, func(tx store.Tx) error {
-		out.Forgets, out.Truncated = out.Forgets[:0], false
+		out.Forgets, out.Truncated, out.ScanStopped = out.Forgets[:0], false, false
+		read := 0
 		return receipts.ChainNewestFirst(tx, tenant, func(r *receipts.Receipt) error {
+			if scan > 0 && read == scan {
+				out.ScanStopped = true
+				return store.ErrStop
+			}
+			read++
 			if r.Kind != "forget" {
 				return nil
 			}
@@ -91,8 +108,13 @@ func (l storeLedger) Forgets(ctx context.Context, tenant string, limit int) (*Fo
 // pinned, which a forget leaves alone.
 type ForgetsPage struct {
 	Forgets []ForgetStatusRow `json:"forgets"`
-	// Truncated says that the tenant has more than MaxForgets forgets:
-	// only the newest were read.
+	// AllOfTenant says that the list holds every forget of the tenant,
+	// whoever made it, as an operator of the view sees them; otherwise it
+	// holds the caller's own (none for an anonymous caller).
+	AllOfTenant bool `json:"all_of_tenant,omitempty"`
+	// Truncated says that only the tenant's newest MaxForgets forgets,
+	// among the newest MaxForgetScan receipts of its chain, were read:
+	// older ones are not listed.
 	Truncated bool `json:"truncated,omitempty"`
 	// Pins are the caller's pinned facts among the current facts
 	// memory_view ranks first (at most 500).
@@ -130,8 +152,8 @@ func status(f ForgetRow, now time.Time) (string, bool) {
 }
 
 // forgets is the forgets page: the caller's forgets in its tenant (the
-// Ledger's list, kept to those the caller made) and its pins
-// (memory_view).
+// Ledger's list of the newest MaxForgetScan receipts, kept to those the
+// caller made; an operator's, all of them) and its pins (memory_view).
 func (h *Handler) forgets(w http.ResponseWriter, r *http.Request) {
 	l := h.opts.Ledger
 	if l == nil {
@@ -139,15 +161,16 @@ func (h *Handler) forgets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := callerOf(r.Context())
-	list, err := l.Forgets(r.Context(), c.TenantID(), MaxForgets)
+	op := isOperator(r.Context())
+	list, err := l.Forgets(r.Context(), c.TenantID(), MaxForgets, MaxForgetScan)
 	if err != nil {
 		h.internal(w, r, "reading the forgets", err)
 		return
 	}
-	p := ForgetsPage{Forgets: []ForgetStatusRow{}, Truncated: list.Truncated, Pins: []tools.PanelFact{}}
+	p := ForgetsPage{Forgets: []ForgetStatusRow{}, AllOfTenant: op, Truncated: list.Truncated || list.ScanStopped, Pins: []tools.PanelFact{}}
 	now := h.opts.Now()
 	for _, f := range list.Forgets {
-		if f.TenantID != c.TenantID() || f.PassportID != c.Name() {
+		if !mayRestore(c, op, f.TenantID, f.PassportID) {
 			continue
 		}
 		st, ok := status(f, now)

@@ -241,7 +241,8 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 }
 
 // forget is memory_forget of the form's scope, with its reason. Its page
-// is the forget's, when an Operator can read it back, else the tool's
+// is the forget's, when an Operator can read it back and the caller may
+// see it (not an anonymous caller, unless an operator), else the tool's
 // answer.
 func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
@@ -253,7 +254,7 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
 	if !h.call(w, r, "memory_forget", args, &out) {
 		return
 	}
-	if h.opts.Operator != nil {
+	if c := callerOf(r.Context()); h.opts.Operator != nil && mayRestore(c, isOperator(r.Context()), c.TenantID(), c.Identity()) {
 		h.done(w, r, out, h.opts.Prefix+"forgets/"+url.PathEscape(out.ForgetReceiptID))
 		return
 	}
@@ -271,9 +272,11 @@ type ForgetPage struct {
 	Restorable bool `json:"restorable"`
 }
 
-// ownForget reads the forget id for r's caller: only a forget the caller
-// made in its tenant is its to see. Otherwise it answers r and returns
-// nil.
+// ownForget reads the forget id for r's caller: only a forget of its
+// tenant that the caller made (its identity is the forget's passport: an
+// anonymous caller has made none it can be told apart by) is its to see
+// and restore, or any forget of its tenant for an operator. Otherwise it
+// answers r and returns nil.
 func (h *Handler) ownForget(w http.ResponseWriter, r *http.Request, id string) *crux.ForgetInfo {
 	op := h.opts.Operator
 	if op == nil {
@@ -292,11 +295,20 @@ func (h *Handler) ownForget(w http.ResponseWriter, r *http.Request, id string) *
 		h.logger.Error("crux: web: reading a forget", "receipt", id, "err", err)
 		h.fail(w, r, http.StatusInternalServerError, &crux.Error{Code: crux.CodeInternalError, Message: "reading the forget: " + err.Error()})
 		return nil
-	case info.TenantID != c.TenantID() || info.PassportID != c.Name():
+	case !mayRestore(c, isOperator(r.Context()), info.TenantID, info.PassportID):
 		h.fail(w, r, http.StatusNotFound, notYours)
 		return nil
 	}
 	return info
+}
+
+// mayRestore reports whether c (an operator, if op) may see and restore
+// the forget that passport made in tenant.
+func mayRestore(c crux.Caller, op bool, tenant, passport string) bool {
+	if tenant != c.TenantID() {
+		return false
+	}
+	return op || (c.Identity() != "" && passport == c.Identity())
 }
 
 // forgetPage shows one of the caller's forgets, with a restore button

@@ -3,8 +3,9 @@
 // who wrote it; corrections (edit, delete, forget, restore) made from the
 // page; the documents query finds, with the lanes that found them; the
 // caller's forgets, pins, sessions and handoffs, the tenant's decisions
-// and the caller's passport, read-only; and the receipt chain of the caller's
-// tenant, verified in the page.
+// and the caller's passport, read-only; and the receipts of the caller's
+// tenant that it acted in (for an operator of the view, the whole chain),
+// verified in the page.
 //
 // The view holds no memory logic of its own. Every page is the answer of
 // the tools an agent calls, through [Backend.CallTool] with the signed-in
@@ -18,11 +19,15 @@
 // the receipts the tool mints, and a refusal is the tool's refusal, with
 // its code and message. Restoring a forget is an operator function of
 // crux, not a tool: the view offers it only when [Options.Operator] is set,
-// and only for a forget the signed-in caller made in its own tenant. No
-// tool lists the receipt chain, the forgets or the handoffs either: an
-// [Options.Ledger] reads them, and the view shows of them only the
-// caller's tenant (the receipts without their payloads), its own forgets
-// and the handoffs it made or may accept.
+// and only for a forget of the signed-in caller's tenant that the caller
+// made (an anonymous caller has made none: anonymous callers cannot be
+// told apart), or any forget of its tenant for an operator of the view
+// (see [Options.IsOperator]). No tool lists the receipt chain, the
+// forgets or the handoffs either: an [Options.Ledger] reads them, and the
+// view shows of them only the caller's tenant (the receipts without their
+// payloads, and only those the caller acted in unless it is an operator),
+// its own forgets (an operator's: all of its tenant's) and the handoffs
+// it made or may accept. Auditing the whole chain is for an operator.
 //
 // Pages are server-rendered (html/template, embedded stylesheet, no
 // script). Every page has a JSON twin: the same URL with ?format=json, or
@@ -36,7 +41,12 @@
 // when it carries no token): either an "Authorization: Bearer TOKEN" header on the
 // request itself, or a sign-in (GET or POST prefix+"signin" with token=)
 // that exchanges the token for a session cookie (HttpOnly,
-// SameSite=Strict, scoped to the prefix). [OneTimeToken] makes a Lookup
+// SameSite=Strict, scoped to the prefix, named per Handler: see
+// [Handler.CookieName]; Secure when the request came over TLS, or through
+// a trusted TLS-terminating proxy: see [Options.TrustForwardedProto]).
+// Sessions are bounded per caller and all together, and one caller's
+// sign-ins never end another caller's session (see
+// [Options.MaxSessionsPerCaller]). [OneTimeToken] makes a Lookup
 // that accepts one token once, for `crux ui`. A request with no token gets
 // 401 with `WWW-Authenticate: Bearer realm="crux"`, a wrong token 401 with
 // error="invalid_token", as the MCP endpoint answers.
@@ -131,15 +141,59 @@ type Options struct {
 	// needs a session, for its CSRF token, or a bearer token. False
 	// refuses such a request with 401.
 	Anonymous bool
+	// IsOperator reports whether a caller is an operator of the view: a
+	// person who runs the memory, who may see every receipt of its
+	// tenant's chain and audit the whole chain (audit=1), see every
+	// forget of its tenant and restore any of them. Other callers see
+	// only the receipts they acted in and the forgets they made, and
+	// restore only those. It is asked only of a caller authenticated by
+	// a token (a bearer token, or the token of the sign-in that started
+	// the session): a caller served as anonymous because it brought no
+	// token (Anonymous) is never an operator. Nil means no caller is.
+	// The crux command makes the person who ran `crux ui` an operator
+	// (the one-time token is theirs, and they own the data directory),
+	// and under `crux serve --http` the token table entries its
+	// --ui-operator flags name.
+	IsOperator func(c crux.Caller) bool
 	// Operator, if not nil, lets a caller see and restore the forgets it
-	// made. Nil means forgets cannot be restored from the view.
+	// made (an operator, those of its tenant). Nil means forgets cannot
+	// be restored from the view.
 	Operator Operator
 	// Ledger, if not nil, serves the receipts page: the receipt chain of
 	// the caller's tenant, verified. Nil means the view has no receipts
 	// page.
 	Ledger Ledger
+	// Admit, if not nil, is asked before a request of a signed-in (or
+	// anonymous) caller is served: it returns the function that ends the
+	// request, which the view calls once it has answered, or a refusal,
+	// which the view answers with 429 and Retry-After: 1. Under `crux
+	// serve --http` it is the MCP endpoint's bound on a caller's requests
+	// in flight (--max-caller-requests), so that the view's requests and
+	// the caller's MCP requests count together. The sign-in and the
+	// stylesheet are not counted. Nil admits every request.
+	Admit func(c crux.Caller) (done func(), refused *crux.Error)
 	// SessionTTL is how long a session cookie lasts. Zero means 12 hours.
 	SessionTTL time.Duration
+	// MaxSessionsPerCaller bounds the sessions one caller holds at once
+	// (an agent of a tenant; the anonymous callers of a tenant together
+	// are one): a sign-in past it ends that caller's own session that
+	// expires first, never another caller's. Zero means
+	// DefaultMaxSessionsPerCaller; a negative value means no bound.
+	MaxSessionsPerCaller int
+	// MaxSessions bounds the sessions held at once, all callers
+	// together: a sign-in past it (once expired sessions are dropped) is
+	// refused with 503, reason "sessions", and no session is ended for
+	// it, so that no caller can sign the others out. Zero means
+	// DefaultMaxSessions; a negative value means no bound.
+	MaxSessions int
+	// TrustForwardedProto makes the view believe the X-Forwarded-Proto
+	// header of a request, as set by a TLS-terminating proxy in front of
+	// the server: when it says https, the session cookie is Secure (a
+	// browser then sends it only over HTTPS), as it is for a request that
+	// arrived over TLS itself. Set it only when every request comes
+	// through such a proxy, which sets or replaces the header. False
+	// ignores the header.
+	TrustForwardedProto bool
 	// Logger receives a line for each failure of a page that is not the
 	// tools' answer. Nil discards them.
 	Logger *slog.Logger
@@ -156,8 +210,11 @@ type Handler struct {
 	pages  map[string]*template.Template
 	logger *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session // by cookie value
+	cookie string // the session cookie's name
+
+	mu        sync.Mutex
+	sessions  map[string]*session // by cookie value
+	perCaller map[string]int      // sessions by sessionKey
 }
 
 //go:embed templates/*.html static/*
@@ -168,7 +225,8 @@ func New(b Backend, opts *Options) *Handler {
 	if b == nil {
 		panic("web.New: nil Backend")
 	}
-	h := &Handler{b: b, sessions: map[string]*session{}}
+	h := &Handler{b: b, sessions: map[string]*session{}, perCaller: map[string]int{}}
+	h.cookie = cookiePrefix + randomToken()[:16]
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -184,6 +242,8 @@ func New(b Backend, opts *Options) *Handler {
 	if h.opts.Now == nil {
 		h.opts.Now = time.Now
 	}
+	h.opts.MaxSessions = bound(h.opts.MaxSessions, DefaultMaxSessions)
+	h.opts.MaxSessionsPerCaller = bound(h.opts.MaxSessionsPerCaller, DefaultMaxSessionsPerCaller)
 	h.logger = h.opts.Logger
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
@@ -213,6 +273,18 @@ func New(b Backend, opts *Options) *Handler {
 	mux.HandleFunc("GET "+p+"handoffs", h.authed(h.handoffs))
 	h.mux = mux
 	return h
+}
+
+// bound is a bound of Options as the Handler uses it: def for zero, 0
+// (none) for a negative value.
+func bound(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // Prefix is the URL path the view is served under.

@@ -25,10 +25,15 @@ import (
 var (
 	alice = crux.Caller{Agent: "alice", Authenticated: true}
 	bob   = crux.Caller{Agent: "bob", Authenticated: true}
+	// root is the tests' operator of the view (see isOperator).
+	root = crux.Caller{Agent: "root", Authenticated: true}
 )
 
 // tokens is the token table of the tests.
-var tokens = map[string]crux.Caller{"alice-token": alice, "bob-token": bob}
+var tokens = map[string]crux.Caller{"alice-token": alice, "bob-token": bob, "root-token": root}
+
+// isOperator is the tests' Options.IsOperator: root is the operator.
+func isOperator(c crux.Caller) bool { return c.Authenticated && c.Agent == "root" }
 
 func lookup(t string) (crux.Caller, bool) { c, ok := tokens[t]; return c, ok }
 
@@ -55,6 +60,12 @@ func call[T any](t *testing.T, srv *crux.Server, c crux.Caller, name string, arg
 // language in three versions, a licence fact, and bob's private secret.
 func newFixture(t *testing.T, lookup func(string) (crux.Caller, bool)) *fixture {
 	t.Helper()
+	return newFixtureWith(t, lookup, nil)
+}
+
+// newFixtureWith is newFixture with the view's options changed by edit.
+func newFixtureWith(t *testing.T, lookup func(string) (crux.Caller, bool), edit func(*web.Options)) *fixture {
+	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
@@ -66,7 +77,11 @@ func newFixture(t *testing.T, lookup func(string) (crux.Caller, bool)) *fixture 
 	}
 	call[tools.StoreFactOutput](t, srv, alice, "store_fact", map[string]any{"entity": "project:crux", "key": "license", "value": "Apache-2.0"})
 	call[tools.StoreFactOutput](t, srv, bob, "store_fact", map[string]any{"entity": "project:crux", "key": "secret", "value": "bobs-hidden-passphrase", "private": true})
-	h := web.New(srv, &web.Options{Lookup: lookup, TokenInURL: true, Operator: srv, Ledger: web.NewStoreLedger(db, srv.Keyring(), nil)})
+	opts := &web.Options{Lookup: lookup, TokenInURL: true, IsOperator: isOperator, Operator: srv, Ledger: web.NewStoreLedger(db, srv.Keyring(), nil)}
+	if edit != nil {
+		edit(opts)
+	}
+	h := web.New(srv, opts)
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return &fixture{db: db, srv: srv, ts: ts}

@@ -211,6 +211,9 @@ type (
 	forgetsReq struct {
 		Tenant string `json:"tenant"`
 		Limit  int    `json:"limit"`
+		// Scan bounds the receipts read (0: the whole chain, as crux
+		// forgets list reads it; the web view bounds it).
+		Scan int `json:"scan,omitempty"`
 	}
 	forgetsAnswer = web.ForgetList
 )
@@ -218,7 +221,7 @@ type (
 // forgets lists the forgets of a tenant, newest first: the forget
 // receipts of its chain, each with the record of its forget.
 func (h *host) forgets(ctx context.Context, req forgetsReq) (any, error) {
-	return web.NewStoreLedger(h.db, nil, nil).Forgets(ctx, req.Tenant, min(max(req.Limit, 1), maxForgets))
+	return web.NewStoreLedger(h.db, nil, nil).Forgets(ctx, req.Tenant, min(max(req.Limit, 1), maxForgets), max(req.Scan, 0))
 }
 
 // newForgetsCmd returns crux forgets list: a tenant's forgets, newest

@@ -31,7 +31,8 @@ func newServeCmd(a *app) *cobra.Command {
 		Short: "Serve MCP on standard input and output, or over HTTP with --http",
 		Annotations: map[string]string{formsAnnotation: "serve --http ADDR [--data DIR] [--tokens FILE] [--anonymous]\n" +
 			"                 [--allow-remote] [--stateless] [--max-sessions N]\n" +
-			"                 [--max-caller-sessions N] [--max-caller-requests N]"},
+			"                 [--max-caller-sessions N] [--max-caller-requests N]\n" +
+			"                 [--ui-operator NAME[@TENANT]]... [--ui-trust-forwarded-proto]"},
 		Long: `Serve MCP over standard input and output until the client closes standard
 input, or on SIGINT or SIGTERM; then stop reading, answer every call already
 read, and exit 0. A malformed line is answered with JSON-RPC -32700 or -32600
@@ -60,7 +61,19 @@ Origin header, if any, a loopback origin, else 403 (DNS rebinding).
 in all, else 503; at most --max-caller-sessions (100) per caller, past which
 the caller's longest-unused session with no request or stream open is
 closed (else 429); at most --max-caller-requests (64) requests of a caller
-are in flight, else 429. crux token new makes a token and its table entry.`,
+are in flight, the web view's requests counted with its MCP requests, else
+429. crux token new makes a token and its table entry.
+
+The web view at http://ADDR/ui/ takes the same tokens. It shows an agent the
+receipts it acted in and the forgets it made, and lets it restore only those;
+an agent named by --ui-operator NAME[@TENANT] (an agent entry of the token
+table; repeatable) is an operator of the view, who sees its tenant's whole
+receipt chain, audits it, and sees and restores every forget of its tenant.
+An anonymous caller is never an operator and restores no forget. The view's
+session cookie is Secure when the request came over TLS; behind a
+TLS-terminating proxy that sets X-Forwarded-Proto, --ui-trust-forwarded-proto
+makes it Secure when the header says https (set it only when every request
+comes through that proxy).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := noArgs("serve", args); err != nil {
 				return err

@@ -30,6 +30,9 @@ type httpFlags struct {
 	stateless   bool   // --stateless
 
 	maxSessions, maxCallerSessions, maxCallerRequests int // --max-sessions, --max-caller-sessions, --max-caller-requests
+
+	uiOperators         []string // --ui-operator: token table entries that are operators of the web view
+	uiTrustForwardProto bool     // --ui-trust-forwarded-proto
 }
 
 // register adds the HTTP flags to fs.
@@ -41,7 +44,9 @@ func (hf *httpFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&hf.stateless, "stateless", false, "serve HTTP without sessions")
 	fs.IntVar(&hf.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "HTTP sessions held at once, all callers together (then 503); negative: no bound")
 	fs.IntVar(&hf.maxCallerSessions, "max-caller-sessions", mcpserver.DefaultMaxSessionsPerCaller, "HTTP sessions one caller holds at once (then its longest-unused idle one is closed, else 429); negative: no bound")
-	fs.IntVar(&hf.maxCallerRequests, "max-caller-requests", mcpserver.DefaultMaxRequestsPerCaller, "HTTP requests of one caller in flight at once, GET streams aside (then 429); negative: no bound")
+	fs.IntVar(&hf.maxCallerRequests, "max-caller-requests", mcpserver.DefaultMaxRequestsPerCaller, "HTTP requests of one caller in flight at once, GET streams aside, the web view's included (then 429); negative: no bound")
+	fs.StringArrayVar(&hf.uiOperators, "ui-operator", nil, "make the token table's agent `NAME[@TENANT]` an operator of the web view: it sees and audits its tenant's whole receipt chain and restores any forget of its tenant (repeatable)")
+	fs.BoolVar(&hf.uiTrustForwardProto, "ui-trust-forwarded-proto", false, "trust X-Forwarded-Proto from a TLS-terminating proxy in front of the server: the web view's session cookie is Secure when it says https")
 }
 
 // httpSetup is what crux serve --http resolved from its flags.
@@ -49,7 +54,13 @@ type httpSetup struct {
 	addr   string
 	opts   mcpserver.HTTPOptions
 	source string // where the tokens came from, for the log
+
+	operators           map[string]bool // operatorKey of each --ui-operator
+	trustForwardedProto bool            // --ui-trust-forwarded-proto
 }
+
+// operatorKey identifies an agent of a tenant for --ui-operator.
+func operatorKey(c crux.Caller) string { return c.Identity() + "\x00" + c.TenantID() }
 
 // resolveHTTP checks the HTTP flags of fs and reads the token table:
 // --tokens FILE, else $CRUX_AGENT_TOKENS. It returns nil when --http was
@@ -58,7 +69,8 @@ func resolveHTTP(fs *pflag.FlagSet, hf *httpFlags, osenv *environment) (*httpSet
 	set := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	if !set["http"] {
-		for _, name := range []string{"tokens", "anonymous", "allow-remote", "stateless", "max-sessions", "max-caller-sessions", "max-caller-requests"} {
+		for _, name := range []string{"tokens", "anonymous", "allow-remote", "stateless", "max-sessions", "max-caller-sessions", "max-caller-requests",
+			"ui-operator", "ui-trust-forwarded-proto"} {
 			if set[name] {
 				return nil, usagef("--%s needs --http ADDR", name)
 			}
@@ -102,6 +114,27 @@ func resolveHTTP(fs *pflag.FlagSet, hf *httpFlags, osenv *environment) (*httpSet
 		}
 		hs.opts.Tokens = tok
 	}
+	hs.trustForwardedProto = hf.uiTrustForwardProto
+	if len(hf.uiOperators) > 0 {
+		if hs.opts.Tokens == nil {
+			return nil, usagef("--ui-operator names an agent of the token table, and there is none (--tokens FILE or CRUX_AGENT_TOKENS)")
+		}
+		agents := map[string]bool{}
+		for _, c := range hs.opts.Tokens.Callers() {
+			if !c.Replica {
+				agents[operatorKey(c)] = true
+			}
+		}
+		hs.operators = map[string]bool{}
+		for _, name := range hf.uiOperators {
+			agent, tenant, _ := strings.Cut(name, "@")
+			c := crux.Caller{Agent: agent, Authenticated: true, Tenant: tenant}
+			if agent == "" || strings.HasSuffix(name, "@") || !agents[operatorKey(c)] {
+				return nil, usagef("--ui-operator %q is not an agent of the token table %s (want NAME or NAME@TENANT as an entry names it)", name, hs.source)
+			}
+			hs.operators[operatorKey(c)] = true
+		}
+	}
 	if hf.anonymous && hs.opts.Tokens == nil {
 		return nil, usagef("--anonymous needs tokens (--tokens FILE or CRUX_AGENT_TOKENS): without them every request is anonymous already")
 	}
@@ -132,12 +165,18 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 		return fmt.Errorf("listening on %s: %w", hs.addr, err)
 	}
 	hs.opts.Logger = logger
-	view, err := newView(s, sess, viewOptions(hs, logger))
+	// The view counts its requests under --max-caller-requests with the
+	// MCP endpoint's, through the handler made once the view is.
+	var mh *mcpserver.HTTPHandler
+	vo := viewOptions(hs, logger)
+	vo.Admit = func(c crux.Caller) (func(), *crux.Error) { return mh.AdmitRequest(c) }
+	view, err := newView(s, sess, vo)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	hs.opts.Other = view
+	mh = mcpserver.NewHTTPHandler(sess, &hs.opts)
 	url := "http://" + ln.Addr().String() + mcpserver.DefaultHTTPPath
 	auth := "none: every request is anonymous"
 	if hs.opts.Tokens != nil {
@@ -149,7 +188,7 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 	announce.Info("crux: serving MCP over HTTP", "url", url, "db", filepath.Join(s.dir, dbFile),
 		"auth", auth, "stateless", hs.opts.Stateless, "owner", sess.conn.Owner(),
 		"sync", "http://"+ln.Addr().String()+syncremote.PathPrefix, "ui", "http://"+ln.Addr().String()+view.Prefix())
-	err = mcpserver.ServeHTTP(ctx, sess, ln, &hs.opts)
+	err = mcpserver.ServeHandler(ctx, mh, ln)
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		logger.Info("crux: stopping on signal; every request in flight was answered")
 		return nil
@@ -160,11 +199,16 @@ func serveHTTP(ctx context.Context, s *setup, hs *httpSetup, sess *session, logg
 // viewOptions are the options of the web view crux serve --http serves
 // beside MCP: the same token table and the same anonymous callers, so a
 // page shows what the token's agent reads with the tools, and a request
-// the MCP endpoint refuses for want of a token the view refuses too.
+// the MCP endpoint refuses for want of a token the view refuses too; the
+// agents of --ui-operator are its operators, and it trusts
+// X-Forwarded-Proto with --ui-trust-forwarded-proto.
 func viewOptions(hs *httpSetup, logger *slog.Logger) web.Options {
 	tr := crux.Transport{Kind: crux.TransportHTTP, Path: mcpserver.DefaultHTTPPath, Tokens: hs.opts.Tokens != nil,
 		Anonymous: hs.opts.Anonymous || hs.opts.Tokens == nil, Stateless: hs.opts.Stateless}
-	o := web.Options{Anonymous: tr.Anonymous, Logger: logger}
+	o := web.Options{Anonymous: tr.Anonymous, Logger: logger, TrustForwardedProto: hs.trustForwardedProto}
+	if ops := hs.operators; len(ops) > 0 {
+		o.IsOperator = func(c crux.Caller) bool { return c.Authenticated && !c.Replica && ops[operatorKey(c)] }
+	}
 	if tok := hs.opts.Tokens; tok != nil {
 		o.Lookup = func(t string) (crux.Caller, bool) {
 			c, ok := tok.Lookup(t)

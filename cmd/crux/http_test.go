@@ -105,6 +105,12 @@ func TestServeHTTPUsage(t *testing.T) {
 		{"bad token file", nil, []string{"--http", "127.0.0.1:0", "--tokens", bad}, "shorter than 16"},
 		{"bad token variable", env{"CRUX_AGENT_TOKENS": "tester"}, []string{"--http", "127.0.0.1:0"}, `CRUX_AGENT_TOKENS: entry 1 (line 1): want AGENT[@TENANT]=CREDENTIAL`},
 		{"empty token variable", env{"CRUX_AGENT_TOKENS": " # none"}, []string{"--http", "127.0.0.1:0"}, "holds no token"},
+		{"ui operator without http", nil, []string{"--ui-operator", "tester"}, "--ui-operator needs --http"},
+		{"ui operator without tokens", nil, []string{"--http", "127.0.0.1:0", "--ui-operator", "tester"}, "there is none"},
+		{"ui operator not in the table", nil, []string{"--http", "127.0.0.1:0", "--tokens", tokens, "--ui-operator", "carol"}, `--ui-operator "carol" is not an agent of the token table`},
+		{"ui operator of another tenant", nil, []string{"--http", "127.0.0.1:0", "--tokens", tokens, "--ui-operator", "tester@acme"}, `--ui-operator "tester@acme" is not an agent`},
+		{"ui operator empty tenant", nil, []string{"--http", "127.0.0.1:0", "--tokens", tokens, "--ui-operator", "tester@"}, `--ui-operator "tester@" is not an agent`},
+		{"forwarded proto without http", nil, []string{"--ui-trust-forwarded-proto"}, "--ui-trust-forwarded-proto needs --http"},
 	} {
 		r := runCrux(t, tc.e, "", append([]string{"serve", "--data", dir}, tc.args...)...)
 		assert.Equal(t, exitUsage, r.code, "%s: %s", tc.name, r.stderr)

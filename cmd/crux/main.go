@@ -11,6 +11,7 @@
 //	crux serve [--data DIR] [--agent NAME]
 //	crux serve --http ADDR [--data DIR] [--tokens FILE] [--anonymous] [--allow-remote] [--stateless]
 //	                 [--max-sessions N] [--max-caller-sessions N] [--max-caller-requests N]
+//	                 [--ui-operator NAME[@TENANT]]... [--ui-trust-forwarded-proto]
 //	crux token new [--tenant T] AGENT
 //	crux tools [--data DIR] [--agent NAME] [--json]
 //	crux call  [--data DIR] [--agent NAME] TOOL [JSON|-]

@@ -32,9 +32,10 @@ port on 127.0.0.1), as the agent named by --agent (else $CRUX_AGENT;
 anonymous without one): every page is the answer of the tools that agent
 calls, and every correction is one of its tool calls. Prints a URL with a
 one-time token; opening it signs the browser in (the token is exchanged
-for a session cookie and spent). Forgets made from the view can be
-restored from it while their recovery window lasts. Stops on SIGINT or
-SIGTERM.`,
+for a session cookie and spent). Whoever opens it runs the memory: an
+operator of the view, who sees the tenant's whole receipt chain and audits
+it, and sees and restores any forget of the tenant while its recovery
+window lasts. Stops on SIGINT or SIGTERM.`,
 		RunE: func(c *cobra.Command, pos []string) error {
 			if err := noArgs("ui", pos); err != nil {
 				return err
@@ -56,7 +57,11 @@ SIGTERM.`,
 				return fmt.Errorf("listening on %s: %w", addr, err)
 			}
 			token, once := web.OneTimeToken(s.caller)
-			h, err := newView(s, sess, web.Options{Lookup: once, TokenInURL: true, Logger: a.logger})
+			// The one-time token is the person's who ran crux ui, who owns
+			// the data directory (crux verify chain and crux forget restore
+			// are theirs already): an operator of the view.
+			h, err := newView(s, sess, web.Options{Lookup: once, TokenInURL: true, Logger: a.logger,
+				IsOperator: func(crux.Caller) bool { return true }})
 			if err != nil {
 				ln.Close()
 				return err
@@ -107,6 +112,7 @@ type (
 	}
 	chainPageReq struct {
 		Tenant string `json:"tenant"`
+		Actor  string `json:"actor,omitempty"`
 		Before uint64 `json:"before,omitempty"`
 		Limit  int    `json:"limit"`
 	}
@@ -132,7 +138,7 @@ func (h *host) forgetStatus(ctx context.Context, req forgetStatusReq) (any, erro
 // chainPage is a page of a tenant's receipt chain, verified with the data
 // directory's key.
 func (h *host) chainPage(ctx context.Context, req chainPageReq) (any, error) {
-	return web.NewStoreLedger(h.db, receipts.NewKeyring(h.signer.Public()), nil).ChainPage(ctx, req.Tenant, req.Before, req.Limit)
+	return web.NewStoreLedger(h.db, receipts.NewKeyring(h.signer.Public()), nil).ChainPage(ctx, req.Tenant, req.Actor, req.Before, req.Limit)
 }
 
 // handoffs lists an agent's handoffs.
@@ -170,17 +176,17 @@ type viewLedger struct {
 	kr   json.RawMessage
 }
 
-func (l viewLedger) ChainPage(ctx context.Context, tenant string, before uint64, limit int) (*web.ChainPage, error) {
+func (l viewLedger) ChainPage(ctx context.Context, tenant, actor string, before uint64, limit int) (*web.ChainPage, error) {
 	var p web.ChainPage
-	if err := l.sess.do(ctx, opChainPage, chainPageReq{Tenant: tenant, Before: before, Limit: limit}, &p); err != nil {
+	if err := l.sess.do(ctx, opChainPage, chainPageReq{Tenant: tenant, Actor: actor, Before: before, Limit: limit}, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-func (l viewLedger) Forgets(ctx context.Context, tenant string, limit int) (*web.ForgetList, error) {
+func (l viewLedger) Forgets(ctx context.Context, tenant string, limit, scan int) (*web.ForgetList, error) {
 	var list web.ForgetList // crux forgets list's answer, field for field
-	if err := l.sess.do(ctx, opForgets, forgetsReq{Tenant: tenant, Limit: limit}, &list); err != nil {
+	if err := l.sess.do(ctx, opForgets, forgetsReq{Tenant: tenant, Limit: limit, Scan: scan}, &list); err != nil {
 		return nil, err
 	}
 	return &list, nil

@@ -20,6 +20,7 @@ import (
 const (
 	aliceViewToken = "alice-view-token-0123456789"
 	bobViewToken   = "bob-view-token-0123456789"
+	rootViewToken  = "root-view-token-0123456789" // of root, the view's operator (--ui-operator root)
 )
 
 // viewServer is crux serve --http with alice, bob and a replica in its
@@ -29,15 +30,15 @@ type viewServer struct {
 	base string // http://HOST:PORT
 }
 
-func startViewServer(t *testing.T, ctx context.Context, extra env) *viewServer {
+func startViewServer(t *testing.T, ctx context.Context, extra env, args ...string) *viewServer {
 	t.Helper()
 	serveCtx, stop := context.WithCancel(ctx)
 	var stderr syncBuffer
-	e := env{"CRUX_AGENT_TOKENS": "alice=" + aliceViewToken + ",bob=" + bobViewToken + ",replica::r=" + replicaToken}
+	e := env{"CRUX_AGENT_TOKENS": "alice=" + aliceViewToken + ",bob=" + bobViewToken + ",root=" + rootViewToken + ",replica::r=" + replicaToken}
 	for k, v := range extra {
 		e[k] = v
 	}
-	u, codes := serveHTTPInProcess(t, serveCtx, e, &stderr, "--data", t.TempDir())
+	u, codes := serveHTTPInProcess(t, serveCtx, e, &stderr, append([]string{"--data", t.TempDir(), "--ui-operator", "root"}, args...)...)
 	t.Cleanup(func() {
 		stop()
 		select {
@@ -196,11 +197,163 @@ func TestServeHTTPView(t *testing.T) {
 	code, body = v.post(t, http.DefaultClient, "/ui/restore", aliceViewToken, url.Values{"receipt_id": {forgot.ID}})
 	require.Equal(t, http.StatusOK, code, body)
 
-	// The receipt chain of the tenant verifies in the page.
+	// alice sees the receipts she acted in; the whole chain, and its
+	// audit, are the operator's (--ui-operator root).
 	code, _, body = v.get(t, "/ui/receipts?audit=1&format=json", aliceViewToken, nil)
+	require.Equal(t, http.StatusForbidden, code, body)
+	code, _, body = v.get(t, "/ui/receipts?format=json", aliceViewToken, nil)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, `"actor": "alice"`)
+	assert.NotContains(t, body, `"actor": "bob"`)
+	code, _, body = v.get(t, "/ui/receipts?audit=1&format=json", rootViewToken, nil)
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, `"error_code": "OK"`)
 	assert.Contains(t, body, `"failing": 0`)
+	assert.Contains(t, body, `"operator": true`)
+
+	// The operator restores alice's second forget; bob may not.
+	code, body = v.post(t, http.DefaultClient, "/ui/forget", aliceViewToken,
+		url.Values{"scope_type": {"entity_prefix"}, "scope_value": {"project:view"}, "reason": {"again"}})
+	require.Equal(t, http.StatusOK, code, body)
+	require.NoError(t, json.Unmarshal([]byte(body), &forgot))
+	code, _ = v.post(t, http.DefaultClient, "/ui/restore", bobViewToken, url.Values{"receipt_id": {forgot.ID}})
+	assert.Equal(t, http.StatusNotFound, code)
+	code, body = v.post(t, http.DefaultClient, "/ui/restore", rootViewToken, url.Values{"receipt_id": {forgot.ID}})
+	assert.Equal(t, http.StatusOK, code, body)
+}
+
+// slowPost starts a POST to u with token whose body, past its first
+// bytes (prefix), stays open until the returned function is called, which
+// then waits for the answer and returns its status: the request is in
+// flight on the server meanwhile. A request answered at once (refused
+// because one that ended a moment ago was still counted) is sent again.
+func slowPost(t *testing.T, u, token, contentType, prefix string) func() int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		pr, pw := io.Pipe()
+		req, err := http.NewRequest(http.MethodPost, u, pr)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		status := make(chan int, 1)
+		// A connection of its own: the server may close it after answering
+		// without the whole body, and no other request must find it pooled.
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		go pw.Write([]byte(prefix))
+		go func() {
+			resp, err := client.Do(req)
+			if err != nil {
+				status <- -1
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			status <- resp.StatusCode
+		}()
+		select {
+		case code := <-status:
+			pw.Close()
+			require.True(t, time.Now().Before(deadline), "the slow request is answered at once: %d", code)
+			continue
+		case <-time.After(100 * time.Millisecond):
+		}
+		return func() int {
+			pw.Close()
+			return <-status
+		}
+	}
+}
+
+// TestServeHTTPViewRequestBound: the view's requests and the MCP
+// endpoint's count together under --max-caller-requests.
+func TestServeHTTPViewRequestBound(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A bound of 2: the SDK client that stores the facts may have two
+	// requests in flight at once.
+	v := startViewServer(t, ctx, nil, "--max-caller-requests", "2")
+	mcpURL := v.base + "/mcp"
+	tooMany := func(get func() int) {
+		t.Helper()
+		assert.Eventually(t, func() bool { return get() == http.StatusTooManyRequests }, 10*time.Second, 5*time.Millisecond)
+	}
+	mcp := func() int {
+		req, err := http.NewRequest(http.MethodPost, mcpURL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+aliceViewToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	view := func() int { code, _, _ := v.get(t, "/ui/?format=json", aliceViewToken, nil); return code }
+
+	ok := func(get func() int) {
+		t.Helper()
+		assert.Eventually(t, func() bool { return get() == http.StatusOK }, 10*time.Second, 5*time.Millisecond)
+	}
+	slowView := func() func() int {
+		return slowPost(t, v.base+"/ui/edit?format=json", aliceViewToken, "application/x-www-form-urlencoded", "value=")
+	}
+	// The endpoint reads a body's first byte (a batch is refused) before
+	// it counts the request.
+	slowMCP := func() func() int { return slowPost(t, mcpURL, aliceViewToken, "application/json", "{") }
+
+	// Two view requests in flight (their forms still arriving): alice's
+	// MCP request is refused, bob's view is served.
+	end1, end2 := slowView(), slowView()
+	tooMany(mcp)
+	code, _, body := v.get(t, "/ui/?format=json", bobViewToken, nil)
+	assert.Equal(t, http.StatusOK, code, body)
+	end1()
+	end2()
+	ok(mcp)
+
+	// Two MCP requests in flight: alice's view is refused.
+	end1, end2 = slowMCP(), slowMCP()
+	tooMany(view)
+	_, hd, body := v.get(t, "/ui/?format=json", aliceViewToken, nil)
+	assert.Contains(t, body, "requests_per_caller")
+	assert.Equal(t, "1", hd.Get("Retry-After"))
+	end1()
+	end2()
+	ok(view)
+
+	// One of each: a third of either is refused.
+	end1, end2 = slowView(), slowMCP()
+	tooMany(view)
+	tooMany(mcp)
+	end1()
+	end2()
+	ok(view)
+}
+
+// TestServeHTTPViewForwardedProto: with --ui-trust-forwarded-proto the
+// session cookie is Secure behind a proxy that says https; without it the
+// header is not believed.
+func TestServeHTTPViewForwardedProto(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, trust := range []bool{false, true} {
+		var args []string
+		if trust {
+			args = []string{"--ui-trust-forwarded-proto"}
+		}
+		v := startViewServer(t, ctx, nil, args...)
+		req, err := http.NewRequest(http.MethodPost, v.base+"/ui/signin", strings.NewReader(url.Values{"token": {aliceViewToken}}.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Len(t, resp.Cookies(), 1)
+		assert.Equal(t, trust, resp.Cookies()[0].Secure, "trusted: %v", trust)
+	}
 }
 
 // TestServeHTTPViewAnonymous: without a token table, every caller of crux
