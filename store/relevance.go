@@ -23,7 +23,7 @@ import (
 //	idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))
 //
 // with k1 = 1.2 and b = 0.75, where tf counts the fact's words equal to the
-// term and half of each longer word that starts with it ("topic7" in
+// term and a quarter of each longer word that starts with it ("topic7" in
 // "topic700"), so that an exact word outranks the longer words it is a
 // prefix of; dl is the fact's number of words and avgdl their mean over
 // the facts scored (for a query without entity or key filter, see below).
@@ -53,8 +53,10 @@ import (
 // does not grow with the store.
 
 // prefixWeight is what a word counts towards a term it starts with but is
-// longer than.
-const prefixWeight = 0.5
+// longer than. A quarter ranked better than a half or an eighth on every
+// corpus of bench/eval.sh (conversations, Cranfield, Go docs): a longer
+// word is more often another word than a form of the term.
+const prefixWeight = 0.25
 
 // rerankMin is the least number of candidates whose mean length is a
 // keyword query's avgdl (see hits.lengthMean).
