@@ -393,18 +393,26 @@ const maxPooledHits = 1 << 16
 func getHits() *hits { return hitsPool.Get().(*hits) }
 
 // put gives h back to hitsPool, unless it has grown past maxPooledHits;
-// nothing may point into it any more.
+// nothing may point into it any more. Slots far more than the query
+// needed are dropped, so that the next query does not clear them.
 func (h *hits) put() {
-	if cap(h.facts) <= maxPooledHits {
-		hitsPool.Put(h)
+	if cap(h.facts) > maxPooledHits {
+		return
 	}
+	if len(h.slots) > minSlots && len(h.slots) > 8*len(h.facts) {
+		h.slots = nil
+	}
+	hitsPool.Put(h)
 }
+
+// minSlots is the number of slots a hits starts with.
+const minSlots = 1024
 
 // reset empties h for a query of n terms.
 func (h *hits) reset(n int) {
 	h.facts, h.last, h.at = h.facts[:0], h.last[:0], h.at[:0]
 	if h.slots == nil {
-		h.slots = make([]int32, 1024)
+		h.slots = make([]int32, minSlots)
 	}
 	clear(h.slots)
 	clear(h.other)
