@@ -189,7 +189,7 @@ func (db *DB) runIn(ctx context.Context, b *batch, m *member, fn func(store.Tx) 
 			return err
 		}
 		if b.t == nil {
-			conn, owed := (*pgxpool.Conn)(nil), true
+			conn, owed := db.takeParked(), true
 			if conn == nil {
 				var err error
 				if conn, err = db.acquireRetry(ctx, context.WithoutCancel(ctx)); err != nil {
