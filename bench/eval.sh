@@ -17,7 +17,10 @@
 # bench/retrieval/testdata (the first run takes about a minute longer).
 #
 # Environment: N, SEED (Go-docs queries: 1000, 1), REPS (timed runs of
-# each question: 3), RETRIEVAL_DATA (cache directory).
+# each question: 3), RETRIEVAL_DATA (cache directory), CRUX_EVAL_POSTGRES
+# (a postgres:// URL: crux-pg and crux-facts-pg, crux over PostgreSQL in
+# that database, join the systems; each store is a schema of its own,
+# dropped after).
 #
 # About a minute and a half on a 2-core machine once the Go-docs corpus is
 # cached.
@@ -34,6 +37,9 @@ case " $* " in
 *) godocs=1 ;;
 esac
 set -- -json "$data/eval.json" -reps "${REPS:-3}" "$@"
+if [ -n "${CRUX_EVAL_POSTGRES:-}" ]; then
+	set -- -crux-postgres "$CRUX_EVAL_POSTGRES" "$@"
+fi
 if [ -n "$godocs" ]; then
 	paths=$(sh "$root/bench/retrieval.sh" --paths)
 	set -- -godocs-corpus "${paths% *}" -godocs-queries "${paths#* }" "$@"

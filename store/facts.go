@@ -41,9 +41,9 @@ const (
 // later.
 func StagedIndexes() []string { return []string{bucketEntity} }
 
-// freshMax is how many facts the fresh postings hold at most: the write
-// that brings them to freshMax moves them all into facts.words (see
-// indexLive).
+// freshMax is how many facts of one tenant the fresh postings hold at
+// most: the write that brings them to freshMax moves that tenant's into
+// facts.words (see indexLive).
 const freshMax = 64
 
 // freshBytesMax bounds the bytes of the fresh postings likewise: every
@@ -275,7 +275,7 @@ func PutFact(tx Tx, n NewFact) (*Fact, []string, error) {
 		prefetchScan(tx, bucketEntity, indexKey(n.Tenant, stored, n.Key, ""), true)
 		prefetch(tx, bucketKey, [][]byte{indexKey(n.Tenant, n.Key, stored)})
 		prefetch(tx, bucketActive, [][]byte{indexKey(n.Tenant, stored)})
-		prefetchScan(tx, bucketFresh, nil, false)
+		prefetchScan(tx, bucketFresh, indexKey(n.Tenant, ""), false)
 		if _, own := tx.(ChangeLogger); syncable(f) && !own {
 			prefetchScan(tx, bucketSyncLog, append([]byte(n.Tenant), 0), true)
 			prefetchScan(tx, bucketSyncNew, append([]byte(n.Tenant), 0), true)
@@ -659,10 +659,10 @@ func writeFact(tx Tx, f *Fact) error {
 // A fact's postings, one per word, and its rank entry would land on as many
 // leaves of facts.words and facts.rank, each a page to write. So a new
 // fact's entries first go, as one entry, to facts.fresh, whose keys (ids
-// being time-ordered) append; once facts.fresh holds freshMax facts, the
-// write that brings it there moves them all to facts.words and facts.rank,
-// where entries of the same word and rank share leaves. Queries read
-// facts.fresh as well.
+// being time-ordered) append; once facts.fresh holds freshMax facts of the
+// tenant, the write that brings it there moves them all to facts.words and
+// facts.rank, where entries of the same word and rank share leaves (see
+// flushFresh). Queries read facts.fresh as well.
 func indexLive(tx Tx, f *Fact, add bool) error {
 	rank := rankKey(f) // posting values carry it, so keyword queries can order candidates unread
 	words, tfs, dl := countWords(factText(f))
@@ -696,7 +696,7 @@ func indexLive(tx Tx, f *Fact, add bool) error {
 	if err := tx.Put(bucketFresh, indexKey(f.Tenant, f.ID), v); err != nil {
 		return err
 	}
-	return flushFresh(tx, freshMax)
+	return flushFresh(tx, f.Tenant, freshMax)
 }
 
 // freshEntry is one entry of facts.fresh.
@@ -844,17 +844,26 @@ func scanRank(tx Tx, tenant, scope string, visit func(key []byte) error) error {
 	return err
 }
 
-// flushFresh moves the postings and rank entries of every fact in
-// facts.fresh to facts.words and facts.rank when facts.fresh holds at least
-// min facts (min 0 or 1: whenever it holds any), or freshBytesMax bytes. An entry whose value does
+// flushFresh moves the postings and rank entries of every fact of tenant
+// in facts.fresh to facts.words and facts.rank when facts.fresh holds at
+// least min facts of tenant (min 0 or 1: whenever it holds any), or
+// freshBytesMax bytes of them; with tenant "", those of every tenant, when
+// it holds that many in all. A write thus reads and moves its own tenant's
+// entries only: writers of different tenants neither read each other's
+// (which made concurrent transactions of a serializable backend abort
+// one another) nor pay for moving them. An entry whose value does
 // not parse (a damaged page) is removed without moving anything: its fact
 // stays readable by id and through the entity and key indexes, and leaves
 // keyword and unfiltered queries.
-func flushFresh(tx Tx, min int) error {
+func flushFresh(tx Tx, tenant string, min int) error {
+	var prefix []byte
+	if tenant != "" {
+		prefix = indexKey(tenant, "")
+	}
 	var entries []freshEntry
 	var keys [][]byte
 	n, size := 0, 0
-	err := tx.Scan(bucketFresh, nil, false, func(k, v []byte) error {
+	err := tx.Scan(bucketFresh, prefix, false, func(k, v []byte) error {
 		if n, size = n+1, size+len(v); n >= min || size >= freshBytesMax {
 			return ErrStop
 		}
@@ -863,7 +872,7 @@ func flushFresh(tx Tx, min int) error {
 	if err != nil || n < min && size < freshBytesMax {
 		return err
 	}
-	err = tx.Scan(bucketFresh, nil, false, func(k, v []byte) error {
+	err = tx.Scan(bucketFresh, prefix, false, func(k, v []byte) error {
 		keys = append(keys, bytes.Clone(k))
 		if e, ok := parseFresh(k, v); ok {
 			entries = append(entries, e)

@@ -172,7 +172,7 @@ func Upgrade(tx Tx) (from int, err error) {
 // posting block is replaced by the blocks of the facts that facts.rank
 // names. A rank entry whose fact cannot be read is left for crux doctor.
 func reindexWords(tx Tx) error {
-	if err := flushFresh(tx, 0); err != nil {
+	if err := flushFresh(tx, "", 0); err != nil {
 		return err
 	}
 	var old [][]byte

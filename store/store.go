@@ -52,8 +52,9 @@
 //   - facts.fresh: tenant, fact id → rank prefix, rank partition and the
 //     fact's words. The keyword postings and the rank entry of new facts,
 //     one appended entry per fact instead of one entry per word and one in
-//     the rank index, each on a leaf of its own; every 64 facts they move
-//     to facts.words and facts.rank together. Queries read both.
+//     the rank index, each on a leaf of its own; every 64 facts of a
+//     tenant, that tenant's move to facts.words and facts.rank together
+//     (a write reads its own tenant's only). Queries read both.
 //   - facts.words: tenant, word, last fact id (or, for the word's tail
 //     block, the byte 0xff) → a block of up to 48 postings of that word
 //     (fact id, 16-byte rank prefix), sorted by id. One key per block

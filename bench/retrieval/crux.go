@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
 	"github.com/crux-go/crux/tools"
 	"go.etcd.io/bbolt"
@@ -41,10 +42,11 @@ func init() {
 }
 
 // Crux is crux's retrieval core over a bbolt store with the production
-// settings (fsync on every commit), called in process.
+// settings (fsync on every commit), called in process (or, for crux-pg,
+// over a PostgreSQL store: see postgres.go).
 type Crux struct {
-	path   string
-	db     *bolt.DB
+	path   string // the bbolt file; "" for another backend
+	db     store.Backend
 	srv    *crux.Server
 	caller crux.Caller
 }
@@ -56,12 +58,26 @@ func NewCrux(dir string) (*Crux, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := crux.NewServer(db, &crux.Options{})
+	x, err := newCruxOn(db, nil)
+	if err != nil {
+		return nil, err
+	}
+	x.path = path
+	return x, nil
+}
+
+// newCruxOn is the crux system over db, with opts (nil: the defaults); it
+// closes db if it fails.
+func newCruxOn(db store.Backend, opts *crux.Options) (*Crux, error) {
+	if opts == nil {
+		opts = &crux.Options{}
+	}
+	srv, err := crux.NewServer(db, opts)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &Crux{path: path, db: db, srv: srv, caller: crux.Caller{Agent: "bench", Authenticated: true}}, nil
+	return &Crux{db: db, srv: srv, caller: crux.Caller{Agent: "bench", Authenticated: true}}, nil
 }
 
 // Name implements System.

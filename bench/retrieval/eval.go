@@ -64,7 +64,7 @@ func (c *Corpus) Counts() (docs, questions int) {
 }
 
 // evalOrder is the order in which the evaluation shows the systems.
-var evalOrder = []string{"crux", "crux-facts", "crux-docs-facts", "crux-stdio", "crux-facts-stdio", "textbook-bm25", "textbook-bm25-nostem", "bleve", "sqlite-fts5"}
+var evalOrder = []string{"crux", "crux-facts", "crux-docs-facts", "crux-stdio", "crux-facts-stdio", "crux-pg", "crux-facts-pg", "textbook-bm25", "textbook-bm25-nostem", "bleve", "sqlite-fts5"}
 
 // EvalFactories returns every registered system, in the evaluation's
 // order: crux's tools (query, query_facts, and query over a tenant that

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
 	"github.com/crux-go/crux/tools"
 )
@@ -91,10 +92,11 @@ func cutUTF8(s string, n int) string {
 // CruxFacts is crux's fact store over a bbolt store with the production
 // settings (fsync on every commit), called in process: store_fact for each
 // fact, one call after the other, and query_facts with the question as its
-// keywords.
+// keywords. (crux-facts-pg is the same over a PostgreSQL store: see
+// postgres.go.)
 type CruxFacts struct {
-	path   string
-	db     *bolt.DB
+	path   string // the bbolt file; "" for another backend
+	db     store.Backend
 	srv    *crux.Server
 	caller crux.Caller
 	// Cut counts the values IngestFacts cut to store_fact's limit.
@@ -108,12 +110,26 @@ func NewCruxFacts(dir string) (*CruxFacts, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := crux.NewServer(db, &crux.Options{})
+	x, err := newCruxFactsOn(db, nil)
+	if err != nil {
+		return nil, err
+	}
+	x.path = path
+	return x, nil
+}
+
+// newCruxFactsOn is the crux-facts system over db, with opts (nil: the
+// defaults); it closes db if it fails.
+func newCruxFactsOn(db store.Backend, opts *crux.Options) (*CruxFacts, error) {
+	if opts == nil {
+		opts = &crux.Options{}
+	}
+	srv, err := crux.NewServer(db, opts)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &CruxFacts{path: path, db: db, srv: srv,
+	return &CruxFacts{db: db, srv: srv,
 		caller: crux.Caller{Agent: "bench", Authenticated: true, Tenant: cruxTenant}}, nil
 }
 

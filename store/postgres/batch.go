@@ -189,12 +189,16 @@ func (db *DB) runIn(ctx context.Context, b *batch, m *member, fn func(store.Tx) 
 			return err
 		}
 		if b.t == nil {
-			conn, err := db.acquireRetry(ctx, context.WithoutCancel(ctx))
-			if err != nil {
-				b.broken, b.brokenBy = db.wrap(ctx, err), m
-				return b.broken
+			conn, owed := db.takeParked(), true
+			if conn == nil {
+				var err error
+				if conn, err = db.acquireRetry(ctx, context.WithoutCancel(ctx)); err != nil {
+					b.broken, b.brokenBy = db.wrap(ctx, err), m
+					return b.broken
+				}
+				owed = false
 			}
-			b.t = &tx{db: db, conn: conn, begin: "BEGIN ISOLATION LEVEL SERIALIZABLE", writable: true, wake: &b.cond}
+			b.t = &tx{db: db, conn: conn, owed: owed, begin: "BEGIN ISOLATION LEVEL SERIALIZABLE", writable: true, wake: &b.cond}
 		}
 		probe := probes < maxProbes && db.unfinished(b) > 1
 		err, missed := db.runOnce(ctx, b, m, fn, probe)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/crux-go/crux/store"
 )
@@ -67,4 +68,15 @@ var ErrCommitUnknown = errCommitUnknown
 // token, on the connection of server process pid, took effect.
 func CommitOutcome(db *DB, pid uint32, token []byte) (bool, error) {
 	return db.commitOutcome(pid, token)
+}
+
+// SetParkFor sets how long a connection of db stays parked with its
+// ROLLBACK owed (see park.go), before any transaction of db runs.
+func SetParkFor(db *DB, d time.Duration) { db.parkFor = d }
+
+// Parked returns the number of parked connections of db.
+func Parked(db *DB) int {
+	db.parkMu.Lock()
+	defer db.parkMu.Unlock()
+	return len(db.parked)
 }

@@ -226,10 +226,15 @@ func (t *tx) resend(b *pgx.Batch, err error) (pgx.BatchResults, error) {
 }
 
 // fresh is a batch of b's statements and arguments, without what sending
-// b on another connection recorded in it (its prepared statements).
+// b on another connection recorded in it (its prepared statements), and
+// without a first ROLLBACK, which only the connection that owed it needed
+// (see park.go).
 func fresh(b *pgx.Batch) *pgx.Batch {
 	nb := &pgx.Batch{}
-	for _, q := range b.QueuedQueries {
+	for i, q := range b.QueuedQueries {
+		if i == 0 && q.SQL == sqlRollback {
+			continue
+		}
 		nb.Queue(q.SQL, q.Arguments...)
 	}
 	return nb

@@ -49,6 +49,7 @@ type tx struct {
 	conn     *pgxpool.Conn
 	begin    string // the BEGIN statement, until sent
 	begun    bool
+	owed     bool // the connection's previous transaction is to be rolled back first (see park.go)
 	writable bool
 	done     bool
 	ctxErr   error // ctx's error, once seen: every later call fails with it
@@ -523,7 +524,11 @@ func (t *tx) send(f *fetch) error {
 		return nil
 	}
 	b := &pgx.Batch{}
+	owed := !t.begun && t.owed
 	if !t.begun {
+		if owed {
+			b.Queue(sqlRollback)
+		}
 		b.Queue(t.begin)
 	}
 	stmts := statements(fs)
@@ -572,8 +577,16 @@ func (t *tx) send(f *fetch) error {
 	br := t.conn.SendBatch(t.sctx, b)
 	if !t.begun {
 		// The first round trip: a connection found dead is replaced and
-		// the statements sent again (see reconnect.go).
-		_, err := br.Exec()
+		// the statements sent again (see reconnect.go), without the
+		// ROLLBACK owed by the dead one.
+		var err error
+		if owed {
+			t.owed = false
+			_, err = br.Exec()
+		}
+		if err == nil {
+			_, err = br.Exec()
+		}
 		if err != nil && connLost(err) {
 			_ = br.Close()
 			br, err = t.resend(b, err)
@@ -794,6 +807,9 @@ func (t *tx) commitBatch() *pgx.Batch {
 	sort.Strings(names)
 	b := &pgx.Batch{}
 	if !t.begun {
+		if t.owed {
+			b.Queue(sqlRollback)
+		}
 		b.Queue(t.begin)
 	}
 	before := b.Len()
@@ -822,7 +838,7 @@ func (t *tx) commitBatch() *pgx.Batch {
 		dirty = true
 		t.queueChanges(b)
 	}
-	if !dirty || !t.begun && b.Len() == 1 {
+	if !dirty || !t.begun && b.Len() == before {
 		return nil // nothing written, or nothing read nor left to write
 	}
 	t.token = nil
@@ -877,6 +893,7 @@ func (t *tx) commit() error {
 	t.db.trips.Add(1)
 	pid := t.conn.Conn().PgConn().PID()
 	br := t.conn.SendBatch(t.sctx, b)
+	t.owed = false // sent: its connection is rolled back, or broken
 	var err error
 	for range b.Len() {
 		if _, err = br.Exec(); err != nil {
@@ -917,9 +934,9 @@ func (t *tx) release() {
 	if t.conn == nil {
 		return
 	}
-	if t.begun {
+	if t.begun || t.owed {
 		t.db.trips.Add(1)
-		_, _ = t.conn.Exec(context.WithoutCancel(t.sctx), "ROLLBACK")
+		_, _ = t.conn.Exec(context.WithoutCancel(t.sctx), sqlRollback)
 	}
 	t.conn.Release()
 	t.conn = nil

@@ -45,12 +45,16 @@ func main() {
 	detailOut := flag.String("detail-out", "", "file for -detail (default testdata/detail-CORPUS-SYSTEM.jsonl)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cruxBin := flag.String("crux-bin", "", "crux command: with it, crux-stdio and crux-facts-stdio ask crux serve over stdio")
+	pgDSN := flag.String("crux-postgres", "", "PostgreSQL database (postgres:// URL): with it, crux-pg and crux-facts-pg ask crux over PostgreSQL, each store in a schema of its own, dropped after")
 	cruxLimit := flag.Int("crux-limit", 0, "limit passed to crux's query tool (its results are segments, several of a document counting once; default: k)")
 	flag.Parse()
 	log.SetFlags(0)
 	retrieval.CruxLimit = *cruxLimit
 	if *cruxBin != "" {
 		retrieval.RegisterStdio(*cruxBin)
+	}
+	if *pgDSN != "" {
+		retrieval.RegisterPostgres(*pgDSN)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
