@@ -1,7 +1,9 @@
-// Package memstore is an in-memory store.Backend: an example of a custom
-// backend, and of how a backend proves itself with the conformance suite
-// (memstore_test.go is one call to storetest.Run). It keeps nothing across
-// restarts and is not meant for production.
+// Package memstore is an example of writing a store.Backend of one's own,
+// and of how a backend proves itself with the conformance suite
+// (memstore_test.go is one call to storetest.Run): a map per bucket, and
+// a sort of the bucket at every Scan. The supported in-memory backend, for
+// tests and for embedding without a disk, is package store/mem; this one
+// keeps nothing across restarts and is not meant for use.
 //
 // Writers are serialised by a mutex; an Update works on an overlay of its
 // own changes and publishes them on commit, so readers never see a partial

@@ -80,6 +80,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) store.Backend) {
 		{"Facts/TopKCommon", testFactTopKCommon},
 		{"Sync/ChangeLog", testChangeLog},
 		{"Counts/Sum", testSumCounts},
+		{"Optional", testOptional}, // see optional.go
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t)
