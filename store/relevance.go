@@ -80,40 +80,13 @@ type candidate struct {
 	raw  [16]byte // a standard id's 16 bytes
 	id   string   // a non-standard id; "" for a standard one
 	rank [16]byte // ^confidence, ^stored_at
-	// w is, within a term's list, the fact's term frequency for the term
-	// (each word's count times its weight, see wordWeight); merged, the
-	// fact's relevance.
+	// w is, as a posting decodes, the fact's term frequency for the
+	// posting's word (its count times the word's weight, see
+	// wordWeight); in hits.facts, the fact's weight, then its relevance.
 	w         float64
 	dl        uint32  // the fact's number of words
-	best      float32 // within a term's list: the weight of the fact's best word for it (see wordWeight)
+	best      float32 // as a posting decodes: the weight of its word (see wordWeight)
 	uncounted bool    // a posting carried no counts: w and dl are to be read from the fact
-}
-
-// candidateBufs recycles the candidate slices of keyword queries, which
-// would otherwise be most of what a query allocates (a megabyte for a
-// question of a dozen words over long facts) and so most of the garbage
-// collector's work.
-var candidateBufs sync.Pool // of *[]candidate
-
-// maxPooledCandidates is the largest slice candidateBufs keeps.
-const maxPooledCandidates = 1 << 16
-
-// getCandidates returns an empty slice with room for n candidates.
-func getCandidates(n int) []candidate {
-	if p, ok := candidateBufs.Get().(*[]candidate); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]candidate, 0, n)
-}
-
-// putCandidates gives back a slice no longer used (nor any pointer into
-// it) for getCandidates to hand out again.
-func putCandidates(s []candidate) {
-	if c := cap(s); c == 0 || c > maxPooledCandidates {
-		return
-	}
-	s = s[:0]
-	candidateBufs.Put(&s)
 }
 
 // factID is c's fact id.
@@ -220,11 +193,12 @@ func termCandidates(tx Tx, tenant string, terms []string, h *hits) ([]termStat, 
 	}
 	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
 	prefetchFactCount(tx, tenant)
+	var scratch []candidate // one block's postings
 	if h != nil {
 		h.reset(len(terms))
+		scratch = h.scratch
+		defer func() { h.scratch = scratch }()
 	}
-	scratch := getCandidates(blockMax)
-	defer func() { putCandidates(scratch) }()
 	for i, t := range terms {
 		stats[i].term = t
 		// decode adds the postings of the block v, of a word of weight w,
@@ -369,6 +343,7 @@ type hits struct {
 	// last is, by fact, 1 + the last term that named it, and at where in
 	// that term's hits the fact is.
 	last, at []int32
+	scratch  []candidate // termCandidates' decoded block, kept for the next query
 }
 
 // termHit is a fact that holds a term: what its postings for the term
