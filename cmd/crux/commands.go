@@ -142,9 +142,10 @@ func (a *app) serve(fs *pflag.FlagSet, cf *commonFlags, hf *httpFlags) (err erro
 const stdioNote = "crux serve speaks MCP (JSON-RPC, one message a line) on standard input and output:\n" +
 	"an MCP client starts it (see crux help serve). Ctrl-D ends it."
 
-// terminal reports whether r is a terminal (a character device).
-func terminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+// terminal reports whether the reader or writer rw is a terminal: a file
+// that is a character device.
+func terminal(rw any) bool {
+	f, ok := rw.(*os.File)
 	if !ok {
 		return false
 	}

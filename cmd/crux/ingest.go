@@ -356,13 +356,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer) *progress {
-	p := &progress{w: w}
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			p.terminal = true
-		}
-	}
-	return p
+	return &progress{w: w, terminal: terminal(w)}
 }
 
 func (p *progress) show(files, totalFiles, docs, segments int) {
