@@ -224,7 +224,7 @@ func checkpointCopy(t testing.TB, m *walModel) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "crux.db")
 	dst := filepath.Join(t.TempDir(), "crux.db")
-	db, err := Open(path, &Options{hooks: &hooks{afterCheckpoint: func() { copyFile(t, path, dst) }}})
+	db, err := Open(path, &Options{hooks: &hooks{pinRelease: time.Hour, afterCheckpoint: func() { copyFile(t, path, dst) }}})
 	require.NoError(t, err)
 	workload(t, db, m, "cc", 4, 12)
 	require.EqualValues(t, 1, db.Stats().Checkpoints, "a checkpoint after Open's: the copy would not be of the state the log starts from")
@@ -249,7 +249,7 @@ func TestWALKillRecovery(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	ckpt := filepath.Join(t.TempDir(), "crux.db")
-	db, err = Open(path, &Options{hooks: &hooks{afterCheckpoint: func() { copyFile(t, path, ckpt) }}})
+	db, err = Open(path, &Options{hooks: &hooks{pinRelease: time.Hour, afterCheckpoint: func() { copyFile(t, path, ckpt) }}})
 	require.NoError(t, err)
 	defer db.Close()
 	workload(t, db, m, "seq", 1, 10)
@@ -917,7 +917,7 @@ func TestWALEmptyRecord(t *testing.T) {
 	m := newWALModel()
 	path := filepath.Join(t.TempDir(), "crux.db")
 	dst := filepath.Join(t.TempDir(), "crux.db")
-	db, err := Open(path, &Options{hooks: &hooks{afterCheckpoint: func() { copyFile(t, path, dst) }}})
+	db, err := Open(path, &Options{hooks: &hooks{pinRelease: time.Hour, afterCheckpoint: func() { copyFile(t, path, dst) }}})
 	require.NoError(t, err)
 	defer db.Close()
 	put(t, db, "k1", "v1")
@@ -1013,7 +1013,7 @@ func TestWALRemapWhilePinned(t *testing.T) {
 // the log takes is made durable by a checkpoint instead, and a kill right
 // after recovers it, from the file.
 func TestWALLargeRecord(t *testing.T) {
-	db := openTest(t, &Options{hooks: &hooks{maxRecord: 4096}})
+	db := openTest(t, &Options{hooks: &hooks{pinRelease: time.Hour, maxRecord: 4096}})
 	m := newWALModel()
 	for i := range 3 {
 		k, v := fmt.Sprintf("small%d", i), strings.Repeat("s", 500)
@@ -1097,7 +1097,7 @@ func TestWALLargeRecordCheckpointFails(t *testing.T) {
 // beyond them are not replayed.
 func TestWALPeriodicCheckpoint(t *testing.T) {
 	const limit = 8 << 10
-	db := openTest(t, &Options{hooks: &hooks{checkpointBytes: limit}})
+	db := openTest(t, &Options{hooks: &hooks{pinRelease: time.Hour, checkpointBytes: limit}})
 	m := newWALModel()
 	const n, keys = 200, 20
 	kv := func(i int) (string, string) {
