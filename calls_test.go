@@ -340,7 +340,7 @@ var validCalls = []validCall{
 // fault-injection run.
 func TestValidCallsCoverEveryTool(t *testing.T) {
 	var want, got []string
-	for _, tl := range tools.All() {
+	for _, tl := range tools.All(nil) {
 		want = append(want, tl.Name)
 	}
 	for _, vc := range validCalls {

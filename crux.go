@@ -152,16 +152,21 @@ const DefaultTenant = tools.DefaultTenant
 // forgets whose recovery window has ended (see Server.Purge; a failure is
 // logged, not returned).
 func NewServer(st store.Backend, opts *Options) (*Server, error) {
-	return newServer(st, opts, tools.All())
+	return newServer(st, opts)
 }
 
-func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, error) {
+// newServer is NewServer serving extra tools after crux's own.
+func newServer(st store.Backend, opts *Options, extra ...*tools.Tool) (*Server, error) {
 	if st == nil {
 		return nil, errors.New("crux: NewServer needs a store")
 	}
 	if opts == nil {
 		opts = &Options{}
 	}
+	all := append(tools.All(&tools.Deps{
+		EngramDir: opts.EngramDir, AttestCA: opts.AttestCA, AttestRoot: opts.AttestRoot,
+		DataDir: opts.DataDir, Remote: opts.Remote, Checkout: opts.Checkout,
+	}), extra...)
 	flags := DefaultFlags()
 	if opts.Flags != nil {
 		flags = *opts.Flags
@@ -180,9 +185,6 @@ func newServer(st store.Backend, opts *Options, all []*tools.Tool) (*Server, err
 	}
 	s := &Server{set: set, byName: make(map[string]int)}
 	s.env = tools.NewEnv(set, st, flags, opts.Now, signer, opts.Router, opts.Logger)
-	s.env.EngramDir = opts.EngramDir
-	s.env.AttestCA, s.env.AttestRoot = opts.AttestCA, opts.AttestRoot
-	s.env.DataDir, s.env.Remote, s.env.Checkout = opts.DataDir, opts.Remote, opts.Checkout
 	for i, t := range set.Tools() {
 		s.catalogue = append(s.catalogue, Tool{
 			Name:        t.Name,

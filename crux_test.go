@@ -226,7 +226,7 @@ func TestListTools(t *testing.T) {
 		assert.Equal(t, false, schema["additionalProperties"], tl.Name)
 	}
 	var all []string
-	for _, tl := range tools.All() {
+	for _, tl := range tools.All(nil) {
 		if tl.Name != "request_passport_mint" { // present only with its flag
 			all = append(all, tl.Name)
 		}
@@ -248,7 +248,7 @@ func TestListTools(t *testing.T) {
 
 func TestEveryToolHasATier(t *testing.T) {
 	var names []string
-	for _, tl := range tools.All() {
+	for _, tl := range tools.All(nil) {
 		names = append(names, tl.Name)
 	}
 	assert.Empty(t, surface.Missing(names), "tools without an entry in the surface table")

@@ -8,5 +8,5 @@ import (
 // NewServerWithTools is NewServer with extra tools, for tests of the call
 // path (a panicking tool, say).
 func NewServerWithTools(st store.Backend, opts *Options, extra ...*tools.Tool) (*Server, error) {
-	return newServer(st, opts, append(tools.All(), extra...))
+	return newServer(st, opts, extra...)
 }

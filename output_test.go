@@ -47,7 +47,7 @@ func parse(t *testing.T, b []byte) any {
 // outputTypes are the output types tools.All declares, by tool.
 func outputTypes() map[string][]reflect.Type {
 	out := map[string][]reflect.Type{}
-	for _, tl := range tools.All() {
+	for _, tl := range tools.All(nil) {
 		out[tl.Name] = tl.OutputTypes()
 	}
 	return out

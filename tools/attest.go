@@ -147,7 +147,7 @@ func attestOff(env *Env) (*Result, error) {
 		Note: "nothing was attested: " + feature.EnvC2PAOutput + " is off (off by default; set it to 1 to enable)"})
 }
 
-func outputAttest() *Tool {
+func (d *Deps) outputAttest() *Tool {
 	const name = "output_attest"
 	return &Tool{
 		Name:        name,
@@ -194,7 +194,7 @@ func outputAttest() *Tool {
 			if why := attestSignerSettings(env.Flags); why != "" {
 				return errorResult("%s signed nothing: %s", name, why), nil
 			}
-			content, err := readAttestContent(name, env.AttestRoot, in)
+			content, err := readAttestContent(name, d.AttestRoot, in)
 			if err != nil {
 				return nil, err
 			}
@@ -224,7 +224,7 @@ func outputAttest() *Tool {
 			}
 			crownHash := blake3.Sum256(crown.Body)
 
-			ca, err := env.attestCA(now)
+			ca, err := d.attestCA(now)
 			if err != nil {
 				return nil, err
 			}
@@ -286,27 +286,27 @@ func outputAttest() *Tool {
 	}
 }
 
-// memoryCA is the CA an Env without AttestCA makes on first use.
+// memoryCA is the CA made on first use when Deps has no AttestCA.
 type memoryCA struct {
 	mu sync.Mutex
 	ca *c2pa.CA
 }
 
-// attestCA returns AttestCA, or the Env's own CA in memory, made at now.
-func (e *Env) attestCA(now time.Time) (*c2pa.CA, error) {
-	if e.AttestCA != nil {
-		return e.AttestCA, nil
+// attestCA returns AttestCA, or the CA made in memory on first use, at now.
+func (d *Deps) attestCA(now time.Time) (*c2pa.CA, error) {
+	if d.AttestCA != nil {
+		return d.AttestCA, nil
 	}
-	e.memCA.mu.Lock()
-	defer e.memCA.mu.Unlock()
-	if e.memCA.ca == nil {
+	d.memCA.mu.Lock()
+	defer d.memCA.mu.Unlock()
+	if d.memCA.ca == nil {
 		ca, err := c2pa.NewCA(now)
 		if err != nil {
 			return nil, err
 		}
-		e.memCA.ca = ca
+		d.memCA.ca = ca
 	}
-	return e.memCA.ca, nil
+	return d.memCA.ca, nil
 }
 
 // attestSignerSettings says why the configured C2PA signer settings stop

@@ -190,7 +190,7 @@ type exportPayload struct {
 	File               string `cbor:"file"`
 }
 
-func auditExportBundle() *Tool {
+func (d *Deps) auditExportBundle() *Tool {
 	const name = "audit_export_bundle"
 	return &Tool{
 		Name:        name,
@@ -226,7 +226,7 @@ func auditExportBundle() *Tool {
 				}
 				scope.EntityPrefix, scope.IncludeReserved = in.Scope.EntityPrefix, in.Scope.IncludeReserved
 			}
-			dir, err := exportDir(env)
+			dir, err := d.exportDir(env)
 			if err != nil {
 				return errorResult("%s", err.Error()), nil
 			}
@@ -319,12 +319,12 @@ func auditExportBundle() *Tool {
 
 // exportDir is where bundles go: CORECRUXD_AUDIT_EXPORT_DIR, else
 // exports/ in the data directory.
-func exportDir(env *Env) (string, error) {
+func (d *Deps) exportDir(env *Env) (string, error) {
 	if env.Flags.AuditExportDir != "" {
 		return env.Flags.AuditExportDir, nil
 	}
-	if env.DataDir != "" {
-		return filepath.Join(env.DataDir, "exports"), nil
+	if d.DataDir != "" {
+		return filepath.Join(d.DataDir, "exports"), nil
 	}
 	return "", errors.New("audit_export_bundle has nowhere to write the bundle: set " + feature.EnvAuditExportDir +
 		", or give the server a data directory")

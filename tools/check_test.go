@@ -98,7 +98,7 @@ func onePass(s *Set, i int, args json.RawMessage) (any, error) {
 
 func testSet(t *testing.T) *Set {
 	t.Helper()
-	s, err := NewSet(All())
+	s, err := NewSet(All(nil))
 	require.NoError(t, err)
 	return s
 }
@@ -547,7 +547,7 @@ func (g *generator) encode(v any) string {
 // the hot tools in one pass with the reference (decoded three times,
 // validated by the schema library).
 func BenchmarkArguments(b *testing.B) {
-	s, err := NewSet(All())
+	s, err := NewSet(All(nil))
 	if err != nil {
 		b.Fatal(err)
 	}

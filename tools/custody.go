@@ -83,7 +83,7 @@ type ContextCustodyOffOutput struct {
 	Note    string `json:"note"`
 }
 
-func contextCustodyAudit() *Tool {
+func (d *Deps) contextCustodyAudit() *Tool {
 	const name = "context_custody_audit"
 	return &Tool{
 		Name:        name,
@@ -99,7 +99,7 @@ func contextCustodyAudit() *Tool {
 				return jsonResult(ContextCustodyOffOutput{
 					Note: "context_custody_audit is off: set " + feature.EnvContextCustodyAudit + "=1 to score this server"})
 			}
-			out, err := custodyScore(ctx, env, c)
+			out, err := d.custodyScore(ctx, env, c)
 			if err != nil {
 				return nil, err
 			}
@@ -133,7 +133,7 @@ type custodyFacts struct {
 	remoteURL        string
 }
 
-func custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutput, error) {
+func (d *Deps) custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutput, error) {
 	var f custodyFacts
 	f.enforcing = env.Router != nil
 	if f.enforcing {
@@ -144,7 +144,7 @@ func custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutpu
 	if s, ok := env.Signer.(*receipts.Ed25519Signer); ok {
 		f.keyFile = s.KeyFile()
 	}
-	f.remoteConfigured = env.Remote != nil || env.Flags.SyncRemoteURL != ""
+	f.remoteConfigured = d.Remote != nil || env.Flags.SyncRemoteURL != ""
 	f.remoteURL = redactURL(env.Flags.SyncRemoteURL)
 	tenant := c.TenantID()
 	err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -173,7 +173,7 @@ func custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutpu
 	if err != nil {
 		return nil, err
 	}
-	f.dataDir = env.DataDir
+	f.dataDir = d.DataDir
 	if f.dataDir != "" {
 		f.dataDirEvidence, f.dataDirPrivate = dirPermissions(f.dataDir)
 	}
@@ -183,7 +183,7 @@ func custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutpu
 		Note: "Each verdict is this server's state at checked_at, with the evidence it rests on; unknown means crux " +
 			"cannot see it from inside the server."}
 	out.FourQuestions = []CustodyPoint{custodySee(env, &f), custodyDo(env, &f), custodyRemember(&f), custodyCheck(env, &f)}
-	out.ExitTest = []CustodyPoint{custodyExport(env, &f), custodyInspect(env), custodyRevoke(env, &f), custodyRoute(&f),
+	out.ExitTest = []CustodyPoint{d.custodyExport(env, &f), custodyInspect(env), custodyRevoke(env, &f), custodyRoute(&f),
 		custodyKeepLocal(&f), custodyProve(&f)}
 	weight := 0
 	for _, p := range out.ExitTest {
@@ -297,9 +297,9 @@ func keyClassText(f *custodyFacts) string {
 	return "of a class crux was not told (the embedder's signer)"
 }
 
-func custodyExport(env *Env, f *custodyFacts) CustodyPoint {
+func (d *Deps) custodyExport(env *Env, f *custodyFacts) CustodyPoint {
 	p := CustodyPoint{Axis: "EXPORT", Question: "Can you take everything out in a verifiable form?"}
-	dir, err := exportDir(env)
+	dir, err := d.exportDir(env)
 	switch {
 	case !env.Flags.AuditExport:
 		p.Verdict = verdictPartial

@@ -117,7 +117,7 @@ type EngramResolveOutput struct {
 	ManifestHash    string           `json:"manifest_hash"`
 }
 
-func engramResolve() *Tool {
+func (d *Deps) engramResolve() *Tool {
 	const name = "engram_resolve"
 	return &Tool{
 		Name:        name,
@@ -147,7 +147,7 @@ func engramResolve() *Tool {
 				}
 				refs[i] = [2]string{n, v}
 			}
-			cat, skipped, err := engramCatalogue(ctx, env, tenant)
+			cat, skipped, err := d.engramCatalogue(ctx, env, tenant)
 			if err != nil {
 				return nil, err
 			}
@@ -234,7 +234,7 @@ func manifestHash(list []ManifestEntry) string {
 // engramCatalogue returns tenant's catalogue sorted by name and version:
 // its stored engrams and the directory's files they do not replace, and
 // how many files it could not read.
-func engramCatalogue(ctx context.Context, env *Env, tenant string) ([]catalogued, int, error) {
+func (d *Deps) engramCatalogue(ctx context.Context, env *Env, tenant string) ([]catalogued, int, error) {
 	var cat []catalogued
 	err := env.Store.View(ctx, func(tx store.Tx) error {
 		cat = cat[:0]
@@ -246,7 +246,7 @@ func engramCatalogue(ctx context.Context, env *Env, tenant string) ([]catalogued
 	if err != nil {
 		return nil, 0, err
 	}
-	files, skipped := engramFiles(env.EngramDir)
+	files, skipped := engramFiles(d.EngramDir)
 	for _, f := range files {
 		if findEngram(cat, f.Name, f.Version) == nil {
 			cat = append(cat, catalogued{Engram: f, source: "file"})

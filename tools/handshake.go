@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux/internal/codec"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/fxamacker/cbor/v2"
 	"lukechampine.com/blake3"
@@ -212,7 +213,7 @@ func cuecruxSession() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			env.intents.Record(c, intent, now) // only once the plan is stored: a failed call changes nothing
+			env.RecordIntent(c, intent, now) // only once the plan is stored: a failed call changes nothing
 			return jsonResult(p)
 		}),
 	}
@@ -416,4 +417,10 @@ func resolvePrincipal() *Tool {
 			return jsonResult(ResolvePrincipalOutput{Principal: p, ResolvedParam: param})
 		}),
 	}
+}
+
+// JSONSchema is the schema of what a hexBytes marshals to: a hex string, or
+// null when nil.
+func (hexBytes) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"null", "string"}}
 }

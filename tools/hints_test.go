@@ -107,7 +107,7 @@ var wantHints = map[string]hint{
 // a tool.
 func TestHints(t *testing.T) {
 	seen := map[string]bool{}
-	for _, tl := range tools.All() {
+	for _, tl := range tools.All(nil) {
 		want, ok := wantHints[tl.Name]
 		if !assert.True(t, ok, "%s has no row in wantHints", tl.Name) {
 			continue

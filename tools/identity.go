@@ -127,11 +127,6 @@ func anonymousRefused(tool, what string) *Error {
 	return e
 }
 
-// forbidden is a -32003 error of tool with data {reason, ...}.
-func forbidden(tool, reason, format string, args ...any) *Error {
-	return &Error{Code: CodeForbidden, Message: tool + ": " + fmt.Sprintf(format, args...), Data: map[string]any{"reason": reason}}
-}
-
 // passportArg checks a passport id argument: its size and characters as
 // for a caller's agent name, and its tenant when it names one
 // (<tenant>::<name>), which must be c's (else -32003). It returns the

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/crux-go/crux/internal/outschema"
 )
 
@@ -77,10 +75,4 @@ func (s *Set) OutputSchema(name string) json.RawMessage {
 		}
 	})
 	return append(json.RawMessage(nil), s.output[i]...)
-}
-
-// JSONSchema is the schema of what a hexBytes marshals to: a hex string, or
-// null when nil.
-func (hexBytes) JSONSchema() *jsonschema.Schema {
-	return &jsonschema.Schema{Types: []string{"null", "string"}}
 }

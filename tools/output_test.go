@@ -16,7 +16,7 @@ import (
 // that the line and the Go type (and the outputSchema derived from it) say
 // the same.
 func TestOutputContracts(t *testing.T) {
-	for _, tl := range tools.All() {
+	for _, tl := range tools.All(nil) {
 		types := tl.OutputTypes()
 		require.NotEmpty(t, types, tl.Name)
 		for _, ty := range types {

@@ -199,7 +199,7 @@ type TokenInfo struct {
 	Tier string `json:"tier"`
 }
 
-func authPostureAudit() *Tool {
+func (d *Deps) authPostureAudit() *Tool {
 	const name = "auth_posture_audit"
 	return &Tool{
 		Name:        name,
@@ -223,8 +223,8 @@ func authPostureAudit() *Tool {
 				},
 				RecommendedChecks: []string{},
 			}
-			if env.DataDir != "" {
-				p.Notes[1] = "the server's data directory is " + env.DataDir + " (context_custody_audit reports its permissions)"
+			if d.DataDir != "" {
+				p.Notes[1] = "the server's data directory is " + d.DataDir + " (context_custody_audit reports its permissions)"
 			}
 			if env.Signer != nil {
 				p.ReceiptSignerKeyID = env.Signer.KeyID()

@@ -289,7 +289,7 @@ type fused struct {
 	entities []string
 }
 
-func query() *Tool {
+func (d *Deps) query() *Tool {
 	const name = "query"
 	return &Tool{
 		Name:        name,
@@ -396,7 +396,7 @@ func query() *Tool {
 				finder := newTermFinder(qt)
 				out.Results = make([]QueryRow, 0, min(limit, len(order)))
 				linked := make(map[string]bool)
-				picked, err := distinctFirst(tx, env, in.TenantID, order, limit)
+				picked, err := d.distinctFirst(tx, env, in.TenantID, order, limit)
 				if err != nil {
 					return err
 				}
@@ -446,7 +446,7 @@ type pick struct {
 // distinctFirst picks up to limit of the segments of order (best first,
 // those gone or unreadable passed over): the best segment of each
 // document first, in order, then the others, in order.
-func distinctFirst(tx store.Tx, env *Env, tenant string, order []*fused, limit int) ([]pick, error) {
+func (d *Deps) distinctFirst(tx store.Tx, env *Env, tenant string, order []*fused, limit int) ([]pick, error) {
 	out := make([]pick, 0, min(limit, len(order)))
 	var later []pick
 	docs := make(map[string]bool, limit)
@@ -459,7 +459,7 @@ func distinctFirst(tx store.Tx, env *Env, tenant string, order []*fused, limit i
 		if len(out) == limit {
 			break
 		}
-		seg, err := env.segments.segment(tx, tenant, f.seq)
+		seg, err := d.segments.segment(tx, tenant, f.seq)
 		if skippable(err) {
 			continue
 		}
@@ -715,7 +715,7 @@ type QueryScanOutput struct {
 	Meta            ScanMeta  `json:"meta"`
 }
 
-func queryScan() *Tool {
+func (d *Deps) queryScan() *Tool {
 	const name = "query_scan"
 	return &Tool{
 		Name:        name,
@@ -741,7 +741,7 @@ func queryScan() *Tool {
 				}
 				out.TotalCandidates, out.Meta.SegmentsSearched = res.Candidates, res.Stats.Segments
 				for _, h := range res.Hits {
-					seg, err := env.segments.segment(tx, in.TenantID, h.Seq)
+					seg, err := d.segments.segment(tx, in.TenantID, h.Seq)
 					if skippable(err) {
 						continue
 					}

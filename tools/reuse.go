@@ -70,7 +70,7 @@ type ReuseCheckOutput struct {
 	Guidance             string            `json:"guidance"`
 }
 
-func reuseCheck() *Tool {
+func (d *Deps) reuseCheck() *Tool {
 	const name = "reuse_check"
 	return &Tool{
 		Name:        name,
@@ -99,7 +99,7 @@ func reuseCheck() *Tool {
 					return err
 				}
 				for _, h := range res.Hits {
-					seg, err := env.segments.segment(tx, in.TenantID, h.Seq)
+					seg, err := d.segments.segment(tx, in.TenantID, h.Seq)
 					if skippable(err) {
 						continue
 					}
@@ -208,7 +208,7 @@ func capabilityCandidates(env *Env, qt []index.QueryTerm, features []featureText
 	}
 	var cands []ReuseCapability
 	for _, name := range env.Tools {
-		if o := overlap(name, env.descriptions[name]); len(o) >= need {
+		if o := overlap(name, env.Description(name)); len(o) >= need {
 			cands = append(cands, ReuseCapability{ID: "tool:" + name, Name: name, System: "crux", Maturity: "served",
 				Files: []string{}, OverlapTerms: o})
 		}

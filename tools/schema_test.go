@@ -88,7 +88,7 @@ func jsonFields(t reflect.Type, out map[string]bool) error {
 // TestSchemasMatchArgumentStructs keeps every schema in step with its
 // argument struct, so no argument can be silently dropped.
 func TestSchemasMatchArgumentStructs(t *testing.T) {
-	for _, tool := range All() {
+	for _, tool := range All(nil) {
 		t.Run(tool.Name, func(t *testing.T) {
 			problems, err := schemaDrift(tool.schema, tool.run.args)
 			require.NoError(t, err)

@@ -181,8 +181,8 @@ func requirePassportTier(tx store.Tx, tool, reason, what string, c Caller, need 
 }
 
 // remoteName asks the remote for its identity.
-func remoteName(ctx context.Context, env *Env) (RemoteIdentity, error) {
-	id, err := env.Remote.Identity(ctx)
+func (d *Deps) remoteName(ctx context.Context) (RemoteIdentity, error) {
+	id, err := d.Remote.Identity(ctx)
 	if err != nil {
 		return id, err
 	}
@@ -261,7 +261,7 @@ func redactURL(u string) string {
 	return p.String() + " (credentials removed)"
 }
 
-func syncPull() *Tool {
+func (d *Deps) syncPull() *Tool {
 	const name = "sync_pull"
 	return &Tool{
 		Name:        name,
@@ -281,14 +281,14 @@ func syncPull() *Tool {
 			if store.IsReserved(in.EntityPrefix) {
 				return nil, reservedEntity(name, "entity_prefix", "entities starting with "+store.ReservedPrefix+" are not synced")
 			}
-			if env.Remote == nil {
+			if d.Remote == nil {
 				return notConfigured(env), nil
 			}
 			tenant := c.TenantID()
 			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierBasic) }); err != nil {
 				return nil, err
 			}
-			id, err := remoteName(ctx, env)
+			id, err := d.remoteName(ctx)
 			if err != nil {
 				if e := remoteRefusal(name, err); e != nil {
 					return nil, e
@@ -312,7 +312,7 @@ func syncPull() *Tool {
 			pulled, dups, nconf, more := 0, 0, 0, false
 			for moved, pages := 0, 0; moved < MaxSyncFacts && pages < maxSyncPages; pages++ {
 				limit := min(syncPage, MaxSyncFacts-moved)
-				resp, err := env.Remote.Changes(ctx, ChangesRequest{Cursor: cursor, EntityPrefix: in.EntityPrefix, Limit: limit})
+				resp, err := d.Remote.Changes(ctx, ChangesRequest{Cursor: cursor, EntityPrefix: in.EntityPrefix, Limit: limit})
 				if err == nil && len(resp.Facts) > limit {
 					err = fmt.Errorf("the remote sent %d versions, more than the %d asked for", len(resp.Facts), limit)
 				}
@@ -421,7 +421,7 @@ func parseAllowlist(tool string, list []string, given bool) (pushFilter, error) 
 	return f, nil
 }
 
-func syncPush() *Tool {
+func (d *Deps) syncPush() *Tool {
 	const name = "sync_push"
 	return &Tool{
 		Name:        name,
@@ -441,14 +441,14 @@ func syncPush() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			if env.Remote == nil {
+			if d.Remote == nil {
 				return notConfigured(env), nil
 			}
 			tenant := c.TenantID()
 			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierEstablished) }); err != nil {
 				return nil, err
 			}
-			id, err := remoteName(ctx, env)
+			id, err := d.remoteName(ctx)
 			if err != nil {
 				if e := remoteRefusal(name, err); e != nil {
 					return nil, e
@@ -514,7 +514,7 @@ func syncPush() *Tool {
 			rejected := []store.SyncRejected{}
 			pushed, dups, nconf := 0, 0, 0
 			for i, page := range syncPages(batch) {
-				resp, err := env.Remote.Push(ctx, PushRequest{Facts: page})
+				resp, err := d.Remote.Push(ctx, PushRequest{Facts: page})
 				if err != nil {
 					recordSyncError(ctx, env, id.Name, tenant, err)
 					if e := remoteRefusal(name, err); e != nil {
@@ -650,7 +650,7 @@ type SyncStatusRemote struct {
 	Failing          bool `json:"failing"`
 }
 
-func syncStatus() *Tool {
+func (d *Deps) syncStatus() *Tool {
 	const name = "sync_status"
 	return &Tool{
 		Name:        name,
@@ -663,9 +663,9 @@ func syncStatus() *Tool {
 		out:    outputOf[SyncStatusOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
 			tenant := c.TenantID()
-			out := SyncStatusOutput{Configured: env.Remote != nil, RemoteURL: redactURL(env.Flags.SyncRemoteURL),
+			out := SyncStatusOutput{Configured: d.Remote != nil, RemoteURL: redactURL(env.Flags.SyncRemoteURL),
 				APIKeyConfigured: env.Flags.SyncAPIKey.IsSet(), TenantID: tenant}
-			if u, ok := env.Remote.(interface{ URL() string }); ok {
+			if u, ok := d.Remote.(interface{ URL() string }); ok {
 				out.RemoteURL = redactURL(u.URL()) // what the remote client reaches, which an embedder sets
 			}
 			remotes := []SyncStatusRemote{}
@@ -705,7 +705,7 @@ func syncStatus() *Tool {
 				return nil, err
 			}
 			mode := "local-only"
-			if env.Remote != nil {
+			if d.Remote != nil {
 				mode = "manual sync"
 				for _, r := range remotes {
 					if r.Failing {
@@ -714,7 +714,7 @@ func syncStatus() *Tool {
 				}
 			}
 			notes := []string{"crux has no background sync: nothing moves until sync_pull or sync_push is called"}
-			if env.Remote == nil && env.Flags.SyncRemoteURL != "" {
+			if d.Remote == nil && env.Flags.SyncRemoteURL != "" {
 				notes = append(notes, strings.TrimPrefix(notConfigured(env).Content[0].Text, "sync not configured: "))
 			}
 			out.Mode, out.LocalChangeCount, out.Remotes, out.RemotesTruncated, out.Notes = mode, head, remotes, truncated, notes

@@ -77,7 +77,6 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/crux-go/crux/c2pa"
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/internal/outschema"
@@ -151,6 +150,11 @@ func invalidParams(tool, param, reason string) *Error {
 		Message: tool + ": " + param + ": " + reason,
 		Data:    &ParamError{Param: param, Reason: reason},
 	}
+}
+
+// forbidden is a -32003 error of tool with data {reason, ...}.
+func forbidden(tool, reason, format string, args ...any) *Error {
+	return &Error{Code: CodeForbidden, Message: tool + ": " + fmt.Sprintf(format, args...), Data: map[string]any{"reason": reason}}
 }
 
 // anonymous is the name of a caller without an authenticated identity.
@@ -351,28 +355,6 @@ type Env struct {
 	// Tools names the tools the server serves, in catalogue order: every
 	// tool of its set present under its flags.
 	Tools []string
-	// EngramDir is the directory of engram files engram_resolve reads
-	// (see engrams.go); "" for none.
-	EngramDir string
-	// AttestCA issues the certificate that signs output_attest's
-	// manifests (see attest.go). Nil means a CA made in memory on first
-	// use, for the Env's lifetime.
-	AttestCA *c2pa.CA
-	// memCA is that CA.
-	memCA *memoryCA
-	// AttestRoot is the directory output_attest's content_path is
-	// confined to; "" refuses content_path.
-	AttestRoot string
-	// DataDir is the server's data directory, "" when it has none (see
-	// audit_bundle.go and custody.go).
-	DataDir string
-	// Remote is the sync remote, nil when sync is not configured (see
-	// sync.go).
-	Remote Remote
-	// Checkout is the source checkout update_status reads, "" for none.
-	Checkout string
-	// segments caches the document segments the retrieval tools read.
-	segments *segmentCache
 	// descriptions holds the description of each tool of Tools, for
 	// reuse_check's catalogue lens.
 	descriptions map[string]string
@@ -404,8 +386,8 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 	}
 	e := &Env{
 		Now: now, Signer: signer, Router: router, Flags: flags,
-		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, descriptions: descriptions, segments: newSegmentCache(), Logger: logger,
-		corrupt: &corruptLog{seen: make(map[string]struct{})}, memCA: new(memoryCA),
+		Surface: surface.Resolve(flags.AgentPassports), intents: new(intentBook), Tools: names, descriptions: descriptions, Logger: logger,
+		corrupt: &corruptLog{seen: make(map[string]struct{})},
 	}
 	e.Store = store.Reporting(st, e.ReportCorrupt)
 	return e
@@ -446,6 +428,16 @@ func (e *Env) ReportCorrupt(err *store.CorruptRecordError) {
 }
 
 func (e *Env) now() time.Time { return e.Now().UTC() }
+
+// RecordIntent records the intent c declared at now (cuecrux_session
+// does): the pipeline applies it to c's calls until it expires.
+func (e *Env) RecordIntent(c Caller, intent surface.Intent, now time.Time) {
+	e.intents.Record(c, intent, now)
+}
+
+// Description is the description of the named tool of Tools, "" for
+// another name.
+func (e *Env) Description(name string) string { return e.descriptions[name] }
 
 // decay is the staleness policy of the decay settings.
 func (e *Env) decay() store.DecayPolicy {
@@ -569,42 +561,6 @@ func unmarshalArguments[In any](name string, a *arguments) (*In, error) {
 		return nil, invalidParams(name, "arguments", err.Error())
 	}
 	return in, nil
-}
-
-// All returns every tool crux implements, in catalogue order: the order
-// tools/list shows them in, cuecrux_session first. It is the one list of
-// tools; a test checks that it follows the tier table's order.
-func All() []*Tool {
-	return []*Tool{
-		cuecruxSession(), autonomyContract(), // handshake.go
-		reuseCheck(),                        // reuse.go
-		engramResolve(),                     // engrams.go
-		query(), queryScan(), queryExpand(), // query.go
-		storeFact(), queryFacts(), deleteFact(), listEntities(), getBootstrap(), factHistory(), // facts.go, bootstrap.go
-		memoryAcknowledgeUse(),               // memory_use.go
-		outputAttest(),                       // attest.go
-		memoryForget(), memoryForgetDryRun(), // forget.go
-		memoryView(), memoryEdit(), memoryPin(), memoryHistory(), // memory.go
-		memoryFreshness(), memorySweepCandidates(), // freshness.go
-		memoryContradictions(), memoryConsolidate(), // consolidation.go
-		memorySetHorizon(), memoryReverify(), // freshness.go
-		artefactPut(), artefactGet(), artefactList(), // artefacts.go
-		getSession(), saveSession(), sessionCheckpoint(), listSessions(), deleteSession(), archiveSession(), unarchiveSession(), // sessions.go
-		routeAccessMatrix(), execplanGate(), authPostureAudit(), egressPolicyCheck(), // posture.go, egress.go
-		getGaps(),                                                 // gaps.go
-		listObservations(), getObservation(), verifyObservation(), // observations.go
-		receiptVerify(),                        // receipt_verify.go
-		getAgentIdentity(), resolvePrincipal(), // identity.go
-		createHandoff(), acceptHandoff(), // handoff.go
-		recordDecision(),                                                                                             // decisions.go
-		declareConstraint(), getConstraints(), checkConstraints(), auditConfig(), checkConfigAudit(), enrichAction(), // constraints.go
-		auditExportBundle(),                                                     // audit_bundle.go
-		issuePassport(), requestPassportMint(), getPassport(), revokePassport(), // passport.go
-		passportSplit(), passportMerge(), passportLinkDevice(), // identity.go
-		syncPull(), syncPush(), syncStatus(), // sync.go
-		updateStatusTool(),    // update_status.go
-		contextCustodyAudit(), // custody.go
-	}
 }
 
 // flagGate is a gate that answers with the error mk builds (a new one each

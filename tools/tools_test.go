@@ -18,9 +18,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden schema snapshots in testdata/schemas")
 
 func TestAllCompiles(t *testing.T) {
-	set, err := tools.NewSet(tools.All())
+	set, err := tools.NewSet(tools.All(nil))
 	require.NoError(t, err)
-	assert.Len(t, set.Tools(), len(tools.All()))
+	assert.Len(t, set.Tools(), len(tools.All(nil)))
 	for _, tl := range set.Tools() {
 		assert.NotEmpty(t, set.OutputSchema(tl.Name), "%s: no output schema derives from %v", tl.Name, tl.OutputTypes())
 	}
@@ -36,7 +36,7 @@ const (
 
 func TestRegistryMetadata(t *testing.T) {
 	var names []string
-	for _, tl := range tools.All() {
+	for _, tl := range tools.All(nil) {
 		names = append(names, tl.Name)
 		assert.NotEmpty(t, tl.Output, "%s has no output contract", tl.Name)
 		assert.NotEmpty(t, tl.Annotations.Title, "%s has no title", tl.Name)
@@ -76,7 +76,7 @@ func TestNewSetRejects(t *testing.T) {
 	obj := json.RawMessage(`{"type":"object","properties":{}}`)
 	ok := tools.New("ok", "fine", obj, tools.Annotations{}, nil)
 	tests := map[string][]*tools.Tool{
-		"duplicate":        {tools.All()[0], tools.All()[0]},
+		"duplicate":        {tools.All(nil)[0], tools.All(nil)[0]},
 		"bad name":         {tools.New("bad name", "d", obj, tools.Annotations{}, nil)},
 		"no description":   {tools.New("x", " ", obj, tools.Annotations{}, nil)},
 		"no handler":       {ok},
@@ -95,7 +95,7 @@ func TestNewSetRejects(t *testing.T) {
 // output) under review:
 // a change shows up as a diff in testdata/schemas (go test -update rewrites).
 func TestSchemaSnapshots(t *testing.T) {
-	set, err := tools.NewSet(tools.All())
+	set, err := tools.NewSet(tools.All(nil))
 	require.NoError(t, err)
 	for _, tl := range set.Tools() {
 		var v, out any

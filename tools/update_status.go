@@ -96,7 +96,7 @@ func readBinaryInfo(bi *debug.BuildInfo) binaryInfo {
 	return out
 }
 
-func updateStatusTool() *Tool {
+func (d *Deps) updateStatusTool() *Tool {
 	const name = "update_status"
 	return &Tool{
 		Name:        name,
@@ -110,7 +110,7 @@ func updateStatusTool() *Tool {
 		out:    outputOf[UpdateStatusOutput](),
 		run: bind(name, func(ctx context.Context, env *Env, _ Caller, _ *struct{}) (*Result, error) {
 			bi, _ := debug.ReadBuildInfo()
-			return jsonResult(computeUpdateStatus(ctx, readBinaryInfo(bi), env.Checkout, env.now()))
+			return jsonResult(computeUpdateStatus(ctx, readBinaryInfo(bi), d.Checkout, env.now()))
 		}),
 	}
 }
