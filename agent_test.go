@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
-	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/toolkit"
 )
 
 func TestToolSpecsAll(t *testing.T) {
@@ -166,9 +166,9 @@ func TestDispatchRefusal(t *testing.T) {
 }
 
 func TestDispatchToolError(t *testing.T) {
-	failing := tools.New("fails", "always reports a failure", json.RawMessage(`{"type":"object","properties":{}}`), tools.Annotations{},
-		func(context.Context, *tools.Env, tools.Caller, json.RawMessage) (*tools.Result, error) {
-			return &tools.Result{Content: []tools.Content{{Type: "text", Text: "it did not work"}}, IsError: true}, nil
+	failing := toolkit.New("fails", "always reports a failure", json.RawMessage(`{"type":"object","properties":{}}`), toolkit.Annotations{},
+		func(context.Context, *toolkit.Env, toolkit.Caller, json.RawMessage) (*toolkit.Result, error) {
+			return &toolkit.Result{Content: []toolkit.Content{{Type: "text", Text: "it did not work"}}, IsError: true}, nil
 		})
 	srv, _ := newServer(t, nil, failing)
 	d, err := srv.Dispatch(context.Background(), alice, "fails", nil)
@@ -180,9 +180,9 @@ func TestDispatchToolError(t *testing.T) {
 }
 
 func TestDispatchStructuredOnly(t *testing.T) {
-	structured := tools.New("structured", "answers with structured content only", json.RawMessage(`{"type":"object","properties":{}}`), tools.Annotations{},
-		func(context.Context, *tools.Env, tools.Caller, json.RawMessage) (*tools.Result, error) {
-			return &tools.Result{StructuredContent: map[string]any{"n": 7}}, nil
+	structured := toolkit.New("structured", "answers with structured content only", json.RawMessage(`{"type":"object","properties":{}}`), toolkit.Annotations{},
+		func(context.Context, *toolkit.Env, toolkit.Caller, json.RawMessage) (*toolkit.Result, error) {
+			return &toolkit.Result{StructuredContent: map[string]any{"n": 7}}, nil
 		})
 	srv, _ := newServer(t, nil, structured)
 	d, err := srv.Dispatch(context.Background(), alice, "structured", nil)
@@ -193,8 +193,8 @@ func TestDispatchStructuredOnly(t *testing.T) {
 
 func TestDispatchHostErrors(t *testing.T) {
 	t.Run("internal", func(t *testing.T) {
-		boom := tools.New("boom", "panics", json.RawMessage(`{"type":"object","properties":{}}`), tools.Annotations{},
-			func(context.Context, *tools.Env, tools.Caller, json.RawMessage) (*tools.Result, error) {
+		boom := toolkit.New("boom", "panics", json.RawMessage(`{"type":"object","properties":{}}`), toolkit.Annotations{},
+			func(context.Context, *toolkit.Env, toolkit.Caller, json.RawMessage) (*toolkit.Result, error) {
 				panic("handler bug")
 			})
 		srv, _ := newServer(t, nil, boom)

@@ -15,36 +15,37 @@ import (
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/surface"
+	"github.com/crux-go/crux/toolkit"
 	"github.com/crux-go/crux/tools"
 )
 
 // Caller says who is calling: the agent's name, whether the transport
 // authenticated it, and its tenant. An unauthenticated caller is anonymous
 // to every tool, whatever its Agent says.
-type Caller = tools.Caller
+type Caller = toolkit.Caller
 
 // Transport describes the MCP transport that carried a call: the
 // Transport field of a [Caller], which route_access_matrix reports on.
-type Transport = tools.Transport
+type Transport = toolkit.Transport
 
 // Kinds of [Transport].
 const (
-	TransportStdio = tools.TransportStdio // MCP over standard input and output
-	TransportHTTP  = tools.TransportHTTP  // MCP over Streamable HTTP
+	TransportStdio = toolkit.TransportStdio // MCP over standard input and output
+	TransportHTTP  = toolkit.TransportHTTP  // MCP over Streamable HTTP
 )
 
 // Result is a tool's MCP result: {content, structuredContent?, isError?, _meta?}.
-type Result = tools.Result
+type Result = toolkit.Result
 
 // Content is one text item of a [Result].
-type Content = tools.Content
+type Content = toolkit.Content
 
 // Annotations are a tool's MCP behaviour hints (readOnlyHint,
 // destructiveHint, idempotentHint, openWorldHint). readOnlyHint is true for
 // tools whose only writes are crux's own bookkeeping, such as the gap
 // record of an unanswered query_facts or the reclaiming of an expired
-// session; see [tools.Annotations] for what each hint means in crux.
-type Annotations = tools.Annotations
+// session; see [toolkit.Annotations] for what each hint means in crux.
+type Annotations = toolkit.Annotations
 
 // Tool is a tool as tools/list shows it.
 type Tool struct {
@@ -123,8 +124,8 @@ type Options struct {
 // leaves the store open.
 type Server struct {
 	// fixed at creation
-	set       *tools.Set
-	env       *tools.Env
+	set       *toolkit.Set
+	env       *toolkit.Env
 	catalogue []Tool         // every tool, decorated, in catalogue order
 	byName    map[string]int // index into catalogue
 	token     *rcx.Info      // the router's token; nil without a router
@@ -143,7 +144,7 @@ type Server struct {
 var ErrServerClosed = errors.New("crux: server is closed")
 
 // DefaultTenant is the tenant of a caller that names none.
-const DefaultTenant = tools.DefaultTenant
+const DefaultTenant = toolkit.DefaultTenant
 
 // NewServer returns a server over st. It seeds the bootstrap knowledge that
 // get_bootstrap serves into st, once per crux version, counts the receipts
@@ -156,7 +157,7 @@ func NewServer(st store.Backend, opts *Options) (*Server, error) {
 }
 
 // newServer is NewServer serving extra tools after crux's own.
-func newServer(st store.Backend, opts *Options, extra ...*tools.Tool) (*Server, error) {
+func newServer(st store.Backend, opts *Options, extra ...*toolkit.Tool) (*Server, error) {
 	if st == nil {
 		return nil, errors.New("crux: NewServer needs a store")
 	}
@@ -179,12 +180,12 @@ func newServer(st store.Backend, opts *Options, extra ...*tools.Tool) (*Server, 
 		}
 		signer = eph
 	}
-	set, err := tools.NewSet(all)
+	set, err := toolkit.NewSet(all)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{set: set, byName: make(map[string]int)}
-	s.env = tools.NewEnv(set, st, flags, opts.Now, signer, opts.Router, opts.Logger)
+	s.env = toolkit.NewEnv(set, st, flags, opts.Now, signer, opts.Router, opts.Logger)
 	for i, t := range set.Tools() {
 		s.catalogue = append(s.catalogue, Tool{
 			Name:        t.Name,
@@ -317,7 +318,7 @@ func annotateSchema(schema json.RawMessage, ref map[string]string, token *rcx.In
 // Result with IsError set and a nil error.
 func (s *Server) CallTool(ctx context.Context, c Caller, name string, args json.RawMessage) (*Result, error) {
 	if s.closed.Load() {
-		return nil, tools.WrapError(CodeInternalError, "server is closed", ErrServerClosed)
+		return nil, toolkit.WrapError(CodeInternalError, "server is closed", ErrServerClosed)
 	}
 	return s.set.Call(ctx, s.env, c, name, args)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
 	"github.com/crux-go/crux/surface"
+	"github.com/crux-go/crux/toolkit"
 	"github.com/crux-go/crux/tools"
 )
 
@@ -31,7 +32,7 @@ var (
 // newServer is a server over a fresh store, with extra tools besides
 // crux's own. Both are closed when the test ends. (The tools' own tests have
 // theirs in tools/harness_test.go.)
-func newServer(t testing.TB, opts *crux.Options, extra ...*tools.Tool) (*crux.Server, *bolt.DB) {
+func newServer(t testing.TB, opts *crux.Options, extra ...*toolkit.Tool) (*crux.Server, *bolt.DB) {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
 	require.NoError(t, err)
@@ -75,7 +76,7 @@ func TestUnknownTool(t *testing.T) {
 
 func TestInvalidParams(t *testing.T) {
 	srv, _ := newServer(t, nil)
-	big := strings.Repeat("x", tools.MaxValueBytes+1)
+	big := strings.Repeat("x", toolkit.MaxValueBytes+1)
 	tests := []struct {
 		name, tool, args string
 		param, reason    string
@@ -114,7 +115,7 @@ func TestInvalidParams(t *testing.T) {
 			e := callErr(t, srv, anon, tt.tool, tt.args)
 			assert.Equal(t, crux.CodeInvalidParams, e.Code)
 			assert.Equal(t, tt.tool+": "+tt.param+": "+tt.reason, e.Message)
-			pe, ok := e.Data.(*tools.ParamError)
+			pe, ok := e.Data.(*toolkit.ParamError)
 			require.True(t, ok, "data is %T", e.Data)
 			assert.Equal(t, tt.param, pe.Param)
 			assert.Equal(t, tt.reason, pe.Reason)
@@ -152,8 +153,8 @@ func TestNullAndEmptyArguments(t *testing.T) {
 }
 
 func TestPanicRecovered(t *testing.T) {
-	boom := tools.New("boom", "writes a fact, then panics", json.RawMessage(`{"type":"object","properties":{}}`), tools.Annotations{},
-		func(ctx context.Context, env *tools.Env, c tools.Caller, _ json.RawMessage) (*tools.Result, error) {
+	boom := toolkit.New("boom", "writes a fact, then panics", json.RawMessage(`{"type":"object","properties":{}}`), toolkit.Annotations{},
+		func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ json.RawMessage) (*toolkit.Result, error) {
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				if _, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: c.TenantID()}, Entity: "half", Key: "written", Value: "should not survive", Confidence: 1, Now: env.Now()}); err != nil {
 					return err
@@ -297,7 +298,7 @@ func TestRevokedPassport(t *testing.T) {
 	srv, db := newServer(t, &crux.Options{Flags: &on})
 	revokedAt := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	require.NoError(t, db.Update(context.Background(), func(tx store.Tx) error {
-		return store.PutPassport(tx, &store.Passport{PrincipalID: "alice", Tenant: tools.DefaultTenant, Tier: store.TierBasic, RevokedAt: &revokedAt, RevokeReason: "key leaked"})
+		return store.PutPassport(tx, &store.Passport{PrincipalID: "alice", Tenant: toolkit.DefaultTenant, Tier: store.TierBasic, RevokedAt: &revokedAt, RevokeReason: "key leaked"})
 	}))
 
 	res, err := srv.CallTool(context.Background(), alice, "store_fact", json.RawMessage(`{"entity":"e","key":"k","value":"v"}`))
@@ -341,9 +342,9 @@ func TestIntegralNumbersAccepted(t *testing.T) {
 }
 
 func TestLimitsPrintAsWholeNumbers(t *testing.T) {
-	ttl := tools.New("ttl", "takes a large limit", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":31536000}}}`),
-		tools.Annotations{}, func(context.Context, *tools.Env, tools.Caller, json.RawMessage) (*tools.Result, error) {
-			return &tools.Result{Content: []tools.Content{{Type: "text", Text: "ok"}}}, nil
+	ttl := toolkit.New("ttl", "takes a large limit", json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":31536000}}}`),
+		toolkit.Annotations{}, func(context.Context, *toolkit.Env, toolkit.Caller, json.RawMessage) (*toolkit.Result, error) {
+			return &toolkit.Result{Content: []toolkit.Content{{Type: "text", Text: "ok"}}}, nil
 		})
 	srv, _ := newServer(t, nil, ttl)
 	e := callErr(t, srv, alice, "ttl", `{"n":31536001}`)

@@ -22,7 +22,7 @@ var ErrFeatureOff = errors.New("crux: the tool's feature flag is off")
 
 // Decode returns the structured content of res as a T, the output type of
 // the tool that answered (tools.StoreFactOutput for store_fact, and so on;
-// Tool.OutputTypes in package tools names each tool's), so that a program
+// toolkit.Tool.OutputTypes names each tool's), so that a program
 // reads a result without parsing its text.
 //
 // In-process, the structured content is already a T (or a *T) and is

@@ -104,7 +104,7 @@
 // error data carries the signed refusal receipt. Identical refusals of one
 // caller within a minute share one stored receipt and are counted, so a
 // caller looping on a refused tool cannot grow the store with every call
-// (see package tools). Without a router every call
+// (see package toolkit). Without a router every call
 // is allowed (the server fails open), as [Server.Enforcing] reports. The
 // crux command always enforces a free-local token signed with the key of
 // its data directory. With Flags.PassportRevocation, a caller whose passport

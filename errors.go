@@ -1,6 +1,6 @@
 package crux
 
-import "github.com/crux-go/crux/tools"
+import "github.com/crux-go/crux/toolkit"
 
 // Error is a protocol-level failure of a call: a JSON-RPC error with one of
 // the codes below, a message, and optional structured data. CallTool and
@@ -11,20 +11,20 @@ import "github.com/crux-go/crux/tools"
 // An Error wrapping an internal failure unwraps to it, so errors.Is works
 // (for example with context.Canceled); a bad argument's Error unwraps to
 // its *ParamError, so errors.As finds it.
-type Error = tools.Error
+type Error = toolkit.Error
 
 // ParamError is the argument a CodeInvalidParams [Error] rejects, and why:
 // its Data, and what it unwraps to.
-type ParamError = tools.ParamError
+type ParamError = toolkit.ParamError
 
 // The JSON-RPC error codes crux returns.
 const (
-	CodeParseError       = tools.CodeParseError       // -32700: the request is not valid JSON
-	CodeInvalidRequest   = tools.CodeInvalidRequest   // -32600: not a valid JSON-RPC request
-	CodeMethodNotFound   = tools.CodeMethodNotFound   // -32601: unknown method or tool, or a tool switched off
-	CodeInvalidParams    = tools.CodeInvalidParams    // -32602: an argument is missing, malformed or unknown
-	CodeInternalError    = tools.CodeInternalError    // -32603: a failure inside crux; nothing was stored
-	CodeCapabilityDenied = tools.CodeCapabilityDenied // -32030: refused by a capability check or a guard
-	CodeForbidden        = tools.CodeForbidden        // -32003: the caller lacks the standing the tool requires
-	CodeConflict         = tools.CodeConflict         // -32004: the call conflicts with stored state
+	CodeParseError       = toolkit.CodeParseError       // -32700: the request is not valid JSON
+	CodeInvalidRequest   = toolkit.CodeInvalidRequest   // -32600: not a valid JSON-RPC request
+	CodeMethodNotFound   = toolkit.CodeMethodNotFound   // -32601: unknown method or tool, or a tool switched off
+	CodeInvalidParams    = toolkit.CodeInvalidParams    // -32602: an argument is missing, malformed or unknown
+	CodeInternalError    = toolkit.CodeInternalError    // -32603: a failure inside crux; nothing was stored
+	CodeCapabilityDenied = toolkit.CodeCapabilityDenied // -32030: refused by a capability check or a guard
+	CodeForbidden        = toolkit.CodeForbidden        // -32003: the caller lacks the standing the tool requires
+	CodeConflict         = toolkit.CodeConflict         // -32004: the call conflicts with stored state
 )

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/toolkit"
 	"github.com/crux-go/crux/tools"
 )
 
@@ -125,21 +126,21 @@ const sha = `"sha256":"` + configSHA + `"`
 // limitCases are the cases of every row of docs/limits.md.
 func limitCases() []limitCase {
 	cases := []limitCase{
-		{row: "arguments", tool: "list_entities", args: "@@", param: "arguments", limit: tools.MaxArgumentBytes,
+		{row: "arguments", tool: "list_entities", args: "@@", param: "arguments", limit: toolkit.MaxArgumentBytes,
 			reason: "larger than 4194304 bytes", value: func(n int) string { return "{" + strings.Repeat(" ", n-2) + "}" }},
 		{row: "depth", tool: "check_constraints", args: `{"action_description":"[[[{{{\"[","tool_parameters":{"a":@@}}`,
-			param: "arguments", limit: tools.MaxDepth, reason: "nested deeper than 64 levels", value: nested(2)},
+			param: "arguments", limit: toolkit.MaxDepth, reason: "nested deeper than 64 levels", value: nested(2)},
 		{row: "string", tool: "store_fact", args: `{"entity":"e","key":"k","value":"@@"}`, param: "value",
-			limit: tools.MaxValueBytes, reason: "longer than 1048576 bytes"},
+			limit: toolkit.MaxValueBytes, reason: "longer than 1048576 bytes"},
 		{row: "string", tool: "store_fact", args: `{"entity":"e","key":"k","value":"@@"}`, param: "value",
-			limit: tools.MaxValueBytes, reason: "longer than 1048576 bytes", value: multibyte},
+			limit: toolkit.MaxValueBytes, reason: "longer than 1048576 bytes", value: multibyte},
 		{row: "string", tool: "check_constraints", args: `{"tool_name":"Bash","tool_parameters":{"command":"@@"}}`,
-			param: "tool_parameters.command", limit: tools.MaxValueBytes, reason: "longer than 1048576 bytes"},
+			param: "tool_parameters.command", limit: toolkit.MaxValueBytes, reason: "longer than 1048576 bytes"},
 
 		{row: "number", tool: "save_session", args: `{"session_id":"n","state":{"x":@@}}`, param: "state.x",
-			limit: tools.MaxNumberChars, reason: "a number longer than 64 characters",
+			limit: toolkit.MaxNumberChars, reason: "a number longer than 64 characters",
 			value: func(n int) string { return "0." + strings.Repeat("1", n-2) }},
-		{row: "number", tool: "save_session", param: "state.x", limit: tools.MaxNumberChars,
+		{row: "number", tool: "save_session", param: "state.x", limit: toolkit.MaxNumberChars,
 			reason: "a number out of range", check: numberRange},
 
 		{row: "record_decision.session_id", tool: "record_decision", args: `{"action":"a","rationale":"r","session_id":"@@"}`,
@@ -282,7 +283,7 @@ func limitCases() []limitCase {
 			reason: "longer than 1048576 bytes", check: handoffLimit},
 		limitCase{row: "constraints", tool: "declare_constraint", limit: 1000,
 			reason: "your tenant already holds 1000 active constraints", check: constraintsLimit},
-		limitCase{row: "passport name", tool: "passport_split", limit: tools.MaxCallerNameBytes,
+		limitCase{row: "passport name", tool: "passport_split", limit: toolkit.MaxCallerNameBytes,
 			reason: "longer than 256 bytes", check: passportNameLimit},
 		limitCase{row: "passport_split.reason", tool: "passport_split", param: "reason", limit: 2048,
 			reason: "longer than 2048 bytes", check: operatorLimit("passport_split",
@@ -398,7 +399,7 @@ func assertInvalidParam(t *testing.T, e *crux.Error, tool, param, reason string)
 	t.Helper()
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
 	assert.Equal(t, tool+": "+param+": "+reason, e.Message)
-	pe, ok := e.Data.(*tools.ParamError)
+	pe, ok := e.Data.(*toolkit.ParamError)
 	require.True(t, ok, "data is %T", e.Data)
 	assert.Equal(t, param, pe.Param)
 	assert.Equal(t, reason, pe.Reason)

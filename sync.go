@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/crux-go/crux/toolkit"
 	"github.com/crux-go/crux/tools"
 )
 
@@ -38,7 +39,7 @@ type PushResponse = tools.PushResponse
 // gate an agent's tools.
 func (s *Server) SyncIdentity(ctx context.Context, c Caller) (RemoteIdentity, error) {
 	if s.closed.Load() {
-		return RemoteIdentity{}, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+		return RemoteIdentity{}, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
 	}
 	return tools.ServeSyncIdentity(ctx, s.env, c)
 }
@@ -49,7 +50,7 @@ func (s *Server) SyncIdentity(ctx context.Context, c Caller) (RemoteIdentity, er
 // or limit, -32003 for a caller that is not an authenticated replica).
 func (s *Server) SyncChanges(ctx context.Context, c Caller, req ChangesRequest) (*ChangesResponse, error) {
 	if s.closed.Load() {
-		return nil, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+		return nil, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
 	}
 	return tools.ServeSyncChanges(ctx, s.env, c, req)
 }
@@ -64,7 +65,7 @@ func (s *Server) SyncChanges(ctx context.Context, c Caller, req ChangesRequest) 
 // [Remote.Push].
 func (s *Server) SyncPush(ctx context.Context, c Caller, req PushRequest) (*PushResponse, error) {
 	if s.closed.Load() {
-		return nil, tools.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+		return nil, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
 	}
 	return tools.ServeSyncPush(ctx, s.env, c, req)
 }

@@ -40,7 +40,7 @@ import (
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
-	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/toolkit"
 )
 
 var caller = crux.Caller{Agent: "bench", Authenticated: true}
@@ -207,7 +207,7 @@ func fillCorpus(b *testing.B, db store.Backend, n, perTx int) {
 	for start := 0; start < n; start += perTx {
 		err := db.Update(context.Background(), func(tx store.Tx) error {
 			for i := start; i < min(n, start+perTx); i++ {
-				_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tools.DefaultTenant},
+				_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: toolkit.DefaultTenant},
 					Entity: fmt.Sprintf("entity:%d", i/10), Key: fmt.Sprintf("k%d", i%10),
 					Value:      fmt.Sprintf("note %d about topic%04d and widget%d", i, i%(n/100), i%5000),
 					Confidence: float64(i%100) / 100, Now: now.Add(-time.Duration(i) * time.Second),

@@ -11,7 +11,7 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
-	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // forgetFacts is the number of facts each forget benchmark selects.
@@ -45,7 +45,7 @@ func fillForget(b *testing.B, db store.Backend, prefix string, n int) {
 		err := db.Update(context.Background(), func(tx store.Tx) error {
 			for i := start; i < min(start+chunk, n); i++ {
 				for _, p := range []string{prefix, "keep/" + prefix} {
-					_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: tools.DefaultTenant, Agent: caller.Agent},
+					_, _, err := store.PutFact(tx, store.NewFact{Scope: store.Scope{Tenant: toolkit.DefaultTenant, Agent: caller.Agent},
 						Entity: fmt.Sprintf("%sentity-%03d", p, i/100),
 						Key:    fmt.Sprintf("key-%05d", i), Value: fmt.Sprintf("value %d of the forget benchmark", i),
 						Confidence: 1, Now: now.Add(time.Duration(i)),

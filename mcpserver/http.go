@@ -27,7 +27,7 @@ const DefaultSessionTimeout = 30 * time.Minute
 
 // maxHTTPBody bounds the body of an HTTP request: 16 MiB, as a line of
 // the stdio transport, well above crux's cap on the arguments of a call
-// (tools.MaxArgumentBytes), so that crux rather than the transport refuses
+// (toolkit.MaxArgumentBytes), so that crux rather than the transport refuses
 // arguments that are too large, with a -32602 naming them.
 const maxHTTPBody = maxLineLength
 

@@ -27,7 +27,7 @@ const (
 var keyCompactPending = []byte("compact_pending")
 
 // forgottenOwner is the owner of a forgotten fact's tombstone. A caller's
-// identity can never contain "::" (see tools.Caller.Validate), so no caller
+// identity can never contain "::" (see toolkit.Caller.Validate), so no caller
 // sees it.
 const forgottenOwner = "::forgotten"
 

@@ -468,7 +468,7 @@ func checkSyncFact(f *SyncFact) string {
 const maxSyncName = 1024
 
 // MaxSyncValueBytes bounds the value of a version received by sync: 1 MiB,
-// the bound the tools put on a value they store (tools.MaxValueBytes).
+// the bound the tools put on a value they store (toolkit.MaxValueBytes).
 const MaxSyncValueBytes = 1 << 20
 
 // maxRejectedListed bounds the rejected versions a [SyncApplied] lists.

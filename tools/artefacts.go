@@ -13,6 +13,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/surface"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Artefacts: deferred output parking.
@@ -49,7 +50,7 @@ const (
 
 	// maxArtefactBytes caps the decoded content of one artefact: 768 KiB,
 	// whose base64 is exactly MaxValueBytes.
-	maxArtefactBytes = MaxValueBytes / 4 * 3
+	maxArtefactBytes = toolkit.MaxValueBytes / 4 * 3
 	// defaultArtefactTTL is how long an artefact lives unless ttl_seconds says otherwise.
 	defaultArtefactTTL = 7 * 24 * time.Hour
 	// maxArtefactTTL is the longest ttl_seconds accepted (0, never, aside).
@@ -91,12 +92,12 @@ const artefactsOffOutput = "; flag off: {feature_enabled: false, feature_flag, t
 
 // artefactsOff answers for a tool while CORECRUXD_FEATURE_ARTEFACTS is off:
 // a success that says feature_enabled false; nothing is read or written.
-func artefactsOff(tool string) func(env *Env) (*Result, error) {
-	return func(env *Env) (*Result, error) {
+func artefactsOff(tool string) func(env *toolkit.Env) (*toolkit.Result, error) {
+	return func(env *toolkit.Env) (*toolkit.Result, error) {
 		if env.Flags.Artefacts {
 			return nil, nil
 		}
-		return jsonResult(FeatureOffOutput{FeatureFlag: feature.EnvArtefacts, Tool: tool,
+		return toolkit.JSONResult(FeatureOffOutput{FeatureFlag: feature.EnvArtefacts, Tool: tool,
 			Note: "nothing was done: " + feature.EnvArtefacts + " is off (off by default; set it to 1 to enable)",
 		})
 	}
@@ -114,10 +115,10 @@ type FeatureOffOutput struct {
 
 func checkLabel(tool, param, s string) error {
 	if len(s) > maxArtefactLabelSize {
-		return invalidParams(tool, param, fmt.Sprintf("longer than %d bytes", maxArtefactLabelSize))
+		return toolkit.InvalidParams(tool, param, fmt.Sprintf("longer than %d bytes", maxArtefactLabelSize))
 	}
 	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return invalidParams(tool, param, "contains control characters")
+		return toolkit.InvalidParams(tool, param, "contains control characters")
 	}
 	return nil
 }
@@ -140,44 +141,44 @@ type ArtefactPutOutput struct {
 	Created bool `json:"created"`
 }
 
-func artefactPut() *Tool {
+func artefactPut() *toolkit.Tool {
 	const name = "artefact_put"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone. Flag ARTEFACTS.",
-		Annotations: Annotations{Title: "Park artefact", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
-		schema:      schemaFor(name),
-		out:         outputOf[ArtefactPutOutput](),
-		alt:         outputOf[FeatureOffOutput](),
-		gate:        artefactsOff(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactPutArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[ArtefactPutOutput](),
+		Alt:         toolkit.OutputOf[FeatureOffOutput](),
+		Gate:        artefactsOff(name),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactPutArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
 			owner := c.Identity()
 			if len(in.Content) > base64.StdEncoding.EncodedLen(maxArtefactBytes) {
-				return nil, invalidParams(name, "content_bytes_base64", fmt.Sprintf(
+				return nil, toolkit.InvalidParams(name, "content_bytes_base64", fmt.Sprintf(
 					"content is larger than the limit of %d decoded bytes (%d base64 characters)",
 					maxArtefactBytes, base64.StdEncoding.EncodedLen(maxArtefactBytes)))
 			}
 			content, err := base64.StdEncoding.Strict().DecodeString(in.Content)
 			if err != nil {
-				return nil, invalidParams(name, "content_bytes_base64", "not valid standard base64: "+err.Error())
+				return nil, toolkit.InvalidParams(name, "content_bytes_base64", "not valid standard base64: "+err.Error())
 			}
 			if len(content) == 0 {
-				return nil, invalidParams(name, "content_bytes_base64", "must not be empty")
+				return nil, toolkit.InvalidParams(name, "content_bytes_base64", "must not be empty")
 			}
 			if len(content) > maxArtefactBytes {
-				return nil, invalidParams(name, "content_bytes_base64", fmt.Sprintf(
+				return nil, toolkit.InvalidParams(name, "content_bytes_base64", fmt.Sprintf(
 					"content is %d bytes; the limit is %d decoded bytes", len(content), maxArtefactBytes))
 			}
 			if err := checkLabel(name, "mime_type", in.MimeType); err != nil {
 				return nil, err
 			}
 			if store.IsReserved(in.MimeType) {
-				return nil, &Error{Code: CodeInvalidParams, Message: name + ": mime_type: starts with the reserved prefix " + store.ReservedPrefix,
-					Data: &ParamError{Param: "mime_type", Reason: "starts with the reserved prefix " + store.ReservedPrefix, ErrorCode: "RESERVED_PREFIX"}}
+				return nil, &toolkit.Error{Code: toolkit.CodeInvalidParams, Message: name + ": mime_type: starts with the reserved prefix " + store.ReservedPrefix,
+					Data: &toolkit.ParamError{Param: "mime_type", Reason: "starts with the reserved prefix " + store.ReservedPrefix, ErrorCode: "RESERVED_PREFIX"}}
 			}
 			if err := checkLabel(name, "tool_origin", in.ToolOrigin); err != nil {
 				return nil, err
@@ -185,20 +186,20 @@ func artefactPut() *Tool {
 			ttl := defaultArtefactTTL
 			if in.TTLSeconds != nil {
 				if *in.TTLSeconds < 0 || *in.TTLSeconds > int64(maxArtefactTTL/time.Second) {
-					return nil, invalidParams(name, "ttl_seconds", fmt.Sprintf("must be 0 (never) to %d (90 days)", int64(maxArtefactTTL/time.Second)))
+					return nil, toolkit.InvalidParams(name, "ttl_seconds", fmt.Sprintf("must be 0 (never) to %d (90 days)", int64(maxArtefactTTL/time.Second)))
 				}
 				ttl = time.Duration(*in.TTLSeconds) * time.Second
 			}
 			if in.TokenBudget != nil {
 				if *in.TokenBudget < 1 {
-					return nil, invalidParams(name, "token_budget", "must be at least 1")
+					return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
 				}
 				if tokens := base64Tokens(len(in.Content)); tokens > *in.TokenBudget {
-					return nil, invalidParams(name, "token_budget", fmt.Sprintf(
+					return nil, toolkit.InvalidParams(name, "token_budget", fmt.Sprintf(
 						"the content is %d tokens, over the budget of %d; nothing was stored", tokens, *in.TokenBudget))
 				}
 			}
-			now := env.now()
+			now := env.Time()
 			var out ArtefactPutOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if _, err := store.SweepArtefacts(tx, now, artefactSweepLimit); err != nil {
@@ -214,7 +215,7 @@ func artefactPut() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -237,23 +238,23 @@ type ArtefactGetOutput struct {
 	Truncated bool `json:"truncated"`
 }
 
-func artefactGet() *Tool {
+func artefactGet() *toolkit.Tool {
 	const name = "artefact_get"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Read back an artefact you parked; past token_budget, metadata only. Flag ARTEFACTS.",
-		Annotations: Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
+		Annotations: toolkit.Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}" + artefactsOffOutput,
-		schema: schemaFor(name),
-		out:    outputOf[ArtefactGetOutput](),
-		alt:    outputOf[FeatureOffOutput](),
-		gate:   artefactsOff(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactGetArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[ArtefactGetOutput](),
+		Alt:    toolkit.OutputOf[FeatureOffOutput](),
+		Gate:   artefactsOff(name),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactGetArgs) (*toolkit.Result, error) {
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
-				return nil, invalidParams(name, "token_budget", "must be at least 1")
+				return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
 			}
-			now, scope := env.now(), c.Scope()
+			now, scope := env.Time(), c.Scope()
 			var (
 				a       *store.Artefact
 				content []byte
@@ -305,11 +306,11 @@ func artefactGet() *Tool {
 			}
 			if a == nil || expired {
 				if len(holders) > 0 {
-					return nil, &Error{Code: CodeCapabilityDenied,
+					return nil, &toolkit.Error{Code: toolkit.CodeCapabilityDenied,
 						Message: name + ": artefact " + in.ArtefactID + " belongs to another passport",
 						Data:    map[string]any{"artefact_id": in.ArtefactID, "reason": "cross_passport"}}
 				}
-				return errorResult("%s: artefact %s not found (never parked, expired, or not in your tenant)", name, in.ArtefactID), nil
+				return toolkit.ErrorResult("%s: artefact %s not found (never parked, expired, or not in your tenant)", name, in.ArtefactID), nil
 			}
 			enc := base64.StdEncoding.EncodeToString(content)
 			out := ArtefactGetOutput{ArtefactInfo: newArtefactInfo(a), ContentTokens: base64Tokens(len(enc))}
@@ -318,7 +319,7 @@ func artefactGet() *Tool {
 			} else {
 				out.ContentBase64 = &enc
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -357,33 +358,33 @@ func artefactEnvelope(tool string, arts []ArtefactInfo, created []time.Time, now
 	return e
 }
 
-func artefactList() *Tool {
+func artefactList() *toolkit.Tool {
 	const name = "artefact_list"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your parked artefacts, newest first, metadata only. Flag ARTEFACTS.",
-		Annotations: Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
+		Annotations: toolkit.Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}" + artefactsOffOutput,
-		schema: schemaFor(name),
-		out:    outputOf[ArtefactListOutput](),
-		alt:    outputOf[FeatureOffOutput](),
-		gate:   artefactsOff(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *artefactListArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[ArtefactListOutput](),
+		Alt:    toolkit.OutputOf[FeatureOffOutput](),
+		Gate:   artefactsOff(name),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactListArgs) (*toolkit.Result, error) {
 			topK := defaultArtefactList
 			if in.TopK != nil {
 				if *in.TopK < 1 || *in.TopK > maxArtefactList {
-					return nil, invalidParams(name, "top_k", fmt.Sprintf("must be 1 to %d", maxArtefactList))
+					return nil, toolkit.InvalidParams(name, "top_k", fmt.Sprintf("must be 1 to %d", maxArtefactList))
 				}
 				topK = *in.TopK
 			}
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
-				return nil, invalidParams(name, "token_budget", "must be at least 1")
+				return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
 			}
 			if err := checkLabel(name, "scope", in.Scope); err != nil {
 				return nil, err
 			}
-			now, scope := env.now(), c.Scope()
+			now, scope := env.Time(), c.Scope()
 			var (
 				found   []*store.Artefact
 				expired []*store.Artefact
@@ -445,10 +446,10 @@ func artefactList() *Tool {
 			}
 			out.Count = len(out.Artefacts)
 			if !env.Flags.AuditEnvelope {
-				return jsonResult(out)
+				return toolkit.JSONResult(out)
 			}
 			out.Envelope = artefactEnvelope(name, out.Artefacts, created, now)
-			result, err := jsonResult(out)
+			result, err := toolkit.JSONResult(out)
 			if err == nil {
 				result.Meta = map[string]any{"envelope": out.Envelope}
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Verifiable output receipts.
@@ -67,7 +68,7 @@ import (
 // Limits of output_attest.
 const (
 	// maxAttestInlineBytes caps decoded content_bytes_base64.
-	maxAttestInlineBytes = MaxValueBytes / 4 * 3
+	maxAttestInlineBytes = toolkit.MaxValueBytes / 4 * 3
 	// maxAttestFileBytes caps a content_path file.
 	maxAttestFileBytes = 64 << 20
 	// maxClaimGeneratorBytes caps claim_generator and content_type.
@@ -139,30 +140,30 @@ type outputAttestReceipt struct {
 
 // attestOff answers while CORECRUXD_FEATURE_C2PA_OUTPUT is off: a success
 // that says feature_enabled false; nothing is read, signed or written.
-func attestOff(env *Env) (*Result, error) {
+func attestOff(env *toolkit.Env) (*toolkit.Result, error) {
 	if env.Flags.C2PAOutput {
 		return nil, nil
 	}
-	return jsonResult(FeatureOffOutput{FeatureFlag: feature.EnvC2PAOutput, Tool: "output_attest",
+	return toolkit.JSONResult(FeatureOffOutput{FeatureFlag: feature.EnvC2PAOutput, Tool: "output_attest",
 		Note: "nothing was attested: " + feature.EnvC2PAOutput + " is off (off by default; set it to 1 to enable)"})
 }
 
-func (d *Deps) outputAttest() *Tool {
+func (d *Deps) outputAttest() *toolkit.Tool {
 	const name = "output_attest"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Bind content you made to a crux receipt in a signed C2PA manifest (`crux verify output`). Flag C2PA_OUTPUT.",
-		Annotations: Annotations{Title: "Attest output (C2PA)"},
+		Annotations: toolkit.Annotations{Title: "Attest output (C2PA)"},
 		Output: "{feature_enabled, manifest: {manifest_id, instance_id, spec_version, format, manifest_jumbf_base64, " +
 			"manifest_bytes, claim_sha256_hex, content_hash_sha256_hex, content_hash_blake3_hex, content_bytes, " +
 			"content_type?, crown_receipt_id, crown_receipt_body_blake3_hex, signer_key_id, signer_passport, " +
 			"certificate_sha256_hex, digital_source_type, verify_url: null, verify_command, ai_act_notice}, " +
 			"attest_receipt_id}; flag off: {feature_enabled: false, feature_flag, tool, manifest: null, note}",
-		schema: schemaFor(name),
-		out:    outputOf[OutputAttestOutput](),
-		alt:    outputOf[FeatureOffOutput](),
-		gate:   attestOff,
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *attestArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[OutputAttestOutput](),
+		Alt:    toolkit.OutputOf[FeatureOffOutput](),
+		Gate:   attestOff,
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *attestArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -170,36 +171,36 @@ func (d *Deps) outputAttest() *Tool {
 				return nil, err
 			}
 			if in.ReceiptID == "" {
-				return nil, invalidParams(name, "receipt_id", "must not be empty")
+				return nil, toolkit.InvalidParams(name, "receipt_id", "must not be empty")
 			}
 			for _, p := range [][2]string{{"content_type", in.ContentType}, {"claim_generator", in.ClaimGenerator}} {
 				if len(p[1]) > maxClaimGeneratorBytes {
-					return nil, invalidParams(name, p[0], fmt.Sprintf("longer than %d bytes", maxClaimGeneratorBytes))
+					return nil, toolkit.InvalidParams(name, p[0], fmt.Sprintf("longer than %d bytes", maxClaimGeneratorBytes))
 				}
 				if strings.IndexFunc(p[1], unicode.IsControl) >= 0 {
-					return nil, invalidParams(name, p[0], "must not contain control characters")
+					return nil, toolkit.InvalidParams(name, p[0], "must not contain control characters")
 				}
 			}
 			gen := c2pa.DefaultGenerator()
 			if in.ClaimGenerator != "" {
 				n, v, _ := strings.Cut(in.ClaimGenerator, "/")
 				if strings.TrimSpace(n) == "" {
-					return nil, invalidParams(name, "claim_generator", `must be "name" or "name/version" with a non-empty name`)
+					return nil, toolkit.InvalidParams(name, "claim_generator", `must be "name" or "name/version" with a non-empty name`)
 				}
 				gen = c2pa.Generator{Name: n, Version: v}
 			}
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
-				return nil, invalidParams(name, "token_budget", "must be at least 1")
+				return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
 			}
 			if why := attestSignerSettings(env.Flags); why != "" {
-				return errorResult("%s signed nothing: %s", name, why), nil
+				return toolkit.ErrorResult("%s signed nothing: %s", name, why), nil
 			}
 			content, err := readAttestContent(name, d.AttestRoot, in)
 			if err != nil {
 				return nil, err
 			}
 
-			now := env.now()
+			now := env.Time()
 			tenant := c.TenantID()
 			var crown *receipts.Receipt
 			if err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -207,9 +208,9 @@ func (d *Deps) outputAttest() *Tool {
 				var cre *store.CorruptRecordError
 				switch {
 				case errors.Is(err, store.ErrNotFound) || err == nil && r.Tenant != tenant:
-					return invalidParams(name, "receipt_id", fmt.Sprintf("no receipt %s in tenant %s", in.ReceiptID, tenant))
+					return toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("no receipt %s in tenant %s", in.ReceiptID, tenant))
 				case errors.As(err, &cre):
-					return invalidParams(name, "receipt_id", "the receipt's record is unreadable (crux doctor lists it)")
+					return toolkit.InvalidParams(name, "receipt_id", "the receipt's record is unreadable (crux doctor lists it)")
 				case err != nil:
 					return err
 				}
@@ -219,7 +220,7 @@ func (d *Deps) outputAttest() *Tool {
 				return nil, err
 			}
 			if rep := receipts.Verify(crown, receipts.NewKeyring(env.Signer.Public()), now); !rep.OK() {
-				return nil, invalidParams(name, "receipt_id", fmt.Sprintf("the receipt does not verify (%s: %s); "+
+				return nil, toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("the receipt does not verify (%s: %s); "+
 					"an artefact bound to it would prove nothing", rep.ErrorCode, rep.ErrorMessage))
 			}
 			crownHash := blake3.Sum256(crown.Body)
@@ -265,7 +266,7 @@ func (d *Deps) outputAttest() *Tool {
 			if content.path != "" {
 				asset = content.path
 			}
-			return jsonResult(OutputAttestOutput{
+			return toolkit.JSONResult(OutputAttestOutput{
 				FeatureEnabled:  true,
 				AttestReceiptID: attestID,
 				Manifest: OutputAttestManifest{
@@ -347,7 +348,7 @@ func tokenGate(tool string, n int64, budget *int) error {
 		return nil
 	}
 	if tokens := (n + 3) / 4; tokens > int64(*budget) {
-		return invalidParams(tool, "token_budget", fmt.Sprintf(
+		return toolkit.InvalidParams(tool, "token_budget", fmt.Sprintf(
 			"content size %d bytes (~%d tokens) exceeds token_budget %d", n, tokens, *budget))
 	}
 	return nil
@@ -357,16 +358,16 @@ func tokenGate(tool string, n int64, budget *int) error {
 func readAttestContent(tool, root string, in *attestArgs) (*attestContent, error) {
 	switch {
 	case in.ContentBase64 != nil && in.ContentPath != nil:
-		return nil, invalidParams(tool, "content_path", "give content_bytes_base64 or content_path, not both")
+		return nil, toolkit.InvalidParams(tool, "content_path", "give content_bytes_base64 or content_path, not both")
 	case in.ContentBase64 == nil && in.ContentPath == nil:
-		return nil, invalidParams(tool, "content_bytes_base64", "one of content_bytes_base64 or content_path is required")
+		return nil, toolkit.InvalidParams(tool, "content_bytes_base64", "one of content_bytes_base64 or content_path is required")
 	case in.ContentBase64 != nil:
 		b, err := base64.StdEncoding.Strict().DecodeString(*in.ContentBase64)
 		if err != nil {
-			return nil, invalidParams(tool, "content_bytes_base64", "not valid standard base64: "+err.Error())
+			return nil, toolkit.InvalidParams(tool, "content_bytes_base64", "not valid standard base64: "+err.Error())
 		}
 		if len(b) > maxAttestInlineBytes {
-			return nil, invalidParams(tool, "content_bytes_base64", fmt.Sprintf(
+			return nil, toolkit.InvalidParams(tool, "content_bytes_base64", fmt.Sprintf(
 				"content is %d bytes; the limit is %d decoded bytes", len(b), maxAttestInlineBytes))
 		}
 		if err := tokenGate(tool, int64(len(b)), in.TokenBudget); err != nil {
@@ -384,7 +385,7 @@ func readAttestContent(tool, root string, in *attestArgs) (*attestContent, error
 		return nil, fmt.Errorf("%s: opening the content root: %w", tool, err)
 	}
 	defer r.Close()
-	bad := func(reason string) error { return invalidParams(tool, "content_path", reason) }
+	bad := func(reason string) error { return toolkit.InvalidParams(tool, "content_path", reason) }
 	fi, err := r.Stat(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -427,7 +428,7 @@ func sum(h hash.Hash) []byte { return h.Sum(nil) }
 
 // confinedPath checks content_path p and returns it relative to root.
 func confinedPath(tool, root, p string) (string, error) {
-	bad := func(reason string) error { return invalidParams(tool, "content_path", reason) }
+	bad := func(reason string) error { return toolkit.InvalidParams(tool, "content_path", reason) }
 	if err := checkName(tool, "content_path", p); err != nil {
 		return "", err
 	}

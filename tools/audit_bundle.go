@@ -16,6 +16,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // BYO audit trail: audit_export_bundle.
@@ -190,34 +191,34 @@ type exportPayload struct {
 	File               string `cbor:"file"`
 }
 
-func (d *Deps) auditExportBundle() *Tool {
+func (d *Deps) auditExportBundle() *toolkit.Tool {
 	const name = "audit_export_bundle"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Export a signed tar.zst of your tenant's shared fact versions and receipts in [since_ts, until_ts). Flag AUDIT_EXPORT.",
-		Annotations: Annotations{Title: "Export audit bundle"},
+		Annotations: toolkit.Annotations{Title: "Export audit bundle"},
 		Output: "{bundle_id, bytes_path, bytes, bundle_sha256, manifest_signature_b64, signer_key_id, key_class, fact_count, " +
 			"facts_in_window, facts_truncated, receipt_count, receipts_truncated, tokens_swept, scope, chain, since, until, " +
 			"events_jsonl_sha256, receipts_cbor_sha256, export_receipt_id}",
-		schema: schemaFor(name),
-		out:    outputOf[AuditExportBundleOutput](),
-		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvAuditExport, func(f *feature.Flags) bool { return f.AuditExport }),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *auditExportArgs) (*Result, error) {
-			now := env.now()
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[AuditExportBundleOutput](),
+		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvAuditExport, func(f *feature.Flags) bool { return f.AuditExport }),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *auditExportArgs) (*toolkit.Result, error) {
+			now := env.Time()
 			since, until := time.Unix(0, 0).UTC(), now
 			var err error
 			if in.SinceTS != "" {
 				if since, err = time.Parse(time.RFC3339Nano, in.SinceTS); err != nil {
-					return nil, invalidParams(name, "since_ts", "must be an RFC 3339 time")
+					return nil, toolkit.InvalidParams(name, "since_ts", "must be an RFC 3339 time")
 				}
 			}
 			if in.UntilTS != "" {
 				if until, err = time.Parse(time.RFC3339Nano, in.UntilTS); err != nil {
-					return nil, invalidParams(name, "until_ts", "must be an RFC 3339 time")
+					return nil, toolkit.InvalidParams(name, "until_ts", "must be an RFC 3339 time")
 				}
 			}
 			if !since.Before(until) {
-				return nil, invalidParams(name, "since_ts", "must be before until_ts (default: now)")
+				return nil, toolkit.InvalidParams(name, "since_ts", "must be before until_ts (default: now)")
 			}
 			scope := receipts.BundleScope{TenantID: c.TenantID(), Caller: c.Name()}
 			if in.Scope != nil {
@@ -228,7 +229,7 @@ func (d *Deps) auditExportBundle() *Tool {
 			}
 			dir, err := d.exportDir(env)
 			if err != nil {
-				return errorResult("%s", err.Error()), nil
+				return toolkit.ErrorResult("%s", err.Error()), nil
 			}
 
 			var sel store.ExportSelection
@@ -280,12 +281,12 @@ func (d *Deps) auditExportBundle() *Tool {
 			exportMu.Lock()
 			if err := admitBundle(dir, buf.Len(), now, defaultExportLimits); err != nil {
 				exportMu.Unlock()
-				return errorResult("%s: %v", name, err), nil
+				return toolkit.ErrorResult("%s: %v", name, err), nil
 			}
 			err = writeFileAtomic(dir, path, buf.Bytes())
 			exportMu.Unlock()
 			if err != nil {
-				return errorResult("audit_export_bundle could not write the bundle to %s: %v", dir, err), nil
+				return toolkit.ErrorResult("audit_export_bundle could not write the bundle to %s: %v", dir, err), nil
 			}
 			sum := sha256.Sum256(buf.Bytes())
 			out := AuditExportBundleOutput{
@@ -312,14 +313,14 @@ func (d *Deps) auditExportBundle() *Tool {
 				_ = os.Remove(path) // no receipt, no bundle
 				return nil, err
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
 
 // exportDir is where bundles go: CORECRUXD_AUDIT_EXPORT_DIR, else
 // exports/ in the data directory.
-func (d *Deps) exportDir(env *Env) (string, error) {
+func (d *Deps) exportDir(env *toolkit.Env) (string, error) {
 	if env.Flags.AuditExportDir != "" {
 		return env.Flags.AuditExportDir, nil
 	}

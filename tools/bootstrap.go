@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // bootstrapTenant is the tenant holding the bootstrap knowledge. No caller
@@ -25,7 +26,7 @@ type bootstrapEntry struct{ entity, key, value string }
 
 // bootstrapEntries is the knowledge get_bootstrap serves: the embedded
 // docs, patterns and resolutions, and the output contract of each tool.
-func bootstrapEntries(ts []*Tool) ([]bootstrapEntry, error) {
+func bootstrapEntries(ts []*toolkit.Tool) ([]bootstrapEntry, error) {
 	var k struct {
 		Docs        []struct{ Slug, Title, Content string } `json:"docs"`
 		Patterns    []struct{ Slug, Title, Content string } `json:"patterns"`
@@ -59,7 +60,7 @@ var bootstrapSentinel = struct{ entity, key string }{store.BootstrapPrefix + "_m
 // the same knowledge only reads it. When the knowledge changed (a new
 // crux version), changed entries get a new version, entries that are gone
 // are deleted, and the rest is left alone, all in one transaction.
-func SeedBootstrap(ctx context.Context, st store.Backend, now time.Time, ts []*Tool) error {
+func SeedBootstrap(ctx context.Context, st store.Backend, now time.Time, ts []*toolkit.Tool) error {
 	entries, err := bootstrapEntries(ts)
 	if err != nil {
 		return err
@@ -169,17 +170,17 @@ type GetBootstrapOutput struct {
 	Truncated   bool            `json:"truncated"`
 }
 
-func getBootstrap() *Tool {
+func getBootstrap() *toolkit.Tool {
 	const name = "get_bootstrap"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "crux's docs, patterns, error resolutions, and each tool's output fields (topic tool-output).",
-		Annotations: Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
-		schema:      schemaFor(name),
-		out:         outputOf[GetBootstrapOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, _ Caller, in *getBootstrapArgs) (*Result, error) {
-			q := store.FactQuery{Scope: store.Scope{Tenant: bootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: env.now(), Policy: env.decay()}
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[GetBootstrapOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, _ toolkit.Caller, in *getBootstrapArgs) (*toolkit.Result, error) {
+			q := store.FactQuery{Scope: store.Scope{Tenant: bootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: env.Time(), Policy: env.Decay()}
 			if topic := normalizeTopic(in.Topic); topic != "" {
 				q.EntityPrefix += topic + ":"
 			}
@@ -232,8 +233,8 @@ func getBootstrap() *Tool {
 					text = fmt.Sprintf("no bootstrap knowledge for topic '%s'", in.Topic)
 				}
 			}
-			return &Result{
-				Content:           []Content{{Type: "text", Text: text}},
+			return &toolkit.Result{
+				Content:           []toolkit.Content{{Type: "text", Text: text}},
 				StructuredContent: GetBootstrapOutput{Facts: facts, TotalTokens: b.Used, Truncated: b.Exceeded},
 			}, nil
 		}),

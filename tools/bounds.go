@@ -10,6 +10,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Bounded answers. No answer grows without limit with the data: every
@@ -77,7 +78,7 @@ const (
 
 // historyTag binds a cursor to the walk that made it: the tool, the
 // caller and the chains of (entity, key) it reads.
-func historyTag(tool string, c Caller, entity, key string, chains store.HistoryChain) []byte {
+func historyTag(tool string, c toolkit.Caller, entity, key string, chains store.HistoryChain) []byte {
 	h := blake3.New(32, nil)
 	for _, s := range []string{tool, c.TenantID(), c.Identity(), entity, key, strconv.Itoa(int(chains))} {
 		h.Write([]byte(s))
@@ -104,7 +105,7 @@ func decodeHistoryCursor(tool, cursor string, tag []byte) (store.HistoryPos, err
 	if cursor == "" {
 		return pos, nil
 	}
-	bad := invalidParams(tool, "cursor", "is not a next_cursor this tool returned; pass it back unchanged")
+	bad := toolkit.InvalidParams(tool, "cursor", "is not a next_cursor this tool returned; pass it back unchanged")
 	if len(cursor) <= len(historyCursorPrefix) || cursor[:len(historyCursorPrefix)] != historyCursorPrefix {
 		return pos, bad
 	}
@@ -117,7 +118,7 @@ func decodeHistoryCursor(tool, cursor string, tag []byte) (store.HistoryPos, err
 		return pos, bad // every cursor fixes the position of a chain it walks
 	}
 	if string(b[8:]) != string(tag) {
-		return pos, invalidParams(tool, "cursor", "belongs to another history: pass it with the same arguments as the call that returned it")
+		return pos, toolkit.InvalidParams(tool, "cursor", "belongs to another history: pass it with the same arguments as the call that returned it")
 	}
 	return pos, nil
 }
@@ -140,7 +141,7 @@ type HistoryPage[R any] struct {
 // readHistoryPage reads the page of q that in names, as tool: q.From and
 // q.Limit come from in, and the page keeps the versions, turned into rows
 // by row, that fit in the answer.
-func readHistoryPage[R any](tx store.Tx, tool string, c Caller, q store.HistoryQuery, in historyPageArgs,
+func readHistoryPage[R any](tx store.Tx, tool string, c toolkit.Caller, q store.HistoryQuery, in historyPageArgs,
 	row func(*store.Fact) R) (*HistoryPage[R], error) {
 	tag := historyTag(tool, c, q.Entity, q.Key, q.Chains)
 	from, err := decodeHistoryCursor(tool, in.Cursor, tag)

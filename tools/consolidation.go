@@ -9,6 +9,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Contradiction surfacing and safe consolidation.
@@ -35,13 +36,13 @@ import (
 
 // consolidationOff is the gate of both tools: -32030 while the flag is off
 // (a fresh error each time, so no caller shares its data).
-func consolidationOff(tool string) func(env *Env) (*Result, error) {
-	return func(env *Env) (*Result, error) {
+func consolidationOff(tool string) func(env *toolkit.Env) (*toolkit.Result, error) {
+	return func(env *toolkit.Env) (*toolkit.Result, error) {
 		if env.Flags.Consolidation {
 			return nil, nil
 		}
-		return nil, &Error{
-			Code: CodeCapabilityDenied,
+		return nil, &toolkit.Error{
+			Code: toolkit.CodeCapabilityDenied,
 			Message: tool + " is disabled: " + feature.EnvConsolidation + " is off (it is on by default; " +
 				"unset it or set it to 1 to enable)",
 			Data: map[string]any{"feature_flag": feature.EnvConsolidation, "enabled": false},
@@ -94,25 +95,25 @@ type MemoryContradictionsOutput struct {
 	Notes                  []string           `json:"notes"`
 }
 
-func memoryContradictions() *Tool {
+func memoryContradictions() *toolkit.Tool {
 	const name = "memory_contradictions"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Current facts of one (entity, key) with opposite polarity (yes/no). Resolve with memory_consolidate.",
-		Annotations: Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{candidates: [{entity, key, reason, polarity_a, polarity_b, fact_ids: [string], values: [string], " +
 			"scopes: [shared|private]}], count, limit, dry_run: true, mode, entities_examined, facts_read, " +
 			"scan_truncated, limit_reached, total_tokens, truncated_by_token_budget, notes}",
-		schema: schemaFor(name),
-		out:    outputOf[MemoryContradictionsOutput](),
-		gate:   consolidationOff(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *contradictionsArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemoryContradictionsOutput](),
+		Gate:   consolidationOff(name),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *contradictionsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
 				return nil, err
 			}
 			switch {
 			case in.Entity != "" && in.EntityPrefix != "":
-				return nil, invalidParams(name, "entity_prefix", "cannot be combined with entity")
+				return nil, toolkit.InvalidParams(name, "entity_prefix", "cannot be combined with entity")
 			case store.IsReserved(in.Entity):
 				return nil, reservedEntity(name, "entity", reservedForCrux)
 			case store.IsReserved(in.EntityPrefix):
@@ -182,7 +183,7 @@ func memoryContradictions() *Tool {
 			}
 			out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
 			out.Count = len(out.Candidates)
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -227,18 +228,18 @@ type MemoryConsolidateOutput struct {
 	Status  string               `json:"status"`
 }
 
-func memoryConsolidate() *Tool {
+func memoryConsolidate() *toolkit.Tool {
 	const name = "memory_consolidate"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Collapse target_fact_ids (live shared facts of one (entity, key), the current one included) into one canonical fact. Protected, pinned or high-confidence ones are refused.",
-		Annotations: Annotations{Title: "Consolidate memory", DestructiveHint: true},
+		Annotations: toolkit.Annotations{Title: "Consolidate memory", DestructiveHint: true},
 		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +
 			"superseded_fact_ids: [string], source_fact_ids: [string], receipt_id}}",
-		schema: schemaFor(name),
-		out:    outputOf[MemoryConsolidateOutput](),
-		gate:   consolidationOff(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *consolidateArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemoryConsolidateOutput](),
+		Gate:   consolidationOff(name),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *consolidateArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -252,7 +253,7 @@ func memoryConsolidate() *Tool {
 			if in.ConsolidationID != nil {
 				id = strings.TrimSpace(*in.ConsolidationID)
 				if id == "" {
-					return nil, invalidParams(name, "consolidation_id", "must not be blank; omit it for an automatic id")
+					return nil, toolkit.InvalidParams(name, "consolidation_id", "must not be blank; omit it for an automatic id")
 				}
 				if err := checkName(name, "consolidation_id", id); err != nil {
 					return nil, err
@@ -273,7 +274,7 @@ func memoryConsolidate() *Tool {
 			var out ConsolidationReceipt
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				r := req
-				r.Now = env.now() // inside the transaction, so the chain's times follow its versions
+				r.Now = env.Time() // inside the transaction, so the chain's times follow its versions
 				cons, err := store.Consolidate(tx, r)
 				if err != nil {
 					return err
@@ -294,7 +295,7 @@ func memoryConsolidate() *Tool {
 			if err != nil {
 				return nil, consolidateError(name, err)
 			}
-			return jsonResult(MemoryConsolidateOutput{Receipt: out, Status: "consolidated"})
+			return toolkit.JSONResult(MemoryConsolidateOutput{Receipt: out, Status: "consolidated"})
 		}),
 	}
 }
@@ -312,13 +313,13 @@ func consolidateError(tool string, err error) error {
 		if ge.Reason == store.GuardHighConfidence {
 			data["confidence"], data["floor"] = ge.Confidence, ge.Floor
 		}
-		return &Error{Code: CodeCapabilityDenied, Message: tool + ": " + ge.Error(), Data: data}
+		return &toolkit.Error{Code: toolkit.CodeCapabilityDenied, Message: tool + ": " + ge.Error(), Data: data}
 	case errors.As(err, &te):
-		e := invalidParams(tool, "target_fact_ids", te.Error())
-		e.Data.(*ParamError).ErrorCode = "TARGET_" + strings.ToUpper(te.Reason)
+		e := toolkit.InvalidParams(tool, "target_fact_ids", te.Error())
+		e.Data.(*toolkit.ParamError).ErrorCode = "TARGET_" + strings.ToUpper(te.Reason)
 		return e
 	case errors.As(err, &ce):
-		return &Error{Code: CodeConflict, Message: tool + ": consolidation_id: " + ce.Error(),
+		return &toolkit.Error{Code: toolkit.CodeConflict, Message: tool + ": consolidation_id: " + ce.Error(),
 			Data: map[string]any{"consolidation_id": ce.ID, "canonical_fact_id": ce.CanonicalFactID}}
 	}
 	return err

@@ -53,6 +53,7 @@ import (
 	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Limits and thresholds of the constraint tools.
@@ -226,7 +227,7 @@ func matchConstraints(cs []*store.Constraint, a *actionWords, toolName string, p
 // activeConstraints reads the tenant's active constraints.
 // actionInputs checks the tenant argument of an action tool, decodes its
 // tool_parameters and reads the tenant's active constraints.
-func actionInputs(ctx context.Context, env *Env, c Caller, tool, tenant string, raw json.RawMessage) (any, []*store.Constraint, error) {
+func actionInputs(ctx context.Context, env *toolkit.Env, c toolkit.Caller, tool, tenant string, raw json.RawMessage) (any, []*store.Constraint, error) {
 	if err := checkTenantArg(tool, c, tenant); err != nil {
 		return nil, nil, err
 	}
@@ -253,9 +254,9 @@ func activeConstraints(tx store.Tx, tenant string) ([]*store.Constraint, error) 
 }
 
 // checkTenantArg accepts a tenant_id argument only when it is the caller's.
-func checkTenantArg(tool string, c Caller, tenant string) error {
+func checkTenantArg(tool string, c toolkit.Caller, tenant string) error {
 	if tenant != "" && tenant != c.TenantID() {
-		return invalidParams(tool, "tenant_id", "must be your own tenant or omitted")
+		return toolkit.InvalidParams(tool, "tenant_id", "must be your own tenant or omitted")
 	}
 	return nil
 }
@@ -269,7 +270,7 @@ func decodeParams(tool string, raw json.RawMessage) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, invalidParams(tool, "tool_parameters", "must be an object")
+		return nil, toolkit.InvalidParams(tool, "tool_parameters", "must be an object")
 	}
 	return v, nil
 }
@@ -321,28 +322,28 @@ type DeclareConstraintOutput struct {
 	Status         string `json:"status"`
 }
 
-func declareConstraint() *Tool {
+func declareConstraint() *toolkit.Tool {
 	const name = "declare_constraint"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Declare a tenant rule for check_constraints (keywords, or an RE2 shell_pattern); critical blocks, high warns.",
-		Annotations: Annotations{Title: "Declare constraint"},
+		Annotations: toolkit.Annotations{Title: "Declare constraint"},
 		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
-		schema:      schemaFor(name),
-		out:         outputOf[DeclareConstraintOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *declareConstraintArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[DeclareConstraintOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *declareConstraintArgs) (*toolkit.Result, error) {
 			if in.Severity == "" {
 				in.Severity = store.SeverityMedium
 			}
 			if in.ConstraintType == store.ConstraintShellPattern {
 				if len(in.Assertion) > maxShellPatternBytes {
-					return nil, invalidParams(name, "assertion", fmt.Sprintf("a shell_pattern is at most %d bytes", maxShellPatternBytes))
+					return nil, toolkit.InvalidParams(name, "assertion", fmt.Sprintf("a shell_pattern is at most %d bytes", maxShellPatternBytes))
 				}
 				if _, err := regexp.Compile(in.Assertion); err != nil {
-					return nil, invalidParams(name, "assertion", "is not a valid Go regular expression: "+err.Error())
+					return nil, toolkit.InvalidParams(name, "assertion", "is not a valid Go regular expression: "+err.Error())
 				}
 			}
-			now, id := env.now(), store.NewConstraintID()
+			now, id := env.Time(), store.NewConstraintID()
 			var out *store.Constraint
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				k := &store.Constraint{
@@ -365,12 +366,12 @@ func declareConstraint() *Tool {
 				return nil
 			})
 			if errors.Is(err, store.ErrConstraintLimit) {
-				return nil, &Error{Code: CodeConflict, Message: fmt.Sprintf("%s: your tenant already holds %d active constraints", name, store.MaxConstraints)}
+				return nil, &toolkit.Error{Code: toolkit.CodeConflict, Message: fmt.Sprintf("%s: your tenant already holds %d active constraints", name, store.MaxConstraints)}
 			}
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(DeclareConstraintOutput{
+			return toolkit.JSONResult(DeclareConstraintOutput{
 				ConstraintID: out.ID, ConstraintHash: out.Hash, ConstraintType: out.Type,
 				Assertion: out.Assertion, Severity: out.Severity, Status: out.Status,
 				CreatedAt: out.CreatedAt.Format(time.RFC3339Nano), ReceiptID: out.ReceiptID,
@@ -403,16 +404,16 @@ type GetConstraintsOutput struct {
 	Truncated   bool            `json:"truncated"`
 }
 
-func getConstraints() *Tool {
+func getConstraints() *toolkit.Tool {
 	const name = "get_constraints"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your tenant's constraints, most severe first; status defaults to active.",
-		Annotations: Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
-		schema:      schemaFor(name),
-		out:         outputOf[GetConstraintsOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getConstraintsArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[GetConstraintsOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *getConstraintsArgs) (*toolkit.Result, error) {
 			rows := []ConstraintRow{}
 			var truncated bool
 			err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -440,7 +441,7 @@ func getConstraints() *Tool {
 				}
 				listed = append(listed, r)
 			}
-			return jsonResult(GetConstraintsOutput{Constraints: listed, Count: len(listed), Truncated: truncated || rc.truncated})
+			return toolkit.JSONResult(GetConstraintsOutput{Constraints: listed, Count: len(listed), Truncated: truncated || rc.truncated})
 		}),
 	}
 }
@@ -465,17 +466,17 @@ type CheckConstraintsOutput struct {
 	Verdict            string             `json:"verdict"`
 }
 
-func checkConstraints() *Tool {
+func checkConstraints() *toolkit.Tool {
 	const name = "check_constraints"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Check a proposed action against the tenant's constraints: block, warn or pass, with the matches.",
-		Annotations: Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
 			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
-		schema: schemaFor(name),
-		out:    outputOf[CheckConstraintsOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConstraintsArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[CheckConstraintsOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkConstraintsArgs) (*toolkit.Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {
 				return nil, err
@@ -512,7 +513,7 @@ func checkConstraints() *Tool {
 				listed = append(listed, m)
 			}
 			out.MatchedConstraints, out.Truncated = listed, len(listed) < len(matched)
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -547,20 +548,20 @@ type AuditConfigOutput struct {
 	Version   uint32 `json:"version"`
 }
 
-func auditConfig() *Tool {
+func auditConfig() *toolkit.Tool {
 	const name = "audit_config"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Record that a configuration file was audited, by the SHA-256 of its bytes.",
-		Annotations: Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
+		Annotations: toolkit.Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
-		schema:      schemaFor(name),
-		out:         outputOf[AuditConfigOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *auditConfigArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[AuditConfigOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *auditConfigArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "path", in.Path, "auditor", in.Auditor); err != nil {
 				return nil, err
 			}
-			now := env.now()
+			now := env.Time()
 			rec := configAudit{Path: in.Path, SHA256: in.SHA256, Auditor: in.Auditor, Note: in.Note, AuditedAt: now.Format(time.RFC3339Nano)}
 			value, err := json.Marshal(rec)
 			if err != nil {
@@ -585,7 +586,7 @@ func auditConfig() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(AuditConfigOutput{
+			return toolkit.JSONResult(AuditConfigOutput{
 				SHA256: in.SHA256, Path: in.Path, Auditor: in.Auditor, AuditedAt: rec.AuditedAt,
 				FactID: f.ID, Version: f.Version, ReceiptID: receiptID,
 			})
@@ -623,16 +624,16 @@ type CheckConfigAuditOutput struct {
 	Unaudited []ConfigPath    `json:"unaudited"`
 }
 
-func checkConfigAudit() *Tool {
+func checkConfigAudit() *toolkit.Tool {
 	const name = "check_config_audit"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Whether audit_config recorded each {path, sha256} in your tenant (the hash decides).",
-		Annotations: Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
-		schema:      schemaFor(name),
-		out:         outputOf[CheckConfigAuditOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkConfigAuditArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[CheckConfigAuditOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkConfigAuditArgs) (*toolkit.Result, error) {
 			for i, p := range in.Paths {
 				if err := checkName(name, "paths."+strconv.Itoa(i)+".path", p.Path); err != nil {
 					return nil, err
@@ -675,7 +676,7 @@ func checkConfigAudit() *Tool {
 				}
 				summary += "; unaudited: " + strings.Join(names, ", ")
 			}
-			return jsonResult(CheckConfigAuditOutput{Audited: audited, Content: summary, Unaudited: unaudited})
+			return toolkit.JSONResult(CheckConfigAuditOutput{Audited: audited, Content: summary, Unaudited: unaudited})
 		}),
 	}
 }
@@ -689,20 +690,20 @@ type enrichActionArgs struct {
 	ActionDescription string          `json:"action_description,omitempty"`
 }
 
-func enrichAction() *Tool {
+func enrichAction() *toolkit.Tool {
 	const name = "enrich_action"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Describe a proposed tool call, deterministically: narrative, principals, resources, risk, constraints matched.",
-		Annotations: Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +
 			"[string], affected_resources: [{kind, value}], state_diff{operations, resources_touched, reversible}, " +
 			"consequences: [string], relationship_hits: [{constraint_id, assertion, severity, match_score}], " +
 			"consequence_metadata{risk_level, destructive, reversible, external_egress, executes_code, privileged, " +
 			"requires_review}, enrichment_receipt{hash, alg}}",
-		schema: schemaFor(name),
-		out:    outputOf[EnrichActionOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *enrichActionArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[EnrichActionOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *enrichActionArgs) (*toolkit.Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {
 				return nil, err
@@ -711,7 +712,7 @@ func enrichAction() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(p)
+			return toolkit.JSONResult(p)
 		}),
 	}
 }

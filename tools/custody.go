@@ -14,6 +14,7 @@ import (
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Context-custody audit: context_custody_audit.
@@ -83,20 +84,20 @@ type ContextCustodyOffOutput struct {
 	Note    string `json:"note"`
 }
 
-func (d *Deps) contextCustodyAudit() *Tool {
+func (d *Deps) contextCustodyAudit() *toolkit.Tool {
 	const name = "context_custody_audit"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Score this server's custody of your context (SEE, DO, REMEMBER, CHECK, exit test). Flag CRUX_CONTEXT_CUSTODY_AUDIT.",
-		Annotations: Annotations{Title: "Context custody audit", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Context custody audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{enabled, crux_version, checked_at, four_questions: [{axis, question, verdict, evidence}], exit_test: [...], " +
 			"lock_in_risk, lock_in_label, trust_posture: {recommendations: [string], standing_gap}, thesis, note, evidence_trimmed}",
-		schema: schemaFor(name),
-		out:    outputOf[ContextCustodyOutput](),
-		alt:    outputOf[ContextCustodyOffOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *custodyArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[ContextCustodyOutput](),
+		Alt:    toolkit.OutputOf[ContextCustodyOffOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *custodyArgs) (*toolkit.Result, error) {
 			if !env.Flags.ContextCustodyAudit {
-				return jsonResult(ContextCustodyOffOutput{
+				return toolkit.JSONResult(ContextCustodyOffOutput{
 					Note: "context_custody_audit is off: set " + feature.EnvContextCustodyAudit + "=1 to score this server"})
 			}
 			out, err := d.custodyScore(ctx, env, c)
@@ -111,7 +112,7 @@ func (d *Deps) contextCustodyAudit() *Tool {
 				}
 				out.EvidenceTrimmed = true
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -133,7 +134,7 @@ type custodyFacts struct {
 	remoteURL        string
 }
 
-func (d *Deps) custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCustodyOutput, error) {
+func (d *Deps) custodyScore(ctx context.Context, env *toolkit.Env, c toolkit.Caller) (*ContextCustodyOutput, error) {
 	var f custodyFacts
 	f.enforcing = env.Router != nil
 	if f.enforcing {
@@ -178,7 +179,7 @@ func (d *Deps) custodyScore(ctx context.Context, env *Env, c Caller) (*ContextCu
 		f.dataDirEvidence, f.dataDirPrivate = dirPermissions(f.dataDir)
 	}
 
-	out := &ContextCustodyOutput{Enabled: true, CruxVersion: cruxVersion(), CheckedAt: env.now().Format(time.RFC3339Nano),
+	out := &ContextCustodyOutput{Enabled: true, CruxVersion: cruxVersion(), CheckedAt: env.Time().Format(time.RFC3339Nano),
 		Thesis: "Your context is in your custody when you can see it, steer it, keep it, check it, and leave with it.",
 		Note: "Each verdict is this server's state at checked_at, with the evidence it rests on; unknown means crux " +
 			"cannot see it from inside the server."}
@@ -214,7 +215,7 @@ func onOff(b bool) string {
 	return "off"
 }
 
-func custodySee(env *Env, f *custodyFacts) CustodyPoint {
+func custodySee(env *toolkit.Env, f *custodyFacts) CustodyPoint {
 	p := CustodyPoint{Axis: "SEE", Question: "Can you see what the agent remembers?"}
 	ev := fmt.Sprintf("query_facts and fact_history are always served; %d versions of shared facts are logged in your tenant; memory panel (%s) %s",
 		f.syncLogged, feature.EnvMemoryPanel, onOff(env.Flags.MemoryPanel))
@@ -226,7 +227,7 @@ func custodySee(env *Env, f *custodyFacts) CustodyPoint {
 	return p
 }
 
-func custodyDo(env *Env, f *custodyFacts) CustodyPoint {
+func custodyDo(env *toolkit.Env, f *custodyFacts) CustodyPoint {
 	p := CustodyPoint{Axis: "DO", Question: "Can you control what the agent does?"}
 	pass := "no passport for the caller"
 	if f.passport != nil {
@@ -265,7 +266,7 @@ func custodyRemember(f *custodyFacts) CustodyPoint {
 	return p
 }
 
-func custodyCheck(env *Env, f *custodyFacts) CustodyPoint {
+func custodyCheck(env *toolkit.Env, f *custodyFacts) CustodyPoint {
 	p := CustodyPoint{Axis: "CHECK", Question: "Can you check what happened?"}
 	base := fmt.Sprintf("receipts are Ed25519-signed and chained (your tenant's chain: %d receipts) and verify offline with crux verify; receipt_verify (%s) %s; signing key %s is %s",
 		f.chainHead, feature.EnvReceiptVerify, onOff(env.Flags.ReceiptVerify), f.keyID, keyClassText(f))
@@ -297,7 +298,7 @@ func keyClassText(f *custodyFacts) string {
 	return "of a class crux was not told (the embedder's signer)"
 }
 
-func (d *Deps) custodyExport(env *Env, f *custodyFacts) CustodyPoint {
+func (d *Deps) custodyExport(env *toolkit.Env, f *custodyFacts) CustodyPoint {
 	p := CustodyPoint{Axis: "EXPORT", Question: "Can you take everything out in a verifiable form?"}
 	dir, err := d.exportDir(env)
 	switch {
@@ -314,7 +315,7 @@ func (d *Deps) custodyExport(env *Env, f *custodyFacts) CustodyPoint {
 	return p
 }
 
-func custodyInspect(env *Env) CustodyPoint {
+func custodyInspect(env *toolkit.Env) CustodyPoint {
 	p := CustodyPoint{Axis: "INSPECT", Question: "Can you verify a receipt yourself?"}
 	if env.Flags.ReceiptVerify {
 		p.Verdict = verdictStrong
@@ -326,7 +327,7 @@ func custodyInspect(env *Env) CustodyPoint {
 	return p
 }
 
-func custodyRevoke(env *Env, f *custodyFacts) CustodyPoint {
+func custodyRevoke(env *toolkit.Env, f *custodyFacts) CustodyPoint {
 	p := CustodyPoint{Axis: "REVOKE", Question: "Can you cut an agent off?"}
 	if env.Flags.PassportRevocation {
 		p.Verdict = verdictStrong
@@ -382,7 +383,7 @@ func custodyProve(f *custodyFacts) CustodyPoint {
 	return p
 }
 
-func custodyRecommendations(env *Env, f *custodyFacts, out *ContextCustodyOutput) []string {
+func custodyRecommendations(env *toolkit.Env, f *custodyFacts, out *ContextCustodyOutput) []string {
 	recs := []string{}
 	if !f.enforcing {
 		recs = append(recs, "wire a capability router (Options.Router; the crux command always does) so calls are checked against a token")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Decisions: record_decision.
@@ -36,21 +37,21 @@ type RecordDecisionOutput struct {
 	ReceiptID    string `json:"receipt_id"`
 }
 
-func recordDecision() *Tool {
+func recordDecision() *toolkit.Tool {
 	const name = "record_decision"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Record a decision (action, rationale, alternatives) under a session: append-only, hashed, tenant-wide.",
-		Annotations: Annotations{Title: "Record decision"},
+		Annotations: toolkit.Annotations{Title: "Record decision"},
 		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",
-		schema:      schemaFor(name),
-		out:         outputOf[RecordDecisionOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *recordDecisionArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[RecordDecisionOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *recordDecisionArgs) (*toolkit.Result, error) {
 			if strings.TrimSpace(in.Action) == "" {
-				return nil, invalidParams(name, "action", "must not be empty")
+				return nil, toolkit.InvalidParams(name, "action", "must not be empty")
 			}
 			if strings.TrimSpace(in.Rationale) == "" {
-				return nil, invalidParams(name, "rationale", "must not be empty")
+				return nil, toolkit.InvalidParams(name, "rationale", "must not be empty")
 			}
 			session := in.SessionID
 			if session == "" {
@@ -75,7 +76,7 @@ func recordDecision() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			now := env.now()
+			now := env.Time()
 			rec := store.DecisionRecord{
 				DecisionID: store.NewDecisionID(), DecisionHash: hash, FactID: store.NewFactID(), Entity: entity,
 				Action: content.Action, Rationale: content.Rationale, Alternatives: content.Alternatives,
@@ -97,7 +98,7 @@ func recordDecision() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(RecordDecisionOutput{
+			return toolkit.JSONResult(RecordDecisionOutput{
 				DecisionID: rec.DecisionID, DecisionHash: hash, Entity: entity, Action: rec.Action,
 				FactID: rec.FactID, ReceiptID: receiptID,
 			})

@@ -1,6 +1,9 @@
 package tools
 
-import "github.com/crux-go/crux/c2pa"
+import (
+	"github.com/crux-go/crux/c2pa"
+	"github.com/crux-go/crux/toolkit"
+)
 
 // Deps are what some tool groups need beyond what every handler gets from
 // the pipeline: directories and services of the server that runs them.
@@ -37,13 +40,13 @@ type Deps struct {
 // tools; a test checks that it follows the tier table's order. The tools
 // that need them close over a copy of deps (nil for none) and share a
 // CA made in memory and a cache of document segments of their own.
-func All(deps *Deps) []*Tool {
+func All(deps *Deps) []*toolkit.Tool {
 	d := new(Deps)
 	if deps != nil {
 		*d = *deps
 	}
 	d.memCA, d.segments = new(memoryCA), newSegmentCache()
-	return []*Tool{
+	return []*toolkit.Tool{
 		cuecruxSession(), autonomyContract(), // handshake.go
 		d.reuseCheck(),                          // reuse.go
 		d.engramResolve(),                       // engrams.go

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/crux-go/crux/toolkit"
 )
 
 // egress_policy_check.
@@ -92,29 +94,29 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func egressPolicyCheck() *Tool {
+func egressPolicyCheck() *toolkit.Tool {
 	const name = "egress_policy_check"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Check an outbound URL: https allowed; plain http only to loopback or with allow_plain_http.",
-		Annotations: Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{schema: crux.egress_policy_check.v1, target, purpose, allowed, scheme, host, reasons: [string]}",
-		schema:      schemaFor(name),
-		out:         outputOf[EgressPolicyCheckOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *egressArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[EgressPolicyCheckOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *egressArgs) (*toolkit.Result, error) {
 			loop := true
 			if in.AllowLoopbackHTTP != nil {
 				loop = *in.AllowLoopbackHTTP
 			}
 			if strings.TrimSpace(in.Target) == "" {
-				return nil, invalidParams(name, "target", "must not be empty")
+				return nil, toolkit.InvalidParams(name, "target", "must not be empty")
 			}
 			d, err := checkEgress(in.Target, loop, in.AllowPlainHTTP)
 			if err != nil {
-				return nil, invalidParams(name, "target", "is not a URL: "+err.Error())
+				return nil, toolkit.InvalidParams(name, "target", "is not a URL: "+err.Error())
 			}
 			d.Purpose = in.Purpose
-			return jsonResult(d)
+			return toolkit.JSONResult(d)
 		}),
 	}
 }

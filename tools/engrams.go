@@ -17,6 +17,7 @@ import (
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // engram_resolve: pre-execution overlays from a local catalogue.
@@ -117,21 +118,21 @@ type EngramResolveOutput struct {
 	ManifestHash    string           `json:"manifest_hash"`
 }
 
-func (d *Deps) engramResolve() *Tool {
+func (d *Deps) engramResolve() *toolkit.Tool {
 	const name = "engram_resolve"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Instructions to apply before acting. No names: the manifest; name@version: what your model class may read. Flag ENGRAM_MCP.",
-		Annotations: Annotations{Title: "Resolve engrams", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Resolve engrams", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "manifest: {schema, capability_class, engram_manifest: [{ref, name, version, intent_bucket?, prompt_hash, " +
 			"min_class, applicable_why?, source}], count, truncated, manifest_hash, files_skipped?}; resolve: {schema, " +
 			"capability_class, engrams: [{name, version, intent_bucket?, content, prompt_hash, applicable_why?}], " +
 			"withheld: [{ref, min_class, reason}], missing: [string], engram_set_hash, manifest_hash}",
-		schema: schemaFor(name),
-		out:    outputOf[EngramResolveOutput](),
-		alt:    outputOf[EngramManifestOutput](),
-		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvEngramMCP, func(f *feature.Flags) bool { return f.EngramMCP }),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *engramResolveArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[EngramResolveOutput](),
+		Alt:    toolkit.OutputOf[EngramManifestOutput](),
+		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvEngramMCP, func(f *feature.Flags) bool { return f.EngramMCP }),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *engramResolveArgs) (*toolkit.Result, error) {
 			tenant := in.TenantID
 			if tenant == "" {
 				tenant = c.TenantID()
@@ -143,7 +144,7 @@ func (d *Deps) engramResolve() *Tool {
 			for i, ref := range in.Names {
 				n, v, ok := store.ParseEngramRef(ref)
 				if !ok {
-					return nil, invalidParams(name, fmt.Sprintf("names[%d]", i), fmt.Sprintf("%q is not name@version", ref))
+					return nil, toolkit.InvalidParams(name, fmt.Sprintf("names[%d]", i), fmt.Sprintf("%q is not name@version", ref))
 				}
 				refs[i] = [2]string{n, v}
 			}
@@ -166,7 +167,7 @@ func (d *Deps) engramResolve() *Tool {
 				}
 				out.EngramManifest = append(out.EngramManifest, listed...)
 				out.ManifestHash = manifestHash(listed)
-				return jsonResult(out)
+				return toolkit.JSONResult(out)
 			}
 			out := EngramResolveOutput{Schema: engramSchema, CapabilityClass: class, Engrams: []ResolvedEngram{},
 				Withheld: []WithheldEngram{}, Missing: []string{}, ManifestHash: manifestHash(listed)}
@@ -187,7 +188,7 @@ func (d *Deps) engramResolve() *Tool {
 				}
 			}
 			out.EngramSetHash = manifestHash(set)
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -234,7 +235,7 @@ func manifestHash(list []ManifestEntry) string {
 // engramCatalogue returns tenant's catalogue sorted by name and version:
 // its stored engrams and the directory's files they do not replace, and
 // how many files it could not read.
-func (d *Deps) engramCatalogue(ctx context.Context, env *Env, tenant string) ([]catalogued, int, error) {
+func (d *Deps) engramCatalogue(ctx context.Context, env *toolkit.Env, tenant string) ([]catalogued, int, error) {
 	var cat []catalogued
 	err := env.Store.View(ctx, func(tx store.Tx) error {
 		cat = cat[:0]
@@ -380,20 +381,20 @@ func capabilityClass(modelID string) string {
 // PutEngram stores e in tenant's catalogue, replacing the engram of the
 // same name@version, in one transaction; an engram that cannot be stored
 // is an error naming what is wrong.
-func PutEngram(ctx context.Context, env *Env, tenant string, e store.Engram) error {
+func PutEngram(ctx context.Context, env *toolkit.Env, tenant string, e store.Engram) error {
 	if err := checkTenantName(tenant); err != nil {
 		return err
 	}
 	if err := store.CheckEngram(&e); err != nil {
 		return err
 	}
-	now := env.now()
+	now := env.Time()
 	return env.Store.Update(ctx, func(tx store.Tx) error { return store.PutEngram(tx, tenant, e, now) })
 }
 
 // DeleteEngram removes ref (name@version) from tenant's stored engrams,
 // reporting whether it was there. Files are not touched.
-func DeleteEngram(ctx context.Context, env *Env, tenant, ref string) (bool, error) {
+func DeleteEngram(ctx context.Context, env *toolkit.Env, tenant, ref string) (bool, error) {
 	name, version, ok := store.ParseEngramRef(ref)
 	if !ok {
 		return false, fmt.Errorf("crux: %q is not name@version", ref)

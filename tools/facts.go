@@ -12,6 +12,7 @@ import (
 
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 //go:embed schemas/*.json
@@ -34,10 +35,10 @@ const MaxNameBytes = 1024
 // characters (NUL would break the index keys).
 func checkName(tool, param, s string) error {
 	if len(s) > MaxNameBytes {
-		return invalidParams(tool, param, fmt.Sprintf("longer than %d bytes", MaxNameBytes))
+		return toolkit.InvalidParams(tool, param, fmt.Sprintf("longer than %d bytes", MaxNameBytes))
 	}
 	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return invalidParams(tool, param, "must not contain control characters")
+		return toolkit.InvalidParams(tool, param, "must not contain control characters")
 	}
 	return nil
 }
@@ -47,7 +48,7 @@ func checkName(tool, param, s string) error {
 // MaxNameBytes less the prefix.
 func checkPrefixedName(tool, param, prefix, value string) error {
 	if limit := MaxNameBytes - len(prefix); len(value) > limit {
-		return invalidParams(tool, param, fmt.Sprintf("longer than %d bytes", limit))
+		return toolkit.InvalidParams(tool, param, fmt.Sprintf("longer than %d bytes", limit))
 	}
 	return checkName(tool, param, value)
 }
@@ -76,7 +77,7 @@ func queryTerms(tool, query string) ([]string, error) {
 func rankingTerms(tool, query string) ([]string, error) {
 	terms, err := checkTerms(tool, query, store.QueryWords(query))
 	if len(terms) > maxQueryTerms {
-		return nil, invalidParams(tool, "query", fmt.Sprintf("has more than %d distinct words", maxQueryTerms))
+		return nil, toolkit.InvalidParams(tool, "query", fmt.Sprintf("has more than %d distinct words", maxQueryTerms))
 	}
 	return terms, err
 }
@@ -88,7 +89,7 @@ func checkTerms(tool, query string, terms []string) ([]string, error) {
 		return nil, nil
 	}
 	if len(terms) == 0 {
-		return nil, invalidParams(tool, "query", "needs a word of at least two letters or digits")
+		return nil, toolkit.InvalidParams(tool, "query", "needs a word of at least two letters or digits")
 	}
 	return terms, nil
 }
@@ -106,9 +107,9 @@ func search(ctx context.Context, st store.Backend, q store.FactQuery) (store.Fac
 
 // reservedEntity is the -32602 for an argument naming a reserved entity,
 // with error_code RESERVED_ENTITY_PREFIX.
-func reservedEntity(tool, param, reason string) *Error {
-	e := invalidParams(tool, param, reason)
-	e.Data.(*ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
+func reservedEntity(tool, param, reason string) *toolkit.Error {
+	e := toolkit.InvalidParams(tool, param, reason)
+	e.Data.(*toolkit.ParamError).ErrorCode = "RESERVED_ENTITY_PREFIX"
 	return e
 }
 
@@ -141,16 +142,16 @@ type StoreFactOutput struct {
 	Private           bool     `json:"private,omitempty"`
 }
 
-func storeFact() *Tool {
+func storeFact() *toolkit.Tool {
 	const name = "store_fact"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Write a value under (entity, key) as a new version; fact_history keeps the old. supersedes: ids it retires, all visible to you or nothing is written.",
-		Annotations: Annotations{Title: "Store fact"},
+		Annotations: toolkit.Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
-		schema:      schemaFor(name),
-		out:         outputOf[StoreFactOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *storeFactArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[StoreFactOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *storeFactArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
 			}
@@ -176,13 +177,13 @@ func storeFact() *Tool {
 					Entity: in.Entity, Key: in.Key,
 					Value: in.Value, SourceReceipt: in.SourceReceipt, Confidence: conf,
 					Private: in.Private, HorizonClass: class, Supersedes: in.Supersedes,
-					Now: env.now(), // read inside the transaction, so a chain's times follow its versions
+					Now: env.Time(), // read inside the transaction, so a chain's times follow its versions
 				})
 				return err
 			})
 			var se *store.SupersedeError
 			if errors.As(err, &se) {
-				return nil, invalidParams(name, "supersedes", se.Error())
+				return nil, toolkit.InvalidParams(name, "supersedes", se.Error())
 			}
 			if err != nil {
 				return nil, err
@@ -190,7 +191,7 @@ func storeFact() *Tool {
 			if retired == nil {
 				retired = []string{}
 			}
-			return jsonResult(StoreFactOutput{
+			return toolkit.JSONResult(StoreFactOutput{
 				FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
 				SupersededFactIDs: retired, HorizonClass: f.HorizonClass, Private: f.Private,
 			})
@@ -266,26 +267,26 @@ type QueryFactsOutput struct {
 	Envelope               *Envelope `json:"envelope,omitempty"`
 }
 
-func queryFacts() *Tool {
+func queryFacts() *toolkit.Tool {
 	const name = "query_facts"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Find current facts by entity, entity_prefix, key and/or a question or keywords; with a query ranked by relevance (BM25) times confidence (halved when stale), else by confidence; as_of reads the past.",
-		Annotations: Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
+		Annotations: toolkit.Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?, written_by?, score, value_bytes?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
-		schema: schemaFor(name),
-		out:    outputOf[QueryFactsOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[QueryFactsOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryFactsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
 				return nil, err
 			}
-			now := env.now()
+			now := env.Time()
 			q := store.FactQuery{
 				Scope:  c.Scope(),
 				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key,
-				IncludeSuperseded: in.IncludeSuperseded, Limit: 10, Now: now, Policy: env.decay(),
+				IncludeSuperseded: in.IncludeSuperseded, Limit: 10, Now: now, Policy: env.Decay(),
 			}
 			if in.TopK != nil {
 				q.Limit = *in.TopK
@@ -300,7 +301,7 @@ func queryFacts() *Tool {
 			if in.AsOf != "" {
 				t, err := time.Parse(time.RFC3339Nano, in.AsOf)
 				if err != nil {
-					return nil, invalidParams(name, "as_of", "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z")
+					return nil, toolkit.InvalidParams(name, "as_of", "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z")
 				}
 				q.AsOf = t
 			}
@@ -332,10 +333,10 @@ func queryFacts() *Tool {
 				_ = recordGap(ctx, env, c, in)
 			}
 			if !env.Flags.AuditEnvelope {
-				return jsonResult(out)
+				return toolkit.JSONResult(out)
 			}
 			out.Envelope = readEnvelope(name, res.Facts[:out.Count], now)
-			result, err := jsonResult(out)
+			result, err := toolkit.JSONResult(out)
 			if err == nil {
 				result.Meta = map[string]any{"envelope": out.Envelope}
 			}
@@ -406,16 +407,16 @@ type DeleteFactOutput struct {
 // chain.
 type FactHistoryOutput = HistoryPage[VersionRow]
 
-func deleteFact() *Tool {
+func deleteFact() *toolkit.Tool {
 	const name = "delete_fact"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Soft-delete a fact's current version (-32004 for an older one): gone from every read, kept in fact_history; the previous version does not come back.",
-		Annotations: Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
-		schema:      schemaFor(name),
-		out:         outputOf[DeleteFactOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *deleteFactArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[DeleteFactOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *deleteFactArgs) (*toolkit.Result, error) {
 			var deleted bool
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				f, err := store.VisibleFact(tx, c.Scope(), in.FactID)
@@ -425,7 +426,7 @@ func deleteFact() *Tool {
 				if !f.Deleted && f.SupersededBy != "" {
 					return notCurrent(tx, f)
 				}
-				_, deleted, err = store.DeleteFact(tx, c.Scope(), in.FactID, env.now())
+				_, deleted, err = store.DeleteFact(tx, c.Scope(), in.FactID, env.Time())
 				return err
 			})
 			var nc *memNotCurrentError
@@ -433,13 +434,13 @@ func deleteFact() *Tool {
 			case errors.As(err, &nc):
 				return memFactFailure(name, in.FactID, err)
 			case errors.Is(err, store.ErrNotFound):
-				return errorResult("fact not found: %s", in.FactID), nil
+				return toolkit.ErrorResult("fact not found: %s", in.FactID), nil
 			case errors.Is(err, store.ErrReserved):
-				return nil, invalidParams(name, "fact_id", "belongs to a reserved entity and cannot be deleted")
+				return nil, toolkit.InvalidParams(name, "fact_id", "belongs to a reserved entity and cannot be deleted")
 			case err != nil:
 				return nil, err
 			}
-			return jsonResult(DeleteFactOutput{Deleted: deleted, FactID: in.FactID})
+			return toolkit.JSONResult(DeleteFactOutput{Deleted: deleted, FactID: in.FactID})
 		}),
 	}
 }
@@ -464,16 +465,16 @@ type ListEntitiesOutput struct {
 	Truncated bool     `json:"truncated"` // Entities lists fewer than Count
 }
 
-func listEntities() *Tool {
+func listEntities() *toolkit.Tool {
 	const name = "list_entities"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "The entities holding a current fact you can see, sorted. When truncated, narrow with prefix.",
-		Annotations: Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{entities: [string], count, truncated}",
-		schema:      schemaFor(name),
-		out:         outputOf[ListEntitiesOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listEntitiesArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[ListEntitiesOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listEntitiesArgs) (*toolkit.Result, error) {
 			if err := checkName(name, "prefix", in.Prefix); err != nil {
 				return nil, err
 			}
@@ -507,7 +508,7 @@ func listEntities() *Tool {
 				out.Entities = append(out.Entities, n)
 			}
 			out.Truncated = len(out.Entities) < out.Count
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -545,17 +546,17 @@ type VersionRow struct {
 	Origins []store.FactOrigin `json:"origins,omitempty"`
 }
 
-func factHistory() *Tool {
+func factHistory() *toolkit.Tool {
 	const name = "fact_history"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Every version of one (entity, key), superseded and deleted included, newest first, paged.",
-		Annotations: Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?, written_by?, source_receipt?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
-		schema: schemaFor(name),
-		out:    outputOf[FactHistoryOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *factHistoryArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[FactHistoryOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *factHistoryArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
 			}
@@ -576,7 +577,7 @@ func factHistory() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }

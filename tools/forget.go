@@ -13,6 +13,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Scoped forget: memory_forget and memory_forget_dry_run, and the operator
@@ -62,7 +63,7 @@ const operatorActor = "operator"
 // forgetWindow is the server's recovery window:
 // Flags.ForgetRecoveryWindowDays, at least one day (a zero Flags value
 // means one day too).
-func forgetWindow(env *Env) time.Duration {
+func forgetWindow(env *toolkit.Env) time.Duration {
 	return time.Duration(max(env.Flags.ForgetRecoveryWindowDays, 1)) * 24 * time.Hour
 }
 
@@ -117,28 +118,28 @@ type permanentPurgeReceipt struct {
 // parseForgetScope checks a scope object as the memory_forget schema does,
 // giving the same -32602 messages, then its value by type. The dry run's
 // schema declares scope as a bare object, so this is its only check.
-func parseForgetScope(tool string, raw json.RawMessage, c Caller) (store.ForgetScope, error) {
+func parseForgetScope(tool string, raw json.RawMessage, c toolkit.Caller) (store.ForgetScope, error) {
 	var s store.ForgetScope
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return s, invalidParams(tool, "scope", "must be an object")
+		return s, toolkit.InvalidParams(tool, "scope", "must be an object")
 	}
 	for _, name := range []string{"type", "value"} {
 		if _, ok := fields[name]; !ok {
-			return s, invalidParams(tool, "scope."+name, "is required")
+			return s, toolkit.InvalidParams(tool, "scope."+name, "is required")
 		}
 	}
 	if json.Unmarshal(fields["type"], &s.Type) != nil || string(fields["type"]) == "null" {
-		return s, invalidParams(tool, "scope.type", "must be a string")
+		return s, toolkit.InvalidParams(tool, "scope.type", "must be a string")
 	}
 	if !slices.Contains(store.ScopeTypes, s.Type) {
-		return s, invalidParams(tool, "scope.type", `value must be one of "`+strings.Join(store.ScopeTypes, `", "`)+`"`)
+		return s, toolkit.InvalidParams(tool, "scope.type", `value must be one of "`+strings.Join(store.ScopeTypes, `", "`)+`"`)
 	}
 	if json.Unmarshal(fields["value"], &s.Value) != nil || string(fields["value"]) == "null" {
-		return s, invalidParams(tool, "scope.value", "must be a string")
+		return s, toolkit.InvalidParams(tool, "scope.value", "must be a string")
 	}
 	if s.Value == "" {
-		return s, invalidParams(tool, "scope.value", "must not be empty")
+		return s, toolkit.InvalidParams(tool, "scope.value", "must not be empty")
 	}
 	extra := make([]string, 0, len(fields))
 	for name := range fields {
@@ -148,7 +149,7 @@ func parseForgetScope(tool string, raw json.RawMessage, c Caller) (store.ForgetS
 	}
 	if len(extra) > 0 {
 		slices.Sort(extra)
-		return s, invalidParams(tool, "scope."+extra[0], "unknown argument")
+		return s, toolkit.InvalidParams(tool, "scope."+extra[0], "unknown argument")
 	}
 	switch s.Type {
 	case store.ScopeEntityPrefix, store.ScopeKeyGlob, store.ScopePassportID:
@@ -163,22 +164,22 @@ func parseForgetScope(tool string, raw json.RawMessage, c Caller) (store.ForgetS
 	if _, err := store.ParseScope(s, c.TenantID()); err != nil {
 		switch s.Type {
 		case store.ScopeKeyGlob:
-			return s, invalidParams(tool, "scope.value", "must be a valid glob pattern (path.Match syntax: *, ?, [class], \\ escapes)")
+			return s, toolkit.InvalidParams(tool, "scope.value", "must be a valid glob pattern (path.Match syntax: *, ?, [class], \\ escapes)")
 		case store.ScopeBeforeTimestamp:
-			return s, invalidParams(tool, "scope.value", "must be a valid date-time")
+			return s, toolkit.InvalidParams(tool, "scope.value", "must be a valid date-time")
 		}
-		return s, invalidParams(tool, "scope", err.Error())
+		return s, toolkit.InvalidParams(tool, "scope", err.Error())
 	}
 	return s, nil
 }
 
 // forgetForbidden is the -32003 error for an argument the caller has no standing
 // for, with data {param, reason}.
-func forgetForbidden(tool, param, reason string) *Error {
-	return &Error{
-		Code:    CodeForbidden,
+func forgetForbidden(tool, param, reason string) *toolkit.Error {
+	return &toolkit.Error{
+		Code:    toolkit.CodeForbidden,
 		Message: tool + ": " + param + ": " + reason,
-		Data:    &ParamError{Param: param, Reason: reason},
+		Data:    &toolkit.ParamError{Param: param, Reason: reason},
 	}
 }
 
@@ -190,10 +191,10 @@ func forgetForbidden(tool, param, reason string) *Error {
 // tenant_id or before_timestamp scope cannot wipe the tenant's shared
 // memory, and a passport_id scope naming another writer is refused
 // (-32003 operator_required) rather than answered with nothing.
-func forgetQuery(tx store.Tx, tool string, c Caller, scope store.ForgetScope, includePinned bool, limit int) (store.ForgetQuery, error) {
+func forgetQuery(tx store.Tx, tool string, c toolkit.Caller, scope store.ForgetScope, includePinned bool, limit int) (store.ForgetQuery, error) {
 	q := store.ForgetQuery{Scope: c.Scope(), Selector: scope, IncludePinned: includePinned, Limit: limit}
 	err := requireOperator(tx, tool, c)
-	var refused *Error
+	var refused *toolkit.Error
 	switch {
 	case err == nil:
 		q.AnyWriter = true
@@ -201,7 +202,7 @@ func forgetQuery(tx store.Tx, tool string, c Caller, scope store.ForgetScope, in
 	case !errors.As(err, &refused):
 		return q, err
 	case scope.Type == store.ScopePassportID && scope.Value != c.Name():
-		return q, forbidden(tool, "operator_required", "scope.value: %s's facts are not yours; forgetting another agent's facts needs an operator passport (tier %s or above)",
+		return q, toolkit.Forbidden(tool, "operator_required", "scope.value: %s's facts are not yours; forgetting another agent's facts needs an operator passport (tier %s or above)",
 			scope.Value, store.TierTrusted)
 	}
 	return q, nil
@@ -251,31 +252,31 @@ type MemoryForgetOutput struct {
 // forgetGate answers -32601 while CORECRUXD_FEATURE_SCOPED_FORGET is off,
 // with data {feature_flag, enabled: false}, compatible with the CueCrux
 // tool contract.
-func forgetGate(env *Env) (*Result, error) {
+func forgetGate(env *toolkit.Env) (*toolkit.Result, error) {
 	if env.Flags.ScopedForget {
 		return nil, nil
 	}
-	return nil, &Error{
-		Code:    CodeMethodNotFound,
+	return nil, &toolkit.Error{
+		Code:    toolkit.CodeMethodNotFound,
 		Message: "memory_forget is disabled (set " + feature.EnvScopedForget + "=1 to enable)",
 		Data:    map[string]any{"feature_flag": feature.EnvScopedForget, "enabled": false},
 	}
 }
 
-func memoryForget() *Tool {
+func memoryForget() *toolkit.Tool {
 	const name = "memory_forget"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Forget a scope's facts (restorable for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, 7, then purged): only yours unless tier trusted. Any agent's pin protects; include_pinned lifts yours. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true.",
-		Annotations: Annotations{Title: "Forget facts", DestructiveHint: true},
+		Annotations: toolkit.Annotations{Title: "Forget facts", DestructiveHint: true},
 		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
 			"receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
 			"token_budget_capped, pinned_skipped, others_skipped}",
-		schema: schemaFor(name),
-		out:    outputOf[MemoryForgetOutput](),
-		gate:   forgetGate,
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemoryForgetOutput](),
+		Gate:   forgetGate,
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *forgetArgs) (*toolkit.Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
 			if err != nil {
 				return nil, err
@@ -285,9 +286,9 @@ func memoryForget() *Tool {
 				return nil, forgetForbidden(name, "tenant_id", fmt.Sprintf("tenant %q is not your tenant %q; a forget is attributed to the caller's tenant", in.TenantID, tenant))
 			}
 			if strings.TrimSpace(in.Reason) == "" {
-				return nil, invalidParams(name, "reason", "must not be blank")
+				return nil, toolkit.InvalidParams(name, "reason", "must not be blank")
 			}
-			now := env.now()
+			now := env.Time()
 			window := forgetWindow(env)
 			ends := now.Add(window)
 			var out MemoryForgetOutput
@@ -343,7 +344,7 @@ func memoryForget() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -379,17 +380,17 @@ type MemoryForgetDryRunOutput struct {
 	OthersSkipped     int                `json:"others_skipped"` // in scope, written by another agent; see forgetQuery
 }
 
-func memoryForgetDryRun() *Tool {
+func memoryForgetDryRun() *toolkit.Tool {
 	const name = "memory_forget_dry_run"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Preview memory_forget, changing nothing: the facts it would forget. Always available.",
-		Annotations: Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped, others_skipped}",
-		schema: schemaFor(name),
-		out:    outputOf[MemoryForgetDryRunOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *forgetDryRunArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemoryForgetDryRunOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *forgetDryRunArgs) (*toolkit.Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
 			if err != nil {
 				return nil, err
@@ -422,7 +423,7 @@ func memoryForgetDryRun() *Tool {
 				out.Facts = append(out.Facts, row)
 			}
 			out.Truncated = len(out.Facts) < out.Count
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -449,8 +450,8 @@ type RestoreReport struct {
 // transaction. It works only within the recovery window and only once:
 // errors wrap store.ErrRecoveryWindowClosed, store.ErrForgetRestored,
 // store.ErrForgetPurged, or store.ErrNotFound for an unknown id.
-func RestoreForget(ctx context.Context, env *Env, receiptID string) (*RestoreReport, error) {
-	now := env.now()
+func RestoreForget(ctx context.Context, env *toolkit.Env, receiptID string) (*RestoreReport, error) {
+	now := env.Time()
 	var rep *RestoreReport
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		rep = nil
@@ -524,8 +525,8 @@ type PurgedForget struct {
 // earlier call that failed to compact), the store is compacted when it
 // implements store.Compacter, so that the values' bytes are gone from the
 // medium too. On error the report holds what was done before it.
-func PurgeForgets(ctx context.Context, env *Env) (*PurgeReport, error) {
-	now := env.now()
+func PurgeForgets(ctx context.Context, env *toolkit.Env) (*PurgeReport, error) {
+	now := env.Time()
 	rep := &PurgeReport{PurgedAt: now.Format(time.RFC3339Nano), Purged: []PurgedForget{}}
 	var due []string
 	if err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -615,7 +616,7 @@ type ForgetInfo struct {
 
 // ForgetStatus reads the state of the forget whose receipt is receiptID.
 // An unknown id is an error wrapping store.ErrNotFound.
-func ForgetStatus(ctx context.Context, env *Env, receiptID string) (*ForgetInfo, error) {
+func ForgetStatus(ctx context.Context, env *toolkit.Env, receiptID string) (*ForgetInfo, error) {
 	var info *ForgetInfo
 	err := env.Store.View(ctx, func(tx store.Tx) error {
 		rec, err := store.GetForget(tx, receiptID)

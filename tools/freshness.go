@@ -8,6 +8,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Freshness and decay: memory_freshness,
@@ -192,20 +193,20 @@ type MemoryFreshnessOutput struct {
 	Envelope               *Envelope       `json:"envelope,omitempty"`
 }
 
-func memoryFreshness() *Tool {
+func memoryFreshness() *toolkit.Tool {
 	const name = "memory_freshness"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Decay state of your current facts, stalest first. At most 5000 examined (complete false).",
-		Annotations: Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
 			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
 			"total_tokens, truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, " +
 			"predicted_effects, links}}",
-		schema: schemaFor(name),
-		out:    outputOf[MemoryFreshnessOutput](),
-		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryFreshnessArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemoryFreshnessOutput](),
+		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryFreshnessArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
 			}
@@ -219,8 +220,8 @@ func memoryFreshness() *Tool {
 			if in.TokenBudget != nil {
 				limit = *in.TokenBudget
 			}
-			now := env.now()
-			out := MemoryFreshnessOutput{Policy: newDecayPolicyView(env.decay()), Now: now.Format(time.RFC3339Nano)}
+			now := env.Time()
+			out := MemoryFreshnessOutput{Policy: newDecayPolicyView(env.Decay()), Now: now.Format(time.RFC3339Nano)}
 			var used []store.RankedFact
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
@@ -228,7 +229,7 @@ func memoryFreshness() *Tool {
 					Scope: c.Scope(), Entity: in.Entity, Key: in.Key,
 					MaxExamined: freshnessMaxExamined,
 				}, func(f *store.Fact) error {
-					top = keepTop(top, decayOf(env.decay(), f, now), topK, stalest)
+					top = keepTop(top, decayOf(env.Decay(), f, now), topK, stalest)
 					return nil
 				})
 				if err != nil {
@@ -265,10 +266,10 @@ func memoryFreshness() *Tool {
 				return nil, err
 			}
 			if !env.Flags.AuditEnvelope {
-				return jsonResult(out)
+				return toolkit.JSONResult(out)
 			}
 			out.Envelope = readEnvelope(name, used, now)
-			result, err := jsonResult(out)
+			result, err := toolkit.JSONResult(out)
 			if err == nil {
 				result.Meta = map[string]any{"envelope": out.Envelope}
 			}
@@ -324,18 +325,18 @@ func sweepFirst(a, b decayedFact) bool {
 
 var sweepRank = map[string]int{"stale+superseded": 0, "superseded": 1, "stale": 2}
 
-func memorySweepCandidates() *Tool {
+func memorySweepCandidates() *toolkit.Tool {
 	const name = "memory_sweep_candidates"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Stale or superseded facts you see, never pinned ones. At most 5000 examined (complete false).",
-		Annotations: Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
-		schema: schemaFor(name),
-		out:    outputOf[MemorySweepCandidatesOutput](),
-		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sweepArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemorySweepCandidatesOutput](),
+		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sweepArgs) (*toolkit.Result, error) {
 			topK, limit := sweepTopK, sweepTokenBudget
 			if in.TopK != nil {
 				topK = *in.TopK
@@ -343,14 +344,14 @@ func memorySweepCandidates() *Tool {
 			if in.TokenBudget != nil {
 				limit = *in.TokenBudget
 			}
-			now := env.now()
+			now := env.Time()
 			out := MemorySweepCandidatesOutput{DryRun: true, Now: now.Format(time.RFC3339Nano)}
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var top []decayedFact
 				stats, err := store.ScanFacts(tx, store.FactScan{
 					Scope: c.Scope(), IncludeSuperseded: true, MaxExamined: freshnessMaxExamined,
 				}, func(f *store.Fact) error {
-					d := decayOf(env.decay(), f, now)
+					d := decayOf(env.Decay(), f, now)
 					if sweepReason(d) == "" {
 						return nil
 					}
@@ -385,7 +386,7 @@ func memorySweepCandidates() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -405,17 +406,17 @@ type setHorizonArgs struct {
 	HorizonClass string `json:"horizon_class"`
 }
 
-func memorySetHorizon() *Tool {
+func memorySetHorizon() *toolkit.Tool {
 	const name = "memory_set_horizon"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Re-classify how fast a fact goes stale, in place.",
-		Annotations: Annotations{Title: "Set horizon", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
-		schema:      schemaFor(name),
-		out:         outputOf[MemorySetHorizonOutput](),
-		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *setHorizonArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[MemorySetHorizonOutput](),
+		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *setHorizonArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -431,7 +432,7 @@ func memorySetHorizon() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(MemorySetHorizonOutput{FactID: in.FactID, HorizonClass: in.HorizonClass,
+			return toolkit.JSONResult(MemorySetHorizonOutput{FactID: in.FactID, HorizonClass: in.HorizonClass,
 				PreviousHorizonClass: previous, OK: true})
 		}),
 	}
@@ -451,17 +452,17 @@ type MemoryReverifyOutput struct {
 	ReverifiedAt string `json:"reverified_at"`
 }
 
-func memoryReverify() *Tool {
+func memoryReverify() *toolkit.Tool {
 	const name = "memory_reverify"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Confirm a fact still holds: its decay clock restarts, no new version.",
-		Annotations: Annotations{Title: "Reverify memory"},
+		Annotations: toolkit.Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
-		schema:      schemaFor(name),
-		out:         outputOf[MemoryReverifyOutput](),
-		gate:        memFlagGate(CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reverifyArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[MemoryReverifyOutput](),
+		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *reverifyArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -471,7 +472,7 @@ func memoryReverify() *Tool {
 				if err != nil {
 					return err
 				}
-				now := env.now()
+				now := env.Time()
 				if err := store.Reverify(tx, f, now); err != nil {
 					return err
 				}
@@ -490,7 +491,7 @@ func memoryReverify() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Observability: get_gaps, and the gap observations empty keyword
@@ -98,7 +99,7 @@ func cutGapText(s string) (string, bool) { return cutText(s, maxGapTextBytes) }
 // recordGap records a keyword query_facts call that returned no rows as a
 // gap observation of the caller, in its own transaction. It stores the
 // query and its filters, each cut to maxGapTextBytes.
-func recordGap(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) error {
+func recordGap(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryFactsArgs) error {
 	g := gapQuery{IncludeSuperseded: in.IncludeSuperseded, Tool: "query_facts"}
 	for _, f := range []struct {
 		dst *string
@@ -116,7 +117,7 @@ func recordGap(ctx context.Context, env *Env, c Caller, in *queryFactsArgs) erro
 
 // saveGap records g as a gap observation of c, in its own transaction;
 // its query is cut to maxGapTextBytes here if the caller did not.
-func saveGap(ctx context.Context, env *Env, c Caller, g gapQuery) error {
+func saveGap(ctx context.Context, env *toolkit.Env, c toolkit.Caller, g gapQuery) error {
 	var cut bool
 	g.Query, cut = cutGapText(g.Query)
 	g.Truncated = g.Truncated || cut
@@ -126,24 +127,24 @@ func saveGap(ctx context.Context, env *Env, c Caller, g gapQuery) error {
 	}
 	sum := blake3.Sum256(value)
 	key := "gap:" + hex.EncodeToString(sum[:8])
-	now := env.now()
+	now := env.Time()
 	return env.Store.Update(ctx, func(tx store.Tx) error {
 		_, err := store.RecordGap(tx, c.Scope(), key, string(value), now)
 		return err
 	})
 }
 
-func getGaps() *Tool {
+func getGaps() *toolkit.Tool {
 	const name = "get_gaps"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your query_facts keyword queries that found nothing, and their words, with counts; the tenant's counts only.",
-		Annotations: Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +
 			"tenant_summary: {records, distinct_terms, terms: [{term, count}], own_terms, truncated}}",
-		schema: schemaFor(name),
-		out:    outputOf[GetGapsOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *getGapsArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[GetGapsOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *getGapsArgs) (*toolkit.Result, error) {
 			terms, err := queryTerms(name, in.Query)
 			if err != nil {
 				return nil, err
@@ -180,7 +181,7 @@ func getGaps() *Tool {
 				return nil, err
 			}
 			out.Truncated = len(out.Gaps) < out.Count
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }

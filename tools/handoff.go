@@ -18,6 +18,7 @@ import (
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Handoffs pass one agent's working session to another.
@@ -71,7 +72,7 @@ const (
 	// maxHandoffPackageBytes caps a package: accept_handoff takes it as a
 	// string argument, which is at most MaxValueBytes, so create_handoff
 	// makes none larger.
-	maxHandoffPackageBytes = MaxValueBytes
+	maxHandoffPackageBytes = toolkit.MaxValueBytes
 	// maxHandoffListItems caps each list of task_record.
 	maxHandoffListItems = 100
 )
@@ -183,7 +184,7 @@ func checkTaskRecord(tool string, tr *TaskRecord) error {
 		list []string
 	}{{"task_record.sources", tr.Sources}, {"task_record.acceptance_criteria", tr.AcceptanceCriteria}, {"task_record.boundaries", tr.Boundaries}} {
 		if len(l.list) > maxHandoffListItems {
-			return invalidParams(tool, l.name, fmt.Sprintf("at most %d items", maxHandoffListItems))
+			return toolkit.InvalidParams(tool, l.name, fmt.Sprintf("at most %d items", maxHandoffListItems))
 		}
 	}
 	return nil
@@ -222,7 +223,7 @@ var factIDPattern = regexp.MustCompile(`^f_[0-9a-f]{32}$`)
 
 // relevantFacts returns the current shared facts the session refers to
 // (see the package comment), at most maxHandoffFacts, without duplicates.
-func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte) ([]handoffFact, error) {
+func relevantFacts(tx store.Tx, env *toolkit.Env, tenant, sessionID string, state []byte) ([]handoffFact, error) {
 	out := []handoffFact{}
 	seen := map[string]bool{}
 	add := func(f *store.Fact) {
@@ -267,7 +268,7 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 		if store.IsReserved(e) || !mentions[strings.ToLower(e)] {
 			continue
 		}
-		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant}, Entity: e, Limit: maxHandoffFacts, Now: env.now()})
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant}, Entity: e, Limit: maxHandoffFacts, Now: env.Time()})
 		if err != nil {
 			return nil, err
 		}
@@ -278,16 +279,16 @@ func relevantFacts(tx store.Tx, env *Env, tenant, sessionID string, state []byte
 	return out, nil
 }
 
-func createHandoff() *Tool {
+func createHandoff() *toolkit.Tool {
 	const name = "create_handoff"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Package one of your sessions for another agent, signed. Pass package_json to accept_handoff unchanged.",
-		Annotations: Annotations{Title: "Create handoff"},
+		Annotations: toolkit.Annotations{Title: "Create handoff"},
 		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
-		schema:      schemaFor(name),
-		out:         outputOf[CreateHandoffOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *createHandoffArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[CreateHandoffOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *createHandoffArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
 			}
@@ -298,9 +299,9 @@ func createHandoff() *Tool {
 				return nil, err
 			}
 			if env.Signer == nil {
-				return nil, WrapError(CodeInternalError, "create_handoff: no signing key", nil)
+				return nil, toolkit.WrapError(toolkit.CodeInternalError, "create_handoff: no signing key", nil)
 			}
-			scope, now := c.Scope(), env.now()
+			scope, now := c.Scope(), env.Time()
 			var out CreateHandoffOutput
 			missing, tooLarge := false, 0
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
@@ -373,11 +374,11 @@ func createHandoff() *Tool {
 				return sessionNotFound(in.SessionID), nil
 			}
 			if tooLarge > 0 {
-				return errorResult("the package would be %d bytes, more than the %d accept_handoff takes; nothing was "+
+				return toolkit.ErrorResult("the package would be %d bytes, more than the %d accept_handoff takes; nothing was "+
 					"recorded: shorten the session state, the message or the task record, or leave out include_facts",
 					tooLarge, maxHandoffPackageBytes), nil
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -405,15 +406,15 @@ type AcceptHandoffOutput struct {
 
 // verifyHandoff parses and checks a package against the server's key. The
 // error is a -32602 naming package.
-func verifyHandoff(tool string, env *Env, raw string) (*handoffPackage, error) {
-	refuse := func(reason string) error { return invalidParams(tool, "package", reason) }
+func verifyHandoff(tool string, env *toolkit.Env, raw string) (*handoffPackage, error) {
+	refuse := func(reason string) error { return toolkit.InvalidParams(tool, "package", reason) }
 	if raw == "" {
 		return nil, refuse("required: the package_json string create_handoff returned")
 	}
 	if len(raw) > maxHandoffPackageBytes {
 		return nil, refuse(fmt.Sprintf("longer than %d bytes", maxHandoffPackageBytes))
 	}
-	if loneSurrogate([]byte(raw)) {
+	if toolkit.LoneSurrogate([]byte(raw)) {
 		// Decoding would turn the escape into U+FFFD, silently; crux never
 		// writes one, so the package was altered.
 		return nil, refuse("is not valid UTF-8: it holds an unpaired surrogate escape")
@@ -436,7 +437,7 @@ func verifyHandoff(tool string, env *Env, raw string) (*handoffPackage, error) {
 		return nil, refuse("content hash mismatch: the package was altered")
 	}
 	if env.Signer == nil {
-		return nil, WrapError(CodeInternalError, tool+": no signing key", nil)
+		return nil, toolkit.WrapError(toolkit.CodeInternalError, tool+": no signing key", nil)
 	}
 	if pkg.KeyID != env.Signer.KeyID() {
 		return nil, refuse(fmt.Sprintf("signed by key %q, not this server's key", pkg.KeyID))
@@ -449,32 +450,32 @@ func verifyHandoff(tool string, env *Env, raw string) (*handoffPackage, error) {
 	return pkg, nil
 }
 
-func acceptHandoff() *Tool {
+func acceptHandoff() *toolkit.Tool {
 	const name = "accept_handoff"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Accept a handoff package exactly as created; an altered, foreign or reused one is refused.",
-		Annotations: Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
+		Annotations: toolkit.Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
 			"from_agent?, message?, task_record?, receipt_id}",
-		schema: schemaFor(name),
-		out:    outputOf[AcceptHandoffOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *acceptHandoffArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[AcceptHandoffOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *acceptHandoffArgs) (*toolkit.Result, error) {
 			pkg, err := verifyHandoff(name, env, in.Package)
 			if err != nil {
 				return nil, err
 			}
-			scope, me, now := c.Scope(), c.Identity(), env.now()
+			scope, me, now := c.Scope(), c.Identity(), env.Time()
 			if pkg.TenantID != scope.Tenant {
-				return nil, invalidParams(name, "package", "the package belongs to another tenant")
+				return nil, toolkit.InvalidParams(name, "package", "the package belongs to another tenant")
 			}
 			if pkg.TargetAgent != "" && pkg.TargetAgent != me {
-				return nil, &Error{Code: CodeCapabilityDenied,
+				return nil, &toolkit.Error{Code: toolkit.CodeCapabilityDenied,
 					Message: name + ": only " + pkg.TargetAgent + " may accept this handoff",
 					Data:    map[string]any{"handoff_id": pkg.HandoffID, "reason": "not_target_agent"}}
 			}
 			if err := checkSessionID(name, pkg.Session.SessionID); err != nil || pkg.Session.SessionID == "" {
-				return nil, invalidParams(name, "package", "bad session id")
+				return nil, toolkit.InvalidParams(name, "package", "bad session id")
 			}
 			var out AcceptHandoffOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
@@ -482,22 +483,22 @@ func acceptHandoff() *Tool {
 					FromAgent: pkg.FromAgent, Message: pkg.Message, TaskRecord: pkg.TaskRecord}
 				rec, err := store.GetHandoff(tx, scope.Tenant, pkg.HandoffID)
 				if errors.Is(err, store.ErrNotFound) {
-					return invalidParams(name, "package", "no such handoff was created here")
+					return toolkit.InvalidParams(name, "package", "no such handoff was created here")
 				}
 				if err != nil {
 					return err
 				}
 				if subtle.ConstantTimeCompare([]byte(rec.ContentHash), []byte(pkg.ContentHash)) != 1 {
-					return invalidParams(name, "package", "content hash does not match the recorded handoff")
+					return toolkit.InvalidParams(name, "package", "content hash does not match the recorded handoff")
 				}
 				if rec.Accepted {
-					return invalidParams(name, "package", "handoff already accepted")
+					return toolkit.InvalidParams(name, "package", "handoff already accepted")
 				}
 				sess := &store.Session{ID: pkg.Session.SessionID, Tenant: scope.Tenant, Owner: me,
 					State: pkg.Session.State, WrittenBy: me, UpdatedAt: now}
 				if err := store.PutSession(tx, sess); errors.Is(err, store.ErrReadOnlySession) {
-					return &Error{Code: CodeConflict, Message: name + ": session " + sess.ID + " is a read-only reference a " +
-						"passport merge moved here; nothing was accepted", cause: err}
+					return toolkit.WrapError(toolkit.CodeConflict, name+": session "+sess.ID+" is a read-only reference a "+
+						"passport merge moved here; nothing was accepted", err)
 				} else if err != nil {
 					return err
 				}
@@ -545,7 +546,7 @@ func acceptHandoff() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -553,7 +554,7 @@ func acceptHandoff() *Tool {
 // observeHandoff records, when Flags.HandoffObservations is on, an
 // observation of kind (provider crux) in c's session, in tx: what the
 // handoff receipt attests, and the receipt's id.
-func observeHandoff(tx store.Tx, env *Env, c Caller, session, kind string, payload map[string]any) error {
+func observeHandoff(tx store.Tx, env *toolkit.Env, c toolkit.Caller, session, kind string, payload map[string]any) error {
 	if !env.Flags.HandoffObservations {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crux-go/crux/internal/codec"
+	"github.com/crux-go/crux/toolkit"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/fxamacker/cbor/v2"
@@ -35,13 +36,13 @@ func (h hexBytes) MarshalJSON() ([]byte, error) {
 
 // capabilityOf is what the server's router says about one tool: its
 // decision, or an unenforced allow when there is no router.
-func capabilityOf(ctx context.Context, env *Env, name string) CapabilityNode {
+func capabilityOf(ctx context.Context, env *toolkit.Env, name string) CapabilityNode {
 	n := CapabilityNode{Tool: name, Capability: surface.Capability(name), Tier: env.Surface.Tier(name).String(),
 		Affinity: string(surface.AffinityOf(name)), Allowed: true, Mode: "unenforced", BackendID: rcx.LocalBackendID}
 	if env.Router == nil {
 		return n
 	}
-	d := env.Router.Decide(ctx, env.capabilityCall(name))
+	d := env.Router.Decide(ctx, env.CapabilityCall(name))
 	n.Allowed, n.Mode, n.BackendID, n.ReasonCode = d.Authorised, string(d.Mode), d.BackendID, d.ReasonCode
 	return n
 }
@@ -118,19 +119,19 @@ type sessionArgs struct {
 	} `json:"hints,omitempty"`
 }
 
-func cuecruxSession() *Tool {
+func cuecruxSession() *toolkit.Tool {
 	const name = surface.SessionTool
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your signed plan: the tools you may call (mode, tier), and those you may not with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it.",
-		Annotations: Annotations{Title: "Open session"},
+		Annotations: toolkit.Annotations{Title: "Open session"},
 		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
 			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
 			"signature, signer_kid, parent_chain?, receipt_id}, minted_at, session_ttl_s}",
-		schema: schemaFor(name),
-		out:    outputOf[CuecruxSessionOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionArgs) (*Result, error) {
-			now := env.now()
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[CuecruxSessionOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs) (*toolkit.Result, error) {
+			now := env.Time()
 			intent, known := surface.ParseIntent(in.Intent)
 
 			p := CuecruxSessionOutput{
@@ -214,7 +215,7 @@ func cuecruxSession() *Tool {
 				return nil, err
 			}
 			env.RecordIntent(c, intent, now) // only once the plan is stored: a failed call changes nothing
-			return jsonResult(p)
+			return toolkit.JSONResult(p)
 		}),
 	}
 }
@@ -257,17 +258,17 @@ type AutonomyRow struct {
 	WhyDenied   string `json:"why_denied,omitempty"`
 }
 
-func autonomyContract() *Tool {
+func autonomyContract() *toolkit.Tool {
 	const name = "autonomy_contract"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your per-tool matrix under the capability token: allowed and why, mode, cost. Flag AUTONOMY_CONTRACT.",
-		Annotations: Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
 			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
-		schema: schemaFor(name),
-		out:    outputOf[AutonomyContractOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *autonomyArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[AutonomyContractOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *autonomyArgs) (*toolkit.Result, error) {
 			out := AutonomyContractOutput{FeatureEnabled: env.Flags.AutonomyContract, PassportID: c.Name(), Tier: "unenforced"}
 			if env.Router != nil {
 				info := env.Router.Info()
@@ -294,7 +295,7 @@ func autonomyContract() *Tool {
 			out.Capabilities = rows
 			out.Summary = AutonomySummary{TotalTools: total, Returned: len(rows), Allowed: allowed,
 				Denied: denied, TruncatedByTokenBudget: b.Exceeded}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -333,21 +334,21 @@ type ResolvePrincipalOutput struct {
 	ResolvedParam string    `json:"resolved_param"`
 }
 
-func resolvePrincipal() *Tool {
+func resolvePrincipal() *toolkit.Tool {
 	const name = "resolve_principal"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "The passport behind session_id, passport_id or you: record or none, tier, category, capabilities.",
-		Annotations: Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
 			"resolved_via, has_passport_record, revoked, note?}, resolved_param}; tier, tier_rank, category, agent_work_gate null without a record",
-		schema: schemaFor(name),
-		out:    outputOf[ResolvePrincipalOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *resolveArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[ResolvePrincipalOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *resolveArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
 				return nil, err
 			}
-			tenant, now := c.TenantID(), env.now()
+			tenant, now := c.TenantID(), env.Time()
 			var p Principal
 			var param string
 			err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -366,7 +367,7 @@ func resolvePrincipal() *Tool {
 				case c.Identity() != "":
 					p.PassportID, p.ResolvedVia, param = c.Identity(), "identity_link:"+c.Identity(), "caller"
 				default:
-					return invalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
+					return toolkit.InvalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
 				}
 				p.TenantID = tenant
 				rec, err := store.GetPassport(tx, tenant, p.PassportID)
@@ -397,14 +398,14 @@ func resolvePrincipal() *Tool {
 				}
 				return nil
 			})
-			var e *Error
+			var e *toolkit.Error
 			switch {
 			case errors.As(err, &e):
 				return nil, e
 			case errors.Is(err, store.ErrNotFound):
-				return errorResult("no session %s in tenant %s", in.SessionID, tenant), nil
+				return toolkit.ErrorResult("no session %s in tenant %s", in.SessionID, tenant), nil
 			case errors.Is(err, errSessionExpired):
-				return errorResult("session %s has expired", in.SessionID), nil
+				return toolkit.ErrorResult("session %s has expired", in.SessionID), nil
 			case err != nil:
 				return nil, err
 			}
@@ -414,7 +415,7 @@ func resolvePrincipal() *Tool {
 					p.Capabilities = append(p.Capabilities, n.Capability)
 				}
 			}
-			return jsonResult(ResolvePrincipalOutput{Principal: p, ResolvedParam: param})
+			return toolkit.JSONResult(ResolvePrincipalOutput{Principal: p, ResolvedParam: param})
 		}),
 	}
 }

@@ -29,7 +29,7 @@ func (h hint) open() hint              { h.openWorld = true; return h }
 
 // wantHints holds one row per tool: the hints tools/list must show and the
 // reason for them. A tool whose only writes are crux's own bookkeeping is
-// read-only (see tools.Annotations).
+// read-only (see toolkit.Annotations).
 var wantHints = map[string]hint{
 	"cuecrux_session":         w.because("stores a signed plan receipt and the declared intent, which shapes the dynamic surface; each call a new plan"),
 	"autonomy_contract":       ro.because("reads the token and the tier table"),

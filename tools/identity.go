@@ -14,6 +14,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // GetAgentIdentityOutput is what get_agent_identity returns: the caller's
@@ -22,17 +23,17 @@ type GetAgentIdentityOutput struct {
 	AgentName string `json:"agent_name"`
 }
 
-func getAgentIdentity() *Tool {
+func getAgentIdentity() *toolkit.Tool {
 	const name = "get_agent_identity"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Who crux thinks you are: this call's authenticated agent, or anonymous.",
-		Annotations: Annotations{Title: "Agent identity", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Agent identity", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{agent_name}",
-		schema:      schemaFor(name),
-		out:         outputOf[GetAgentIdentityOutput](),
-		run: bind(name, func(_ context.Context, _ *Env, c Caller, _ *struct{}) (*Result, error) {
-			return jsonResult(GetAgentIdentityOutput{AgentName: c.Name()})
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[GetAgentIdentityOutput](),
+		Run: toolkit.Bind(name, func(_ context.Context, _ *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
+			return toolkit.JSONResult(GetAgentIdentityOutput{AgentName: c.Name()})
 		}),
 	}
 }
@@ -89,13 +90,13 @@ var deviceCapabilities = []string{"facts:read", "facts:write", "sessions:read", 
 var defaultDeviceCapabilities = []string{"facts:read"}
 
 // identityGate answers -32601 while identity continuity is off.
-func identityGate(name string) func(env *Env) (*Result, error) {
-	return func(env *Env) (*Result, error) {
+func identityGate(name string) func(env *toolkit.Env) (*toolkit.Result, error) {
+	return func(env *toolkit.Env) (*toolkit.Result, error) {
 		if env.Flags.IdentityContinuity {
 			return nil, nil
 		}
-		return nil, &Error{
-			Code:    CodeMethodNotFound,
+		return nil, &toolkit.Error{
+			Code:    toolkit.CodeMethodNotFound,
 			Message: name + " is disabled (set " + feature.EnvIdentityContinuity + "=1 to enable)",
 			Data:    map[string]any{"feature_flag": feature.EnvIdentityContinuity, "enabled": false},
 		}
@@ -107,7 +108,7 @@ const IdentityHelp = "connect as a named agent: --agent on stdio, a bearer token
 
 // needIdentity is anonymousRefused(tool, "") for an anonymous caller, and
 // nil when c has an identity: the check of a tool that needs one.
-func needIdentity(tool string, c Caller) error {
+func needIdentity(tool string, c toolkit.Caller) error {
 	if c.Identity() != "" {
 		return nil
 	}
@@ -118,11 +119,11 @@ func needIdentity(tool string, c Caller) error {
 // that needs an authenticated agent identity, or by one of its arguments
 // (what, when not ""): -32003 with data {reason: "requires_identity",
 // tool}.
-func anonymousRefused(tool, what string) *Error {
+func anonymousRefused(tool, what string) *toolkit.Error {
 	if what != "" {
 		what = " for " + what
 	}
-	e := forbidden(tool, "requires_identity", "needs an authenticated agent identity%s; anonymous callers are refused (%s)", what, IdentityHelp)
+	e := toolkit.Forbidden(tool, "requires_identity", "needs an authenticated agent identity%s; anonymous callers are refused (%s)", what, IdentityHelp)
 	e.Data = map[string]any{"reason": "requires_identity", "tool": tool}
 	return e
 }
@@ -131,13 +132,13 @@ func anonymousRefused(tool, what string) *Error {
 // for a caller's agent name, and its tenant when it names one
 // (<tenant>::<name>), which must be c's (else -32003). It returns the
 // plain passport id.
-func passportArg(tool, param, value string, c Caller) (string, error) {
+func passportArg(tool, param, value string, c toolkit.Caller) (string, error) {
 	if err := checkName(tool, param, value); err != nil {
 		return "", err
 	}
 	if i := strings.LastIndex(value, "::"); i >= 0 {
 		if t := value[:i]; t != c.TenantID() {
-			return "", &Error{Code: CodeForbidden,
+			return "", &toolkit.Error{Code: toolkit.CodeForbidden,
 				Message: fmt.Sprintf("%s: %s: passport %q is of tenant %q, not of your tenant %q; identity operations never cross tenants",
 					tool, param, value[i+2:], t, c.TenantID()),
 				Data: map[string]any{"param": param, "reason": "cross_tenant", "tenant_id": t}}
@@ -146,20 +147,20 @@ func passportArg(tool, param, value string, c Caller) (string, error) {
 	}
 	switch {
 	case value == "":
-		return "", invalidParams(tool, param, "names no passport")
-	case len(value) > MaxCallerNameBytes:
-		return "", invalidParams(tool, param, fmt.Sprintf("longer than %d bytes", MaxCallerNameBytes))
+		return "", toolkit.InvalidParams(tool, param, "names no passport")
+	case len(value) > toolkit.MaxCallerNameBytes:
+		return "", toolkit.InvalidParams(tool, param, fmt.Sprintf("longer than %d bytes", toolkit.MaxCallerNameBytes))
 	case strings.HasSuffix(value, ":"):
-		return "", invalidParams(tool, param, `must not end with ":"`)
-	case value == anonymous:
-		return "", invalidParams(tool, param, `must not be "anonymous"`)
+		return "", toolkit.InvalidParams(tool, param, `must not end with ":"`)
+	case value == toolkit.Anonymous:
+		return "", toolkit.InvalidParams(tool, param, `must not be "anonymous"`)
 	}
 	return value, nil
 }
 
 // requireOperator checks, in tx, that c holds an operator passport: live,
 // of its tenant, of earned tier trusted or above. Anything less is -32003.
-func requireOperator(tx store.Tx, tool string, c Caller) error {
+func requireOperator(tx store.Tx, tool string, c toolkit.Caller) error {
 	need := fmt.Sprintf("identity operations need an operator passport (tier %s or above)", store.TierTrusted)
 	return requirePassportTier(tx, tool, "operator_required", need, c, store.TierTrusted)
 }
@@ -195,21 +196,21 @@ func ownsPassport(tx store.Tx, tenant, me, id string) (bool, error) {
 // identityStateError turns a store refusal of an identity operation into
 // the answer: a missing passport is an error result; a revoked, retired or
 // taken passport, or a device bound elsewhere, is -32004.
-func identityStateError(tool string, err error) (*Result, error) {
+func identityStateError(tool string, err error) (*toolkit.Result, error) {
 	var ie *store.IdentityError
 	if !errors.As(err, &ie) {
 		return nil, err
 	}
 	if errors.Is(err, store.ErrPassportNotFound) {
-		return errorResult("%s", ie.Error()), nil
+		return toolkit.ErrorResult("%s", ie.Error()), nil
 	}
-	return nil, &Error{Code: CodeConflict, Message: tool + ": " + ie.Error(), cause: err}
+	return nil, toolkit.WrapError(toolkit.CodeConflict, tool+": "+ie.Error(), err)
 }
 
 // checkReason bounds a reason.
 func checkReason(tool, reason string) error {
 	if len(reason) > maxPassportReason {
-		return invalidParams(tool, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
+		return toolkit.InvalidParams(tool, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
 	}
 	return nil
 }
@@ -293,19 +294,19 @@ type PassportSplitOutput struct {
 	ReceiptBody
 }
 
-func passportSplit() *Tool {
+func passportSplit() *toolkit.Tool {
 	const name = "passport_split"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Fork your passport into a new one with a copy of your private facts. Trusted tier. Flag IDENTITY_CONTINUITY.",
-		Annotations: Annotations{Title: "Split passport"},
+		Annotations: toolkit.Annotations{Title: "Split passport"},
 		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
 			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",
-		schema: schemaFor(name),
-		out:    outputOf[PassportSplitOutput](),
-		gate:   identityGate(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportSplitArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[PassportSplitOutput](),
+		Gate:   identityGate(name),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportSplitArgs) (*toolkit.Result, error) {
 			source, err := passportArg(name, "target_passport", in.TargetPassport, c)
 			if err != nil {
 				return nil, err
@@ -318,9 +319,9 @@ func passportSplit() *Tool {
 				return nil, err
 			}
 			if c.Identity() != "" && source != c.Identity() {
-				return nil, forbidden(name, "not_own_passport", "you may split only your own passport (%s), not %s", c.Identity(), source)
+				return nil, toolkit.Forbidden(name, "not_own_passport", "you may split only your own passport (%s), not %s", c.Identity(), source)
 			}
-			tenant, now := c.TenantID(), env.now()
+			tenant, now := c.TenantID(), env.Time()
 			var out PassportSplitOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if err := requireOperator(tx, name, c); err != nil {
@@ -359,7 +360,7 @@ func passportSplit() *Tool {
 			if err != nil {
 				return identityStateError(name, err)
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -432,21 +433,21 @@ type PassportMergeOutput struct {
 // maxListedConflicts is the most conflicts a -32004 refusal lists.
 const maxListedConflicts = 20
 
-func passportMerge() *Tool {
+func passportMerge() *toolkit.Tool {
 	const name = "passport_merge"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Merge a passport you own (yours, or split from it) into another you own: private facts, sessions, pins, artefacts move; it retires. Trusted tier. Flag IDENTITY_CONTINUITY.",
-		Annotations: Annotations{Title: "Merge passports", DestructiveHint: true},
+		Annotations: toolkit.Annotations{Title: "Merge passports", DestructiveHint: true},
 		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
 			"conflicts_resolved, duplicates, moved{chains, facts, sessions, pins, artefacts}, conflicts: [{entity, key, " +
 			"source_fact_id, target_fact_id, resolution, chosen_fact_id}], sessions_renamed: [{from, to}], " +
 			"sessions_renamed_count, truncated, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
 			"receipt_body_hash_hex}",
-		schema: schemaFor(name),
-		out:    outputOf[PassportMergeOutput](),
-		gate:   identityGate(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportMergeArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[PassportMergeOutput](),
+		Gate:   identityGate(name),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportMergeArgs) (*toolkit.Result, error) {
 			source, err := passportArg(name, "source_passport", in.SourcePassport, c)
 			if err != nil {
 				return nil, err
@@ -459,9 +460,9 @@ func passportMerge() *Tool {
 				return nil, err
 			}
 			if source == target {
-				return nil, invalidParams(name, "target_passport", "must differ from source_passport")
+				return nil, toolkit.InvalidParams(name, "target_passport", "must differ from source_passport")
 			}
-			tenant, now := c.TenantID(), env.now()
+			tenant, now := c.TenantID(), env.Time()
 			var out PassportMergeOutput
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				if err := requireOperator(tx, name, c); err != nil {
@@ -479,7 +480,7 @@ func passportMerge() *Tool {
 						return err
 					}
 					if !own {
-						return forbidden(name, "not_own_passport", "%s %s is not yours: you (%s) may merge only passports you own, "+
+						return toolkit.Forbidden(name, "not_own_passport", "%s %s is not yours: you (%s) may merge only passports you own, "+
 							"your own and those split from it", p.param, p.id, c.Identity())
 					}
 				}
@@ -535,14 +536,14 @@ func passportMerge() *Tool {
 			var ce *store.MergeConflictError
 			if errors.As(err, &ce) {
 				listed := ce.Conflicts[:min(len(ce.Conflicts), maxListedConflicts)]
-				return nil, &Error{Code: CodeConflict, Message: name + ": " + ce.Error() + "; nothing was merged",
+				return nil, &toolkit.Error{Code: toolkit.CodeConflict, Message: name + ": " + ce.Error() + "; nothing was merged",
 					Data: map[string]any{"conflict_policy": in.ConflictPolicy, "conflicts": listed,
 						"conflict_count": len(ce.Conflicts), "truncated": len(listed) < len(ce.Conflicts)}}
 			}
 			if err != nil {
 				return identityStateError(name, err)
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -579,19 +580,19 @@ type PassportLinkDeviceOutput struct {
 	ReceiptBody
 }
 
-func passportLinkDevice() *Tool {
+func passportLinkDevice() *toolkit.Tool {
 	const name = "passport_link_device"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Link a device fingerprint to your passport with capabilities_subset. Trusted tier. Flag IDENTITY_CONTINUITY.",
-		Annotations: Annotations{Title: "Link device"}, // each call mints a receipt
+		Annotations: toolkit.Annotations{Title: "Link device"}, // each call mints a receipt
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
 			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",
-		schema: schemaFor(name),
-		out:    outputOf[PassportLinkDeviceOutput](),
-		gate:   identityGate(name),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *passportLinkDeviceArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[PassportLinkDeviceOutput](),
+		Gate:   identityGate(name),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportLinkDeviceArgs) (*toolkit.Result, error) {
 			caps := in.CapabilitiesSubset
 			if caps == nil {
 				caps = defaultDeviceCapabilities
@@ -600,17 +601,17 @@ func passportLinkDevice() *Tool {
 			for i, cp := range caps {
 				switch {
 				case !slices.Contains(deviceCapabilities, cp):
-					return nil, invalidParams(name, "capabilities_subset."+strconv.Itoa(i),
+					return nil, toolkit.InvalidParams(name, "capabilities_subset."+strconv.Itoa(i),
 						`must be one of "`+strings.Join(deviceCapabilities, `", "`)+`"`)
 				case seen[cp]:
-					return nil, invalidParams(name, "capabilities_subset."+strconv.Itoa(i), fmt.Sprintf("lists %s twice", cp))
+					return nil, toolkit.InvalidParams(name, "capabilities_subset."+strconv.Itoa(i), fmt.Sprintf("lists %s twice", cp))
 				}
 				seen[cp] = true
 			}
 			if len(in.DeviceFingerprint) != 64 || strings.Trim(in.DeviceFingerprint, "0123456789abcdef") != "" {
-				return nil, invalidParams(name, "device_fingerprint", "must be 64 lowercase hex digits")
+				return nil, toolkit.InvalidParams(name, "device_fingerprint", "must be 64 lowercase hex digits")
 			}
-			id, tenant, now := c.Identity(), c.TenantID(), env.now()
+			id, tenant, now := c.Identity(), c.TenantID(), env.Time()
 			var out PassportLinkDeviceOutput
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				if err := requireOperator(tx, name, c); err != nil {
@@ -644,7 +645,7 @@ func passportLinkDevice() *Tool {
 			if err != nil {
 				return identityStateError(name, err)
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }

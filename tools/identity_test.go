@@ -15,7 +15,7 @@ import (
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
-	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/toolkit"
 )
 
 func TestGetAgentIdentity(t *testing.T) {
@@ -68,7 +68,7 @@ func TestIdentityContinuityTokenBudget(t *testing.T) {
 		e := callErr(t, srv, alice, ic.tool, args)
 		assert.Equal(t, crux.CodeInvalidParams, e.Code)
 		assert.Equal(t, ic.tool+": token_budget: is required", e.Message)
-		assert.Equal(t, "token_budget", e.Data.(*tools.ParamError).Param)
+		assert.Equal(t, "token_budget", e.Data.(*toolkit.ParamError).Param)
 		e = callErr(t, srv, alice, ic.tool, strings.Replace(ic.args, `"token_budget":500`, `"token_budget":0`, 1))
 		assert.Equal(t, ic.tool+": token_budget: must be >= 1", e.Message)
 	}

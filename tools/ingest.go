@@ -6,6 +6,7 @@ import (
 
 	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Batches of Ingest: each is one transaction, so an interrupted ingest
@@ -29,7 +30,7 @@ type IngestProgress func(done, total int)
 // error the batches committed stay, none after; the stats count what was
 // written. A document that cannot be indexed fails the call before
 // anything of its batch is written, with an error naming it.
-func Ingest(ctx context.Context, env *Env, tenant string, docs []store.Document, progress IngestProgress) (store.IngestStats, error) {
+func Ingest(ctx context.Context, env *toolkit.Env, tenant string, docs []store.Document, progress IngestProgress) (store.IngestStats, error) {
 	var total store.IngestStats
 	if err := checkTenantName(tenant); err != nil {
 		return total, err
@@ -69,7 +70,7 @@ func Ingest(ctx context.Context, env *Env, tenant string, docs []store.Document,
 	}()
 	for b := range batches {
 		var st store.IngestStats
-		now := env.now()
+		now := env.Time()
 		err := env.Store.Update(ctx, func(tx store.Tx) error {
 			var err error
 			st, err = store.PutDocuments(tx, tenant, b.docs, now)
@@ -91,7 +92,7 @@ func Ingest(ctx context.Context, env *Env, tenant string, docs []store.Document,
 
 // DeleteDocuments removes the documents ids of tenant, in one
 // transaction, and returns the ids that were there.
-func DeleteDocuments(ctx context.Context, env *Env, tenant string, ids []string) ([]string, error) {
+func DeleteDocuments(ctx context.Context, env *toolkit.Env, tenant string, ids []string) ([]string, error) {
 	if err := checkTenantName(tenant); err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func DeleteDocuments(ctx context.Context, env *Env, tenant string, ids []string)
 
 // checkTenantName rejects a tenant name crux cannot hold.
 func checkTenantName(tenant string) error {
-	c := Caller{Tenant: tenant}
+	c := toolkit.Caller{Tenant: tenant}
 	if tenant == "" || tenant == "*" {
 		return fmt.Errorf("crux: invalid tenant %q", tenant)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/crux-go/crux/memio"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // kindMemoryImport is the kind of the receipt of an import batch.
@@ -36,8 +37,8 @@ type memoryImportReceipt struct {
 
 // ExportMemories returns one page of the export q asks for (see
 // store.ExportMemories), read at the server's clock.
-func ExportMemories(ctx context.Context, env *Env, q store.MemoryExportQuery) (*store.MemoryExportPage, error) {
-	q.Now = env.now()
+func ExportMemories(ctx context.Context, env *toolkit.Env, q store.MemoryExportQuery) (*store.MemoryExportPage, error) {
+	q.Now = env.Time()
 	var page *store.MemoryExportPage
 	err := env.Store.View(ctx, func(tx store.Tx) error {
 		var err error
@@ -53,7 +54,7 @@ func ExportMemories(ctx context.Context, env *Env, q store.MemoryExportQuery) (*
 // tenant, minted by the operator in the same transaction. A batch that
 // writes nothing mints nothing, so that importing a file again changes
 // nothing.
-func ImportMemories(ctx context.Context, env *Env, b *memio.Batch) (*memio.BatchResult, error) {
+func ImportMemories(ctx context.Context, env *toolkit.Env, b *memio.Batch) (*memio.BatchResult, error) {
 	if b.Tenant == "" {
 		return nil, fmt.Errorf("crux: import: the batch names no tenant")
 	}
@@ -62,7 +63,7 @@ func ImportMemories(ctx context.Context, env *Env, b *memio.Batch) (*memio.Batch
 	}
 	out := &memio.BatchResult{}
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
-		now := env.now() // read inside the transaction, as store_fact does
+		now := env.Time() // read inside the transaction, as store_fact does
 		var res *store.MemoryImportResult
 		var err error
 		if len(b.Values) > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/outschema"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // The memory panel: memory_view, memory_edit, memory_pin and memory_history,
@@ -47,13 +48,13 @@ const (
 func panelOn(f *feature.Flags) bool { return f.MemoryPanel }
 
 // memFlagGate is the -32601 or -32030 a tool answers while its flag is off.
-func memFlagGate(code int, tool, flag string, on func(*feature.Flags) bool) func(env *Env) (*Result, error) {
-	return flagGate(on, func() *Error {
+func memFlagGate(code int, tool, flag string, on func(*feature.Flags) bool) func(env *toolkit.Env) (*toolkit.Result, error) {
+	return toolkit.FlagGate(on, func() *toolkit.Error {
 		data := map[string]any{"feature_flag": flag, "enabled": false}
-		if code == CodeCapabilityDenied {
+		if code == toolkit.CodeCapabilityDenied {
 			data["reason_code"] = "feature_disabled"
 		}
-		return &Error{Code: code, Message: tool + " is disabled (" + flag + "=0)", Data: data}
+		return &toolkit.Error{Code: code, Message: tool + " is disabled (" + flag + "=0)", Data: data}
 	})
 }
 
@@ -94,7 +95,7 @@ func (e *memNotCurrentError) Error() string { return "fact superseded by " + e.C
 
 // memCurrentFact is store.VisibleFact for a fact that must be current: a deleted
 // one is errMemDeleted, a superseded one a *memNotCurrentError.
-func memCurrentFact(tx store.Tx, c Caller, id string) (*store.Fact, error) {
+func memCurrentFact(tx store.Tx, c toolkit.Caller, id string) (*store.Fact, error) {
 	f, err := store.VisibleFact(tx, c.Scope(), id)
 	switch {
 	case err != nil:
@@ -119,21 +120,21 @@ func notCurrent(tx store.Tx, f *store.Fact) error {
 
 // memFactFailure turns the errors of store.VisibleFact and memCurrentFact into what
 // tool answers; other errors pass through.
-func memFactFailure(tool, id string, err error) (*Result, error) {
+func memFactFailure(tool, id string, err error) (*toolkit.Result, error) {
 	var nc *memNotCurrentError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return errorResult("fact not found: %s", id), nil
+		return toolkit.ErrorResult("fact not found: %s", id), nil
 	case errors.Is(err, store.ErrReserved):
 		return nil, reservedEntity(tool, "fact_id", "belongs to a reserved entity (starting with "+store.ReservedPrefix+"), which the memory tools do not touch")
 	case errors.Is(err, errMemDeleted):
-		return errorResult("%s: fact %s is deleted", tool, id), nil
+		return toolkit.ErrorResult("%s: fact %s is deleted", tool, id), nil
 	case errors.As(err, &nc):
 		msg := fmt.Sprintf("%s: fact %s is not the current version; the current version is %s", tool, id, nc.Current.ID)
 		if nc.Current.Deleted {
 			msg = fmt.Sprintf("%s: fact %s is not the current version; its latest version %s is deleted", tool, id, nc.Current.ID)
 		}
-		return nil, &Error{Code: CodeConflict, Message: msg, Data: map[string]any{
+		return nil, &toolkit.Error{Code: toolkit.CodeConflict, Message: msg, Data: map[string]any{
 			"fact_id": id, "current_fact_id": nc.Current.ID, "current_deleted": nc.Current.Deleted,
 		}}
 	}
@@ -157,18 +158,18 @@ type MemoryViewOutput struct {
 	TruncatedByTokenBudget bool        `json:"truncated_by_token_budget"`
 }
 
-func memoryView() *Tool {
+func memoryView() *toolkit.Tool {
 	const name = "memory_view"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your current facts as a panel, ranked as query_facts ranks them, marked pinned.",
-		Annotations: Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
-		schema: schemaFor(name),
-		out:    outputOf[MemoryViewOutput](),
-		gate:   memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryViewArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemoryViewOutput](),
+		Gate:   memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryViewArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
 			}
@@ -187,7 +188,7 @@ func memoryView() *Tool {
 				out = MemoryViewOutput{Facts: []PanelFact{}}
 				res, err := store.SearchFacts(tx, store.FactQuery{
 					Scope: c.Scope(), Entity: in.Entity, Key: in.Key,
-					Limit: topK, Now: env.now(), Policy: env.decay(),
+					Limit: topK, Now: env.Time(), Policy: env.Decay(),
 				})
 				if err != nil {
 					return err
@@ -214,7 +215,7 @@ func memoryView() *Tool {
 				return nil, err
 			}
 			out.Returned = len(out.Facts)
-			return &Result{Content: []Content{{Type: "text", Text: viewNarrative(out)}}, StructuredContent: outschema.Fill(out)}, nil
+			return &toolkit.Result{Content: []toolkit.Content{{Type: "text", Text: viewNarrative(out)}}, StructuredContent: outschema.Fill(out)}, nil
 		}),
 	}
 }
@@ -272,17 +273,17 @@ func editSourceReceipt(reason string) string {
 	return "memory_edit:" + reason
 }
 
-func memoryEdit() *Tool {
+func memoryEdit() *toolkit.Tool {
 	const name = "memory_edit"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved.",
-		Annotations: Annotations{Title: "Edit memory"},
+		Annotations: toolkit.Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
-		schema:      schemaFor(name),
-		out:         outputOf[MemoryEditOutput](),
-		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryEditArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[MemoryEditOutput](),
+		Gate:        memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryEditArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -295,7 +296,7 @@ func memoryEdit() *Tool {
 				nf, _, err := store.PutFact(tx, store.NewFact{Scope: c.Scope(),
 					Entity: old.Entity, Key: old.Key, Value: in.NewValue,
 					SourceReceipt: editSourceReceipt(in.Reason), Confidence: old.Confidence, Private: old.Private,
-					HorizonClass: old.HorizonClass, Now: env.now(),
+					HorizonClass: old.HorizonClass, Now: env.Time(),
 				})
 				if err != nil {
 					return err
@@ -318,7 +319,7 @@ func memoryEdit() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -337,17 +338,17 @@ type memoryPinArgs struct {
 	Pinned *bool  `json:"pinned,omitempty"`
 }
 
-func memoryPin() *Tool {
+func memoryPin() *toolkit.Tool {
 	const name = "memory_pin"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Pin (default) or unpin a current fact for you: pinned facts are never sweep candidates and survive memory_forget.",
-		Annotations: Annotations{Title: "Pin memory", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
-		schema:      schemaFor(name),
-		out:         outputOf[MemoryPinOutput](),
-		gate:        memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryPinArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[MemoryPinOutput](),
+		Gate:        memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryPinArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -358,7 +359,7 @@ func memoryPin() *Tool {
 				// it; unpinning any version is allowed.
 				get := memCurrentFact
 				if !pinned {
-					get = func(tx store.Tx, c Caller, id string) (*store.Fact, error) {
+					get = func(tx store.Tx, c toolkit.Caller, id string) (*store.Fact, error) {
 						return store.VisibleFact(tx, c.Scope(), id)
 					}
 				}
@@ -371,7 +372,7 @@ func memoryPin() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(MemoryPinOutput{FactID: in.FactID, Pinned: pinned})
+			return toolkit.JSONResult(MemoryPinOutput{FactID: in.FactID, Pinned: pinned})
 		}),
 	}
 }
@@ -402,28 +403,28 @@ type MemoryVersion struct {
 // chain.
 type MemoryHistoryOutput = HistoryPage[MemoryVersion]
 
-func memoryHistory() *Tool {
+func memoryHistory() *toolkit.Tool {
 	const name = "memory_history"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Every version of a fact (fact_id, or entity and key), newest first, paged.",
-		Annotations: Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",
-		schema: schemaFor(name),
-		out:    outputOf[MemoryHistoryOutput](),
-		gate:   memFlagGate(CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *memoryHistoryArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemoryHistoryOutput](),
+		Gate:   memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryHistoryArgs) (*toolkit.Result, error) {
 			byPair := in.Entity != "" || in.Key != ""
 			switch {
 			case in.FactID != "" && byPair:
-				return nil, invalidParams(name, "fact_id", "give either fact_id or entity and key, not both")
+				return nil, toolkit.InvalidParams(name, "fact_id", "give either fact_id or entity and key, not both")
 			case in.FactID == "" && !byPair:
-				return nil, invalidParams(name, "fact_id", "give either fact_id or entity and key")
+				return nil, toolkit.InvalidParams(name, "fact_id", "give either fact_id or entity and key")
 			case byPair && in.Entity == "":
-				return nil, invalidParams(name, "entity", "is required with key")
+				return nil, toolkit.InvalidParams(name, "entity", "is required with key")
 			case byPair && in.Key == "":
-				return nil, invalidParams(name, "key", "is required with entity")
+				return nil, toolkit.InvalidParams(name, "key", "is required with entity")
 			}
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -460,7 +461,7 @@ func memoryHistory() *Tool {
 			if err != nil {
 				return memFactFailure(name, in.FactID, err)
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Acknowledged memory use.
@@ -110,11 +111,11 @@ type MemoryAcknowledgeUseOutput struct {
 // memoryAckOff is the answer while CORECRUXD_FEATURE_MEMORY_ACK is off: a
 // success that says feature_enabled false and records nothing. It runs
 // before the arguments are read, so it cannot echo turn_id.
-func memoryAckOff(env *Env) (*Result, error) {
+func memoryAckOff(env *toolkit.Env) (*toolkit.Result, error) {
 	if env.Flags.MemoryAck {
 		return nil, nil
 	}
-	return jsonResult(MemoryAcknowledgeUseOffOutput{
+	return toolkit.JSONResult(MemoryAcknowledgeUseOffOutput{
 		FeatureFlag: feature.EnvMemoryAck, Tool: "memory_acknowledge_use", MemoriesUsed: []AckedMemory{},
 		Note: "nothing was recorded: " + feature.EnvMemoryAck + " is off (off by default; set it to 1 to enable)",
 	})
@@ -136,21 +137,21 @@ type MemoryAcknowledgeUseOffOutput struct {
 	Tool            string        `json:"tool"`
 }
 
-func memoryAcknowledgeUse() *Tool {
+func memoryAcknowledgeUse() *toolkit.Tool {
 	const name = "memory_acknowledge_use"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Receipt of the fact_ids you used in a turn (turn_id); each recorded, or counted as filtered, not_found or redacted. Flag MEMORY_ACK.",
-		Annotations: Annotations{Title: "Acknowledge memory use"},
+		Annotations: toolkit.Annotations{Title: "Acknowledge memory use"},
 		Output: "{turn_id, intent, feature_enabled, receipt_ref, memories_used: [{fact_id, topic, age_days, redacted?}], " +
 			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}; flag off: " +
 			"{feature_enabled: false, feature_flag, tool, receipt_ref: null, memories_used: [], counts 0, note}",
-		schema: schemaFor(name),
-		out:    outputOf[MemoryAcknowledgeUseOutput](),
-		alt:    outputOf[MemoryAcknowledgeUseOffOutput](),
-		gate:   memoryAckOff,
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *ackArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[MemoryAcknowledgeUseOutput](),
+		Alt:    toolkit.OutputOf[MemoryAcknowledgeUseOffOutput](),
+		Gate:   memoryAckOff,
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *ackArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -181,7 +182,7 @@ func memoryAcknowledgeUse() *Tool {
 			var now time.Time
 			base := out
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				now = env.now()
+				now = env.Time()
 				o := base // a retried transaction starts again from here
 				o.MemoriesUsed = []AckedMemory{}
 				shared = nil
@@ -223,7 +224,7 @@ func memoryAcknowledgeUse() *Tool {
 					default:
 						body.Entries = append(body.Entries, memoryUseEntry{FactID: f.ID, Entity: f.Entity})
 						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
-						fr := env.decay().Freshness(f.HorizonClass, f.Anchor(), now)
+						fr := env.Decay().Freshness(f.HorizonClass, f.Anchor(), now)
 						shared = append(shared, store.RankedFact{Fact: f, Freshness: fr, Effective: store.EffectiveConfidence(f.Confidence, fr)})
 					}
 				}
@@ -240,13 +241,13 @@ func memoryAcknowledgeUse() *Tool {
 				return nil, err
 			}
 			if !env.Flags.AuditEnvelope {
-				return jsonResult(out)
+				return toolkit.JSONResult(out)
 			}
 			e := readEnvelope(name, shared, now)
 			e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "receipt_emit"})
 			e.Links["verify"] = "crux verify receipt " + out.ReceiptRef
 			out.Envelope = e
-			result, err := jsonResult(out)
+			result, err := toolkit.JSONResult(out)
 			if err == nil {
 				result.Meta = map[string]any{"envelope": e}
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Session observations: signed, per-session chained records of what an
@@ -105,7 +106,7 @@ func checkObservation(o *Observation) error {
 
 // recordObservation signs o as the next observation of c's session and
 // stores it in tx.
-func recordObservation(tx store.Tx, env *Env, c Caller, o Observation) (*store.SessionObservation, error) {
+func recordObservation(tx store.Tx, env *toolkit.Env, c toolkit.Caller, o Observation) (*store.SessionObservation, error) {
 	payload := json.RawMessage("null")
 	if len(o.Payload) > 0 {
 		var b bytes.Buffer
@@ -119,7 +120,7 @@ func recordObservation(tx store.Tx, env *Env, c Caller, o Observation) (*store.S
 	}
 	ts := o.TS
 	if ts.IsZero() {
-		ts = env.now()
+		ts = env.Time()
 	}
 	tenant, agent := c.TenantID(), c.Identity()
 	seq, prev, err := store.SessionObservationHead(tx, tenant, agent, o.SessionID)
@@ -155,7 +156,7 @@ func recordObservation(tx store.Tx, env *Env, c Caller, o Observation) (*store.S
 // transaction. It fails with ErrObservationsOff while Flags.Observe is
 // off, and with an error naming the field for a bad observation (see the
 // Max* bounds).
-func Observe(ctx context.Context, env *Env, c Caller, o Observation) (*store.SessionObservation, error) {
+func Observe(ctx context.Context, env *toolkit.Env, c toolkit.Caller, o Observation) (*store.SessionObservation, error) {
 	if !env.Flags.Observe {
 		return nil, ErrObservationsOff
 	}
@@ -176,8 +177,8 @@ func Observe(ctx context.Context, env *Env, c Caller, o Observation) (*store.Ses
 
 // observationsOff is the answer of the observation tools while the flag is
 // off.
-func observationsOff(tool string) *Result {
-	return errorResult("%s: session observations are off; set CORECRUXD_OBSERVE=1 to record and read them", tool)
+func observationsOff(tool string) *toolkit.Result {
+	return toolkit.ErrorResult("%s: session observations are off; set CORECRUXD_OBSERVE=1 to record and read them", tool)
 }
 
 type listObservationsArgs struct {
@@ -197,17 +198,17 @@ type ListObservationsOutput struct {
 	Truncated    bool                        `json:"truncated"`
 }
 
-func listObservations() *Tool {
+func listObservations() *toolkit.Tool {
 	const name = "list_observations"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your signed, chained observations of one session, oldest first. Flag CORECRUXD_OBSERVE.",
-		Annotations: Annotations{Title: "List observations", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "List observations", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{session_id, count, observations: [{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, " +
 			"payload, prev_hash, receipt: {alg, signed_by, body_hash, signature}}], next_cursor?, truncated}",
-		schema: schemaFor(name),
-		out:    outputOf[ListObservationsOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listObservationsArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[ListObservationsOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listObservationsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "provider", in.Provider); err != nil {
 				return nil, err
 			}
@@ -215,7 +216,7 @@ func listObservations() *Tool {
 			if in.Since != "" {
 				t, err := time.Parse(time.RFC3339Nano, in.Since)
 				if err != nil {
-					return nil, invalidParams(name, "since", "must be an RFC 3339 date-time")
+					return nil, toolkit.InvalidParams(name, "since", "must be an RFC 3339 date-time")
 				}
 				since = t
 			}
@@ -223,7 +224,7 @@ func listObservations() *Tool {
 			if in.Cursor != "" {
 				n, err := strconv.ParseUint(in.Cursor, 10, 64)
 				if err != nil || n == 0 {
-					return nil, invalidParams(name, "cursor", "is not a next_cursor of list_observations")
+					return nil, toolkit.InvalidParams(name, "cursor", "is not a next_cursor of list_observations")
 				}
 				from = n
 			}
@@ -254,7 +255,7 @@ func listObservations() *Tool {
 				return nil, err
 			}
 			out.Count = len(out.Observations)
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -267,7 +268,7 @@ type observationArgs struct {
 // readObservation reads one of c's observations for tool. When there is
 // none to show (observations are off, or no such observation) it returns
 // the answer that says so instead.
-func readObservation(ctx context.Context, env *Env, c Caller, tool string, in *observationArgs) (*store.SessionObservation, *Result, error) {
+func readObservation(ctx context.Context, env *toolkit.Env, c toolkit.Caller, tool string, in *observationArgs) (*store.SessionObservation, *toolkit.Result, error) {
 	if err := checkNames(tool, "session_id", in.SessionID, "observation_id", in.ObservationID); err != nil {
 		return nil, nil, err
 	}
@@ -282,7 +283,7 @@ func readObservation(ctx context.Context, env *Env, c Caller, tool string, in *o
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, errorResult("observation %s not found in session %s", in.ObservationID, in.SessionID), nil
+		return nil, toolkit.ErrorResult("observation %s not found in session %s", in.ObservationID, in.SessionID), nil
 	case err != nil:
 		return nil, nil, err
 	}
@@ -293,41 +294,41 @@ func readObservation(ctx context.Context, env *Env, c Caller, tool string, in *o
 // as stored, with its signature.
 type GetObservationOutput = store.SessionObservation
 
-func getObservation() *Tool {
+func getObservation() *toolkit.Tool {
 	const name = "get_observation"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "One of your observations of a session, with its signature. Flag CORECRUXD_OBSERVE.",
-		Annotations: Annotations{Title: "Get observation", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Get observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, payload, prev_hash, " +
 			"receipt: {alg, signed_by, body_hash, signature}}; none: isError, observation not found",
-		schema: schemaFor(name),
-		out:    outputOf[GetObservationOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *observationArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[GetObservationOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *observationArgs) (*toolkit.Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
 				return answer, err
 			}
-			return jsonResult(o)
+			return toolkit.JSONResult(o)
 		}),
 	}
 }
 
-func verifyObservation() *Tool {
+func verifyObservation() *toolkit.Tool {
 	const name = "verify_observation"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Re-verify one of your observations: body hash and signature; reason says what failed. Flag CORECRUXD_OBSERVE.",
-		Annotations: Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",
-		schema:      schemaFor(name),
-		out:         outputOf[VerifyObservationOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *observationArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[VerifyObservationOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *observationArgs) (*toolkit.Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
 				return answer, err
 			}
-			return jsonResult(checkObservationSignature(o, receipts.NewKeyring(env.Signer.Public())))
+			return toolkit.JSONResult(checkObservationSignature(o, receipts.NewKeyring(env.Signer.Public())))
 		}),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 type issuePassportArgs struct {
@@ -26,16 +27,16 @@ type IssuePassportOutput struct {
 	SponsorID      string `json:"sponsor_id"`
 }
 
-func issuePassport() *Tool {
+func issuePassport() *toolkit.Tool {
 	const name = "issue_passport"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Issue your passport (tier and revocation hang on it); an existing one comes back.",
-		Annotations: Annotations{Title: "Issue passport", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Issue passport", IdempotentHint: true},
 		Output:      "{principal_id, reputation_tier, receipt_count, sponsor_id, issued_at, created}",
-		schema:      schemaFor(name),
-		out:         outputOf[IssuePassportOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *issuePassportArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[IssuePassportOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *issuePassportArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -49,14 +50,14 @@ func issuePassport() *Tool {
 					return err
 				}
 				p = &store.Passport{PrincipalID: id, Tenant: c.TenantID(), SponsorID: in.SponsorID,
-					Tier: store.TierUnverified, IssuedAt: env.now()}
+					Tier: store.TierUnverified, IssuedAt: env.Time()}
 				created = true
 				return store.PutPassport(tx, p)
 			})
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(IssuePassportOutput{
+			return toolkit.JSONResult(IssuePassportOutput{
 				PrincipalID: p.PrincipalID, ReputationTier: p.Tier, ReceiptCount: p.ReceiptCount,
 				SponsorID: p.SponsorID, IssuedAt: p.IssuedAt.Format(time.RFC3339Nano), Created: created,
 			})
@@ -128,12 +129,12 @@ func passportView(p *store.Passport) GetPassportOutput {
 // howToIssue tells a caller without a passport how it gets one: by
 // calling issue_passport when this server grants it, else by what the
 // operator would have to change.
-func howToIssue(ctx context.Context, env *Env) string {
+func howToIssue(ctx context.Context, env *toolkit.Env) string {
 	const tool = "issue_passport"
 	if env.Router == nil {
 		return "call " + tool + " to get one"
 	}
-	d := env.Router.Decide(ctx, env.capabilityCall(tool))
+	d := env.Router.Decide(ctx, env.CapabilityCall(tool))
 	switch {
 	case d.Authorised:
 		return "call " + tool + " to get one"
@@ -149,16 +150,16 @@ func howToIssue(ctx context.Context, env *Env) string {
 // passport record.
 var errNoPassport = errors.New("no passport")
 
-func getPassport() *Tool {
+func getPassport() *toolkit.Tool {
 	const name = "get_passport"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your passport: tier (grows with the receipts naming you, at most 50 credited a UTC day), receipts, sponsor, revoked.",
-		Annotations: Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, tier_credit, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
-		schema:      schemaFor(name),
-		out:         outputOf[GetPassportOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[GetPassportOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
 			}
@@ -202,14 +203,14 @@ func getPassport() *Tool {
 				})
 			}
 			if errors.Is(err, errNoPassport) {
-				return errorResult("no passport for %s in tenant %s; %s", id, tenant, howToIssue(ctx, env)), nil
+				return toolkit.ErrorResult("no passport for %s in tenant %s; %s", id, tenant, howToIssue(ctx, env)), nil
 			}
 			if err != nil {
 				return nil, err
 			}
 			out := passportView(p)
 			out.TierCredit = credit
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -219,19 +220,19 @@ type mintRequestArgs struct {
 	Reason            string `json:"reason,omitempty"`
 }
 
-func requestPassportMint() *Tool {
+func requestPassportMint() *toolkit.Tool {
 	const name = "request_passport_mint"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Ask an operator for a passport of another category: files one pending request, mints nothing.",
-		Annotations: Annotations{Title: "Request passport mint", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Request passport mint", IdempotentHint: true},
 		Output:      "{request_id, requester_id, requested_category, status, receipt_id, requested_at, already_pending}",
-		schema:      schemaFor(name),
-		out:         outputOf[RequestPassportMintOutput](),
-		present:     func(f *feature.Flags) bool { return f.PassportMintRequests },
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *mintRequestArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[RequestPassportMintOutput](),
+		Present:     func(f *feature.Flags) bool { return f.PassportMintRequests },
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *mintRequestArgs) (*toolkit.Result, error) {
 			if len(in.Reason) > maxPassportReason {
-				return nil, invalidParams(name, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
+				return nil, toolkit.InvalidParams(name, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
 			}
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
@@ -258,7 +259,7 @@ func requestPassportMint() *Tool {
 						return err
 					}
 				}
-				now := env.now()
+				now := env.Time()
 				req = &store.MintRequest{RequestID: store.NewID("pmr_"), Tenant: tenant, RequesterID: id,
 					RequestedCategory: category, Reason: in.Reason, Status: "pending", RequestedAt: now}
 				r, err := receipts.Append(tx, env.Signer, tenant, "passport_mint_request", c.Name(), map[string]any{
@@ -273,7 +274,7 @@ func requestPassportMint() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(RequestPassportMintOutput{
+			return toolkit.JSONResult(RequestPassportMintOutput{
 				RequestID: req.RequestID, RequesterID: req.RequesterID, RequestedCategory: req.RequestedCategory,
 				Status: req.Status, ReceiptID: req.ReceiptID, RequestedAt: req.RequestedAt.Format(time.RFC3339Nano),
 				AlreadyPending: pending,
@@ -310,21 +311,21 @@ type revokePassportArgs struct {
 	Reason         string `json:"reason,omitempty"`
 }
 
-func revokePassport() *Tool {
+func revokePassport() *toolkit.Tool {
 	const name = "revoke_passport"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Revoke a passport (default yours) for good: by itself, its sponsor or an elite operator. With CRUX_PASSPORT_REVOCATION on, it may then only read itself.",
-		Annotations: Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
+		Annotations: toolkit.Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
 		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
-		schema:      schemaFor(name),
-		out:         outputOf[RevokePassportOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *revokePassportArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[RevokePassportOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *revokePassportArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "target_passport", in.TargetPassport); err != nil {
 				return nil, err
 			}
 			if len(in.Reason) > maxPassportReason {
-				return nil, invalidParams(name, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
+				return nil, toolkit.InvalidParams(name, "reason", fmt.Sprintf("longer than %d bytes", maxPassportReason))
 			}
 			if err := needIdentity(name, c); err != nil {
 				return nil, err
@@ -336,7 +337,7 @@ func revokePassport() *Tool {
 			}
 			var refusal string
 			var receiptID string
-			now := env.now()
+			now := env.Time()
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				refusal, receiptID = "", ""
 				p, err := store.GetPassport(tx, tenant, target)
@@ -383,9 +384,9 @@ func revokePassport() *Tool {
 				return nil, err
 			}
 			if refusal != "" {
-				return errorResult("%s", refusal), nil
+				return toolkit.ErrorResult("%s", refusal), nil
 			}
-			return jsonResult(RevokePassportOutput{
+			return toolkit.JSONResult(RevokePassportOutput{
 				Revoked: target, RevokerPassport: caller, Reason: in.Reason, ReceiptID: receiptID,
 				RevokedAt: now.Format(time.RFC3339Nano), TenantID: tenant,
 			})

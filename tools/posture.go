@@ -9,6 +9,7 @@ import (
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Hardening and audit posture: route_access_matrix, execplan_gate and
@@ -47,18 +48,18 @@ type RouteAccess struct {
 	Notes            string   `json:"notes"`
 }
 
-func routeAccessMatrix() *Tool {
+func routeAccessMatrix() *toolkit.Tool {
 	const name = "route_access_matrix"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "The routes of this transport, what each requires, and whether a token is enforced.",
-		Annotations: Annotations{Title: "Route access matrix", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Route access matrix", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{routes: [{transport, route, required_any_scope: [string], enforced, passport_binding, tenant_binding, notes}], enforcing}",
-		schema:      schemaFor(name),
-		out:         outputOf[RouteAccessMatrixOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[RouteAccessMatrixOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			enforcing := env.Router != nil
-			return jsonResult(RouteAccessMatrixOutput{Enforcing: enforcing, Routes: transportRoutes(c, enforcing)})
+			return toolkit.JSONResult(RouteAccessMatrixOutput{Enforcing: enforcing, Routes: transportRoutes(c, enforcing)})
 		}),
 	}
 }
@@ -113,29 +114,29 @@ const (
 
 var commitSHA = regexp.MustCompile(`^[0-9a-fA-F]{7,64}$`)
 
-func execplanGate() *Tool {
+func execplanGate() *toolkit.Tool {
 	const name = "execplan_gate"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Record a plan's milestone gate as the fact execplan:<slug> gate:<milestone>; again, a new version.",
-		Annotations: Annotations{Title: "ExecPlan gate"},
+		Annotations: toolkit.Annotations{Title: "ExecPlan gate"},
 		Output:      "{fact_id, entity, key, version, commit_sha, status}",
-		schema:      schemaFor(name),
-		out:         outputOf[ExecplanGateOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *execplanGateArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[ExecplanGateOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *execplanGateArgs) (*toolkit.Result, error) {
 			slug := strings.TrimSpace(in.Slug)
 			switch {
 			case slug == "":
-				return nil, invalidParams(name, "slug", "must not be empty")
+				return nil, toolkit.InvalidParams(name, "slug", "must not be empty")
 			case strings.HasPrefix(slug, execplanPrefix):
-				return nil, invalidParams(name, "slug", "give the slug without the execplan: prefix")
+				return nil, toolkit.InvalidParams(name, "slug", "give the slug without the execplan: prefix")
 			}
 			milestone := strings.TrimPrefix(strings.TrimSpace(in.Milestone), execplanGatePrefix)
 			if milestone == "" {
-				return nil, invalidParams(name, "milestone", "must name a milestone, such as M2 or gate:M2")
+				return nil, toolkit.InvalidParams(name, "milestone", "must name a milestone, such as M2 or gate:M2")
 			}
 			if !commitSHA.MatchString(in.CommitSHA) {
-				return nil, invalidParams(name, "commit_sha", "must be 7 to 64 hexadecimal digits")
+				return nil, toolkit.InvalidParams(name, "commit_sha", "must be 7 to 64 hexadecimal digits")
 			}
 			if err := checkPrefixedName(name, "slug", execplanPrefix, slug); err != nil {
 				return nil, err
@@ -144,7 +145,7 @@ func execplanGate() *Tool {
 				return nil, err
 			}
 			entity, key := execplanPrefix+slug, execplanGatePrefix+milestone
-			now := env.now()
+			now := env.Time()
 			rec := gateRecord{
 				Slug: slug, Milestone: milestone, Status: in.Status, CommitSHA: strings.ToLower(in.CommitSHA),
 				TestsPassing: in.TestsPassing, Artifacts: in.Artifacts, Notes: in.Notes, TokenBudget: in.TokenBudget,
@@ -169,7 +170,7 @@ func execplanGate() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(ExecplanGateOutput{
+			return toolkit.JSONResult(ExecplanGateOutput{
 				FactID: f.ID, Entity: f.Entity, Key: f.Key, Version: f.Version,
 				CommitSHA: rec.CommitSHA, Status: rec.Status,
 			})
@@ -199,20 +200,20 @@ type TokenInfo struct {
 	Tier string `json:"tier"`
 }
 
-func (d *Deps) authPostureAudit() *Tool {
+func (d *Deps) authPostureAudit() *toolkit.Tool {
 	const name = "auth_posture_audit"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "How this server authenticates and authorises calls: caller, token, passports, revocation, key.",
-		Annotations: Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +
 			"recommended_checks: [string]}",
-		schema: schemaFor(name),
-		out:    outputOf[AuthPostureAuditOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[AuthPostureAuditOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			p := AuthPostureAuditOutput{
-				Schema: "crux.auth_posture_audit.v1", CheckedAt: env.now().Format(time.RFC3339Nano),
+				Schema: "crux.auth_posture_audit.v1", CheckedAt: env.Time().Format(time.RFC3339Nano),
 				MCPAgent: c.Name(), Authenticated: c.Identity() != "", Tenant: c.TenantID(),
 				RCXRouterConfigured: env.Router != nil, AgentPassportsEnabled: env.Flags.AgentPassports,
 				PassportRevocationEnforced: env.Flags.PassportRevocation,
@@ -246,7 +247,7 @@ func (d *Deps) authPostureAudit() *Tool {
 				p.RecommendedChecks = append(p.RecommendedChecks,
 					"turn on "+feature.EnvPassportRevocation+" so revoked passports are refused")
 			}
-			return jsonResult(p)
+			return toolkit.JSONResult(p)
 		}),
 	}
 }

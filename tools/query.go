@@ -14,6 +14,7 @@ import (
 	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Retrieval: query, query_scan and query_expand, over the documents
@@ -135,16 +136,16 @@ func newCRC(contract, kind string) ContractFields {
 
 // tenantFor checks that c may use the index of tenant: a caller of the
 // default tenant may name any; another only its own.
-func tenantFor(tool string, c Caller, tenant string) error {
+func tenantFor(tool string, c toolkit.Caller, tenant string) error {
 	switch {
 	case tenant == "*":
-		return invalidParams(tool, "tenant_id", `must name one tenant, not "*"`)
+		return toolkit.InvalidParams(tool, "tenant_id", `must name one tenant, not "*"`)
 	case checkName(tool, "tenant_id", tenant) != nil:
 		return checkName(tool, "tenant_id", tenant)
-	case c.TenantID() != DefaultTenant && tenant != c.TenantID():
-		return &Error{Code: CodeForbidden,
+	case c.TenantID() != toolkit.DefaultTenant && tenant != c.TenantID():
+		return &toolkit.Error{Code: toolkit.CodeForbidden,
 			Message: fmt.Sprintf("%s: tenant_id: the caller is bound to tenant %q and may not use tenant %q", tool, c.TenantID(), tenant),
-			Data:    &ParamError{Param: "tenant_id", Reason: "another tenant's index"}}
+			Data:    &toolkit.ParamError{Param: "tenant_id", Reason: "another tenant's index"}}
 	}
 	return nil
 }
@@ -155,11 +156,11 @@ func analyseQuery(tool, param, query string) ([]index.QueryTerm, error) {
 	terms, stops := index.Query(query)
 	switch {
 	case len(terms) == 0 && len(stops) > 0:
-		return nil, invalidParams(tool, param, "holds only common words ("+strings.Join(stops, ", ")+"), which the index does not keep; ask with a word that says what you look for")
+		return nil, toolkit.InvalidParams(tool, param, "holds only common words ("+strings.Join(stops, ", ")+"), which the index does not keep; ask with a word that says what you look for")
 	case len(terms) == 0:
-		return nil, invalidParams(tool, param, "needs a word of at least two letters or digits")
+		return nil, toolkit.InvalidParams(tool, param, "needs a word of at least two letters or digits")
 	case len(terms) > maxQueryTerms:
-		return nil, invalidParams(tool, param, fmt.Sprintf("has more than %d distinct words", maxQueryTerms))
+		return nil, toolkit.InvalidParams(tool, param, fmt.Sprintf("has more than %d distinct words", maxQueryTerms))
 	}
 	return terms, nil
 }
@@ -167,7 +168,7 @@ func analyseQuery(tool, param, query string) ([]index.QueryTerm, error) {
 // searchArgs checks the arguments every retrieval tool takes: the tenant
 // c names, the text to search for (the argument param) and the limit
 // (def when omitted). It returns the text's terms and the limit.
-func searchArgs(tool string, c Caller, tenant, param, text string, limit *int, def int) ([]index.QueryTerm, int, error) {
+func searchArgs(tool string, c toolkit.Caller, tenant, param, text string, limit *int, def int) ([]index.QueryTerm, int, error) {
 	if err := tenantFor(tool, c, tenant); err != nil {
 		return nil, 0, err
 	}
@@ -289,18 +290,18 @@ type fused struct {
 	entities []string
 }
 
-func (d *Deps) query() *Tool {
+func (d *Deps) query() *toolkit.Tool {
 	const name = "query"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Search a tenant's documents (BM25, entity graph): segments with result_id for query_expand; coverage lists unknown words.",
-		Annotations: Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
+		Annotations: toolkit.Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
 			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +
 			"[{fact_id, entity, key, value}], tokens_returned, budget_truncated, meta{backend, took_ms, segments_searched}}",
-		schema: schemaFor(name),
-		out:    outputOf[QueryOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[QueryOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryArgs) (*toolkit.Result, error) {
 			start := time.Now()
 			qt, limit, err := searchArgs(name, c, in.TenantID, "query", in.Query, in.Limit, queryLimit)
 			if err != nil {
@@ -313,7 +314,7 @@ func (d *Deps) query() *Tool {
 				minScore = *in.MinScore - 0.5e-4
 			}
 			terms := termStrings(qt) // the graph lane's keywords too, common words left out
-			now := env.now()
+			now := env.Time()
 			out := QueryOutput{ContractFields: newCRC(in.Contract, crcKindSearch), Results: []QueryRow{}, Facts: []LinkedFact{}}
 			err = env.Store.View(ctx, func(tx store.Tx) error {
 				store.PrefetchDocSearch(tx, in.TenantID, terms) // read with the graph lane's first reads
@@ -432,7 +433,7 @@ func (d *Deps) query() *Tool {
 				// Recording the gap must never fail the query.
 				_ = saveGap(ctx, env, c, gapQuery{Query: in.Query, Tenant: in.TenantID, Tool: name})
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -446,7 +447,7 @@ type pick struct {
 // distinctFirst picks up to limit of the segments of order (best first,
 // those gone or unreadable passed over): the best segment of each
 // document first, in order, then the others, in order.
-func (d *Deps) distinctFirst(tx store.Tx, env *Env, tenant string, order []*fused, limit int) ([]pick, error) {
+func (d *Deps) distinctFirst(tx store.Tx, env *toolkit.Env, tenant string, order []*fused, limit int) ([]pick, error) {
 	out := make([]pick, 0, min(limit, len(order)))
 	var later []pick
 	docs := make(map[string]bool, limit)
@@ -517,12 +518,12 @@ type graphHit struct {
 // terms (as query_facts matches keywords), and the segments mentioning
 // their entities, ranked: by the entity's place (the best fact first),
 // then by the BM25 of its name.
-func graphLane(tx store.Tx, env *Env, c Caller, tenant string, words []string, now time.Time) ([]LinkedFact, []graphHit, error) {
+func graphLane(tx store.Tx, env *toolkit.Env, c toolkit.Caller, tenant string, words []string, now time.Time) ([]LinkedFact, []graphHit, error) {
 	if len(words) == 0 {
 		return nil, nil, nil
 	}
 	res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()},
-		Terms: words, Limit: graphFacts, Rerank: 4 * graphFacts, Now: now, Policy: env.decay()})
+		Terms: words, Limit: graphFacts, Rerank: 4 * graphFacts, Now: now, Policy: env.Decay()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -715,17 +716,17 @@ type QueryScanOutput struct {
 	Meta            ScanMeta  `json:"meta"`
 }
 
-func (d *Deps) queryScan() *Tool {
+func (d *Deps) queryScan() *toolkit.Tool {
 	const name = "query_scan"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Rank a tenant's document segments for a query, metadata only: pick what to pass to query_expand.",
-		Annotations: Annotations{Title: "Scan documents", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Scan documents", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, score, token_count}], count, " +
 			"total_candidates, tokens_returned, budget_truncated, meta{took_ms, segments_searched}}",
-		schema: schemaFor(name),
-		out:    outputOf[QueryScanOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryScanArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[QueryScanOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryScanArgs) (*toolkit.Result, error) {
 			start := time.Now()
 			qt, limit, err := searchArgs(name, c, in.TenantID, "query", in.Query, in.Limit, scanLimit)
 			if err != nil {
@@ -763,7 +764,7 @@ func (d *Deps) queryScan() *Tool {
 			out.Count = len(out.Results)
 			out.TokensReturned, out.BudgetTruncated = b.Used, b.Exceeded
 			out.Meta.TookMS = time.Since(start).Milliseconds()
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -798,17 +799,17 @@ type QueryExpandOutput struct {
 	Omitted []string `json:"omitted,omitempty"`
 }
 
-func queryExpand() *Tool {
+func queryExpand() *toolkit.Tool {
 	const name = "query_expand"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Full text of result ids from query or query_scan, in order; past token_budget, omitted lists the rest.",
-		Annotations: Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{contract?, kind?, results: [{result_id, doc_id, segment_index, title?, content, token_count}], count, " +
 			"tokens_returned, budget_truncated, omitted?}",
-		schema: schemaFor(name),
-		out:    outputOf[QueryExpandOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *queryExpandArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[QueryExpandOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryExpandArgs) (*toolkit.Result, error) {
 			if err := tenantFor(name, c, in.TenantID); err != nil {
 				return nil, err
 			}
@@ -820,7 +821,7 @@ func queryExpand() *Tool {
 			for i, id := range in.ResultIDs {
 				n, doc, ok := parseResultID(id)
 				if !ok {
-					return nil, invalidParams(name, fmt.Sprintf("result_ids[%d]", i), fmt.Sprintf(`%q is not a result id "<segment_index>:<doc_id>"`, id))
+					return nil, toolkit.InvalidParams(name, fmt.Sprintf("result_ids[%d]", i), fmt.Sprintf(`%q is not a result id "<segment_index>:<doc_id>"`, id))
 				}
 				refs[i] = ref{n, doc}
 			}
@@ -830,7 +831,7 @@ func queryExpand() *Tool {
 				for i, r := range refs {
 					seg, err := store.DocumentSegment(tx, in.TenantID, r.doc, r.i)
 					if errors.Is(err, store.ErrNotFound) {
-						return invalidParams(name, fmt.Sprintf("result_ids[%d]", i), fmt.Sprintf("%q is not a segment of a document in tenant %q", in.ResultIDs[i], in.TenantID))
+						return toolkit.InvalidParams(name, fmt.Sprintf("result_ids[%d]", i), fmt.Sprintf("%q is not a segment of a document in tenant %q", in.ResultIDs[i], in.TenantID))
 					}
 					if err != nil {
 						return err
@@ -849,7 +850,7 @@ func queryExpand() *Tool {
 			}
 			out.Count = len(out.Results)
 			out.TokensReturned, out.BudgetTruncated = b.Used, b.Exceeded
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }

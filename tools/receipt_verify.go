@@ -8,6 +8,7 @@ import (
 
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 type receiptVerifyArgs struct {
@@ -47,19 +48,19 @@ type ReceiptVerifyOutput struct {
 	Chain          *ChainSegment    `json:"chain,omitempty"`
 }
 
-func receiptVerify() *Tool {
+func receiptVerify() *toolkit.Tool {
 	const name = "receipt_verify"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Verify a stored receipt offline: hash, signature, chain. Its passport or a trusted operator only. Flag RECEIPT_VERIFY.",
-		Annotations: Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{receipt_id, tenant_id, feature_enabled, verified, signer_passport, errors: [string], http_status, " +
 			"report?{schema, receipt_id, tenant_id, kind, payload_hash, signature{alg, key_id}, integrity, signature_valid, " +
 			"pubkey_fingerprint, error_code, error_message?, verified_at}, chain?{from_seq, to_seq, linked, error_code?, " +
 			"error_message?, receipts: [{receipt_id, seq, kind}]}}",
-		schema: schemaFor(name),
-		out:    outputOf[ReceiptVerifyOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *receiptVerifyArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[ReceiptVerifyOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *receiptVerifyArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "receipt_id", in.ReceiptID, "tenant_id", in.TenantID); err != nil {
 				return nil, err
 			}
@@ -69,7 +70,7 @@ func receiptVerify() *Tool {
 			}
 			if !env.Flags.ReceiptVerify {
 				out.Errors, out.HTTPStatus = []string{"FEATURE_DISABLED"}, http.StatusForbidden
-				return jsonResult(out)
+				return toolkit.JSONResult(out)
 			}
 			out.FeatureEnabled = true
 			if err := needIdentity(name, c); err != nil {
@@ -77,7 +78,7 @@ func receiptVerify() *Tool {
 			}
 			id := c.Identity()
 			if out.TenantID != c.TenantID() {
-				return nil, &Error{Code: CodeForbidden, Message: fmt.Sprintf(
+				return nil, &toolkit.Error{Code: toolkit.CodeForbidden, Message: fmt.Sprintf(
 					"%s: tenant_id: a caller of tenant %s may not verify the receipts of tenant %s", name, c.TenantID(), out.TenantID)}
 			}
 			var forbidden error
@@ -106,13 +107,13 @@ func receiptVerify() *Tool {
 						return err
 					}
 					if store.TierRank(tier) < store.TierRank(store.TierTrusted) {
-						forbidden = &Error{Code: CodeForbidden, Message: fmt.Sprintf(
+						forbidden = &toolkit.Error{Code: toolkit.CodeForbidden, Message: fmt.Sprintf(
 							"%s: only the receipt's signer passport or an operator (trusted tier or above) may verify it; %s is %s",
 							name, id, tier)}
 						return nil
 					}
 				}
-				rep := receipts.Verify(r, receipts.NewKeyring(env.Signer.Public()), env.now())
+				rep := receipts.Verify(r, receipts.NewKeyring(env.Signer.Public()), env.Time())
 				out.Report = &rep
 				if !rep.OK() {
 					out.Errors = append(out.Errors, string(rep.ErrorCode))
@@ -138,7 +139,7 @@ func receiptVerify() *Tool {
 			if forbidden != nil {
 				return nil, forbidden
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }

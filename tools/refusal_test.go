@@ -11,7 +11,7 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store"
-	"github.com/crux-go/crux/tools"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // refusal is what a -32030 answer says about its receipt and its window.
@@ -106,7 +106,7 @@ func TestIdenticalRefusalsShareOneReceipt(t *testing.T) {
 
 	// After the window, the next refusal retires it (a summary signs its
 	// count) and mints a new receipt.
-	clk.Advance(tools.RefusalWindow)
+	clk.Advance(toolkit.RefusalWindow)
 	next := refused(t, srv, alice, "sync_pull")
 	assert.NotEqual(t, first.receiptID, next.receiptID)
 	assert.Equal(t, float64(1), next.count)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/crux-go/crux/toolkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ func TestStructuredJSON(t *testing.T) {
 		QueryFactsOutput{Rows: []FactRow{{FactID: "f_1", Value: "a <widget> & \"more\"", Score: 1.5}}, Count: 1},
 		QueryOutput{Results: []QueryRow{{DocID: "d", Snippet: "x < y"}}}, // written by its appendJSON
 	} {
-		res, err := jsonResult(v)
+		res, err := toolkit.JSONResult(v)
 		require.NoError(t, err)
 		js, ok := res.StructuredJSON()
 		require.True(t, ok, "%T", v)
@@ -25,13 +26,13 @@ func TestStructuredJSON(t *testing.T) {
 		assert.Equal(t, res.Content[0].Text, js)
 
 		changed := *res
-		changed.Content = []Content{{Type: "text", Text: js + " "}}
+		changed.Content = []toolkit.Content{{Type: "text", Text: js + " "}}
 		_, ok = changed.StructuredJSON()
 		assert.False(t, ok, "%T: a changed text is not the structured content", v)
-		changed.Content = append(res.Content, Content{Type: "text", Text: "more"})
+		changed.Content = append(res.Content, toolkit.Content{Type: "text", Text: "more"})
 		_, ok = changed.StructuredJSON()
 		assert.False(t, ok, "%T: two text items", v)
 	}
-	_, ok := (&Result{Content: []Content{{Type: "text", Text: "{}"}}, StructuredContent: map[string]any{}}).StructuredJSON()
+	_, ok := (&toolkit.Result{Content: []toolkit.Content{{Type: "text", Text: "{}"}}, StructuredContent: map[string]any{}}).StructuredJSON()
 	assert.False(t, ok, "a result not made by jsonResult")
 }

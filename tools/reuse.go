@@ -8,6 +8,7 @@ import (
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // reuse_check: "does this already exist?" for a one-line description of
@@ -70,18 +71,18 @@ type ReuseCheckOutput struct {
 	Guidance             string            `json:"guidance"`
 }
 
-func (d *Deps) reuseCheck() *Tool {
+func (d *Deps) reuseCheck() *toolkit.Tool {
 	const name = "reuse_check"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Before building something, check it does not exist: ranks documents, tools and feature facts. Flag REUSE_CHECK.",
-		Annotations: Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{schema, verdict: reuse-candidate-found|nothing-found, retrieval_candidates: [{result_id, rank, doc_id, " +
 			"score, doc_length_tokens}], capability_candidates: [{id, name, system, maturity, files, overlap_terms}], guidance}",
-		schema: schemaFor(name),
-		out:    outputOf[ReuseCheckOutput](),
-		gate:   memFlagGate(CodeCapabilityDenied, name, feature.EnvReuseCheck, func(f *feature.Flags) bool { return f.ReuseCheck }),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *reuseCheckArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[ReuseCheckOutput](),
+		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvReuseCheck, func(f *feature.Flags) bool { return f.ReuseCheck }),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *reuseCheckArgs) (*toolkit.Result, error) {
 			qt, limit, err := searchArgs(name, c, in.TenantID, "description", in.Description, in.Limit, reuseLimit)
 			if err != nil {
 				return nil, err
@@ -133,7 +134,7 @@ func (d *Deps) reuseCheck() *Tool {
 				out.Guidance = "Nothing in this tenant's documents or features resembles the description; if you build it, " +
 					"record it with store_fact under feature:<id> so the next reuse_check finds it."
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -147,9 +148,9 @@ type featureText struct {
 
 // featureFacts reads the current feature facts c sees in tenant, grouped
 // by entity, at most reuseFeatures facts.
-func featureFacts(tx store.Tx, env *Env, c Caller, tenant string) ([]featureText, error) {
+func featureFacts(tx store.Tx, env *toolkit.Env, c toolkit.Caller, tenant string) ([]featureText, error) {
 	res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: tenant, Agent: c.Identity()},
-		EntityPrefix: featurePrefix, Limit: reuseFeatures, Now: env.now(), Policy: env.decay()})
+		EntityPrefix: featurePrefix, Limit: reuseFeatures, Now: env.Time(), Policy: env.Decay()})
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func featureFacts(tx store.Tx, env *Env, c Caller, tenant string) ([]featureText
 
 // capabilityCandidates ranks the served tools and the features by the
 // query terms they share, most first, then by id.
-func capabilityCandidates(env *Env, qt []index.QueryTerm, features []featureText, limit int) []ReuseCapability {
+func capabilityCandidates(env *toolkit.Env, qt []index.QueryTerm, features []featureText, limit int) []ReuseCapability {
 	need := 2
 	if len(qt) <= 2 {
 		need = 1

@@ -1,12 +1,15 @@
 package tools
 
-import "github.com/crux-go/crux/surface"
+import (
+	"github.com/crux-go/crux/surface"
+	"github.com/crux-go/crux/toolkit"
+)
 
 // transportRoutes are the routes of the transport that carried c's call,
 // as route_access_matrix reports them: MCP over stdio (also for a call
 // whose transport says nothing, such as an in-process one), or over
 // Streamable HTTP, with what that endpoint asks of a request.
-func transportRoutes(c Caller, enforcing bool) []RouteAccess {
+func transportRoutes(c toolkit.Caller, enforcing bool) []RouteAccess {
 	call := []string{}
 	callNote := "no capability token: every call is allowed (fail-open); arguments are checked against the tool's schema"
 	listNote := "no capability token: every tool is listed"
@@ -17,15 +20,15 @@ func transportRoutes(c Caller, enforcing bool) []RouteAccess {
 		listNote = "lists only the tools the token allows"
 	}
 	t := c.Transport
-	if t.Kind != TransportHTTP {
+	if t.Kind != toolkit.TransportHTTP {
 		const passport = "the process's agent (--agent or CRUX_AGENT): named means authenticated, unnamed means anonymous"
 		const tenant = "the process's tenant (the crux command serves the default tenant)"
 		return []RouteAccess{
-			{Transport: TransportStdio, Route: "initialize", RequiredAnyScope: []string{}, Enforced: false,
+			{Transport: toolkit.TransportStdio, Route: "initialize", RequiredAnyScope: []string{}, Enforced: false,
 				PassportBinding: passport, TenantBinding: tenant, Notes: "protocol handshake; needs no capability"},
-			{Transport: TransportStdio, Route: "tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
+			{Transport: toolkit.TransportStdio, Route: "tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
 				PassportBinding: passport, TenantBinding: tenant, Notes: listNote},
-			{Transport: TransportStdio, Route: "tools/call", RequiredAnyScope: call, Enforced: enforcing,
+			{Transport: toolkit.TransportStdio, Route: "tools/call", RequiredAnyScope: call, Enforced: enforcing,
 				PassportBinding: passport, TenantBinding: tenant, Notes: callNote},
 		}
 	}
@@ -51,26 +54,26 @@ func transportRoutes(c Caller, enforcing bool) []RouteAccess {
 	}
 	post := "POST " + path
 	routes := []RouteAccess{
-		{Transport: TransportHTTP, Route: post + " initialize", RequiredAnyScope: []string{}, Enforced: false,
+		{Transport: toolkit.TransportHTTP, Route: post + " initialize", RequiredAnyScope: []string{}, Enforced: false,
 			PassportBinding: passport, TenantBinding: tenant, Notes: "protocol handshake; needs no capability; " + auth},
-		{Transport: TransportHTTP, Route: post + " tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
+		{Transport: toolkit.TransportHTTP, Route: post + " tools/list", RequiredAnyScope: []string{}, Enforced: enforcing,
 			PassportBinding: passport, TenantBinding: tenant, Notes: listNote + "; " + auth},
-		{Transport: TransportHTTP, Route: post + " tools/call", RequiredAnyScope: call, Enforced: enforcing,
+		{Transport: toolkit.TransportHTTP, Route: post + " tools/call", RequiredAnyScope: call, Enforced: enforcing,
 			PassportBinding: passport, TenantBinding: tenant, Notes: callNote + "; " + auth},
 	}
 	if t.Stateless {
 		routes = append(routes,
-			RouteAccess{Transport: TransportHTTP, Route: "GET " + path, RequiredAnyScope: []string{}, Enforced: false,
+			RouteAccess{Transport: toolkit.TransportHTTP, Route: "GET " + path, RequiredAnyScope: []string{}, Enforced: false,
 				PassportBinding: passport, TenantBinding: tenant, Notes: "stateless: no sessions, refused with 405"},
-			RouteAccess{Transport: TransportHTTP, Route: "DELETE " + path, RequiredAnyScope: []string{}, Enforced: false,
+			RouteAccess{Transport: toolkit.TransportHTTP, Route: "DELETE " + path, RequiredAnyScope: []string{}, Enforced: false,
 				PassportBinding: passport, TenantBinding: tenant, Notes: "stateless: no sessions, refused with 405"})
 		return routes
 	}
 	return append(routes,
-		RouteAccess{Transport: TransportHTTP, Route: "GET " + path, RequiredAnyScope: []string{}, Enforced: false,
+		RouteAccess{Transport: toolkit.TransportHTTP, Route: "GET " + path, RequiredAnyScope: []string{}, Enforced: false,
 			PassportBinding: passport, TenantBinding: tenant,
 			Notes: "the session's stream of server messages (Mcp-Session-Id); only the caller that opened the session; " + auth},
-		RouteAccess{Transport: TransportHTTP, Route: "DELETE " + path, RequiredAnyScope: []string{}, Enforced: false,
+		RouteAccess{Transport: toolkit.TransportHTTP, Route: "DELETE " + path, RequiredAnyScope: []string{}, Enforced: false,
 			PassportBinding: passport, TenantBinding: tenant,
 			Notes: "ends the session (Mcp-Session-Id); only the caller that opened the session; " + auth})
 }

@@ -90,7 +90,7 @@ func jsonFields(t reflect.Type, out map[string]bool) error {
 func TestSchemasMatchArgumentStructs(t *testing.T) {
 	for _, tool := range All(nil) {
 		t.Run(tool.Name, func(t *testing.T) {
-			problems, err := schemaDrift(tool.schema, tool.run.args)
+			problems, err := schemaDrift(tool.Schema, tool.ArgumentType())
 			require.NoError(t, err)
 			assert.Empty(t, problems)
 		})

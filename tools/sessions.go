@@ -11,6 +11,7 @@ import (
 
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Sessions are an agent's working memory: one JSON object per
@@ -54,7 +55,7 @@ func checkSessionID(tool, id string) error {
 		return err
 	}
 	if strings.HasPrefix(id, store.AgentSessionPrefix) {
-		return invalidParams(tool, "session_id", "ids starting with "+store.AgentSessionPrefix+" are reserved for crux")
+		return toolkit.InvalidParams(tool, "session_id", "ids starting with "+store.AgentSessionPrefix+" are reserved for crux")
 	}
 	return nil
 }
@@ -68,7 +69,7 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // maximum: its message would print the bound as 3.1536e+07.)
 func checkTTL(tool string, ttl int64) error {
 	if ttl > int64(maxSessionTTL/time.Second) {
-		return invalidParams(tool, "ttl_seconds", fmt.Sprintf("must be <= %d (365 days)", int64(maxSessionTTL/time.Second)))
+		return toolkit.InvalidParams(tool, "ttl_seconds", fmt.Sprintf("must be <= %d (365 days)", int64(maxSessionTTL/time.Second)))
 	}
 	return nil
 }
@@ -84,8 +85,8 @@ func expiry(now time.Time, ttl int64) *time.Time {
 
 // writeSession stores state as owner's session id, keeping its archive
 // status, and reclaims expired sessions of the tenant, in one transaction.
-func writeSession(ctx context.Context, env *Env, c Caller, id string, state []byte, ttl int64) (*store.Session, error) {
-	now := env.now()
+func writeSession(ctx context.Context, env *toolkit.Env, c toolkit.Caller, id string, state []byte, ttl int64) (*store.Session, error) {
+	now := env.Time()
 	base := store.Session{
 		ID: id, Tenant: c.TenantID(), Owner: c.Identity(), State: state,
 		WrittenBy: c.Identity(), UpdatedAt: now, ExpiresAt: expiry(now, ttl),
@@ -138,11 +139,13 @@ func writeOut(s *store.Session) SaveSessionOutput {
 
 // sessionNotFound is get/archive/unarchive's answer for a session that does
 // not exist, or no longer does.
-func sessionNotFound(id string) *Result { return errorResult("session not found: %s", id) }
+func sessionNotFound(id string) *toolkit.Result {
+	return toolkit.ErrorResult("session not found: %s", id)
+}
 
 // sessionReadOnly is the answer to a write to a read-only session.
-func sessionReadOnly(id string) *Result {
-	return errorResult("session %s is a read-only reference a passport merge moved here: it cannot be saved over "+
+func sessionReadOnly(id string) *toolkit.Result {
+	return toolkit.ErrorResult("session %s is a read-only reference a passport merge moved here: it cannot be saved over "+
 		"or deleted; save under another id", id)
 }
 
@@ -169,22 +172,22 @@ type GetSessionOutput struct {
 	MergedFrom []store.SessionOrigin `json:"merged_from,omitempty"`
 }
 
-func getSession() *Tool {
+func getSession() *toolkit.Tool {
 	const name = "get_session"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Read one of your sessions (sessions are per agent). Missing or expired: isError.",
-		Annotations: Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired session
+		Annotations: toolkit.Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired session
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
 			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
 			"session: isError, session not found",
-		schema: schemaFor(name),
-		out:    outputOf[GetSessionOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[GetSessionOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
 			}
-			scope, now := c.Scope(), env.now()
+			scope, now := c.Scope(), env.Time()
 			var s *store.Session
 			err := env.Store.View(ctx, func(tx store.Tx) error {
 				var err error
@@ -217,7 +220,7 @@ func getSession() *Tool {
 			if s.ExpiresAt != nil {
 				out.ExpiresAt = stamp(*s.ExpiresAt)
 			}
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -230,16 +233,16 @@ type saveSessionArgs struct {
 	TTLSeconds int64           `json:"ttl_seconds,omitempty"`
 }
 
-func saveSession() *Tool {
+func saveSession() *toolkit.Tool {
 	const name = "save_session"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Save one of your sessions: state (a JSON object) replaces the previous one verbatim.",
-		Annotations: Annotations{Title: "Save session", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Save session", IdempotentHint: true},
 		Output:      "{session_id, updated_at, expires_at?}",
-		schema:      schemaFor(name),
-		out:         outputOf[SaveSessionOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *saveSessionArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[SaveSessionOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *saveSessionArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
 			}
@@ -248,10 +251,10 @@ func saveSession() *Tool {
 			}
 			var state bytes.Buffer
 			if err := json.Compact(&state, in.State); err != nil {
-				return nil, invalidParams(name, "state", "must be a JSON object")
+				return nil, toolkit.InvalidParams(name, "state", "must be a JSON object")
 			}
 			if state.Len() > maxSessionStateBytes {
-				return nil, invalidParams(name, "state", fmt.Sprintf("larger than %d bytes as compact JSON", maxSessionStateBytes))
+				return nil, toolkit.InvalidParams(name, "state", fmt.Sprintf("larger than %d bytes as compact JSON", maxSessionStateBytes))
 			}
 			s, err := writeSession(ctx, env, c, in.SessionID, state.Bytes(), in.TTLSeconds)
 			if errors.Is(err, store.ErrReadOnlySession) {
@@ -260,7 +263,7 @@ func saveSession() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(writeOut(s))
+			return toolkit.JSONResult(writeOut(s))
 		}),
 	}
 }
@@ -382,16 +385,16 @@ func jsonLen(s string) int {
 	return len(b)
 }
 
-func sessionCheckpoint() *Tool {
+func sessionCheckpoint() *toolkit.Tool {
 	const name = "session_checkpoint"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Save a session from typed fields (objective, decisions, next_action...), cut to token_budget oldest first.",
-		Annotations: Annotations{Title: "Session checkpoint", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Session checkpoint", IdempotentHint: true},
 		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
-		schema:      schemaFor(name),
-		out:         outputOf[SessionCheckpointOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *checkpointArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[SessionCheckpointOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkpointArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
 			}
@@ -399,7 +402,7 @@ func sessionCheckpoint() *Tool {
 				return nil, err
 			}
 			if in.TokenBudget <= 0 { // the schema says so too; keep the rule where the value is used
-				return nil, invalidParams(name, "token_budget", "must be greater than 0")
+				return nil, toolkit.InvalidParams(name, "token_budget", "must be greater than 0")
 			}
 			cp := checkpoint{
 				Schema: checkpointSchema, Objective: in.Objective, CurrentMilestone: in.CurrentMilestone,
@@ -429,9 +432,9 @@ func sessionCheckpoint() *Tool {
 			case err != nil:
 				return nil, err
 			case state == nil:
-				return nil, invalidParams(name, "token_budget", fmt.Sprintf("too small: a checkpoint needs at least %d tokens", need))
+				return nil, toolkit.InvalidParams(name, "token_budget", fmt.Sprintf("too small: a checkpoint needs at least %d tokens", need))
 			case len(state) > maxSessionStateBytes:
-				return nil, invalidParams(name, "token_budget", fmt.Sprintf("lets the checkpoint exceed %d bytes; lower it", maxSessionStateBytes))
+				return nil, toolkit.InvalidParams(name, "token_budget", fmt.Sprintf("lets the checkpoint exceed %d bytes; lower it", maxSessionStateBytes))
 			}
 			s, err := writeSession(ctx, env, c, in.SessionID, state, in.TTLSeconds)
 			if errors.Is(err, store.ErrReadOnlySession) {
@@ -440,7 +443,7 @@ func sessionCheckpoint() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(SessionCheckpointOutput{SaveSessionOutput: writeOut(s), TotalTokens: sessionTokens(state), Trimmed: cp.Trimmed})
+			return toolkit.JSONResult(SessionCheckpointOutput{SaveSessionOutput: writeOut(s), TotalTokens: sessionTokens(state), Trimmed: cp.Trimmed})
 		}),
 	}
 }
@@ -483,22 +486,22 @@ type listSessionsArgs struct {
 	Prefix          string `json:"prefix,omitempty"`
 }
 
-func listSessions() *Tool {
+func listSessions() *toolkit.Tool {
 	const name = "list_sessions"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Your session ids, sorted; archived ones with include_archived.",
-		Annotations: Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
+		Annotations: toolkit.Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
 		Output:      "{sessions: [string], count, truncated}",
-		schema:      schemaFor(name),
-		out:         outputOf[ListSessionsOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *listSessionsArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[ListSessionsOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listSessionsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "prefix", in.Prefix); err != nil {
 				return nil, err
 			}
 			q := store.SessionQuery{
 				Scope: c.Scope(), Prefix: in.Prefix,
-				IncludeArchived: in.IncludeArchived, Limit: maxListedSessions, Now: env.now(),
+				IncludeArchived: in.IncludeArchived, Limit: maxListedSessions, Now: env.Time(),
 			}
 			var res store.SessionList
 			err := env.Store.View(ctx, func(tx store.Tx) error {
@@ -530,30 +533,30 @@ func listSessions() *Tool {
 				}
 				ids = append(ids, id)
 			}
-			return jsonResult(ListSessionsOutput{Sessions: ids, Count: len(ids), Truncated: res.Truncated || rc.truncated})
+			return toolkit.JSONResult(ListSessionsOutput{Sessions: ids, Count: len(ids), Truncated: res.Truncated || rc.truncated})
 		}),
 	}
 }
 
 // ---- delete_session ----
 
-func deleteSession() *Tool {
+func deleteSession() *toolkit.Tool {
 	const name = "delete_session"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Delete one of your sessions for good; archive_session is reversible.",
-		Annotations: Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, session_id}",
-		schema:      schemaFor(name),
-		out:         outputOf[DeleteSessionOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[DeleteSessionOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
 			}
 			var deleted bool
 			err := env.Store.Update(ctx, func(tx store.Tx) error {
 				var err error
-				deleted, err = store.DeleteSession(tx, c.Scope(), in.SessionID, env.now())
+				deleted, err = store.DeleteSession(tx, c.Scope(), in.SessionID, env.Time())
 				return err
 			})
 			if errors.Is(err, store.ErrReadOnlySession) {
@@ -562,7 +565,7 @@ func deleteSession() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(DeleteSessionOutput{Deleted: deleted, SessionID: in.SessionID})
+			return toolkit.JSONResult(DeleteSessionOutput{Deleted: deleted, SessionID: in.SessionID})
 		}),
 	}
 }
@@ -577,10 +580,10 @@ type archiveArgs struct {
 // setArchived archives (with reason) or unarchives owner's session in one
 // transaction and returns it as stored, with whether it was archived
 // before. A missing or expired session is store.ErrNotFound.
-func setArchived(ctx context.Context, env *Env, c Caller, id string, archived bool, reason string) (*store.Session, bool, error) {
+func setArchived(ctx context.Context, env *toolkit.Env, c toolkit.Caller, id string, archived bool, reason string) (*store.Session, bool, error) {
 	var s *store.Session
 	var was bool
-	now := env.now()
+	now := env.Time()
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		cur, err := store.GetSession(tx, c.Scope(), id, now)
 		if err != nil {
@@ -597,16 +600,16 @@ func setArchived(ctx context.Context, env *Env, c Caller, id string, archived bo
 	return s, was, err
 }
 
-func archiveSession() *Tool {
+func archiveSession() *toolkit.Tool {
 	const name = "archive_session"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Hide a session from list_sessions; get_session still reads it; unarchive_session undoes it.",
-		Annotations: Annotations{Title: "Archive session", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Archive session", IdempotentHint: true},
 		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
-		schema:      schemaFor(name),
-		out:         outputOf[ArchiveSessionOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *archiveArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[ArchiveSessionOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *archiveArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
 			}
@@ -617,22 +620,22 @@ func archiveSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			return jsonResult(ArchiveSessionOutput{SessionID: s.ID, Archived: true, ArchivedAt: stamp(*s.ArchivedAt),
+			return toolkit.JSONResult(ArchiveSessionOutput{SessionID: s.ID, Archived: true, ArchivedAt: stamp(*s.ArchivedAt),
 				WasArchived: was, Reason: s.ArchiveReason})
 		}),
 	}
 }
 
-func unarchiveSession() *Tool {
+func unarchiveSession() *toolkit.Tool {
 	const name = "unarchive_session"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Bring an archived session back into list_sessions.",
-		Annotations: Annotations{Title: "Unarchive session", IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Unarchive session", IdempotentHint: true},
 		Output:      "{session_id, archived: false, was_archived}; missing: isError, session not found",
-		schema:      schemaFor(name),
-		out:         outputOf[UnarchiveSessionOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *sessionIDArgs) (*Result, error) {
+		Schema:      schemaFor(name),
+		Out:         toolkit.OutputOf[UnarchiveSessionOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
 			}
@@ -643,7 +646,7 @@ func unarchiveSession() *Tool {
 			case err != nil:
 				return nil, err
 			}
-			return jsonResult(UnarchiveSessionOutput{SessionID: s.ID, WasArchived: was})
+			return toolkit.JSONResult(UnarchiveSessionOutput{SessionID: s.ID, WasArchived: was})
 		}),
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/store"
+	"github.com/crux-go/crux/toolkit"
 )
 
 // Sync and update: sync_pull, sync_push, sync_status (update_status is in
@@ -118,24 +119,24 @@ type SyncConflict struct {
 }
 
 // notConfigured is the answer of a sync tool on a server without a Remote.
-func notConfigured(env *Env) *Result {
+func notConfigured(env *toolkit.Env) *toolkit.Result {
 	switch {
 	case env.Flags.SyncRemoteURL == "":
-		return errorResult("sync not configured: %s is not set", feature.EnvSyncRemoteURL)
+		return toolkit.ErrorResult("sync not configured: %s is not set", feature.EnvSyncRemoteURL)
 	case !env.Flags.SyncAPIKey.IsSet():
-		return errorResult("sync not configured: %s is set but %s is not", feature.EnvSyncRemoteURL, feature.EnvSyncAPIKey)
+		return toolkit.ErrorResult("sync not configured: %s is set but %s is not", feature.EnvSyncRemoteURL, feature.EnvSyncAPIKey)
 	}
-	return errorResult("sync not configured: %s is set, but this server has no remote client to reach it "+
+	return toolkit.ErrorResult("sync not configured: %s is set, but this server has no remote client to reach it "+
 		"(the crux command makes one for an http or https URL; an embedder passes crux.Options.Remote)", feature.EnvSyncRemoteURL)
 }
 
 // syncTenant checks tenant_id against the caller's tenant.
-func syncTenant(tool, tenantID string, c Caller) error {
+func syncTenant(tool, tenantID string, c toolkit.Caller) error {
 	if err := checkName(tool, "tenant_id", tenantID); err != nil {
 		return err
 	}
 	if tenantID != "" && tenantID != c.TenantID() {
-		return forbidden(tool, "cross_tenant", "tenant_id %q is not your tenant %q; sync never crosses tenants", tenantID, c.TenantID())
+		return toolkit.Forbidden(tool, "cross_tenant", "tenant_id %q is not your tenant %q; sync never crosses tenants", tenantID, c.TenantID())
 	}
 	return nil
 }
@@ -143,7 +144,7 @@ func syncTenant(tool, tenantID string, c Caller) error {
 // requireTier checks, in tx, that c holds a live passport of its tenant of
 // earned tier need or above, for what (the tool, or what of it needs the
 // tier). Anything less is -32003.
-func requireTier(tx store.Tx, tool, what string, c Caller, need string) error {
+func requireTier(tx store.Tx, tool, what string, c toolkit.Caller, need string) error {
 	what = fmt.Sprintf("%s needs a passport of tier %s or above", what, need)
 	return requirePassportTier(tx, tool, "tier_required", what, c, need)
 }
@@ -152,7 +153,7 @@ func requireTier(tx store.Tx, tool, what string, c Caller, need string) error {
 // tenant of earned tier need or above; anything less is -32003 of reason
 // (passport_revoked or passport_retired for such a passport), its message
 // ending in what: why the tier is needed.
-func requirePassportTier(tx store.Tx, tool, reason, what string, c Caller, need string) error {
+func requirePassportTier(tx store.Tx, tool, reason, what string, c toolkit.Caller, need string) error {
 	id, tenant := c.Identity(), c.TenantID()
 	if err := needIdentity(tool, c); err != nil {
 		return err
@@ -160,20 +161,20 @@ func requirePassportTier(tx store.Tx, tool, reason, what string, c Caller, need 
 	p, err := store.GetPassport(tx, tenant, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return forbidden(tool, reason, "%s has no passport in tenant %s; %s", id, tenant, what)
+		return toolkit.Forbidden(tool, reason, "%s has no passport in tenant %s; %s", id, tenant, what)
 	case err != nil:
 		return err
 	case p.Revoked():
-		return forbidden(tool, "passport_revoked", "your passport %s was revoked; %s", id, what)
+		return toolkit.Forbidden(tool, "passport_revoked", "your passport %s was revoked; %s", id, what)
 	case p.Retired():
-		return forbidden(tool, "passport_retired", "your passport %s was retired into %s by a merge; %s", id, p.RetiredInto, what)
+		return toolkit.Forbidden(tool, "passport_retired", "your passport %s was retired into %s by a merge; %s", id, p.RetiredInto, what)
 	}
 	tier, s, err := earnedTier(tx, tenant, id)
 	if err != nil {
 		return err
 	}
 	if store.TierRank(tier) < store.TierRank(need) {
-		e := forbidden(tool, reason, "your passport %s is of %s; %s", id, tierShortfall(tier, s), what)
+		e := toolkit.Forbidden(tool, reason, "your passport %s is of %s; %s", id, tierShortfall(tier, s), what)
 		e.Data = map[string]any{"reason": reason, "tier": tier, "required_tier": need}
 		return e
 	}
@@ -186,7 +187,7 @@ func (d *Deps) remoteName(ctx context.Context) (RemoteIdentity, error) {
 	if err != nil {
 		return id, err
 	}
-	if id.Name == "" || strings.ContainsRune(id.Name, 0) || len(id.Name) > MaxCallerNameBytes {
+	if id.Name == "" || strings.ContainsRune(id.Name, 0) || len(id.Name) > toolkit.MaxCallerNameBytes {
 		return id, fmt.Errorf("the remote named itself %q, which is not a usable replica name", id.Name)
 	}
 	return id, nil
@@ -194,8 +195,8 @@ func (d *Deps) remoteName(ctx context.Context) (RemoteIdentity, error) {
 
 // recordSyncError keeps a failed exchange's error in the sync state. A
 // failure to record it is logged, not returned: the call already failed.
-func recordSyncError(ctx context.Context, env *Env, remote, tenant string, failure error) {
-	now := env.now()
+func recordSyncError(ctx context.Context, env *toolkit.Env, remote, tenant string, failure error) {
+	now := env.Time()
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		st, err := store.GetSyncState(tx, remote, tenant)
 		if err != nil {
@@ -210,8 +211,8 @@ func recordSyncError(ctx context.Context, env *Env, remote, tenant string, failu
 }
 
 // remoteFailure is the error result of a call whose remote failed.
-func remoteFailure(tool string, err error) *Result {
-	return errorResult("%s: the remote failed: %v", tool, err)
+func remoteFailure(tool string, err error) *toolkit.Result {
+	return toolkit.ErrorResult("%s: the remote failed: %v", tool, err)
 }
 
 // remoteRefusal is the error of a call the remote refused: when err is an
@@ -219,12 +220,12 @@ func remoteFailure(tool string, err error) *Result {
 // replica's credentials or standing), the same code, with the remote's
 // message and data under data.remote. Any other failure is nil: the
 // caller reports it as a failed exchange (remoteFailure).
-func remoteRefusal(tool string, err error) *Error {
-	var e *Error
-	if !errors.As(err, &e) || (e.Code != CodeForbidden && e.Code != CodeCapabilityDenied) {
+func remoteRefusal(tool string, err error) *toolkit.Error {
+	var e *toolkit.Error
+	if !errors.As(err, &e) || (e.Code != toolkit.CodeForbidden && e.Code != toolkit.CodeCapabilityDenied) {
 		return nil
 	}
-	return &Error{Code: e.Code, Message: tool + ": the remote refused the exchange: " + e.Message,
+	return &toolkit.Error{Code: e.Code, Message: tool + ": the remote refused the exchange: " + e.Message,
 		Data: map[string]any{"reason": "remote_refused", "remote": map[string]any{"code": e.Code, "message": e.Message, "data": e.Data}}}
 }
 
@@ -261,17 +262,17 @@ func redactURL(u string) string {
 	return p.String() + " (credentials removed)"
 }
 
-func (d *Deps) syncPull() *Tool {
+func (d *Deps) syncPull() *toolkit.Tool {
 	const name = "sync_pull"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Pull your tenant's shared facts from the sync remote since the last pull; of concurrent versions the later wins. Tier basic.",
-		Annotations: Annotations{Title: "Sync pull", OpenWorldHint: true},
+		Annotations: toolkit.Annotations{Title: "Sync pull", OpenWorldHint: true},
 		Output: "{remote, tenant_id, entity_prefix, facts_pulled, duplicates, conflict_count, conflicts: [{entity, key, " +
 			"local_fact_id, remote_fact_id, kept}], rejected: [{fact_id, reason}], cursor, more, total_pull_count, collection_cursor_count}",
-		schema: schemaFor(name),
-		out:    outputOf[SyncPullOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *syncPullArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[SyncPullOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPullArgs) (*toolkit.Result, error) {
 			if err := syncTenant(name, in.TenantID, c); err != nil {
 				return nil, err
 			}
@@ -304,7 +305,7 @@ func (d *Deps) syncPull() *Tool {
 			}
 			cursor, known := st.PullCursors[in.EntityPrefix]
 			if !known && len(st.PullCursors) >= store.MaxPullCursors {
-				return nil, invalidParams(name, "entity_prefix", fmt.Sprintf("the remote already has cursors for %d prefixes, the most crux keeps; pull with one of them or without entity_prefix", store.MaxPullCursors))
+				return nil, toolkit.InvalidParams(name, "entity_prefix", fmt.Sprintf("the remote already has cursors for %d prefixes, the most crux keeps; pull with one of them or without entity_prefix", store.MaxPullCursors))
 			}
 			out := SyncPullOutput{Remote: id.Name, TenantID: tenant, EntityPrefix: in.EntityPrefix}
 			conflicts := []SyncConflict{}
@@ -328,7 +329,7 @@ func (d *Deps) syncPull() *Tool {
 					return res, nil
 				}
 				var applied store.SyncApplied
-				now := env.now()
+				now := env.Time()
 				err = env.Store.Update(ctx, func(tx store.Tx) error {
 					var err error
 					if applied, err = store.ApplySyncFacts(tx, tenant, store.SyncSource{Replica: id.Name, Now: now}, resp.Facts); err != nil {
@@ -374,7 +375,7 @@ func (d *Deps) syncPull() *Tool {
 			out.FactsPulled, out.Duplicates, out.ConflictCount = pulled, dups, nconf
 			out.Conflicts, out.Rejected, out.Cursor, out.More = conflicts, rejected, cursor, more
 			out.TotalPullCount, out.CollectionCursorCount = st.PullCount, len(st.PullCursors)
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -415,25 +416,25 @@ func parseAllowlist(tool string, list []string, given bool) (pushFilter, error) 
 			}
 			f.prefixes = append(f.prefixes, pre)
 		default:
-			return f, invalidParams(tool, param, fmt.Sprintf("%q is not *, facts, collection:facts or entity:<prefix>; crux syncs facts only", e))
+			return f, toolkit.InvalidParams(tool, param, fmt.Sprintf("%q is not *, facts, collection:facts or entity:<prefix>; crux syncs facts only", e))
 		}
 	}
 	return f, nil
 }
 
-func (d *Deps) syncPush() *Tool {
+func (d *Deps) syncPush() *toolkit.Tool {
 	const name = "sync_push"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Push your tenant's shared fact versions written since the last push; without confirm, a preview. Tier established.",
-		Annotations: Annotations{Title: "Sync push", OpenWorldHint: true},
+		Annotations: toolkit.Annotations{Title: "Sync push", OpenWorldHint: true},
 		Output: "{mode: preview|push, remote, tenant_id, would_promote?, facts?: [{fact_id, entity, key}], preview_hash?, " +
 			"facts_pushed?, duplicates?, conflict_count?, conflicts?, rejected?, skipped_synced, skipped_deleted, " +
 			"skipped_not_allowlisted, more, push_cursor, total_push_count}",
-		schema: schemaFor(name),
-		out:    outputOf[SyncPushOutput](),
-		alt:    outputOf[SyncPushPreviewOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, in *syncPushArgs) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[SyncPushOutput](),
+		Alt:    toolkit.OutputOf[SyncPushPreviewOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPushArgs) (*toolkit.Result, error) {
 			if err := syncTenant(name, in.TenantID, c); err != nil {
 				return nil, err
 			}
@@ -506,7 +507,7 @@ func (d *Deps) syncPush() *Tool {
 						listed = append(listed, SyncFactRef{FactID: f.ID, Entity: f.Entity, Key: f.Key})
 					}
 				}
-				return jsonResult(SyncPushPreviewOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
+				return toolkit.JSONResult(SyncPushPreviewOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
 					SkippedDeleted: skippedDeleted, SkippedNotAllowlisted: skippedAllow, Mode: "preview", WouldPromote: len(batch), Facts: listed, PreviewHash: hex.EncodeToString(h.Sum(nil)),
 					PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
 			}
@@ -542,7 +543,7 @@ func (d *Deps) syncPush() *Tool {
 					}
 				}
 			}
-			now := env.now()
+			now := env.Time()
 			err = env.Store.Update(ctx, func(tx store.Tx) error {
 				s, err := store.GetSyncState(tx, id.Name, tenant)
 				if err != nil {
@@ -560,7 +561,7 @@ func (d *Deps) syncPush() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return jsonResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
+			return toolkit.JSONResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
 				SkippedDeleted: skippedDeleted, SkippedNotAllowlisted: skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: conflicts,
 				Rejected: rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
 		}),
@@ -650,18 +651,18 @@ type SyncStatusRemote struct {
 	Failing          bool `json:"failing"`
 }
 
-func (d *Deps) syncStatus() *Tool {
+func (d *Deps) syncStatus() *toolkit.Tool {
 	const name = "sync_status"
-	return &Tool{
+	return &toolkit.Tool{
 		Name:        name,
 		Description: "Where sync stands for your tenant, from this store: remote, cursors, last pull and push, pending.",
-		Annotations: Annotations{Title: "Sync status", ReadOnlyHint: true, IdempotentHint: true},
+		Annotations: toolkit.Annotations{Title: "Sync status", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{mode, configured, remote_url, api_key_configured, background_sync_enabled, tenant_id, local_change_count, " +
 			"remotes: [{remote, tenant, pull_cursors, push_cursor, last_pull_at, last_push_at, pull_count, push_count, " +
 			"conflict_count, last_error, last_error_at, pending_push, pending_truncated, failing}], remotes_truncated, notes: [string]}",
-		schema: schemaFor(name),
-		out:    outputOf[SyncStatusOutput](),
-		run: bind(name, func(ctx context.Context, env *Env, c Caller, _ *struct{}) (*Result, error) {
+		Schema: schemaFor(name),
+		Out:    toolkit.OutputOf[SyncStatusOutput](),
+		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			tenant := c.TenantID()
 			out := SyncStatusOutput{Configured: d.Remote != nil, RemoteURL: redactURL(env.Flags.SyncRemoteURL),
 				APIKeyConfigured: env.Flags.SyncAPIKey.IsSet(), TenantID: tenant}
@@ -718,7 +719,7 @@ func (d *Deps) syncStatus() *Tool {
 				notes = append(notes, strings.TrimPrefix(notConfigured(env).Content[0].Text, "sync not configured: "))
 			}
 			out.Mode, out.LocalChangeCount, out.Remotes, out.RemotesTruncated, out.Notes = mode, head, remotes, truncated, notes
-			return jsonResult(out)
+			return toolkit.JSONResult(out)
 		}),
 	}
 }
@@ -727,16 +728,16 @@ func (d *Deps) syncStatus() *Tool {
 // behalf of c, which must be an authenticated replica (an agent is
 // refused, see serveCheck): the versions of c's tenant logged after
 // req.Cursor, at most req.Limit (1 to MaxSyncFacts) of them.
-func ServeSyncChanges(ctx context.Context, env *Env, c Caller, req ChangesRequest) (*ChangesResponse, error) {
+func ServeSyncChanges(ctx context.Context, env *toolkit.Env, c toolkit.Caller, req ChangesRequest) (*ChangesResponse, error) {
 	if err := serveCheck(c); err != nil {
 		return nil, err
 	}
 	if req.Limit < 1 || req.Limit > MaxSyncFacts {
-		return nil, invalidParams("sync/changes", "limit", fmt.Sprintf("must be 1 to %d", MaxSyncFacts))
+		return nil, toolkit.InvalidParams("sync/changes", "limit", fmt.Sprintf("must be 1 to %d", MaxSyncFacts))
 	}
 	after, err := store.ParseSyncCursor(req.Cursor)
 	if err != nil {
-		return nil, invalidParams("sync/changes", "cursor", err.Error())
+		return nil, toolkit.InvalidParams("sync/changes", "cursor", err.Error())
 	}
 	resp := &ChangesResponse{}
 	err = env.Store.View(ctx, func(tx store.Tx) error {
@@ -759,15 +760,15 @@ func ServeSyncChanges(ctx context.Context, env *Env, c Caller, req ChangesReques
 // is owned here by the replica (store.SyncOwner of "peer:" and its name),
 // and one stored too far in the future or superseding a version the
 // replica could not have been sent is rejected, listed with the reason.
-func ServeSyncPush(ctx context.Context, env *Env, c Caller, req PushRequest) (*PushResponse, error) {
+func ServeSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Caller, req PushRequest) (*PushResponse, error) {
 	if err := serveCheck(c); err != nil {
 		return nil, err
 	}
 	if len(req.Facts) > MaxSyncFacts {
-		return nil, invalidParams("sync/push", "facts", fmt.Sprintf("more than %d versions", MaxSyncFacts))
+		return nil, toolkit.InvalidParams("sync/push", "facts", fmt.Sprintf("more than %d versions", MaxSyncFacts))
 	}
 	var out store.SyncApplied
-	src := store.SyncSource{Replica: "peer:" + c.Identity(), Now: env.now()}
+	src := store.SyncSource{Replica: "peer:" + c.Identity(), Now: env.Time()}
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		var err error
 		out, err = store.ApplySyncFacts(tx, c.TenantID(), src, req.Facts)
@@ -780,7 +781,7 @@ func ServeSyncPush(ctx context.Context, env *Env, c Caller, req PushRequest) (*P
 }
 
 // ServeSyncIdentity names env as a replica: "crux:" and its signer's key id.
-func ServeSyncIdentity(ctx context.Context, env *Env, c Caller) (RemoteIdentity, error) {
+func ServeSyncIdentity(ctx context.Context, env *toolkit.Env, c toolkit.Caller) (RemoteIdentity, error) {
 	if err := serveCheck(c); err != nil {
 		return RemoteIdentity{}, err
 	}
@@ -801,16 +802,16 @@ const ReplicaHelp = "a token table entry replica::NAME[@TENANT]=CREDENTIAL, whic
 // sync API, which pages out and takes in the tenant's shared facts
 // wholesale. A replica has no passport: it is revoked by removing its
 // entry from the token table.
-func serveCheck(c Caller) error {
+func serveCheck(c toolkit.Caller) error {
 	if err := c.Validate(); err != nil {
-		return &Error{Code: CodeInvalidRequest, Message: err.Error()}
+		return &toolkit.Error{Code: toolkit.CodeInvalidRequest, Message: err.Error()}
 	}
 	if c.Identity() == "" {
-		return &Error{Code: CodeForbidden, Message: "sync: a replica must be an authenticated caller; the sync API needs a replica credential: " + ReplicaHelp,
+		return &toolkit.Error{Code: toolkit.CodeForbidden, Message: "sync: a replica must be an authenticated caller; the sync API needs a replica credential: " + ReplicaHelp,
 			Data: map[string]any{"reason": "unauthenticated"}}
 	}
 	if !c.Replica {
-		return &Error{Code: CodeForbidden, Message: fmt.Sprintf("sync: %s is an agent, not a replica; the sync API needs a replica credential: %s", c.Identity(), ReplicaHelp),
+		return &toolkit.Error{Code: toolkit.CodeForbidden, Message: fmt.Sprintf("sync: %s is an agent, not a replica; the sync API needs a replica credential: %s", c.Identity(), ReplicaHelp),
 			Data: map[string]any{"reason": "replica_required"}}
 	}
 	return nil

@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux/surface"
+	"github.com/crux-go/crux/toolkit"
 	"github.com/crux-go/crux/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden schema snapshots in testdata/schemas")
 
 func TestAllCompiles(t *testing.T) {
-	set, err := tools.NewSet(tools.All(nil))
+	set, err := toolkit.NewSet(tools.All(nil))
 	require.NoError(t, err)
 	assert.Len(t, set.Tools(), len(tools.All(nil)))
 	for _, tl := range set.Tools() {
@@ -74,19 +75,19 @@ func TestRegistryMetadata(t *testing.T) {
 
 func TestNewSetRejects(t *testing.T) {
 	obj := json.RawMessage(`{"type":"object","properties":{}}`)
-	ok := tools.New("ok", "fine", obj, tools.Annotations{}, nil)
-	tests := map[string][]*tools.Tool{
+	ok := toolkit.New("ok", "fine", obj, toolkit.Annotations{}, nil)
+	tests := map[string][]*toolkit.Tool{
 		"duplicate":        {tools.All(nil)[0], tools.All(nil)[0]},
-		"bad name":         {tools.New("bad name", "d", obj, tools.Annotations{}, nil)},
-		"no description":   {tools.New("x", " ", obj, tools.Annotations{}, nil)},
+		"bad name":         {toolkit.New("bad name", "d", obj, toolkit.Annotations{}, nil)},
+		"no description":   {toolkit.New("x", " ", obj, toolkit.Annotations{}, nil)},
 		"no handler":       {ok},
-		"not object":       {tools.New("x", "d", json.RawMessage(`{"type":"string"}`), tools.Annotations{}, nil)},
-		"invalid json":     {tools.New("x", "d", json.RawMessage(`{`), tools.Annotations{}, nil)},
-		"no properties":    {tools.New("x", "d", json.RawMessage(`{"type":"object"}`), tools.Annotations{}, nil)},
-		"invalid keywords": {tools.New("x", "d", json.RawMessage(`{"type":"object","properties":{"a":{"type":"nope"}}}`), tools.Annotations{}, nil)},
+		"not object":       {toolkit.New("x", "d", json.RawMessage(`{"type":"string"}`), toolkit.Annotations{}, nil)},
+		"invalid json":     {toolkit.New("x", "d", json.RawMessage(`{`), toolkit.Annotations{}, nil)},
+		"no properties":    {toolkit.New("x", "d", json.RawMessage(`{"type":"object"}`), toolkit.Annotations{}, nil)},
+		"invalid keywords": {toolkit.New("x", "d", json.RawMessage(`{"type":"object","properties":{"a":{"type":"nope"}}}`), toolkit.Annotations{}, nil)},
 	}
 	for name, ts := range tests {
-		_, err := tools.NewSet(ts)
+		_, err := toolkit.NewSet(ts)
 		assert.Error(t, err, name)
 	}
 }
@@ -95,7 +96,7 @@ func TestNewSetRejects(t *testing.T) {
 // output) under review:
 // a change shows up as a diff in testdata/schemas (go test -update rewrites).
 func TestSchemaSnapshots(t *testing.T) {
-	set, err := tools.NewSet(tools.All(nil))
+	set, err := toolkit.NewSet(tools.All(nil))
 	require.NoError(t, err)
 	for _, tl := range set.Tools() {
 		var v, out any
@@ -117,10 +118,10 @@ func TestSchemaSnapshots(t *testing.T) {
 }
 
 func TestCallerIdentity(t *testing.T) {
-	assert.Equal(t, "anonymous", tools.Caller{}.Name())
-	assert.Equal(t, "", tools.Caller{Agent: "x"}.Identity())
-	assert.Equal(t, "x", tools.Caller{Agent: "x", Authenticated: true}.Identity())
-	assert.Equal(t, tools.DefaultTenant, tools.Caller{}.TenantID())
-	assert.Equal(t, "t", tools.Caller{Tenant: "t"}.TenantID())
-	assert.True(t, strings.HasPrefix((&tools.Error{Code: -32602, Message: "m"}).Error(), "crux: m"))
+	assert.Equal(t, "anonymous", toolkit.Caller{}.Name())
+	assert.Equal(t, "", toolkit.Caller{Agent: "x"}.Identity())
+	assert.Equal(t, "x", toolkit.Caller{Agent: "x", Authenticated: true}.Identity())
+	assert.Equal(t, toolkit.DefaultTenant, toolkit.Caller{}.TenantID())
+	assert.Equal(t, "t", toolkit.Caller{Tenant: "t"}.TenantID())
+	assert.True(t, strings.HasPrefix((&toolkit.Error{Code: -32602, Message: "m"}).Error(), "crux: m"))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/toolkit"
 	"github.com/crux-go/crux/tools"
 )
 
@@ -50,10 +51,10 @@ func DocFacts(docs []Doc) []Fact {
 
 // What store_fact accepts, and what FitFact does to a fact outside it: an
 // entity or key is at most tools.MaxNameBytes (1,024) bytes without control
-// characters, a value at most tools.MaxValueBytes (1 MiB).
+// characters, a value at most toolkit.MaxValueBytes (1 MiB).
 const (
 	maxFactName  = tools.MaxNameBytes
-	maxFactValue = tools.MaxValueBytes
+	maxFactValue = toolkit.MaxValueBytes
 )
 
 // FitFact makes f acceptable to store_fact: control characters in the

@@ -1,4 +1,4 @@
-package tools
+package toolkit
 
 import (
 	"context"
@@ -39,14 +39,14 @@ import (
 // set and a nil error.
 func (s *Set) Call(ctx context.Context, env *Env, c Caller, name string, args json.RawMessage) (res *Result, err error) {
 	i, ok := s.byName[name]
-	if !ok || s.tools[i].present != nil && !s.tools[i].present(&env.Flags) {
+	if !ok || s.tools[i].Present != nil && !s.tools[i].Present(&env.Flags) {
 		return nil, &Error{Code: CodeMethodNotFound, Message: "unknown tool: " + name}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, WrapError(CodeInvalidRequest, err.Error(), err)
 	}
 	if c.Replica {
-		return nil, forbidden(name, "replica_not_agent", "%s is a sync replica, not an agent: a replica credential serves only the sync API (/v1/sync/...); call tools with an agent's token", c.Name())
+		return nil, Forbidden(name, "replica_not_agent", "%s is a sync replica, not an agent: a replica credential serves only the sync API (/v1/sync/...); call tools with an agent's token", c.Name())
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -75,12 +75,12 @@ func (s *Set) call(ctx context.Context, env *Env, c Caller, i int, args json.Raw
 		return refusal, err
 	}
 	if env.Router != nil {
-		if d := env.Router.Decide(ctx, env.capabilityCall(t.Name)); !d.Authorised {
+		if d := env.Router.Decide(ctx, env.CapabilityCall(t.Name)); !d.Authorised {
 			return nil, refuse(ctx, env, c, t.Name, d)
 		}
 	}
-	if t.gate != nil {
-		if res, err := t.gate(env); res != nil || err != nil {
+	if t.Gate != nil {
+		if res, err := t.Gate(env); res != nil || err != nil {
 			return res, err
 		}
 	}
@@ -88,7 +88,7 @@ func (s *Set) call(ctx context.Context, env *Env, c Caller, i int, args json.Raw
 	if err != nil {
 		return nil, err
 	}
-	return t.run.call(ctx, env, c, a)
+	return t.Run.call(ctx, env, c, a)
 }
 
 // RefusalWindow is how long identical refusals share one stored receipt.
@@ -181,7 +181,7 @@ func checkRevocation(ctx context.Context, env *Env, c Caller, name string) (*Res
 		}
 	}
 	msg += "; a revoked passport may call only " + strings.Join(allowed, " and ")
-	return errorResult("%s", msg), nil
+	return ErrorResult("%s", msg), nil
 }
 
 // Listed returns the names of the tools tools/list shows c, in catalogue
@@ -197,12 +197,12 @@ func (e *Env) Listed(ctx context.Context, c Caller) []string {
 	if e.Router != nil {
 		allowed := make([]string, 0, len(names))
 		for _, n := range names {
-			if e.Router.Decide(ctx, e.capabilityCall(n)).Authorised {
+			if e.Router.Decide(ctx, e.CapabilityCall(n)).Authorised {
 				allowed = append(allowed, n)
 			}
 		}
 		names = allowed
 	}
-	intent, _ := e.intents.Intent(c, e.now())
+	intent, _ := e.intents.Intent(c, e.Time())
 	return surface.Shape(string(e.Flags.ToolSurface), names, intent)
 }

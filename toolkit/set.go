@@ -1,4 +1,4 @@
-package tools
+package toolkit
 
 import (
 	"bytes"
@@ -60,20 +60,20 @@ func NewSet(ts []*Tool) (*Set, error) {
 	s := &Set{tools: ts, byName: make(map[string]int, len(ts))}
 	for i, t := range ts {
 		if !toolName.MatchString(t.Name) {
-			return nil, fmt.Errorf("tools: invalid tool name %q", t.Name)
+			return nil, fmt.Errorf("toolkit: invalid tool name %q", t.Name)
 		}
 		if _, dup := s.byName[t.Name]; dup {
-			return nil, fmt.Errorf("tools: duplicate tool %q", t.Name)
+			return nil, fmt.Errorf("toolkit: duplicate tool %q", t.Name)
 		}
-		if strings.TrimSpace(t.Description) == "" || t.run.call == nil {
-			return nil, fmt.Errorf("tools: %s: missing description or handler", t.Name)
+		if strings.TrimSpace(t.Description) == "" || t.Run.call == nil {
+			return nil, fmt.Errorf("toolkit: %s: missing description or handler", t.Name)
 		}
 		sch, chk, err := compileSchema(t)
 		if err != nil {
-			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+			return nil, fmt.Errorf("toolkit: %s: %w", t.Name, err)
 		}
 		if err := checkOutputTypes(t); err != nil {
-			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+			return nil, fmt.Errorf("toolkit: %s: %w", t.Name, err)
 		}
 		s.byName[t.Name] = i
 		s.schema = append(s.schema, sch)
@@ -87,7 +87,7 @@ func NewSet(ts []*Tool) (*Set, error) {
 // check.go (nil when the schema uses a keyword the check does not know).
 func compileSchema(t *Tool) (*jsonschema.Schema, *check, error) {
 	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(t.schema))
+	dec := json.NewDecoder(bytes.NewReader(t.Schema))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
 		return nil, nil, fmt.Errorf("schema: %w", err)
@@ -162,6 +162,28 @@ func (a *arguments) text() (json.RawMessage, error) {
 	return json.Marshal(a.doc)
 }
 
+// Arguments checks args against the named tool's schema and decodes them
+// as a call to the tool does before its handler runs, without running
+// it: the answer is a pointer to a new value of the tool's ArgumentType,
+// or the error the call would get (-32602 naming the argument, -32601 for
+// a tool the set does not hold).
+func (s *Set) Arguments(name string, args json.RawMessage) (any, error) {
+	i, ok := s.byName[name]
+	if !ok {
+		return nil, &Error{Code: CodeMethodNotFound, Message: "unknown tool: " + name}
+	}
+	t := s.tools[i]
+	a, err := checkArguments(t.Name, s.schema[i], s.check[i], args)
+	if err != nil {
+		return nil, err
+	}
+	if t.Run.decode == nil { // a tool built with New takes the JSON text
+		text, err := a.text()
+		return &text, err
+	}
+	return t.Run.decode(a)
+}
+
 // checkArguments applies the size and encoding limits and the schema, on
 // the arguments decoded once. The compiled check chk (nil for none) decides
 // quickly whether they pass; if it says they do not, or there is none, the
@@ -172,26 +194,26 @@ func checkArguments(tool string, sch *jsonschema.Schema, chk *check, args json.R
 		args = json.RawMessage("{}")
 	}
 	if len(args) > MaxArgumentBytes {
-		return nil, invalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
+		return nil, InvalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
 	}
 	if nesting(args) > MaxDepth {
-		return nil, invalidParams(tool, "arguments", fmt.Sprintf("nested deeper than %d levels", MaxDepth))
+		return nil, InvalidParams(tool, "arguments", fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 	}
 	doc, ok := decodeFlat(args)
 	if !ok {
 		dec := json.NewDecoder(bytes.NewReader(args))
 		dec.UseNumber()
 		if err := dec.Decode(&doc); err != nil || doc == nil || dec.InputOffset() != int64(len(args)) {
-			return nil, invalidParams(tool, "arguments", "must be a JSON object")
+			return nil, InvalidParams(tool, "arguments", "must be a JSON object")
 		}
 	}
-	if !utf8.Valid(args) || loneSurrogate(args) {
+	if !utf8.Valid(args) || LoneSurrogate(args) {
 		var props map[string]json.RawMessage
 		_ = json.Unmarshal(args, &props)
-		return nil, invalidParams(tool, badTextPath(props), "is not valid UTF-8")
+		return nil, InvalidParams(tool, badTextPath(props), "is not valid UTF-8")
 	}
 	if path, reason := checkValues(doc, ""); path != "" {
-		return nil, invalidParams(tool, path, reason)
+		return nil, InvalidParams(tool, path, reason)
 	}
 	a := &arguments{raw: args, doc: doc, rewritten: integral(doc)}
 	if chk != nil && chk.valid(doc) {
@@ -201,9 +223,9 @@ func checkArguments(tool string, sch *jsonschema.Schema, chk *check, args json.R
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			param, reason := explain(ve)
-			return nil, invalidParams(tool, param, reason)
+			return nil, InvalidParams(tool, param, reason)
 		}
-		return nil, invalidParams(tool, "arguments", err.Error())
+		return nil, InvalidParams(tool, "arguments", err.Error())
 	}
 	return a, nil
 }
@@ -273,7 +295,7 @@ func checkValues(v any, path string) (string, string) {
 // character: JSON decoding turns it into U+FFFD, silently changing the
 // text, so crux refuses it as it refuses invalid UTF-8 bytes. Outside
 // strings valid JSON has no backslash, so b is scanned as a whole.
-func loneSurrogate(b []byte) bool {
+func LoneSurrogate(b []byte) bool {
 	for i := 0; i < len(b); i++ {
 		if b[i] != '\\' {
 			continue
@@ -319,7 +341,7 @@ func badTextPath(props map[string]json.RawMessage) string {
 	sort.Strings(names)
 	for _, name := range names {
 		raw := props[name]
-		if utf8.Valid(raw) && !loneSurrogate(raw) {
+		if utf8.Valid(raw) && !LoneSurrogate(raw) {
 			continue
 		}
 		if bytes.Contains(raw, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(raw), []byte(`\ufffd`)) {

@@ -1,8 +1,9 @@
-package tools
+package toolkit
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,13 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/crux-go/crux/internal/schemagen"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -32,40 +32,40 @@ func referenceArguments(tool string, sch *jsonschema.Schema, typ reflect.Type, a
 		args = json.RawMessage("{}")
 	}
 	if len(args) > MaxArgumentBytes {
-		return nil, invalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
+		return nil, InvalidParams(tool, "arguments", fmt.Sprintf("larger than %d bytes", MaxArgumentBytes))
 	}
 	if nesting(args) > MaxDepth {
-		return nil, invalidParams(tool, "arguments", fmt.Sprintf("nested deeper than %d levels", MaxDepth))
+		return nil, InvalidParams(tool, "arguments", fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 	}
 	var props map[string]json.RawMessage
 	if err := json.Unmarshal(args, &props); err != nil || props == nil {
-		return nil, invalidParams(tool, "arguments", "must be a JSON object")
+		return nil, InvalidParams(tool, "arguments", "must be a JSON object")
 	}
-	if !utf8.Valid(args) || loneSurrogate(args) {
-		return nil, invalidParams(tool, badTextPath(props), "is not valid UTF-8")
+	if !utf8.Valid(args) || LoneSurrogate(args) {
+		return nil, InvalidParams(tool, badTextPath(props), "is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var doc any
 	var err error
 	if err = dec.Decode(&doc); err != nil {
-		return nil, invalidParams(tool, "arguments", "must be a JSON object")
+		return nil, InvalidParams(tool, "arguments", "must be a JSON object")
 	}
 	if path, reason := checkValues(doc, ""); path != "" {
-		return nil, invalidParams(tool, path, reason)
+		return nil, InvalidParams(tool, path, reason)
 	}
 	if integral(doc) {
 		if args, err = json.Marshal(doc); err != nil {
-			return nil, invalidParams(tool, "arguments", err.Error())
+			return nil, InvalidParams(tool, "arguments", err.Error())
 		}
 	}
 	if err := sch.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			param, reason := explain(ve)
-			return nil, invalidParams(tool, param, reason)
+			return nil, InvalidParams(tool, param, reason)
 		}
-		return nil, invalidParams(tool, "arguments", err.Error())
+		return nil, InvalidParams(tool, "arguments", err.Error())
 	}
 	in := reflect.New(typ)
 	if typ == reflect.TypeFor[json.RawMessage]() {
@@ -75,50 +75,110 @@ func referenceArguments(tool string, sch *jsonschema.Schema, typ reflect.Type, a
 	if err := json.Unmarshal(args, in.Interface()); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, invalidParams(tool, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
+			return nil, InvalidParams(tool, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
 		}
-		return nil, invalidParams(tool, "arguments", err.Error())
+		return nil, InvalidParams(tool, "arguments", err.Error())
 	}
 	return in.Interface(), nil
 }
 
 // onePass checks and decodes args the way Set.Call does.
 func onePass(s *Set, i int, args json.RawMessage) (any, error) {
-	t := s.tools[i]
-	a, err := checkArguments(t.Name, s.schema[i], s.check[i], args)
-	if err != nil {
-		return nil, err
-	}
-	if t.run.decode == nil { // a tool built with New takes the JSON text
-		text, err := a.text()
-		return &text, err
-	}
-	return t.run.decode(a)
+	return s.Arguments(s.tools[i].Name, args)
 }
 
-func testSet(t *testing.T) *Set {
+// Argument types shaped like those of crux's hot tools (package tools holds
+// the real ones, and its own test holds them to the schema library), so
+// that the one-pass path is compared with the reference on typed
+// arguments here too: pointers, slices, booleans and raw JSON.
+type (
+	factArgs struct {
+		Entity           string   `json:"entity"`
+		Key              string   `json:"key"`
+		Value            string   `json:"value"`
+		SourceReceipt    string   `json:"source_receipt,omitempty"`
+		Confidence       *float64 `json:"confidence,omitempty"`
+		Private          bool     `json:"private,omitempty"`
+		HorizonClass     string   `json:"horizon_class,omitempty"`
+		FreshnessHorizon string   `json:"freshness_horizon,omitempty"`
+		Supersedes       []string `json:"supersedes,omitempty"`
+	}
+	queryArgs struct {
+		Query             string   `json:"query,omitempty"`
+		Entity            string   `json:"entity,omitempty"`
+		EntityPrefix      string   `json:"entity_prefix,omitempty"`
+		Key               string   `json:"key,omitempty"`
+		TopK              *int     `json:"top_k,omitempty"`
+		TokenBudget       int      `json:"token_budget,omitempty"`
+		IncludeSuperseded bool     `json:"include_superseded,omitempty"`
+		AsOf              string   `json:"as_of,omitempty"`
+		MinEffective      *float64 `json:"min_effective_confidence,omitempty"`
+		Contract          string   `json:"contract,omitempty"`
+	}
+	forgetArgs struct {
+		Scope         json.RawMessage `json:"scope"`
+		Reason        string          `json:"reason"`
+		TenantID      string          `json:"tenant_id,omitempty"`
+		TokenBudget   int             `json:"token_budget,omitempty"`
+		IncludePinned bool            `json:"include_pinned,omitempty"`
+	}
+	pinArgs struct {
+		FactID string `json:"fact_id"`
+		Pinned *bool  `json:"pinned,omitempty"`
+	}
+)
+
+// typedTool is a tool of the test set taking typed arguments.
+func typedTool[In any](name string, schema []byte) *Tool {
+	return &Tool{Name: name, Description: name, Schema: schema, Out: anyObject,
+		Run: Bind(name, func(context.Context, *Env, Caller, *In) (*Result, error) { return nil, nil })}
+}
+
+// testSet is a set of a tool for every schema crux's tools declare (read
+// from package tools' schema files): store_fact, query_facts,
+// memory_forget and memory_pin with argument types like theirs, the
+// others taking their arguments as JSON text.
+func testSet(t testing.TB) *Set {
 	t.Helper()
-	s, err := NewSet(All(nil))
+	files, err := filepath.Glob("../tools/schemas/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var all []*Tool
+	for _, f := range files {
+		schema, err := os.ReadFile(f)
+		require.NoError(t, err)
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		var tl *Tool
+		switch name {
+		case "store_fact":
+			tl = typedTool[factArgs](name, schema)
+		case "query_facts":
+			tl = typedTool[queryArgs](name, schema)
+		case "memory_forget":
+			tl = typedTool[forgetArgs](name, schema)
+		case "memory_pin":
+			tl = typedTool[pinArgs](name, schema)
+		default:
+			tl = New(name, name, schema, Annotations{}, func(context.Context, *Env, Caller, json.RawMessage) (*Result, error) { return nil, nil })
+		}
+		all = append(all, tl)
+	}
+	s, err := NewSet(all)
 	require.NoError(t, err)
 	return s
 }
 
 // TestEveryToolHasACheck: every tool's schema compiles into the fast check,
-// so no tool is left to the schema library alone; the hot tools also
-// decode from the tree.
+// so no tool is left to the schema library alone; the typed arguments
+// of the hot tools decode from the tree.
 func TestEveryToolHasACheck(t *testing.T) {
 	s := testSet(t)
-	var text []string
 	for i, tl := range s.tools {
 		require.NotNil(t, s.check[i], "%s: schema not compiled into a check", tl.Name)
-		if !tl.run.tree {
-			text = append(text, tl.Name)
-		}
 	}
-	for _, hot := range []string{"store_fact", "query_facts", "fact_history", "list_entities", "delete_fact"} {
-		require.NotContains(t, text, hot, "%s decodes its arguments twice", hot)
+	for _, hot := range []string{"store_fact", "query_facts", "memory_pin"} {
+		require.True(t, s.tools[s.byName[hot]].Run.tree, "%s decodes its arguments twice", hot)
 	}
-	t.Logf("tools whose arguments decode from the JSON text (json.RawMessage, interface or Unmarshaler fields): %s", strings.Join(text, ", "))
 }
 
 // sameOutcome requires the one-pass path and the reference to agree on
@@ -131,7 +191,7 @@ func sameOutcome(t *testing.T, s *Set, i int, args string) {
 	t.Helper()
 	tl := s.tools[i]
 	got, gotErr := onePass(s, i, json.RawMessage(args))
-	want, wantErr := referenceArguments(tl.Name, s.schema[i], tl.run.args, json.RawMessage(args))
+	want, wantErr := referenceArguments(tl.Name, s.schema[i], tl.Run.args, json.RawMessage(args))
 	if (gotErr == nil) != (wantErr == nil) {
 		t.Fatalf("%s(%s): one pass: %v; reference: %v", tl.Name, args, gotErr, wantErr)
 	}
@@ -143,7 +203,7 @@ func sameOutcome(t *testing.T, s *Set, i int, args string) {
 	}
 	g, w := errorText(gotErr), errorText(wantErr)
 	for try := 0; g != w && try < 2000; try++ {
-		_, wantErr = referenceArguments(tl.Name, s.schema[i], tl.run.args, json.RawMessage(args))
+		_, wantErr = referenceArguments(tl.Name, s.schema[i], tl.Run.args, json.RawMessage(args))
 		w = errorText(wantErr)
 	}
 	if g != w {
@@ -240,13 +300,13 @@ func TestCheckMatchesSchema(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 2026))
 	for i, tl := range s.tools {
 		var doc map[string]any
-		dec := json.NewDecoder(bytes.NewReader(tl.schema))
+		dec := json.NewDecoder(bytes.NewReader(tl.Schema))
 		dec.UseNumber()
 		require.NoError(t, dec.Decode(&doc))
-		g := &generator{rng: rng}
+		g := schemagen.New(rng)
 		accepted := 0
 		for range n {
-			args := g.encode(g.object(doc, 0))
+			args := g.Arguments(doc)
 			var tree map[string]any
 			d := json.NewDecoder(strings.NewReader(args))
 			d.UseNumber()
@@ -267,290 +327,11 @@ func TestCheckMatchesSchema(t *testing.T) {
 	}
 }
 
-// generator makes JSON values from a schema: mostly valid, each part wrong
-// now and then in a way the schema rules out (or nearly does: values at
-// and just past every bound).
-type generator struct{ rng *rand.Rand }
-
-func (g *generator) chance(p float64) bool { return g.rng.Float64() < p }
-
-// ordered is a JSON object whose members keep their order.
-type ordered []member
-
-type member struct {
-	name  string
-	value any
-}
-
-// rawNumber is a number written as it is.
-type rawNumber string
-
-func (g *generator) value(sch map[string]any, depth int) any {
-	if g.chance(0.04) {
-		return g.wrong(depth)
-	}
-	if sub, ok := sch["oneOf"].([]any); ok && g.chance(0.7) {
-		// Merge a branch into the schema: its const and format decide.
-		branch := sub[g.rng.IntN(len(sub))].(map[string]any)
-		merged := map[string]any{}
-		for k, v := range sch {
-			merged[k] = v
-		}
-		props := map[string]any{}
-		for k, v := range sch["properties"].(map[string]any) {
-			props[k] = v
-		}
-		for k, v := range branch["properties"].(map[string]any) {
-			p := map[string]any{}
-			for kk, vv := range props[k].(map[string]any) {
-				p[kk] = vv
-			}
-			for kk, vv := range v.(map[string]any) {
-				p[kk] = vv
-			}
-			if p["const"] != nil {
-				p["enum"] = []any{p["const"]}
-			}
-			props[k] = p
-		}
-		merged["properties"] = props
-		delete(merged, "oneOf")
-		sch = merged
-	}
-	if e, ok := sch["enum"].([]any); ok && !g.chance(0.1) {
-		return e[g.rng.IntN(len(e))]
-	}
-	if c, ok := sch["const"]; ok && !g.chance(0.1) {
-		return c
-	}
-	typ, _ := sch["type"].(string)
-	if list, ok := sch["type"].([]any); ok {
-		typ, _ = list[g.rng.IntN(len(list))].(string)
-	}
-	switch typ {
-	case "string":
-		return g.str(sch)
-	case "integer", "number":
-		return g.number(sch, typ == "integer")
-	case "boolean":
-		return g.chance(0.5)
-	case "array":
-		return g.array(sch, depth)
-	case "object":
-		return g.object(sch, depth)
-	case "null":
-		return nil
-	}
-	return g.wrong(depth)
-}
-
-func (g *generator) wrong(depth int) any {
-	switch g.rng.IntN(7) {
-	case 0:
-		return nil
-	case 1:
-		return g.chance(0.5)
-	case 2:
-		return rawNumber([]string{"0", "-1", "1.5", "1e3", "7"}[g.rng.IntN(5)])
-	case 3:
-		return "x"
-	case 4:
-		if depth < 3 {
-			return []any{"a", rawNumber("1")}
-		}
-		return "y"
-	case 5:
-		return ordered{{"k", "v"}}
-	}
-	return ""
-}
-
-func (g *generator) str(sch map[string]any) string {
-	if f, _ := sch["format"].(string); f == "date-time" && !g.chance(0.2) {
-		return []string{"2026-01-01T00:00:00Z", "2026-12-01T18:00:00.5+02:00"}[g.rng.IntN(2)]
-	}
-	if p, _ := sch["pattern"].(string); p != "" && !g.chance(0.2) {
-		switch p {
-		case "^f_[0-9a-f]{32}$":
-			return "f_" + strings.Repeat("0a", 16)
-		case "^[0-9a-f]{64}$":
-			return strings.Repeat("ab", 32)
-		}
-	}
-	minLen, maxLen := -1, -1
-	if n, ok := sch["minLength"].(json.Number); ok {
-		minLen, _ = strconv.Atoi(string(n))
-	}
-	if n, ok := sch["maxLength"].(json.Number); ok {
-		maxLen, _ = strconv.Atoi(string(n))
-	}
-	// Lengths at a bound of a megabyte are rarely tried: they are slow.
-	atMax := maxLen >= 0 && (maxLen <= 8192 || g.chance(0.05))
-	var n int
-	switch r := g.rng.IntN(6); {
-	case r == 0 && minLen > 0:
-		n = minLen - 1
-	case r == 1 && atMax:
-		n = maxLen
-	case r == 2 && atMax:
-		n = maxLen + 1
-	case r == 3:
-		n = 0
-	default:
-		n = 1 + g.rng.IntN(8)
-	}
-	// Multibyte characters: lengths count characters, not bytes.
-	alphabet := []string{"a", "Z", "é", "字", "-", " ", "😀", "<"}
-	var b strings.Builder
-	for range n {
-		b.WriteString(alphabet[g.rng.IntN(len(alphabet))])
-	}
-	return b.String()
-}
-
-func (g *generator) number(sch map[string]any, integer bool) rawNumber {
-	var edges []string
-	for _, kw := range []string{"minimum", "maximum"} {
-		if n, ok := sch[kw].(json.Number); ok {
-			f, _ := n.Float64()
-			edges = append(edges, string(n), strconv.FormatFloat(f-1, 'f', -1, 64), strconv.FormatFloat(f+1, 'f', -1, 64),
-				strconv.FormatFloat(f, 'f', 1, 64), strconv.FormatFloat(f, 'e', -1, 64), string(n)+".0000000000000000001",
-				strconv.FormatFloat(f-0.5, 'f', -1, 64))
-		}
-	}
-	edges = append(edges, "0", "-0", "1", "5", "5.0", "1e3", "0.25", "1e20", "-7", "9223372036854775807",
-		"9223372036854775808", "18446744073709551616", "9007199254740993.0", "2e-5")
-	if !integer && g.chance(0.3) {
-		return rawNumber(strconv.FormatFloat(g.rng.Float64(), 'f', -1, 64))
-	}
-	return rawNumber(edges[g.rng.IntN(len(edges))])
-}
-
-func (g *generator) array(sch map[string]any, depth int) []any {
-	minItems, maxItems := 0, 4
-	if n, ok := sch["minItems"].(json.Number); ok {
-		minItems, _ = strconv.Atoi(string(n))
-	}
-	if n, ok := sch["maxItems"].(json.Number); ok {
-		maxItems, _ = strconv.Atoi(string(n))
-	}
-	var n int
-	switch r := g.rng.IntN(8); {
-	case r == 0 && minItems > 0:
-		n = minItems - 1
-	case r == 1:
-		n = maxItems
-	case r == 2:
-		n = maxItems + 1
-	default:
-		n = minItems + g.rng.IntN(min(4, maxItems-minItems)+1)
-	}
-	items, _ := sch["items"].(map[string]any)
-	out := make([]any, 0, n)
-	for len(out) < n {
-		switch {
-		case items == nil || depth > 4:
-			out = append(out, "x")
-		case len(out) >= 4:
-			// A long array repeats its first items, so that its length,
-			// not one more wrong item, is what decides.
-			out = append(out, out[len(out)%4])
-		default:
-			out = append(out, g.value(items, depth+1))
-		}
-	}
-	return out
-}
-
-func (g *generator) object(sch map[string]any, depth int) ordered {
-	props, _ := sch["properties"].(map[string]any)
-	names := make([]string, 0, len(props))
-	for name := range props {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var required []string
-	list, _ := sch["required"].([]any)
-	for _, r := range list {
-		required = append(required, r.(string))
-	}
-	var out ordered
-	for _, name := range names {
-		if slices.Contains(required, name) {
-			if g.chance(0.05) {
-				continue // missing
-			}
-		} else if !g.chance(0.4) {
-			continue
-		}
-		out = append(out, member{name, g.value(props[name].(map[string]any), depth+1)})
-	}
-	if depth == 0 && g.chance(0.1) {
-		out = append(out, member{[]string{"turn_id", "contract"}[g.rng.IntN(2)], g.value(map[string]any{"type": "string"}, depth+1)})
-	}
-	if g.chance(0.05) {
-		out = append(out, member{"unknown_argument", "x"})
-	}
-	if len(names) > 0 && g.chance(0.03) {
-		out = append(out, member{strings.ToUpper(names[g.rng.IntN(len(names))]), "x"})
-	}
-	g.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
-}
-
-// encode writes v as JSON, object members in their order.
-func (g *generator) encode(v any) string {
-	var b strings.Builder
-	var enc func(v any)
-	enc = func(v any) {
-		switch v := v.(type) {
-		case nil:
-			b.WriteString("null")
-		case bool:
-			b.WriteString(strconv.FormatBool(v))
-		case rawNumber:
-			b.WriteString(string(v))
-		case json.Number:
-			b.WriteString(string(v))
-		case string:
-			q, _ := json.Marshal(v)
-			b.Write(q)
-		case []any:
-			b.WriteByte('[')
-			for i, x := range v {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				enc(x)
-			}
-			b.WriteByte(']')
-		case ordered:
-			b.WriteByte('{')
-			for i, m := range v {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				enc(m.name)
-				b.WriteByte(':')
-				enc(m.value)
-			}
-			b.WriteByte('}')
-		default:
-			panic(fmt.Sprintf("encode %T", v))
-		}
-	}
-	enc(v)
-	return b.String()
-}
-
 // BenchmarkArguments compares checking and decoding typical arguments of
 // the hot tools in one pass with the reference (decoded three times,
 // validated by the schema library).
 func BenchmarkArguments(b *testing.B) {
-	s, err := NewSet(All(nil))
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := testSet(b)
 	cases := []struct{ tool, args string }{
 		{"store_fact", `{"entity":"project:42","key":"k3","value":"value 42 of the durable write benchmark","confidence":0.9}`},
 		{"query_facts", `{"query":"topic0042","top_k":10}`},
@@ -569,7 +350,7 @@ func BenchmarkArguments(b *testing.B) {
 		b.Run(c.tool+"/reference", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := referenceArguments(c.tool, s.schema[i], s.tools[i].run.args, args); err != nil {
+				if _, err := referenceArguments(c.tool, s.schema[i], s.tools[i].Run.args, args); err != nil {
 					b.Fatal(err)
 				}
 			}

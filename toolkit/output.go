@@ -1,4 +1,4 @@
-package tools
+package toolkit
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 var anyObject = reflect.TypeFor[map[string]any]()
 
 // outputOf is the reflect.Type of T, for a tool descriptor's out field.
-func outputOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+func OutputOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // OutputTypes returns the Go types of the tool's structured content: the
 // type of its answers, then, for a tool with a second shape, the type of
@@ -23,13 +23,13 @@ func outputOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 // given). A result of the tool that is not an error holds a value of one
 // of them (or a pointer to one).
 func (t *Tool) OutputTypes() []reflect.Type {
-	if t.alt != nil {
-		return []reflect.Type{t.out, t.alt}
+	if t.Alt != nil {
+		return []reflect.Type{t.Out, t.Alt}
 	}
-	if t.out == nil {
+	if t.Out == nil {
 		return nil
 	}
-	return []reflect.Type{t.out}
+	return []reflect.Type{t.Out}
 }
 
 // outputSchema is the output schema tools/list declares for t (see
@@ -43,7 +43,7 @@ func outputSchema(t *Tool) (json.RawMessage, error) {
 // schemas are derived later (see Set.OutputSchema), and a test derives
 // those of every built-in tool.
 func checkOutputTypes(t *Tool) error {
-	if t.out == nil {
+	if t.Out == nil {
 		return errors.New("no output type")
 	}
 	for _, ty := range t.OutputTypes() {

@@ -1,15 +1,15 @@
-// Package tools holds every crux tool: its name, description, input schema,
-// annotations, typed arguments and handler, one descriptor per tool, in one
-// file per tool group (facts.go, identity.go, ...).
-//
-// [All] is the one explicit, ordered list of tools. A [Set] compiles their
-// schemas once and runs a call through the pipeline every tool shares
-// ([Set.Call]): the caller's names, passport revocation, the capability
-// token (a refusal is a signed receipt), the tool's feature flag, the
-// arguments (size, UTF-8, the JSON Schema, unknown names, decoded into the
-// tool's argument struct), then the handler with the caller and the
-// server's dependencies ([Env]), with panics recovered. Package crux wraps
-// a Set and an Env in its Server; most programs use that.
+// Package toolkit is what a crux tool is and how one call runs: the tool
+// descriptor ([Tool], made with [Bind] or [New]), the caller ([Caller]),
+// the result ([Result], [JSONResult]), the protocol errors ([Error],
+// [InvalidParams]), the server's dependencies every handler gets ([Env]),
+// and the compiled list of tools ([Set]) that runs a call through the
+// pipeline every tool shares ([Set.Call]): the caller's names, passport
+// revocation, the capability token (a refusal is a signed receipt), the
+// tool's feature flag, the arguments (size, UTF-8, the JSON Schema,
+// unknown names, decoded into the tool's argument struct), then the
+// handler, with panics recovered. Package tools holds crux's own tools;
+// package crux wraps a Set and an Env in its Server, which is what most
+// programs use.
 //
 // # Refusals
 //
@@ -40,28 +40,20 @@
 // explanation is the -32602 the call gets, so the schema stays the
 // contract and every refusal reads as it always has. The argument struct
 // is then filled from the parsed tree, except for argument types that hold
-// raw JSON or decode themselves, which are decoded from the text. Tests
+// raw JSON or decode themselves, which are decoded from the text
+// ([Set.Arguments] does all of this without running the tool). Tests
 // hold this path to the reference (parse, validate, decode again) over a
 // table, the fuzz corpus and arguments generated from every schema.
 //
 // # Typed outputs
 //
-// Every tool answers with a Go value as its structured content, of a type
-// exported here (StoreFactOutput for store_fact, QueryFactsOutput for
-// query_facts, and so on; [Tool.OutputTypes] names them), so that a
-// program embedding crux can read a result without parsing its text
-// (crux.Decode does it). The type is also the truth about the shape of the
-// answer: the output schema tools/list declares for the tool is derived
-// from it ([Set.OutputSchema]), and a test runs every tool and checks its
-// real answer against both. A few tools have a second shape, with a type
-// of its own, which the schema admits too: the answer of the artefact
-// tools and memory_acknowledge_use while their feature flag is off
-// (feature_enabled false and a note, nothing done), and engram_resolve's
-// manifest.
-//
-// A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
-// every JSON Schema in step with its argument struct.
-package tools
+// Every tool answers with a Go value of its output type as its structured
+// content ([Tool.OutputTypes] names the types), so that a program can read
+// a result without parsing its text. The type is also the truth about the
+// shape of the answer: the output schema tools/list declares for the tool
+// is derived from it ([Set.OutputSchema]). A tool may have a second shape,
+// with a type of its own, which the schema admits too.
+package toolkit
 
 import (
 	"context"
@@ -144,7 +136,7 @@ func (p *ParamError) Error() string { return p.Param + ": " + p.Reason }
 
 // invalidParams returns the -32602 error for an argument of tool:
 // "<tool>: <param>: <reason>", with data {param, reason}.
-func invalidParams(tool, param, reason string) *Error {
+func InvalidParams(tool, param, reason string) *Error {
 	return &Error{
 		Code:    CodeInvalidParams,
 		Message: tool + ": " + param + ": " + reason,
@@ -153,12 +145,12 @@ func invalidParams(tool, param, reason string) *Error {
 }
 
 // forbidden is a -32003 error of tool with data {reason, ...}.
-func forbidden(tool, reason, format string, args ...any) *Error {
+func Forbidden(tool, reason, format string, args ...any) *Error {
 	return &Error{Code: CodeForbidden, Message: tool + ": " + fmt.Sprintf(format, args...), Data: map[string]any{"reason": reason}}
 }
 
 // anonymous is the name of a caller without an authenticated identity.
-const anonymous = "anonymous"
+const Anonymous = "anonymous"
 
 // DefaultTenant is the tenant of a caller that names none.
 const DefaultTenant = "default"
@@ -241,8 +233,8 @@ func (c Caller) Validate() error {
 		return fmt.Errorf("crux: invalid caller tenant %q: it is not valid UTF-8", c.Tenant)
 	case strings.Contains(c.Agent, "::") || strings.HasSuffix(c.Agent, ":") || strings.IndexFunc(c.Agent, unicode.IsControl) >= 0:
 		return fmt.Errorf(`crux: invalid caller agent name %q: it must not contain "::", end with ":" or contain control characters`, c.Agent)
-	case c.Authenticated && c.Agent == anonymous:
-		return fmt.Errorf("crux: invalid caller: an authenticated agent cannot be called %q", anonymous)
+	case c.Authenticated && c.Agent == Anonymous:
+		return fmt.Errorf("crux: invalid caller: an authenticated agent cannot be called %q", Anonymous)
 	case strings.IndexFunc(c.Tenant, unicode.IsControl) >= 0:
 		return fmt.Errorf("crux: invalid caller tenant %q: it must not contain control characters", c.Tenant)
 	}
@@ -262,7 +254,7 @@ func (c Caller) Name() string {
 	if id := c.Identity(); id != "" {
 		return id
 	}
-	return anonymous
+	return Anonymous
 }
 
 // TenantID is the caller's tenant, DefaultTenant when unset.
@@ -379,7 +371,7 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 	names := make([]string, 0, len(set.tools))
 	descriptions := make(map[string]string, len(set.tools))
 	for _, t := range set.tools {
-		if t.present == nil || t.present(&flags) {
+		if t.Present == nil || t.Present(&flags) {
 			names = append(names, t.Name)
 			descriptions[t.Name] = t.Description
 		}
@@ -427,7 +419,7 @@ func (e *Env) ReportCorrupt(err *store.CorruptRecordError) {
 		"bucket", err.Bucket, "key", fmt.Sprintf("%q", err.Key), "id", err.ID, "index", err.Index, "err", err.Err)
 }
 
-func (e *Env) now() time.Time { return e.Now().UTC() }
+func (e *Env) Time() time.Time { return e.Now().UTC() }
 
 // RecordIntent records the intent c declared at now (cuecrux_session
 // does): the pipeline applies it to c's calls until it expires.
@@ -440,7 +432,7 @@ func (e *Env) RecordIntent(c Caller, intent surface.Intent, now time.Time) {
 func (e *Env) Description(name string) string { return e.descriptions[name] }
 
 // decay is the staleness policy of the decay settings.
-func (e *Env) decay() store.DecayPolicy {
+func (e *Env) Decay() store.DecayPolicy {
 	return store.DecayPolicy{
 		VolatileStale: time.Duration(e.Flags.DecayVolatileHours) * time.Hour,
 		MediumStale:   time.Duration(e.Flags.DecayMediumDays) * 24 * time.Hour,
@@ -452,12 +444,12 @@ func (e *Env) decay() store.DecayPolicy {
 // the tool's capability string, on the local backend. A hosted-gated tool
 // asks for the local backend too: crux runs no hosted platform, so a
 // refusal receipt never names one.
-func (e *Env) capabilityCall(name string) rcx.Call {
+func (e *Env) CapabilityCall(name string) rcx.Call {
 	return rcx.ToolCall(surface.Capability(name), false)
 }
 
 // handler is a tool's implementation after argument checking.
-type handler struct {
+type Handler struct {
 	call func(ctx context.Context, env *Env, c Caller, args *arguments) (*Result, error)
 	// args is the type the arguments decode into (a struct, or
 	// json.RawMessage for a tool built with New); a test keeps each
@@ -480,19 +472,19 @@ type Tool struct {
 	// get_bootstrap under the tool-output topic.
 	Output string
 
-	schema []byte
+	Schema []byte
 	// out is the Go type of the structured content of the tool's answers;
 	// alt, when set, that of its second shape (see OutputTypes).
-	out, alt reflect.Type
-	run      handler
+	Out, Alt reflect.Type
+	Run      Handler
 	// gate, when set, decides before the arguments are checked whether the
 	// tool may run under the server's flags: a non-nil result or error is
 	// the answer (the tool's own behaviour when its flag is off).
-	gate func(env *Env) (*Result, error)
+	Gate func(env *Env) (*Result, error)
 	// present, when set, says whether the tool exists under the server's
 	// flags: when it reports false the tool is not listed, and a call to it
 	// is answered as a call to an unknown tool (-32601).
-	present func(*feature.Flags) bool
+	Present func(*feature.Flags) bool
 }
 
 // New returns a tool descriptor. schema is the JSON Schema of its
@@ -502,22 +494,26 @@ type Tool struct {
 func New(name, description string, schema json.RawMessage, ann Annotations,
 	run func(ctx context.Context, env *Env, c Caller, args json.RawMessage) (*Result, error)) *Tool {
 	if run == nil {
-		return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
-			out: anyObject, run: handler{args: reflect.TypeFor[json.RawMessage]()}}
+		return &Tool{Name: name, Description: description, Annotations: ann, Schema: schema,
+			Out: anyObject, Run: Handler{args: reflect.TypeFor[json.RawMessage]()}}
 	}
 	call := func(ctx context.Context, env *Env, c Caller, a *arguments) (*Result, error) {
 		args, err := a.text()
 		if err != nil {
-			return nil, invalidParams(name, "arguments", err.Error())
+			return nil, InvalidParams(name, "arguments", err.Error())
 		}
 		return run(ctx, env, c, args)
 	}
-	return &Tool{Name: name, Description: description, Annotations: ann, schema: schema,
-		out: anyObject, run: handler{call: call, args: reflect.TypeFor[json.RawMessage]()}}
+	return &Tool{Name: name, Description: description, Annotations: ann, Schema: schema,
+		Out: anyObject, Run: Handler{call: call, args: reflect.TypeFor[json.RawMessage]()}}
 }
 
 // InputSchema is the tool's JSON Schema for its arguments.
-func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil), t.schema...) }
+func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil), t.Schema...) }
+
+// ArgumentType is the Go type the tool's arguments decode into: the In of
+// [Bind], json.RawMessage for a tool built with [New].
+func (t *Tool) ArgumentType() reflect.Type { return t.Run.args }
 
 // bind adapts a handler taking typed arguments. The arguments have passed
 // schema validation when it runs, so decoding fails only on values JSON
@@ -525,7 +521,7 @@ func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil
 // decoded from the tree checkArguments made (see treeDecoder); when that
 // cannot be done, or for an argument type it does not handle, from the
 // JSON text with json.Unmarshal, whose error is the answer.
-func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, in *In) (*Result, error)) handler {
+func Bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, in *In) (*Result, error)) Handler {
 	tree := newTreeDecoder(reflect.TypeFor[In]())
 	decode := func(a *arguments) (*In, error) {
 		in := new(In)
@@ -541,7 +537,7 @@ func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, 
 		}
 		return fn(ctx, env, c, in)
 	}
-	return handler{call: call, args: reflect.TypeFor[In](), tree: tree != nil,
+	return Handler{call: call, args: reflect.TypeFor[In](), tree: tree != nil,
 		decode: func(a *arguments) (any, error) { return decode(a) }}
 }
 
@@ -550,22 +546,22 @@ func bind[In any](name string, fn func(ctx context.Context, env *Env, c Caller, 
 func unmarshalArguments[In any](name string, a *arguments) (*In, error) {
 	args, err := a.text()
 	if err != nil {
-		return nil, invalidParams(name, "arguments", err.Error())
+		return nil, InvalidParams(name, "arguments", err.Error())
 	}
 	in := new(In)
 	if err := json.Unmarshal(args, in); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, invalidParams(name, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
+			return nil, InvalidParams(name, te.Field, "must be "+describeGoType(te.Type.Kind().String()))
 		}
-		return nil, invalidParams(name, "arguments", err.Error())
+		return nil, InvalidParams(name, "arguments", err.Error())
 	}
 	return in, nil
 }
 
 // flagGate is a gate that answers with the error mk builds (a new one each
 // call: callers may keep or change it) while on reports the flag off.
-func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*Result, error) {
+func FlagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*Result, error) {
 	return func(env *Env) (*Result, error) {
 		if on(&env.Flags) {
 			return nil, nil
@@ -578,7 +574,7 @@ func flagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 // content is v.
 // Every nil slice and map of v's top level is sent as an empty one (see
 // outschema.Fill), as the tool's output schema says.
-func jsonResult(v any) (*Result, error) {
+func JSONResult(v any) (*Result, error) {
 	v = outschema.Fill(v)
 	if a, ok := v.(jsonAppender); ok {
 		if b, ok := a.appendJSON(make([]byte, 0, 4096)); ok && len(b) > 0 {
@@ -601,6 +597,6 @@ type jsonAppender interface {
 }
 
 // errorResult is a tool failure the model can read.
-func errorResult(format string, args ...any) *Result {
+func ErrorResult(format string, args ...any) *Result {
 	return &Result{Content: []Content{{Type: "text", Text: fmt.Sprintf(format, args...)}}, IsError: true}
 }
