@@ -126,11 +126,11 @@ func checkLabel(tool, param, s string) error {
 // ---- artefact_put ----
 
 type artefactPutArgs struct {
-	Content     string `json:"content_bytes_base64"`
-	MimeType    string `json:"mime_type"`
-	ToolOrigin  string `json:"tool_origin,omitempty"`
-	TTLSeconds  *int64 `json:"ttl_seconds,omitempty"`
-	TokenBudget *int   `json:"token_budget,omitempty"`
+	Content     string `json:"content_bytes_base64" schema:"maxLength=1048576"`
+	MimeType    string `json:"mime_type" schema:"maxLength=255;minLength=1"`
+	ToolOrigin  string `json:"tool_origin,omitempty" schema:"maxLength=255"`
+	TTLSeconds  *int64 `json:"ttl_seconds,omitempty" schema:"default=604800;maximum=7776000;minimum=0" doc:"Default 7 days, at most 90; 0 never expires."`
+	TokenBudget *int   `json:"token_budget,omitempty" schema:"minimum=1" doc:"Larger content is refused (-32602)."`
 }
 
 // ArtefactPutOutput is what artefact_put returns.
@@ -223,8 +223,8 @@ func artefactPut() *toolkit.Tool {
 // ---- artefact_get ----
 
 type artefactGetArgs struct {
-	ArtefactID  string `json:"artefact_id"`
-	TokenBudget *int   `json:"token_budget,omitempty"`
+	ArtefactID  string `json:"artefact_id" schema:"maxLength=256;minLength=1"`
+	TokenBudget *int   `json:"token_budget,omitempty" schema:"minimum=1"`
 }
 
 // ArtefactGetOutput is what artefact_get returns.
@@ -327,9 +327,9 @@ func artefactGet() *toolkit.Tool {
 // ---- artefact_list ----
 
 type artefactListArgs struct {
-	TopK        *int   `json:"top_k,omitempty"`
-	Scope       string `json:"scope,omitempty"`
-	TokenBudget *int   `json:"token_budget,omitempty"`
+	TopK        *int   `json:"top_k,omitempty" schema:"default=20;maximum=100;minimum=1"`
+	Scope       string `json:"scope,omitempty" schema:"maxLength=255" doc:"Substring of mime_type or tool_origin."`
+	TokenBudget *int   `json:"token_budget,omitempty" schema:"minimum=1"`
 }
 
 // ArtefactListOutput is what artefact_list returns.

@@ -143,15 +143,15 @@ func admitBundle(dir string, size int, now time.Time, lim exportLimits) error {
 const KindAuditExport = "audit_export"
 
 type auditExportArgs struct {
-	TokenBudget int               `json:"token_budget"`
-	SinceTS     string            `json:"since_ts,omitempty"`
-	UntilTS     string            `json:"until_ts,omitempty"`
+	TokenBudget int               `json:"token_budget" schema:"maximum=4194304;minimum=1" doc:"Caps the facts swept, oldest first."`
+	SinceTS     string            `json:"since_ts,omitempty" schema:"minLength=1"`
+	UntilTS     string            `json:"until_ts,omitempty" schema:"minLength=1"`
 	Scope       *auditExportScope `json:"scope,omitempty"`
 }
 
 type auditExportScope struct {
 	EntityPrefix    string `json:"entity_prefix,omitempty"`
-	IncludeReserved bool   `json:"include_reserved,omitempty"`
+	IncludeReserved bool   `json:"include_reserved,omitempty" schema:"default=false" doc:"Needs a trusted passport."`
 }
 
 // AuditExportBundleOutput is what audit_export_bundle returns.

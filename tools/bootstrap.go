@@ -125,9 +125,9 @@ func SeedBootstrap(ctx context.Context, st store.Backend, now time.Time, ts []*t
 // ---- get_bootstrap ----
 
 type getBootstrapArgs struct {
-	Topic       string `json:"topic,omitempty"`
+	Topic       string `json:"topic,omitempty" doc:"doc, pattern, resolution or tool-output; omit for all."`
 	Query       string `json:"query,omitempty"`
-	TokenBudget int    `json:"token_budget,omitempty"`
+	TokenBudget int    `json:"token_budget,omitempty" schema:"minimum=1" doc:"Default 900 (an answer under 8 KB)."`
 }
 
 // BootstrapFact is one entry of crux's own knowledge.

@@ -126,8 +126,8 @@ func decodeHistoryCursor(tool, cursor string, tag []byte) (store.HistoryPos, err
 // historyPageArgs are the paging arguments of fact_history and
 // memory_history.
 type historyPageArgs struct {
-	Limit  *int   `json:"limit,omitempty"`
-	Cursor string `json:"cursor,omitempty"`
+	Limit  *int   `json:"limit,omitempty" schema:"default=100;maximum=1000;minimum=1"`
+	Cursor string `json:"cursor,omitempty" schema:"minLength=1"`
 }
 
 // HistoryPage is a page of fact_history or memory_history: versions,

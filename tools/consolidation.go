@@ -53,11 +53,11 @@ func consolidationOff(tool string) func(env *toolkit.Env) (*toolkit.Result, erro
 // ---- memory_contradictions ----
 
 type contradictionsArgs struct {
-	Limit        *int   `json:"limit,omitempty"`
-	TokenBudget  *int   `json:"token_budget,omitempty"`
-	Entity       string `json:"entity,omitempty"`
-	EntityPrefix string `json:"entity_prefix,omitempty"`
-	Key          string `json:"key,omitempty"`
+	Limit        *int   `json:"limit,omitempty" schema:"default=50;maximum=500;minimum=1"`
+	TokenBudget  *int   `json:"token_budget,omitempty" schema:"default=500;minimum=1"`
+	Entity       string `json:"entity,omitempty" schema:"minLength=1" doc:"Default: the entities of your private facts."`
+	EntityPrefix string `json:"entity_prefix,omitempty" schema:"minLength=1"`
+	Key          string `json:"key,omitempty" schema:"minLength=1"`
 }
 
 // ContradictionRow is one candidate of memory_contradictions: current
@@ -191,15 +191,15 @@ func memoryContradictions() *toolkit.Tool {
 // ---- memory_consolidate ----
 
 type consolidateArgs struct {
-	Entity                   string   `json:"entity"`
-	Key                      string   `json:"key"`
+	Entity                   string   `json:"entity" schema:"minLength=1"`
+	Key                      string   `json:"key" schema:"minLength=1"`
 	CanonicalValue           string   `json:"canonical_value"`
-	TargetFactIDs            []string `json:"target_fact_ids"`
-	ProtectedFactIDs         []string `json:"protected_fact_ids,omitempty"`
-	Confidence               *float64 `json:"confidence,omitempty"`
-	ProtectedConfidenceFloor *float64 `json:"protected_confidence_floor,omitempty"`
-	ConsolidationID          *string  `json:"consolidation_id,omitempty"`
-	HorizonClass             string   `json:"horizon_class,omitempty"`
+	TargetFactIDs            []string `json:"target_fact_ids" schema:"items.minLength=1;maxItems=256;minItems=1"`
+	ProtectedFactIDs         []string `json:"protected_fact_ids,omitempty" schema:"items.minLength=1;maxItems=1024"`
+	Confidence               *float64 `json:"confidence,omitempty" schema:"default=1;maximum=1;minimum=0"`
+	ProtectedConfidenceFloor *float64 `json:"protected_confidence_floor,omitempty" schema:"default=0.99;maximum=1;minimum=0"`
+	ConsolidationID          *string  `json:"consolidation_id,omitempty" schema:"maxLength=256;minLength=1" doc:"Unique in your tenant; reuse is -32004."`
+	HorizonClass             string   `json:"horizon_class,omitempty" schema:"enum=volatile|medium|stable|none"`
 }
 
 // ConsolidationReceipt is the payload of a "consolidation" receipt, and

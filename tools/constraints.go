@@ -304,9 +304,9 @@ func flatten(v any, out []string) []string {
 // ---- declare_constraint ----
 
 type declareConstraintArgs struct {
-	ConstraintType string `json:"constraint_type"`
-	Assertion      string `json:"assertion"`
-	Severity       string `json:"severity,omitempty"`
+	ConstraintType string `json:"constraint_type" schema:"enum=boundary|relationship|policy|context_flag|shell_pattern"`
+	Assertion      string `json:"assertion" schema:"maxLength=4096;minLength=1"`
+	Severity       string `json:"severity,omitempty" schema:"default=medium;enum=critical|high|medium|low"`
 }
 
 // DeclareConstraintOutput is what declare_constraint returns: the
@@ -383,8 +383,8 @@ func declareConstraint() *toolkit.Tool {
 // ---- get_constraints ----
 
 type getConstraintsArgs struct {
-	ConstraintType string `json:"constraint_type,omitempty"`
-	Status         string `json:"status,omitempty"`
+	ConstraintType string `json:"constraint_type,omitempty" schema:"enum=boundary|relationship|policy|context_flag"`
+	Status         string `json:"status,omitempty" schema:"default=active;enum=active|suspended"`
 }
 
 // ConstraintRow is a constraint as get_constraints lists it.
@@ -450,8 +450,8 @@ func getConstraints() *toolkit.Tool {
 
 type checkConstraintsArgs struct {
 	ActionDescription string          `json:"action_description,omitempty"`
-	ToolName          string          `json:"tool_name,omitempty"`
-	ToolParameters    json.RawMessage `json:"tool_parameters,omitempty"`
+	ToolName          string          `json:"tool_name,omitempty" schema:"maxLength=256" doc:"bash, sh or shell: shell_pattern rules match tool_parameters.command."`
+	ToolParameters    json.RawMessage `json:"tool_parameters,omitempty" schema:"type=object"`
 	TenantID          string          `json:"tenant_id,omitempty"`
 }
 
@@ -521,10 +521,10 @@ func checkConstraints() *toolkit.Tool {
 // ---- audit_config ----
 
 type auditConfigArgs struct {
-	Path    string `json:"path"`
-	SHA256  string `json:"sha256"`
-	Auditor string `json:"auditor"`
-	Note    string `json:"note,omitempty"`
+	Path    string `json:"path" schema:"maxLength=1024;minLength=1"`
+	SHA256  string `json:"sha256" pattern:"^[0-9a-f]{64}$"`
+	Auditor string `json:"auditor" schema:"maxLength=1024;minLength=1"`
+	Note    string `json:"note,omitempty" schema:"maxLength=8192"`
 }
 
 // configAudit is the value of a config-audit fact.
@@ -599,12 +599,12 @@ func auditConfig() *toolkit.Tool {
 // ConfigPath names a configuration file by path and the SHA-256 of its
 // bytes.
 type ConfigPath struct {
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
+	Path   string `json:"path" schema:"maxLength=1024;minLength=1"`
+	SHA256 string `json:"sha256" pattern:"^[0-9a-f]{64}$"`
 }
 
 type checkConfigAuditArgs struct {
-	Paths []ConfigPath `json:"paths"`
+	Paths []ConfigPath `json:"paths" schema:"maxItems=256;minItems=1"`
 }
 
 // AuditedConfig is a file check_config_audit found audited.
@@ -684,9 +684,9 @@ func checkConfigAudit() *toolkit.Tool {
 // ---- enrich_action ----
 
 type enrichActionArgs struct {
-	ToolName          string          `json:"tool_name"`
+	ToolName          string          `json:"tool_name" schema:"maxLength=256;minLength=1"`
 	TenantID          string          `json:"tenant_id,omitempty"`
-	ToolParameters    json.RawMessage `json:"tool_parameters,omitempty"`
+	ToolParameters    json.RawMessage `json:"tool_parameters,omitempty" schema:"default={};type=object"`
 	ActionDescription string          `json:"action_description,omitempty"`
 }
 

@@ -37,7 +37,7 @@ import (
 //     points weighed strong 0, partial or unknown 1, weak 2, scaled to 4.
 
 type custodyArgs struct {
-	TokenBudget int `json:"token_budget,omitempty"`
+	TokenBudget int `json:"token_budget,omitempty" schema:"minimum=1" doc:"Below ~1500, evidence texts are dropped."`
 }
 
 // CustodyPoint is one point context_custody_audit scores, with its evidence.

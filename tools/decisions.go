@@ -18,12 +18,12 @@ import (
 // reserved entities, so the log is append-only.
 
 type recordDecisionArgs struct {
-	Action       string   `json:"action"`
-	Rationale    string   `json:"rationale"`
-	Alternatives []string `json:"alternatives,omitempty"`
-	Confidence   *float64 `json:"confidence,omitempty"`
-	SessionID    string   `json:"session_id,omitempty"`
-	ContextRefs  []string `json:"context_refs,omitempty"`
+	Action       string   `json:"action" schema:"minLength=1"`
+	Rationale    string   `json:"rationale" schema:"minLength=1"`
+	Alternatives []string `json:"alternatives,omitempty" schema:"maxItems=256"`
+	Confidence   *float64 `json:"confidence,omitempty" schema:"default=1;maximum=1;minimum=0"`
+	SessionID    string   `json:"session_id,omitempty" schema:"default=_default;minLength=1"`
+	ContextRefs  []string `json:"context_refs,omitempty" schema:"maxItems=256"`
 }
 
 // RecordDecisionOutput is what record_decision returns: the decision

@@ -19,10 +19,10 @@ import (
 // URL that breaks the policy is allowed: false with reasons.
 
 type egressArgs struct {
-	Target            string `json:"target"`
+	Target            string `json:"target" schema:"minLength=1"`
 	Purpose           string `json:"purpose,omitempty"`
-	AllowLoopbackHTTP *bool  `json:"allow_loopback_http,omitempty"`
-	AllowPlainHTTP    bool   `json:"allow_plain_http,omitempty"`
+	AllowLoopbackHTTP *bool  `json:"allow_loopback_http,omitempty" schema:"default=true"`
+	AllowPlainHTTP    bool   `json:"allow_plain_http,omitempty" schema:"default=false"`
 }
 
 // EgressPolicyCheckOutput is what egress_policy_check reports.

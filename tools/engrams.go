@@ -60,10 +60,10 @@ const (
 )
 
 type engramResolveArgs struct {
-	Names        []string `json:"names,omitempty"`
-	ModelID      string   `json:"model_id,omitempty"`
-	IntentBucket string   `json:"intent_bucket,omitempty"`
-	TenantID     string   `json:"tenant_id,omitempty"`
+	Names        []string `json:"names,omitempty" schema:"items.maxLength=257;items.minLength=3;maxItems=20"`
+	ModelID      string   `json:"model_id,omitempty" schema:"maxLength=256"`
+	IntentBucket string   `json:"intent_bucket,omitempty" schema:"maxLength=1024"`
+	TenantID     string   `json:"tenant_id,omitempty" schema:"minLength=1"`
 }
 
 // ManifestEntry is one engram of a manifest, its content left out.

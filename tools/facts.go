@@ -119,15 +119,15 @@ const reservedForCrux = "entities starting with " + store.ReservedPrefix + " are
 // ---- store_fact ----
 
 type storeFactArgs struct {
-	Entity           string   `json:"entity"`
-	Key              string   `json:"key"`
+	Entity           string   `json:"entity" schema:"minLength=1"`
+	Key              string   `json:"key" schema:"minLength=1"`
 	Value            string   `json:"value"`
 	SourceReceipt    string   `json:"source_receipt,omitempty"`
-	Confidence       *float64 `json:"confidence,omitempty"`
-	Private          bool     `json:"private,omitempty"`
-	HorizonClass     string   `json:"horizon_class,omitempty"`
-	FreshnessHorizon string   `json:"freshness_horizon,omitempty"`
-	Supersedes       []string `json:"supersedes,omitempty"`
+	Confidence       *float64 `json:"confidence,omitempty" schema:"default=1;maximum=1;minimum=0"`
+	Private          bool     `json:"private,omitempty" schema:"default=false" doc:"Visible to you alone."`
+	HorizonClass     string   `json:"horizon_class,omitempty" schema:"enum=volatile|medium|stable|none"`
+	FreshnessHorizon string   `json:"freshness_horizon,omitempty" doc:"e.g. 'a few hours', if no horizon_class."`
+	Supersedes       []string `json:"supersedes,omitempty" schema:"maxItems=256"`
 }
 
 // StoreFactOutput is what store_fact returns: the version written and the
@@ -201,16 +201,19 @@ func storeFact() *toolkit.Tool {
 
 // ---- query_facts ----
 
+// AdjustSchema declares query_facts' output contract.
+func (queryFactsArgs) AdjustSchema(s map[string]any) { declareContract(s, crcKindFact) }
+
 type queryFactsArgs struct {
-	Query             string   `json:"query,omitempty"`
-	Entity            string   `json:"entity,omitempty"`
-	EntityPrefix      string   `json:"entity_prefix,omitempty"`
-	Key               string   `json:"key,omitempty"`
-	TopK              *int     `json:"top_k,omitempty"`
-	TokenBudget       int      `json:"token_budget,omitempty"`
-	IncludeSuperseded bool     `json:"include_superseded,omitempty"`
+	Query             string   `json:"query,omitempty" doc:"A question or keywords, stemmed and prefix-matched; common words and a question's what/did ignored."`
+	Entity            string   `json:"entity,omitempty" schema:"minLength=1"`
+	EntityPrefix      string   `json:"entity_prefix,omitempty" schema:"minLength=1"`
+	Key               string   `json:"key,omitempty" schema:"minLength=1"`
+	TopK              *int     `json:"top_k,omitempty" schema:"default=10;maximum=1000;minimum=1"`
+	TokenBudget       int      `json:"token_budget,omitempty" schema:"minimum=1"`
+	IncludeSuperseded bool     `json:"include_superseded,omitempty" schema:"default=false"`
 	AsOf              string   `json:"as_of,omitempty"`
-	MinEffective      *float64 `json:"min_effective_confidence,omitempty"`
+	MinEffective      *float64 `json:"min_effective_confidence,omitempty" schema:"maximum=1;minimum=0"`
 	Contract          string   `json:"contract,omitempty"`
 }
 
@@ -393,7 +396,7 @@ func rowTokens(v any) int {
 // ---- delete_fact ----
 
 type deleteFactArgs struct {
-	FactID string `json:"fact_id"`
+	FactID string `json:"fact_id" schema:"minLength=1"`
 }
 
 // DeleteFactOutput is what delete_fact returns: deleted is false when the
@@ -454,8 +457,8 @@ const (
 )
 
 type listEntitiesArgs struct {
-	Prefix string `json:"prefix,omitempty"`
-	Limit  *int   `json:"limit,omitempty"`
+	Prefix string `json:"prefix,omitempty" schema:"minLength=1"`
+	Limit  *int   `json:"limit,omitempty" schema:"default=200;maximum=1000;minimum=1"`
 }
 
 // ListEntitiesOutput is what list_entities returns.
@@ -516,8 +519,8 @@ func listEntities() *toolkit.Tool {
 // ---- fact_history ----
 
 type factHistoryArgs struct {
-	Entity string `json:"entity"`
-	Key    string `json:"key"`
+	Entity string `json:"entity" schema:"minLength=1"`
+	Key    string `json:"key" schema:"minLength=1"`
 	historyPageArgs
 }
 

@@ -210,12 +210,38 @@ func forgetQuery(tx store.Tx, tool string, c toolkit.Caller, scope store.ForgetS
 
 // ---- memory_forget ----
 
+// AdjustSchema declares the shapes scope takes, one per kind of scope: a
+// JSON object the handler parses itself (see parseForgetScope).
+func (forgetArgs) AdjustSchema(s map[string]any) {
+	scope := s["properties"].(map[string]any)["scope"].(map[string]any)
+	kinds := []string{"entity_prefix", "key_glob", "passport_id", "before_timestamp", "tenant_id"}
+	value := func(kind string) map[string]any {
+		if kind == "before_timestamp" {
+			return map[string]any{"type": "string", "format": "date-time"}
+		}
+		return map[string]any{"type": "string", "minLength": 1}
+	}
+	var oneOf []any
+	for _, kind := range []string{"before_timestamp", "entity_prefix", "key_glob", "passport_id", "tenant_id"} {
+		oneOf = append(oneOf, map[string]any{"title": kind, "required": []any{"type", "value"},
+			"properties": map[string]any{"type": map[string]any{"const": kind}, "value": value(kind)}})
+	}
+	enum := make([]any, len(kinds))
+	for i, k := range kinds {
+		enum[i] = k
+	}
+	scope["properties"] = map[string]any{"type": map[string]any{"type": "string", "enum": enum}, "value": value("")}
+	scope["required"] = []any{"type", "value"}
+	scope["additionalProperties"] = false
+	scope["oneOf"] = oneOf
+}
+
 type forgetArgs struct {
-	Scope         json.RawMessage `json:"scope"`
-	Reason        string          `json:"reason"`
-	TenantID      string          `json:"tenant_id,omitempty"`
-	TokenBudget   int             `json:"token_budget,omitempty"`
-	IncludePinned bool            `json:"include_pinned,omitempty"`
+	Scope         json.RawMessage `json:"scope" schema:"type=object" doc:"key_glob: a path.Match pattern; passport_id: the writer; tenant_id: yours, every fact you see."`
+	Reason        string          `json:"reason" schema:"minLength=1"`
+	TenantID      string          `json:"tenant_id,omitempty" schema:"minLength=1"`
+	TokenBudget   int             `json:"token_budget,omitempty" schema:"minimum=1" doc:"Most facts to forget, oldest first."`
+	IncludePinned bool            `json:"include_pinned,omitempty" schema:"default=false"`
 }
 
 // Limits of the forget answers. They cap what is listed, never what is
@@ -352,9 +378,9 @@ func memoryForget() *toolkit.Tool {
 // ---- memory_forget_dry_run ----
 
 type forgetDryRunArgs struct {
-	Scope         json.RawMessage `json:"scope"`
-	TokenBudget   int             `json:"token_budget,omitempty"`
-	IncludePinned bool            `json:"include_pinned,omitempty"`
+	Scope         json.RawMessage `json:"scope" schema:"type=object"`
+	TokenBudget   int             `json:"token_budget,omitempty" schema:"minimum=1" doc:"Lists at most 100."`
+	IncludePinned bool            `json:"include_pinned,omitempty" schema:"default=false"`
 }
 
 // ForgetDryRunFact is a fact memory_forget_dry_run would forget.

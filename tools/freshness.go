@@ -175,10 +175,10 @@ func keepTop(ds []decayedFact, d decayedFact, limit int, less func(a, b decayedF
 // ---- memory_freshness ----
 
 type memoryFreshnessArgs struct {
-	Entity      string `json:"entity,omitempty"`
-	Key         string `json:"key,omitempty"`
-	TopK        *int   `json:"top_k,omitempty"`
-	TokenBudget *int   `json:"token_budget,omitempty"`
+	Entity      string `json:"entity,omitempty" schema:"minLength=1"`
+	Key         string `json:"key,omitempty" schema:"minLength=1"`
+	TopK        *int   `json:"top_k,omitempty" schema:"default=20;maximum=500;minimum=1"`
+	TokenBudget *int   `json:"token_budget,omitempty" schema:"default=500;minimum=1"`
 }
 
 // MemoryFreshnessOutput is what memory_freshness returns.
@@ -281,8 +281,8 @@ func memoryFreshness() *toolkit.Tool {
 // ---- memory_sweep_candidates ----
 
 type sweepArgs struct {
-	TopK        *int `json:"top_k,omitempty"`
-	TokenBudget *int `json:"token_budget,omitempty"`
+	TopK        *int `json:"top_k,omitempty" schema:"default=50;maximum=500;minimum=1"`
+	TokenBudget *int `json:"token_budget,omitempty" schema:"default=500;minimum=1"`
 }
 
 // MemorySweepCandidatesOutput is what memory_sweep_candidates returns.
@@ -402,8 +402,8 @@ type MemorySetHorizonOutput struct {
 }
 
 type setHorizonArgs struct {
-	FactID       string `json:"fact_id"`
-	HorizonClass string `json:"horizon_class"`
+	FactID       string `json:"fact_id" pattern:"^f_[0-9a-f]{32}$"`
+	HorizonClass string `json:"horizon_class" schema:"enum=volatile|medium|stable|none" doc:"none never goes stale."`
 }
 
 func memorySetHorizon() *toolkit.Tool {
@@ -441,7 +441,7 @@ func memorySetHorizon() *toolkit.Tool {
 // ---- memory_reverify ----
 
 type reverifyArgs struct {
-	FactID string `json:"fact_id"`
+	FactID string `json:"fact_id" pattern:"^f_[0-9a-f]{32}$"`
 }
 
 // MemoryReverifyOutput is what memory_reverify returns.

@@ -38,7 +38,7 @@ const (
 
 type getGapsArgs struct {
 	Query string `json:"query,omitempty"`
-	Limit *int   `json:"limit,omitempty"`
+	Limit *int   `json:"limit,omitempty" schema:"default=50;maximum=200;minimum=1"`
 }
 
 // GapRow is one gap observation as get_gaps returns it.

@@ -95,9 +95,9 @@ type handoffSession struct {
 type TaskRecord struct {
 	Requester          string   `json:"requester,omitempty"`
 	DesiredOutcome     string   `json:"desired_outcome,omitempty"`
-	Sources            []string `json:"sources,omitempty"`
-	AcceptanceCriteria []string `json:"acceptance_criteria,omitempty"`
-	Boundaries         []string `json:"boundaries,omitempty"`
+	Sources            []string `json:"sources,omitempty" schema:"maxItems=100"`
+	AcceptanceCriteria []string `json:"acceptance_criteria,omitempty" schema:"maxItems=100"`
+	Boundaries         []string `json:"boundaries,omitempty" schema:"maxItems=100"`
 	BlockerRule        string   `json:"blocker_rule,omitempty"`
 }
 
@@ -154,9 +154,9 @@ func handoffContentHash(canonical []byte) string {
 // ---- create_handoff ----
 
 type createHandoffArgs struct {
-	SessionID    string      `json:"session_id"`
-	IncludeFacts bool        `json:"include_facts,omitempty"`
-	TargetAgent  string      `json:"target_agent,omitempty"`
+	SessionID    string      `json:"session_id" schema:"minLength=1"`
+	IncludeFacts bool        `json:"include_facts,omitempty" schema:"default=false" doc:"Carry the shared facts the state cites (at most 100)."`
+	TargetAgent  string      `json:"target_agent,omitempty" doc:"Only this agent may accept."`
 	Message      string      `json:"message,omitempty"`
 	TaskRecord   *TaskRecord `json:"task_record,omitempty"`
 }
@@ -386,7 +386,7 @@ func createHandoff() *toolkit.Tool {
 // ---- accept_handoff ----
 
 type acceptHandoffArgs struct {
-	Package string `json:"package"`
+	Package string `json:"package" schema:"minLength=1"`
 }
 
 // AcceptHandoffOutput is what accept_handoff returns.

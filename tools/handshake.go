@@ -11,7 +11,7 @@ import (
 
 	"github.com/crux-go/crux/internal/codec"
 	"github.com/crux-go/crux/toolkit"
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/fxamacker/cbor/v2"
 	"lukechampine.com/blake3"
@@ -110,12 +110,12 @@ func planHash(p CuecruxSessionOutput) ([32]byte, error) {
 const DefaultPlanCapabilities = 14
 
 type sessionArgs struct {
-	Intent string `json:"intent,omitempty"`
+	Intent string `json:"intent,omitempty" doc:"Free text; empty clears it."`
 	Hints  struct {
-		PreferBulk      bool `json:"prefer_bulk"`
-		MaxCapabilities *int `json:"max_capabilities"`
-		WantParentChain bool `json:"want_parent_chain"`
-		HideExclusions  bool `json:"hide_exclusions"`
+		PreferBulk      bool `json:"prefer_bulk" schema:"optional"`
+		MaxCapabilities *int `json:"max_capabilities" schema:"optional;minimum=0" doc:"Tools listed: default 14."`
+		WantParentChain bool `json:"want_parent_chain" schema:"optional"`
+		HideExclusions  bool `json:"hide_exclusions" schema:"optional;default=false"`
 	} `json:"hints,omitempty"`
 }
 
@@ -223,7 +223,7 @@ func cuecruxSession() *toolkit.Tool {
 // ---- autonomy_contract ----
 
 type autonomyArgs struct {
-	TokenBudget int `json:"token_budget,omitempty"`
+	TokenBudget int `json:"token_budget,omitempty" schema:"minimum=1"`
 }
 
 // AutonomyContractOutput is what autonomy_contract returns. Without a
@@ -303,8 +303,8 @@ func autonomyContract() *toolkit.Tool {
 // ---- resolve_principal ----
 
 type resolveArgs struct {
-	SessionID  string `json:"session_id,omitempty"`
-	PassportID string `json:"passport_id,omitempty"`
+	SessionID  string `json:"session_id,omitempty" schema:"minLength=1"`
+	PassportID string `json:"passport_id,omitempty" schema:"minLength=1"`
 }
 
 var errSessionExpired = errors.New("session expired")

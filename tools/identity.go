@@ -264,9 +264,9 @@ func inlineBody(r *receipts.Receipt, b *answerBudget) ReceiptBody {
 // ---- passport_split ----
 
 type passportSplitArgs struct {
-	TargetPassport  string `json:"target_passport"`
-	NewPassportName string `json:"new_passport_name"`
-	TokenBudget     int    `json:"token_budget"`
+	TargetPassport  string `json:"target_passport" schema:"minLength=1"`
+	NewPassportName string `json:"new_passport_name" schema:"minLength=1"`
+	TokenBudget     int    `json:"token_budget" schema:"minimum=1" doc:"Caps the answer, never the split."`
 	Reason          string `json:"reason,omitempty"`
 }
 
@@ -377,10 +377,10 @@ func nonNil[T any](s []T) []T {
 // ---- passport_merge ----
 
 type passportMergeArgs struct {
-	SourcePassport string `json:"source_passport"`
-	TargetPassport string `json:"target_passport"`
-	ConflictPolicy string `json:"conflict_policy"`
-	TokenBudget    int    `json:"token_budget"`
+	SourcePassport string `json:"source_passport" schema:"minLength=1"`
+	TargetPassport string `json:"target_passport" schema:"minLength=1"`
+	ConflictPolicy string `json:"conflict_policy" schema:"enum=prefer_source|prefer_target|error_on_conflict" doc:"error_on_conflict: -32004, nothing changed."`
+	TokenBudget    int    `json:"token_budget" schema:"minimum=1" doc:"Caps the answer, never the merge."`
 	Reason         string `json:"reason,omitempty"`
 }
 
@@ -551,9 +551,9 @@ func passportMerge() *toolkit.Tool {
 // ---- passport_link_device ----
 
 type passportLinkDeviceArgs struct {
-	DeviceFingerprint  string   `json:"device_fingerprint"`
-	TokenBudget        int      `json:"token_budget"`
-	CapabilitiesSubset []string `json:"capabilities_subset,omitempty"`
+	DeviceFingerprint  string   `json:"device_fingerprint" pattern:"^[0-9a-f]{64}$"`
+	TokenBudget        int      `json:"token_budget" schema:"minimum=1"`
+	CapabilitiesSubset []string `json:"capabilities_subset,omitempty" schema:"default=[\"facts:read\"];items.enum=facts:read|facts:write|sessions:read|sessions:write|artefacts:read|artefacts:write;maxItems=6;minItems=1" doc:"Default facts:read."`
 }
 
 // linkDeviceReceipt is the payload of a passport_link_device receipt.

@@ -144,10 +144,10 @@ func memFactFailure(tool, id string, err error) (*toolkit.Result, error) {
 // ---- memory_view ----
 
 type memoryViewArgs struct {
-	Entity      string `json:"entity,omitempty"`
-	Key         string `json:"key,omitempty"`
-	TopK        *int   `json:"top_k,omitempty"`
-	TokenBudget *int   `json:"token_budget,omitempty"`
+	Entity      string `json:"entity,omitempty" schema:"minLength=1"`
+	Key         string `json:"key,omitempty" schema:"minLength=1"`
+	TopK        *int   `json:"top_k,omitempty" schema:"default=20;maximum=500;minimum=1"`
+	TokenBudget *int   `json:"token_budget,omitempty" schema:"default=2000;minimum=1"`
 }
 
 // MemoryViewOutput is what memory_view returns.
@@ -251,9 +251,9 @@ func viewNarrative(out MemoryViewOutput) string {
 // ---- memory_edit ----
 
 type memoryEditArgs struct {
-	FactID   string `json:"fact_id"`
+	FactID   string `json:"fact_id" pattern:"^f_[0-9a-f]{32}$"`
 	NewValue string `json:"new_value"`
-	Reason   string `json:"reason,omitempty"`
+	Reason   string `json:"reason,omitempty" schema:"maxLength=1024"`
 }
 
 // MemoryEditOutput is what memory_edit returns: the edited version and the
@@ -334,8 +334,8 @@ type MemoryPinOutput struct {
 }
 
 type memoryPinArgs struct {
-	FactID string `json:"fact_id"`
-	Pinned *bool  `json:"pinned,omitempty"`
+	FactID string `json:"fact_id" pattern:"^f_[0-9a-f]{32}$"`
+	Pinned *bool  `json:"pinned,omitempty" schema:"default=true"`
 }
 
 func memoryPin() *toolkit.Tool {
@@ -380,9 +380,9 @@ func memoryPin() *toolkit.Tool {
 // ---- memory_history ----
 
 type memoryHistoryArgs struct {
-	Entity string `json:"entity,omitempty"`
-	Key    string `json:"key,omitempty"`
-	FactID string `json:"fact_id,omitempty"`
+	Entity string `json:"entity,omitempty" schema:"minLength=1"`
+	Key    string `json:"key,omitempty" schema:"minLength=1"`
+	FactID string `json:"fact_id,omitempty" pattern:"^f_[0-9a-f]{32}$"`
 	historyPageArgs
 }
 

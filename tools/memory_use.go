@@ -48,12 +48,12 @@ const receiptKindMemoryUse = "memory_use"
 var memoryUseIntents = []string{"answer", "decision", "tool_call", "implicit"}
 
 type ackArgs struct {
-	TurnID            string   `json:"turn_id"`
-	FactIDs           []string `json:"fact_ids,omitempty"`
-	Intent            *string  `json:"intent,omitempty"`
-	RetrievedChunkIDs []string `json:"retrieved_chunk_ids,omitempty"`
-	Confidence        *float64 `json:"confidence,omitempty"`
-	Note              *string  `json:"note,omitempty"`
+	TurnID            string   `json:"turn_id" schema:"maxLength=1024;minLength=1"`
+	FactIDs           []string `json:"fact_ids,omitempty" schema:"items.maxLength=1024;items.minLength=1;maxItems=512"`
+	Intent            *string  `json:"intent,omitempty" schema:"default=answer;maxLength=128;minLength=1" doc:"answer (default), decision, tool_call, implicit or other."`
+	RetrievedChunkIDs []string `json:"retrieved_chunk_ids,omitempty" schema:"maxItems=512" doc:"Paid tier only: counted, not recorded."`
+	Confidence        *float64 `json:"confidence,omitempty" schema:"maximum=1;minimum=0"`
+	Note              *string  `json:"note,omitempty" schema:"maxLength=4096"`
 }
 
 // memoryUseReceipt is the payload of a "memory_use" receipt, with the

@@ -182,11 +182,11 @@ func observationsOff(tool string) *toolkit.Result {
 }
 
 type listObservationsArgs struct {
-	SessionID string `json:"session_id"`
-	Since     string `json:"since,omitempty"`
-	Provider  string `json:"provider,omitempty"`
-	Limit     *int   `json:"limit,omitempty"`
-	Cursor    string `json:"cursor,omitempty"`
+	SessionID string `json:"session_id" schema:"minLength=1"`
+	Since     string `json:"since,omitempty" schema:"minLength=1"`
+	Provider  string `json:"provider,omitempty" schema:"minLength=1"`
+	Limit     *int   `json:"limit,omitempty" schema:"default=50;maximum=500;minimum=1"`
+	Cursor    string `json:"cursor,omitempty" schema:"minLength=1"`
 }
 
 // ListObservationsOutput is what list_observations returns.
@@ -261,8 +261,8 @@ func listObservations() *toolkit.Tool {
 }
 
 type observationArgs struct {
-	SessionID     string `json:"session_id"`
-	ObservationID string `json:"observation_id"`
+	SessionID     string `json:"session_id" schema:"minLength=1"`
+	ObservationID string `json:"observation_id" schema:"minLength=1"`
 }
 
 // readObservation reads one of c's observations for tool. When there is

@@ -13,7 +13,7 @@ import (
 )
 
 type issuePassportArgs struct {
-	SponsorID string `json:"sponsor_id,omitempty"`
+	SponsorID string `json:"sponsor_id,omitempty" schema:"minLength=1"`
 }
 
 // IssuePassportOutput is what issue_passport returns: the passport, and
@@ -216,7 +216,7 @@ func getPassport() *toolkit.Tool {
 }
 
 type mintRequestArgs struct {
-	RequestedCategory string `json:"requested_category,omitempty"`
+	RequestedCategory string `json:"requested_category,omitempty" schema:"enum=personal|work|public"`
 	Reason            string `json:"reason,omitempty"`
 }
 
@@ -307,7 +307,7 @@ type RevokePassportOutput struct {
 }
 
 type revokePassportArgs struct {
-	TargetPassport string `json:"target_passport,omitempty"`
+	TargetPassport string `json:"target_passport,omitempty" schema:"minLength=1"`
 	Reason         string `json:"reason,omitempty"`
 }
 

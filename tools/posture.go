@@ -81,13 +81,13 @@ type ExecplanGateOutput struct {
 }
 
 type execplanGateArgs struct {
-	Slug         string   `json:"slug"`
-	Milestone    string   `json:"milestone"`
-	Status       string   `json:"status"`
-	CommitSHA    string   `json:"commit_sha"`
-	TokenBudget  int      `json:"token_budget"`
+	Slug         string   `json:"slug" schema:"minLength=1"`
+	Milestone    string   `json:"milestone" schema:"minLength=1" doc:"M2 or gate:M2."`
+	Status       string   `json:"status" schema:"enum=passed|failed|blocked|skipped"`
+	CommitSHA    string   `json:"commit_sha" schema:"minLength=1"`
+	TokenBudget  int      `json:"token_budget" schema:"minimum=1"`
 	TestsPassing *bool    `json:"tests_passing,omitempty"`
-	Artifacts    []string `json:"artifacts,omitempty"`
+	Artifacts    []string `json:"artifacts,omitempty" schema:"maxItems=256"`
 	Notes        string   `json:"notes,omitempty"`
 }
 

@@ -111,6 +111,23 @@ const (
 	crcKindFact   = "fact"
 )
 
+// declareContract adds to the input schema s of a retrieval-shaped tool
+// the output contract its answers carry, of the kind given, under the
+// extension keyword x-crux-output-schema.
+func declareContract(s map[string]any, kind string) {
+	s["x-crux-output-schema"] = map[string]any{"$ref": "urn:crux:output:" + crcV1 + ":" + kind, "contract": crcV1, "kind": kind,
+		"when": "unless the contract argument is legacy, v0, none or off"}
+}
+
+// AdjustSchema declares query's output contract.
+func (queryArgs) AdjustSchema(s map[string]any) { declareContract(s, crcKindSearch) }
+
+// AdjustSchema declares query_scan's output contract.
+func (queryScanArgs) AdjustSchema(s map[string]any) { declareContract(s, crcKindSearch) }
+
+// AdjustSchema declares query_expand's output contract.
+func (queryExpandArgs) AdjustSchema(s map[string]any) { declareContract(s, crcKindAddr) }
+
 // crcOn reports whether the contract argument leaves CRC-v1 on.
 func crcOn(contract string) bool {
 	switch strings.ToLower(strings.TrimSpace(contract)) {
@@ -222,11 +239,11 @@ func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 // ---- query ----
 
 type queryArgs struct {
-	TenantID    string   `json:"tenant_id"`
-	Query       string   `json:"query"`
-	Limit       *int     `json:"limit,omitempty"`
-	TokenBudget int      `json:"token_budget,omitempty"`
-	MinScore    *float64 `json:"min_score,omitempty"`
+	TenantID    string   `json:"tenant_id" schema:"minLength=1"`
+	Query       string   `json:"query" schema:"minLength=1"`
+	Limit       *int     `json:"limit,omitempty" schema:"default=10;maximum=100;minimum=1"`
+	TokenBudget int      `json:"token_budget,omitempty" schema:"minimum=1"`
+	MinScore    *float64 `json:"min_score,omitempty" schema:"minimum=0"`
 	Contract    string   `json:"contract,omitempty"`
 }
 
@@ -682,10 +699,10 @@ func hasPrefixFold(s, prefix string) bool {
 // ---- query_scan ----
 
 type queryScanArgs struct {
-	TenantID    string `json:"tenant_id"`
-	Query       string `json:"query"`
-	Limit       *int   `json:"limit,omitempty"`
-	TokenBudget int    `json:"token_budget,omitempty"`
+	TenantID    string `json:"tenant_id" schema:"minLength=1"`
+	Query       string `json:"query" schema:"minLength=1"`
+	Limit       *int   `json:"limit,omitempty" schema:"default=20;maximum=200;minimum=1"`
+	TokenBudget int    `json:"token_budget,omitempty" schema:"minimum=1"`
 	Contract    string `json:"contract,omitempty"`
 }
 
@@ -772,9 +789,9 @@ func (d *Deps) queryScan() *toolkit.Tool {
 // ---- query_expand ----
 
 type queryExpandArgs struct {
-	TenantID    string   `json:"tenant_id"`
-	ResultIDs   []string `json:"result_ids"`
-	TokenBudget int      `json:"token_budget,omitempty"`
+	TenantID    string   `json:"tenant_id" schema:"minLength=1"`
+	ResultIDs   []string `json:"result_ids" schema:"items.minLength=3;maxItems=50;minItems=1"`
+	TokenBudget int      `json:"token_budget,omitempty" schema:"minimum=1"`
 	Contract    string   `json:"contract,omitempty"`
 }
 

@@ -12,8 +12,8 @@ import (
 )
 
 type receiptVerifyArgs struct {
-	ReceiptID string `json:"receipt_id"`
-	TenantID  string `json:"tenant_id,omitempty"`
+	ReceiptID string `json:"receipt_id" schema:"minLength=1"`
+	TenantID  string `json:"tenant_id,omitempty" schema:"minLength=1"`
 }
 
 // ChainSegment is what receipt_verify reports of the receipt's place in

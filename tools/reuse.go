@@ -37,10 +37,10 @@ const (
 )
 
 type reuseCheckArgs struct {
-	TenantID    string   `json:"tenant_id"`
-	Description string   `json:"description"`
-	Limit       *int     `json:"limit,omitempty"`
-	MinScore    *float64 `json:"min_score,omitempty"`
+	TenantID    string   `json:"tenant_id" schema:"minLength=1"`
+	Description string   `json:"description" schema:"minLength=1"`
+	Limit       *int     `json:"limit,omitempty" schema:"default=5;maximum=20;minimum=1"`
+	MinScore    *float64 `json:"min_score,omitempty" schema:"minimum=0"`
 }
 
 // ReuseRetrieval is a document segment reuse_check found.

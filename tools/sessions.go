@@ -152,7 +152,7 @@ func sessionReadOnly(id string) *toolkit.Result {
 // ---- get_session ----
 
 type sessionIDArgs struct {
-	SessionID string `json:"session_id"`
+	SessionID string `json:"session_id" schema:"minLength=1"`
 }
 
 // GetSessionOutput is a session as get_session returns it.
@@ -228,9 +228,9 @@ func getSession() *toolkit.Tool {
 // ---- save_session ----
 
 type saveSessionArgs struct {
-	SessionID  string          `json:"session_id"`
-	State      json.RawMessage `json:"state"`
-	TTLSeconds int64           `json:"ttl_seconds,omitempty"`
+	SessionID  string          `json:"session_id" schema:"minLength=1"`
+	State      json.RawMessage `json:"state" schema:"type=object"`
+	TTLSeconds int64           `json:"ttl_seconds,omitempty" schema:"default=0;minimum=0" doc:"0: never expires."`
 }
 
 func saveSession() *toolkit.Tool {
@@ -271,8 +271,8 @@ func saveSession() *toolkit.Tool {
 // ---- session_checkpoint ----
 
 type checkpointArgs struct {
-	SessionID        string            `json:"session_id"`
-	TokenBudget      int               `json:"token_budget"`
+	SessionID        string            `json:"session_id" schema:"minLength=1"`
+	TokenBudget      int               `json:"token_budget" schema:"minimum=1" doc:"Cap on the stored checkpoint."`
 	Objective        string            `json:"objective,omitempty"`
 	CurrentMilestone string            `json:"current_milestone,omitempty"`
 	Decisions        []json.RawMessage `json:"decisions,omitempty"`
@@ -281,7 +281,7 @@ type checkpointArgs struct {
 	CommandsRun      []string          `json:"commands_run,omitempty"`
 	TestStatus       json.RawMessage   `json:"test_status,omitempty"`
 	NextAction       string            `json:"next_action,omitempty"`
-	TTLSeconds       int64             `json:"ttl_seconds,omitempty"`
+	TTLSeconds       int64             `json:"ttl_seconds,omitempty" schema:"default=0;minimum=0"`
 }
 
 // checkpoint is the state session_checkpoint stores (schema
@@ -482,7 +482,7 @@ type UnarchiveSessionOutput struct {
 }
 
 type listSessionsArgs struct {
-	IncludeArchived bool   `json:"include_archived,omitempty"`
+	IncludeArchived bool   `json:"include_archived,omitempty" schema:"default=false"`
 	Prefix          string `json:"prefix,omitempty"`
 }
 
@@ -573,8 +573,8 @@ func deleteSession() *toolkit.Tool {
 // ---- archive_session, unarchive_session ----
 
 type archiveArgs struct {
-	SessionID string `json:"session_id"`
-	Reason    string `json:"reason,omitempty"`
+	SessionID string `json:"session_id" schema:"minLength=1"`
+	Reason    string `json:"reason,omitempty" schema:"maxLength=1024"`
 }
 
 // setArchived archives (with reason) or unarchives owner's session in one

@@ -98,14 +98,14 @@ const (
 )
 
 type syncPullArgs struct {
-	EntityPrefix string `json:"entity_prefix,omitempty"`
-	TenantID     string `json:"tenant_id,omitempty"`
+	EntityPrefix string `json:"entity_prefix,omitempty" schema:"minLength=1"`
+	TenantID     string `json:"tenant_id,omitempty" schema:"minLength=1"`
 }
 
 type syncPushArgs struct {
-	Confirm   bool     `json:"confirm,omitempty"`
-	TenantID  string   `json:"tenant_id,omitempty"`
-	Allowlist []string `json:"allowlist,omitempty"`
+	Confirm   bool     `json:"confirm,omitempty" schema:"default=false"`
+	TenantID  string   `json:"tenant_id,omitempty" schema:"minLength=1"`
+	Allowlist []string `json:"allowlist,omitempty" schema:"items.minLength=1;maxItems=64;minItems=1" doc:"*, facts, collection:facts or entity:<prefix>."`
 }
 
 // SyncConflict is a conflict as the sync tools report it: which side's
