@@ -134,19 +134,24 @@ func typedTool[In any](name string, schema []byte) *Tool {
 		Run: Bind(name, func(context.Context, *Env, Caller, *In) (*Result, error) { return nil, nil })}
 }
 
-// testSet is a set of a tool for every schema crux's tools declare (read
-// from package tools' schema files): store_fact, query_facts,
+// testSet is a set of a tool for every input schema crux's tools declare
+// (read from package tools' snapshot of them): store_fact, query_facts,
 // memory_forget and memory_pin with argument types like theirs, the
 // others taking their arguments as JSON text.
 func testSet(t testing.TB) *Set {
 	t.Helper()
-	files, err := filepath.Glob("../tools/schemas/*.json")
+	files, err := filepath.Glob("../tools/testdata/schemas/*.json")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	var all []*Tool
 	for _, f := range files {
-		schema, err := os.ReadFile(f)
+		b, err := os.ReadFile(f)
 		require.NoError(t, err)
+		var snap struct {
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		require.NoError(t, json.Unmarshal(b, &snap), f)
+		schema := []byte(snap.InputSchema)
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		var tl *Tool
 		switch name {

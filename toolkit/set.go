@@ -55,7 +55,8 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // NewSet checks the tools (unique valid names, a description, an object
 // schema, an output type that is a JSON object) and compiles their
-// schemas.
+// schemas; a tool without a Schema gets the one derived from its argument
+// type.
 func NewSet(ts []*Tool) (*Set, error) {
 	s := &Set{tools: ts, byName: make(map[string]int, len(ts))}
 	for i, t := range ts {
@@ -67,6 +68,13 @@ func NewSet(ts []*Tool) (*Set, error) {
 		}
 		if strings.TrimSpace(t.Description) == "" || t.Run.call == nil {
 			return nil, fmt.Errorf("toolkit: %s: missing description or handler", t.Name)
+		}
+		if len(t.Schema) == 0 {
+			schema, err := InputSchemaOf(t.Run.args)
+			if err != nil {
+				return nil, fmt.Errorf("toolkit: %s: %w", t.Name, err)
+			}
+			t.Schema = schema
 		}
 		sch, chk, err := compileSchema(t)
 		if err != nil {

@@ -448,7 +448,7 @@ func (e *Env) CapabilityCall(name string) rcx.Call {
 	return rcx.ToolCall(surface.Capability(name), false)
 }
 
-// handler is a tool's implementation after argument checking.
+// Handler is a tool's implementation after argument checking.
 type Handler struct {
 	call func(ctx context.Context, env *Env, c Caller, args *arguments) (*Result, error)
 	// args is the type the arguments decode into (a struct, or
@@ -463,25 +463,33 @@ type Handler struct {
 	tree bool
 }
 
-// Tool describes one tool. Its fields are fixed at construction.
+// Tool describes one tool: a literal with its Run made by [Bind], or
+// [New]. Its fields are fixed once it is given to [NewSet].
 type Tool struct {
-	Name        string
+	// Name is the tool's name: letters, digits, '_' and '-'.
+	Name string
+	// Description is what tools/list says the tool does.
 	Description string
+	// Annotations are the tool's behaviour hints.
 	Annotations Annotations
 	// Output is the tool's output contract in one line, served by
 	// get_bootstrap under the tool-output topic.
 	Output string
 
+	// Schema is the JSON Schema of the tool's arguments, an object schema.
+	// Left empty, NewSet fills in the schema derived from the argument
+	// type of Run (see [InputSchemaOf]).
 	Schema []byte
-	// out is the Go type of the structured content of the tool's answers;
-	// alt, when set, that of its second shape (see OutputTypes).
+	// Out is the Go type of the structured content of the tool's answers;
+	// Alt, when set, that of its second shape (see OutputTypes).
 	Out, Alt reflect.Type
-	Run      Handler
-	// gate, when set, decides before the arguments are checked whether the
+	// Run is the tool's handler, made by Bind.
+	Run Handler
+	// Gate, when set, decides before the arguments are checked whether the
 	// tool may run under the server's flags: a non-nil result or error is
 	// the answer (the tool's own behaviour when its flag is off).
 	Gate func(env *Env) (*Result, error)
-	// present, when set, says whether the tool exists under the server's
+	// Present, when set, says whether the tool exists under the server's
 	// flags: when it reports false the tool is not listed, and a call to it
 	// is answered as a call to an unknown tool (-32601).
 	Present func(*feature.Flags) bool

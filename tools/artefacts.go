@@ -148,7 +148,6 @@ func artefactPut() *toolkit.Tool {
 		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone. Flag ARTEFACTS.",
 		Annotations: toolkit.Annotations{Title: "Park artefact", IdempotentHint: true},
 		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[ArtefactPutOutput](),
 		Alt:         toolkit.OutputOf[FeatureOffOutput](),
 		Gate:        artefactsOff(name),
@@ -246,7 +245,6 @@ func artefactGet() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}" + artefactsOffOutput,
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[ArtefactGetOutput](),
 		Alt:    toolkit.OutputOf[FeatureOffOutput](),
 		Gate:   artefactsOff(name),
@@ -366,7 +364,6 @@ func artefactList() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}" + artefactsOffOutput,
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[ArtefactListOutput](),
 		Alt:    toolkit.OutputOf[FeatureOffOutput](),
 		Gate:   artefactsOff(name),

@@ -177,7 +177,6 @@ func getBootstrap() *toolkit.Tool {
 		Description: "crux's docs, patterns, error resolutions, and each tool's output fields (topic tool-output).",
 		Annotations: toolkit.Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[GetBootstrapOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, _ toolkit.Caller, in *getBootstrapArgs) (*toolkit.Result, error) {
 			q := store.FactQuery{Scope: store.Scope{Tenant: bootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: env.Time(), Policy: env.Decay()}

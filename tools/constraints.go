@@ -329,7 +329,6 @@ func declareConstraint() *toolkit.Tool {
 		Description: "Declare a tenant rule for check_constraints (keywords, or an RE2 shell_pattern); critical blocks, high warns.",
 		Annotations: toolkit.Annotations{Title: "Declare constraint"},
 		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[DeclareConstraintOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *declareConstraintArgs) (*toolkit.Result, error) {
 			if in.Severity == "" {
@@ -411,7 +410,6 @@ func getConstraints() *toolkit.Tool {
 		Description: "Your tenant's constraints, most severe first; status defaults to active.",
 		Annotations: toolkit.Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[GetConstraintsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *getConstraintsArgs) (*toolkit.Result, error) {
 			rows := []ConstraintRow{}
@@ -474,7 +472,6 @@ func checkConstraints() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
 			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[CheckConstraintsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkConstraintsArgs) (*toolkit.Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
@@ -555,7 +552,6 @@ func auditConfig() *toolkit.Tool {
 		Description: "Record that a configuration file was audited, by the SHA-256 of its bytes.",
 		Annotations: toolkit.Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
 		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[AuditConfigOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *auditConfigArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "path", in.Path, "auditor", in.Auditor); err != nil {
@@ -631,7 +627,6 @@ func checkConfigAudit() *toolkit.Tool {
 		Description: "Whether audit_config recorded each {path, sha256} in your tenant (the hash decides).",
 		Annotations: toolkit.Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[CheckConfigAuditOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkConfigAuditArgs) (*toolkit.Result, error) {
 			for i, p := range in.Paths {
@@ -701,7 +696,6 @@ func enrichAction() *toolkit.Tool {
 			"consequences: [string], relationship_hits: [{constraint_id, assertion, severity, match_score}], " +
 			"consequence_metadata{risk_level, destructive, reversible, external_egress, executes_code, privileged, " +
 			"requires_review}, enrichment_receipt{hash, alg}}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[EnrichActionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *enrichActionArgs) (*toolkit.Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)

@@ -21,6 +21,8 @@
 // off (feature_enabled false and a note, nothing done), and
 // engram_resolve's manifest.
 //
-// A tool's tests sit beside it (facts.go, facts_test.go), and a test keeps
-// every JSON Schema in step with its argument struct.
+// A tool's input schema is derived from its argument struct, tags and all
+// (see toolkit.InputSchemaOf); a snapshot of every tool's schemas sits in
+// testdata/schemas for review. A tool's tests sit beside it (facts.go,
+// facts_test.go).
 package tools

@@ -128,7 +128,6 @@ func (d *Deps) engramResolve() *toolkit.Tool {
 			"min_class, applicable_why?, source}], count, truncated, manifest_hash, files_skipped?}; resolve: {schema, " +
 			"capability_class, engrams: [{name, version, intent_bucket?, content, prompt_hash, applicable_why?}], " +
 			"withheld: [{ref, min_class, reason}], missing: [string], engram_set_hash, manifest_hash}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[EngramResolveOutput](),
 		Alt:    toolkit.OutputOf[EngramManifestOutput](),
 		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvEngramMCP, func(f *feature.Flags) bool { return f.EngramMCP }),

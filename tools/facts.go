@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"math"
@@ -14,19 +13,6 @@ import (
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/toolkit"
 )
-
-//go:embed schemas/*.json
-var schemaFiles embed.FS
-
-// schemaFor returns the embedded schema of a tool. A missing file is a
-// programming error that NewSet's test catches.
-func schemaFor(name string) []byte {
-	b, err := schemaFiles.ReadFile("schemas/" + name + ".json")
-	if err != nil {
-		panic("tools: no schema for " + name)
-	}
-	return b
-}
 
 // MaxNameBytes caps entity names and keys.
 const MaxNameBytes = 1024
@@ -149,7 +135,6 @@ func storeFact() *toolkit.Tool {
 		Description: "Write a value under (entity, key) as a new version; fact_history keeps the old. supersedes: ids it retires, all visible to you or nothing is written.",
 		Annotations: toolkit.Annotations{Title: "Store fact"},
 		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[StoreFactOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *storeFactArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
@@ -279,8 +264,7 @@ func queryFacts() *toolkit.Tool {
 		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
 			"age_hours, stored_at, version, private?, superseded_by?, written_by?, score, value_bytes?}], count, filtered_below_threshold, total_tokens, " +
 			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
-		Schema: schemaFor(name),
-		Out:    toolkit.OutputOf[QueryFactsOutput](),
+		Out: toolkit.OutputOf[QueryFactsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryFactsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
 				return nil, err
@@ -417,7 +401,6 @@ func deleteFact() *toolkit.Tool {
 		Description: "Soft-delete a fact's current version (-32004 for an older one): gone from every read, kept in fact_history; the previous version does not come back.",
 		Annotations: toolkit.Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, fact_id}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[DeleteFactOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *deleteFactArgs) (*toolkit.Result, error) {
 			var deleted bool
@@ -475,7 +458,6 @@ func listEntities() *toolkit.Tool {
 		Description: "The entities holding a current fact you can see, sorted. When truncated, narrow with prefix.",
 		Annotations: toolkit.Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{entities: [string], count, truncated}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[ListEntitiesOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listEntitiesArgs) (*toolkit.Result, error) {
 			if err := checkName(name, "prefix", in.Prefix); err != nil {
@@ -557,8 +539,7 @@ func factHistory() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
 			"private?, written_by?, source_receipt?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
-		Schema: schemaFor(name),
-		Out:    toolkit.OutputOf[FactHistoryOutput](),
+		Out: toolkit.OutputOf[FactHistoryOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *factHistoryArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err

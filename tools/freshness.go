@@ -203,7 +203,6 @@ func memoryFreshness() *toolkit.Tool {
 			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
 			"total_tokens, truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, " +
 			"predicted_effects, links}}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[MemoryFreshnessOutput](),
 		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryFreshnessArgs) (*toolkit.Result, error) {
@@ -333,7 +332,6 @@ func memorySweepCandidates() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[MemorySweepCandidatesOutput](),
 		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sweepArgs) (*toolkit.Result, error) {
@@ -413,7 +411,6 @@ func memorySetHorizon() *toolkit.Tool {
 		Description: "Re-classify how fast a fact goes stale, in place.",
 		Annotations: toolkit.Annotations{Title: "Set horizon", IdempotentHint: true},
 		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[MemorySetHorizonOutput](),
 		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *setHorizonArgs) (*toolkit.Result, error) {
@@ -459,7 +456,6 @@ func memoryReverify() *toolkit.Tool {
 		Description: "Confirm a fact still holds: its decay clock restarts, no new version.",
 		Annotations: toolkit.Annotations{Title: "Reverify memory"},
 		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[MemoryReverifyOutput](),
 		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *reverifyArgs) (*toolkit.Result, error) {

@@ -30,7 +30,6 @@ func getAgentIdentity() *toolkit.Tool {
 		Description: "Who crux thinks you are: this call's authenticated agent, or anonymous.",
 		Annotations: toolkit.Annotations{Title: "Agent identity", ReadOnlyHint: true, IdempotentHint: true},
 		Output:      "{agent_name}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[GetAgentIdentityOutput](),
 		Run: toolkit.Bind(name, func(_ context.Context, _ *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			return toolkit.JSONResult(GetAgentIdentityOutput{AgentName: c.Name()})
@@ -303,7 +302,6 @@ func passportSplit() *toolkit.Tool {
 		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
 			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[PassportSplitOutput](),
 		Gate:   identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportSplitArgs) (*toolkit.Result, error) {
@@ -444,7 +442,6 @@ func passportMerge() *toolkit.Tool {
 			"source_fact_id, target_fact_id, resolution, chosen_fact_id}], sessions_renamed: [{from, to}], " +
 			"sessions_renamed_count, truncated, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
 			"receipt_body_hash_hex}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[PassportMergeOutput](),
 		Gate:   identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportMergeArgs) (*toolkit.Result, error) {
@@ -589,7 +586,6 @@ func passportLinkDevice() *toolkit.Tool {
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
 			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[PassportLinkDeviceOutput](),
 		Gate:   identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportLinkDeviceArgs) (*toolkit.Result, error) {

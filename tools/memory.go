@@ -166,7 +166,6 @@ func memoryView() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[MemoryViewOutput](),
 		Gate:   memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryViewArgs) (*toolkit.Result, error) {
@@ -280,7 +279,6 @@ func memoryEdit() *toolkit.Tool {
 		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved.",
 		Annotations: toolkit.Annotations{Title: "Edit memory"},
 		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[MemoryEditOutput](),
 		Gate:        memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryEditArgs) (*toolkit.Result, error) {
@@ -345,7 +343,6 @@ func memoryPin() *toolkit.Tool {
 		Description: "Pin (default) or unpin a current fact for you: pinned facts are never sweep candidates and survive memory_forget.",
 		Annotations: toolkit.Annotations{Title: "Pin memory", IdempotentHint: true},
 		Output:      "{fact_id, pinned}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[MemoryPinOutput](),
 		Gate:        memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryPinArgs) (*toolkit.Result, error) {
@@ -411,7 +408,6 @@ func memoryHistory() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[MemoryHistoryOutput](),
 		Gate:   memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryHistoryArgs) (*toolkit.Result, error) {

@@ -147,7 +147,6 @@ func memoryAcknowledgeUse() *toolkit.Tool {
 			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}; flag off: " +
 			"{feature_enabled: false, feature_flag, tool, receipt_ref: null, memories_used: [], counts 0, note}",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[MemoryAcknowledgeUseOutput](),
 		Alt:    toolkit.OutputOf[MemoryAcknowledgeUseOffOutput](),
 		Gate:   memoryAckOff,

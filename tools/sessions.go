@@ -181,7 +181,6 @@ func getSession() *toolkit.Tool {
 		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
 			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
 			"session: isError, session not found",
-		Schema: schemaFor(name),
 		Out:    toolkit.OutputOf[GetSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -240,7 +239,6 @@ func saveSession() *toolkit.Tool {
 		Description: "Save one of your sessions: state (a JSON object) replaces the previous one verbatim.",
 		Annotations: toolkit.Annotations{Title: "Save session", IdempotentHint: true},
 		Output:      "{session_id, updated_at, expires_at?}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[SaveSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *saveSessionArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -392,7 +390,6 @@ func sessionCheckpoint() *toolkit.Tool {
 		Description: "Save a session from typed fields (objective, decisions, next_action...), cut to token_budget oldest first.",
 		Annotations: toolkit.Annotations{Title: "Session checkpoint", IdempotentHint: true},
 		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[SessionCheckpointOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkpointArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -493,7 +490,6 @@ func listSessions() *toolkit.Tool {
 		Description: "Your session ids, sorted; archived ones with include_archived.",
 		Annotations: toolkit.Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
 		Output:      "{sessions: [string], count, truncated}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[ListSessionsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listSessionsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "prefix", in.Prefix); err != nil {
@@ -547,7 +543,6 @@ func deleteSession() *toolkit.Tool {
 		Description: "Delete one of your sessions for good; archive_session is reversible.",
 		Annotations: toolkit.Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
 		Output:      "{deleted, session_id}",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[DeleteSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -607,7 +602,6 @@ func archiveSession() *toolkit.Tool {
 		Description: "Hide a session from list_sessions; get_session still reads it; unarchive_session undoes it.",
 		Annotations: toolkit.Annotations{Title: "Archive session", IdempotentHint: true},
 		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[ArchiveSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *archiveArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -633,7 +627,6 @@ func unarchiveSession() *toolkit.Tool {
 		Description: "Bring an archived session back into list_sessions.",
 		Annotations: toolkit.Annotations{Title: "Unarchive session", IdempotentHint: true},
 		Output:      "{session_id, archived: false, was_archived}; missing: isError, session not found",
-		Schema:      schemaFor(name),
 		Out:         toolkit.OutputOf[UnarchiveSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
