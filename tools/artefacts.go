@@ -245,9 +245,9 @@ func artefactGet() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
 		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
 			"content_tokens, truncated}" + artefactsOffOutput,
-		Out:    toolkit.OutputOf[ArtefactGetOutput](),
-		Alt:    toolkit.OutputOf[FeatureOffOutput](),
-		Gate:   artefactsOff(name),
+		Out:  toolkit.OutputOf[ArtefactGetOutput](),
+		Alt:  toolkit.OutputOf[FeatureOffOutput](),
+		Gate: artefactsOff(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactGetArgs) (*toolkit.Result, error) {
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
 				return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
@@ -364,9 +364,9 @@ func artefactList() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
 		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
 			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}" + artefactsOffOutput,
-		Out:    toolkit.OutputOf[ArtefactListOutput](),
-		Alt:    toolkit.OutputOf[FeatureOffOutput](),
-		Gate:   artefactsOff(name),
+		Out:  toolkit.OutputOf[ArtefactListOutput](),
+		Alt:  toolkit.OutputOf[FeatureOffOutput](),
+		Gate: artefactsOff(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactListArgs) (*toolkit.Result, error) {
 			topK := defaultArtefactList
 			if in.TopK != nil {

@@ -472,7 +472,7 @@ func checkConstraints() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
 			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
-		Out:    toolkit.OutputOf[CheckConstraintsOutput](),
+		Out: toolkit.OutputOf[CheckConstraintsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkConstraintsArgs) (*toolkit.Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {
@@ -696,7 +696,7 @@ func enrichAction() *toolkit.Tool {
 			"consequences: [string], relationship_hits: [{constraint_id, assertion, severity, match_score}], " +
 			"consequence_metadata{risk_level, destructive, reversible, external_egress, executes_code, privileged, " +
 			"requires_review}, enrichment_receipt{hash, alg}}",
-		Out:    toolkit.OutputOf[EnrichActionOutput](),
+		Out: toolkit.OutputOf[EnrichActionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *enrichActionArgs) (*toolkit.Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {

@@ -128,9 +128,9 @@ func (d *Deps) engramResolve() *toolkit.Tool {
 			"min_class, applicable_why?, source}], count, truncated, manifest_hash, files_skipped?}; resolve: {schema, " +
 			"capability_class, engrams: [{name, version, intent_bucket?, content, prompt_hash, applicable_why?}], " +
 			"withheld: [{ref, min_class, reason}], missing: [string], engram_set_hash, manifest_hash}",
-		Out:    toolkit.OutputOf[EngramResolveOutput](),
-		Alt:    toolkit.OutputOf[EngramManifestOutput](),
-		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvEngramMCP, func(f *feature.Flags) bool { return f.EngramMCP }),
+		Out:  toolkit.OutputOf[EngramResolveOutput](),
+		Alt:  toolkit.OutputOf[EngramManifestOutput](),
+		Gate: memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvEngramMCP, func(f *feature.Flags) bool { return f.EngramMCP }),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *engramResolveArgs) (*toolkit.Result, error) {
 			tenant := in.TenantID
 			if tenant == "" {

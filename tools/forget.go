@@ -299,8 +299,8 @@ func memoryForget() *toolkit.Tool {
 			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
 			"receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
 			"token_budget_capped, pinned_skipped, others_skipped}",
-		Out:    toolkit.OutputOf[MemoryForgetOutput](),
-		Gate:   forgetGate,
+		Out:  toolkit.OutputOf[MemoryForgetOutput](),
+		Gate: forgetGate,
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *forgetArgs) (*toolkit.Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
 			if err != nil {
@@ -413,7 +413,7 @@ func memoryForgetDryRun() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
 			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped, others_skipped}",
-		Out:    toolkit.OutputOf[MemoryForgetDryRunOutput](),
+		Out: toolkit.OutputOf[MemoryForgetDryRunOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *forgetDryRunArgs) (*toolkit.Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
 			if err != nil {

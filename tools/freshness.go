@@ -203,8 +203,8 @@ func memoryFreshness() *toolkit.Tool {
 			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
 			"total_tokens, truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, " +
 			"predicted_effects, links}}",
-		Out:    toolkit.OutputOf[MemoryFreshnessOutput](),
-		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
+		Out:  toolkit.OutputOf[MemoryFreshnessOutput](),
+		Gate: memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryFreshnessArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -332,8 +332,8 @@ func memorySweepCandidates() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
 			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
-		Out:    toolkit.OutputOf[MemorySweepCandidatesOutput](),
-		Gate:   memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
+		Out:  toolkit.OutputOf[MemorySweepCandidatesOutput](),
+		Gate: memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sweepArgs) (*toolkit.Result, error) {
 			topK, limit := sweepTopK, sweepTokenBudget
 			if in.TopK != nil {

@@ -457,7 +457,7 @@ func acceptHandoff() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
 			"from_agent?, message?, task_record?, receipt_id}",
-		Out:    toolkit.OutputOf[AcceptHandoffOutput](),
+		Out: toolkit.OutputOf[AcceptHandoffOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *acceptHandoffArgs) (*toolkit.Result, error) {
 			pkg, err := verifyHandoff(name, env, in.Package)
 			if err != nil {

@@ -302,8 +302,8 @@ func passportSplit() *toolkit.Tool {
 		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
 			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",
-		Out:    toolkit.OutputOf[PassportSplitOutput](),
-		Gate:   identityGate(name),
+		Out:  toolkit.OutputOf[PassportSplitOutput](),
+		Gate: identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportSplitArgs) (*toolkit.Result, error) {
 			source, err := passportArg(name, "target_passport", in.TargetPassport, c)
 			if err != nil {
@@ -442,8 +442,8 @@ func passportMerge() *toolkit.Tool {
 			"source_fact_id, target_fact_id, resolution, chosen_fact_id}], sessions_renamed: [{from, to}], " +
 			"sessions_renamed_count, truncated, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
 			"receipt_body_hash_hex}",
-		Out:    toolkit.OutputOf[PassportMergeOutput](),
-		Gate:   identityGate(name),
+		Out:  toolkit.OutputOf[PassportMergeOutput](),
+		Gate: identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportMergeArgs) (*toolkit.Result, error) {
 			source, err := passportArg(name, "source_passport", in.SourcePassport, c)
 			if err != nil {
@@ -586,8 +586,8 @@ func passportLinkDevice() *toolkit.Tool {
 		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
 			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +
 			"receipt_body_omitted, receipt_body_hash_hex}",
-		Out:    toolkit.OutputOf[PassportLinkDeviceOutput](),
-		Gate:   identityGate(name),
+		Out:  toolkit.OutputOf[PassportLinkDeviceOutput](),
+		Gate: identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportLinkDeviceArgs) (*toolkit.Result, error) {
 			caps := in.CapabilitiesSubset
 			if caps == nil {

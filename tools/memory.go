@@ -166,8 +166,8 @@ func memoryView() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
 			"total_tokens, returned, truncated_by_token_budget}",
-		Out:    toolkit.OutputOf[MemoryViewOutput](),
-		Gate:   memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Out:  toolkit.OutputOf[MemoryViewOutput](),
+		Gate: memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryViewArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -408,8 +408,8 @@ func memoryHistory() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
 			"private?}], next_cursor?, truncated}",
-		Out:    toolkit.OutputOf[MemoryHistoryOutput](),
-		Gate:   memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Out:  toolkit.OutputOf[MemoryHistoryOutput](),
+		Gate: memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryHistoryArgs) (*toolkit.Result, error) {
 			byPair := in.Entity != "" || in.Key != ""
 			switch {

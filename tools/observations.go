@@ -206,7 +206,7 @@ func listObservations() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "List observations", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{session_id, count, observations: [{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, " +
 			"payload, prev_hash, receipt: {alg, signed_by, body_hash, signature}}], next_cursor?, truncated}",
-		Out:    toolkit.OutputOf[ListObservationsOutput](),
+		Out: toolkit.OutputOf[ListObservationsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listObservationsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "provider", in.Provider); err != nil {
 				return nil, err
@@ -301,7 +301,7 @@ func getObservation() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Get observation", ReadOnlyHint: true, IdempotentHint: true},
 		Output: "{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, payload, prev_hash, " +
 			"receipt: {alg, signed_by, body_hash, signature}}; none: isError, observation not found",
-		Out:    toolkit.OutputOf[GetObservationOutput](),
+		Out: toolkit.OutputOf[GetObservationOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *observationArgs) (*toolkit.Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {

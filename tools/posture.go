@@ -207,7 +207,7 @@ func (d *Deps) authPostureAudit() *toolkit.Tool {
 		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
 			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +
 			"recommended_checks: [string]}",
-		Out:    toolkit.OutputOf[AuthPostureAuditOutput](),
+		Out: toolkit.OutputOf[AuthPostureAuditOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			p := AuthPostureAuditOutput{
 				Schema: "crux.auth_posture_audit.v1", CheckedAt: env.Time().Format(time.RFC3339Nano),

@@ -108,7 +108,7 @@ func (d *Deps) updateStatusTool() *toolkit.Tool {
 			"binary_commit_time, binary_modified, current_commit, checkout_path, checkout_commit, checkout_branch, " +
 			"checkout_ahead_by, checkout_behind_by, tracking_ref, latest_commit, latest_fetched_at, ahead_by, behind_by, " +
 			"comparison_stale, checked_at, error, upgrade_hint, notes: [string]}",
-		Out:    toolkit.OutputOf[UpdateStatusOutput](),
+		Out: toolkit.OutputOf[UpdateStatusOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, _ toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			bi, _ := debug.ReadBuildInfo()
 			return toolkit.JSONResult(computeUpdateStatus(ctx, readBinaryInfo(bi), d.Checkout, env.Time()))
