@@ -2,6 +2,7 @@ package crux_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crux-go/crux"
+	"github.com/crux-go/crux/rcx"
+	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/toolkit"
 )
 
@@ -52,8 +55,24 @@ func TestToolSpecsNamed(t *testing.T) {
 	assert.ErrorContains(t, err, "twice")
 }
 
+// newEnforcingServer serves under a free-local token minted by the
+// server's own key, as the crux command does.
+func newEnforcingServer(t *testing.T) *crux.Server {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	signer := receipts.NewEd25519Signer(priv)
+	tok, err := rcx.MintFreeLocal(signer, rcx.FreeLocalOptions{Tenant: crux.DefaultTenant, IssuedAt: time.Now(),
+		Capabilities: crux.FreeLocalCapabilities(crux.DefaultFlags())})
+	require.NoError(t, err)
+	router, err := rcx.NewRouter(tok, signer.Public(), nil)
+	require.NoError(t, err)
+	srv, _ := newServer(t, &crux.Options{Signer: signer, Router: router})
+	return srv
+}
+
 func TestToolSpecsFollowToken(t *testing.T) {
-	srv, _, _, _ := newEnforcingServer(t, nil, time.Now(), nil)
+	srv := newEnforcingServer(t)
 	ctx := context.Background()
 	specs, err := srv.ToolSpecs(ctx, alice)
 	require.NoError(t, err)
@@ -153,7 +172,7 @@ func TestDispatchModelCorrectable(t *testing.T) {
 }
 
 func TestDispatchRefusal(t *testing.T) {
-	srv, _, _, _ := newEnforcingServer(t, nil, time.Now(), nil)
+	srv := newEnforcingServer(t)
 	d, err := srv.Dispatch(context.Background(), alice, "sync_pull", nil)
 	require.NoError(t, err, "a refusal does not end the loop")
 	require.True(t, d.IsError)

@@ -26,7 +26,6 @@ var (
 	alice = crux.Caller{Agent: "alice", Authenticated: true}
 	bob   = crux.Caller{Agent: "bob", Authenticated: true}
 	anon  = crux.Caller{}
-	olga  = crux.Caller{Agent: "olga", Authenticated: true} // the fixture's operator (calls_test.go)
 )
 
 // newServer is a server over a fresh store, with extra tools besides

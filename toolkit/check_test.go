@@ -269,7 +269,7 @@ func TestOnePassTable(t *testing.T) {
 // tool it names and against every tool.
 func TestOnePassCorpus(t *testing.T) {
 	s := testSet(t)
-	files, err := filepath.Glob("../testdata/fuzz/FuzzTools/*")
+	files, err := filepath.Glob("../tools/testdata/fuzz/FuzzTools/*")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	for _, f := range files {

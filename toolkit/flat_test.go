@@ -67,7 +67,7 @@ func TestDecodeFlat(t *testing.T) {
 // text of the fuzz corpus and on random mutations of the accepted ones.
 func TestDecodeFlatCorpus(t *testing.T) {
 	var inputs [][]byte
-	for _, dir := range []string{"../testdata/fuzz/FuzzCallTool", "../testdata/fuzz/FuzzTools"} {
+	for _, dir := range []string{"../tools/testdata/fuzz/FuzzCallTool", "../tools/testdata/fuzz/FuzzTools"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, f := range files {
 			raw, err := os.ReadFile(f)

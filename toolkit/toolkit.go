@@ -517,7 +517,15 @@ func New(name, description string, schema json.RawMessage, ann Annotations,
 }
 
 // InputSchema is the tool's JSON Schema for its arguments.
-func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil), t.Schema...) }
+// A tool without a Schema has the one derived from its argument type (nil
+// if none can be).
+func (t *Tool) InputSchema() json.RawMessage {
+	if len(t.Schema) == 0 {
+		s, _ := InputSchemaOf(t.Run.args) // NewSet reports the error
+		return s
+	}
+	return append(json.RawMessage(nil), t.Schema...)
+}
 
 // ArgumentType is the Go type the tool's arguments decode into: the In of
 // [Bind], json.RawMessage for a tool built with [New].

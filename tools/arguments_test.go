@@ -62,7 +62,7 @@ func TestArgumentsMatchTheSchemaLibrary(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 2026))
 	for _, tl := range All(nil) {
 		var doc map[string]any
-		dec := json.NewDecoder(bytes.NewReader(tl.Schema))
+		dec := json.NewDecoder(bytes.NewReader(tl.InputSchema()))
 		dec.UseNumber()
 		require.NoError(t, dec.Decode(&doc))
 		// Every tool also takes turn_id and contract, strings.

@@ -32,7 +32,21 @@ var (
 	alice = crux.Caller{Agent: "alice", Authenticated: true}
 	bob   = crux.Caller{Agent: "bob", Authenticated: true}
 	anon  = crux.Caller{}
+	olga  = crux.Caller{Agent: "olga", Authenticated: true} // the fixture's operator (calls_test.go)
 )
+
+// newServer is a server with opts over a fresh store, without
+// newTestServer's clock. Both are closed when the test ends.
+func newServer(t testing.TB, opts *crux.Options) (*crux.Server, *bolt.DB) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	srv, err := crux.NewServer(db, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv, db
+}
 
 // tenant is the tenant of a caller that names none.
 const tenant = "default"
@@ -309,7 +323,9 @@ func assertInvalidParam(t testing.TB, e *crux.Error, tool, param, reason string)
 	t.Helper()
 	assert.Equal(t, crux.CodeInvalidParams, e.Code)
 	assert.Equal(t, tool+": "+param+": "+reason, e.Message)
-	assert.Equal(t, param, paramOf(t, e).Param)
+	pe := paramOf(t, e)
+	assert.Equal(t, param, pe.Param)
+	assert.Equal(t, reason, pe.Reason)
 }
 
 // assertReserved checks a -32602 RESERVED_ENTITY_PREFIX naming param.

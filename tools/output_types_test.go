@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 // Every tool's real answer against the output schema it declares.
 

@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 // A fixture store and one valid call of every tool, shared by the fuzz
 // target (whose seed corpus holds these calls) and the fault-injection test.

@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"context"

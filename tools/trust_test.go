@@ -1,8 +1,7 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
 	"testing"
@@ -17,13 +16,6 @@ import (
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/surface"
 )
-
-func newSigner(t testing.TB) *receipts.Ed25519Signer {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(nil)
-	require.NoError(t, err)
-	return receipts.NewEd25519Signer(priv)
-}
 
 // newEnforcingServer serves under a free-local token minted by the server's
 // own key, as the crux command does, optionally altering the token first
@@ -40,14 +32,6 @@ func newEnforcingServer(t *testing.T, flags *crux.Flags, issuedAt time.Time, alt
 	require.NoError(t, err)
 	srv, db := newServer(t, &crux.Options{Signer: signer, Router: router, Flags: flags})
 	return srv, signer, tok, db
-}
-
-func names(list []crux.Tool) []string {
-	var out []string
-	for _, tl := range list {
-		out = append(out, tl.Name)
-	}
-	return out
 }
 
 func TestFreeLocalTokenFiltersHostedTools(t *testing.T) {
@@ -132,17 +116,6 @@ func TestRefusedTokens(t *testing.T) {
 			assert.Empty(t, srv.ListTools(context.Background(), alice), "a refused token lists nothing")
 		})
 	}
-}
-
-func getReceipt(t *testing.T, db store.Backend, id string) *receipts.Receipt {
-	t.Helper()
-	var r *receipts.Receipt
-	require.NoError(t, db.View(context.Background(), func(tx store.Tx) error {
-		var err error
-		r, err = receipts.Get(tx, id)
-		return err
-	}))
-	return r
 }
 
 func TestDynamicSurface(t *testing.T) {

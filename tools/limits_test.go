@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"bufio"
@@ -393,18 +393,6 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// assertInvalidParam checks a -32602 "<tool>: <param>: <reason>" whose data
-// names param.
-func assertInvalidParam(t *testing.T, e *crux.Error, tool, param, reason string) {
-	t.Helper()
-	assert.Equal(t, crux.CodeInvalidParams, e.Code)
-	assert.Equal(t, tool+": "+param+": "+reason, e.Message)
-	pe, ok := e.Data.(*toolkit.ParamError)
-	require.True(t, ok, "data is %T", e.Data)
-	assert.Equal(t, param, pe.Param)
-	assert.Equal(t, reason, pe.Reason)
-}
-
 // numberRange: numbers within the range of a float64 are accepted, others
 // refused.
 func numberRange(t *testing.T, srv *crux.Server) {
@@ -495,7 +483,7 @@ func constraintsLimit(t *testing.T, srv *crux.Server) {
 // TestLimitsDocumented: docs/limits.md lists exactly the limits TestLimits
 // hits, each with its limit and the refusal's reason.
 func TestLimitsDocumented(t *testing.T) {
-	f, err := os.Open("docs/limits.md")
+	f, err := os.Open("../docs/limits.md")
 	require.NoError(t, err)
 	defer f.Close()
 	type row struct {

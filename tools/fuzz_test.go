@@ -1,4 +1,4 @@
-package crux_test
+package tools_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // the caller lacks the standing or the store's state refuses it; it never
 // panics and never fails inside.
 //
-//	go test -run '^$' -fuzz FuzzCallTool -fuzztime 1m .
+//	go test -run '^$' -fuzz FuzzCallTool -fuzztime 1m ./tools
 func FuzzCallTool(f *testing.F) {
 	seeds := []string{
 		`{}`, `null`, `[]`, `"x"`, `{"top_k":"ten"}`, `{"entity":"e","key":"k","value":"v"}`,
