@@ -65,7 +65,7 @@ func FuzzCallTool(f *testing.F) {
 // caller's verify. The seed corpus in testdata/fuzz/FuzzTools holds a valid
 // call of every tool and edge cases (TestFuzzToolsCorpus keeps it).
 //
-//	go test -run '^$' -fuzz FuzzTools -fuzztime 5m .
+//	go test -run '^$' -fuzz FuzzTools -fuzztime 5m ./tools
 func FuzzTools(f *testing.F) {
 	srv, swap, fs := fixtureRig(f)
 	var names []string
