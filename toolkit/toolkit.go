@@ -472,10 +472,6 @@ type Tool struct {
 	Description string
 	// Annotations are the tool's behaviour hints.
 	Annotations Annotations
-	// Output is the tool's output contract in one line, served by
-	// get_bootstrap under the tool-output topic.
-	Output string
-
 	// Schema is the JSON Schema of the tool's arguments, an object schema.
 	// Left empty, NewSet fills in the schema derived from the argument
 	// type of Run (see [InputSchemaOf]).

@@ -86,10 +86,6 @@ func newArtefactInfo(a *store.Artefact) ArtefactInfo {
 // base64Tokens is the token cost of n base64 characters.
 func base64Tokens(n int) int { return (n + 3) / 4 }
 
-// artefactsOffOutput is the output contract of an artefact tool's answer
-// while its flag is off.
-const artefactsOffOutput = "; flag off: {feature_enabled: false, feature_flag, tool, note}"
-
 // artefactsOff answers for a tool while CORECRUXD_FEATURE_ARTEFACTS is off:
 // a success that says feature_enabled false; nothing is read or written.
 func artefactsOff(tool string) func(env *toolkit.Env) (*toolkit.Result, error) {
@@ -147,7 +143,6 @@ func artefactPut() *toolkit.Tool {
 		Name:        name,
 		Description: "Park content (base64, at most 768 KiB) as art_<BLAKE3>, for your passport alone. Flag ARTEFACTS.",
 		Annotations: toolkit.Annotations{Title: "Park artefact", IdempotentHint: true},
-		Output:      "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, created}" + artefactsOffOutput,
 		Out:         toolkit.OutputOf[ArtefactPutOutput](),
 		Alt:         toolkit.OutputOf[FeatureOffOutput](),
 		Gate:        artefactsOff(name),
@@ -243,11 +238,9 @@ func artefactGet() *toolkit.Tool {
 		Name:        name,
 		Description: "Read back an artefact you parked; past token_budget, metadata only. Flag ARTEFACTS.",
 		Annotations: toolkit.Annotations{Title: "Read artefact", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired artefact
-		Output: "{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at, content_base64?, " +
-			"content_tokens, truncated}" + artefactsOffOutput,
-		Out:  toolkit.OutputOf[ArtefactGetOutput](),
-		Alt:  toolkit.OutputOf[FeatureOffOutput](),
-		Gate: artefactsOff(name),
+		Out:         toolkit.OutputOf[ArtefactGetOutput](),
+		Alt:         toolkit.OutputOf[FeatureOffOutput](),
+		Gate:        artefactsOff(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactGetArgs) (*toolkit.Result, error) {
 			if in.TokenBudget != nil && *in.TokenBudget < 1 {
 				return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
@@ -362,11 +355,9 @@ func artefactList() *toolkit.Tool {
 		Name:        name,
 		Description: "Your parked artefacts, newest first, metadata only. Flag ARTEFACTS.",
 		Annotations: toolkit.Annotations{Title: "List artefacts", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired artefacts
-		Output: "{artefacts: [{artefact_id, mime_type, tool_origin, size_bytes, created_at, expires_at}], count, truncated, " +
-			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}" + artefactsOffOutput,
-		Out:  toolkit.OutputOf[ArtefactListOutput](),
-		Alt:  toolkit.OutputOf[FeatureOffOutput](),
-		Gate: artefactsOff(name),
+		Out:         toolkit.OutputOf[ArtefactListOutput](),
+		Alt:         toolkit.OutputOf[FeatureOffOutput](),
+		Gate:        artefactsOff(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactListArgs) (*toolkit.Result, error) {
 			topK := defaultArtefactList
 			if in.TopK != nil {

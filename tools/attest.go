@@ -154,14 +154,9 @@ func (d *Deps) outputAttest() *toolkit.Tool {
 		Name:        name,
 		Description: "Bind content you made to a crux receipt in a signed C2PA manifest (`crux verify output`). Flag C2PA_OUTPUT.",
 		Annotations: toolkit.Annotations{Title: "Attest output (C2PA)"},
-		Output: "{feature_enabled, manifest: {manifest_id, instance_id, spec_version, format, manifest_jumbf_base64, " +
-			"manifest_bytes, claim_sha256_hex, content_hash_sha256_hex, content_hash_blake3_hex, content_bytes, " +
-			"content_type?, crown_receipt_id, crown_receipt_body_blake3_hex, signer_key_id, signer_passport, " +
-			"certificate_sha256_hex, digital_source_type, verify_url: null, verify_command, ai_act_notice}, " +
-			"attest_receipt_id}; flag off: {feature_enabled: false, feature_flag, tool, manifest: null, note}",
-		Out:  toolkit.OutputOf[OutputAttestOutput](),
-		Alt:  toolkit.OutputOf[FeatureOffOutput](),
-		Gate: attestOff,
+		Out:         toolkit.OutputOf[OutputAttestOutput](),
+		Alt:         toolkit.OutputOf[FeatureOffOutput](),
+		Gate:        attestOff,
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *attestArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err

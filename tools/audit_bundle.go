@@ -197,11 +197,8 @@ func (d *Deps) auditExportBundle() *toolkit.Tool {
 		Name:        name,
 		Description: "Export a signed tar.zst of your tenant's shared fact versions and receipts in [since_ts, until_ts). Flag AUDIT_EXPORT.",
 		Annotations: toolkit.Annotations{Title: "Export audit bundle"},
-		Output: "{bundle_id, bytes_path, bytes, bundle_sha256, manifest_signature_b64, signer_key_id, key_class, fact_count, " +
-			"facts_in_window, facts_truncated, receipt_count, receipts_truncated, tokens_swept, scope, chain, since, until, " +
-			"events_jsonl_sha256, receipts_cbor_sha256, export_receipt_id}",
-		Out:  toolkit.OutputOf[AuditExportBundleOutput](),
-		Gate: memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvAuditExport, func(f *feature.Flags) bool { return f.AuditExport }),
+		Out:         toolkit.OutputOf[AuditExportBundleOutput](),
+		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvAuditExport, func(f *feature.Flags) bool { return f.AuditExport }),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *auditExportArgs) (*toolkit.Result, error) {
 			now := env.Time()
 			since, until := time.Unix(0, 0).UTC(), now

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crux-go/crux/internal/outschema"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/toolkit"
 )
@@ -25,7 +26,8 @@ var knowledgeJSON []byte
 type bootstrapEntry struct{ entity, key, value string }
 
 // bootstrapEntries is the knowledge get_bootstrap serves: the embedded
-// docs, patterns and resolutions, and the output contract of each tool.
+// docs, patterns and resolutions, and the output contract of each tool in
+// one line, derived from its output types (see outschema.Line).
 func bootstrapEntries(ts []*toolkit.Tool) ([]bootstrapEntry, error) {
 	var k struct {
 		Docs        []struct{ Slug, Title, Content string } `json:"docs"`
@@ -46,9 +48,11 @@ func bootstrapEntries(ts []*toolkit.Tool) ([]bootstrapEntry, error) {
 		out = append(out, bootstrapEntry{store.BootstrapPrefix + "resolution:" + r.Code, r.Title, r.Content})
 	}
 	for _, t := range ts {
-		if t.Output != "" {
-			out = append(out, bootstrapEntry{store.BootstrapPrefix + "tool-output:" + t.Name, t.Name + " output schema", t.Output})
+		line, err := outschema.Line(t.OutputTypes()...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: output types: %w", t.Name, err)
 		}
+		out = append(out, bootstrapEntry{store.BootstrapPrefix + "tool-output:" + t.Name, t.Name + " output schema", line})
 	}
 	return out, nil
 }
@@ -176,7 +180,6 @@ func getBootstrap() *toolkit.Tool {
 		Name:        name,
 		Description: "crux's docs, patterns, error resolutions, and each tool's output fields (topic tool-output).",
 		Annotations: toolkit.Annotations{Title: "Bootstrap knowledge", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{facts: [{entity, key, value}], total_tokens, truncated}; text: one line per fact, [entity] key = value",
 		Out:         toolkit.OutputOf[GetBootstrapOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, _ toolkit.Caller, in *getBootstrapArgs) (*toolkit.Result, error) {
 			q := store.FactQuery{Scope: store.Scope{Tenant: bootstrapTenant}, EntityPrefix: store.BootstrapPrefix, Now: env.Time(), Policy: env.Decay()}

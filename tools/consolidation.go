@@ -101,11 +101,8 @@ func memoryContradictions() *toolkit.Tool {
 		Name:        name,
 		Description: "Current facts of one (entity, key) with opposite polarity (yes/no). Resolve with memory_consolidate.",
 		Annotations: toolkit.Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{candidates: [{entity, key, reason, polarity_a, polarity_b, fact_ids: [string], values: [string], " +
-			"scopes: [shared|private]}], count, limit, dry_run: true, mode, entities_examined, facts_read, " +
-			"scan_truncated, limit_reached, total_tokens, truncated_by_token_budget, notes}",
-		Out:  toolkit.OutputOf[MemoryContradictionsOutput](),
-		Gate: consolidationOff(name),
+		Out:         toolkit.OutputOf[MemoryContradictionsOutput](),
+		Gate:        consolidationOff(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *contradictionsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
 				return nil, err
@@ -233,10 +230,8 @@ func memoryConsolidate() *toolkit.Tool {
 		Name:        name,
 		Description: "Collapse target_fact_ids (live shared facts of one (entity, key), the current one included) into one canonical fact. Protected, pinned or high-confidence ones are refused.",
 		Annotations: toolkit.Annotations{Title: "Consolidate memory", DestructiveHint: true},
-		Output: "{status: consolidated, receipt: {consolidation_id, entity, key, canonical_fact_id, canonical_hash, " +
-			"superseded_fact_ids: [string], source_fact_ids: [string], receipt_id}}",
-		Out:  toolkit.OutputOf[MemoryConsolidateOutput](),
-		Gate: consolidationOff(name),
+		Out:         toolkit.OutputOf[MemoryConsolidateOutput](),
+		Gate:        consolidationOff(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *consolidateArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err

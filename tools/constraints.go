@@ -328,7 +328,6 @@ func declareConstraint() *toolkit.Tool {
 		Name:        name,
 		Description: "Declare a tenant rule for check_constraints (keywords, or an RE2 shell_pattern); critical blocks, high warns.",
 		Annotations: toolkit.Annotations{Title: "Declare constraint"},
-		Output:      "{constraint_id, constraint_hash, constraint_type, assertion, severity, status, created_at, receipt_id}",
 		Out:         toolkit.OutputOf[DeclareConstraintOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *declareConstraintArgs) (*toolkit.Result, error) {
 			if in.Severity == "" {
@@ -409,7 +408,6 @@ func getConstraints() *toolkit.Tool {
 		Name:        name,
 		Description: "Your tenant's constraints, most severe first; status defaults to active.",
 		Annotations: toolkit.Annotations{Title: "Get constraints", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{constraints: [{constraint_id, constraint_type, assertion, severity, status, created_at}], count, truncated}",
 		Out:         toolkit.OutputOf[GetConstraintsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *getConstraintsArgs) (*toolkit.Result, error) {
 			rows := []ConstraintRow{}
@@ -470,9 +468,7 @@ func checkConstraints() *toolkit.Tool {
 		Name:        name,
 		Description: "Check a proposed action against the tenant's constraints: block, warn or pass, with the matches.",
 		Annotations: toolkit.Annotations{Title: "Check constraints", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{verdict: pass|warn|block, matched_constraints: [{constraint_id, assertion, severity, match_score}], " +
-			"matched_count, truncated, constraints_checked, enrichment_receipt?{hash, alg}}",
-		Out: toolkit.OutputOf[CheckConstraintsOutput](),
+		Out:         toolkit.OutputOf[CheckConstraintsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkConstraintsArgs) (*toolkit.Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {
@@ -551,7 +547,6 @@ func auditConfig() *toolkit.Tool {
 		Name:        name,
 		Description: "Record that a configuration file was audited, by the SHA-256 of its bytes.",
 		Annotations: toolkit.Annotations{Title: "Audit config"}, // each call writes a version and mints a receipt
-		Output:      "{sha256, path, auditor, audited_at, fact_id, version, receipt_id}",
 		Out:         toolkit.OutputOf[AuditConfigOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *auditConfigArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "path", in.Path, "auditor", in.Auditor); err != nil {
@@ -626,7 +621,6 @@ func checkConfigAudit() *toolkit.Tool {
 		Name:        name,
 		Description: "Whether audit_config recorded each {path, sha256} in your tenant (the hash decides).",
 		Annotations: toolkit.Annotations{Title: "Check config audit", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{content, unaudited: [{path, sha256}], audited: [{path, sha256, audited_at, auditor, audited_path}]}",
 		Out:         toolkit.OutputOf[CheckConfigAuditOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkConfigAuditArgs) (*toolkit.Result, error) {
 			for i, p := range in.Paths {
@@ -691,12 +685,7 @@ func enrichAction() *toolkit.Tool {
 		Name:        name,
 		Description: "Describe a proposed tool call, deterministically: narrative, principals, resources, risk, constraints matched.",
 		Annotations: toolkit.Annotations{Title: "Enrich action", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{schema, tenant_id, enrichment_mode, tool_call{tool_name, tool_parameters}, narrative, affected_principals: " +
-			"[string], affected_resources: [{kind, value}], state_diff{operations, resources_touched, reversible}, " +
-			"consequences: [string], relationship_hits: [{constraint_id, assertion, severity, match_score}], " +
-			"consequence_metadata{risk_level, destructive, reversible, external_egress, executes_code, privileged, " +
-			"requires_review}, enrichment_receipt{hash, alg}}",
-		Out: toolkit.OutputOf[EnrichActionOutput](),
+		Out:         toolkit.OutputOf[EnrichActionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *enrichActionArgs) (*toolkit.Result, error) {
 			params, cs, err := actionInputs(ctx, env, c, name, in.TenantID, in.ToolParameters)
 			if err != nil {

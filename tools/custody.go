@@ -90,10 +90,8 @@ func (d *Deps) contextCustodyAudit() *toolkit.Tool {
 		Name:        name,
 		Description: "Score this server's custody of your context (SEE, DO, REMEMBER, CHECK, exit test). Flag CRUX_CONTEXT_CUSTODY_AUDIT.",
 		Annotations: toolkit.Annotations{Title: "Context custody audit", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{enabled, crux_version, checked_at, four_questions: [{axis, question, verdict, evidence}], exit_test: [...], " +
-			"lock_in_risk, lock_in_label, trust_posture: {recommendations: [string], standing_gap}, thesis, note, evidence_trimmed}",
-		Out: toolkit.OutputOf[ContextCustodyOutput](),
-		Alt: toolkit.OutputOf[ContextCustodyOffOutput](),
+		Out:         toolkit.OutputOf[ContextCustodyOutput](),
+		Alt:         toolkit.OutputOf[ContextCustodyOffOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *custodyArgs) (*toolkit.Result, error) {
 			if !env.Flags.ContextCustodyAudit {
 				return toolkit.JSONResult(ContextCustodyOffOutput{

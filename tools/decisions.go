@@ -43,7 +43,6 @@ func recordDecision() *toolkit.Tool {
 		Name:        name,
 		Description: "Record a decision (action, rationale, alternatives) under a session: append-only, hashed, tenant-wide.",
 		Annotations: toolkit.Annotations{Title: "Record decision"},
-		Output:      "{decision_id, decision_hash, entity, action, fact_id, receipt_id}",
 		Out:         toolkit.OutputOf[RecordDecisionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *recordDecisionArgs) (*toolkit.Result, error) {
 			if strings.TrimSpace(in.Action) == "" {

@@ -100,7 +100,6 @@ func egressPolicyCheck() *toolkit.Tool {
 		Name:        name,
 		Description: "Check an outbound URL: https allowed; plain http only to loopback or with allow_plain_http.",
 		Annotations: toolkit.Annotations{Title: "Egress policy check", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{schema: crux.egress_policy_check.v1, target, purpose, allowed, scheme, host, reasons: [string]}",
 		Out:         toolkit.OutputOf[EgressPolicyCheckOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *egressArgs) (*toolkit.Result, error) {
 			loop := true

@@ -124,13 +124,9 @@ func (d *Deps) engramResolve() *toolkit.Tool {
 		Name:        name,
 		Description: "Instructions to apply before acting. No names: the manifest; name@version: what your model class may read. Flag ENGRAM_MCP.",
 		Annotations: toolkit.Annotations{Title: "Resolve engrams", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "manifest: {schema, capability_class, engram_manifest: [{ref, name, version, intent_bucket?, prompt_hash, " +
-			"min_class, applicable_why?, source}], count, truncated, manifest_hash, files_skipped?}; resolve: {schema, " +
-			"capability_class, engrams: [{name, version, intent_bucket?, content, prompt_hash, applicable_why?}], " +
-			"withheld: [{ref, min_class, reason}], missing: [string], engram_set_hash, manifest_hash}",
-		Out:  toolkit.OutputOf[EngramResolveOutput](),
-		Alt:  toolkit.OutputOf[EngramManifestOutput](),
-		Gate: memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvEngramMCP, func(f *feature.Flags) bool { return f.EngramMCP }),
+		Out:         toolkit.OutputOf[EngramResolveOutput](),
+		Alt:         toolkit.OutputOf[EngramManifestOutput](),
+		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvEngramMCP, func(f *feature.Flags) bool { return f.EngramMCP }),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *engramResolveArgs) (*toolkit.Result, error) {
 			tenant := in.TenantID
 			if tenant == "" {

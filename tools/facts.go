@@ -134,7 +134,6 @@ func storeFact() *toolkit.Tool {
 		Name:        name,
 		Description: "Write a value under (entity, key) as a new version; fact_history keeps the old. supersedes: ids it retires, all visible to you or nothing is written.",
 		Annotations: toolkit.Annotations{Title: "Store fact"},
-		Output:      "{fact_id, entity, key, version, superseded_fact_ids: [string], horizon_class, private?}",
 		Out:         toolkit.OutputOf[StoreFactOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *storeFactArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
@@ -261,10 +260,7 @@ func queryFacts() *toolkit.Tool {
 		Name:        name,
 		Description: "Find current facts by entity, entity_prefix, key and/or a question or keywords; with a query ranked by relevance (BM25) times confidence (halved when stale), else by confidence; as_of reads the past.",
 		Annotations: toolkit.Annotations{Title: "Query facts", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a keyword query that finds nothing
-		Output: "{contract?, kind?, rows: [{fact_id, entity, key, value, confidence, effective_confidence, horizon_class, freshness, " +
-			"age_hours, stored_at, version, private?, superseded_by?, written_by?, score, value_bytes?}], count, filtered_below_threshold, total_tokens, " +
-			"truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}",
-		Out: toolkit.OutputOf[QueryFactsOutput](),
+		Out:         toolkit.OutputOf[QueryFactsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryFactsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
 				return nil, err
@@ -400,7 +396,6 @@ func deleteFact() *toolkit.Tool {
 		Name:        name,
 		Description: "Soft-delete a fact's current version (-32004 for an older one): gone from every read, kept in fact_history; the previous version does not come back.",
 		Annotations: toolkit.Annotations{Title: "Delete fact", DestructiveHint: true, IdempotentHint: true},
-		Output:      "{deleted, fact_id}",
 		Out:         toolkit.OutputOf[DeleteFactOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *deleteFactArgs) (*toolkit.Result, error) {
 			var deleted bool
@@ -457,7 +452,6 @@ func listEntities() *toolkit.Tool {
 		Name:        name,
 		Description: "The entities holding a current fact you can see, sorted. When truncated, narrow with prefix.",
 		Annotations: toolkit.Annotations{Title: "List entities", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{entities: [string], count, truncated}",
 		Out:         toolkit.OutputOf[ListEntitiesOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listEntitiesArgs) (*toolkit.Result, error) {
 			if err := checkName(name, "prefix", in.Prefix); err != nil {
@@ -537,9 +531,7 @@ func factHistory() *toolkit.Tool {
 		Name:        name,
 		Description: "Every version of one (entity, key), superseded and deleted included, newest first, paged.",
 		Annotations: toolkit.Annotations{Title: "Fact history", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{versions: [{fact_id, value, version, supersedes, superseded_by?, confidence, stored_at, deleted, " +
-			"private?, written_by?, source_receipt?, origins?: [{op, receipt_id, passport, fact_id?, version}]}], next_cursor?, truncated}",
-		Out: toolkit.OutputOf[FactHistoryOutput](),
+		Out:         toolkit.OutputOf[FactHistoryOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *factHistoryArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err

@@ -295,12 +295,8 @@ func memoryForget() *toolkit.Tool {
 		Name:        name,
 		Description: "Forget a scope's facts (restorable for CORECRUXD_FORGET_RECOVERY_WINDOW_DAYS, 7, then purged): only yours unless tier trusted. Any agent's pin protects; include_pinned lifts yours. Off if CORECRUXD_FEATURE_SCOPED_FORGET is set but not 1 or true.",
 		Annotations: toolkit.Annotations{Title: "Forget facts", DestructiveHint: true},
-		Output: "{forget_receipt_id, facts_affected, fact_ids: [string], truncated, recovery_window_seconds, " +
-			"recovery_window_ends_at, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
-			"receipt_body_hash_hex, scope{type, value}, passport_id, tenant_id, " +
-			"token_budget_capped, pinned_skipped, others_skipped}",
-		Out:  toolkit.OutputOf[MemoryForgetOutput](),
-		Gate: forgetGate,
+		Out:         toolkit.OutputOf[MemoryForgetOutput](),
+		Gate:        forgetGate,
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *forgetArgs) (*toolkit.Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
 			if err != nil {
@@ -411,9 +407,7 @@ func memoryForgetDryRun() *toolkit.Tool {
 		Name:        name,
 		Description: "Preview memory_forget, changing nothing: the facts it would forget. Always available.",
 		Annotations: toolkit.Annotations{Title: "Preview forget", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{scope{type, value}, count, facts_that_would_be_affected: [{fact_id, entity, key, version, stored_at, " +
-			"tokens, private?}], truncated, dry_run: true, token_budget_capped, pinned_skipped, others_skipped}",
-		Out: toolkit.OutputOf[MemoryForgetDryRunOutput](),
+		Out:         toolkit.OutputOf[MemoryForgetDryRunOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *forgetDryRunArgs) (*toolkit.Result, error) {
 			scope, err := parseForgetScope(name, in.Scope, c)
 			if err != nil {

@@ -199,12 +199,8 @@ func memoryFreshness() *toolkit.Tool {
 		Name:        name,
 		Description: "Decay state of your current facts, stalest first. At most 5000 examined (complete false).",
 		Annotations: toolkit.Annotations{Title: "Memory freshness", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{rows: [{fact_id, entity, key, horizon_class, freshness, age_hours, stored_at, reverified_at?, pinned?, " +
-			"private?}], policy: {volatile_stale_hours, medium_stale_days, stable_stale_days}, now, examined, complete, " +
-			"total_tokens, truncated_by_token_budget, envelope?{receipts_used, memories_used, autonomy_consumed, " +
-			"predicted_effects, links}}",
-		Out:  toolkit.OutputOf[MemoryFreshnessOutput](),
-		Gate: memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
+		Out:         toolkit.OutputOf[MemoryFreshnessOutput](),
+		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryFreshnessArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -330,10 +326,8 @@ func memorySweepCandidates() *toolkit.Tool {
 		Name:        name,
 		Description: "Stale or superseded facts you see, never pinned ones. At most 5000 examined (complete false).",
 		Annotations: toolkit.Annotations{Title: "Sweep candidates", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{rows: [{fact_id, entity, key, reason, freshness, horizon_class, age_hours, superseded_by?, stored_at}], " +
-			"dry_run: true, now, examined, complete, total_tokens, truncated_by_token_budget}",
-		Out:  toolkit.OutputOf[MemorySweepCandidatesOutput](),
-		Gate: memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
+		Out:         toolkit.OutputOf[MemorySweepCandidatesOutput](),
+		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sweepArgs) (*toolkit.Result, error) {
 			topK, limit := sweepTopK, sweepTokenBudget
 			if in.TopK != nil {
@@ -410,7 +404,6 @@ func memorySetHorizon() *toolkit.Tool {
 		Name:        name,
 		Description: "Re-classify how fast a fact goes stale, in place.",
 		Annotations: toolkit.Annotations{Title: "Set horizon", IdempotentHint: true},
-		Output:      "{fact_id, horizon_class, previous_horizon_class, ok}",
 		Out:         toolkit.OutputOf[MemorySetHorizonOutput](),
 		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *setHorizonArgs) (*toolkit.Result, error) {
@@ -455,7 +448,6 @@ func memoryReverify() *toolkit.Tool {
 		Name:        name,
 		Description: "Confirm a fact still holds: its decay clock restarts, no new version.",
 		Annotations: toolkit.Annotations{Title: "Reverify memory"},
-		Output:      "{fact_id, receipt_id, receipt_class: \"Reverify\", reverified_at}",
 		Out:         toolkit.OutputOf[MemoryReverifyOutput](),
 		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvFreshness, freshnessOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *reverifyArgs) (*toolkit.Result, error) {

@@ -140,9 +140,7 @@ func getGaps() *toolkit.Tool {
 		Name:        name,
 		Description: "Your query_facts keyword queries that found nothing, and their words, with counts; the tenant's counts only.",
 		Annotations: toolkit.Annotations{Title: "Get gaps", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{gaps: [{entity, key, value, stored_at, count}], count, truncated, total_tokens, " +
-			"tenant_summary: {records, distinct_terms, terms: [{term, count}], own_terms, truncated}}",
-		Out: toolkit.OutputOf[GetGapsOutput](),
+		Out:         toolkit.OutputOf[GetGapsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *getGapsArgs) (*toolkit.Result, error) {
 			terms, err := queryTerms(name, in.Query)
 			if err != nil {

@@ -285,7 +285,6 @@ func createHandoff() *toolkit.Tool {
 		Name:        name,
 		Description: "Package one of your sessions for another agent, signed. Pass package_json to accept_handoff unchanged.",
 		Annotations: toolkit.Annotations{Title: "Create handoff"},
-		Output:      "{package_json, content_hash, signature, relevant_fact_count, handoff_id, receipt_id}; a missing session: isError, session not found",
 		Out:         toolkit.OutputOf[CreateHandoffOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *createHandoffArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -455,9 +454,7 @@ func acceptHandoff() *toolkit.Tool {
 		Name:        name,
 		Description: "Accept a handoff package exactly as created; an altered, foreign or reused one is refused.",
 		Annotations: toolkit.Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
-		Output: "{handoff_id, session_id, session_loaded, facts_loaded, facts_written, facts_stale, verified, " +
-			"from_agent?, message?, task_record?, receipt_id}",
-		Out: toolkit.OutputOf[AcceptHandoffOutput](),
+		Out:         toolkit.OutputOf[AcceptHandoffOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *acceptHandoffArgs) (*toolkit.Result, error) {
 			pkg, err := verifyHandoff(name, env, in.Package)
 			if err != nil {

@@ -125,10 +125,7 @@ func cuecruxSession() *toolkit.Tool {
 		Name:        name,
 		Description: "Your signed plan: the tools you may call (mode, tier), and those you may not with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it.",
 		Annotations: toolkit.Annotations{Title: "Open session"},
-		Output: "{plan_id, session_id, passport, tenant_id, intent, channels{mcp, bulk?}, capability_graph: [{tool, " +
-			"capability, tier, affinity, allowed, mode, backend_id}], excluded: [...], budget, notes, receipt{mode, hash, " +
-			"signature, signer_kid, parent_chain?, receipt_id}, minted_at, session_ttl_s}",
-		Out: toolkit.OutputOf[CuecruxSessionOutput](),
+		Out:         toolkit.OutputOf[CuecruxSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs) (*toolkit.Result, error) {
 			now := env.Time()
 			intent, known := surface.ParseIntent(in.Intent)
@@ -263,9 +260,7 @@ func autonomyContract() *toolkit.Tool {
 		Name:        name,
 		Description: "Your per-tool matrix under the capability token: allowed and why, mode, cost. Flag AUTONOMY_CONTRACT.",
 		Annotations: toolkit.Annotations{Title: "Autonomy contract", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{feature_enabled, passport_id, tier, token_id, token_hash, capabilities: [{name, allowed, scope, " +
-			"backend_id, mode, cost_credits, why_denied?}], summary: {total_tools, returned, allowed, denied, truncated_by_token_budget}}",
-		Out: toolkit.OutputOf[AutonomyContractOutput](),
+		Out:         toolkit.OutputOf[AutonomyContractOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *autonomyArgs) (*toolkit.Result, error) {
 			out := AutonomyContractOutput{FeatureEnabled: env.Flags.AutonomyContract, PassportID: c.Name(), Tier: "unenforced"}
 			if env.Router != nil {
@@ -338,9 +333,7 @@ func resolvePrincipal() *toolkit.Tool {
 		Name:        name,
 		Description: "The passport behind session_id, passport_id or you: record or none, tier, category, capabilities.",
 		Annotations: toolkit.Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{principal: {passport_id, category, tier, tier_rank, capabilities: [string], tenant_id, agent_work_gate, " +
-			"resolved_via, has_passport_record, revoked, note?}, resolved_param}; tier, tier_rank, category, agent_work_gate null without a record",
-		Out: toolkit.OutputOf[ResolvePrincipalOutput](),
+		Out:         toolkit.OutputOf[ResolvePrincipalOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *resolveArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
 				return nil, err

@@ -29,7 +29,6 @@ func getAgentIdentity() *toolkit.Tool {
 		Name:        name,
 		Description: "Who crux thinks you are: this call's authenticated agent, or anonymous.",
 		Annotations: toolkit.Annotations{Title: "Agent identity", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{agent_name}",
 		Out:         toolkit.OutputOf[GetAgentIdentityOutput](),
 		Run: toolkit.Bind(name, func(_ context.Context, _ *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			return toolkit.JSONResult(GetAgentIdentityOutput{AgentName: c.Name()})
@@ -299,11 +298,8 @@ func passportSplit() *toolkit.Tool {
 		Name:        name,
 		Description: "Fork your passport into a new one with a copy of your private facts. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: toolkit.Annotations{Title: "Split passport"},
-		Output: "{new_passport_id, source_passport_id, split_receipt_id, tenant_id, facts_inherited, inherited: " +
-			"[{fact_id, from_fact_id, entity, key}], truncated, receipt_body_cbor_hex?, receipt_body_bytes, " +
-			"receipt_body_omitted, receipt_body_hash_hex}",
-		Out:  toolkit.OutputOf[PassportSplitOutput](),
-		Gate: identityGate(name),
+		Out:         toolkit.OutputOf[PassportSplitOutput](),
+		Gate:        identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportSplitArgs) (*toolkit.Result, error) {
 			source, err := passportArg(name, "target_passport", in.TargetPassport, c)
 			if err != nil {
@@ -437,13 +433,8 @@ func passportMerge() *toolkit.Tool {
 		Name:        name,
 		Description: "Merge a passport you own (yours, or split from it) into another you own: private facts, sessions, pins, artefacts move; it retires. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: toolkit.Annotations{Title: "Merge passports", DestructiveHint: true},
-		Output: "{merged_passport_id, retired_passport_id, merge_receipt_id, tenant_id, conflict_policy, " +
-			"conflicts_resolved, duplicates, moved{chains, facts, sessions, pins, artefacts}, conflicts: [{entity, key, " +
-			"source_fact_id, target_fact_id, resolution, chosen_fact_id}], sessions_renamed: [{from, to}], " +
-			"sessions_renamed_count, truncated, receipt_body_cbor_hex?, receipt_body_bytes, receipt_body_omitted, " +
-			"receipt_body_hash_hex}",
-		Out:  toolkit.OutputOf[PassportMergeOutput](),
-		Gate: identityGate(name),
+		Out:         toolkit.OutputOf[PassportMergeOutput](),
+		Gate:        identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportMergeArgs) (*toolkit.Result, error) {
 			source, err := passportArg(name, "source_passport", in.SourcePassport, c)
 			if err != nil {
@@ -583,11 +574,8 @@ func passportLinkDevice() *toolkit.Tool {
 		Name:        name,
 		Description: "Link a device fingerprint to your passport with capabilities_subset. Trusted tier. Flag IDENTITY_CONTINUITY.",
 		Annotations: toolkit.Annotations{Title: "Link device"}, // each call mints a receipt
-		Output: "{link_receipt_id, passport_id, device_fingerprint, capabilities_subset: [string], relinked, " +
-			"previous_capabilities?, linked_at, tenant_id, receipt_body_cbor_hex?, receipt_body_bytes, " +
-			"receipt_body_omitted, receipt_body_hash_hex}",
-		Out:  toolkit.OutputOf[PassportLinkDeviceOutput](),
-		Gate: identityGate(name),
+		Out:         toolkit.OutputOf[PassportLinkDeviceOutput](),
+		Gate:        identityGate(name),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportLinkDeviceArgs) (*toolkit.Result, error) {
 			caps := in.CapabilitiesSubset
 			if caps == nil {

@@ -164,10 +164,8 @@ func memoryView() *toolkit.Tool {
 		Name:        name,
 		Description: "Your current facts as a panel, ranked as query_facts ranks them, marked pinned.",
 		Annotations: toolkit.Annotations{Title: "View memories", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{facts: [{id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}], " +
-			"total_tokens, returned, truncated_by_token_budget}",
-		Out:  toolkit.OutputOf[MemoryViewOutput](),
-		Gate: memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Out:         toolkit.OutputOf[MemoryViewOutput](),
+		Gate:        memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryViewArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "entity", in.Entity, "key", in.Key); err != nil {
 				return nil, err
@@ -278,7 +276,6 @@ func memoryEdit() *toolkit.Tool {
 		Name:        name,
 		Description: "Correct a fact: new_value becomes its new version, reason recorded, your pin moved.",
 		Annotations: toolkit.Annotations{Title: "Edit memory"},
-		Output:      "{old_fact_id, new_fact: {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, private?}, reason}",
 		Out:         toolkit.OutputOf[MemoryEditOutput](),
 		Gate:        memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryEditArgs) (*toolkit.Result, error) {
@@ -342,7 +339,6 @@ func memoryPin() *toolkit.Tool {
 		Name:        name,
 		Description: "Pin (default) or unpin a current fact for you: pinned facts are never sweep candidates and survive memory_forget.",
 		Annotations: toolkit.Annotations{Title: "Pin memory", IdempotentHint: true},
-		Output:      "{fact_id, pinned}",
 		Out:         toolkit.OutputOf[MemoryPinOutput](),
 		Gate:        memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryPinArgs) (*toolkit.Result, error) {
@@ -406,10 +402,8 @@ func memoryHistory() *toolkit.Tool {
 		Name:        name,
 		Description: "Every version of a fact (fact_id, or entity and key), newest first, paged.",
 		Annotations: toolkit.Annotations{Title: "Memory history", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{versions: [{id, value, version, stored_at, supersedes, superseded_by?, deleted, source_receipt, " +
-			"private?}], next_cursor?, truncated}",
-		Out:  toolkit.OutputOf[MemoryHistoryOutput](),
-		Gate: memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
+		Out:         toolkit.OutputOf[MemoryHistoryOutput](),
+		Gate:        memFlagGate(toolkit.CodeMethodNotFound, name, feature.EnvMemoryPanel, panelOn),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *memoryHistoryArgs) (*toolkit.Result, error) {
 			byPair := in.Entity != "" || in.Key != ""
 			switch {

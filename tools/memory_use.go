@@ -143,13 +143,9 @@ func memoryAcknowledgeUse() *toolkit.Tool {
 		Name:        name,
 		Description: "Receipt of the fact_ids you used in a turn (turn_id); each recorded, or counted as filtered, not_found or redacted. Flag MEMORY_ACK.",
 		Annotations: toolkit.Annotations{Title: "Acknowledge memory use"},
-		Output: "{turn_id, intent, feature_enabled, receipt_ref, memories_used: [{fact_id, topic, age_days, redacted?}], " +
-			"filtered_count, redacted_count, not_found_count, not_visible_count, retrieved_chunk_ids_ignored, notes, " +
-			"envelope?{receipts_used, memories_used, autonomy_consumed, predicted_effects, links}}; flag off: " +
-			"{feature_enabled: false, feature_flag, tool, receipt_ref: null, memories_used: [], counts 0, note}",
-		Out:  toolkit.OutputOf[MemoryAcknowledgeUseOutput](),
-		Alt:  toolkit.OutputOf[MemoryAcknowledgeUseOffOutput](),
-		Gate: memoryAckOff,
+		Out:         toolkit.OutputOf[MemoryAcknowledgeUseOutput](),
+		Alt:         toolkit.OutputOf[MemoryAcknowledgeUseOffOutput](),
+		Gate:        memoryAckOff,
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *ackArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
 				return nil, err

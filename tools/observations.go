@@ -204,9 +204,7 @@ func listObservations() *toolkit.Tool {
 		Name:        name,
 		Description: "Your signed, chained observations of one session, oldest first. Flag CORECRUXD_OBSERVE.",
 		Annotations: toolkit.Annotations{Title: "List observations", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{session_id, count, observations: [{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, " +
-			"payload, prev_hash, receipt: {alg, signed_by, body_hash, signature}}], next_cursor?, truncated}",
-		Out: toolkit.OutputOf[ListObservationsOutput](),
+		Out:         toolkit.OutputOf[ListObservationsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listObservationsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "session_id", in.SessionID, "provider", in.Provider); err != nil {
 				return nil, err
@@ -299,9 +297,7 @@ func getObservation() *toolkit.Tool {
 		Name:        name,
 		Description: "One of your observations of a session, with its signature. Flag CORECRUXD_OBSERVE.",
 		Annotations: toolkit.Annotations{Title: "Get observation", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{observation_id, session_id, tenant_id, seq, ts, provider, principal, kind, payload, prev_hash, " +
-			"receipt: {alg, signed_by, body_hash, signature}}; none: isError, observation not found",
-		Out: toolkit.OutputOf[GetObservationOutput](),
+		Out:         toolkit.OutputOf[GetObservationOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *observationArgs) (*toolkit.Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)
 			if o == nil {
@@ -318,7 +314,6 @@ func verifyObservation() *toolkit.Tool {
 		Name:        name,
 		Description: "Re-verify one of your observations: body hash and signature; reason says what failed. Flag CORECRUXD_OBSERVE.",
 		Annotations: toolkit.Annotations{Title: "Verify observation", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{observation_id, ok, hash_match, signature_valid, recomputed_hash, receipt_hash, reason?}",
 		Out:         toolkit.OutputOf[VerifyObservationOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *observationArgs) (*toolkit.Result, error) {
 			o, answer, err := readObservation(ctx, env, c, name, in)

@@ -33,7 +33,6 @@ func issuePassport() *toolkit.Tool {
 		Name:        name,
 		Description: "Issue your passport (tier and revocation hang on it); an existing one comes back.",
 		Annotations: toolkit.Annotations{Title: "Issue passport", IdempotentHint: true},
-		Output:      "{principal_id, reputation_tier, receipt_count, sponsor_id, issued_at, created}",
 		Out:         toolkit.OutputOf[IssuePassportOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *issuePassportArgs) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
@@ -155,7 +154,6 @@ func getPassport() *toolkit.Tool {
 		Name:        name,
 		Description: "Your passport: tier (grows with the receipts naming you, at most 50 credited a UTC day), receipts, sponsor, revoked.",
 		Annotations: toolkit.Annotations{Title: "Get passport", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{principal_id, tenant_id, reputation_tier, receipt_count, tier_credit, sponsor_id, issued_at, passport_hash, revoked, revoked_at?, revoked_by?, forked_from?, retired_at?, retired_into?}",
 		Out:         toolkit.OutputOf[GetPassportOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			if err := needIdentity(name, c); err != nil {
@@ -224,7 +222,6 @@ func requestPassportMint() *toolkit.Tool {
 		Name:        name,
 		Description: "Ask an operator for a passport of another category: files one pending request, mints nothing.",
 		Annotations: toolkit.Annotations{Title: "Request passport mint", IdempotentHint: true},
-		Output:      "{request_id, requester_id, requested_category, status, receipt_id, requested_at, already_pending}",
 		Out:         toolkit.OutputOf[RequestPassportMintOutput](),
 		Present:     func(f *feature.Flags) bool { return f.PassportMintRequests },
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *mintRequestArgs) (*toolkit.Result, error) {
@@ -314,7 +311,6 @@ func revokePassport() *toolkit.Tool {
 		Name:        name,
 		Description: "Revoke a passport (default yours) for good: by itself, its sponsor or an elite operator. With CRUX_PASSPORT_REVOCATION on, it may then only read itself.",
 		Annotations: toolkit.Annotations{Title: "Revoke passport", DestructiveHint: true, IdempotentHint: true}, // a repeat is refused and changes nothing
-		Output:      "{revoked, revoker_passport, reason, receipt_id, revoked_at, tenant_id}",
 		Out:         toolkit.OutputOf[RevokePassportOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *revokePassportArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "target_passport", in.TargetPassport); err != nil {

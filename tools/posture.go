@@ -54,7 +54,6 @@ func routeAccessMatrix() *toolkit.Tool {
 		Name:        name,
 		Description: "The routes of this transport, what each requires, and whether a token is enforced.",
 		Annotations: toolkit.Annotations{Title: "Route access matrix", ReadOnlyHint: true, IdempotentHint: true},
-		Output:      "{routes: [{transport, route, required_any_scope: [string], enforced, passport_binding, tenant_binding, notes}], enforcing}",
 		Out:         toolkit.OutputOf[RouteAccessMatrixOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			enforcing := env.Router != nil
@@ -119,7 +118,6 @@ func execplanGate() *toolkit.Tool {
 		Name:        name,
 		Description: "Record a plan's milestone gate as the fact execplan:<slug> gate:<milestone>; again, a new version.",
 		Annotations: toolkit.Annotations{Title: "ExecPlan gate"},
-		Output:      "{fact_id, entity, key, version, commit_sha, status}",
 		Out:         toolkit.OutputOf[ExecplanGateOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *execplanGateArgs) (*toolkit.Result, error) {
 			slug := strings.TrimSpace(in.Slug)
@@ -204,10 +202,7 @@ func (d *Deps) authPostureAudit() *toolkit.Tool {
 		Name:        name,
 		Description: "How this server authenticates and authorises calls: caller, token, passports, revocation, key.",
 		Annotations: toolkit.Annotations{Title: "Auth posture audit", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{schema: crux.auth_posture_audit.v1, checked_at, mcp_agent, authenticated, tenant, rcx_router_configured, " +
-			"token?{id, tier}, agent_passports_enabled, passport_revocation_enforced, receipt_signer_key_id, notes: [string], " +
-			"recommended_checks: [string]}",
-		Out: toolkit.OutputOf[AuthPostureAuditOutput](),
+		Out:         toolkit.OutputOf[AuthPostureAuditOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			p := AuthPostureAuditOutput{
 				Schema: "crux.auth_posture_audit.v1", CheckedAt: env.Time().Format(time.RFC3339Nano),

@@ -313,10 +313,7 @@ func (d *Deps) query() *toolkit.Tool {
 		Name:        name,
 		Description: "Search a tenant's documents (BM25, entity graph): segments with result_id for query_expand; coverage lists unknown words.",
 		Annotations: toolkit.Annotations{Title: "Query documents", ReadOnlyHint: true, IdempotentHint: true}, // its only write records a gap for a low-coverage query
-		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, title?, score, fused_score, lanes, " +
-			"entities?, token_count, snippet}], count, total_candidates, coverage{score, gaps, below_floor}, facts: " +
-			"[{fact_id, entity, key, value}], tokens_returned, budget_truncated, meta{backend, took_ms, segments_searched}}",
-		Out: toolkit.OutputOf[QueryOutput](),
+		Out:         toolkit.OutputOf[QueryOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryArgs) (*toolkit.Result, error) {
 			start := time.Now()
 			qt, limit, err := searchArgs(name, c, in.TenantID, "query", in.Query, in.Limit, queryLimit)
@@ -738,9 +735,7 @@ func (d *Deps) queryScan() *toolkit.Tool {
 		Name:        name,
 		Description: "Rank a tenant's document segments for a query, metadata only: pick what to pass to query_expand.",
 		Annotations: toolkit.Annotations{Title: "Scan documents", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{contract?, kind?, results: [{result_id, rank, doc_id, segment_index, score, token_count}], count, " +
-			"total_candidates, tokens_returned, budget_truncated, meta{took_ms, segments_searched}}",
-		Out: toolkit.OutputOf[QueryScanOutput](),
+		Out:         toolkit.OutputOf[QueryScanOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryScanArgs) (*toolkit.Result, error) {
 			start := time.Now()
 			qt, limit, err := searchArgs(name, c, in.TenantID, "query", in.Query, in.Limit, scanLimit)
@@ -820,9 +815,7 @@ func queryExpand() *toolkit.Tool {
 		Name:        name,
 		Description: "Full text of result ids from query or query_scan, in order; past token_budget, omitted lists the rest.",
 		Annotations: toolkit.Annotations{Title: "Expand results", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{contract?, kind?, results: [{result_id, doc_id, segment_index, title?, content, token_count}], count, " +
-			"tokens_returned, budget_truncated, omitted?}",
-		Out: toolkit.OutputOf[QueryExpandOutput](),
+		Out:         toolkit.OutputOf[QueryExpandOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *queryExpandArgs) (*toolkit.Result, error) {
 			if err := tenantFor(name, c, in.TenantID); err != nil {
 				return nil, err

@@ -54,11 +54,7 @@ func receiptVerify() *toolkit.Tool {
 		Name:        name,
 		Description: "Verify a stored receipt offline: hash, signature, chain. Its passport or a trusted operator only. Flag RECEIPT_VERIFY.",
 		Annotations: toolkit.Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{receipt_id, tenant_id, feature_enabled, verified, signer_passport, errors: [string], http_status, " +
-			"report?{schema, receipt_id, tenant_id, kind, payload_hash, signature{alg, key_id}, integrity, signature_valid, " +
-			"pubkey_fingerprint, error_code, error_message?, verified_at}, chain?{from_seq, to_seq, linked, error_code?, " +
-			"error_message?, receipts: [{receipt_id, seq, kind}]}}",
-		Out: toolkit.OutputOf[ReceiptVerifyOutput](),
+		Out:         toolkit.OutputOf[ReceiptVerifyOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *receiptVerifyArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "receipt_id", in.ReceiptID, "tenant_id", in.TenantID); err != nil {
 				return nil, err

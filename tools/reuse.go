@@ -77,10 +77,8 @@ func (d *Deps) reuseCheck() *toolkit.Tool {
 		Name:        name,
 		Description: "Before building something, check it does not exist: ranks documents, tools and feature facts. Flag REUSE_CHECK.",
 		Annotations: toolkit.Annotations{Title: "Reuse check", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{schema, verdict: reuse-candidate-found|nothing-found, retrieval_candidates: [{result_id, rank, doc_id, " +
-			"score, doc_length_tokens}], capability_candidates: [{id, name, system, maturity, files, overlap_terms}], guidance}",
-		Out:  toolkit.OutputOf[ReuseCheckOutput](),
-		Gate: memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvReuseCheck, func(f *feature.Flags) bool { return f.ReuseCheck }),
+		Out:         toolkit.OutputOf[ReuseCheckOutput](),
+		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvReuseCheck, func(f *feature.Flags) bool { return f.ReuseCheck }),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *reuseCheckArgs) (*toolkit.Result, error) {
 			qt, limit, err := searchArgs(name, c, in.TenantID, "description", in.Description, in.Limit, reuseLimit)
 			if err != nil {

@@ -178,10 +178,7 @@ func getSession() *toolkit.Tool {
 		Name:        name,
 		Description: "Read one of your sessions (sessions are per agent). Missing or expired: isError.",
 		Annotations: toolkit.Annotations{Title: "Get session", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims an expired session
-		Output: "{session_id, state, updated_at, total_tokens, archived, archived_at?, archive_reason?, expires_at?, " +
-			"written_by?, read_only?, merged_from?: [{passport, session_id, receipt_id}]}; a missing or expired " +
-			"session: isError, session not found",
-		Out: toolkit.OutputOf[GetSessionOutput](),
+		Out:         toolkit.OutputOf[GetSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
 				return nil, err
@@ -238,7 +235,6 @@ func saveSession() *toolkit.Tool {
 		Name:        name,
 		Description: "Save one of your sessions: state (a JSON object) replaces the previous one verbatim.",
 		Annotations: toolkit.Annotations{Title: "Save session", IdempotentHint: true},
-		Output:      "{session_id, updated_at, expires_at?}",
 		Out:         toolkit.OutputOf[SaveSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *saveSessionArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -389,7 +385,6 @@ func sessionCheckpoint() *toolkit.Tool {
 		Name:        name,
 		Description: "Save a session from typed fields (objective, decisions, next_action...), cut to token_budget oldest first.",
 		Annotations: toolkit.Annotations{Title: "Session checkpoint", IdempotentHint: true},
-		Output:      "{session_id, updated_at, total_tokens, expires_at?, trimmed?{field: count}}",
 		Out:         toolkit.OutputOf[SessionCheckpointOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *checkpointArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -489,7 +484,6 @@ func listSessions() *toolkit.Tool {
 		Name:        name,
 		Description: "Your session ids, sorted; archived ones with include_archived.",
 		Annotations: toolkit.Annotations{Title: "List sessions", ReadOnlyHint: true, IdempotentHint: true}, // its only write reclaims expired sessions
-		Output:      "{sessions: [string], count, truncated}",
 		Out:         toolkit.OutputOf[ListSessionsOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *listSessionsArgs) (*toolkit.Result, error) {
 			if err := checkNames(name, "prefix", in.Prefix); err != nil {
@@ -542,7 +536,6 @@ func deleteSession() *toolkit.Tool {
 		Name:        name,
 		Description: "Delete one of your sessions for good; archive_session is reversible.",
 		Annotations: toolkit.Annotations{Title: "Delete session", DestructiveHint: true, IdempotentHint: true},
-		Output:      "{deleted, session_id}",
 		Out:         toolkit.OutputOf[DeleteSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -601,7 +594,6 @@ func archiveSession() *toolkit.Tool {
 		Name:        name,
 		Description: "Hide a session from list_sessions; get_session still reads it; unarchive_session undoes it.",
 		Annotations: toolkit.Annotations{Title: "Archive session", IdempotentHint: true},
-		Output:      "{session_id, archived: true, archived_at, reason?, was_archived}; missing: isError, session not found",
 		Out:         toolkit.OutputOf[ArchiveSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *archiveArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {
@@ -626,7 +618,6 @@ func unarchiveSession() *toolkit.Tool {
 		Name:        name,
 		Description: "Bring an archived session back into list_sessions.",
 		Annotations: toolkit.Annotations{Title: "Unarchive session", IdempotentHint: true},
-		Output:      "{session_id, archived: false, was_archived}; missing: isError, session not found",
 		Out:         toolkit.OutputOf[UnarchiveSessionOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionIDArgs) (*toolkit.Result, error) {
 			if err := checkSessionID(name, in.SessionID); err != nil {

@@ -268,9 +268,7 @@ func (d *Deps) syncPull() *toolkit.Tool {
 		Name:        name,
 		Description: "Pull your tenant's shared facts from the sync remote since the last pull; of concurrent versions the later wins. Tier basic.",
 		Annotations: toolkit.Annotations{Title: "Sync pull", OpenWorldHint: true},
-		Output: "{remote, tenant_id, entity_prefix, facts_pulled, duplicates, conflict_count, conflicts: [{entity, key, " +
-			"local_fact_id, remote_fact_id, kept}], rejected: [{fact_id, reason}], cursor, more, total_pull_count, collection_cursor_count}",
-		Out: toolkit.OutputOf[SyncPullOutput](),
+		Out:         toolkit.OutputOf[SyncPullOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPullArgs) (*toolkit.Result, error) {
 			if err := syncTenant(name, in.TenantID, c); err != nil {
 				return nil, err
@@ -427,11 +425,8 @@ func (d *Deps) syncPush() *toolkit.Tool {
 		Name:        name,
 		Description: "Push your tenant's shared fact versions written since the last push; without confirm, a preview. Tier established.",
 		Annotations: toolkit.Annotations{Title: "Sync push", OpenWorldHint: true},
-		Output: "{mode: preview|push, remote, tenant_id, would_promote?, facts?: [{fact_id, entity, key}], preview_hash?, " +
-			"facts_pushed?, duplicates?, conflict_count?, conflicts?, rejected?, skipped_synced, skipped_deleted, " +
-			"skipped_not_allowlisted, more, push_cursor, total_push_count}",
-		Out: toolkit.OutputOf[SyncPushOutput](),
-		Alt: toolkit.OutputOf[SyncPushPreviewOutput](),
+		Out:         toolkit.OutputOf[SyncPushOutput](),
+		Alt:         toolkit.OutputOf[SyncPushPreviewOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPushArgs) (*toolkit.Result, error) {
 			if err := syncTenant(name, in.TenantID, c); err != nil {
 				return nil, err
@@ -655,10 +650,7 @@ func (d *Deps) syncStatus() *toolkit.Tool {
 		Name:        name,
 		Description: "Where sync stands for your tenant, from this store: remote, cursors, last pull and push, pending.",
 		Annotations: toolkit.Annotations{Title: "Sync status", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{mode, configured, remote_url, api_key_configured, background_sync_enabled, tenant_id, local_change_count, " +
-			"remotes: [{remote, tenant, pull_cursors, push_cursor, last_pull_at, last_push_at, pull_count, push_count, " +
-			"conflict_count, last_error, last_error_at, pending_push, pending_truncated, failing}], remotes_truncated, notes: [string]}",
-		Out: toolkit.OutputOf[SyncStatusOutput](),
+		Out:         toolkit.OutputOf[SyncStatusOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			tenant := c.TenantID()
 			out := SyncStatusOutput{Configured: d.Remote != nil, RemoteURL: redactURL(env.Flags.SyncRemoteURL),

@@ -39,7 +39,6 @@ func TestRegistryMetadata(t *testing.T) {
 	var names []string
 	for _, tl := range tools.All(nil) {
 		names = append(names, tl.Name)
-		assert.NotEmpty(t, tl.Output, "%s has no output contract", tl.Name)
 		assert.NotEmpty(t, tl.Annotations.Title, "%s has no title", tl.Name)
 		assert.False(t, tl.Annotations.ReadOnlyHint && tl.Annotations.DestructiveHint, "%s: read-only and destructive", tl.Name)
 		var schema map[string]any

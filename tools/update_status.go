@@ -104,11 +104,7 @@ func (d *Deps) updateStatusTool() *toolkit.Tool {
 		Name:        name,
 		Description: "The commit this binary was built from, and how it stands against a configured checkout.",
 		Annotations: toolkit.Annotations{Title: "Update status", ReadOnlyHint: true, IdempotentHint: true},
-		Output: "{enabled, state, basis, update_available, module_path, module_version, go_version, binary_commit, " +
-			"binary_commit_time, binary_modified, current_commit, checkout_path, checkout_commit, checkout_branch, " +
-			"checkout_ahead_by, checkout_behind_by, tracking_ref, latest_commit, latest_fetched_at, ahead_by, behind_by, " +
-			"comparison_stale, checked_at, error, upgrade_hint, notes: [string]}",
-		Out: toolkit.OutputOf[UpdateStatusOutput](),
+		Out:         toolkit.OutputOf[UpdateStatusOutput](),
 		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, _ toolkit.Caller, _ *struct{}) (*toolkit.Result, error) {
 			bi, _ := debug.ReadBuildInfo()
 			return toolkit.JSONResult(computeUpdateStatus(ctx, readBinaryInfo(bi), d.Checkout, env.Time()))
