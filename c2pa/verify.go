@@ -165,124 +165,172 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 	if now.IsZero() {
 		now = time.Now()
 	}
-	count := 0
-	top, err := parseBoxes(manifest, &count)
+	m := readManifest(r, manifest)
+	if m == nil {
+		return r.finish(), nil
+	}
+	certs, err := checkSignature(r, m)
+	if certs == nil {
+		return r.finish(), err
+	}
+	listed, ok := checkAssertions(r, m)
+	if !ok {
+		return r.finish(), nil
+	}
+	checkActions(r, listed)
+	if err := checkDataHash(r, listed, m.claim.Alg, asset); err != nil {
+		return r.finish(), err
+	}
+	checkReceipt(r, listed)
+	// Trust, last: everything above holds whoever signed.
+	checkTrust(r, certs, opts.Roots, now)
+	return r.finish(), nil
+}
+
+// activeManifest is the active manifest of a store, as readManifest
+// found it.
+type activeManifest struct {
+	count                            int // boxes parsed so far, against the limit
+	active                           *superbox
+	assertionStore, claimBox, sigBox *superbox
+	claim                            claimV2
+	claimBytes                       []byte
+}
+
+// readManifest parses the JUMBF structure of a manifest store down to the
+// active manifest's v2 claim, failing r and returning nil where it stops.
+func readManifest(r *Report, b []byte) *activeManifest {
+	m := new(activeManifest)
+	top, err := parseBoxes(b, &m.count)
 	if err != nil {
 		r.fail(ManifestMalformed, "manifest.malformed", "%v", err)
-		return r.finish(), nil
+		return nil
 	}
 	if len(top) != 1 {
 		r.fail(ManifestMalformed, "manifest.malformed", "%d top-level boxes, want one manifest store", len(top))
-		return r.finish(), nil
+		return nil
 	}
-	store, err := parseSuperBox(top[0], 0, &count)
+	store, err := parseSuperBox(top[0], 0, &m.count)
 	if err != nil || store.ctype != typeStore || store.label != LabelStore {
 		if err == nil {
 			err = fmt.Errorf("the top box has content type %q and label %q, not %q and %q", store.ctype, store.label, typeStore, LabelStore)
 		}
 		r.fail(ManifestMalformed, "manifest.malformed", "%v", err)
-		return r.finish(), nil
+		return nil
 	}
-	kids, err := store.children(&count)
+	kids, err := store.children(&m.count)
 	if err != nil {
 		r.fail(ManifestMalformed, "manifest.malformed", "%v", err)
-		return r.finish(), nil
+		return nil
 	}
-	var active *superbox
 	for _, k := range kids {
 		if k.ctype == typeManifest || k.ctype == typeUpdate {
-			active = k
+			m.active = k
 		}
 	}
-	if active == nil {
+	if m.active == nil {
 		r.fail(ManifestMissing, "claim.missing", "the manifest store holds no manifest")
-		return r.finish(), nil
+		return nil
 	}
-	r.ManifestLabel = active.label
-	if active.ctype == typeUpdate {
+	r.ManifestLabel = m.active.label
+	if m.active.ctype == typeUpdate {
 		r.fail(ClaimUnsupported, "manifest.update.invalid", "the active manifest is an update manifest, which crux does not verify")
-		return r.finish(), nil
+		return nil
 	}
-	parts, err := active.children(&count)
+	parts, err := m.active.children(&m.count)
 	if err != nil {
 		r.fail(ManifestMalformed, "manifest.malformed", "%v", err)
-		return r.finish(), nil
+		return nil
 	}
-	var assertionStore, claimBox, sigBox *superbox
 	for _, p := range parts {
 		switch p.ctype {
 		case typeAssertion:
-			assertionStore = p
+			m.assertionStore = p
 		case typeClaim:
-			claimBox = p
+			m.claimBox = p
 		case typeSignature:
-			sigBox = p
+			m.sigBox = p
 		}
 	}
-	if claimBox == nil {
-		r.fail(ClaimMissing, "claim.missing", "the active manifest %s has no claim box", active.label)
-		return r.finish(), nil
+	if !readClaim(r, m) {
+		return nil
 	}
-	if claimBox.label != LabelClaim {
-		r.fail(ClaimUnsupported, "claim.malformed", "claim labelled %q: crux verifies %s claims only", claimBox.label, LabelClaim)
-		return r.finish(), nil
+	return m
+}
+
+// readClaim finds and decodes the v2 claim of m's parts, failing r and
+// returning false where it stops.
+func readClaim(r *Report, m *activeManifest) bool {
+	if m.claimBox == nil {
+		r.fail(ClaimMissing, "claim.missing", "the active manifest %s has no claim box", m.active.label)
+		return false
 	}
-	claimBytes, ok := claimBox.firstContent("cbor")
+	if m.claimBox.label != LabelClaim {
+		r.fail(ClaimUnsupported, "claim.malformed", "claim labelled %q: crux verifies %s claims only", m.claimBox.label, LabelClaim)
+		return false
+	}
+	var ok bool
+	m.claimBytes, ok = m.claimBox.firstContent("cbor")
 	if !ok {
 		r.fail(ClaimMalformed, "claim.malformed", "the claim box holds no CBOR")
-		return r.finish(), nil
+		return false
 	}
-	var claim claimV2
-	if err := dec.Unmarshal(claimBytes, &claim); err != nil {
+	if err := dec.Unmarshal(m.claimBytes, &m.claim); err != nil {
 		r.fail(ClaimMalformed, "claim.malformed", "the claim does not decode: %v", err)
-		return r.finish(), nil
+		return false
 	}
 	switch {
-	case claim.InstanceID == "":
+	case m.claim.InstanceID == "":
 		r.fail(ClaimMalformed, "claim.malformed", "the claim has no instanceID")
-	case claim.ClaimGeneratorInfo.Name == "":
+	case m.claim.ClaimGeneratorInfo.Name == "":
 		r.fail(ClaimMalformed, "claim.malformed", "the claim has no claim_generator_info name")
-	case claim.Signature == "":
+	case m.claim.Signature == "":
 		r.fail(ClaimMalformed, "claim.malformed", "the claim does not name its signature")
-	case len(claim.CreatedAssertions) == 0:
+	case len(m.claim.CreatedAssertions) == 0:
 		r.fail(ClaimMalformed, "claim.malformed", "the claim lists no created_assertions")
 	}
 	if len(r.Failures) > 0 {
-		return r.finish(), nil
+		return false
 	}
-	r.InstanceID, r.Title = claim.InstanceID, claim.Title
-	gen := claim.ClaimGeneratorInfo
+	r.InstanceID, r.Title = m.claim.InstanceID, m.claim.Title
+	gen := m.claim.ClaimGeneratorInfo
 	r.ClaimGenerator = &gen
 
-	// The signature.
-	if sigBox == nil {
+	return true
+}
+
+// checkSignature checks the claim's COSE_Sign1 signature with the leaf of
+// its x5chain, and the leaf's profile. It returns the chain, or nil where
+// it stops (with an error only when the structure to sign cannot be made).
+func checkSignature(r *Report, m *activeManifest) ([]*x509.Certificate, error) {
+	if m.sigBox == nil {
 		r.fail(SignatureMissing, "claimSignature.missing", "the active manifest has no signature box")
-		return r.finish(), nil
+		return nil, nil
 	}
-	if sigBox.label != LabelSignature {
-		r.fail(SignatureMissing, "claimSignature.missing", "the signature box is labelled %q, not %s", sigBox.label, LabelSignature)
-		return r.finish(), nil
+	if m.sigBox.label != LabelSignature {
+		r.fail(SignatureMissing, "claimSignature.missing", "the signature box is labelled %q, not %s", m.sigBox.label, LabelSignature)
+		return nil, nil
 	}
-	if abs := "self#jumbf=/" + LabelStore + "/" + active.label + "/" + LabelSignature; claim.Signature != abs &&
-		claim.Signature != "self#jumbf="+LabelSignature {
-		r.fail(SignatureMissing, "claimSignature.missing", "the claim names signature %q, not this manifest's %s", claim.Signature, abs)
-		return r.finish(), nil
+	if abs := "self#jumbf=/" + LabelStore + "/" + m.active.label + "/" + LabelSignature; m.claim.Signature != abs &&
+		m.claim.Signature != "self#jumbf="+LabelSignature {
+		r.fail(SignatureMissing, "claimSignature.missing", "the claim names signature %q, not this manifest's %s", m.claim.Signature, abs)
+		return nil, nil
 	}
-	sigBytes, ok := sigBox.firstContent("cbor")
+	sigBytes, ok := m.sigBox.firstContent("cbor")
 	if !ok {
 		r.fail(SignatureMalformed, "claimSignature.mismatch", "the signature box holds no CBOR")
-		return r.finish(), nil
+		return nil, nil
 	}
 	sign1, protected, err := parseSign1(sigBytes)
 	if err != nil {
 		r.fail(SignatureMalformed, "claimSignature.mismatch", "%v", err)
-		return r.finish(), nil
+		return nil, nil
 	}
 	if !bytes.Equal(sign1.Payload, []byte{0xf6}) { // CBOR null: detached
 		var p []byte
-		if err := dec.Unmarshal(sign1.Payload, &p); err != nil || p == nil || !bytes.Equal(p, claimBytes) {
+		if err := dec.Unmarshal(sign1.Payload, &p); err != nil || p == nil || !bytes.Equal(p, m.claimBytes) {
 			r.fail(SignatureMalformed, "claimSignature.mismatch", "the COSE_Sign1 payload is neither detached (null) nor the claim")
-			return r.finish(), nil
+			return nil, nil
 		}
 	}
 	alg, chain, code, err := headers(protected, sign1.Unprotected)
@@ -295,14 +343,14 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 		default:
 			r.fail(SignatureMalformed, "claimSignature.mismatch", "%v", err)
 		}
-		return r.finish(), nil
+		return nil, nil
 	}
 	certs := make([]*x509.Certificate, 0, len(chain))
 	for i, der := range chain {
 		c, err := x509.ParseCertificate(der)
 		if err != nil {
 			r.fail(CertInvalid, "signingCredential.invalid", "x5chain certificate %d does not parse: %v", i+1, err)
-			return r.finish(), nil
+			return nil, nil
 		}
 		certs = append(certs, c)
 	}
@@ -314,16 +362,16 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 		r.Signer.KeyID = receipts.Fingerprint(pub)
 	}
 	profileOK := checkProfile(r, leaf)
-	tbs, err := sigStructure(protected, claimBytes)
+	tbs, err := sigStructure(protected, m.claimBytes)
 	if err != nil {
-		return r.finish(), err
+		return nil, err
 	}
 	name, ok := verifySig(alg, leaf.PublicKey, tbs, sign1.Signature)
 	r.Alg = name
 	switch {
 	case name == "":
 		r.fail(AlgUnsupported, "algorithm.unsupported", "COSE algorithm %d is not one crux verifies (EdDSA, ES256, ES384, ES512)", alg)
-		return r.finish(), nil
+		return nil, nil
 	case !ok:
 		r.fail(SigInvalid, "claimSignature.mismatch", "the %s signature does not verify over the claim with the x5chain leaf's key", name)
 	default:
@@ -333,17 +381,23 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 		r.pass("signingCredential.profile.ok")
 	}
 
-	// The assertions the claim lists.
+	return certs, nil
+}
+
+// checkAssertions checks every assertion the claim lists against its
+// hash, and returns those that match, by label; false when the assertion
+// store is malformed.
+func checkAssertions(r *Report, m *activeManifest) (map[string]*superbox, bool) {
 	byLabel := map[string]*superbox{}
-	if assertionStore != nil && assertionStore.label != LabelAssertions {
-		r.fail(ManifestMalformed, "manifest.malformed", "the assertion store is labelled %q, not %s", assertionStore.label, LabelAssertions)
-		return r.finish(), nil
+	if m.assertionStore != nil && m.assertionStore.label != LabelAssertions {
+		r.fail(ManifestMalformed, "manifest.malformed", "the assertion store is labelled %q, not %s", m.assertionStore.label, LabelAssertions)
+		return nil, false
 	}
-	if assertionStore != nil {
-		as, err := assertionStore.children(&count)
+	if m.assertionStore != nil {
+		as, err := m.assertionStore.children(&m.count)
 		if err != nil {
 			r.fail(ManifestMalformed, "manifest.malformed", "%v", err)
-			return r.finish(), nil
+			return nil, false
 		}
 		for _, a := range as {
 			if _, dup := byLabel[a.label]; !dup {
@@ -352,8 +406,8 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 		}
 	}
 	listed := map[string]*superbox{}
-	for _, h := range slices.Concat(claim.CreatedAssertions, claim.GatheredAssertions) {
-		label, ok := assertionLabel(h.URL, active.label)
+	for _, h := range slices.Concat(m.claim.CreatedAssertions, m.claim.GatheredAssertions) {
+		label, ok := assertionLabel(h.URL, m.active.label)
 		a := byLabel[label]
 		if !ok || a == nil {
 			r.fail(AssertionMissing, "assertion.missing", "the claim lists %q, which is not in the manifest's assertion store", h.URL)
@@ -361,7 +415,7 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 		}
 		alg := h.Alg
 		if alg == "" {
-			alg = claim.Alg
+			alg = m.claim.Alg
 		}
 		hf := hashFor(alg)
 		if hf == nil {
@@ -377,7 +431,12 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 		listed[label] = a
 	}
 
-	// Actions.
+	return listed, true
+}
+
+// checkActions checks the actions assertion: first c2pa.created with a
+// digitalSourceType, or c2pa.opened.
+func checkActions(r *Report, listed map[string]*superbox) {
 	if a := firstListed(listed, LabelActions, "c2pa.actions"); a == nil {
 		r.fail(ActionsInvalid, "assertion.action.malformed", "a v2 claim needs a %s assertion", LabelActions)
 	} else {
@@ -392,8 +451,12 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 			r.DigitalSourceType = acts.Actions[0].DigitalSourceType
 		}
 	}
+}
 
-	// The hard binding: the asset's bytes.
+// checkDataHash checks the hard binding, c2pa.hash.data without
+// exclusions, against the asset's bytes (claimAlg is the claim's default
+// algorithm); the error is only for a failure to read the asset.
+func checkDataHash(r *Report, listed map[string]*superbox, claimAlg string, asset io.Reader) error {
 	if a := listed[LabelDataHash]; a == nil {
 		r.fail(HardBindingMissing, "claim.hardBindings.missing", "the claim lists no %s assertion", LabelDataHash)
 	} else {
@@ -401,14 +464,14 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 		alg := ""
 		if err := decodeAssertion(a, &dh); err != nil {
 			r.fail(AssertionMalformed, "assertion.cbor.invalid", "%s: %v", LabelDataHash, err)
-		} else if alg = cmpOr(dh.Alg, claim.Alg, "sha256"); len(dh.Exclusions) > 0 {
+		} else if alg = cmpOr(dh.Alg, claimAlg, "sha256"); len(dh.Exclusions) > 0 {
 			r.fail(DataHashUnsupported, "assertion.dataHash.malformed", "%s has %d exclusions: a sidecar binds the whole asset", LabelDataHash, len(dh.Exclusions))
 		} else if hf := hashFor(alg); hf == nil {
 			r.fail(AlgUnsupported, "algorithm.unsupported", "%s: hash algorithm %q", LabelDataHash, alg)
 		} else {
 			n, err := io.Copy(hf, asset)
 			if err != nil {
-				return r.finish(), fmt.Errorf("c2pa: reading the asset: %w", err)
+				return fmt.Errorf("c2pa: reading the asset: %w", err)
 			}
 			digest := hf.Sum(nil)
 			r.AssetHash, r.AssetBytes = hex.EncodeToString(digest), n
@@ -419,8 +482,12 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 			}
 		}
 	}
+	return nil
+}
 
-	// crux's receipt assertion.
+// checkReceipt checks crux's receipt assertion, when present, against the
+// signing certificate's key.
+func checkReceipt(r *Report, listed map[string]*superbox) {
 	if a := listed[LabelReceipt]; a != nil {
 		var rb ReceiptBinding
 		switch err := decodeAssertion(a, &rb); {
@@ -437,10 +504,6 @@ func Verify(manifest []byte, asset io.Reader, opts VerifyOptions) (Report, error
 			}
 		}
 	}
-
-	// Trust, last: everything above holds whoever signed.
-	checkTrust(r, certs, opts.Roots, now)
-	return r.finish(), nil
 }
 
 func cmpOr(ss ...string) string {
