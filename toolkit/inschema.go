@@ -77,7 +77,7 @@ const propertyOrder = "\x00order"
 func writeSchema(b *bytes.Buffer, v any) error {
 	switch v := v.(type) {
 	case map[string]any:
-		return writeObject(b, v, keywordOrder, v[propertyOrder])
+		return writeObject(b, v, keywordOrder, v[propertyOrder], true)
 	case []any:
 		b.WriteByte('[')
 		for i, x := range v {
@@ -100,9 +100,10 @@ func writeSchema(b *bytes.Buffer, v any) error {
 }
 
 // writeObject writes the JSON object m, the members named in first in
-// that order, then the others sorted, but for propertyOrder; a properties
-// member is written in the order order holds ([]string, or nil).
-func writeObject(b *bytes.Buffer, m map[string]any, first []string, order any) error {
+// that order, then the others sorted, but for propertyOrder. When m is a
+// schema, its properties member is written in the order order holds
+// ([]string, or nil); the members of a properties object are schemas.
+func writeObject(b *bytes.Buffer, m map[string]any, first []string, order any, schema bool) error {
 	names := slices.Clone(first)
 	var rest []string
 	for k := range m {
@@ -126,10 +127,9 @@ func writeObject(b *bytes.Buffer, m map[string]any, first []string, order any) e
 		b.Write(q)
 		b.WriteByte(':')
 		var err error
-		if k == "properties" {
-			props, _ := x.(map[string]any)
+		if props, ok := x.(map[string]any); ok && schema && k == "properties" {
 			names, _ := order.([]string)
-			err = writeObject(b, props, names, nil)
+			err = writeObject(b, props, names, nil, false)
 		} else {
 			err = writeSchema(b, x)
 		}

@@ -82,3 +82,14 @@ func TestInputSchemaOfRefuses(t *testing.T) {
 		assert.Error(t, err, name)
 	}
 }
+
+// TestInputSchemaOfPropertyNamedProperties: an argument called properties
+// is a property like any other, its schema written as a schema.
+func TestInputSchemaOfPropertyNamedProperties(t *testing.T) {
+	got, err := InputSchemaOf(reflect.TypeFor[struct {
+		Properties []string `json:"properties" schema:"maxItems=2"`
+	}]())
+	require.NoError(t, err)
+	assert.Equal(t, `{"type":"object","properties":{"properties":{"type":"array","items":{"type":"string"},"maxItems":2}},`+
+		`"required":["properties"],"additionalProperties":false}`, string(got))
+}
