@@ -214,23 +214,19 @@ func forgetQuery(tx store.Tx, tool string, c toolkit.Caller, scope store.ForgetS
 // JSON object the handler parses itself (see parseForgetScope).
 func (forgetArgs) AdjustSchema(s map[string]any) {
 	scope := s["properties"].(map[string]any)["scope"].(map[string]any)
-	kinds := []string{"entity_prefix", "key_glob", "passport_id", "before_timestamp", "tenant_id"}
-	value := func(kind string) map[string]any {
+	kinds := []any{"entity_prefix", "key_glob", "passport_id", "before_timestamp", "tenant_id"}
+	value := func(kind any) map[string]any {
 		if kind == "before_timestamp" {
 			return map[string]any{"type": "string", "format": "date-time"}
 		}
 		return map[string]any{"type": "string", "minLength": 1}
 	}
 	var oneOf []any
-	for _, kind := range []string{"before_timestamp", "entity_prefix", "key_glob", "passport_id", "tenant_id"} {
+	for _, kind := range slices.SortedFunc(slices.Values(kinds), func(a, b any) int { return strings.Compare(a.(string), b.(string)) }) {
 		oneOf = append(oneOf, map[string]any{"title": kind, "required": []any{"type", "value"},
 			"properties": map[string]any{"type": map[string]any{"const": kind}, "value": value(kind)}})
 	}
-	enum := make([]any, len(kinds))
-	for i, k := range kinds {
-		enum[i] = k
-	}
-	scope["properties"] = map[string]any{"type": map[string]any{"type": "string", "enum": enum}, "value": value("")}
+	scope["properties"] = map[string]any{"type": map[string]any{"type": "string", "enum": kinds}, "value": value("")}
 	scope["required"] = []any{"type", "value"}
 	scope["additionalProperties"] = false
 	scope["oneOf"] = oneOf

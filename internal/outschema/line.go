@@ -34,11 +34,7 @@ func Line(ts ...reflect.Type) (string, error) {
 
 // writeLine writes the one-line description of s.
 func writeLine(b *strings.Builder, s *jsonschema.Schema, depth int) {
-	types := s.Types
-	if s.Type != "" {
-		types = []string{s.Type}
-	}
-	types = slices.DeleteFunc(slices.Clone(types), func(t string) bool { return t == "null" })
+	types := typesOf(s)
 	switch {
 	case slices.Contains(types, "object") && len(s.Properties) > 0:
 		if depth >= lineDepth {
@@ -82,9 +78,15 @@ func writeLine(b *strings.Builder, s *jsonschema.Schema, depth int) {
 // nested reports whether a property's description says more than its
 // name: an object with properties, or an array.
 func nested(s *jsonschema.Schema) bool {
+	types := typesOf(s)
+	return slices.Contains(types, "array") && s.Items != nil || slices.Contains(types, "object") && len(s.Properties) > 0
+}
+
+// typesOf is the JSON types s allows, but null.
+func typesOf(s *jsonschema.Schema) []string {
 	types := s.Types
 	if s.Type != "" {
 		types = []string{s.Type}
 	}
-	return slices.Contains(types, "array") && s.Items != nil || slices.Contains(types, "object") && len(s.Properties) > 0
+	return slices.DeleteFunc(slices.Clone(types), func(t string) bool { return t == "null" })
 }
