@@ -25,7 +25,7 @@ type derivedArgs struct {
 		N uint8 `json:"n"`
 	} `json:"nested"`
 	pageArgs
-	hidden int
+	hidden int //lint:ignore U1000 present to show an unexported field is left out of the schema
 	Skip   int `json:"-"`
 }
 
