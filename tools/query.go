@@ -42,6 +42,12 @@ import (
 //     lane reorders close results and brings in segments BM25 missed, but
 //     never puts a segment above one that scores (BM25 and context) more
 //     than that bonus higher;
+//   - the phrase: each of the best 2·limit segments takes, for every two
+//     words that follow each other in the query and in its text in the
+//     same order (stop words passed over), half the BM25 weight of the
+//     rarer of the two (index.Phrase), and they are sorted again: a
+//     segment that says the query's words as the query says them ranks
+//     above one that scatters them;
 //   - distinct documents first: of the best 2·limit segments, the best of
 //     each document come first, the others after them.
 //
@@ -255,7 +261,7 @@ type QueryRow struct {
 	SegmentIndex int      `json:"segment_index"`
 	Title        string   `json:"title,omitempty"`
 	Score        float64  `json:"score"`       // BM25 of the query; 0 for a segment holding none of its terms
-	FusedScore   float64  `json:"fused_score"` // what results are ranked by: score, its context lift and graph bonus
+	FusedScore   float64  `json:"fused_score"` // what results are ranked by: score, its context lift, graph bonus and phrase bonus
 	Lanes        []string `json:"lanes"`
 	Entities     []string `json:"entities,omitempty"` // the entities that linked it
 	TokenCount   int      `json:"token_count"`
@@ -344,8 +350,9 @@ func (d *Deps) query() *toolkit.Tool {
 					also[i] = g.seq
 				}
 				store.PrefetchSegments(tx, in.TenantID, also) // read with the hits' neighbours
+				weights := index.QueryWeights(in.Query, qt)
 				res, err := store.SearchDocuments(tx, store.DocQuery{Tenant: in.TenantID, Terms: terms,
-					Weights: index.QueryWeights(in.Query, qt), Limit: depth, MinScore: minScore, Also: also, Context: true})
+					Weights: weights, Limit: depth, MinScore: minScore, Also: also, Context: true})
 				if err != nil {
 					return err
 				}
@@ -397,15 +404,10 @@ func (d *Deps) query() *toolkit.Tool {
 					f.lanes = append(f.lanes, laneGraph)
 					f.entities = g.entities
 				}
-				slices.SortStableFunc(order, func(a, b *fused) int {
-					switch {
-					case a.score != b.score:
-						return cmpDesc(a.score, b.score)
-					case a.bm25 != b.bm25:
-						return cmpDesc(a.bm25, b.bm25)
-					}
-					return int(int64(a.seq) - int64(b.seq))
-				})
+				sortFused(order)
+				if err := d.rerankPhrase(tx, in.TenantID, in.Query, qt, weights, res, order, limit); err != nil {
+					return err
+				}
 				b := budgetOf(in.TokenBudget, queryBudget)
 				finder := newTermFinder(qt)
 				out.Results = make([]QueryRow, 0, min(limit, len(order)))
@@ -451,6 +453,44 @@ func (d *Deps) query() *toolkit.Tool {
 	}
 }
 
+// rerankPhrase adds to the scores of the best segments of order what
+// their text holds of the query's phrase (index.Phrase) and sorts them
+// again.
+func (d *Deps) rerankPhrase(tx store.Tx, tenant, query string, qt []index.QueryTerm, weights []float64, res store.DocResult, order []*fused, limit int) error {
+	n := min(len(order), 2*limit) // the segments distinctFirst reads first
+	if n < 2 {
+		return nil
+	}
+	w := make([]float64, len(qt))
+	for i := range qt {
+		w[i] = index.IDF(res.Stats.Segments, res.DF[i])
+		if i < len(weights) && weights[i] > 0 {
+			w[i] *= weights[i]
+		}
+	}
+	ph := index.NewPhrase(query, qt, w)
+	if ph == nil {
+		return nil
+	}
+	seqs := make([]uint32, n)
+	for i, f := range order[:n] {
+		seqs[i] = f.seq
+	}
+	store.PrefetchSegments(tx, tenant, seqs)
+	for _, f := range order[:n] {
+		seg, err := d.segments.segment(tx, tenant, f.seq)
+		if skippable(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		f.score += ph.Score(seg.Title, seg.Text)
+	}
+	sortFused(order[:n])
+	return nil
+}
+
 // pick is a segment query answers with.
 type pick struct {
 	f   *fused
@@ -494,6 +534,19 @@ func (d *Deps) distinctFirst(tx store.Tx, env *toolkit.Env, tenant string, order
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// sortFused sorts order best first: by fused score, then BM25, then seq.
+func sortFused(order []*fused) {
+	slices.SortStableFunc(order, func(a, b *fused) int {
+		switch {
+		case a.score != b.score:
+			return cmpDesc(a.score, b.score)
+		case a.bm25 != b.bm25:
+			return cmpDesc(a.bm25, b.bm25)
+		}
+		return int(int64(a.seq) - int64(b.seq))
+	})
 }
 
 func cmpDesc(a, b float64) int {

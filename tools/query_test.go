@@ -339,6 +339,28 @@ func TestQueryDistinctDocuments(t *testing.T) {
 	assert.Equal(t, []string{"big", "big", "big"}, docsOf(scan), "query_scan ranks segments by BM25 alone")
 }
 
+// TestQueryPhrase: of two segments with the same BM25, the one saying
+// the query's words in the query's order ranks first, by a phrase bonus
+// its fused score shows; query_scan ranks by BM25 alone.
+func TestQueryPhrase(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	docs := []crux.Document{
+		{ID: "scattered", Text: "the file was read, whole chapters of it"},
+		{ID: "phrase", Text: "the whole file was read, chapters of it"},
+	}
+	_, err := srv.Ingest(context.Background(), "t", docs, nil)
+	require.NoError(t, err)
+	got := call(t, srv, alice, "query", `{"tenant_id":"t","query":"whole file"}`)
+	res := objects(t, got, "results")
+	require.Len(t, res, 2)
+	assert.Equal(t, "phrase", res[0]["doc_id"])
+	assert.Equal(t, res[0]["score"], res[1]["score"], "the same BM25")
+	assert.Greater(t, res[0]["fused_score"], res[0]["score"], "the phrase bonus")
+	assert.Equal(t, res[1]["fused_score"], res[1]["score"], "no bonus for the words apart")
+	scan := call(t, srv, alice, "query_scan", `{"tenant_id":"t","query":"whole file"}`)
+	assert.Equal(t, "scattered", objects(t, scan, "results")[0]["doc_id"], "equal BM25: the first ingested")
+}
+
 // TestQueryGraphNeverDemotes: the entity-graph lane reorders close
 // results but never puts a segment above one BM25 scores clearly higher,
 // however many of its segments the lane ranks.
