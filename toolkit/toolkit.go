@@ -67,7 +67,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/crux-go/crux/feature"
 	"github.com/crux-go/crux/internal/codec"
@@ -582,16 +581,14 @@ func FlagGate(on func(*feature.Flags) bool, mk func() *Error) func(env *Env) (*R
 	}
 }
 
-// jsonResult is a result whose text is v as JSON and whose structured
-// content is v.
+// JSONResult is a result whose text is v as JSON and whose structured
+// content is v; v writes its own JSON when it is a [JSONAppender].
 // Every nil slice and map of v's top level is sent as an empty one (see
 // outschema.Fill), as the tool's output schema says.
 func JSONResult(v any) (*Result, error) {
 	v = outschema.Fill(v)
-	if a, ok := v.(jsonAppender); ok {
-		if b, ok := a.appendJSON(make([]byte, 0, 4096)); ok && len(b) > 0 {
-			// b is not written again: the text shares its bytes.
-			text := unsafe.String(&b[0], len(b))
+	if a, ok := v.(JSONAppender); ok {
+		if text, ok := codec.Appended(a.AppendJSON); ok && text != "" {
 			return &Result{Content: []Content{{Type: "text", Text: text}}, StructuredContent: v, structuredText: text}, nil
 		}
 	}
@@ -602,10 +599,13 @@ func JSONResult(v any) (*Result, error) {
 	return &Result{Content: []Content{{Type: "text", Text: text}}, StructuredContent: v, structuredText: text}, nil
 }
 
-// jsonAppender is an answer that writes its own JSON text, as
-// encoding/json would write it but faster; false means it could not.
-type jsonAppender interface {
-	appendJSON(b []byte) ([]byte, bool)
+// JSONAppender is an answer that writes its own JSON text: AppendJSON
+// appends to b exactly what encoding/json would write for it, but without
+// reflection, and reports false when it cannot (b is then dropped and
+// encoding/json writes the answer). [JSONResult] uses it for the answers
+// a tool gives on every call.
+type JSONAppender interface {
+	AppendJSON(b []byte) ([]byte, bool)
 }
 
 // errorResult is a tool failure the model can read.

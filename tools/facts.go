@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -302,7 +303,7 @@ func queryFacts() *toolkit.Tool {
 			for _, r := range res.Facts {
 				row := newFactRow(r, now)
 				cutValue(&row, valueCap)
-				if !b.take(rowTokens(row)) {
+				if !b.take(rowTokens(&row)) {
 					break
 				}
 				out.Rows = append(out.Rows, row)
@@ -370,8 +371,23 @@ func (b *budget) take(cost int) bool {
 // rowTokens is the token estimate of one row as it is sent: its JSON
 // length divided by four, at least 1.
 func rowTokens(v any) int {
+	if a, ok := v.(toolkit.JSONAppender); ok {
+		b := rowScratch.Get().(*[]byte)
+		defer func() {
+			if cap(*b) <= 64<<10 { // a row of a long value leaves no long buffer behind
+				rowScratch.Put(b)
+			}
+		}()
+		var good bool
+		if *b, good = a.AppendJSON((*b)[:0]); good {
+			return max(1, len(*b)/4)
+		}
+	}
 	return max(1, codec.MarshalledLen(v)/4)
 }
+
+// rowScratch holds the buffers rowTokens writes rows into.
+var rowScratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // ---- delete_fact ----
 

@@ -18,6 +18,7 @@ import (
 	"github.com/crux-go/crux/index"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/toolkit"
 )
 
 func TestSnippet(t *testing.T) {
@@ -135,11 +136,12 @@ func TestSegmentCacheBound(t *testing.T) {
 	}
 }
 
-// TestQueryOutputJSON: the hand-written JSON of query's answer is
-// encoding/json's, byte for byte, on answers with every field set (found
-// by reflection, so a field added to the types and not to appendJSON
-// fails here), with empty and nil lists, and text that needs escaping.
-func TestQueryOutputJSON(t *testing.T) {
+// TestOutputJSON: the hand-written JSON of query's and query_facts's
+// answers is encoding/json's, byte for byte, on answers with every field
+// set (found by reflection, so a field added to the types and not to
+// AppendJSON fails here), with empty and nil lists, and text that needs
+// escaping; and JSONResult writes them so.
+func TestOutputJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	texts := []string{"", "plain", `quote " and \ back`, "<b>&amp;</b>", "line\nbreak\ttab", "é€😀", "\u2028", "ctl\x01"}
 	var fill func(v reflect.Value)
@@ -149,10 +151,13 @@ func TestQueryOutputJSON(t *testing.T) {
 			v.SetString(texts[r.IntN(len(texts))])
 		case reflect.Int, reflect.Int64:
 			v.SetInt(r.Int64N(1e6) - 10)
+		case reflect.Uint32:
+			v.SetUint(r.Uint64N(1 << 32))
 		case reflect.Float64:
 			v.SetFloat([]float64{0, 1, 0.0164, 12.3456, 1e-7, 3e21, r.Float64() * 100}[r.IntN(7)])
 		case reflect.Bool:
 			v.SetBool(r.IntN(2) == 0)
+		case reflect.Pointer: // query_facts's envelope, written by encoding/json
 		case reflect.Struct:
 			for i := range v.NumField() {
 				fill(v.Field(i))
@@ -170,18 +175,26 @@ func TestQueryOutputJSON(t *testing.T) {
 				}
 			}
 		default:
-			t.Fatalf("appendJSON's test cannot fill a %s", v.Type())
+			t.Fatalf("AppendJSON's test cannot fill a %s", v.Type())
 		}
 	}
-	for range 3000 {
-		var o QueryOutput
-		fill(reflect.ValueOf(&o).Elem())
+	check := func(o toolkit.JSONAppender) {
+		t.Helper()
+		fill(reflect.ValueOf(o).Elem())
 		want, err := json.Marshal(o)
 		require.NoError(t, err)
-		got, ok := o.appendJSON(nil)
+		got, ok := o.AppendJSON(nil)
 		require.True(t, ok)
 		require.Equal(t, string(want), string(got))
 	}
-	_, ok := QueryOutput{Results: []QueryRow{{Score: math.NaN()}}}.appendJSON(nil)
+	for range 3000 {
+		check(new(QueryOutput))
+		check(new(QueryFactsOutput))
+	}
+	_, ok := QueryOutput{Results: []QueryRow{{Score: math.NaN()}}}.AppendJSON(nil)
 	assert.False(t, ok, "NaN cannot be written")
+	_, ok = QueryFactsOutput{Rows: []FactRow{{Score: math.Inf(1)}}}.AppendJSON(nil)
+	assert.False(t, ok, "Inf cannot be written")
+	_, ok = QueryFactsOutput{Envelope: &Envelope{}}.AppendJSON(nil)
+	assert.False(t, ok, "an envelope is written by encoding/json")
 }

@@ -6,11 +6,11 @@ import (
 	"github.com/crux-go/crux/internal/codec"
 )
 
-// appendJSON writes the answer of query as encoding/json writes it, field
+// AppendJSON writes the answer of query as encoding/json writes it, field
 // for field, without reflection: query answers every search and its JSON
 // was a fifth of its time. A test holds it to encoding/json on answers
 // with every field set. It reports false for a score JSON cannot hold.
-func (o QueryOutput) appendJSON(b []byte) ([]byte, bool) {
+func (o QueryOutput) AppendJSON(b []byte) ([]byte, bool) {
 	ok := true
 	num := func(f float64) {
 		var good bool

@@ -14,7 +14,7 @@ import (
 func TestStructuredJSON(t *testing.T) {
 	for _, v := range []any{
 		QueryFactsOutput{Rows: []FactRow{{FactID: "f_1", Value: "a <widget> & \"more\"", Score: 1.5}}, Count: 1},
-		QueryOutput{Results: []QueryRow{{DocID: "d", Snippet: "x < y"}}}, // written by its appendJSON
+		QueryOutput{Results: []QueryRow{{DocID: "d", Snippet: "x < y"}}}, // written by its AppendJSON
 	} {
 		res, err := toolkit.JSONResult(v)
 		require.NoError(t, err)

@@ -73,6 +73,18 @@ func AppendMarshal(b []byte, v any) ([]byte, error) {
 	return append(b, s.buf.Bytes()[:s.buf.Len()-1]...), nil // less Encode's newline
 }
 
+// Appended returns what appendTo appends to an empty buffer, as a string,
+// and appendTo's report. The buffer is reused across calls (the string is
+// a copy at its final length), so that writing a long text costs one
+// allocation, not one per doubling.
+func Appended(appendTo func(b []byte) ([]byte, bool)) (string, bool) {
+	s := getScratch()
+	defer s.put()
+	b, ok := appendTo(s.buf.AvailableBuffer())
+	s.buf.Write(b) // keeps b's growth for the next call
+	return s.buf.String(), ok
+}
+
 // getScratch takes an empty scratch from scratches.
 func getScratch() *scratch {
 	s := scratches.Get().(*scratch)

@@ -83,3 +83,23 @@ func TestCutUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestAppended: each call's text is its own, whatever later calls write
+// into the reused buffer, short or long.
+func TestAppended(t *testing.T) {
+	var texts []string
+	for i, n := range []int{10, 5000, 3, 100000, 7} {
+		s, ok := Appended(func(b []byte) ([]byte, bool) {
+			return append(b, strings.Repeat(string(rune('a'+i)), n)...), i != 2
+		})
+		if ok != (i != 2) {
+			t.Errorf("call %d reported %v", i, ok)
+		}
+		texts = append(texts, s)
+	}
+	for i, n := range []int{10, 5000, 3, 100000, 7} {
+		if want := strings.Repeat(string(rune('a'+i)), n); texts[i] != want {
+			t.Errorf("call %d's text changed: %.20q…", i, texts[i])
+		}
+	}
+}
