@@ -188,12 +188,12 @@ const commonMax = 8192
 func termCandidates(tx Tx, tenant string, terms []string, h *hits) ([]termStat, error) {
 	stats := make([]termStat, len(terms))
 	for _, t := range terms {
-		prefetchScan(tx, bucketWords, wordPrefix(tenant, t), true)
 		prefetchScan(tx, bucketWords, indexKey(tenant, t), false)
 	}
 	prefetchScan(tx, bucketFresh, indexKey(tenant, ""), false)
 	prefetchFactCount(tx, tenant)
-	var scratch []candidate // one block's postings
+	var scratch []candidate           // one block's postings
+	var exactKeys, exactVals [][]byte // one term's exact-word blocks
 	if h != nil {
 		h.reset(len(terms))
 		scratch = h.scratch
@@ -212,33 +212,35 @@ func termCandidates(tx Tx, tenant string, terms []string, h *hits) ([]termStat, 
 			}
 			return len(scratch)
 		}
-		// The exact word's blocks, newest first, up to commonMax
-		// postings; cut is the key of the oldest block decoded when older
-		// ones are left, which are counted below.
-		var cut []byte
-		err := tx.Scan(bucketWords, wordPrefix(tenant, t), true, func(k, v []byte) error {
-			stats[i].df += decode(v, 1)
-			if stats[i].df >= commonMax {
-				cut = bytes.Clone(k)
-				return ErrStop
-			}
-			return nil
-		})
-		if err != nil && err != ErrStop {
-			return nil, err
-		}
-		// Then the exact word's older blocks, counted, and the longer
-		// words' blocks: k is tenant, NUL, word, NUL, last id, and the
-		// word is t exactly when a NUL follows the prefix, the exact
-		// word's blocks coming first.
+		// One scan of the term's range: k is tenant, NUL, word, NUL, last
+		// id, and the word is t exactly when a NUL follows the prefix.
+		// The exact word's blocks come first, oldest first (ids are
+		// time-ordered; the tail block last); they are kept until the
+		// scan passes them, then decoded newest first up to commonMax
+		// postings, the older ones counted. The longer words' blocks come
+		// after them, decoded up to commonMax postings in all, the others
+		// counted.
 		prefix := indexKey(tenant, t)
-		longer := 0 // postings of longer words decoded
-		err = tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
-			if len(k) > len(prefix) && k[len(prefix)] == 0 {
-				if cut != nil && bytes.Compare(k, cut) < 0 {
-					stats[i].df += blockPostings(k, v)
+		exactKeys, exactVals = exactKeys[:0], exactVals[:0]
+		exactLeft := true
+		takeExact := func() {
+			exactLeft = false
+			for j := len(exactVals) - 1; j >= 0; j-- {
+				if stats[i].df >= commonMax {
+					stats[i].df += blockPostings(exactKeys[j], exactVals[j])
+				} else {
+					stats[i].df += decode(exactVals[j], 1)
 				}
+			}
+		}
+		longer := 0 // postings of longer words decoded
+		err := tx.Scan(bucketWords, prefix, false, func(k, v []byte) error {
+			if len(k) > len(prefix) && k[len(prefix)] == 0 {
+				exactKeys, exactVals = append(exactKeys, k), append(exactVals, v)
 				return nil
+			}
+			if exactLeft {
+				takeExact()
 			}
 			if longer >= commonMax {
 				stats[i].dfPre += blockPostings(k, v)
@@ -251,6 +253,9 @@ func termCandidates(tx Tx, tenant string, terms []string, h *hits) ([]termStat, 
 		})
 		if err != nil {
 			return nil, err
+		}
+		if exactLeft {
+			takeExact()
 		}
 	}
 	// The postings not yet moved to the keyword index (see indexLive).
