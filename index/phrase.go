@@ -12,11 +12,30 @@ package index
 // [Phrase.Score] adds, for every pair a text holds, [PairWeight] times the
 // lesser weight of its two terms, where a term's weight is what it weighs
 // in the query's BM25 (its idf, scaled by [QueryWeights]).
+//
+// A Phrase is not safe for concurrent use.
 type Phrase struct {
 	terms  map[string]int // a term of the query → its index
-	pairs  map[[2]int]float64
+	pairs  map[[2]int]pair
 	starts Starts
+	// words remembers what each word Score met is: the index of its
+	// term, notTerm or stopWord; a text repeats its words, and a query's
+	// segments each other's.
+	words map[string]int
+	seen  []bool // by pair, during Score
 }
+
+// pair is one pair of a [Phrase]: its weight and its index.
+type pair struct {
+	weight float64
+	at     int
+}
+
+// What a word Score meets is besides a term of the query.
+const (
+	notTerm  = -1
+	stopWord = -2
+)
 
 // PairWeight is the share of the lesser weight of its two terms that a
 // pair adds to the score of a text holding it: about what one of them
@@ -31,7 +50,7 @@ const PairWeight = 0.5
 // ([Query] of text) of weight each (weight[i] for terms[i]; a term of no
 // positive weight is in no pair). It returns nil when text has no pair.
 func NewPhrase(text string, terms []QueryTerm, weight []float64) *Phrase {
-	p := &Phrase{terms: make(map[string]int, len(terms)), pairs: make(map[[2]int]float64)}
+	p := &Phrase{terms: make(map[string]int, len(terms)), pairs: make(map[[2]int]pair), words: make(map[string]int)}
 	for i, t := range terms {
 		if i < len(weight) && weight[i] > 0 {
 			p.terms[t.Term] = i
@@ -47,14 +66,17 @@ func NewPhrase(text string, terms []QueryTerm, weight []float64) *Phrase {
 			prev = -1
 			return
 		}
-		if prev >= 0 && prev != i {
-			p.pairs[[2]int{prev, i}] = PairWeight * min(weight[prev], weight[i])
+		if k := [2]int{prev, i}; prev >= 0 && prev != i {
+			if _, ok := p.pairs[k]; !ok {
+				p.pairs[k] = pair{PairWeight * min(weight[prev], weight[i]), len(p.pairs)}
+			}
 		}
 		prev = i
 	})
 	if len(p.pairs) == 0 {
 		return nil
 	}
+	p.seen = make([]bool, len(p.pairs))
 	for t := range p.terms {
 		p.starts.Add(t)
 	}
@@ -65,38 +87,58 @@ func NewPhrase(text string, terms []QueryTerm, weight []float64) *Phrase {
 // and its text) add to the query's score: the weights of the query's
 // pairs they hold, each once. A pair does not span two texts. A nil
 // Phrase adds nothing.
+//
+// Only the words that may stem to a term of the query are looked at
+// (SplitStarting); whether two of them follow each other is then told by
+// the text between them, which must hold stop words alone.
 func (p *Phrase) Score(texts ...string) float64 {
 	if p == nil {
 		return 0
 	}
 	var score float64
-	var seen map[[2]int]bool
-	prev := -1
-	pair := func(w Word) {
-		if IsStop(w.Lower) {
-			return
-		}
-		i := -1
-		if p.starts.Lets([]byte(w.Lower)) {
-			if t, ok := p.terms[Stem(w.Lower)]; ok {
-				i = t
-			}
-		}
-		if prev >= 0 && i >= 0 && prev != i {
-			k := [2]int{prev, i}
-			if pw, ok := p.pairs[k]; ok && !seen[k] {
-				if seen == nil {
-					seen = make(map[[2]int]bool, len(p.pairs))
-				}
-				seen[k] = true
-				score += pw
-			}
-		}
-		prev = i
-	}
+	clear(p.seen)
 	for _, text := range texts {
-		prev = -1
-		Split(text, pair)
+		prev, prevEnd := -1, 0
+		SplitStarting(text, &p.starts, func(w Word) {
+			i := p.word(w.Lower)
+			switch {
+			case i == stopWord:
+				return
+			case i == notTerm:
+				prev = -1
+				return
+			case prev >= 0 && prev != i:
+				if pr, ok := p.pairs[[2]int{prev, i}]; ok && !p.seen[pr.at] && onlyStops(text[prevEnd:w.Start]) {
+					p.seen[pr.at] = true
+					score += pr.weight
+				}
+			}
+			prev, prevEnd = i, w.End
+		})
 	}
 	return score
+}
+
+// word returns what the lowercased word w is: the index of its term,
+// notTerm or stopWord.
+func (p *Phrase) word(w string) int {
+	if i, ok := p.words[w]; ok {
+		return i
+	}
+	i := stopWord
+	if !IsStop(w) {
+		var ok bool
+		if i, ok = p.terms[Stem(w)]; !ok {
+			i = notTerm
+		}
+	}
+	p.words[w] = i
+	return i
+}
+
+// onlyStops reports whether text holds no word but stop words.
+func onlyStops(text string) bool {
+	only := true
+	Split(text, func(w Word) { only = only && IsStop(w.Lower) })
+	return only
 }
