@@ -126,94 +126,97 @@ func cuecruxSession() *toolkit.Tool {
 		Description: "Your signed plan: the tools you may call (mode, tier), and those you may not with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it.",
 		Annotations: toolkit.Annotations{Title: "Open session"},
 		Out:         toolkit.OutputOf[CuecruxSessionOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs) (*toolkit.Result, error) {
-			now := env.Time()
-			intent, known := surface.ParseIntent(in.Intent)
-
-			p := CuecruxSessionOutput{
-				PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
-				Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
-				CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
-				MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
-			}
-			if in.Intent != "" && !known {
-				p.Notes = append(p.Notes, "intent recorded as free text: it shapes nothing (see the description for the five that do)")
-			}
-			if in.Hints.PreferBulk {
-				p.Notes = append(p.Notes, "prefer_bulk: crux serves no bulk channel; every call goes over mcp")
-			}
-			budget := map[string]any{"tier": "unenforced", "receipt_class": "", "token_id": ""}
-			if env.Router != nil {
-				info := env.Router.Info()
-				budget = map[string]any{"tier": info.Tier, "receipt_class": info.ReceiptClass, "token_id": info.TokenID}
-			}
-			p.Budget = budget
-			for _, t := range env.Tools {
-				if n := capabilityOf(ctx, env, t); n.Allowed {
-					p.CapabilityGraph = append(p.CapabilityGraph, n)
-				} else if !in.Hints.HideExclusions {
-					p.Excluded = append(p.Excluded, n)
-				}
-			}
-			slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
-				return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
-			})
-			limit := DefaultPlanCapabilities
-			if m := in.Hints.MaxCapabilities; m != nil {
-				limit = *m
-			}
-			if limit < len(p.CapabilityGraph) {
-				if in.Hints.MaxCapabilities == nil {
-					p.Notes = append(p.Notes, fmt.Sprintf("capability_graph lists the first %d of the %d tools you may call, "+
-						"those of your intent first; hints.max_capabilities lists more", limit, len(p.CapabilityGraph)))
-				}
-				p.CapabilityGraph = p.CapabilityGraph[:limit]
-			}
-			p.Receipt.Mode = "local"
-
-			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				q := p
-				if in.Hints.WantParentChain {
-					parent, err := store.LastPlanHash(tx, c.TenantID(), c.Name())
-					if err != nil {
-						return err
-					}
-					q.Receipt.ParentChain = []hexBytes{}
-					if parent != nil {
-						q.Receipt.ParentChain = append(q.Receipt.ParentChain, parent)
-					}
-				}
-				hash, err := planHash(q)
-				if err != nil {
-					return err
-				}
-				sig, err := env.Signer.Sign(hash[:])
-				if err != nil {
-					return err
-				}
-				kid := env.Signer.KeyID()
-				q.Receipt.Hash, q.Receipt.Signature, q.Receipt.SignerKID = hash[:], sig, &kid
-				r, err := receipts.Append(tx, env.Signer, c.TenantID(), "session_plan", c.Name(), map[string]any{
-					"plan_id": q.PlanID, "session_id": q.SessionID, "plan_hash": hash[:], "intent": q.Intent,
-				}, now)
-				if err != nil {
-					return err
-				}
-				q.Receipt.ReceiptID = r.ID
-				err = store.PutSessionBinding(tx, &store.SessionBinding{
-					SessionID: q.SessionID, Tenant: c.TenantID(), PassportID: c.Name(), PlanHash: hash[:],
-					OpenedAt: now, ExpiresAt: now.Add(surface.IntentTTL),
-				})
-				p = q
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			env.RecordIntent(c, intent, now) // only once the plan is stored: a failed call changes nothing
-			return toolkit.JSONResult(p)
-		}),
+		Run:         toolkit.Bind(name, runCuecruxSession),
 	}
+}
+
+// runCuecruxSession runs one surface.SessionTool call.
+func runCuecruxSession(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs) (*toolkit.Result, error) {
+	now := env.Time()
+	intent, known := surface.ParseIntent(in.Intent)
+
+	p := CuecruxSessionOutput{
+		PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
+		Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
+		CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
+		MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
+	}
+	if in.Intent != "" && !known {
+		p.Notes = append(p.Notes, "intent recorded as free text: it shapes nothing (see the description for the five that do)")
+	}
+	if in.Hints.PreferBulk {
+		p.Notes = append(p.Notes, "prefer_bulk: crux serves no bulk channel; every call goes over mcp")
+	}
+	budget := map[string]any{"tier": "unenforced", "receipt_class": "", "token_id": ""}
+	if env.Router != nil {
+		info := env.Router.Info()
+		budget = map[string]any{"tier": info.Tier, "receipt_class": info.ReceiptClass, "token_id": info.TokenID}
+	}
+	p.Budget = budget
+	for _, t := range env.Tools {
+		if n := capabilityOf(ctx, env, t); n.Allowed {
+			p.CapabilityGraph = append(p.CapabilityGraph, n)
+		} else if !in.Hints.HideExclusions {
+			p.Excluded = append(p.Excluded, n)
+		}
+	}
+	slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
+		return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
+	})
+	limit := DefaultPlanCapabilities
+	if m := in.Hints.MaxCapabilities; m != nil {
+		limit = *m
+	}
+	if limit < len(p.CapabilityGraph) {
+		if in.Hints.MaxCapabilities == nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("capability_graph lists the first %d of the %d tools you may call, "+
+				"those of your intent first; hints.max_capabilities lists more", limit, len(p.CapabilityGraph)))
+		}
+		p.CapabilityGraph = p.CapabilityGraph[:limit]
+	}
+	p.Receipt.Mode = "local"
+
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		q := p
+		if in.Hints.WantParentChain {
+			parent, err := store.LastPlanHash(tx, c.TenantID(), c.Name())
+			if err != nil {
+				return err
+			}
+			q.Receipt.ParentChain = []hexBytes{}
+			if parent != nil {
+				q.Receipt.ParentChain = append(q.Receipt.ParentChain, parent)
+			}
+		}
+		hash, err := planHash(q)
+		if err != nil {
+			return err
+		}
+		sig, err := env.Signer.Sign(hash[:])
+		if err != nil {
+			return err
+		}
+		kid := env.Signer.KeyID()
+		q.Receipt.Hash, q.Receipt.Signature, q.Receipt.SignerKID = hash[:], sig, &kid
+		r, err := receipts.Append(tx, env.Signer, c.TenantID(), "session_plan", c.Name(), map[string]any{
+			"plan_id": q.PlanID, "session_id": q.SessionID, "plan_hash": hash[:], "intent": q.Intent,
+		}, now)
+		if err != nil {
+			return err
+		}
+		q.Receipt.ReceiptID = r.ID
+		err = store.PutSessionBinding(tx, &store.SessionBinding{
+			SessionID: q.SessionID, Tenant: c.TenantID(), PassportID: c.Name(), PlanHash: hash[:],
+			OpenedAt: now, ExpiresAt: now.Add(surface.IntentTTL),
+		})
+		p = q
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	env.RecordIntent(c, intent, now) // only once the plan is stored: a failed call changes nothing
+	return toolkit.JSONResult(p)
 }
 
 // ---- autonomy_contract ----
