@@ -164,33 +164,9 @@ func (d *Deps) outputAttest() *toolkit.Tool {
 // runOutputAttest runs one output_attest call.
 func (d *Deps) runOutputAttest(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *attestArgs) (*toolkit.Result, error) {
 	const name = "output_attest"
-	if err := needIdentity(name, c); err != nil {
+	gen, err := checkAttestArgs(name, c, in)
+	if err != nil {
 		return nil, err
-	}
-	if err := checkName(name, "receipt_id", in.ReceiptID); err != nil {
-		return nil, err
-	}
-	if in.ReceiptID == "" {
-		return nil, toolkit.InvalidParams(name, "receipt_id", "must not be empty")
-	}
-	for _, p := range [][2]string{{"content_type", in.ContentType}, {"claim_generator", in.ClaimGenerator}} {
-		if len(p[1]) > maxClaimGeneratorBytes {
-			return nil, toolkit.InvalidParams(name, p[0], fmt.Sprintf("longer than %d bytes", maxClaimGeneratorBytes))
-		}
-		if strings.IndexFunc(p[1], unicode.IsControl) >= 0 {
-			return nil, toolkit.InvalidParams(name, p[0], "must not contain control characters")
-		}
-	}
-	gen := c2pa.DefaultGenerator()
-	if in.ClaimGenerator != "" {
-		n, v, _ := strings.Cut(in.ClaimGenerator, "/")
-		if strings.TrimSpace(n) == "" {
-			return nil, toolkit.InvalidParams(name, "claim_generator", `must be "name" or "name/version" with a non-empty name`)
-		}
-		gen = c2pa.Generator{Name: n, Version: v}
-	}
-	if in.TokenBudget != nil && *in.TokenBudget < 1 {
-		return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
 	}
 	if why := attestSignerSettings(env.Flags); why != "" {
 		return toolkit.ErrorResult("%s signed nothing: %s", name, why), nil
@@ -202,26 +178,9 @@ func (d *Deps) runOutputAttest(ctx context.Context, env *toolkit.Env, c toolkit.
 
 	now := env.Time()
 	tenant := c.TenantID()
-	var crown *receipts.Receipt
-	if err := env.Store.View(ctx, func(tx store.Tx) error {
-		r, err := receipts.Get(tx, in.ReceiptID)
-		var cre *store.CorruptRecordError
-		switch {
-		case errors.Is(err, store.ErrNotFound) || err == nil && r.Tenant != tenant:
-			return toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("no receipt %s in tenant %s", in.ReceiptID, tenant))
-		case errors.As(err, &cre):
-			return toolkit.InvalidParams(name, "receipt_id", "the receipt's record is unreadable (crux doctor lists it)")
-		case err != nil:
-			return err
-		}
-		crown = r
-		return nil
-	}); err != nil {
+	crown, err := verifiedCrown(ctx, env, name, in.ReceiptID, tenant, now)
+	if err != nil {
 		return nil, err
-	}
-	if rep := receipts.Verify(crown, receipts.NewKeyring(env.Signer.Public()), now); !rep.OK() {
-		return nil, toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("the receipt does not verify (%s: %s); "+
-			"an artefact bound to it would prove nothing", rep.ErrorCode, rep.ErrorMessage))
 	}
 	crownHash := blake3.Sum256(crown.Body)
 
@@ -283,6 +242,70 @@ func (d *Deps) runOutputAttest(ctx context.Context, env *toolkit.Env, c toolkit.
 			AIActNotice: aiActNotice,
 		},
 	})
+}
+
+// checkAttestArgs refuses output_attest arguments that are not usable
+// (no identity, no receipt id, a content type or claim generator too long
+// or with control characters, a token budget below 1), and returns the
+// claim generator the manifest names.
+func checkAttestArgs(name string, c toolkit.Caller, in *attestArgs) (c2pa.Generator, error) {
+	if err := needIdentity(name, c); err != nil {
+		return c2pa.Generator{}, err
+	}
+	if err := checkName(name, "receipt_id", in.ReceiptID); err != nil {
+		return c2pa.Generator{}, err
+	}
+	if in.ReceiptID == "" {
+		return c2pa.Generator{}, toolkit.InvalidParams(name, "receipt_id", "must not be empty")
+	}
+	for _, p := range [][2]string{{"content_type", in.ContentType}, {"claim_generator", in.ClaimGenerator}} {
+		if len(p[1]) > maxClaimGeneratorBytes {
+			return c2pa.Generator{}, toolkit.InvalidParams(name, p[0], fmt.Sprintf("longer than %d bytes", maxClaimGeneratorBytes))
+		}
+		if strings.IndexFunc(p[1], unicode.IsControl) >= 0 {
+			return c2pa.Generator{}, toolkit.InvalidParams(name, p[0], "must not contain control characters")
+		}
+	}
+	gen := c2pa.DefaultGenerator()
+	if in.ClaimGenerator != "" {
+		n, v, _ := strings.Cut(in.ClaimGenerator, "/")
+		if strings.TrimSpace(n) == "" {
+			return c2pa.Generator{}, toolkit.InvalidParams(name, "claim_generator", `must be "name" or "name/version" with a non-empty name`)
+		}
+		gen = c2pa.Generator{Name: n, Version: v}
+	}
+	if in.TokenBudget != nil && *in.TokenBudget < 1 {
+		return c2pa.Generator{}, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
+	}
+	return gen, nil
+}
+
+// verifiedCrown reads the receipt an attestation binds to, refused unless
+// it is in the caller's tenant, its record is readable, and it verifies
+// under the server's key at now.
+func verifiedCrown(ctx context.Context, env *toolkit.Env, name, id, tenant string, now time.Time) (*receipts.Receipt, error) {
+	var crown *receipts.Receipt
+	if err := env.Store.View(ctx, func(tx store.Tx) error {
+		r, err := receipts.Get(tx, id)
+		var cre *store.CorruptRecordError
+		switch {
+		case errors.Is(err, store.ErrNotFound) || err == nil && r.Tenant != tenant:
+			return toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("no receipt %s in tenant %s", id, tenant))
+		case errors.As(err, &cre):
+			return toolkit.InvalidParams(name, "receipt_id", "the receipt's record is unreadable (crux doctor lists it)")
+		case err != nil:
+			return err
+		}
+		crown = r
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if rep := receipts.Verify(crown, receipts.NewKeyring(env.Signer.Public()), now); !rep.OK() {
+		return nil, toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("the receipt does not verify (%s: %s); "+
+			"an artefact bound to it would prove nothing", rep.ErrorCode, rep.ErrorMessage))
+	}
+	return crown, nil
 }
 
 // memoryCA is the CA made on first use when Deps has no AttestCA.

@@ -130,7 +130,7 @@ func cuecruxSession() *toolkit.Tool {
 	}
 }
 
-// runCuecruxSession runs one surface.SessionTool call.
+// runCuecruxSession runs one cuecrux_session (surface.SessionTool) call.
 func runCuecruxSession(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs) (*toolkit.Result, error) {
 	now := env.Time()
 	intent, known := surface.ParseIntent(in.Intent)

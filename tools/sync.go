@@ -331,27 +331,11 @@ func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Call
 			}
 			return res, nil
 		}
-		var applied store.SyncApplied
-		now := env.Time()
-		err = env.Store.Update(ctx, func(tx store.Tx) error {
-			var err error
-			if applied, err = store.ApplySyncFacts(tx, tenant, store.SyncSource{Replica: id.Name, Now: now}, resp.Facts); err != nil {
-				return err
-			}
-			s, err := store.GetSyncState(tx, id.Name, tenant)
-			if err != nil {
-				return err
-			}
-			s.PullCursors[in.EntityPrefix] = resp.Cursor
-			s.LastPullAt = &now
-			s.PullCount += uint64(applied.Applied)
-			s.ConflictCount += uint64(len(applied.Conflicts))
-			st = s
-			return store.PutSyncState(tx, s)
-		})
+		applied, s, err := applyPulled(ctx, env, id.Name, tenant, in.EntityPrefix, resp)
 		if err != nil {
 			return nil, err
 		}
+		st = s
 		pulled, dups, nconf = pulled+applied.Applied, dups+applied.Duplicates, nconf+len(applied.Conflicts)
 		for _, cf := range applied.Conflicts {
 			if len(conflicts) < maxSyncListed {
@@ -379,6 +363,32 @@ func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Call
 	out.Conflicts, out.Rejected, out.Cursor, out.More = conflicts, rejected, cursor, more
 	out.TotalPullCount, out.CollectionCursorCount = st.PullCount, len(st.PullCursors)
 	return toolkit.JSONResult(out)
+}
+
+// applyPulled stores one page of versions pulled from remote and, in the
+// same transaction, moves the prefix's pull cursor past them and adds
+// their counts to the sync state it returns.
+func applyPulled(ctx context.Context, env *toolkit.Env, remote, tenant, prefix string, resp *ChangesResponse) (store.SyncApplied, *store.SyncState, error) {
+	var applied store.SyncApplied
+	var st *store.SyncState
+	now := env.Time()
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if applied, err = store.ApplySyncFacts(tx, tenant, store.SyncSource{Replica: remote, Now: now}, resp.Facts); err != nil {
+			return err
+		}
+		s, err := store.GetSyncState(tx, remote, tenant)
+		if err != nil {
+			return err
+		}
+		s.PullCursors[prefix] = resp.Cursor
+		s.LastPullAt = &now
+		s.PullCount += uint64(applied.Applied)
+		s.ConflictCount += uint64(len(applied.Conflicts))
+		st = s
+		return store.PutSyncState(tx, s)
+	})
+	return applied, st, err
 }
 
 // pushFilter is a parsed allowlist: nil prefixes means everything.
@@ -459,60 +469,13 @@ func (d *Deps) runSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Call
 		}
 		return remoteFailure(name, err), nil
 	}
-	var st *store.SyncState
-	var batch []store.SyncFact
-	var advance uint64
-	skippedSynced, skippedDeleted, skippedAllow := 0, 0, 0
-	more := false
-	err = env.Store.View(ctx, func(tx store.Tx) error {
-		var err error
-		if st, err = store.GetSyncState(tx, id.Name, tenant); err != nil {
-			return err
-		}
-		advance = st.PushCursor
-		blocked := false
-		last, remain, err := store.SyncPending(tx, tenant, st.PushCursor, maxSyncScan, func(seq uint64, f *store.Fact, synced bool) bool {
-			switch {
-			case synced:
-				skippedSynced++
-			case f.Deleted:
-				skippedDeleted++
-			case !filter.allows(f.Entity):
-				skippedAllow++
-				blocked = true
-				return true
-			default:
-				if len(batch) == MaxSyncFacts {
-					return false
-				}
-				batch = append(batch, store.ToSyncFact(f))
-			}
-			if !blocked {
-				advance = seq
-			}
-			return true
-		})
-		if !blocked {
-			advance = last
-		}
-		more = remain
-		return err
-	})
+	scan, err := scanPush(ctx, env, id.Name, tenant, filter)
 	if err != nil {
 		return nil, err
 	}
+	batch, advance, more := scan.batch, scan.advance, scan.more
 	if !in.Confirm {
-		h := sha256.New()
-		listed := []SyncFactRef{}
-		for _, f := range batch {
-			h.Write([]byte(f.ID + "\n"))
-			if len(listed) < maxSyncListed {
-				listed = append(listed, SyncFactRef{FactID: f.ID, Entity: f.Entity, Key: f.Key})
-			}
-		}
-		return toolkit.JSONResult(SyncPushPreviewOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
-			SkippedDeleted: skippedDeleted, SkippedNotAllowlisted: skippedAllow, Mode: "preview", WouldPromote: len(batch), Facts: listed, PreviewHash: hex.EncodeToString(h.Sum(nil)),
-			PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
+		return scan.preview(id.Name, tenant)
 	}
 	conflicts := []SyncConflict{}
 	rejected := []store.SyncRejected{}
@@ -546,9 +509,92 @@ func (d *Deps) runSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Call
 			}
 		}
 	}
+	st, err := recordPush(ctx, env, id.Name, tenant, advance, pushed, nconf)
+	if err != nil {
+		return nil, err
+	}
+	return toolkit.JSONResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: scan.skippedSynced,
+		SkippedDeleted: scan.skippedDeleted, SkippedNotAllowlisted: scan.skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: conflicts,
+		Rejected: rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
+}
+
+// pushScan is what sync_push found to send: the versions past the push
+// cursor (at most MaxSyncFacts), how far the cursor may advance over
+// them, and what it passed over.
+type pushScan struct {
+	state                                       *store.SyncState
+	batch                                       []store.SyncFact
+	advance                                     uint64
+	skippedSynced, skippedDeleted, skippedAllow int
+	more                                        bool
+}
+
+// scanPush reads the tenant's shared versions past the push cursor for
+// remote: synced and deleted versions are passed over, and the cursor
+// stops before the first version filter does not allow, so that a later
+// push with a wider allowlist still sends it.
+func scanPush(ctx context.Context, env *toolkit.Env, remote, tenant string, filter pushFilter) (pushScan, error) {
+	var p pushScan
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		if p.state, err = store.GetSyncState(tx, remote, tenant); err != nil {
+			return err
+		}
+		p.advance = p.state.PushCursor
+		blocked := false
+		last, remain, err := store.SyncPending(tx, tenant, p.state.PushCursor, maxSyncScan, func(seq uint64, f *store.Fact, synced bool) bool {
+			switch {
+			case synced:
+				p.skippedSynced++
+			case f.Deleted:
+				p.skippedDeleted++
+			case !filter.allows(f.Entity):
+				p.skippedAllow++
+				blocked = true
+				return true
+			default:
+				if len(p.batch) == MaxSyncFacts {
+					return false
+				}
+				p.batch = append(p.batch, store.ToSyncFact(f))
+			}
+			if !blocked {
+				p.advance = seq
+			}
+			return true
+		})
+		if !blocked {
+			p.advance = last
+		}
+		p.more = remain
+		return err
+	})
+	return p, err
+}
+
+// preview is sync_push's answer without confirm: what a push would send,
+// and a hash of the ids it would send.
+func (scan pushScan) preview(remote, tenant string) (*toolkit.Result, error) {
+	h := sha256.New()
+	listed := []SyncFactRef{}
+	for _, f := range scan.batch {
+		h.Write([]byte(f.ID + "\n"))
+		if len(listed) < maxSyncListed {
+			listed = append(listed, SyncFactRef{FactID: f.ID, Entity: f.Entity, Key: f.Key})
+		}
+	}
+	return toolkit.JSONResult(SyncPushPreviewOutput{Remote: remote, TenantID: tenant, More: scan.more, SkippedSynced: scan.skippedSynced,
+		SkippedDeleted: scan.skippedDeleted, SkippedNotAllowlisted: scan.skippedAllow, Mode: "preview", WouldPromote: len(scan.batch), Facts: listed, PreviewHash: hex.EncodeToString(h.Sum(nil)),
+		PushCursor: scan.state.PushCursor, TotalPushCount: scan.state.PushCount})
+}
+
+// recordPush moves the push cursor for remote to advance (never back) and
+// adds a push's counts to the sync state it returns.
+func recordPush(ctx context.Context, env *toolkit.Env, remote, tenant string, advance uint64, pushed, nconf int) (*store.SyncState, error) {
 	now := env.Time()
-	err = env.Store.Update(ctx, func(tx store.Tx) error {
-		s, err := store.GetSyncState(tx, id.Name, tenant)
+	var st *store.SyncState
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		s, err := store.GetSyncState(tx, remote, tenant)
 		if err != nil {
 			return err
 		}
@@ -561,12 +607,7 @@ func (d *Deps) runSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Call
 		st = s
 		return store.PutSyncState(tx, s)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return toolkit.JSONResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
-		SkippedDeleted: skippedDeleted, SkippedNotAllowlisted: skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: conflicts,
-		Rejected: rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
+	return st, err
 }
 
 // SyncPullOutput is what sync_pull returns.
