@@ -207,27 +207,9 @@ func (d *Deps) auditExportBundle() *toolkit.Tool {
 func (d *Deps) runAuditExportBundle(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *auditExportArgs) (*toolkit.Result, error) {
 	const name = "audit_export_bundle"
 	now := env.Time()
-	since, until := time.Unix(0, 0).UTC(), now
-	var err error
-	if in.SinceTS != "" {
-		if since, err = time.Parse(time.RFC3339Nano, in.SinceTS); err != nil {
-			return nil, toolkit.InvalidParams(name, "since_ts", "must be an RFC 3339 time")
-		}
-	}
-	if in.UntilTS != "" {
-		if until, err = time.Parse(time.RFC3339Nano, in.UntilTS); err != nil {
-			return nil, toolkit.InvalidParams(name, "until_ts", "must be an RFC 3339 time")
-		}
-	}
-	if !since.Before(until) {
-		return nil, toolkit.InvalidParams(name, "since_ts", "must be before until_ts (default: now)")
-	}
-	scope := receipts.BundleScope{TenantID: c.TenantID(), Caller: c.Name()}
-	if in.Scope != nil {
-		if err := checkName(name, "scope.entity_prefix", in.Scope.EntityPrefix); err != nil {
-			return nil, err
-		}
-		scope.EntityPrefix, scope.IncludeReserved = in.Scope.EntityPrefix, in.Scope.IncludeReserved
+	since, until, scope, err := exportArgs(name, c, in, now)
+	if err != nil {
+		return nil, err
 	}
 	dir, err := d.exportDir(env)
 	if err != nil {
@@ -258,22 +240,7 @@ func (d *Deps) runAuditExportBundle(ctx context.Context, env *toolkit.Env, c too
 	}
 
 	id := store.NewID("bundle-")
-	b := &receipts.Bundle{
-		Manifest: receipts.BundleManifest{
-			BundleID: id, Since: since.UTC().Format(time.RFC3339Nano), Until: until.UTC().Format(time.RFC3339Nano),
-			GeneratedAt: now.Format(time.RFC3339Nano), Scope: scope, Chain: win.Anchor(scope.TenantID),
-			FactsTruncated: sel.Truncated, ReceiptsTruncated: win.Truncated,
-		},
-		Events:   make([]receipts.BundleEvent, len(sel.Facts)),
-		Receipts: win.Receipts,
-	}
-	for i, f := range sel.Facts {
-		b.Events[i] = receipts.BundleEvent{
-			FactID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, SourceReceipt: f.SourceReceipt,
-			Confidence: f.Confidence, StoredAt: f.StoredAt.UTC().Format(time.RFC3339Nano), Tokens: f.Tokens,
-			Deleted: f.Deleted, Version: f.Version, Supersedes: f.Supersedes, SupersededBy: f.SupersededBy,
-		}
-	}
+	b := newAuditBundle(id, since, until, now, scope, sel, win)
 	var buf bytes.Buffer
 	m, err := receipts.WriteBundle(&buf, b, env.Signer)
 	if err != nil {
@@ -316,6 +283,57 @@ func (d *Deps) runAuditExportBundle(ctx context.Context, env *toolkit.Env, c too
 		return nil, err
 	}
 	return toolkit.JSONResult(out)
+}
+
+// exportArgs is the window [since, until) and the scope an export
+// covers: since defaults to the Unix epoch and until to now, and an
+// argument that is not an RFC 3339 time, an empty window or a scope's
+// entity prefix that is not a name is refused.
+func exportArgs(name string, c toolkit.Caller, in *auditExportArgs, now time.Time) (since, until time.Time, scope receipts.BundleScope, err error) {
+	since, until = time.Unix(0, 0).UTC(), now
+	if in.SinceTS != "" {
+		if since, err = time.Parse(time.RFC3339Nano, in.SinceTS); err != nil {
+			return since, until, scope, toolkit.InvalidParams(name, "since_ts", "must be an RFC 3339 time")
+		}
+	}
+	if in.UntilTS != "" {
+		if until, err = time.Parse(time.RFC3339Nano, in.UntilTS); err != nil {
+			return since, until, scope, toolkit.InvalidParams(name, "until_ts", "must be an RFC 3339 time")
+		}
+	}
+	if !since.Before(until) {
+		return since, until, scope, toolkit.InvalidParams(name, "since_ts", "must be before until_ts (default: now)")
+	}
+	scope = receipts.BundleScope{TenantID: c.TenantID(), Caller: c.Name()}
+	if in.Scope != nil {
+		if err := checkName(name, "scope.entity_prefix", in.Scope.EntityPrefix); err != nil {
+			return since, until, scope, err
+		}
+		scope.EntityPrefix, scope.IncludeReserved = in.Scope.EntityPrefix, in.Scope.IncludeReserved
+	}
+	return since, until, scope, nil
+}
+
+// newAuditBundle is the bundle of the selected fact versions and the
+// chain window's receipts, with the manifest that describes them.
+func newAuditBundle(id string, since, until, now time.Time, scope receipts.BundleScope, sel store.ExportSelection, win *receipts.Window) *receipts.Bundle {
+	b := &receipts.Bundle{
+		Manifest: receipts.BundleManifest{
+			BundleID: id, Since: since.UTC().Format(time.RFC3339Nano), Until: until.UTC().Format(time.RFC3339Nano),
+			GeneratedAt: now.Format(time.RFC3339Nano), Scope: scope, Chain: win.Anchor(scope.TenantID),
+			FactsTruncated: sel.Truncated, ReceiptsTruncated: win.Truncated,
+		},
+		Events:   make([]receipts.BundleEvent, len(sel.Facts)),
+		Receipts: win.Receipts,
+	}
+	for i, f := range sel.Facts {
+		b.Events[i] = receipts.BundleEvent{
+			FactID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, SourceReceipt: f.SourceReceipt,
+			Confidence: f.Confidence, StoredAt: f.StoredAt.UTC().Format(time.RFC3339Nano), Tokens: f.Tokens,
+			Deleted: f.Deleted, Version: f.Version, Supersedes: f.Supersedes, SupersededBy: f.SupersededBy,
+		}
+	}
+	return b
 }
 
 // exportDir is where bundles go: CORECRUXD_AUDIT_EXPORT_DIR, else
