@@ -159,25 +159,7 @@ func runMemoryAcknowledgeUse(ctx context.Context, env *toolkit.Env, c toolkit.Ca
 	if err := checkName(name, "turn_id", in.TurnID); err != nil {
 		return nil, err
 	}
-	out := MemoryAcknowledgeUseOutput{TurnID: in.TurnID, Intent: "answer", FeatureEnabled: true, Notes: []string{}}
-	if in.Intent != nil {
-		out.Intent = *in.Intent
-		if !slices.Contains(memoryUseIntents, out.Intent) {
-			out.Notes = append(out.Notes, fmt.Sprintf("intent %q recorded as given; the documented "+
-				"intents are answer, decision, tool_call and implicit", out.Intent))
-		}
-	}
-	if n := len(in.RetrievedChunkIDs); n > 0 {
-		out.RetrievedChunkIDsIgnored = n
-		out.Notes = append(out.Notes, fmt.Sprintf("retrieved_chunk_ids are a paid-tier feature: %d "+
-			"accepted and ignored on this tier, not recorded in the receipt", n))
-	}
-	var ids []string
-	for _, id := range in.FactIDs {
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
+	out, ids := ackStart(in)
 	scope, me := c.Scope(), c.Identity()
 	var shared []store.RankedFact // recorded facts, for the envelope
 	var now time.Time
@@ -241,6 +223,39 @@ func runMemoryAcknowledgeUse(ctx context.Context, env *toolkit.Env, c toolkit.Ca
 	if err != nil {
 		return nil, err
 	}
+	return ackResult(name, env, out, shared, now)
+}
+
+// ackStart is memory_acknowledge_use's answer before any fact is read
+// (the intent, with a note when it is not a documented one, and the
+// retrieved chunk ids ignored), and the distinct fact ids asked about, in
+// their order.
+func ackStart(in *ackArgs) (MemoryAcknowledgeUseOutput, []string) {
+	out := MemoryAcknowledgeUseOutput{TurnID: in.TurnID, Intent: "answer", FeatureEnabled: true, Notes: []string{}}
+	if in.Intent != nil {
+		out.Intent = *in.Intent
+		if !slices.Contains(memoryUseIntents, out.Intent) {
+			out.Notes = append(out.Notes, fmt.Sprintf("intent %q recorded as given; the documented "+
+				"intents are answer, decision, tool_call and implicit", out.Intent))
+		}
+	}
+	if n := len(in.RetrievedChunkIDs); n > 0 {
+		out.RetrievedChunkIDsIgnored = n
+		out.Notes = append(out.Notes, fmt.Sprintf("retrieved_chunk_ids are a paid-tier feature: %d "+
+			"accepted and ignored on this tier, not recorded in the receipt", n))
+	}
+	var ids []string
+	for _, id := range in.FactIDs {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return out, ids
+}
+
+// ackResult is the answer of a recorded acknowledgement, with the audit
+// envelope over the shared facts it recorded when AuditEnvelope is set.
+func ackResult(name string, env *toolkit.Env, out MemoryAcknowledgeUseOutput, shared []store.RankedFact, now time.Time) (*toolkit.Result, error) {
 	if !env.Flags.AuditEnvelope {
 		return toolkit.JSONResult(out)
 	}
