@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"lukechampine.com/blake3"
 
@@ -330,21 +331,7 @@ func runCreateHandoff(ctx context.Context, env *toolkit.Env, c toolkit.Caller, i
 			Session: handoffSession{SessionID: s.ID, State: s.State}, Facts: facts,
 			Message: in.Message, TaskRecord: in.TaskRecord, KeyID: env.Signer.KeyID(),
 		}
-		raw, err := codec.MarshalNoEscape(pkg)
-		if err != nil {
-			return err
-		}
-		canon, err := handoffCanonical(raw)
-		if err != nil {
-			return err
-		}
-		pkg.ContentHash = handoffContentHash(canon)
-		sig, err := env.Signer.Sign([]byte(handoffSigningPrefix + pkg.ContentHash))
-		if err != nil {
-			return err
-		}
-		pkg.Signature = hex.EncodeToString(sig)
-		raw, err = codec.MarshalNoEscape(pkg)
+		pkg, raw, err := signHandoff(env, pkg)
 		if err != nil {
 			return err
 		}
@@ -383,6 +370,30 @@ func runCreateHandoff(ctx context.Context, env *toolkit.Env, c toolkit.Caller, i
 			tooLarge, maxHandoffPackageBytes), nil
 	}
 	return toolkit.JSONResult(out)
+}
+
+// signHandoff sets pkg's content hash (over its canonical form) and the
+// signature of that hash, and returns it with its JSON text.
+func signHandoff(env *toolkit.Env, pkg handoffPackage) (handoffPackage, []byte, error) {
+	raw, err := codec.MarshalNoEscape(pkg)
+	if err != nil {
+		return pkg, nil, err
+	}
+	canon, err := handoffCanonical(raw)
+	if err != nil {
+		return pkg, nil, err
+	}
+	pkg.ContentHash = handoffContentHash(canon)
+	sig, err := env.Signer.Sign([]byte(handoffSigningPrefix + pkg.ContentHash))
+	if err != nil {
+		return pkg, nil, err
+	}
+	pkg.Signature = hex.EncodeToString(sig)
+	raw, err = codec.MarshalNoEscape(pkg)
+	if err != nil {
+		return pkg, nil, err
+	}
+	return pkg, raw, nil
 }
 
 // ---- accept_handoff ----
@@ -508,27 +519,8 @@ func runAcceptHandoff(ctx context.Context, env *toolkit.Env, c toolkit.Caller, i
 			return err
 		}
 		out.SessionLoaded = true
-		for _, f := range pkg.Facts {
-			if store.IsReserved(f.Entity) {
-				continue
-			}
-			res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: scope.Tenant}, Entity: f.Entity, Key: f.Key, Limit: 1, Now: now})
-			if err != nil {
-				return err
-			}
-			switch {
-			case len(res.Facts) > 0 && res.Facts[0].Value == f.Value:
-				out.FactsLoaded++
-			case len(res.Facts) > 0:
-				out.FactsStale++
-			default:
-				if _, _, err := store.PutFact(tx, store.NewFact{Scope: scope, Entity: f.Entity,
-					Key: f.Key, Value: f.Value, Confidence: f.Confidence, Now: now}); err != nil {
-					return err
-				}
-				out.FactsLoaded++
-				out.FactsWritten++
-			}
+		if err := loadHandoffFacts(tx, scope, pkg.Facts, now, &out); err != nil {
+			return err
 		}
 		rec.Accepted, rec.AcceptedBy, rec.AcceptedAt = true, me, &now
 		if err := store.PutHandoff(tx, rec); err != nil {
@@ -552,6 +544,37 @@ func runAcceptHandoff(ctx context.Context, env *toolkit.Env, c toolkit.Caller, i
 		return nil, err
 	}
 	return toolkit.JSONResult(out)
+}
+
+// loadHandoffFacts writes, under scope, each of a package's facts whose
+// (entity, key) the tenant's shared facts do not hold yet, and counts in
+// out those held with the same value (loaded), with another value (stale,
+// left as they are) and those it wrote. crux's own entities are passed
+// over.
+func loadHandoffFacts(tx store.Tx, scope store.Scope, facts []handoffFact, now time.Time, out *AcceptHandoffOutput) error {
+	for _, f := range facts {
+		if store.IsReserved(f.Entity) {
+			continue
+		}
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: scope.Tenant}, Entity: f.Entity, Key: f.Key, Limit: 1, Now: now})
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(res.Facts) > 0 && res.Facts[0].Value == f.Value:
+			out.FactsLoaded++
+		case len(res.Facts) > 0:
+			out.FactsStale++
+		default:
+			if _, _, err := store.PutFact(tx, store.NewFact{Scope: scope, Entity: f.Entity,
+				Key: f.Key, Value: f.Value, Confidence: f.Confidence, Now: now}); err != nil {
+				return err
+			}
+			out.FactsLoaded++
+			out.FactsWritten++
+		}
+	}
+	return nil
 }
 
 // observeHandoff records, when Flags.HandoffObservations is on, an
