@@ -135,46 +135,7 @@ func runCuecruxSession(ctx context.Context, env *toolkit.Env, c toolkit.Caller, 
 	now := env.Time()
 	intent, known := surface.ParseIntent(in.Intent)
 
-	p := CuecruxSessionOutput{
-		PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
-		Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
-		CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
-		MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
-	}
-	if in.Intent != "" && !known {
-		p.Notes = append(p.Notes, "intent recorded as free text: it shapes nothing (see the description for the five that do)")
-	}
-	if in.Hints.PreferBulk {
-		p.Notes = append(p.Notes, "prefer_bulk: crux serves no bulk channel; every call goes over mcp")
-	}
-	budget := map[string]any{"tier": "unenforced", "receipt_class": "", "token_id": ""}
-	if env.Router != nil {
-		info := env.Router.Info()
-		budget = map[string]any{"tier": info.Tier, "receipt_class": info.ReceiptClass, "token_id": info.TokenID}
-	}
-	p.Budget = budget
-	for _, t := range env.Tools {
-		if n := capabilityOf(ctx, env, t); n.Allowed {
-			p.CapabilityGraph = append(p.CapabilityGraph, n)
-		} else if !in.Hints.HideExclusions {
-			p.Excluded = append(p.Excluded, n)
-		}
-	}
-	slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
-		return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
-	})
-	limit := DefaultPlanCapabilities
-	if m := in.Hints.MaxCapabilities; m != nil {
-		limit = *m
-	}
-	if limit < len(p.CapabilityGraph) {
-		if in.Hints.MaxCapabilities == nil {
-			p.Notes = append(p.Notes, fmt.Sprintf("capability_graph lists the first %d of the %d tools you may call, "+
-				"those of your intent first; hints.max_capabilities lists more", limit, len(p.CapabilityGraph)))
-		}
-		p.CapabilityGraph = p.CapabilityGraph[:limit]
-	}
-	p.Receipt.Mode = "local"
+	p := draftPlan(ctx, env, c, in, intent, known, now)
 
 	err := env.Store.Update(ctx, func(tx store.Tx) error {
 		q := p
@@ -217,6 +178,55 @@ func runCuecruxSession(ctx context.Context, env *toolkit.Env, c toolkit.Caller, 
 	}
 	env.RecordIntent(c, intent, now) // only once the plan is stored: a failed call changes nothing
 	return toolkit.JSONResult(p)
+}
+
+// draftPlan is the plan cuecrux_session signs: the tools the caller may
+// call, those of intent first and at most hints.max_capabilities
+// (DefaultPlanCapabilities without it), those it may not unless
+// hints.hide_exclusions, the router's budget, and notes on hints crux
+// does not act on.
+func draftPlan(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs, intent surface.Intent, known bool, now time.Time) CuecruxSessionOutput {
+	p := CuecruxSessionOutput{
+		PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
+		Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
+		CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
+		MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
+	}
+	if in.Intent != "" && !known {
+		p.Notes = append(p.Notes, "intent recorded as free text: it shapes nothing (see the description for the five that do)")
+	}
+	if in.Hints.PreferBulk {
+		p.Notes = append(p.Notes, "prefer_bulk: crux serves no bulk channel; every call goes over mcp")
+	}
+	budget := map[string]any{"tier": "unenforced", "receipt_class": "", "token_id": ""}
+	if env.Router != nil {
+		info := env.Router.Info()
+		budget = map[string]any{"tier": info.Tier, "receipt_class": info.ReceiptClass, "token_id": info.TokenID}
+	}
+	p.Budget = budget
+	for _, t := range env.Tools {
+		if n := capabilityOf(ctx, env, t); n.Allowed {
+			p.CapabilityGraph = append(p.CapabilityGraph, n)
+		} else if !in.Hints.HideExclusions {
+			p.Excluded = append(p.Excluded, n)
+		}
+	}
+	slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
+		return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
+	})
+	limit := DefaultPlanCapabilities
+	if m := in.Hints.MaxCapabilities; m != nil {
+		limit = *m
+	}
+	if limit < len(p.CapabilityGraph) {
+		if in.Hints.MaxCapabilities == nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("capability_graph lists the first %d of the %d tools you may call, "+
+				"those of your intent first; hints.max_capabilities lists more", limit, len(p.CapabilityGraph)))
+		}
+		p.CapabilityGraph = p.CapabilityGraph[:limit]
+	}
+	p.Receipt.Mode = "local"
+	return p
 }
 
 // ---- autonomy_contract ----
