@@ -408,23 +408,8 @@ func runArtefactList(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in
 	if err != nil {
 		return nil, err
 	}
-	if len(expired) > 0 {
-		err := env.Store.Update(ctx, func(tx store.Tx) error {
-			for _, x := range expired {
-				cur, _, err := store.GetArtefact(tx, store.Scope{Tenant: x.Tenant, Agent: x.Owner}, x.ID, now)
-				if errors.Is(err, store.ErrArtefactExpired) {
-					if err := store.DeleteArtefact(tx, cur); err != nil {
-						return err
-					}
-				} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := reclaimExpired(ctx, env, expired, now); err != nil {
+		return nil, err
 	}
 	out := ArtefactListOutput{Artefacts: []ArtefactInfo{}}
 	var created []time.Time
@@ -452,4 +437,26 @@ func runArtefactList(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in
 		result.Meta = map[string]any{"envelope": out.Envelope}
 	}
 	return result, err
+}
+
+// reclaimExpired deletes the expired artefacts a listing passed over that
+// are still expired when read again in the writing transaction; one gone
+// since is passed over.
+func reclaimExpired(ctx context.Context, env *toolkit.Env, expired []*store.Artefact, now time.Time) error {
+	if len(expired) == 0 {
+		return nil
+	}
+	return env.Store.Update(ctx, func(tx store.Tx) error {
+		for _, x := range expired {
+			cur, _, err := store.GetArtefact(tx, store.Scope{Tenant: x.Tenant, Agent: x.Owner}, x.ID, now)
+			if errors.Is(err, store.ErrArtefactExpired) {
+				if err := store.DeleteArtefact(tx, cur); err != nil {
+					return err
+				}
+			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
 }
