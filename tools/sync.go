@@ -311,8 +311,7 @@ func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Call
 		return nil, toolkit.InvalidParams(name, "entity_prefix", fmt.Sprintf("the remote already has cursors for %d prefixes, the most crux keeps; pull with one of them or without entity_prefix", store.MaxPullCursors))
 	}
 	out := SyncPullOutput{Remote: id.Name, TenantID: tenant, EntityPrefix: in.EntityPrefix}
-	conflicts := []SyncConflict{}
-	rejected := []store.SyncRejected{}
+	listed := newSyncListed()
 	pulled, dups, nconf, more := 0, 0, 0, false
 	for moved, pages := 0, 0; moved < MaxSyncFacts && pages < maxSyncPages; pages++ {
 		limit := min(syncPage, MaxSyncFacts-moved)
@@ -337,20 +336,7 @@ func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Call
 		}
 		st = s
 		pulled, dups, nconf = pulled+applied.Applied, dups+applied.Duplicates, nconf+len(applied.Conflicts)
-		for _, cf := range applied.Conflicts {
-			if len(conflicts) < maxSyncListed {
-				kept := "remote"
-				if cf.Kept == "existing" {
-					kept = "local"
-				}
-				conflicts = append(conflicts, SyncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Existing, RemoteFactID: cf.Incoming, Kept: kept})
-			}
-		}
-		for _, r := range applied.Rejected {
-			if len(rejected) < maxSyncListed {
-				rejected = append(rejected, r)
-			}
-		}
+		listed.add(&applied, true)
 		moved += len(resp.Facts)
 		more = resp.More
 		if !resp.More || resp.Cursor == cursor {
@@ -360,9 +346,49 @@ func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Call
 		cursor = resp.Cursor
 	}
 	out.FactsPulled, out.Duplicates, out.ConflictCount = pulled, dups, nconf
-	out.Conflicts, out.Rejected, out.Cursor, out.More = conflicts, rejected, cursor, more
+	out.Conflicts, out.Rejected, out.Cursor, out.More = listed.conflicts, listed.rejected, cursor, more
 	out.TotalPullCount, out.CollectionCursorCount = st.PullCount, len(st.PullCursors)
 	return toolkit.JSONResult(out)
+}
+
+// syncListed is the conflicts and refused versions a sync answer lists,
+// at most maxSyncListed of each, in the order the pages came.
+type syncListed struct {
+	conflicts []SyncConflict
+	rejected  []store.SyncRejected
+}
+
+func newSyncListed() syncListed {
+	return syncListed{conflicts: []SyncConflict{}, rejected: []store.SyncRejected{}}
+}
+
+// add lists the conflicts and refusals of one page, as seen from here: a
+// pulled page was applied here, so its existing version is the local one;
+// a pushed page was applied by the remote, so its existing version is the
+// remote's.
+func (l *syncListed) add(page *store.SyncApplied, pulled bool) {
+	existing, incoming := "local", "remote"
+	if !pulled {
+		existing, incoming = "remote", "local"
+	}
+	for _, cf := range page.Conflicts {
+		if len(l.conflicts) < maxSyncListed {
+			kept := incoming
+			if cf.Kept == "existing" {
+				kept = existing
+			}
+			local, remote := cf.Existing, cf.Incoming
+			if !pulled {
+				local, remote = cf.Incoming, cf.Existing
+			}
+			l.conflicts = append(l.conflicts, SyncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: local, RemoteFactID: remote, Kept: kept})
+		}
+	}
+	for _, r := range page.Rejected {
+		if len(l.rejected) < maxSyncListed {
+			l.rejected = append(l.rejected, r)
+		}
+	}
 }
 
 // applyPulled stores one page of versions pulled from remote and, in the
@@ -477,8 +503,7 @@ func (d *Deps) runSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Call
 	if !in.Confirm {
 		return scan.preview(id.Name, tenant)
 	}
-	conflicts := []SyncConflict{}
-	rejected := []store.SyncRejected{}
+	listed := newSyncListed()
 	pushed, dups, nconf := 0, 0, 0
 	for i, page := range syncPages(batch) {
 		resp, err := d.Remote.Push(ctx, PushRequest{Facts: page})
@@ -494,28 +519,15 @@ func (d *Deps) runSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Call
 			return res, nil
 		}
 		pushed, dups, nconf = pushed+resp.Applied, dups+resp.Duplicates, nconf+len(resp.Conflicts)
-		for _, cf := range resp.Conflicts {
-			if len(conflicts) < maxSyncListed {
-				kept := "local"
-				if cf.Kept == "existing" {
-					kept = "remote"
-				}
-				conflicts = append(conflicts, SyncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Incoming, RemoteFactID: cf.Existing, Kept: kept})
-			}
-		}
-		for _, r := range resp.Rejected {
-			if len(rejected) < maxSyncListed {
-				rejected = append(rejected, r)
-			}
-		}
+		listed.add(resp, false)
 	}
 	st, err := recordPush(ctx, env, id.Name, tenant, advance, pushed, nconf)
 	if err != nil {
 		return nil, err
 	}
 	return toolkit.JSONResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: scan.skippedSynced,
-		SkippedDeleted: scan.skippedDeleted, SkippedNotAllowlisted: scan.skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: conflicts,
-		Rejected: rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
+		SkippedDeleted: scan.skippedDeleted, SkippedNotAllowlisted: scan.skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: listed.conflicts,
+		Rejected: listed.rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
 }
 
 // pushScan is what sync_push found to send: the versions past the push
