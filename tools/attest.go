@@ -210,15 +210,8 @@ func (d *Deps) runOutputAttest(ctx context.Context, env *toolkit.Env, c toolkit.
 		ContentType: in.ContentType, ContentPath: content.path, CrownReceiptID: crown.ID,
 		CrownReceiptBodyBLAKE3: crownHash[:], CertificateSHA256: certSum[:], SignerPassport: c.Identity(),
 	}
-	var attestID string
-	if err := env.Store.Update(ctx, func(tx store.Tx) error {
-		rec, err := receipts.Append(tx, env.Signer, tenant, receiptKindOutputAttest, c.Name(), body, now)
-		if err != nil {
-			return err
-		}
-		attestID = rec.ID
-		return nil
-	}); err != nil {
+	attestID, err := appendReceipt(ctx, env, tenant, receiptKindOutputAttest, c.Name(), body, now)
+	if err != nil {
 		return nil, err
 	}
 	asset := "ASSET"
@@ -242,6 +235,21 @@ func (d *Deps) runOutputAttest(ctx context.Context, env *toolkit.Env, c toolkit.
 			AIActNotice: aiActNotice,
 		},
 	})
+}
+
+// appendReceipt signs body into a receipt of kind in tenant's chain, in a
+// transaction of its own, and returns the receipt's id.
+func appendReceipt(ctx context.Context, env *toolkit.Env, tenant, kind, actor string, body any, now time.Time) (string, error) {
+	var id string
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		rec, err := receipts.Append(tx, env.Signer, tenant, kind, actor, body, now)
+		if err != nil {
+			return err
+		}
+		id = rec.ID
+		return nil
+	})
+	return id, err
 }
 
 // checkAttestArgs refuses output_attest arguments that are not usable

@@ -114,25 +114,7 @@ func runReceiptVerify(ctx context.Context, env *toolkit.Env, c toolkit.Caller, i
 				return nil
 			}
 		}
-		rep := receipts.Verify(r, receipts.NewKeyring(env.Signer.Public()), env.Time())
-		out.Report = &rep
-		if !rep.OK() {
-			out.Errors = append(out.Errors, string(rep.ErrorCode))
-		}
-		seg, err := segmentAround(tx, r)
-		if err != nil {
-			return err
-		}
-		out.Chain = seg
-		if !seg.Linked {
-			out.Errors = append(out.Errors, string(seg.ErrorCode))
-		}
-		out.Verified = len(out.Errors) == 0
-		out.HTTPStatus = http.StatusOK
-		if !out.Verified {
-			out.HTTPStatus = http.StatusUnprocessableEntity
-		}
-		return nil
+		return verifyInto(tx, env, r, &out)
 	})
 	if err != nil {
 		return nil, err
@@ -141,6 +123,31 @@ func runReceiptVerify(ctx context.Context, env *toolkit.Env, c toolkit.Caller, i
 		return nil, forbidden
 	}
 	return toolkit.JSONResult(out)
+}
+
+// verifyInto verifies r under the server's key and checks its links in
+// the chain around it, and sets out's report, chain segment, errors,
+// verdict and HTTP status from them.
+func verifyInto(tx store.Tx, env *toolkit.Env, r *receipts.Receipt, out *ReceiptVerifyOutput) error {
+	rep := receipts.Verify(r, receipts.NewKeyring(env.Signer.Public()), env.Time())
+	out.Report = &rep
+	if !rep.OK() {
+		out.Errors = append(out.Errors, string(rep.ErrorCode))
+	}
+	seg, err := segmentAround(tx, r)
+	if err != nil {
+		return err
+	}
+	out.Chain = seg
+	if !seg.Linked {
+		out.Errors = append(out.Errors, string(seg.ErrorCode))
+	}
+	out.Verified = len(out.Errors) == 0
+	out.HTTPStatus = http.StatusOK
+	if !out.Verified {
+		out.HTTPStatus = http.StatusUnprocessableEntity
+	}
+	return nil
 }
 
 // segmentAround checks r's links within its tenant's chain: from the
