@@ -347,80 +347,84 @@ func resolvePrincipal() *toolkit.Tool {
 		Description: "The passport behind session_id, passport_id or you: record or none, tier, category, capabilities.",
 		Annotations: toolkit.Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Out:         toolkit.OutputOf[ResolvePrincipalOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *resolveArgs) (*toolkit.Result, error) {
-			if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
-				return nil, err
-			}
-			tenant, now := c.TenantID(), env.Time()
-			var p Principal
-			var param string
-			err := env.Store.View(ctx, func(tx store.Tx) error {
-				switch {
-				case in.SessionID != "":
-					b, err := store.GetSessionBinding(tx, tenant, in.SessionID)
-					if err != nil {
-						return err
-					}
-					if now.After(b.ExpiresAt) {
-						return errSessionExpired
-					}
-					p.PassportID, p.ResolvedVia, param = b.PassportID, "session", "session_id"
-				case in.PassportID != "":
-					p.PassportID, p.ResolvedVia, param = in.PassportID, "passport", "passport_id"
-				case c.Identity() != "":
-					p.PassportID, p.ResolvedVia, param = c.Identity(), "identity_link:"+c.Identity(), "caller"
-				default:
-					return toolkit.InvalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
-				}
-				p.TenantID = tenant
-				rec, err := store.GetPassport(tx, tenant, p.PassportID)
-				switch {
-				case errors.Is(err, store.ErrNotFound):
-					p.Note = "no passport record for " + p.PassportID + " in tenant " + tenant + ": its tier, category " +
-						"and work gate are unknown (issue_passport issues one)"
-					return nil
-				case err != nil:
-					return err
-				}
-				earned, _, err := earnedTier(tx, tenant, p.PassportID)
-				if err != nil {
-					return err
-				}
-				tier := rec.Tier
-				if store.TierRank(earned) > store.TierRank(tier) {
-					tier = earned // get_passport stores the upgrade when it is asked
-				}
-				rank := store.TierRank(tier)
-				gate := "open"
-				if rec.Revoked() && env.Flags.PassportRevocation {
-					gate = "closed"
-				}
-				p.HasRecord, p.Tier, p.TierRank, p.Revoked, p.AgentWorkGate = true, &tier, &rank, rec.Revoked(), &gate
-				if rec.Category != "" {
-					p.Category = &rec.Category
-				}
-				return nil
-			})
-			var e *toolkit.Error
-			switch {
-			case errors.As(err, &e):
-				return nil, e
-			case errors.Is(err, store.ErrNotFound):
-				return toolkit.ErrorResult("no session %s in tenant %s", in.SessionID, tenant), nil
-			case errors.Is(err, errSessionExpired):
-				return toolkit.ErrorResult("session %s has expired", in.SessionID), nil
-			case err != nil:
-				return nil, err
-			}
-			p.Capabilities = []string{}
-			for _, t := range env.Tools {
-				if n := capabilityOf(ctx, env, t); n.Allowed && !slices.Contains(p.Capabilities, n.Capability) {
-					p.Capabilities = append(p.Capabilities, n.Capability)
-				}
-			}
-			return toolkit.JSONResult(ResolvePrincipalOutput{Principal: p, ResolvedParam: param})
-		}),
+		Run:         toolkit.Bind(name, runResolvePrincipal),
 	}
+}
+
+// runResolvePrincipal runs one resolve_principal call.
+func runResolvePrincipal(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *resolveArgs) (*toolkit.Result, error) {
+	const name = "resolve_principal"
+	if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
+		return nil, err
+	}
+	tenant, now := c.TenantID(), env.Time()
+	var p Principal
+	var param string
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		switch {
+		case in.SessionID != "":
+			b, err := store.GetSessionBinding(tx, tenant, in.SessionID)
+			if err != nil {
+				return err
+			}
+			if now.After(b.ExpiresAt) {
+				return errSessionExpired
+			}
+			p.PassportID, p.ResolvedVia, param = b.PassportID, "session", "session_id"
+		case in.PassportID != "":
+			p.PassportID, p.ResolvedVia, param = in.PassportID, "passport", "passport_id"
+		case c.Identity() != "":
+			p.PassportID, p.ResolvedVia, param = c.Identity(), "identity_link:"+c.Identity(), "caller"
+		default:
+			return toolkit.InvalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
+		}
+		p.TenantID = tenant
+		rec, err := store.GetPassport(tx, tenant, p.PassportID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			p.Note = "no passport record for " + p.PassportID + " in tenant " + tenant + ": its tier, category " +
+				"and work gate are unknown (issue_passport issues one)"
+			return nil
+		case err != nil:
+			return err
+		}
+		earned, _, err := earnedTier(tx, tenant, p.PassportID)
+		if err != nil {
+			return err
+		}
+		tier := rec.Tier
+		if store.TierRank(earned) > store.TierRank(tier) {
+			tier = earned // get_passport stores the upgrade when it is asked
+		}
+		rank := store.TierRank(tier)
+		gate := "open"
+		if rec.Revoked() && env.Flags.PassportRevocation {
+			gate = "closed"
+		}
+		p.HasRecord, p.Tier, p.TierRank, p.Revoked, p.AgentWorkGate = true, &tier, &rank, rec.Revoked(), &gate
+		if rec.Category != "" {
+			p.Category = &rec.Category
+		}
+		return nil
+	})
+	var e *toolkit.Error
+	switch {
+	case errors.As(err, &e):
+		return nil, e
+	case errors.Is(err, store.ErrNotFound):
+		return toolkit.ErrorResult("no session %s in tenant %s", in.SessionID, tenant), nil
+	case errors.Is(err, errSessionExpired):
+		return toolkit.ErrorResult("session %s has expired", in.SessionID), nil
+	case err != nil:
+		return nil, err
+	}
+	p.Capabilities = []string{}
+	for _, t := range env.Tools {
+		if n := capabilityOf(ctx, env, t); n.Allowed && !slices.Contains(p.Capabilities, n.Capability) {
+			p.Capabilities = append(p.Capabilities, n.Capability)
+		}
+	}
+	return toolkit.JSONResult(ResolvePrincipalOutput{Principal: p, ResolvedParam: param})
 }
 
 // JSONSchema is the schema of what a hexBytes marshals to: a hex string, or
