@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,11 @@ type Server struct {
 	listedOnce sync.Once
 	listed     []json.RawMessage
 
+	// prepared is set once Prepare has done its work; prepareMu
+	// serialises the Prepare that does it.
+	prepareMu sync.Mutex
+	prepared  atomic.Bool
+
 	closed atomic.Bool
 }
 
@@ -146,12 +152,13 @@ var ErrServerClosed = errors.New("crux: server is closed")
 // DefaultTenant is the tenant of a caller that names none.
 const DefaultTenant = toolkit.DefaultTenant
 
-// NewServer returns a server over st. It seeds the bootstrap knowledge that
-// get_bootstrap serves into st, once per crux version, counts the receipts
-// of each passport in a store written before crux kept the counts, and
-// purges the
-// forgets whose recovery window has ended (see Server.Purge; a failure is
-// logged, not returned).
+// NewServer returns a server over st, checking opts and st. It refuses a
+// store written by a newer crux (store.ErrNewerFormat), and brings a store
+// written by an older one to the current layout, so that st, read by the
+// server or by the program itself, is never read in a layout this crux does
+// not write; a store already at the current format is only read. The other
+// writes a server makes of its own accord wait for its first call that uses
+// the store, or for [Server.Prepare].
 func NewServer(st store.Backend, opts *Options) (*Server, error) {
 	return newServer(st, opts)
 }
@@ -200,20 +207,76 @@ func newServer(st store.Backend, opts *Options, extra ...*toolkit.Tool) (*Server
 		s.token = &info
 	}
 	// A store written by an older crux is brought to the current layout
-	// before anything reads it.
+	// before anything reads it. This write stays in the constructor: the
+	// program may read or write st itself as soon as NewServer returns,
+	// with the store package, which reads and writes only the current
+	// layout; and a store without a format record (a fresh one included)
+	// reads as format 1, so writes made to it before its format is
+	// recorded would be upgraded again as if they were old. A store at the
+	// current format is only read (UpgradeBackend reads first), and one
+	// newer than this crux is refused here.
 	if _, err := store.UpgradeBackend(context.Background(), st); err != nil {
 		return nil, fmt.Errorf("crux: upgrading the store: %w", err)
 	}
-	if err := tools.SeedBootstrap(context.Background(), s.env.Store, s.env.Now().UTC(), set.Tools()); err != nil {
-		return nil, fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
+	return s, nil
+}
+
+// Prepare makes the writes a server makes to its store once, before the
+// first call that uses the store: it seeds the bootstrap knowledge that
+// get_bootstrap serves, once per crux version; counts the receipts of each
+// passport, in a store written before crux kept the counts (passport tiers
+// read them); and purges the forgets whose recovery window has ended (see
+// [Server.Purge]; a failure to purge is logged, not returned, and the purge
+// runs for up to 10 minutes whatever ctx allows). On a store that needs
+// none of them Prepare only reads.
+//
+// Every method that uses the store calls Prepare first, so a program need
+// not call it; it does to meet these writes and their errors when it
+// starts rather than in its first call, as the crux command does. Prepare
+// does its work once: after a failure, which it returns (as does the call
+// that ran it), the next call tries again. It is safe for concurrent use;
+// concurrent first calls wait for one Prepare.
+func (s *Server) Prepare(ctx context.Context) error {
+	return s.prepare(ctx, true)
+}
+
+// prepare is Prepare, purging what is due only when purge is set: Purge
+// prepares without it, since it purges everything due itself.
+func (s *Server) prepare(ctx context.Context, purge bool) error {
+	if s.closed.Load() {
+		return ErrServerClosed
+	}
+	if s.prepared.Load() {
+		return nil
+	}
+	s.prepareMu.Lock()
+	defer s.prepareMu.Unlock()
+	if s.prepared.Load() {
+		return nil
+	}
+	if err := tools.SeedBootstrap(ctx, s.env.Store, s.env.Now().UTC(), s.set.Tools()); err != nil {
+		return fmt.Errorf("crux: seeding bootstrap knowledge: %w", err)
 	}
 	// Passport tiers read per-passport receipt counts; a store written
 	// before they were kept gets them counted, once.
-	if err := receipts.BuildActorCountsBackend(context.Background(), s.env.Store); err != nil {
-		return nil, fmt.Errorf("crux: counting receipts per passport: %w", err)
+	if err := receipts.BuildActorCountsBackend(ctx, s.env.Store); err != nil {
+		return fmt.Errorf("crux: counting receipts per passport: %w", err)
 	}
-	s.purgeOnOpen()
-	return s, nil
+	if purge {
+		s.purgeDue()
+	}
+	s.prepared.Store(true)
+	return nil
+}
+
+// prepareCall is Prepare for a call that answers protocol errors: a
+// failure is the -32603 of an internal failure.
+func (s *Server) prepareCall(ctx context.Context) error {
+	if err := s.Prepare(ctx); err != nil {
+		// An *Error says "crux: " itself.
+		return toolkit.WrapError(CodeInternalError, strings.TrimPrefix(err.Error(), "crux: "), err)
+	}
+	return nil
 }
 
 // Flags returns the flags the server runs with.
@@ -319,6 +382,9 @@ func annotateSchema(schema json.RawMessage, ref map[string]string, token *rcx.In
 func (s *Server) CallTool(ctx context.Context, c Caller, name string, args json.RawMessage) (*Result, error) {
 	if s.closed.Load() {
 		return nil, toolkit.WrapError(CodeInternalError, "server is closed", ErrServerClosed)
+	}
+	if err := s.prepareCall(ctx); err != nil {
+		return nil, err
 	}
 	return s.set.Call(ctx, s.env, c, name, args)
 }

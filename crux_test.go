@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/crux-go/crux"
 	"github.com/crux-go/crux/store"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/store/mem"
 	"github.com/crux-go/crux/surface"
 	"github.com/crux-go/crux/toolkit"
 	"github.com/crux-go/crux/tools"
@@ -348,4 +350,68 @@ func TestLimitsPrintAsWholeNumbers(t *testing.T) {
 	srv, _ := newServer(t, nil, ttl)
 	e := callErr(t, srv, alice, "ttl", `{"n":31536001}`)
 	assert.Equal(t, "ttl: n: must be <= 31536000", e.Message)
+}
+
+// errReadOnly is the error of a write to a read-only updateCounter.
+var errReadOnly = errors.New("the store is read-only")
+
+// updateCounter is a store that counts the read-write transactions asked
+// of it and, when readOnly is set, refuses them.
+type updateCounter struct {
+	store.Backend
+	readOnly bool
+	updates  atomic.Int32
+}
+
+func (u *updateCounter) Update(ctx context.Context, fn func(store.Tx) error) error {
+	u.updates.Add(1)
+	if u.readOnly {
+		return errReadOnly
+	}
+	return u.Backend.Update(ctx, fn)
+}
+
+// TestNewServerDoesNotWrite: NewServer reads a store at the current format
+// and writes nothing to it, whether it is fresh or read-only; a fresh store
+// without a format record gets that record and nothing else. The writes a
+// server makes of its own accord (the bootstrap knowledge, the receipt
+// counts, the purge) come with its first call that uses the store, which
+// on a read-only store fails with their error, as Prepare does, each try.
+func TestNewServerDoesNotWrite(t *testing.T) {
+	ctx := context.Background()
+
+	fresh := &updateCounter{Backend: mem.New()}
+	_, err := crux.NewServer(fresh, nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, fresh.updates.Load(), "a fresh store gets its format recorded, and nothing else")
+
+	current := mem.New()
+	_, err = store.UpgradeBackend(ctx, current)
+	require.NoError(t, err)
+	u := &updateCounter{Backend: current}
+	srv, err := crux.NewServer(u, nil)
+	require.NoError(t, err)
+	assert.NotEmpty(t, srv.ListTools(ctx, alice))
+	assert.Zero(t, u.updates.Load(), "NewServer and ListTools wrote to a store at the current format")
+	got := call(t, srv, alice, "get_bootstrap", `{}`)
+	assert.NotEmpty(t, got)
+	assert.Positive(t, u.updates.Load(), "the first call seeds the bootstrap knowledge")
+
+	ro := mem.New()
+	_, err = store.UpgradeBackend(ctx, ro)
+	require.NoError(t, err)
+	r := &updateCounter{Backend: ro, readOnly: true}
+	srv, err = crux.NewServer(r, nil)
+	require.NoError(t, err, "NewServer on a read-only store")
+	assert.Zero(t, r.updates.Load())
+	assert.NotEmpty(t, srv.ListTools(ctx, alice))
+	_, err = srv.CallTool(ctx, alice, "get_bootstrap", nil)
+	var e *crux.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, crux.CodeInternalError, e.Code)
+	assert.ErrorIs(t, err, errReadOnly)
+	assert.EqualError(t, err, "crux: seeding bootstrap knowledge: the store is read-only (-32603)")
+	tries := r.updates.Load()
+	assert.ErrorIs(t, srv.Prepare(ctx), errReadOnly)
+	assert.Greater(t, r.updates.Load(), tries, "a failed Prepare is tried again")
 }

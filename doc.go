@@ -118,8 +118,9 @@
 // other agents' shared facts, and nobody forgets another agent's private
 // ones. Until the recovery window
 // (Flags.ForgetRecoveryWindowDays) ends, an operator can bring them back with
-// [Server.RestoreForget]; after it, [Server.Purge] (also run by NewServer)
-// removes the values physically and compacts the store.
+// [Server.RestoreForget]; after it, [Server.Purge] (which a server also
+// runs once, before its first call) removes the values physically and
+// compacts the store.
 //
 // # Memories in and out
 //

@@ -36,6 +36,9 @@ func (s *Server) Ingest(ctx context.Context, tenant string, docs []Document, pro
 	if s.closed.Load() {
 		return IngestStats{}, ErrServerClosed
 	}
+	if err := s.Prepare(ctx); err != nil {
+		return IngestStats{}, err
+	}
 	return tools.Ingest(ctx, s.env, tenant, docs, progress)
 }
 
@@ -44,6 +47,9 @@ func (s *Server) Ingest(ctx context.Context, tenant string, docs []Document, pro
 func (s *Server) DeleteDocuments(ctx context.Context, tenant string, ids ...string) ([]string, error) {
 	if s.closed.Load() {
 		return nil, ErrServerClosed
+	}
+	if err := s.Prepare(ctx); err != nil {
+		return nil, err
 	}
 	return tools.DeleteDocuments(ctx, s.env, tenant, ids)
 }

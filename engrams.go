@@ -21,6 +21,9 @@ func (s *Server) PutEngram(ctx context.Context, tenant string, e Engram) error {
 	if s.closed.Load() {
 		return ErrServerClosed
 	}
+	if err := s.Prepare(ctx); err != nil {
+		return err
+	}
 	return tools.PutEngram(ctx, s.env, tenant, e)
 }
 
@@ -29,6 +32,9 @@ func (s *Server) PutEngram(ctx context.Context, tenant string, e Engram) error {
 func (s *Server) DeleteEngram(ctx context.Context, tenant, ref string) (bool, error) {
 	if s.closed.Load() {
 		return false, ErrServerClosed
+	}
+	if err := s.Prepare(ctx); err != nil {
+		return false, err
 	}
 	return tools.DeleteEngram(ctx, s.env, tenant, ref)
 }

@@ -53,6 +53,9 @@ func (s *Server) RestoreForget(ctx context.Context, receiptID string) (*RestoreR
 	if s.closed.Load() {
 		return nil, ErrServerClosed
 	}
+	if err := s.Prepare(ctx); err != nil {
+		return nil, err
+	}
 	return tools.RestoreForget(ctx, s.env, receiptID)
 }
 
@@ -65,12 +68,15 @@ func (s *Server) RestoreForget(ctx context.Context, receiptID string) (*RestoreR
 // values' bytes are gone from the file, not just unreachable; a compaction
 // that failed is retried by the next Purge.
 //
-// NewServer runs Purge once. Purge is an operator API: it acts for no
-// caller and is not exposed as a tool. On error the report holds what was
-// done before it.
+// A server purges once before its first call (see [Server.Prepare]).
+// Purge is an operator API: it acts for no caller and is not exposed as a
+// tool. On error the report holds what was done before it.
 func (s *Server) Purge(ctx context.Context) (*PurgeReport, error) {
 	if s.closed.Load() {
 		return nil, ErrServerClosed
+	}
+	if err := s.prepare(ctx, false); err != nil {
+		return nil, err
 	}
 	return tools.PurgeForgets(ctx, s.env)
 }
@@ -82,17 +88,20 @@ func (s *Server) ForgetStatus(ctx context.Context, receiptID string) (*ForgetInf
 	if s.closed.Load() {
 		return nil, ErrServerClosed
 	}
+	if err := s.Prepare(ctx); err != nil {
+		return nil, err
+	}
 	return tools.ForgetStatus(ctx, s.env, receiptID)
 }
 
-// purgeOnOpen is the purge NewServer runs: a failure is logged, never
-// fatal, and is retried by the next Purge.
-func (s *Server) purgeOnOpen() {
+// purgeDue is the purge Prepare runs: a failure is logged, never fatal,
+// and is retried by the next Purge.
+func (s *Server) purgeDue() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rep, err := s.Purge(ctx)
+	rep, err := tools.PurgeForgets(ctx, s.env)
 	if err != nil {
-		s.env.Logger.Error("crux: purging forgotten facts on open", "err", err)
+		s.env.Logger.Error("crux: purging the forgets past their recovery window", "err", err)
 	}
 	if rep != nil && len(rep.Purged) > 0 {
 		ids := make([]string, len(rep.Purged))

@@ -37,6 +37,9 @@ func (s *Server) ExportMemories(ctx context.Context, q MemoryExportQuery) (*Memo
 	if s.closed.Load() {
 		return nil, ErrServerClosed
 	}
+	if err := s.Prepare(ctx); err != nil {
+		return nil, err
+	}
 	if q.Tenant == "" {
 		q.Tenant = DefaultTenant
 	}
@@ -72,6 +75,9 @@ func (s *Server) Export(ctx context.Context, w io.Writer, opts *ExportOptions) (
 func (s *Server) ImportMemories(ctx context.Context, b *memio.Batch) (*memio.BatchResult, error) {
 	if s.closed.Load() {
 		return nil, ErrServerClosed
+	}
+	if err := s.Prepare(ctx); err != nil {
+		return nil, err
 	}
 	return tools.ImportMemories(ctx, s.env, b)
 }

@@ -31,5 +31,8 @@ func (s *Server) Observe(ctx context.Context, c Caller, o Observation) (*Session
 	if s.closed.Load() {
 		return nil, ErrServerClosed
 	}
+	if err := s.Prepare(ctx); err != nil {
+		return nil, err
+	}
 	return tools.Observe(ctx, s.env, c, o)
 }

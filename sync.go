@@ -41,6 +41,9 @@ func (s *Server) SyncIdentity(ctx context.Context, c Caller) (RemoteIdentity, er
 	if s.closed.Load() {
 		return RemoteIdentity{}, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
 	}
+	if err := s.prepareCall(ctx); err != nil {
+		return RemoteIdentity{}, err
+	}
 	return tools.ServeSyncIdentity(ctx, s.env, c)
 }
 
@@ -51,6 +54,9 @@ func (s *Server) SyncIdentity(ctx context.Context, c Caller) (RemoteIdentity, er
 func (s *Server) SyncChanges(ctx context.Context, c Caller, req ChangesRequest) (*ChangesResponse, error) {
 	if s.closed.Load() {
 		return nil, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+	}
+	if err := s.prepareCall(ctx); err != nil {
+		return nil, err
 	}
 	return tools.ServeSyncChanges(ctx, s.env, c, req)
 }
@@ -66,6 +72,9 @@ func (s *Server) SyncChanges(ctx context.Context, c Caller, req ChangesRequest) 
 func (s *Server) SyncPush(ctx context.Context, c Caller, req PushRequest) (*PushResponse, error) {
 	if s.closed.Load() {
 		return nil, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+	}
+	if err := s.prepareCall(ctx); err != nil {
+		return nil, err
 	}
 	return tools.ServeSyncPush(ctx, s.env, c, req)
 }

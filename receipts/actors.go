@@ -177,7 +177,7 @@ func ActorReceipts(tx store.Tx, tenant, actor string) (uint64, error) {
 // BuildActorCounts works out the standing of every actor once, in a store
 // written before the standings existed (or when they were counts of
 // receipts alone); afterwards it does nothing. It reads every receipt, so
-// it runs once, when a server opens the store. A tenant's receipts are
+// it runs once, before a server's first call. A tenant's receipts are
 // counted in chain order, as Append counts them.
 func BuildActorCounts(tx store.Tx) error {
 	if _, err := tx.Get(bucketActors, actorsBuilt); err == nil {

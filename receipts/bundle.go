@@ -439,14 +439,9 @@ func VerifyBundle(data []byte, kr *Keyring, now time.Time) BundleReport {
 		return fail(code, "%s", msg)
 	}
 	rawManifest := members[BundleManifestMember]
-	var m BundleManifest
-	dec := json.NewDecoder(bytes.NewReader(rawManifest))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	m, err := decodeManifest(rawManifest)
+	if err != nil {
 		return fail(BundleManifestInvalid, "manifest.json: %v", err)
-	}
-	if dec.More() {
-		return fail(BundleManifestInvalid, "manifest.json: trailing data after the manifest")
 	}
 	rep.BundleID, rep.TenantID, rep.SignerKeyID, rep.KeyClass = m.BundleID, m.Scope.TenantID, m.SignerKeyID, m.KeyClass
 	rep.FactCount, rep.ReceiptCount = m.FactCount, m.ReceiptCount
@@ -456,23 +451,9 @@ func VerifyBundle(data []byte, kr *Keyring, now time.Time) BundleReport {
 	if strings.TrimSpace(m.KeyClass) == "" {
 		return fail(BundleKeyClassMissing, "the manifest has no key_class")
 	}
-	pub, err := base64.StdEncoding.Strict().DecodeString(m.SignerPublicKeyB64)
-	if err != nil {
-		return fail(PubkeyInvalid, "signer_public_key_b64: %v", err)
-	}
-	if bad := checkPublicKey(pub); bad != "" {
-		return fail(PubkeyInvalid, "signer_public_key_b64: %s", bad)
-	}
-	keys := NewKeyring(pub)
-	if m.SignerKeyID != Fingerprint(pub) {
-		return fail(PubkeyInvalid, "signer_key_id %q is not the fingerprint %s of signer_public_key_b64", m.SignerKeyID, Fingerprint(pub))
-	}
-	if kr != nil {
-		known, ok := kr.Lookup(m.SignerKeyID)
-		if !ok || !bytes.Equal(known, pub) {
-			return fail(KeyNotFound, "the keyring holds no key %s equal to the manifest's", m.SignerKeyID)
-		}
-		keys = kr
+	pub, keys, code, msg := bundleKeys(&m, kr)
+	if code != OK {
+		return fail(code, "%s", msg)
 	}
 
 	sum := sha256.Sum256(body)
@@ -501,50 +482,108 @@ func VerifyBundle(data []byte, kr *Keyring, now time.Time) BundleReport {
 	}
 	rep.SignatureValid = true
 
+	rs, code, msg := checkMembers(&m, members)
+	if code != OK {
+		return fail(code, "%s", msg)
+	}
+	if code, msg := verifyBundleChain(m.Chain, rs, keys, now); code != OK {
+		return fail(code, "%s", msg)
+	}
+	rep.ReceiptsValid = true
+	rep.ErrorCode = OK
+	return rep
+}
+
+// decodeManifest decodes manifest.json: one JSON object of the
+// manifest's fields, no others, and nothing after it.
+func decodeManifest(raw []byte) (BundleManifest, error) {
+	var m BundleManifest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, err
+	}
+	if dec.More() {
+		return m, errors.New("trailing data after the manifest")
+	}
+	return m, nil
+}
+
+// checkMembers checks events.jsonl and receipts.cbor against the hashes
+// and counts of the manifest m, and returns the receipts decoded.
+func checkMembers(m *BundleManifest, members map[string][]byte) ([]bundleReceipt, Code, string) {
 	events, rcpts := members[BundleEventsMember], members[BundleReceiptsMember]
 	if sha256Hex(events) != m.EventsJSONLSHA256 {
-		return fail(BundleEventsHashMismatch, "the SHA-256 of events.jsonl is not events_jsonl_sha256")
+		return nil, BundleEventsHashMismatch, "the SHA-256 of events.jsonl is not events_jsonl_sha256"
 	}
 	if sha256Hex(rcpts) != m.ReceiptsCBORSHA256 {
-		return fail(BundleReceiptsHashMismatch, "the SHA-256 of receipts.cbor is not receipts_cbor_sha256")
+		return nil, BundleReceiptsHashMismatch, "the SHA-256 of receipts.cbor is not receipts_cbor_sha256"
 	}
 	n, err := countEvents(events)
 	if err != nil {
-		return fail(BundleEventsInvalid, "events.jsonl: %v", err)
+		return nil, BundleEventsInvalid, fmt.Sprintf("events.jsonl: %v", err)
 	}
 	var rs []bundleReceipt
 	if err := wireDec.Unmarshal(rcpts, &rs); err != nil {
-		return fail(BundleReceiptsInvalid, "receipts.cbor: %v", err)
+		return nil, BundleReceiptsInvalid, fmt.Sprintf("receipts.cbor: %v", err)
 	}
 	if n != m.FactCount || len(rs) != m.ReceiptCount {
-		return fail(BundleCountMismatch, "the manifest counts %d facts and %d receipts; the members hold %d and %d",
+		return nil, BundleCountMismatch, fmt.Sprintf("the manifest counts %d facts and %d receipts; the members hold %d and %d",
 			m.FactCount, m.ReceiptCount, n, len(rs))
 	}
+	return rs, OK, ""
+}
+
+// bundleKeys reads the manifest's signing key and returns it with the
+// keyring the bundle's receipts are verified with: kr when it is given,
+// after checking that it holds that key under the manifest's key id, else
+// the manifest's key alone. A key that does not read is refused.
+func bundleKeys(m *BundleManifest, kr *Keyring) (ed25519.PublicKey, *Keyring, Code, string) {
+	pub, err := base64.StdEncoding.Strict().DecodeString(m.SignerPublicKeyB64)
+	if err != nil {
+		return nil, nil, PubkeyInvalid, fmt.Sprintf("signer_public_key_b64: %v", err)
+	}
+	if bad := checkPublicKey(pub); bad != "" {
+		return nil, nil, PubkeyInvalid, fmt.Sprintf("signer_public_key_b64: %s", bad)
+	}
+	keys := NewKeyring(pub)
+	if m.SignerKeyID != Fingerprint(pub) {
+		return nil, nil, PubkeyInvalid, fmt.Sprintf("signer_key_id %q is not the fingerprint %s of signer_public_key_b64", m.SignerKeyID, Fingerprint(pub))
+	}
+	if kr != nil {
+		known, ok := kr.Lookup(m.SignerKeyID)
+		if !ok || !bytes.Equal(known, pub) {
+			return nil, nil, KeyNotFound, fmt.Sprintf("the keyring holds no key %s equal to the manifest's", m.SignerKeyID)
+		}
+		keys = kr
+	}
+	return pub, keys, OK, ""
+}
+
+// verifyBundleChain verifies each of a bundle's receipts with keys at now,
+// that each is of the tenant of the manifest's chain a, that they link as
+// one chain, and that they match a's anchor.
+func verifyBundleChain(a BundleChain, rs []bundleReceipt, keys *Keyring, now time.Time) (Code, string) {
 	chain := make([]*Receipt, len(rs))
 	for i, br := range rs {
 		r := &Receipt{ID: br.ReceiptID, Tenant: br.TenantID, Kind: br.Kind, Seq: br.Seq,
 			Body: br.Body, PayloadHash: br.PayloadHash, Sig: br.Sig}
 		if vr := Verify(r, keys, now); !vr.OK() {
-			return fail(BundleReceiptInvalid, "receipt %s (seq %d): %s: %s", r.ID, r.Seq, vr.ErrorCode, vr.ErrorMessage)
+			return BundleReceiptInvalid, fmt.Sprintf("receipt %s (seq %d): %s: %s", r.ID, r.Seq, vr.ErrorCode, vr.ErrorMessage)
 		}
-		if r.Tenant != m.Chain.TenantID {
-			return fail(ChainRecordMismatch, "receipt %s belongs to tenant %q, the bundle's chain to %q", r.ID, r.Tenant, m.Chain.TenantID)
+		if r.Tenant != a.TenantID {
+			return ChainRecordMismatch, fmt.Sprintf("receipt %s belongs to tenant %q, the bundle's chain to %q", r.ID, r.Tenant, a.TenantID)
 		}
 		chain[i] = r
 	}
 	if err := VerifyChain(chain); err != nil {
 		var ce *ChainError
 		if errors.As(err, &ce) {
-			return fail(ce.Code, "%s", err.Error())
+			return ce.Code, err.Error()
 		}
-		return fail(ChainRecordMismatch, "%s", err.Error())
+		return ChainRecordMismatch, err.Error()
 	}
-	if code, msg := checkAnchor(m.Chain, chain); code != OK {
-		return fail(code, "%s", msg)
-	}
-	rep.ReceiptsValid = true
-	rep.ErrorCode = OK
-	return rep
+	return checkAnchor(a, chain)
 }
 
 // checkAnchor compares the receipts with the manifest's chain anchor.

@@ -184,31 +184,9 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 		return true // tenant_id: every fact of the tenant
 	}
 
-	var scans []struct {
-		bucket string
-		prefix []byte
-	}
-	add := func(bucket string, prefix []byte) {
-		scans = append(scans, struct {
-			bucket string
-			prefix []byte
-		}{bucket, prefix})
-	}
-	switch q.Selector.Type {
-	case ScopeEntityPrefix:
-		add(bucketEntity, indexKey(q.Tenant, q.Selector.Value))
-		if q.Agent != "" {
-			add(bucketEntity, indexKey(q.Tenant, PrivateEntity(q.Agent, q.Selector.Value)))
-		}
-	case ScopeKeyGlob:
-		add(bucketKey, indexKey(q.Tenant, globPrefix(q.Selector.Value)))
-	default:
-		add(bucketEntity, indexKey(q.Tenant, ""))
-	}
-
 	sel := &ForgetSelection{}
 	seen := make(map[string]struct{})
-	for _, s := range scans {
+	for _, s := range q.scans() {
 		visit := func(v []byte) error { // an entity-index value
 			id := entityID(v)
 			if _, dup := seen[id]; dup {
@@ -226,15 +204,7 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 				sel.OthersSkipped++
 				return nil
 			}
-			// A pin protects a fact from every agent's forget;
-			// include_pinned overrides only the caller's own pins.
-			pinned, err := PinnedByAnyone(tx, q.Tenant, f.ID)
-			if err == nil && pinned && q.IncludePinned && q.Agent != "" {
-				var own bool
-				if own, err = IsPinned(tx, Scope{Tenant: q.Tenant, Agent: q.Agent}, f.ID); err == nil && own {
-					pinned, err = pinnedByOthers(tx, q.Tenant, q.Agent, f.ID)
-				}
-			}
+			pinned, err := q.pinKeeps(tx, f)
 			if err != nil {
 				return err
 			}
@@ -267,6 +237,46 @@ func SelectForget(tx Tx, q ForgetQuery) (*ForgetSelection, error) {
 		sel.Facts, sel.Capped = sel.Facts[:q.Limit], true
 	}
 	return sel, nil
+}
+
+// forgetScan is one index scan of a forget's selection: the entity index
+// (bucketEntity) or the key index (bucketKey), from prefix.
+type forgetScan struct {
+	bucket string
+	prefix []byte
+}
+
+// scans are the index scans that find the facts q's selector may match:
+// the entity index from the prefix (and from the caller's private form of
+// it) for entity_prefix, the key index from the glob's literal prefix for
+// key_glob, and the tenant's whole entity index for the others.
+func (q ForgetQuery) scans() []forgetScan {
+	switch q.Selector.Type {
+	case ScopeEntityPrefix:
+		scans := []forgetScan{{bucketEntity, indexKey(q.Tenant, q.Selector.Value)}}
+		if q.Agent != "" {
+			scans = append(scans, forgetScan{bucketEntity, indexKey(q.Tenant, PrivateEntity(q.Agent, q.Selector.Value))})
+		}
+		return scans
+	case ScopeKeyGlob:
+		return []forgetScan{{bucketKey, indexKey(q.Tenant, globPrefix(q.Selector.Value))}}
+	default:
+		return []forgetScan{{bucketEntity, indexKey(q.Tenant, "")}}
+	}
+}
+
+// pinKeeps reports whether a pin keeps f out of q's forget. A pin protects
+// a fact from every agent's forget; include_pinned overrides only the
+// caller's own pins.
+func (q ForgetQuery) pinKeeps(tx Tx, f *Fact) (bool, error) {
+	pinned, err := PinnedByAnyone(tx, q.Tenant, f.ID)
+	if err == nil && pinned && q.IncludePinned && q.Agent != "" {
+		var own bool
+		if own, err = IsPinned(tx, Scope{Tenant: q.Tenant, Agent: q.Agent}, f.ID); err == nil && own {
+			pinned, err = pinnedByOthers(tx, q.Tenant, q.Agent, f.ID)
+		}
+	}
+	return pinned, err
 }
 
 // globPrefix is the literal start of a path.Match pattern: the text before
@@ -522,48 +532,9 @@ func RestoreForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetReco
 
 	restored := make([]RestoredFact, 0, len(originals))
 	for _, i := range order {
-		f := originals[i]
-		tomb, err := GetFact(tx, f.ID)
+		out, err := restoreFact(tx, id, originals[i])
 		if err != nil {
 			return nil, nil, err
-		}
-		if !IsForgotten(tomb) || tomb.SourceReceipt != id {
-			return nil, nil, fmt.Errorf("store: forget %s: fact %s is not its tombstone", id, f.ID)
-		}
-		out := RestoredFact{ID: f.ID}
-		if f.Current() {
-			cur, err := chainCurrent(tx, f)
-			if err != nil {
-				return nil, nil, err
-			}
-			switch {
-			case cur == nil:
-			case cur.Version > f.Version:
-				f.SupersededBy = cur.ID
-				if f.ValidTo == nil {
-					t := cur.StoredAt
-					f.ValidTo = &t
-				}
-				out.SupersededBy = cur.ID
-			default:
-				if err := retire(tx, cur, f.ID, f.StoredAt); err != nil {
-					return nil, nil, err
-				}
-				out.Retired = cur.ID
-			}
-		}
-		if err := writeFact(tx, f); err != nil {
-			return nil, nil, err
-		}
-		if !f.Deleted {
-			if err := indexLive(tx, f, true); err != nil {
-				return nil, nil, err
-			}
-		}
-		if f.Current() {
-			if err := addActive(tx, f.Tenant, f.StoredEntity(), 1); err != nil {
-				return nil, nil, err
-			}
 		}
 		restored = append(restored, out)
 	}
@@ -584,6 +555,57 @@ func RestoreForget(tx Tx, id string, now time.Time, receipt func(rec *ForgetReco
 		return nil, nil, err
 	}
 	return rec, restored, nil
+}
+
+// restoreFact puts back f, a fact forgotten by the forget id, in place of
+// its tombstone: its record, its indexes when it is not deleted, and the
+// count of current facts when it is current. When its chain gained a
+// current version meanwhile, the higher version stays current: a current
+// version above f's supersedes f; otherwise f retires it.
+func restoreFact(tx Tx, id string, f *Fact) (RestoredFact, error) {
+	tomb, err := GetFact(tx, f.ID)
+	if err != nil {
+		return RestoredFact{}, err
+	}
+	if !IsForgotten(tomb) || tomb.SourceReceipt != id {
+		return RestoredFact{}, fmt.Errorf("store: forget %s: fact %s is not its tombstone", id, f.ID)
+	}
+	out := RestoredFact{ID: f.ID}
+	if f.Current() {
+		cur, err := chainCurrent(tx, f)
+		if err != nil {
+			return RestoredFact{}, err
+		}
+		switch {
+		case cur == nil:
+		case cur.Version > f.Version:
+			f.SupersededBy = cur.ID
+			if f.ValidTo == nil {
+				t := cur.StoredAt
+				f.ValidTo = &t
+			}
+			out.SupersededBy = cur.ID
+		default:
+			if err := retire(tx, cur, f.ID, f.StoredAt); err != nil {
+				return RestoredFact{}, err
+			}
+			out.Retired = cur.ID
+		}
+	}
+	if err := writeFact(tx, f); err != nil {
+		return RestoredFact{}, err
+	}
+	if !f.Deleted {
+		if err := indexLive(tx, f, true); err != nil {
+			return RestoredFact{}, err
+		}
+	}
+	if f.Current() {
+		if err := addActive(tx, f.Tenant, f.StoredEntity(), 1); err != nil {
+			return RestoredFact{}, err
+		}
+	}
+	return out, nil
 }
 
 // chainCurrent returns the live current fact of f's chain (same stored

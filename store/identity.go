@@ -447,7 +447,30 @@ func MergePassports(tx Tx, req MergeRequest, receipt func(*MergeResult) (string,
 	}
 	res := &MergeResult{}
 
-	// Plan the facts.
+	moves, err := planFactMoves(tx, req, res)
+	if err != nil {
+		return nil, err
+	}
+	sessions, artefacts, err := planOwnedMoves(tx, req, now, res)
+	if err != nil {
+		return nil, err
+	}
+	id, err := receipt(res)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyMerge(tx, req, id, now, src, res, moves, sessions, artefacts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// planFactMoves plans the move of each of the source's private chains to
+// the target, renumbered past the target's versions of the same (entity,
+// key), and adds the chains, facts, duplicates and resolved conflicts to
+// res. Under ErrorOnConflict a conflict is a [*MergeConflictError]. It
+// writes nothing.
+func planFactMoves(tx Tx, req MergeRequest, res *MergeResult) ([]*chainMove, error) {
 	chains, err := privateChains(tx, req.Tenant, req.Source)
 	if err != nil {
 		return nil, err
@@ -503,17 +526,22 @@ func MergePassports(tx Tx, req MergeRequest, receipt func(*MergeResult) (string,
 	if len(unresolved) > 0 {
 		return nil, &MergeConflictError{Conflicts: unresolved}
 	}
+	return moves, nil
+}
 
-	// Plan the sessions, pins and artefacts.
+// planOwnedMoves lists in res the sessions (with the ids they take under
+// the target), pins and artefacts of the source that move to the target,
+// and returns the sessions and artefacts. It writes nothing.
+func planOwnedMoves(tx Tx, req MergeRequest, now time.Time, res *MergeResult) ([]*Session, []*Artefact, error) {
 	sessions, err := ownedSessions(tx, req.Tenant, req.Source, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	assigned := make(map[string]bool, len(sessions))
 	for _, s := range sessions {
 		to, err := mergedSessionID(tx, req, s.ID, now, assigned)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		assigned[to] = true
 		res.Sessions = append(res.Sessions, MovedSession{From: s.ID, To: to})
@@ -523,53 +551,51 @@ func MergePassports(tx Tx, req MergeRequest, receipt func(*MergeResult) (string,
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	artefacts, err := ownedArtefacts(tx, req.Tenant, req.Source, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, a := range artefacts {
 		res.Artefacts = append(res.Artefacts, a.ID)
 	}
+	return sessions, artefacts, nil
+}
 
-	id, err := receipt(res)
-	if err != nil {
-		return nil, err
-	}
-
-	// Apply.
+// applyMerge writes the merge planned in res, moves, sessions and
+// artefacts under the receipt id: the chains, sessions, pins and artefacts
+// move to the target, the source is retired into it, and the target's
+// lineage records the merge.
+func applyMerge(tx Tx, req MergeRequest, id string, now time.Time, src *Passport, res *MergeResult, moves []*chainMove, sessions []*Session, artefacts []*Artefact) error {
 	for _, m := range moves {
 		if err := m.apply(tx, req, id, now); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, s := range sessions {
 		if err := moveSession(tx, req, s, res.Sessions[i].To, id, now); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, fid := range res.Pins {
 		if err := SetPin(tx, Scope{Tenant: req.Tenant, Agent: req.Target}, fid, true); err != nil {
-			return nil, err
+			return err
 		}
 		if err := SetPin(tx, Scope{Tenant: req.Tenant, Agent: req.Source}, fid, false); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, a := range artefacts {
 		if err := moveArtefact(tx, a, req.Target, now); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	src.RetiredAt, src.RetiredInto, src.RetireReceipt = &now, req.Target, id
 	if err := PutPassport(tx, src); err != nil {
-		return nil, err
+		return err
 	}
-	if err := putLineage(tx, req.Tenant, req.Target, LineageLink{Kind: LinkMergedFrom, Passport: req.Source, Receipt: id, At: now}); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return putLineage(tx, req.Tenant, req.Target, LineageLink{Kind: LinkMergedFrom, Passport: req.Source, Receipt: id, At: now})
 }
 
 // uint32FromKey is the version at the end of an entity-index key.

@@ -589,29 +589,40 @@ func importFact(tx Tx, f *Fact) (string, error) {
 			return "its chain has another current version here: " + cur.ID, nil
 		}
 	}
-	if err := writeFact(tx, f); err != nil {
+	if err := writeImported(tx, f, stored, slot); err != nil {
 		return "", err
+	}
+	return "", nil
+}
+
+// writeImported writes an imported fact f that passed importFact's checks:
+// its record, its entity-index slot, its key entry, its keyword indexes
+// when it is not deleted, its sync log entry and, when it is current, the
+// count of its entity's current facts.
+func writeImported(tx Tx, f *Fact, stored string, slot []byte) error {
+	if err := writeFact(tx, f); err != nil {
+		return err
 	}
 	if err := tx.Put(bucketEntity, slot, entityValue(f.ID)); err != nil {
-		return "", err
+		return err
 	}
 	if err := putKeyEntry(tx, f.Tenant, f.Key, stored); err != nil {
-		return "", err
+		return err
 	}
 	if !f.Deleted {
 		if err := indexLive(tx, f, true); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if err := logFact(tx, f); err != nil {
-		return "", err
+		return err
 	}
 	if f.Current() {
 		if err := addActive(tx, f.Tenant, stored, 1); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return "", nil
+	return nil
 }
 
 // sameJSON reports whether a and b encode to the same JSON.

@@ -241,78 +241,82 @@ func artefactGet() *toolkit.Tool {
 		Out:         toolkit.OutputOf[ArtefactGetOutput](),
 		Alt:         toolkit.OutputOf[FeatureOffOutput](),
 		Gate:        artefactsOff(name),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactGetArgs) (*toolkit.Result, error) {
-			if in.TokenBudget != nil && *in.TokenBudget < 1 {
-				return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
-			}
-			now, scope := env.Time(), c.Scope()
-			var (
-				a       *store.Artefact
-				content []byte
-				holders []string
-				expired bool
-			)
-			err := env.Store.View(ctx, func(tx store.Tx) error {
-				a, content, holders, expired = nil, nil, nil, false
-				var err error
-				if scope.Agent != "" {
-					a, content, err = store.GetArtefact(tx, scope, in.ArtefactID, now)
-				} else {
-					err = store.ErrNotFound
-				}
-				switch {
-				case errors.Is(err, store.ErrArtefactExpired):
-					expired = true
-					return nil // your own copy expired: not found, whoever else holds the bytes
-				case errors.Is(err, store.ErrNotFound):
-					a = nil
-				case err != nil:
-					return err
-				default:
-					return nil
-				}
-				if scope.Agent == "" {
-					return nil // an anonymous caller learns nothing of who holds what
-				}
-				holders, err = store.ArtefactHolders(tx, scope.Tenant, in.ArtefactID, now)
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			if expired {
-				err := env.Store.Update(ctx, func(tx store.Tx) error {
-					cur, _, err := store.GetArtefact(tx, scope, in.ArtefactID, now)
-					if errors.Is(err, store.ErrArtefactExpired) {
-						return store.DeleteArtefact(tx, cur)
-					}
-					if errors.Is(err, store.ErrNotFound) {
-						return nil
-					}
-					return err // nil: refreshed meanwhile; stays
-				})
-				if err != nil {
-					return nil, err
-				}
-			}
-			if a == nil || expired {
-				if len(holders) > 0 {
-					return nil, &toolkit.Error{Code: toolkit.CodeCapabilityDenied,
-						Message: name + ": artefact " + in.ArtefactID + " belongs to another passport",
-						Data:    map[string]any{"artefact_id": in.ArtefactID, "reason": "cross_passport"}}
-				}
-				return toolkit.ErrorResult("%s: artefact %s not found (never parked, expired, or not in your tenant)", name, in.ArtefactID), nil
-			}
-			enc := base64.StdEncoding.EncodeToString(content)
-			out := ArtefactGetOutput{ArtefactInfo: newArtefactInfo(a), ContentTokens: base64Tokens(len(enc))}
-			if in.TokenBudget != nil && out.ContentTokens > *in.TokenBudget {
-				out.Truncated = true
-			} else {
-				out.ContentBase64 = &enc
-			}
-			return toolkit.JSONResult(out)
-		}),
+		Run:         toolkit.Bind(name, runArtefactGet),
 	}
+}
+
+// runArtefactGet runs one artefact_get call.
+func runArtefactGet(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactGetArgs) (*toolkit.Result, error) {
+	const name = "artefact_get"
+	if in.TokenBudget != nil && *in.TokenBudget < 1 {
+		return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
+	}
+	now, scope := env.Time(), c.Scope()
+	var (
+		a       *store.Artefact
+		content []byte
+		holders []string
+		expired bool
+	)
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		a, content, holders, expired = nil, nil, nil, false
+		var err error
+		if scope.Agent != "" {
+			a, content, err = store.GetArtefact(tx, scope, in.ArtefactID, now)
+		} else {
+			err = store.ErrNotFound
+		}
+		switch {
+		case errors.Is(err, store.ErrArtefactExpired):
+			expired = true
+			return nil // your own copy expired: not found, whoever else holds the bytes
+		case errors.Is(err, store.ErrNotFound):
+			a = nil
+		case err != nil:
+			return err
+		default:
+			return nil
+		}
+		if scope.Agent == "" {
+			return nil // an anonymous caller learns nothing of who holds what
+		}
+		holders, err = store.ArtefactHolders(tx, scope.Tenant, in.ArtefactID, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if expired {
+		err := env.Store.Update(ctx, func(tx store.Tx) error {
+			cur, _, err := store.GetArtefact(tx, scope, in.ArtefactID, now)
+			if errors.Is(err, store.ErrArtefactExpired) {
+				return store.DeleteArtefact(tx, cur)
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			return err // nil: refreshed meanwhile; stays
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if a == nil || expired {
+		if len(holders) > 0 {
+			return nil, &toolkit.Error{Code: toolkit.CodeCapabilityDenied,
+				Message: name + ": artefact " + in.ArtefactID + " belongs to another passport",
+				Data:    map[string]any{"artefact_id": in.ArtefactID, "reason": "cross_passport"}}
+		}
+		return toolkit.ErrorResult("%s: artefact %s not found (never parked, expired, or not in your tenant)", name, in.ArtefactID), nil
+	}
+	enc := base64.StdEncoding.EncodeToString(content)
+	out := ArtefactGetOutput{ArtefactInfo: newArtefactInfo(a), ContentTokens: base64Tokens(len(enc))}
+	if in.TokenBudget != nil && out.ContentTokens > *in.TokenBudget {
+		out.Truncated = true
+	} else {
+		out.ContentBase64 = &enc
+	}
+	return toolkit.JSONResult(out)
 }
 
 // ---- artefact_list ----
@@ -358,90 +362,101 @@ func artefactList() *toolkit.Tool {
 		Out:         toolkit.OutputOf[ArtefactListOutput](),
 		Alt:         toolkit.OutputOf[FeatureOffOutput](),
 		Gate:        artefactsOff(name),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactListArgs) (*toolkit.Result, error) {
-			topK := defaultArtefactList
-			if in.TopK != nil {
-				if *in.TopK < 1 || *in.TopK > maxArtefactList {
-					return nil, toolkit.InvalidParams(name, "top_k", fmt.Sprintf("must be 1 to %d", maxArtefactList))
-				}
-				topK = *in.TopK
-			}
-			if in.TokenBudget != nil && *in.TokenBudget < 1 {
-				return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
-			}
-			if err := checkLabel(name, "scope", in.Scope); err != nil {
-				return nil, err
-			}
-			now, scope := env.Time(), c.Scope()
-			var (
-				found   []*store.Artefact
-				expired []*store.Artefact
-			)
-			err := env.Store.View(ctx, func(tx store.Tx) error {
-				found = nil
-				var err error
-				expired, err = store.ListArtefacts(tx, scope, now, func(a *store.Artefact) error {
-					if store.IsReserved(a.MimeType) {
-						return nil
-					}
-					if in.Scope != "" && !strings.Contains(a.MimeType, in.Scope) && !strings.Contains(a.ToolOrigin, in.Scope) {
-						return nil
-					}
-					found = append(found, a)
-					if len(found) >= topK {
-						return store.ErrStop
-					}
-					return nil
-				})
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			if len(expired) > 0 {
-				err := env.Store.Update(ctx, func(tx store.Tx) error {
-					for _, x := range expired {
-						cur, _, err := store.GetArtefact(tx, store.Scope{Tenant: x.Tenant, Agent: x.Owner}, x.ID, now)
-						if errors.Is(err, store.ErrArtefactExpired) {
-							if err := store.DeleteArtefact(tx, cur); err != nil {
-								return err
-							}
-						} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					return nil, err
-				}
-			}
-			out := ArtefactListOutput{Artefacts: []ArtefactInfo{}}
-			var created []time.Time
-			used := 0
-			for _, a := range found {
-				info := newArtefactInfo(a)
-				if in.TokenBudget != nil {
-					cost := rowTokens(info)
-					if used+cost > *in.TokenBudget {
-						out.Truncated = true
-						break
-					}
-					used += cost
-				}
-				out.Artefacts = append(out.Artefacts, info)
-				created = append(created, a.CreatedAt)
-			}
-			out.Count = len(out.Artefacts)
-			if !env.Flags.AuditEnvelope {
-				return toolkit.JSONResult(out)
-			}
-			out.Envelope = artefactEnvelope(name, out.Artefacts, created, now)
-			result, err := toolkit.JSONResult(out)
-			if err == nil {
-				result.Meta = map[string]any{"envelope": out.Envelope}
-			}
-			return result, err
-		}),
+		Run:         toolkit.Bind(name, runArtefactList),
 	}
+}
+
+// runArtefactList runs one artefact_list call.
+func runArtefactList(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *artefactListArgs) (*toolkit.Result, error) {
+	const name = "artefact_list"
+	topK := defaultArtefactList
+	if in.TopK != nil {
+		if *in.TopK < 1 || *in.TopK > maxArtefactList {
+			return nil, toolkit.InvalidParams(name, "top_k", fmt.Sprintf("must be 1 to %d", maxArtefactList))
+		}
+		topK = *in.TopK
+	}
+	if in.TokenBudget != nil && *in.TokenBudget < 1 {
+		return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
+	}
+	if err := checkLabel(name, "scope", in.Scope); err != nil {
+		return nil, err
+	}
+	now, scope := env.Time(), c.Scope()
+	var (
+		found   []*store.Artefact
+		expired []*store.Artefact
+	)
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		found = nil
+		var err error
+		expired, err = store.ListArtefacts(tx, scope, now, func(a *store.Artefact) error {
+			if store.IsReserved(a.MimeType) {
+				return nil
+			}
+			if in.Scope != "" && !strings.Contains(a.MimeType, in.Scope) && !strings.Contains(a.ToolOrigin, in.Scope) {
+				return nil
+			}
+			found = append(found, a)
+			if len(found) >= topK {
+				return store.ErrStop
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := reclaimExpired(ctx, env, expired, now); err != nil {
+		return nil, err
+	}
+	out := ArtefactListOutput{Artefacts: []ArtefactInfo{}}
+	var created []time.Time
+	used := 0
+	for _, a := range found {
+		info := newArtefactInfo(a)
+		if in.TokenBudget != nil {
+			cost := rowTokens(info)
+			if used+cost > *in.TokenBudget {
+				out.Truncated = true
+				break
+			}
+			used += cost
+		}
+		out.Artefacts = append(out.Artefacts, info)
+		created = append(created, a.CreatedAt)
+	}
+	out.Count = len(out.Artefacts)
+	if !env.Flags.AuditEnvelope {
+		return toolkit.JSONResult(out)
+	}
+	out.Envelope = artefactEnvelope(name, out.Artefacts, created, now)
+	result, err := toolkit.JSONResult(out)
+	if err == nil {
+		result.Meta = map[string]any{"envelope": out.Envelope}
+	}
+	return result, err
+}
+
+// reclaimExpired deletes the expired artefacts a listing passed over that
+// are still expired when read again in the writing transaction; one gone
+// since is passed over.
+func reclaimExpired(ctx context.Context, env *toolkit.Env, expired []*store.Artefact, now time.Time) error {
+	if len(expired) == 0 {
+		return nil
+	}
+	return env.Store.Update(ctx, func(tx store.Tx) error {
+		for _, x := range expired {
+			cur, _, err := store.GetArtefact(tx, store.Scope{Tenant: x.Tenant, Agent: x.Owner}, x.ID, now)
+			if errors.Is(err, store.ErrArtefactExpired) {
+				if err := store.DeleteArtefact(tx, cur); err != nil {
+					return err
+				}
+			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
 }

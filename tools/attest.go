@@ -157,128 +157,163 @@ func (d *Deps) outputAttest() *toolkit.Tool {
 		Out:         toolkit.OutputOf[OutputAttestOutput](),
 		Alt:         toolkit.OutputOf[FeatureOffOutput](),
 		Gate:        attestOff,
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *attestArgs) (*toolkit.Result, error) {
-			if err := needIdentity(name, c); err != nil {
-				return nil, err
-			}
-			if err := checkName(name, "receipt_id", in.ReceiptID); err != nil {
-				return nil, err
-			}
-			if in.ReceiptID == "" {
-				return nil, toolkit.InvalidParams(name, "receipt_id", "must not be empty")
-			}
-			for _, p := range [][2]string{{"content_type", in.ContentType}, {"claim_generator", in.ClaimGenerator}} {
-				if len(p[1]) > maxClaimGeneratorBytes {
-					return nil, toolkit.InvalidParams(name, p[0], fmt.Sprintf("longer than %d bytes", maxClaimGeneratorBytes))
-				}
-				if strings.IndexFunc(p[1], unicode.IsControl) >= 0 {
-					return nil, toolkit.InvalidParams(name, p[0], "must not contain control characters")
-				}
-			}
-			gen := c2pa.DefaultGenerator()
-			if in.ClaimGenerator != "" {
-				n, v, _ := strings.Cut(in.ClaimGenerator, "/")
-				if strings.TrimSpace(n) == "" {
-					return nil, toolkit.InvalidParams(name, "claim_generator", `must be "name" or "name/version" with a non-empty name`)
-				}
-				gen = c2pa.Generator{Name: n, Version: v}
-			}
-			if in.TokenBudget != nil && *in.TokenBudget < 1 {
-				return nil, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
-			}
-			if why := attestSignerSettings(env.Flags); why != "" {
-				return toolkit.ErrorResult("%s signed nothing: %s", name, why), nil
-			}
-			content, err := readAttestContent(name, d.AttestRoot, in)
-			if err != nil {
-				return nil, err
-			}
-
-			now := env.Time()
-			tenant := c.TenantID()
-			var crown *receipts.Receipt
-			if err := env.Store.View(ctx, func(tx store.Tx) error {
-				r, err := receipts.Get(tx, in.ReceiptID)
-				var cre *store.CorruptRecordError
-				switch {
-				case errors.Is(err, store.ErrNotFound) || err == nil && r.Tenant != tenant:
-					return toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("no receipt %s in tenant %s", in.ReceiptID, tenant))
-				case errors.As(err, &cre):
-					return toolkit.InvalidParams(name, "receipt_id", "the receipt's record is unreadable (crux doctor lists it)")
-				case err != nil:
-					return err
-				}
-				crown = r
-				return nil
-			}); err != nil {
-				return nil, err
-			}
-			if rep := receipts.Verify(crown, receipts.NewKeyring(env.Signer.Public()), now); !rep.OK() {
-				return nil, toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("the receipt does not verify (%s: %s); "+
-					"an artefact bound to it would prove nothing", rep.ErrorCode, rep.ErrorMessage))
-			}
-			crownHash := blake3.Sum256(crown.Body)
-
-			ca, err := d.attestCA(now)
-			if err != nil {
-				return nil, err
-			}
-			chain, err := ca.Chain(env.Signer.Public(), now)
-			if err != nil {
-				return nil, err
-			}
-			m, err := c2pa.Sign(env.Signer, chain, c2pa.Request{
-				AssetSHA256: content.sha256, Generator: gen,
-				Receipt: &c2pa.ReceiptBinding{
-					ReceiptID: crown.ID, ReceiptBodyBLAKE3: crownHash[:], KeyID: env.Signer.KeyID(),
-					SignerPassport: c.Identity(), ContentBLAKE3: content.blake3, ContentType: in.ContentType,
-					CreatedAt: now.Format(time.RFC3339Nano),
-				},
-			})
-			if err != nil {
-				return nil, err
-			}
-			certSum := sha256.Sum256(chain[0])
-			body := outputAttestReceipt{
-				ManifestID: m.Label, InstanceID: m.InstanceID, ClaimSHA256: m.ClaimSHA256,
-				ContentSHA256: content.sha256, ContentBLAKE3: content.blake3, ContentBytes: content.size,
-				ContentType: in.ContentType, ContentPath: content.path, CrownReceiptID: crown.ID,
-				CrownReceiptBodyBLAKE3: crownHash[:], CertificateSHA256: certSum[:], SignerPassport: c.Identity(),
-			}
-			var attestID string
-			if err := env.Store.Update(ctx, func(tx store.Tx) error {
-				rec, err := receipts.Append(tx, env.Signer, tenant, receiptKindOutputAttest, c.Name(), body, now)
-				if err != nil {
-					return err
-				}
-				attestID = rec.ID
-				return nil
-			}); err != nil {
-				return nil, err
-			}
-			asset := "ASSET"
-			if content.path != "" {
-				asset = content.path
-			}
-			return toolkit.JSONResult(OutputAttestOutput{
-				FeatureEnabled:  true,
-				AttestReceiptID: attestID,
-				Manifest: OutputAttestManifest{
-					ManifestID: m.Label, InstanceID: m.InstanceID, SpecVersion: c2pa.SpecVersion,
-					Format: "application/c2pa", ManifestJUMBFBase64: base64.StdEncoding.EncodeToString(m.Store),
-					ManifestBytes: len(m.Store), ClaimSHA256Hex: hex.EncodeToString(m.ClaimSHA256),
-					ContentHashSHA256: hex.EncodeToString(content.sha256), ContentHashBLAKE3: hex.EncodeToString(content.blake3),
-					ContentBytes: content.size, ContentType: in.ContentType,
-					CrownReceiptID: crown.ID, CrownReceiptHash: hex.EncodeToString(crownHash[:]),
-					SignerKeyID: env.Signer.KeyID(), SignerPassport: c.Identity(),
-					CertificateSHA256: hex.EncodeToString(certSum[:]), DigitalSourceType: c2pa.SourceTrainedAlgorithmic,
-					VerifyCommand: "crux verify output MANIFEST.c2pa " + asset + "  (MANIFEST.c2pa: manifest_jumbf_base64 " +
-						"decoded, or this answer saved as JSON)",
-					AIActNotice: aiActNotice,
-				},
-			})
-		}),
+		Run:         toolkit.Bind(name, d.runOutputAttest),
 	}
+}
+
+// runOutputAttest runs one output_attest call.
+func (d *Deps) runOutputAttest(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *attestArgs) (*toolkit.Result, error) {
+	const name = "output_attest"
+	gen, err := checkAttestArgs(name, c, in)
+	if err != nil {
+		return nil, err
+	}
+	if why := attestSignerSettings(env.Flags); why != "" {
+		return toolkit.ErrorResult("%s signed nothing: %s", name, why), nil
+	}
+	content, err := readAttestContent(name, d.AttestRoot, in)
+	if err != nil {
+		return nil, err
+	}
+
+	now := env.Time()
+	tenant := c.TenantID()
+	crown, err := verifiedCrown(ctx, env, name, in.ReceiptID, tenant, now)
+	if err != nil {
+		return nil, err
+	}
+	crownHash := blake3.Sum256(crown.Body)
+
+	ca, err := d.attestCA(now)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := ca.Chain(env.Signer.Public(), now)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c2pa.Sign(env.Signer, chain, c2pa.Request{
+		AssetSHA256: content.sha256, Generator: gen,
+		Receipt: &c2pa.ReceiptBinding{
+			ReceiptID: crown.ID, ReceiptBodyBLAKE3: crownHash[:], KeyID: env.Signer.KeyID(),
+			SignerPassport: c.Identity(), ContentBLAKE3: content.blake3, ContentType: in.ContentType,
+			CreatedAt: now.Format(time.RFC3339Nano),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	certSum := sha256.Sum256(chain[0])
+	body := outputAttestReceipt{
+		ManifestID: m.Label, InstanceID: m.InstanceID, ClaimSHA256: m.ClaimSHA256,
+		ContentSHA256: content.sha256, ContentBLAKE3: content.blake3, ContentBytes: content.size,
+		ContentType: in.ContentType, ContentPath: content.path, CrownReceiptID: crown.ID,
+		CrownReceiptBodyBLAKE3: crownHash[:], CertificateSHA256: certSum[:], SignerPassport: c.Identity(),
+	}
+	attestID, err := appendReceipt(ctx, env, tenant, receiptKindOutputAttest, c.Name(), body, now)
+	if err != nil {
+		return nil, err
+	}
+	asset := "ASSET"
+	if content.path != "" {
+		asset = content.path
+	}
+	return toolkit.JSONResult(OutputAttestOutput{
+		FeatureEnabled:  true,
+		AttestReceiptID: attestID,
+		Manifest: OutputAttestManifest{
+			ManifestID: m.Label, InstanceID: m.InstanceID, SpecVersion: c2pa.SpecVersion,
+			Format: "application/c2pa", ManifestJUMBFBase64: base64.StdEncoding.EncodeToString(m.Store),
+			ManifestBytes: len(m.Store), ClaimSHA256Hex: hex.EncodeToString(m.ClaimSHA256),
+			ContentHashSHA256: hex.EncodeToString(content.sha256), ContentHashBLAKE3: hex.EncodeToString(content.blake3),
+			ContentBytes: content.size, ContentType: in.ContentType,
+			CrownReceiptID: crown.ID, CrownReceiptHash: hex.EncodeToString(crownHash[:]),
+			SignerKeyID: env.Signer.KeyID(), SignerPassport: c.Identity(),
+			CertificateSHA256: hex.EncodeToString(certSum[:]), DigitalSourceType: c2pa.SourceTrainedAlgorithmic,
+			VerifyCommand: "crux verify output MANIFEST.c2pa " + asset + "  (MANIFEST.c2pa: manifest_jumbf_base64 " +
+				"decoded, or this answer saved as JSON)",
+			AIActNotice: aiActNotice,
+		},
+	})
+}
+
+// appendReceipt signs body into a receipt of kind in tenant's chain, in a
+// transaction of its own, and returns the receipt's id.
+func appendReceipt(ctx context.Context, env *toolkit.Env, tenant, kind, actor string, body any, now time.Time) (string, error) {
+	var id string
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		rec, err := receipts.Append(tx, env.Signer, tenant, kind, actor, body, now)
+		if err != nil {
+			return err
+		}
+		id = rec.ID
+		return nil
+	})
+	return id, err
+}
+
+// checkAttestArgs refuses output_attest arguments that are not usable
+// (no identity, no receipt id, a content type or claim generator too long
+// or with control characters, a token budget below 1), and returns the
+// claim generator the manifest names.
+func checkAttestArgs(name string, c toolkit.Caller, in *attestArgs) (c2pa.Generator, error) {
+	if err := needIdentity(name, c); err != nil {
+		return c2pa.Generator{}, err
+	}
+	if err := checkName(name, "receipt_id", in.ReceiptID); err != nil {
+		return c2pa.Generator{}, err
+	}
+	if in.ReceiptID == "" {
+		return c2pa.Generator{}, toolkit.InvalidParams(name, "receipt_id", "must not be empty")
+	}
+	for _, p := range [][2]string{{"content_type", in.ContentType}, {"claim_generator", in.ClaimGenerator}} {
+		if len(p[1]) > maxClaimGeneratorBytes {
+			return c2pa.Generator{}, toolkit.InvalidParams(name, p[0], fmt.Sprintf("longer than %d bytes", maxClaimGeneratorBytes))
+		}
+		if strings.IndexFunc(p[1], unicode.IsControl) >= 0 {
+			return c2pa.Generator{}, toolkit.InvalidParams(name, p[0], "must not contain control characters")
+		}
+	}
+	gen := c2pa.DefaultGenerator()
+	if in.ClaimGenerator != "" {
+		n, v, _ := strings.Cut(in.ClaimGenerator, "/")
+		if strings.TrimSpace(n) == "" {
+			return c2pa.Generator{}, toolkit.InvalidParams(name, "claim_generator", `must be "name" or "name/version" with a non-empty name`)
+		}
+		gen = c2pa.Generator{Name: n, Version: v}
+	}
+	if in.TokenBudget != nil && *in.TokenBudget < 1 {
+		return c2pa.Generator{}, toolkit.InvalidParams(name, "token_budget", "must be at least 1")
+	}
+	return gen, nil
+}
+
+// verifiedCrown reads the receipt an attestation binds to, refused unless
+// it is in the caller's tenant, its record is readable, and it verifies
+// under the server's key at now.
+func verifiedCrown(ctx context.Context, env *toolkit.Env, name, id, tenant string, now time.Time) (*receipts.Receipt, error) {
+	var crown *receipts.Receipt
+	if err := env.Store.View(ctx, func(tx store.Tx) error {
+		r, err := receipts.Get(tx, id)
+		var cre *store.CorruptRecordError
+		switch {
+		case errors.Is(err, store.ErrNotFound) || err == nil && r.Tenant != tenant:
+			return toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("no receipt %s in tenant %s", id, tenant))
+		case errors.As(err, &cre):
+			return toolkit.InvalidParams(name, "receipt_id", "the receipt's record is unreadable (crux doctor lists it)")
+		case err != nil:
+			return err
+		}
+		crown = r
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if rep := receipts.Verify(crown, receipts.NewKeyring(env.Signer.Public()), now); !rep.OK() {
+		return nil, toolkit.InvalidParams(name, "receipt_id", fmt.Sprintf("the receipt does not verify (%s: %s); "+
+			"an artefact bound to it would prove nothing", rep.ErrorCode, rep.ErrorMessage))
+	}
+	return crown, nil
 }
 
 // memoryCA is the CA made on first use when Deps has no AttestCA.

@@ -199,119 +199,141 @@ func (d *Deps) auditExportBundle() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Export audit bundle"},
 		Out:         toolkit.OutputOf[AuditExportBundleOutput](),
 		Gate:        memFlagGate(toolkit.CodeCapabilityDenied, name, feature.EnvAuditExport, func(f *feature.Flags) bool { return f.AuditExport }),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *auditExportArgs) (*toolkit.Result, error) {
-			now := env.Time()
-			since, until := time.Unix(0, 0).UTC(), now
-			var err error
-			if in.SinceTS != "" {
-				if since, err = time.Parse(time.RFC3339Nano, in.SinceTS); err != nil {
-					return nil, toolkit.InvalidParams(name, "since_ts", "must be an RFC 3339 time")
-				}
-			}
-			if in.UntilTS != "" {
-				if until, err = time.Parse(time.RFC3339Nano, in.UntilTS); err != nil {
-					return nil, toolkit.InvalidParams(name, "until_ts", "must be an RFC 3339 time")
-				}
-			}
-			if !since.Before(until) {
-				return nil, toolkit.InvalidParams(name, "since_ts", "must be before until_ts (default: now)")
-			}
-			scope := receipts.BundleScope{TenantID: c.TenantID(), Caller: c.Name()}
-			if in.Scope != nil {
-				if err := checkName(name, "scope.entity_prefix", in.Scope.EntityPrefix); err != nil {
-					return nil, err
-				}
-				scope.EntityPrefix, scope.IncludeReserved = in.Scope.EntityPrefix, in.Scope.IncludeReserved
-			}
-			dir, err := d.exportDir(env)
-			if err != nil {
-				return toolkit.ErrorResult("%s", err.Error()), nil
-			}
-
-			var sel store.ExportSelection
-			var win *receipts.Window
-			err = env.Store.View(ctx, func(tx store.Tx) error {
-				if scope.IncludeReserved {
-					if err := requireTier(tx, name, "scope.include_reserved", c, store.TierTrusted); err != nil {
-						return err
-					}
-				}
-				var err error
-				sel, err = store.SelectExport(tx, store.ExportQuery{
-					Tenant: scope.TenantID, EntityPrefix: scope.EntityPrefix, IncludeReserved: scope.IncludeReserved,
-					Since: since, Until: until, TokenBudget: in.TokenBudget, MaxFacts: MaxBundleFacts, MaxScan: maxBundleScan,
-				})
-				if err != nil {
-					return err
-				}
-				win, err = receipts.ChainWindow(tx, scope.TenantID, since, until, MaxBundleReceipts)
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-
-			id := store.NewID("bundle-")
-			b := &receipts.Bundle{
-				Manifest: receipts.BundleManifest{
-					BundleID: id, Since: since.UTC().Format(time.RFC3339Nano), Until: until.UTC().Format(time.RFC3339Nano),
-					GeneratedAt: now.Format(time.RFC3339Nano), Scope: scope, Chain: win.Anchor(scope.TenantID),
-					FactsTruncated: sel.Truncated, ReceiptsTruncated: win.Truncated,
-				},
-				Events:   make([]receipts.BundleEvent, len(sel.Facts)),
-				Receipts: win.Receipts,
-			}
-			for i, f := range sel.Facts {
-				b.Events[i] = receipts.BundleEvent{
-					FactID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, SourceReceipt: f.SourceReceipt,
-					Confidence: f.Confidence, StoredAt: f.StoredAt.UTC().Format(time.RFC3339Nano), Tokens: f.Tokens,
-					Deleted: f.Deleted, Version: f.Version, Supersedes: f.Supersedes, SupersededBy: f.SupersededBy,
-				}
-			}
-			var buf bytes.Buffer
-			m, err := receipts.WriteBundle(&buf, b, env.Signer)
-			if err != nil {
-				return nil, err
-			}
-			path := filepath.Join(dir, "audit-"+id+".tar.zst")
-			exportMu.Lock()
-			if err := admitBundle(dir, buf.Len(), now, defaultExportLimits); err != nil {
-				exportMu.Unlock()
-				return toolkit.ErrorResult("%s: %v", name, err), nil
-			}
-			err = writeFileAtomic(dir, path, buf.Bytes())
-			exportMu.Unlock()
-			if err != nil {
-				return toolkit.ErrorResult("audit_export_bundle could not write the bundle to %s: %v", dir, err), nil
-			}
-			sum := sha256.Sum256(buf.Bytes())
-			out := AuditExportBundleOutput{
-				BundleID: id, BytesPath: path, Bytes: buf.Len(), BundleSHA256: hex.EncodeToString(sum[:]),
-				ManifestSignatureB64: m.SignatureB64, SignerKeyID: m.SignerKeyID, KeyClass: m.KeyClass,
-				FactCount: m.FactCount, FactsInWindow: sel.Matched, FactsTruncated: m.FactsTruncated,
-				ReceiptCount: m.ReceiptCount, ReceiptsTruncated: m.ReceiptsTruncated, TokensSwept: sel.Tokens,
-				Scope: scope, Chain: m.Chain, Since: m.Since, Until: m.Until,
-				EventsJSONLSHA256: m.EventsJSONLSHA256, ReceiptsCBORSHA256: m.ReceiptsCBORSHA256,
-			}
-			err = env.Store.Update(ctx, func(tx store.Tx) error {
-				r, err := receipts.Append(tx, env.Signer, scope.TenantID, KindAuditExport, c.Name(), exportPayload{
-					BundleID: id, BundleSHA256: out.BundleSHA256, EventsJSONLSHA256: m.EventsJSONLSHA256,
-					ReceiptsCBORSHA256: m.ReceiptsCBORSHA256, FactCount: m.FactCount, ReceiptCount: m.ReceiptCount,
-					Since: m.Since, Until: m.Until, File: filepath.Base(path),
-				}, now)
-				if err != nil {
-					return err
-				}
-				out.ExportReceiptID = r.ID
-				return nil
-			})
-			if err != nil {
-				_ = os.Remove(path) // no receipt, no bundle
-				return nil, err
-			}
-			return toolkit.JSONResult(out)
-		}),
+		Run:         toolkit.Bind(name, d.runAuditExportBundle),
 	}
+}
+
+// runAuditExportBundle runs one audit_export_bundle call.
+func (d *Deps) runAuditExportBundle(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *auditExportArgs) (*toolkit.Result, error) {
+	const name = "audit_export_bundle"
+	now := env.Time()
+	since, until, scope, err := exportArgs(name, c, in, now)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := d.exportDir(env)
+	if err != nil {
+		return toolkit.ErrorResult("%s", err.Error()), nil
+	}
+
+	var sel store.ExportSelection
+	var win *receipts.Window
+	err = env.Store.View(ctx, func(tx store.Tx) error {
+		if scope.IncludeReserved {
+			if err := requireTier(tx, name, "scope.include_reserved", c, store.TierTrusted); err != nil {
+				return err
+			}
+		}
+		var err error
+		sel, err = store.SelectExport(tx, store.ExportQuery{
+			Tenant: scope.TenantID, EntityPrefix: scope.EntityPrefix, IncludeReserved: scope.IncludeReserved,
+			Since: since, Until: until, TokenBudget: in.TokenBudget, MaxFacts: MaxBundleFacts, MaxScan: maxBundleScan,
+		})
+		if err != nil {
+			return err
+		}
+		win, err = receipts.ChainWindow(tx, scope.TenantID, since, until, MaxBundleReceipts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	id := store.NewID("bundle-")
+	b := newAuditBundle(id, since, until, now, scope, sel, win)
+	var buf bytes.Buffer
+	m, err := receipts.WriteBundle(&buf, b, env.Signer)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "audit-"+id+".tar.zst")
+	exportMu.Lock()
+	if err := admitBundle(dir, buf.Len(), now, defaultExportLimits); err != nil {
+		exportMu.Unlock()
+		return toolkit.ErrorResult("%s: %v", name, err), nil
+	}
+	err = writeFileAtomic(dir, path, buf.Bytes())
+	exportMu.Unlock()
+	if err != nil {
+		return toolkit.ErrorResult("audit_export_bundle could not write the bundle to %s: %v", dir, err), nil
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	out := AuditExportBundleOutput{
+		BundleID: id, BytesPath: path, Bytes: buf.Len(), BundleSHA256: hex.EncodeToString(sum[:]),
+		ManifestSignatureB64: m.SignatureB64, SignerKeyID: m.SignerKeyID, KeyClass: m.KeyClass,
+		FactCount: m.FactCount, FactsInWindow: sel.Matched, FactsTruncated: m.FactsTruncated,
+		ReceiptCount: m.ReceiptCount, ReceiptsTruncated: m.ReceiptsTruncated, TokensSwept: sel.Tokens,
+		Scope: scope, Chain: m.Chain, Since: m.Since, Until: m.Until,
+		EventsJSONLSHA256: m.EventsJSONLSHA256, ReceiptsCBORSHA256: m.ReceiptsCBORSHA256,
+	}
+	err = env.Store.Update(ctx, func(tx store.Tx) error {
+		r, err := receipts.Append(tx, env.Signer, scope.TenantID, KindAuditExport, c.Name(), exportPayload{
+			BundleID: id, BundleSHA256: out.BundleSHA256, EventsJSONLSHA256: m.EventsJSONLSHA256,
+			ReceiptsCBORSHA256: m.ReceiptsCBORSHA256, FactCount: m.FactCount, ReceiptCount: m.ReceiptCount,
+			Since: m.Since, Until: m.Until, File: filepath.Base(path),
+		}, now)
+		if err != nil {
+			return err
+		}
+		out.ExportReceiptID = r.ID
+		return nil
+	})
+	if err != nil {
+		_ = os.Remove(path) // no receipt, no bundle
+		return nil, err
+	}
+	return toolkit.JSONResult(out)
+}
+
+// exportArgs is the window [since, until) and the scope an export
+// covers: since defaults to the Unix epoch and until to now, and an
+// argument that is not an RFC 3339 time, an empty window or a scope's
+// entity prefix that is not a name is refused.
+func exportArgs(name string, c toolkit.Caller, in *auditExportArgs, now time.Time) (since, until time.Time, scope receipts.BundleScope, err error) {
+	since, until = time.Unix(0, 0).UTC(), now
+	if in.SinceTS != "" {
+		if since, err = time.Parse(time.RFC3339Nano, in.SinceTS); err != nil {
+			return since, until, scope, toolkit.InvalidParams(name, "since_ts", "must be an RFC 3339 time")
+		}
+	}
+	if in.UntilTS != "" {
+		if until, err = time.Parse(time.RFC3339Nano, in.UntilTS); err != nil {
+			return since, until, scope, toolkit.InvalidParams(name, "until_ts", "must be an RFC 3339 time")
+		}
+	}
+	if !since.Before(until) {
+		return since, until, scope, toolkit.InvalidParams(name, "since_ts", "must be before until_ts (default: now)")
+	}
+	scope = receipts.BundleScope{TenantID: c.TenantID(), Caller: c.Name()}
+	if in.Scope != nil {
+		if err := checkName(name, "scope.entity_prefix", in.Scope.EntityPrefix); err != nil {
+			return since, until, scope, err
+		}
+		scope.EntityPrefix, scope.IncludeReserved = in.Scope.EntityPrefix, in.Scope.IncludeReserved
+	}
+	return since, until, scope, nil
+}
+
+// newAuditBundle is the bundle of the selected fact versions and the
+// chain window's receipts, with the manifest that describes them.
+func newAuditBundle(id string, since, until, now time.Time, scope receipts.BundleScope, sel store.ExportSelection, win *receipts.Window) *receipts.Bundle {
+	b := &receipts.Bundle{
+		Manifest: receipts.BundleManifest{
+			BundleID: id, Since: since.UTC().Format(time.RFC3339Nano), Until: until.UTC().Format(time.RFC3339Nano),
+			GeneratedAt: now.Format(time.RFC3339Nano), Scope: scope, Chain: win.Anchor(scope.TenantID),
+			FactsTruncated: sel.Truncated, ReceiptsTruncated: win.Truncated,
+		},
+		Events:   make([]receipts.BundleEvent, len(sel.Facts)),
+		Receipts: win.Receipts,
+	}
+	for i, f := range sel.Facts {
+		b.Events[i] = receipts.BundleEvent{
+			FactID: f.ID, Entity: f.Entity, Key: f.Key, Value: f.Value, SourceReceipt: f.SourceReceipt,
+			Confidence: f.Confidence, StoredAt: f.StoredAt.UTC().Format(time.RFC3339Nano), Tokens: f.Tokens,
+			Deleted: f.Deleted, Version: f.Version, Supersedes: f.Supersedes, SupersededBy: f.SupersededBy,
+		}
+	}
+	return b
 }
 
 // exportDir is where bundles go: CORECRUXD_AUDIT_EXPORT_DIR, else

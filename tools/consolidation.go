@@ -103,85 +103,89 @@ func memoryContradictions() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Memory contradictions", ReadOnlyHint: true, IdempotentHint: true},
 		Out:         toolkit.OutputOf[MemoryContradictionsOutput](),
 		Gate:        consolidationOff(name),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *contradictionsArgs) (*toolkit.Result, error) {
-			if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
-				return nil, err
-			}
-			switch {
-			case in.Entity != "" && in.EntityPrefix != "":
-				return nil, toolkit.InvalidParams(name, "entity_prefix", "cannot be combined with entity")
-			case store.IsReserved(in.Entity):
-				return nil, reservedEntity(name, "entity", reservedForCrux)
-			case store.IsReserved(in.EntityPrefix):
-				return nil, reservedEntity(name, "entity_prefix", reservedForCrux)
-			}
-			limit, tokenLimit := 50, 500
-			if in.Limit != nil {
-				limit = *in.Limit
-			}
-			if in.TokenBudget != nil {
-				tokenLimit = *in.TokenBudget
-			}
-			q := store.ContradictionQuery{
-				Scope:  c.Scope(),
-				Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key, Limit: limit,
-			}
-			out := MemoryContradictionsOutput{Candidates: []ContradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
-			switch {
-			case in.Entity != "":
-				out.Mode = "entity"
-			case in.EntityPrefix != "":
-				out.Mode = "entity_prefix"
-			case in.Key != "":
-				out.Mode = "key"
-			default:
-				out.Mode = "own_private_entities"
-				if c.Identity() == "" {
-					out.Notes = append(out.Notes, "anonymous callers have no private facts to compare; "+
-						"name entity, entity_prefix or key to examine shared facts")
-				}
-			}
-			var res store.ContradictionResult
-			err := env.Store.View(ctx, func(tx store.Tx) error {
-				var err error
-				res, err = store.Contradictions(tx, q)
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			out.EntitiesExamined, out.FactsRead = res.Entities, res.FactsRead
-			out.ScanTruncated, out.LimitReached = res.Truncated, res.LimitReached
-			if res.Truncated {
-				out.Notes = append(out.Notes, fmt.Sprintf("stopped after reading %d facts: the first %d entities "+
-					"in byte order were compared, the rest were not; narrow with entity, entity_prefix or key",
-					res.FactsRead, res.Entities))
-			}
-			b := budget{Limit: tokenLimit}
-			for _, cand := range res.Candidates {
-				row := ContradictionRow{
-					Entity: cand.Entity, Key: cand.Key, Reason: reasonOppositePolarity,
-					PolarityA: cand.PolarityA, PolarityB: cand.PolarityB,
-				}
-				for _, f := range cand.Facts {
-					scope := "shared"
-					if f.Private {
-						scope = "private"
-					}
-					row.FactIDs = append(row.FactIDs, f.ID)
-					row.Values = append(row.Values, f.Value)
-					row.Scopes = append(row.Scopes, scope)
-				}
-				if !b.take(rowTokens(row)) {
-					break
-				}
-				out.Candidates = append(out.Candidates, row)
-			}
-			out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
-			out.Count = len(out.Candidates)
-			return toolkit.JSONResult(out)
-		}),
+		Run:         toolkit.Bind(name, runMemoryContradictions),
 	}
+}
+
+// runMemoryContradictions runs one memory_contradictions call.
+func runMemoryContradictions(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *contradictionsArgs) (*toolkit.Result, error) {
+	const name = "memory_contradictions"
+	if err := checkNames(name, "entity", in.Entity, "entity_prefix", in.EntityPrefix, "key", in.Key); err != nil {
+		return nil, err
+	}
+	switch {
+	case in.Entity != "" && in.EntityPrefix != "":
+		return nil, toolkit.InvalidParams(name, "entity_prefix", "cannot be combined with entity")
+	case store.IsReserved(in.Entity):
+		return nil, reservedEntity(name, "entity", reservedForCrux)
+	case store.IsReserved(in.EntityPrefix):
+		return nil, reservedEntity(name, "entity_prefix", reservedForCrux)
+	}
+	limit, tokenLimit := 50, 500
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	if in.TokenBudget != nil {
+		tokenLimit = *in.TokenBudget
+	}
+	q := store.ContradictionQuery{
+		Scope:  c.Scope(),
+		Entity: in.Entity, EntityPrefix: in.EntityPrefix, Key: in.Key, Limit: limit,
+	}
+	out := MemoryContradictionsOutput{Candidates: []ContradictionRow{}, Limit: limit, DryRun: true, Notes: []string{}}
+	switch {
+	case in.Entity != "":
+		out.Mode = "entity"
+	case in.EntityPrefix != "":
+		out.Mode = "entity_prefix"
+	case in.Key != "":
+		out.Mode = "key"
+	default:
+		out.Mode = "own_private_entities"
+		if c.Identity() == "" {
+			out.Notes = append(out.Notes, "anonymous callers have no private facts to compare; "+
+				"name entity, entity_prefix or key to examine shared facts")
+		}
+	}
+	var res store.ContradictionResult
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		res, err = store.Contradictions(tx, q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.EntitiesExamined, out.FactsRead = res.Entities, res.FactsRead
+	out.ScanTruncated, out.LimitReached = res.Truncated, res.LimitReached
+	if res.Truncated {
+		out.Notes = append(out.Notes, fmt.Sprintf("stopped after reading %d facts: the first %d entities "+
+			"in byte order were compared, the rest were not; narrow with entity, entity_prefix or key",
+			res.FactsRead, res.Entities))
+	}
+	b := budget{Limit: tokenLimit}
+	for _, cand := range res.Candidates {
+		row := ContradictionRow{
+			Entity: cand.Entity, Key: cand.Key, Reason: reasonOppositePolarity,
+			PolarityA: cand.PolarityA, PolarityB: cand.PolarityB,
+		}
+		for _, f := range cand.Facts {
+			scope := "shared"
+			if f.Private {
+				scope = "private"
+			}
+			row.FactIDs = append(row.FactIDs, f.ID)
+			row.Values = append(row.Values, f.Value)
+			row.Scopes = append(row.Scopes, scope)
+		}
+		if !b.take(rowTokens(row)) {
+			break
+		}
+		out.Candidates = append(out.Candidates, row)
+	}
+	out.TotalTokens, out.TruncatedByTokenBudget = b.Used, b.Exceeded
+	out.Count = len(out.Candidates)
+	return toolkit.JSONResult(out)
 }
 
 // ---- memory_consolidate ----

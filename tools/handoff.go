@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"lukechampine.com/blake3"
 
@@ -286,99 +287,113 @@ func createHandoff() *toolkit.Tool {
 		Description: "Package one of your sessions for another agent, signed. Pass package_json to accept_handoff unchanged.",
 		Annotations: toolkit.Annotations{Title: "Create handoff"},
 		Out:         toolkit.OutputOf[CreateHandoffOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *createHandoffArgs) (*toolkit.Result, error) {
-			if err := checkSessionID(name, in.SessionID); err != nil {
-				return nil, err
-			}
-			if err := checkNames(name, "target_agent", in.TargetAgent); err != nil {
-				return nil, err
-			}
-			if err := checkTaskRecord(name, in.TaskRecord); err != nil {
-				return nil, err
-			}
-			if env.Signer == nil {
-				return nil, toolkit.WrapError(toolkit.CodeInternalError, "create_handoff: no signing key", nil)
-			}
-			scope, now := c.Scope(), env.Time()
-			var out CreateHandoffOutput
-			missing, tooLarge := false, 0
-			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				missing, tooLarge = false, 0
-				s, err := store.GetSession(tx, scope, in.SessionID, now)
-				if errors.Is(err, store.ErrNotFound) {
-					missing = true
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				facts := []handoffFact{}
-				if in.IncludeFacts {
-					if facts, err = relevantFacts(tx, env, scope.Tenant, s.ID, s.State); err != nil {
-						return err
-					}
-				}
-				pkg := handoffPackage{
-					Schema: handoffSchema, HandoffID: "ho_" + strings.TrimPrefix(store.NewFactID(), "f_"),
-					TenantID: scope.Tenant, FromAgent: scope.Agent, TargetAgent: in.TargetAgent, CreatedAt: stamp(now),
-					Session: handoffSession{SessionID: s.ID, State: s.State}, Facts: facts,
-					Message: in.Message, TaskRecord: in.TaskRecord, KeyID: env.Signer.KeyID(),
-				}
-				raw, err := codec.MarshalNoEscape(pkg)
-				if err != nil {
-					return err
-				}
-				canon, err := handoffCanonical(raw)
-				if err != nil {
-					return err
-				}
-				pkg.ContentHash = handoffContentHash(canon)
-				sig, err := env.Signer.Sign([]byte(handoffSigningPrefix + pkg.ContentHash))
-				if err != nil {
-					return err
-				}
-				pkg.Signature = hex.EncodeToString(sig)
-				raw, err = codec.MarshalNoEscape(pkg)
-				if err != nil {
-					return err
-				}
-				if len(raw) > maxHandoffPackageBytes {
-					tooLarge = len(raw)
-					return nil // nothing is written
-				}
-				rec := &store.Handoff{ID: pkg.HandoffID, Tenant: scope.Tenant, From: scope.Agent, Target: in.TargetAgent,
-					ContentHash: pkg.ContentHash, CreatedAt: now}
-				if err := store.PutHandoff(tx, rec); err != nil {
-					return err
-				}
-				payload := map[string]any{"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash,
-					"session_id": s.ID, "target_agent": in.TargetAgent, "fact_count": len(facts)}
-				r, err := receipts.Append(tx, env.Signer, scope.Tenant, "handoff", c.Name(), payload, now)
-				if err != nil {
-					return err
-				}
-				payload["receipt_id"] = r.ID
-				if err := observeHandoff(tx, env, c, in.SessionID, "handoff.created", payload); err != nil {
-					return err
-				}
-				out = CreateHandoffOutput{PackageJSON: string(raw), ContentHash: pkg.ContentHash, Signature: pkg.Signature,
-					RelevantFactCount: len(facts), HandoffID: pkg.HandoffID, ReceiptID: r.ID}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			if missing {
-				return sessionNotFound(in.SessionID), nil
-			}
-			if tooLarge > 0 {
-				return toolkit.ErrorResult("the package would be %d bytes, more than the %d accept_handoff takes; nothing was "+
-					"recorded: shorten the session state, the message or the task record, or leave out include_facts",
-					tooLarge, maxHandoffPackageBytes), nil
-			}
-			return toolkit.JSONResult(out)
-		}),
+		Run:         toolkit.Bind(name, runCreateHandoff),
 	}
+}
+
+// runCreateHandoff runs one create_handoff call.
+func runCreateHandoff(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *createHandoffArgs) (*toolkit.Result, error) {
+	const name = "create_handoff"
+	if err := checkSessionID(name, in.SessionID); err != nil {
+		return nil, err
+	}
+	if err := checkNames(name, "target_agent", in.TargetAgent); err != nil {
+		return nil, err
+	}
+	if err := checkTaskRecord(name, in.TaskRecord); err != nil {
+		return nil, err
+	}
+	if env.Signer == nil {
+		return nil, toolkit.WrapError(toolkit.CodeInternalError, "create_handoff: no signing key", nil)
+	}
+	scope, now := c.Scope(), env.Time()
+	var out CreateHandoffOutput
+	missing, tooLarge := false, 0
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		missing, tooLarge = false, 0
+		s, err := store.GetSession(tx, scope, in.SessionID, now)
+		if errors.Is(err, store.ErrNotFound) {
+			missing = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		facts := []handoffFact{}
+		if in.IncludeFacts {
+			if facts, err = relevantFacts(tx, env, scope.Tenant, s.ID, s.State); err != nil {
+				return err
+			}
+		}
+		pkg := handoffPackage{
+			Schema: handoffSchema, HandoffID: "ho_" + strings.TrimPrefix(store.NewFactID(), "f_"),
+			TenantID: scope.Tenant, FromAgent: scope.Agent, TargetAgent: in.TargetAgent, CreatedAt: stamp(now),
+			Session: handoffSession{SessionID: s.ID, State: s.State}, Facts: facts,
+			Message: in.Message, TaskRecord: in.TaskRecord, KeyID: env.Signer.KeyID(),
+		}
+		pkg, raw, err := signHandoff(env, pkg)
+		if err != nil {
+			return err
+		}
+		if len(raw) > maxHandoffPackageBytes {
+			tooLarge = len(raw)
+			return nil // nothing is written
+		}
+		rec := &store.Handoff{ID: pkg.HandoffID, Tenant: scope.Tenant, From: scope.Agent, Target: in.TargetAgent,
+			ContentHash: pkg.ContentHash, CreatedAt: now}
+		if err := store.PutHandoff(tx, rec); err != nil {
+			return err
+		}
+		payload := map[string]any{"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash,
+			"session_id": s.ID, "target_agent": in.TargetAgent, "fact_count": len(facts)}
+		r, err := receipts.Append(tx, env.Signer, scope.Tenant, "handoff", c.Name(), payload, now)
+		if err != nil {
+			return err
+		}
+		payload["receipt_id"] = r.ID
+		if err := observeHandoff(tx, env, c, in.SessionID, "handoff.created", payload); err != nil {
+			return err
+		}
+		out = CreateHandoffOutput{PackageJSON: string(raw), ContentHash: pkg.ContentHash, Signature: pkg.Signature,
+			RelevantFactCount: len(facts), HandoffID: pkg.HandoffID, ReceiptID: r.ID}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if missing {
+		return sessionNotFound(in.SessionID), nil
+	}
+	if tooLarge > 0 {
+		return toolkit.ErrorResult("the package would be %d bytes, more than the %d accept_handoff takes; nothing was "+
+			"recorded: shorten the session state, the message or the task record, or leave out include_facts",
+			tooLarge, maxHandoffPackageBytes), nil
+	}
+	return toolkit.JSONResult(out)
+}
+
+// signHandoff sets pkg's content hash (over its canonical form) and the
+// signature of that hash, and returns it with its JSON text.
+func signHandoff(env *toolkit.Env, pkg handoffPackage) (handoffPackage, []byte, error) {
+	raw, err := codec.MarshalNoEscape(pkg)
+	if err != nil {
+		return pkg, nil, err
+	}
+	canon, err := handoffCanonical(raw)
+	if err != nil {
+		return pkg, nil, err
+	}
+	pkg.ContentHash = handoffContentHash(canon)
+	sig, err := env.Signer.Sign([]byte(handoffSigningPrefix + pkg.ContentHash))
+	if err != nil {
+		return pkg, nil, err
+	}
+	pkg.Signature = hex.EncodeToString(sig)
+	raw, err = codec.MarshalNoEscape(pkg)
+	if err != nil {
+		return pkg, nil, err
+	}
+	return pkg, raw, nil
 }
 
 // ---- accept_handoff ----
@@ -455,95 +470,111 @@ func acceptHandoff() *toolkit.Tool {
 		Description: "Accept a handoff package exactly as created; an altered, foreign or reused one is refused.",
 		Annotations: toolkit.Annotations{Title: "Accept handoff", IdempotentHint: true}, // a package is accepted once; a repeat is refused and changes nothing
 		Out:         toolkit.OutputOf[AcceptHandoffOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *acceptHandoffArgs) (*toolkit.Result, error) {
-			pkg, err := verifyHandoff(name, env, in.Package)
-			if err != nil {
-				return nil, err
-			}
-			scope, me, now := c.Scope(), c.Identity(), env.Time()
-			if pkg.TenantID != scope.Tenant {
-				return nil, toolkit.InvalidParams(name, "package", "the package belongs to another tenant")
-			}
-			if pkg.TargetAgent != "" && pkg.TargetAgent != me {
-				return nil, &toolkit.Error{Code: toolkit.CodeCapabilityDenied,
-					Message: name + ": only " + pkg.TargetAgent + " may accept this handoff",
-					Data:    map[string]any{"handoff_id": pkg.HandoffID, "reason": "not_target_agent"}}
-			}
-			if err := checkSessionID(name, pkg.Session.SessionID); err != nil || pkg.Session.SessionID == "" {
-				return nil, toolkit.InvalidParams(name, "package", "bad session id")
-			}
-			var out AcceptHandoffOutput
-			err = env.Store.Update(ctx, func(tx store.Tx) error {
-				out = AcceptHandoffOutput{HandoffID: pkg.HandoffID, SessionID: pkg.Session.SessionID, Verified: true,
-					FromAgent: pkg.FromAgent, Message: pkg.Message, TaskRecord: pkg.TaskRecord}
-				rec, err := store.GetHandoff(tx, scope.Tenant, pkg.HandoffID)
-				if errors.Is(err, store.ErrNotFound) {
-					return toolkit.InvalidParams(name, "package", "no such handoff was created here")
-				}
-				if err != nil {
-					return err
-				}
-				if subtle.ConstantTimeCompare([]byte(rec.ContentHash), []byte(pkg.ContentHash)) != 1 {
-					return toolkit.InvalidParams(name, "package", "content hash does not match the recorded handoff")
-				}
-				if rec.Accepted {
-					return toolkit.InvalidParams(name, "package", "handoff already accepted")
-				}
-				sess := &store.Session{ID: pkg.Session.SessionID, Tenant: scope.Tenant, Owner: me,
-					State: pkg.Session.State, WrittenBy: me, UpdatedAt: now}
-				if err := store.PutSession(tx, sess); errors.Is(err, store.ErrReadOnlySession) {
-					return toolkit.WrapError(toolkit.CodeConflict, name+": session "+sess.ID+" is a read-only reference a "+
-						"passport merge moved here; nothing was accepted", err)
-				} else if err != nil {
-					return err
-				}
-				out.SessionLoaded = true
-				for _, f := range pkg.Facts {
-					if store.IsReserved(f.Entity) {
-						continue
-					}
-					res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: scope.Tenant}, Entity: f.Entity, Key: f.Key, Limit: 1, Now: now})
-					if err != nil {
-						return err
-					}
-					switch {
-					case len(res.Facts) > 0 && res.Facts[0].Value == f.Value:
-						out.FactsLoaded++
-					case len(res.Facts) > 0:
-						out.FactsStale++
-					default:
-						if _, _, err := store.PutFact(tx, store.NewFact{Scope: scope, Entity: f.Entity,
-							Key: f.Key, Value: f.Value, Confidence: f.Confidence, Now: now}); err != nil {
-							return err
-						}
-						out.FactsLoaded++
-						out.FactsWritten++
-					}
-				}
-				rec.Accepted, rec.AcceptedBy, rec.AcceptedAt = true, me, &now
-				if err := store.PutHandoff(tx, rec); err != nil {
-					return err
-				}
-				payload := map[string]any{
-					"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash, "session_id": pkg.Session.SessionID,
-					"facts_loaded": out.FactsLoaded, "facts_written": out.FactsWritten}
-				r, err := receipts.Append(tx, env.Signer, scope.Tenant, "handoff_accept", c.Name(), payload, now)
-				if err != nil {
-					return err
-				}
-				out.ReceiptID = r.ID
-				payload["receipt_id"] = r.ID
-				if err := observeHandoff(tx, env, c, pkg.Session.SessionID, "handoff.accepted", payload); err != nil {
-					return err
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			return toolkit.JSONResult(out)
-		}),
+		Run:         toolkit.Bind(name, runAcceptHandoff),
 	}
+}
+
+// runAcceptHandoff runs one accept_handoff call.
+func runAcceptHandoff(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *acceptHandoffArgs) (*toolkit.Result, error) {
+	const name = "accept_handoff"
+	pkg, err := verifyHandoff(name, env, in.Package)
+	if err != nil {
+		return nil, err
+	}
+	scope, me, now := c.Scope(), c.Identity(), env.Time()
+	if pkg.TenantID != scope.Tenant {
+		return nil, toolkit.InvalidParams(name, "package", "the package belongs to another tenant")
+	}
+	if pkg.TargetAgent != "" && pkg.TargetAgent != me {
+		return nil, &toolkit.Error{Code: toolkit.CodeCapabilityDenied,
+			Message: name + ": only " + pkg.TargetAgent + " may accept this handoff",
+			Data:    map[string]any{"handoff_id": pkg.HandoffID, "reason": "not_target_agent"}}
+	}
+	if err := checkSessionID(name, pkg.Session.SessionID); err != nil || pkg.Session.SessionID == "" {
+		return nil, toolkit.InvalidParams(name, "package", "bad session id")
+	}
+	var out AcceptHandoffOutput
+	err = env.Store.Update(ctx, func(tx store.Tx) error {
+		out = AcceptHandoffOutput{HandoffID: pkg.HandoffID, SessionID: pkg.Session.SessionID, Verified: true,
+			FromAgent: pkg.FromAgent, Message: pkg.Message, TaskRecord: pkg.TaskRecord}
+		rec, err := store.GetHandoff(tx, scope.Tenant, pkg.HandoffID)
+		if errors.Is(err, store.ErrNotFound) {
+			return toolkit.InvalidParams(name, "package", "no such handoff was created here")
+		}
+		if err != nil {
+			return err
+		}
+		if subtle.ConstantTimeCompare([]byte(rec.ContentHash), []byte(pkg.ContentHash)) != 1 {
+			return toolkit.InvalidParams(name, "package", "content hash does not match the recorded handoff")
+		}
+		if rec.Accepted {
+			return toolkit.InvalidParams(name, "package", "handoff already accepted")
+		}
+		sess := &store.Session{ID: pkg.Session.SessionID, Tenant: scope.Tenant, Owner: me,
+			State: pkg.Session.State, WrittenBy: me, UpdatedAt: now}
+		if err := store.PutSession(tx, sess); errors.Is(err, store.ErrReadOnlySession) {
+			return toolkit.WrapError(toolkit.CodeConflict, name+": session "+sess.ID+" is a read-only reference a "+
+				"passport merge moved here; nothing was accepted", err)
+		} else if err != nil {
+			return err
+		}
+		out.SessionLoaded = true
+		if err := loadHandoffFacts(tx, scope, pkg.Facts, now, &out); err != nil {
+			return err
+		}
+		rec.Accepted, rec.AcceptedBy, rec.AcceptedAt = true, me, &now
+		if err := store.PutHandoff(tx, rec); err != nil {
+			return err
+		}
+		payload := map[string]any{
+			"handoff_id": pkg.HandoffID, "content_hash": pkg.ContentHash, "session_id": pkg.Session.SessionID,
+			"facts_loaded": out.FactsLoaded, "facts_written": out.FactsWritten}
+		r, err := receipts.Append(tx, env.Signer, scope.Tenant, "handoff_accept", c.Name(), payload, now)
+		if err != nil {
+			return err
+		}
+		out.ReceiptID = r.ID
+		payload["receipt_id"] = r.ID
+		if err := observeHandoff(tx, env, c, pkg.Session.SessionID, "handoff.accepted", payload); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return toolkit.JSONResult(out)
+}
+
+// loadHandoffFacts writes, under scope, each of a package's facts whose
+// (entity, key) the tenant's shared facts do not hold yet, and counts in
+// out those held with the same value (loaded), with another value (stale,
+// left as they are) and those it wrote. crux's own entities are passed
+// over.
+func loadHandoffFacts(tx store.Tx, scope store.Scope, facts []handoffFact, now time.Time, out *AcceptHandoffOutput) error {
+	for _, f := range facts {
+		if store.IsReserved(f.Entity) {
+			continue
+		}
+		res, err := store.SearchFacts(tx, store.FactQuery{Scope: store.Scope{Tenant: scope.Tenant}, Entity: f.Entity, Key: f.Key, Limit: 1, Now: now})
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(res.Facts) > 0 && res.Facts[0].Value == f.Value:
+			out.FactsLoaded++
+		case len(res.Facts) > 0:
+			out.FactsStale++
+		default:
+			if _, _, err := store.PutFact(tx, store.NewFact{Scope: scope, Entity: f.Entity,
+				Key: f.Key, Value: f.Value, Confidence: f.Confidence, Now: now}); err != nil {
+				return err
+			}
+			out.FactsLoaded++
+			out.FactsWritten++
+		}
+	}
+	return nil
 }
 
 // observeHandoff records, when Flags.HandoffObservations is on, an

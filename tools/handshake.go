@@ -126,94 +126,107 @@ func cuecruxSession() *toolkit.Tool {
 		Description: "Your signed plan: the tools you may call (mode, tier), and those you may not with why. intent audit_review, document_ingest, session_review, compliance_export or knowledge_query orders it.",
 		Annotations: toolkit.Annotations{Title: "Open session"},
 		Out:         toolkit.OutputOf[CuecruxSessionOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs) (*toolkit.Result, error) {
-			now := env.Time()
-			intent, known := surface.ParseIntent(in.Intent)
-
-			p := CuecruxSessionOutput{
-				PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
-				Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
-				CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
-				MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
-			}
-			if in.Intent != "" && !known {
-				p.Notes = append(p.Notes, "intent recorded as free text: it shapes nothing (see the description for the five that do)")
-			}
-			if in.Hints.PreferBulk {
-				p.Notes = append(p.Notes, "prefer_bulk: crux serves no bulk channel; every call goes over mcp")
-			}
-			budget := map[string]any{"tier": "unenforced", "receipt_class": "", "token_id": ""}
-			if env.Router != nil {
-				info := env.Router.Info()
-				budget = map[string]any{"tier": info.Tier, "receipt_class": info.ReceiptClass, "token_id": info.TokenID}
-			}
-			p.Budget = budget
-			for _, t := range env.Tools {
-				if n := capabilityOf(ctx, env, t); n.Allowed {
-					p.CapabilityGraph = append(p.CapabilityGraph, n)
-				} else if !in.Hints.HideExclusions {
-					p.Excluded = append(p.Excluded, n)
-				}
-			}
-			slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
-				return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
-			})
-			limit := DefaultPlanCapabilities
-			if m := in.Hints.MaxCapabilities; m != nil {
-				limit = *m
-			}
-			if limit < len(p.CapabilityGraph) {
-				if in.Hints.MaxCapabilities == nil {
-					p.Notes = append(p.Notes, fmt.Sprintf("capability_graph lists the first %d of the %d tools you may call, "+
-						"those of your intent first; hints.max_capabilities lists more", limit, len(p.CapabilityGraph)))
-				}
-				p.CapabilityGraph = p.CapabilityGraph[:limit]
-			}
-			p.Receipt.Mode = "local"
-
-			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				q := p
-				if in.Hints.WantParentChain {
-					parent, err := store.LastPlanHash(tx, c.TenantID(), c.Name())
-					if err != nil {
-						return err
-					}
-					q.Receipt.ParentChain = []hexBytes{}
-					if parent != nil {
-						q.Receipt.ParentChain = append(q.Receipt.ParentChain, parent)
-					}
-				}
-				hash, err := planHash(q)
-				if err != nil {
-					return err
-				}
-				sig, err := env.Signer.Sign(hash[:])
-				if err != nil {
-					return err
-				}
-				kid := env.Signer.KeyID()
-				q.Receipt.Hash, q.Receipt.Signature, q.Receipt.SignerKID = hash[:], sig, &kid
-				r, err := receipts.Append(tx, env.Signer, c.TenantID(), "session_plan", c.Name(), map[string]any{
-					"plan_id": q.PlanID, "session_id": q.SessionID, "plan_hash": hash[:], "intent": q.Intent,
-				}, now)
-				if err != nil {
-					return err
-				}
-				q.Receipt.ReceiptID = r.ID
-				err = store.PutSessionBinding(tx, &store.SessionBinding{
-					SessionID: q.SessionID, Tenant: c.TenantID(), PassportID: c.Name(), PlanHash: hash[:],
-					OpenedAt: now, ExpiresAt: now.Add(surface.IntentTTL),
-				})
-				p = q
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			env.RecordIntent(c, intent, now) // only once the plan is stored: a failed call changes nothing
-			return toolkit.JSONResult(p)
-		}),
+		Run:         toolkit.Bind(name, runCuecruxSession),
 	}
+}
+
+// runCuecruxSession runs one cuecrux_session (surface.SessionTool) call.
+func runCuecruxSession(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs) (*toolkit.Result, error) {
+	now := env.Time()
+	intent, known := surface.ParseIntent(in.Intent)
+
+	p := draftPlan(ctx, env, c, in, intent, known, now)
+
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		q := p
+		if in.Hints.WantParentChain {
+			parent, err := store.LastPlanHash(tx, c.TenantID(), c.Name())
+			if err != nil {
+				return err
+			}
+			q.Receipt.ParentChain = []hexBytes{}
+			if parent != nil {
+				q.Receipt.ParentChain = append(q.Receipt.ParentChain, parent)
+			}
+		}
+		hash, err := planHash(q)
+		if err != nil {
+			return err
+		}
+		sig, err := env.Signer.Sign(hash[:])
+		if err != nil {
+			return err
+		}
+		kid := env.Signer.KeyID()
+		q.Receipt.Hash, q.Receipt.Signature, q.Receipt.SignerKID = hash[:], sig, &kid
+		r, err := receipts.Append(tx, env.Signer, c.TenantID(), "session_plan", c.Name(), map[string]any{
+			"plan_id": q.PlanID, "session_id": q.SessionID, "plan_hash": hash[:], "intent": q.Intent,
+		}, now)
+		if err != nil {
+			return err
+		}
+		q.Receipt.ReceiptID = r.ID
+		err = store.PutSessionBinding(tx, &store.SessionBinding{
+			SessionID: q.SessionID, Tenant: c.TenantID(), PassportID: c.Name(), PlanHash: hash[:],
+			OpenedAt: now, ExpiresAt: now.Add(surface.IntentTTL),
+		})
+		p = q
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	env.RecordIntent(c, intent, now) // only once the plan is stored: a failed call changes nothing
+	return toolkit.JSONResult(p)
+}
+
+// draftPlan is the plan cuecrux_session signs: the tools the caller may
+// call, those of intent first and at most hints.max_capabilities
+// (DefaultPlanCapabilities without it), those it may not unless
+// hints.hide_exclusions, the router's budget, and notes on hints crux
+// does not act on.
+func draftPlan(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *sessionArgs, intent surface.Intent, known bool, now time.Time) CuecruxSessionOutput {
+	p := CuecruxSessionOutput{
+		PlanID: store.NewID("plan_"), SessionID: store.NewID(""), Passport: c.Name(), TenantID: c.TenantID(),
+		Intent: in.Intent, Channels: map[string]any{"mcp": map[string]any{"transport": "mcp", "enforced": env.Router != nil}},
+		CapabilityGraph: []CapabilityNode{}, Excluded: []CapabilityNode{}, Notes: []string{},
+		MintedAt: now.Format(time.RFC3339Nano), SessionTTLs: int64(surface.IntentTTL / time.Second),
+	}
+	if in.Intent != "" && !known {
+		p.Notes = append(p.Notes, "intent recorded as free text: it shapes nothing (see the description for the five that do)")
+	}
+	if in.Hints.PreferBulk {
+		p.Notes = append(p.Notes, "prefer_bulk: crux serves no bulk channel; every call goes over mcp")
+	}
+	budget := map[string]any{"tier": "unenforced", "receipt_class": "", "token_id": ""}
+	if env.Router != nil {
+		info := env.Router.Info()
+		budget = map[string]any{"tier": info.Tier, "receipt_class": info.ReceiptClass, "token_id": info.TokenID}
+	}
+	p.Budget = budget
+	for _, t := range env.Tools {
+		if n := capabilityOf(ctx, env, t); n.Allowed {
+			p.CapabilityGraph = append(p.CapabilityGraph, n)
+		} else if !in.Hints.HideExclusions {
+			p.Excluded = append(p.Excluded, n)
+		}
+	}
+	slices.SortStableFunc(p.CapabilityGraph, func(a, b CapabilityNode) int {
+		return intent.Bias(surface.Affinity(b.Affinity)) - intent.Bias(surface.Affinity(a.Affinity))
+	})
+	limit := DefaultPlanCapabilities
+	if m := in.Hints.MaxCapabilities; m != nil {
+		limit = *m
+	}
+	if limit < len(p.CapabilityGraph) {
+		if in.Hints.MaxCapabilities == nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("capability_graph lists the first %d of the %d tools you may call, "+
+				"those of your intent first; hints.max_capabilities lists more", limit, len(p.CapabilityGraph)))
+		}
+		p.CapabilityGraph = p.CapabilityGraph[:limit]
+	}
+	p.Receipt.Mode = "local"
+	return p
 }
 
 // ---- autonomy_contract ----
@@ -334,80 +347,84 @@ func resolvePrincipal() *toolkit.Tool {
 		Description: "The passport behind session_id, passport_id or you: record or none, tier, category, capabilities.",
 		Annotations: toolkit.Annotations{Title: "Resolve principal", ReadOnlyHint: true, IdempotentHint: true},
 		Out:         toolkit.OutputOf[ResolvePrincipalOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *resolveArgs) (*toolkit.Result, error) {
-			if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
-				return nil, err
-			}
-			tenant, now := c.TenantID(), env.Time()
-			var p Principal
-			var param string
-			err := env.Store.View(ctx, func(tx store.Tx) error {
-				switch {
-				case in.SessionID != "":
-					b, err := store.GetSessionBinding(tx, tenant, in.SessionID)
-					if err != nil {
-						return err
-					}
-					if now.After(b.ExpiresAt) {
-						return errSessionExpired
-					}
-					p.PassportID, p.ResolvedVia, param = b.PassportID, "session", "session_id"
-				case in.PassportID != "":
-					p.PassportID, p.ResolvedVia, param = in.PassportID, "passport", "passport_id"
-				case c.Identity() != "":
-					p.PassportID, p.ResolvedVia, param = c.Identity(), "identity_link:"+c.Identity(), "caller"
-				default:
-					return toolkit.InvalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
-				}
-				p.TenantID = tenant
-				rec, err := store.GetPassport(tx, tenant, p.PassportID)
-				switch {
-				case errors.Is(err, store.ErrNotFound):
-					p.Note = "no passport record for " + p.PassportID + " in tenant " + tenant + ": its tier, category " +
-						"and work gate are unknown (issue_passport issues one)"
-					return nil
-				case err != nil:
-					return err
-				}
-				earned, _, err := earnedTier(tx, tenant, p.PassportID)
-				if err != nil {
-					return err
-				}
-				tier := rec.Tier
-				if store.TierRank(earned) > store.TierRank(tier) {
-					tier = earned // get_passport stores the upgrade when it is asked
-				}
-				rank := store.TierRank(tier)
-				gate := "open"
-				if rec.Revoked() && env.Flags.PassportRevocation {
-					gate = "closed"
-				}
-				p.HasRecord, p.Tier, p.TierRank, p.Revoked, p.AgentWorkGate = true, &tier, &rank, rec.Revoked(), &gate
-				if rec.Category != "" {
-					p.Category = &rec.Category
-				}
-				return nil
-			})
-			var e *toolkit.Error
-			switch {
-			case errors.As(err, &e):
-				return nil, e
-			case errors.Is(err, store.ErrNotFound):
-				return toolkit.ErrorResult("no session %s in tenant %s", in.SessionID, tenant), nil
-			case errors.Is(err, errSessionExpired):
-				return toolkit.ErrorResult("session %s has expired", in.SessionID), nil
-			case err != nil:
-				return nil, err
-			}
-			p.Capabilities = []string{}
-			for _, t := range env.Tools {
-				if n := capabilityOf(ctx, env, t); n.Allowed && !slices.Contains(p.Capabilities, n.Capability) {
-					p.Capabilities = append(p.Capabilities, n.Capability)
-				}
-			}
-			return toolkit.JSONResult(ResolvePrincipalOutput{Principal: p, ResolvedParam: param})
-		}),
+		Run:         toolkit.Bind(name, runResolvePrincipal),
 	}
+}
+
+// runResolvePrincipal runs one resolve_principal call.
+func runResolvePrincipal(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *resolveArgs) (*toolkit.Result, error) {
+	const name = "resolve_principal"
+	if err := checkNames(name, "session_id", in.SessionID, "passport_id", in.PassportID); err != nil {
+		return nil, err
+	}
+	tenant, now := c.TenantID(), env.Time()
+	var p Principal
+	var param string
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		switch {
+		case in.SessionID != "":
+			b, err := store.GetSessionBinding(tx, tenant, in.SessionID)
+			if err != nil {
+				return err
+			}
+			if now.After(b.ExpiresAt) {
+				return errSessionExpired
+			}
+			p.PassportID, p.ResolvedVia, param = b.PassportID, "session", "session_id"
+		case in.PassportID != "":
+			p.PassportID, p.ResolvedVia, param = in.PassportID, "passport", "passport_id"
+		case c.Identity() != "":
+			p.PassportID, p.ResolvedVia, param = c.Identity(), "identity_link:"+c.Identity(), "caller"
+		default:
+			return toolkit.InvalidParams(name, "passport_id", "is required when the caller has no identity and no session_id is given")
+		}
+		p.TenantID = tenant
+		rec, err := store.GetPassport(tx, tenant, p.PassportID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			p.Note = "no passport record for " + p.PassportID + " in tenant " + tenant + ": its tier, category " +
+				"and work gate are unknown (issue_passport issues one)"
+			return nil
+		case err != nil:
+			return err
+		}
+		earned, _, err := earnedTier(tx, tenant, p.PassportID)
+		if err != nil {
+			return err
+		}
+		tier := rec.Tier
+		if store.TierRank(earned) > store.TierRank(tier) {
+			tier = earned // get_passport stores the upgrade when it is asked
+		}
+		rank := store.TierRank(tier)
+		gate := "open"
+		if rec.Revoked() && env.Flags.PassportRevocation {
+			gate = "closed"
+		}
+		p.HasRecord, p.Tier, p.TierRank, p.Revoked, p.AgentWorkGate = true, &tier, &rank, rec.Revoked(), &gate
+		if rec.Category != "" {
+			p.Category = &rec.Category
+		}
+		return nil
+	})
+	var e *toolkit.Error
+	switch {
+	case errors.As(err, &e):
+		return nil, e
+	case errors.Is(err, store.ErrNotFound):
+		return toolkit.ErrorResult("no session %s in tenant %s", in.SessionID, tenant), nil
+	case errors.Is(err, errSessionExpired):
+		return toolkit.ErrorResult("session %s has expired", in.SessionID), nil
+	case err != nil:
+		return nil, err
+	}
+	p.Capabilities = []string{}
+	for _, t := range env.Tools {
+		if n := capabilityOf(ctx, env, t); n.Allowed && !slices.Contains(p.Capabilities, n.Capability) {
+			p.Capabilities = append(p.Capabilities, n.Capability)
+		}
+	}
+	return toolkit.JSONResult(ResolvePrincipalOutput{Principal: p, ResolvedParam: param})
 }
 
 // JSONSchema is the schema of what a hexBytes marshals to: a hex string, or

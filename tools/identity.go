@@ -435,105 +435,125 @@ func passportMerge() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Merge passports", DestructiveHint: true},
 		Out:         toolkit.OutputOf[PassportMergeOutput](),
 		Gate:        identityGate(name),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportMergeArgs) (*toolkit.Result, error) {
-			source, err := passportArg(name, "source_passport", in.SourcePassport, c)
-			if err != nil {
-				return nil, err
-			}
-			target, err := passportArg(name, "target_passport", in.TargetPassport, c)
-			if err != nil {
-				return nil, err
-			}
-			if err := checkReason(name, in.Reason); err != nil {
-				return nil, err
-			}
-			if source == target {
-				return nil, toolkit.InvalidParams(name, "target_passport", "must differ from source_passport")
-			}
-			tenant, now := c.TenantID(), env.Time()
-			var out PassportMergeOutput
-			err = env.Store.Update(ctx, func(tx store.Tx) error {
-				if err := requireOperator(tx, name, c); err != nil {
-					return err
-				}
-				// Both passports must be the caller's: another agent's
-				// private facts never change hands without it, and a
-				// passport of another's is not the caller's to fill.
-				for _, p := range []struct{ param, id string }{{"source_passport", source}, {"target_passport", target}} {
-					own, err := ownsPassport(tx, tenant, c.Identity(), p.id)
-					if errors.Is(err, store.ErrNotFound) {
-						continue // the merge says there is no such passport
-					}
-					if err != nil {
-						return err
-					}
-					if !own {
-						return toolkit.Forbidden(name, "not_own_passport", "%s %s is not yours: you (%s) may merge only passports you own, "+
-							"your own and those split from it", p.param, p.id, c.Identity())
-					}
-				}
-				var r *receipts.Receipt
-				res, err := store.MergePassports(tx, store.MergeRequest{Tenant: tenant, Source: source, Target: target,
-					Policy: in.ConflictPolicy, Now: now, MaxSessionID: MaxNameBytes},
-					func(res *store.MergeResult) (string, error) {
-						var err error
-						r, err = receipts.Append(tx, env.Signer, tenant, kindPassportMerge, c.Name(), mergeReceipt{
-							Schema: mergeReceiptSchema, TenantID: tenant, InitiatedBy: c.Name(), SourcePassportID: source,
-							TargetPassportID: target, ConflictPolicy: in.ConflictPolicy, Conflicts: nonNil(res.Conflicts),
-							Duplicates: res.Duplicates, Reason: in.Reason, InitiatedAt: now.Format(time.RFC3339Nano),
-							ChainsMoved: res.Chains, FactsMoved: nonNil(res.Facts), SessionsMoved: nonNil(res.Sessions),
-							PinsMoved: nonNil(res.Pins), ArtefactsMoved: nonNil(res.Artefacts),
-						}, now)
-						if err != nil {
-							return "", err
-						}
-						return r.ID, nil
-					})
-				if err != nil {
-					return err
-				}
-				out = PassportMergeOutput{MergedPassportID: target, RetiredPassportID: source, MergeReceiptID: r.ID, TenantID: tenant,
-					ConflictPolicy: in.ConflictPolicy, ConflictsResolved: len(res.Conflicts), Duplicates: res.Duplicates,
-					Moved: MergeMoved{Chains: res.Chains, Facts: len(res.Facts), Sessions: len(res.Sessions),
-						Pins: len(res.Pins), Artefacts: len(res.Artefacts)},
-					Conflicts: []store.MergeConflict{}, SessionsRenamed: []store.MovedSession{}}
-				var renamed []store.MovedSession
-				for _, s := range res.Sessions {
-					if s.From != s.To {
-						renamed = append(renamed, s)
-					}
-				}
-				out.SessionsRenamedN = len(renamed)
-				b := newAnswerBudget(in.TokenBudget, out)
-				for _, cf := range res.Conflicts {
-					if !b.take(cf) {
-						break
-					}
-					out.Conflicts = append(out.Conflicts, cf)
-				}
-				for _, s := range renamed {
-					if !b.take(s) {
-						break
-					}
-					out.SessionsRenamed = append(out.SessionsRenamed, s)
-				}
-				out.Truncated = len(out.Conflicts) < len(res.Conflicts) || len(out.SessionsRenamed) < len(renamed)
-				out.ReceiptBody = inlineBody(r, b)
-				return nil
-			})
-			var ce *store.MergeConflictError
-			if errors.As(err, &ce) {
-				listed := ce.Conflicts[:min(len(ce.Conflicts), maxListedConflicts)]
-				return nil, &toolkit.Error{Code: toolkit.CodeConflict, Message: name + ": " + ce.Error() + "; nothing was merged",
-					Data: map[string]any{"conflict_policy": in.ConflictPolicy, "conflicts": listed,
-						"conflict_count": len(ce.Conflicts), "truncated": len(listed) < len(ce.Conflicts)}}
-			}
-			if err != nil {
-				return identityStateError(name, err)
-			}
-			return toolkit.JSONResult(out)
-		}),
+		Run:         toolkit.Bind(name, runPassportMerge),
 	}
+}
+
+// runPassportMerge runs one passport_merge call.
+func runPassportMerge(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *passportMergeArgs) (*toolkit.Result, error) {
+	const name = "passport_merge"
+	source, err := passportArg(name, "source_passport", in.SourcePassport, c)
+	if err != nil {
+		return nil, err
+	}
+	target, err := passportArg(name, "target_passport", in.TargetPassport, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReason(name, in.Reason); err != nil {
+		return nil, err
+	}
+	if source == target {
+		return nil, toolkit.InvalidParams(name, "target_passport", "must differ from source_passport")
+	}
+	tenant, now := c.TenantID(), env.Time()
+	var out PassportMergeOutput
+	err = env.Store.Update(ctx, func(tx store.Tx) error {
+		if err := requireOperator(tx, name, c); err != nil {
+			return err
+		}
+		if err := requireOwnPassports(tx, name, c, source, target); err != nil {
+			return err
+		}
+		var r *receipts.Receipt
+		res, err := store.MergePassports(tx, store.MergeRequest{Tenant: tenant, Source: source, Target: target,
+			Policy: in.ConflictPolicy, Now: now, MaxSessionID: MaxNameBytes},
+			func(res *store.MergeResult) (string, error) {
+				var err error
+				r, err = receipts.Append(tx, env.Signer, tenant, kindPassportMerge, c.Name(), mergeReceipt{
+					Schema: mergeReceiptSchema, TenantID: tenant, InitiatedBy: c.Name(), SourcePassportID: source,
+					TargetPassportID: target, ConflictPolicy: in.ConflictPolicy, Conflicts: nonNil(res.Conflicts),
+					Duplicates: res.Duplicates, Reason: in.Reason, InitiatedAt: now.Format(time.RFC3339Nano),
+					ChainsMoved: res.Chains, FactsMoved: nonNil(res.Facts), SessionsMoved: nonNil(res.Sessions),
+					PinsMoved: nonNil(res.Pins), ArtefactsMoved: nonNil(res.Artefacts),
+				}, now)
+				if err != nil {
+					return "", err
+				}
+				return r.ID, nil
+			})
+		if err != nil {
+			return err
+		}
+		out = mergeOutput(in, source, target, tenant, res, r)
+		return nil
+	})
+	var ce *store.MergeConflictError
+	if errors.As(err, &ce) {
+		listed := ce.Conflicts[:min(len(ce.Conflicts), maxListedConflicts)]
+		return nil, &toolkit.Error{Code: toolkit.CodeConflict, Message: name + ": " + ce.Error() + "; nothing was merged",
+			Data: map[string]any{"conflict_policy": in.ConflictPolicy, "conflicts": listed,
+				"conflict_count": len(ce.Conflicts), "truncated": len(listed) < len(ce.Conflicts)}}
+	}
+	if err != nil {
+		return identityStateError(name, err)
+	}
+	return toolkit.JSONResult(out)
+}
+
+// requireOwnPassports refuses a merge unless both passports are the
+// caller's: another agent's private facts never change hands without it,
+// and a passport of another's is not the caller's to fill. A passport that
+// does not exist passes here; the merge says there is no such passport.
+func requireOwnPassports(tx store.Tx, name string, c toolkit.Caller, source, target string) error {
+	for _, p := range []struct{ param, id string }{{"source_passport", source}, {"target_passport", target}} {
+		own, err := ownsPassport(tx, c.TenantID(), c.Identity(), p.id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // the merge says there is no such passport
+		}
+		if err != nil {
+			return err
+		}
+		if !own {
+			return toolkit.Forbidden(name, "not_own_passport", "%s %s is not yours: you (%s) may merge only passports you own, "+
+				"your own and those split from it", p.param, p.id, c.Identity())
+		}
+	}
+	return nil
+}
+
+// mergeOutput is passport_merge's answer for the merge res recorded in
+// receipt r: the conflicts and renamed sessions listed within the token
+// budget, and the receipt's body inlined when the budget leaves room.
+func mergeOutput(in *passportMergeArgs, source, target, tenant string, res *store.MergeResult, r *receipts.Receipt) PassportMergeOutput {
+	out := PassportMergeOutput{MergedPassportID: target, RetiredPassportID: source, MergeReceiptID: r.ID, TenantID: tenant,
+		ConflictPolicy: in.ConflictPolicy, ConflictsResolved: len(res.Conflicts), Duplicates: res.Duplicates,
+		Moved: MergeMoved{Chains: res.Chains, Facts: len(res.Facts), Sessions: len(res.Sessions),
+			Pins: len(res.Pins), Artefacts: len(res.Artefacts)},
+		Conflicts: []store.MergeConflict{}, SessionsRenamed: []store.MovedSession{}}
+	var renamed []store.MovedSession
+	for _, s := range res.Sessions {
+		if s.From != s.To {
+			renamed = append(renamed, s)
+		}
+	}
+	out.SessionsRenamedN = len(renamed)
+	b := newAnswerBudget(in.TokenBudget, out)
+	for _, cf := range res.Conflicts {
+		if !b.take(cf) {
+			break
+		}
+		out.Conflicts = append(out.Conflicts, cf)
+	}
+	for _, s := range renamed {
+		if !b.take(s) {
+			break
+		}
+		out.SessionsRenamed = append(out.SessionsRenamed, s)
+	}
+	out.Truncated = len(out.Conflicts) < len(res.Conflicts) || len(out.SessionsRenamed) < len(renamed)
+	out.ReceiptBody = inlineBody(r, b)
+	return out
 }
 
 // ---- passport_link_device ----

@@ -146,109 +146,128 @@ func memoryAcknowledgeUse() *toolkit.Tool {
 		Out:         toolkit.OutputOf[MemoryAcknowledgeUseOutput](),
 		Alt:         toolkit.OutputOf[MemoryAcknowledgeUseOffOutput](),
 		Gate:        memoryAckOff,
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *ackArgs) (*toolkit.Result, error) {
-			if err := needIdentity(name, c); err != nil {
-				return nil, err
+		Run:         toolkit.Bind(name, runMemoryAcknowledgeUse),
+	}
+}
+
+// runMemoryAcknowledgeUse runs one memory_acknowledge_use call.
+func runMemoryAcknowledgeUse(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *ackArgs) (*toolkit.Result, error) {
+	const name = "memory_acknowledge_use"
+	if err := needIdentity(name, c); err != nil {
+		return nil, err
+	}
+	if err := checkName(name, "turn_id", in.TurnID); err != nil {
+		return nil, err
+	}
+	out, ids := ackStart(in)
+	scope, me := c.Scope(), c.Identity()
+	var shared []store.RankedFact // recorded facts, for the envelope
+	var now time.Time
+	base := out
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		now = env.Time()
+		o := base // a retried transaction starts again from here
+		o.MemoriesUsed = []AckedMemory{}
+		shared = nil
+		body := memoryUseReceipt{
+			TurnID: in.TurnID, ActorPassport: me, Intent: o.Intent,
+			CreatedAt: now.Format(time.RFC3339Nano), Entries: []memoryUseEntry{},
+			RetrievedChunkIDs: []string{}, Confidence: in.Confidence,
+		}
+		if in.Note != nil {
+			body.Note = *in.Note
+		}
+		for _, id := range ids {
+			if store.IsReserved(id) {
+				o.FilteredCount++
+				continue
 			}
-			if err := checkName(name, "turn_id", in.TurnID); err != nil {
-				return nil, err
-			}
-			out := MemoryAcknowledgeUseOutput{TurnID: in.TurnID, Intent: "answer", FeatureEnabled: true, Notes: []string{}}
-			if in.Intent != nil {
-				out.Intent = *in.Intent
-				if !slices.Contains(memoryUseIntents, out.Intent) {
-					out.Notes = append(out.Notes, fmt.Sprintf("intent %q recorded as given; the documented "+
-						"intents are answer, decision, tool_call and implicit", out.Intent))
-				}
-			}
-			if n := len(in.RetrievedChunkIDs); n > 0 {
-				out.RetrievedChunkIDsIgnored = n
-				out.Notes = append(out.Notes, fmt.Sprintf("retrieved_chunk_ids are a paid-tier feature: %d "+
-					"accepted and ignored on this tier, not recorded in the receipt", n))
-			}
-			var ids []string
-			for _, id := range in.FactIDs {
-				if !slices.Contains(ids, id) {
-					ids = append(ids, id)
-				}
-			}
-			scope, me := c.Scope(), c.Identity()
-			var shared []store.RankedFact // recorded facts, for the envelope
-			var now time.Time
-			base := out
-			err := env.Store.Update(ctx, func(tx store.Tx) error {
-				now = env.Time()
-				o := base // a retried transaction starts again from here
-				o.MemoriesUsed = []AckedMemory{}
-				shared = nil
-				body := memoryUseReceipt{
-					TurnID: in.TurnID, ActorPassport: me, Intent: o.Intent,
-					CreatedAt: now.Format(time.RFC3339Nano), Entries: []memoryUseEntry{},
-					RetrievedChunkIDs: []string{}, Confidence: in.Confidence,
-				}
-				if in.Note != nil {
-					body.Note = *in.Note
-				}
-				for _, id := range ids {
-					if store.IsReserved(id) {
-						o.FilteredCount++
-						continue
-					}
-					f, err := store.VisibleFact(tx, scope, id)
-					if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrReserved) {
-						if err := store.SkipCorrupt(tx, err); err != nil {
-							return err
-						}
-						err = store.ErrNotFound // unreadable: reported, and counted as not found
-					}
-					switch {
-					case errors.Is(err, store.ErrNotFound):
-						// None, another tenant's, another agent's private fact: alike.
-						o.NotFoundCount++
-						continue
-					case errors.Is(err, store.ErrReserved):
-						o.FilteredCount++ // crux's own
-						continue
-					}
-					switch {
-					case f.Deleted:
-						o.NotVisibleCount++
-					case f.Private: // visible, so the caller's own
-						o.RedactedCount++
-						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, AgeDays: ageDays(f, now), Redacted: true})
-					default:
-						body.Entries = append(body.Entries, memoryUseEntry{FactID: f.ID, Entity: f.Entity})
-						o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
-						fr := env.Decay().Freshness(f.HorizonClass, f.Anchor(), now)
-						shared = append(shared, store.RankedFact{Fact: f, Freshness: fr, Effective: store.EffectiveConfidence(f.Confidence, fr)})
-					}
-				}
-				body.RedactedCount = o.RedactedCount
-				rec, err := receipts.Append(tx, env.Signer, scope.Tenant, receiptKindMemoryUse, c.Name(), body, now)
-				if err != nil {
+			f, err := store.VisibleFact(tx, scope, id)
+			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrReserved) {
+				if err := store.SkipCorrupt(tx, err); err != nil {
 					return err
 				}
-				o.ReceiptRef = rec.ID
-				out = o
-				return nil
-			})
-			if err != nil {
-				return nil, err
+				err = store.ErrNotFound // unreadable: reported, and counted as not found
 			}
-			if !env.Flags.AuditEnvelope {
-				return toolkit.JSONResult(out)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				// None, another tenant's, another agent's private fact: alike.
+				o.NotFoundCount++
+				continue
+			case errors.Is(err, store.ErrReserved):
+				o.FilteredCount++ // crux's own
+				continue
 			}
-			e := readEnvelope(name, shared, now)
-			e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "receipt_emit"})
-			e.Links["verify"] = "crux verify receipt " + out.ReceiptRef
-			out.Envelope = e
-			result, err := toolkit.JSONResult(out)
-			if err == nil {
-				result.Meta = map[string]any{"envelope": e}
+			switch {
+			case f.Deleted:
+				o.NotVisibleCount++
+			case f.Private: // visible, so the caller's own
+				o.RedactedCount++
+				o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, AgeDays: ageDays(f, now), Redacted: true})
+			default:
+				body.Entries = append(body.Entries, memoryUseEntry{FactID: f.ID, Entity: f.Entity})
+				o.MemoriesUsed = append(o.MemoriesUsed, AckedMemory{FactID: f.ID, Topic: f.Entity, AgeDays: ageDays(f, now)})
+				fr := env.Decay().Freshness(f.HorizonClass, f.Anchor(), now)
+				shared = append(shared, store.RankedFact{Fact: f, Freshness: fr, Effective: store.EffectiveConfidence(f.Confidence, fr)})
 			}
-			return result, err
-		}),
+		}
+		body.RedactedCount = o.RedactedCount
+		rec, err := receipts.Append(tx, env.Signer, scope.Tenant, receiptKindMemoryUse, c.Name(), body, now)
+		if err != nil {
+			return err
+		}
+		o.ReceiptRef = rec.ID
+		out = o
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return ackResult(name, env, out, shared, now)
+}
+
+// ackStart is memory_acknowledge_use's answer before any fact is read
+// (the intent, with a note when it is not a documented one, and the
+// retrieved chunk ids ignored), and the distinct fact ids asked about, in
+// their order.
+func ackStart(in *ackArgs) (MemoryAcknowledgeUseOutput, []string) {
+	out := MemoryAcknowledgeUseOutput{TurnID: in.TurnID, Intent: "answer", FeatureEnabled: true, Notes: []string{}}
+	if in.Intent != nil {
+		out.Intent = *in.Intent
+		if !slices.Contains(memoryUseIntents, out.Intent) {
+			out.Notes = append(out.Notes, fmt.Sprintf("intent %q recorded as given; the documented "+
+				"intents are answer, decision, tool_call and implicit", out.Intent))
+		}
+	}
+	if n := len(in.RetrievedChunkIDs); n > 0 {
+		out.RetrievedChunkIDsIgnored = n
+		out.Notes = append(out.Notes, fmt.Sprintf("retrieved_chunk_ids are a paid-tier feature: %d "+
+			"accepted and ignored on this tier, not recorded in the receipt", n))
+	}
+	var ids []string
+	for _, id := range in.FactIDs {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return out, ids
+}
+
+// ackResult is the answer of a recorded acknowledgement, with the audit
+// envelope over the shared facts it recorded when AuditEnvelope is set.
+func ackResult(name string, env *toolkit.Env, out MemoryAcknowledgeUseOutput, shared []store.RankedFact, now time.Time) (*toolkit.Result, error) {
+	if !env.Flags.AuditEnvelope {
+		return toolkit.JSONResult(out)
+	}
+	e := readEnvelope(name, shared, now)
+	e.PredictedEffects = append(e.PredictedEffects, Effect{Kind: "receipt_emit"})
+	e.Links["verify"] = "crux verify receipt " + out.ReceiptRef
+	out.Envelope = e
+	result, err := toolkit.JSONResult(out)
+	if err == nil {
+		result.Meta = map[string]any{"envelope": e}
+	}
+	return result, err
 }
 
 // ageDays is the age of f's decay anchor at now, in days, two decimals.

@@ -55,88 +55,99 @@ func receiptVerify() *toolkit.Tool {
 		Description: "Verify a stored receipt offline: hash, signature, chain. Its passport or a trusted operator only. Flag RECEIPT_VERIFY.",
 		Annotations: toolkit.Annotations{Title: "Verify receipt", ReadOnlyHint: true, IdempotentHint: true},
 		Out:         toolkit.OutputOf[ReceiptVerifyOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *receiptVerifyArgs) (*toolkit.Result, error) {
-			if err := checkNames(name, "receipt_id", in.ReceiptID, "tenant_id", in.TenantID); err != nil {
-				return nil, err
-			}
-			out := ReceiptVerifyOutput{ReceiptID: in.ReceiptID, TenantID: in.TenantID, Errors: []string{}}
-			if out.TenantID == "" {
-				out.TenantID = c.TenantID()
-			}
-			if !env.Flags.ReceiptVerify {
-				out.Errors, out.HTTPStatus = []string{"FEATURE_DISABLED"}, http.StatusForbidden
-				return toolkit.JSONResult(out)
-			}
-			out.FeatureEnabled = true
-			if err := needIdentity(name, c); err != nil {
-				return nil, err
-			}
-			id := c.Identity()
-			if out.TenantID != c.TenantID() {
-				return nil, &toolkit.Error{Code: toolkit.CodeForbidden, Message: fmt.Sprintf(
-					"%s: tenant_id: a caller of tenant %s may not verify the receipts of tenant %s", name, c.TenantID(), out.TenantID)}
-			}
-			var forbidden error
-			err := env.Store.View(ctx, func(tx store.Tx) error {
-				r, err := receipts.Get(tx, in.ReceiptID)
-				if errors.Is(err, store.ErrNotFound) || err == nil && r.Tenant != out.TenantID {
-					out.Errors, out.HTTPStatus = []string{"RECEIPT_NOT_FOUND"}, http.StatusNotFound
-					return nil
-				}
-				var cre *store.CorruptRecordError
-				if errors.As(err, &cre) {
-					out.Errors, out.HTTPStatus = []string{string(receipts.ChainRecordUnreadable)}, http.StatusUnprocessableEntity
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				h, herr := r.Header()
-				if herr == nil {
-					actor := h.Actor
-					out.SignerPassport = &actor
-				}
-				if out.SignerPassport == nil || *out.SignerPassport != id {
-					tier, _, err := earnedTier(tx, out.TenantID, id)
-					if err != nil {
-						return err
-					}
-					if store.TierRank(tier) < store.TierRank(store.TierTrusted) {
-						forbidden = &toolkit.Error{Code: toolkit.CodeForbidden, Message: fmt.Sprintf(
-							"%s: only the receipt's signer passport or an operator (trusted tier or above) may verify it; %s is %s",
-							name, id, tier)}
-						return nil
-					}
-				}
-				rep := receipts.Verify(r, receipts.NewKeyring(env.Signer.Public()), env.Time())
-				out.Report = &rep
-				if !rep.OK() {
-					out.Errors = append(out.Errors, string(rep.ErrorCode))
-				}
-				seg, err := segmentAround(tx, r)
-				if err != nil {
-					return err
-				}
-				out.Chain = seg
-				if !seg.Linked {
-					out.Errors = append(out.Errors, string(seg.ErrorCode))
-				}
-				out.Verified = len(out.Errors) == 0
-				out.HTTPStatus = http.StatusOK
-				if !out.Verified {
-					out.HTTPStatus = http.StatusUnprocessableEntity
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			if forbidden != nil {
-				return nil, forbidden
-			}
-			return toolkit.JSONResult(out)
-		}),
+		Run:         toolkit.Bind(name, runReceiptVerify),
 	}
+}
+
+// runReceiptVerify runs one receipt_verify call.
+func runReceiptVerify(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *receiptVerifyArgs) (*toolkit.Result, error) {
+	const name = "receipt_verify"
+	if err := checkNames(name, "receipt_id", in.ReceiptID, "tenant_id", in.TenantID); err != nil {
+		return nil, err
+	}
+	out := ReceiptVerifyOutput{ReceiptID: in.ReceiptID, TenantID: in.TenantID, Errors: []string{}}
+	if out.TenantID == "" {
+		out.TenantID = c.TenantID()
+	}
+	if !env.Flags.ReceiptVerify {
+		out.Errors, out.HTTPStatus = []string{"FEATURE_DISABLED"}, http.StatusForbidden
+		return toolkit.JSONResult(out)
+	}
+	out.FeatureEnabled = true
+	if err := needIdentity(name, c); err != nil {
+		return nil, err
+	}
+	id := c.Identity()
+	if out.TenantID != c.TenantID() {
+		return nil, &toolkit.Error{Code: toolkit.CodeForbidden, Message: fmt.Sprintf(
+			"%s: tenant_id: a caller of tenant %s may not verify the receipts of tenant %s", name, c.TenantID(), out.TenantID)}
+	}
+	var forbidden error
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		r, err := receipts.Get(tx, in.ReceiptID)
+		if errors.Is(err, store.ErrNotFound) || err == nil && r.Tenant != out.TenantID {
+			out.Errors, out.HTTPStatus = []string{"RECEIPT_NOT_FOUND"}, http.StatusNotFound
+			return nil
+		}
+		var cre *store.CorruptRecordError
+		if errors.As(err, &cre) {
+			out.Errors, out.HTTPStatus = []string{string(receipts.ChainRecordUnreadable)}, http.StatusUnprocessableEntity
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		h, herr := r.Header()
+		if herr == nil {
+			actor := h.Actor
+			out.SignerPassport = &actor
+		}
+		if out.SignerPassport == nil || *out.SignerPassport != id {
+			tier, _, err := earnedTier(tx, out.TenantID, id)
+			if err != nil {
+				return err
+			}
+			if store.TierRank(tier) < store.TierRank(store.TierTrusted) {
+				forbidden = &toolkit.Error{Code: toolkit.CodeForbidden, Message: fmt.Sprintf(
+					"%s: only the receipt's signer passport or an operator (trusted tier or above) may verify it; %s is %s",
+					name, id, tier)}
+				return nil
+			}
+		}
+		return verifyInto(tx, env, r, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if forbidden != nil {
+		return nil, forbidden
+	}
+	return toolkit.JSONResult(out)
+}
+
+// verifyInto verifies r under the server's key and checks its links in
+// the chain around it, and sets out's report, chain segment, errors,
+// verdict and HTTP status from them.
+func verifyInto(tx store.Tx, env *toolkit.Env, r *receipts.Receipt, out *ReceiptVerifyOutput) error {
+	rep := receipts.Verify(r, receipts.NewKeyring(env.Signer.Public()), env.Time())
+	out.Report = &rep
+	if !rep.OK() {
+		out.Errors = append(out.Errors, string(rep.ErrorCode))
+	}
+	seg, err := segmentAround(tx, r)
+	if err != nil {
+		return err
+	}
+	out.Chain = seg
+	if !seg.Linked {
+		out.Errors = append(out.Errors, string(seg.ErrorCode))
+	}
+	out.Verified = len(out.Errors) == 0
+	out.HTTPStatus = http.StatusOK
+	if !out.Verified {
+		out.HTTPStatus = http.StatusUnprocessableEntity
+	}
+	return nil
 }
 
 // segmentAround checks r's links within its tenant's chain: from the

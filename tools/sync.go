@@ -269,112 +269,152 @@ func (d *Deps) syncPull() *toolkit.Tool {
 		Description: "Pull your tenant's shared facts from the sync remote since the last pull; of concurrent versions the later wins. Tier basic.",
 		Annotations: toolkit.Annotations{Title: "Sync pull", OpenWorldHint: true},
 		Out:         toolkit.OutputOf[SyncPullOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPullArgs) (*toolkit.Result, error) {
-			if err := syncTenant(name, in.TenantID, c); err != nil {
-				return nil, err
-			}
-			if err := checkName(name, "entity_prefix", in.EntityPrefix); err != nil {
-				return nil, err
-			}
-			if store.IsReserved(in.EntityPrefix) {
-				return nil, reservedEntity(name, "entity_prefix", "entities starting with "+store.ReservedPrefix+" are not synced")
-			}
-			if d.Remote == nil {
-				return notConfigured(env), nil
-			}
-			tenant := c.TenantID()
-			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierBasic) }); err != nil {
-				return nil, err
-			}
-			id, err := d.remoteName(ctx)
-			if err != nil {
-				if e := remoteRefusal(name, err); e != nil {
-					return nil, e
-				}
-				return remoteFailure(name, err), nil
-			}
-			var st *store.SyncState
-			if err := env.Store.View(ctx, func(tx store.Tx) error {
-				st, err = store.GetSyncState(tx, id.Name, tenant)
-				return err
-			}); err != nil {
-				return nil, err
-			}
-			cursor, known := st.PullCursors[in.EntityPrefix]
-			if !known && len(st.PullCursors) >= store.MaxPullCursors {
-				return nil, toolkit.InvalidParams(name, "entity_prefix", fmt.Sprintf("the remote already has cursors for %d prefixes, the most crux keeps; pull with one of them or without entity_prefix", store.MaxPullCursors))
-			}
-			out := SyncPullOutput{Remote: id.Name, TenantID: tenant, EntityPrefix: in.EntityPrefix}
-			conflicts := []SyncConflict{}
-			rejected := []store.SyncRejected{}
-			pulled, dups, nconf, more := 0, 0, 0, false
-			for moved, pages := 0, 0; moved < MaxSyncFacts && pages < maxSyncPages; pages++ {
-				limit := min(syncPage, MaxSyncFacts-moved)
-				resp, err := d.Remote.Changes(ctx, ChangesRequest{Cursor: cursor, EntityPrefix: in.EntityPrefix, Limit: limit})
-				if err == nil && len(resp.Facts) > limit {
-					err = fmt.Errorf("the remote sent %d versions, more than the %d asked for", len(resp.Facts), limit)
-				}
-				if err != nil {
-					recordSyncError(ctx, env, id.Name, tenant, err)
-					if e := remoteRefusal(name, err); e != nil {
-						return nil, e
-					}
-					res := remoteFailure(name, err)
-					if pulled+dups > 0 {
-						res.Content[0].Text += fmt.Sprintf(" (%d versions were pulled before it failed; the cursor keeps them)", pulled)
-					}
-					return res, nil
-				}
-				var applied store.SyncApplied
-				now := env.Time()
-				err = env.Store.Update(ctx, func(tx store.Tx) error {
-					var err error
-					if applied, err = store.ApplySyncFacts(tx, tenant, store.SyncSource{Replica: id.Name, Now: now}, resp.Facts); err != nil {
-						return err
-					}
-					s, err := store.GetSyncState(tx, id.Name, tenant)
-					if err != nil {
-						return err
-					}
-					s.PullCursors[in.EntityPrefix] = resp.Cursor
-					s.LastPullAt = &now
-					s.PullCount += uint64(applied.Applied)
-					s.ConflictCount += uint64(len(applied.Conflicts))
-					st = s
-					return store.PutSyncState(tx, s)
-				})
-				if err != nil {
-					return nil, err
-				}
-				pulled, dups, nconf = pulled+applied.Applied, dups+applied.Duplicates, nconf+len(applied.Conflicts)
-				for _, cf := range applied.Conflicts {
-					if len(conflicts) < maxSyncListed {
-						kept := "remote"
-						if cf.Kept == "existing" {
-							kept = "local"
-						}
-						conflicts = append(conflicts, SyncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Existing, RemoteFactID: cf.Incoming, Kept: kept})
-					}
-				}
-				for _, r := range applied.Rejected {
-					if len(rejected) < maxSyncListed {
-						rejected = append(rejected, r)
-					}
-				}
-				moved += len(resp.Facts)
-				more = resp.More
-				if !resp.More || resp.Cursor == cursor {
-					cursor = resp.Cursor
-					break
-				}
-				cursor = resp.Cursor
-			}
-			out.FactsPulled, out.Duplicates, out.ConflictCount = pulled, dups, nconf
-			out.Conflicts, out.Rejected, out.Cursor, out.More = conflicts, rejected, cursor, more
-			out.TotalPullCount, out.CollectionCursorCount = st.PullCount, len(st.PullCursors)
-			return toolkit.JSONResult(out)
-		}),
+		Run:         toolkit.Bind(name, d.runSyncPull),
 	}
+}
+
+// runSyncPull runs one sync_pull call.
+func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPullArgs) (*toolkit.Result, error) {
+	const name = "sync_pull"
+	if err := syncTenant(name, in.TenantID, c); err != nil {
+		return nil, err
+	}
+	if err := checkName(name, "entity_prefix", in.EntityPrefix); err != nil {
+		return nil, err
+	}
+	if store.IsReserved(in.EntityPrefix) {
+		return nil, reservedEntity(name, "entity_prefix", "entities starting with "+store.ReservedPrefix+" are not synced")
+	}
+	if d.Remote == nil {
+		return notConfigured(env), nil
+	}
+	tenant := c.TenantID()
+	if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierBasic) }); err != nil {
+		return nil, err
+	}
+	id, err := d.remoteName(ctx)
+	if err != nil {
+		if e := remoteRefusal(name, err); e != nil {
+			return nil, e
+		}
+		return remoteFailure(name, err), nil
+	}
+	var st *store.SyncState
+	if err := env.Store.View(ctx, func(tx store.Tx) error {
+		st, err = store.GetSyncState(tx, id.Name, tenant)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	cursor, known := st.PullCursors[in.EntityPrefix]
+	if !known && len(st.PullCursors) >= store.MaxPullCursors {
+		return nil, toolkit.InvalidParams(name, "entity_prefix", fmt.Sprintf("the remote already has cursors for %d prefixes, the most crux keeps; pull with one of them or without entity_prefix", store.MaxPullCursors))
+	}
+	out := SyncPullOutput{Remote: id.Name, TenantID: tenant, EntityPrefix: in.EntityPrefix}
+	listed := newSyncListed()
+	pulled, dups, nconf, more := 0, 0, 0, false
+	for moved, pages := 0, 0; moved < MaxSyncFacts && pages < maxSyncPages; pages++ {
+		limit := min(syncPage, MaxSyncFacts-moved)
+		resp, err := d.Remote.Changes(ctx, ChangesRequest{Cursor: cursor, EntityPrefix: in.EntityPrefix, Limit: limit})
+		if err == nil && len(resp.Facts) > limit {
+			err = fmt.Errorf("the remote sent %d versions, more than the %d asked for", len(resp.Facts), limit)
+		}
+		if err != nil {
+			recordSyncError(ctx, env, id.Name, tenant, err)
+			if e := remoteRefusal(name, err); e != nil {
+				return nil, e
+			}
+			res := remoteFailure(name, err)
+			if pulled+dups > 0 {
+				res.Content[0].Text += fmt.Sprintf(" (%d versions were pulled before it failed; the cursor keeps them)", pulled)
+			}
+			return res, nil
+		}
+		applied, s, err := applyPulled(ctx, env, id.Name, tenant, in.EntityPrefix, resp)
+		if err != nil {
+			return nil, err
+		}
+		st = s
+		pulled, dups, nconf = pulled+applied.Applied, dups+applied.Duplicates, nconf+len(applied.Conflicts)
+		listed.add(&applied, true)
+		moved += len(resp.Facts)
+		more = resp.More
+		if !resp.More || resp.Cursor == cursor {
+			cursor = resp.Cursor
+			break
+		}
+		cursor = resp.Cursor
+	}
+	out.FactsPulled, out.Duplicates, out.ConflictCount = pulled, dups, nconf
+	out.Conflicts, out.Rejected, out.Cursor, out.More = listed.conflicts, listed.rejected, cursor, more
+	out.TotalPullCount, out.CollectionCursorCount = st.PullCount, len(st.PullCursors)
+	return toolkit.JSONResult(out)
+}
+
+// syncListed is the conflicts and refused versions a sync answer lists,
+// at most maxSyncListed of each, in the order the pages came.
+type syncListed struct {
+	conflicts []SyncConflict
+	rejected  []store.SyncRejected
+}
+
+func newSyncListed() syncListed {
+	return syncListed{conflicts: []SyncConflict{}, rejected: []store.SyncRejected{}}
+}
+
+// add lists the conflicts and refusals of one page, as seen from here: a
+// pulled page was applied here, so its existing version is the local one;
+// a pushed page was applied by the remote, so its existing version is the
+// remote's.
+func (l *syncListed) add(page *store.SyncApplied, pulled bool) {
+	existing, incoming := "local", "remote"
+	if !pulled {
+		existing, incoming = "remote", "local"
+	}
+	for _, cf := range page.Conflicts {
+		if len(l.conflicts) < maxSyncListed {
+			kept := incoming
+			if cf.Kept == "existing" {
+				kept = existing
+			}
+			local, remote := cf.Existing, cf.Incoming
+			if !pulled {
+				local, remote = cf.Incoming, cf.Existing
+			}
+			l.conflicts = append(l.conflicts, SyncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: local, RemoteFactID: remote, Kept: kept})
+		}
+	}
+	for _, r := range page.Rejected {
+		if len(l.rejected) < maxSyncListed {
+			l.rejected = append(l.rejected, r)
+		}
+	}
+}
+
+// applyPulled stores one page of versions pulled from remote and, in the
+// same transaction, moves the prefix's pull cursor past them and adds
+// their counts to the sync state it returns.
+func applyPulled(ctx context.Context, env *toolkit.Env, remote, tenant, prefix string, resp *ChangesResponse) (store.SyncApplied, *store.SyncState, error) {
+	var applied store.SyncApplied
+	var st *store.SyncState
+	now := env.Time()
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		var err error
+		if applied, err = store.ApplySyncFacts(tx, tenant, store.SyncSource{Replica: remote, Now: now}, resp.Facts); err != nil {
+			return err
+		}
+		s, err := store.GetSyncState(tx, remote, tenant)
+		if err != nil {
+			return err
+		}
+		s.PullCursors[prefix] = resp.Cursor
+		s.LastPullAt = &now
+		s.PullCount += uint64(applied.Applied)
+		s.ConflictCount += uint64(len(applied.Conflicts))
+		st = s
+		return store.PutSyncState(tx, s)
+	})
+	return applied, st, err
 }
 
 // pushFilter is a parsed allowlist: nil prefixes means everything.
@@ -427,138 +467,159 @@ func (d *Deps) syncPush() *toolkit.Tool {
 		Annotations: toolkit.Annotations{Title: "Sync push", OpenWorldHint: true},
 		Out:         toolkit.OutputOf[SyncPushOutput](),
 		Alt:         toolkit.OutputOf[SyncPushPreviewOutput](),
-		Run: toolkit.Bind(name, func(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPushArgs) (*toolkit.Result, error) {
-			if err := syncTenant(name, in.TenantID, c); err != nil {
-				return nil, err
-			}
-			filter, err := parseAllowlist(name, in.Allowlist, in.Allowlist != nil)
-			if err != nil {
-				return nil, err
-			}
-			if d.Remote == nil {
-				return notConfigured(env), nil
-			}
-			tenant := c.TenantID()
-			if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierEstablished) }); err != nil {
-				return nil, err
-			}
-			id, err := d.remoteName(ctx)
-			if err != nil {
-				if e := remoteRefusal(name, err); e != nil {
-					return nil, e
-				}
-				return remoteFailure(name, err), nil
-			}
-			var st *store.SyncState
-			var batch []store.SyncFact
-			var advance uint64
-			skippedSynced, skippedDeleted, skippedAllow := 0, 0, 0
-			more := false
-			err = env.Store.View(ctx, func(tx store.Tx) error {
-				var err error
-				if st, err = store.GetSyncState(tx, id.Name, tenant); err != nil {
-					return err
-				}
-				advance = st.PushCursor
-				blocked := false
-				last, remain, err := store.SyncPending(tx, tenant, st.PushCursor, maxSyncScan, func(seq uint64, f *store.Fact, synced bool) bool {
-					switch {
-					case synced:
-						skippedSynced++
-					case f.Deleted:
-						skippedDeleted++
-					case !filter.allows(f.Entity):
-						skippedAllow++
-						blocked = true
-						return true
-					default:
-						if len(batch) == MaxSyncFacts {
-							return false
-						}
-						batch = append(batch, store.ToSyncFact(f))
-					}
-					if !blocked {
-						advance = seq
-					}
-					return true
-				})
-				if !blocked {
-					advance = last
-				}
-				more = remain
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			if !in.Confirm {
-				h := sha256.New()
-				listed := []SyncFactRef{}
-				for _, f := range batch {
-					h.Write([]byte(f.ID + "\n"))
-					if len(listed) < maxSyncListed {
-						listed = append(listed, SyncFactRef{FactID: f.ID, Entity: f.Entity, Key: f.Key})
-					}
-				}
-				return toolkit.JSONResult(SyncPushPreviewOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
-					SkippedDeleted: skippedDeleted, SkippedNotAllowlisted: skippedAllow, Mode: "preview", WouldPromote: len(batch), Facts: listed, PreviewHash: hex.EncodeToString(h.Sum(nil)),
-					PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
-			}
-			conflicts := []SyncConflict{}
-			rejected := []store.SyncRejected{}
-			pushed, dups, nconf := 0, 0, 0
-			for i, page := range syncPages(batch) {
-				resp, err := d.Remote.Push(ctx, PushRequest{Facts: page})
-				if err != nil {
-					recordSyncError(ctx, env, id.Name, tenant, err)
-					if e := remoteRefusal(name, err); e != nil {
-						return nil, e
-					}
-					res := remoteFailure(name, err)
-					if i > 0 {
-						res.Content[0].Text += fmt.Sprintf(" (%d versions were sent before it failed; the next push sends them again and the remote counts them as duplicates)", i)
-					}
-					return res, nil
-				}
-				pushed, dups, nconf = pushed+resp.Applied, dups+resp.Duplicates, nconf+len(resp.Conflicts)
-				for _, cf := range resp.Conflicts {
-					if len(conflicts) < maxSyncListed {
-						kept := "local"
-						if cf.Kept == "existing" {
-							kept = "remote"
-						}
-						conflicts = append(conflicts, SyncConflict{Entity: cf.Entity, Key: cf.Key, LocalFactID: cf.Incoming, RemoteFactID: cf.Existing, Kept: kept})
-					}
-				}
-				for _, r := range resp.Rejected {
-					if len(rejected) < maxSyncListed {
-						rejected = append(rejected, r)
-					}
-				}
-			}
-			now := env.Time()
-			err = env.Store.Update(ctx, func(tx store.Tx) error {
-				s, err := store.GetSyncState(tx, id.Name, tenant)
-				if err != nil {
-					return err
-				}
-				if advance > s.PushCursor {
-					s.PushCursor = advance
-				}
-				s.LastPushAt = &now
-				s.PushCount += uint64(pushed)
-				s.ConflictCount += uint64(nconf)
-				st = s
-				return store.PutSyncState(tx, s)
-			})
-			if err != nil {
-				return nil, err
-			}
-			return toolkit.JSONResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: skippedSynced,
-				SkippedDeleted: skippedDeleted, SkippedNotAllowlisted: skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: conflicts,
-				Rejected: rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
-		}),
+		Run:         toolkit.Bind(name, d.runSyncPush),
 	}
+}
+
+// runSyncPush runs one sync_push call.
+func (d *Deps) runSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPushArgs) (*toolkit.Result, error) {
+	const name = "sync_push"
+	if err := syncTenant(name, in.TenantID, c); err != nil {
+		return nil, err
+	}
+	filter, err := parseAllowlist(name, in.Allowlist, in.Allowlist != nil)
+	if err != nil {
+		return nil, err
+	}
+	if d.Remote == nil {
+		return notConfigured(env), nil
+	}
+	tenant := c.TenantID()
+	if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierEstablished) }); err != nil {
+		return nil, err
+	}
+	id, err := d.remoteName(ctx)
+	if err != nil {
+		if e := remoteRefusal(name, err); e != nil {
+			return nil, e
+		}
+		return remoteFailure(name, err), nil
+	}
+	scan, err := scanPush(ctx, env, id.Name, tenant, filter)
+	if err != nil {
+		return nil, err
+	}
+	batch, advance, more := scan.batch, scan.advance, scan.more
+	if !in.Confirm {
+		return scan.preview(id.Name, tenant)
+	}
+	listed := newSyncListed()
+	pushed, dups, nconf := 0, 0, 0
+	for i, page := range syncPages(batch) {
+		resp, err := d.Remote.Push(ctx, PushRequest{Facts: page})
+		if err != nil {
+			recordSyncError(ctx, env, id.Name, tenant, err)
+			if e := remoteRefusal(name, err); e != nil {
+				return nil, e
+			}
+			res := remoteFailure(name, err)
+			if i > 0 {
+				res.Content[0].Text += fmt.Sprintf(" (%d versions were sent before it failed; the next push sends them again and the remote counts them as duplicates)", i)
+			}
+			return res, nil
+		}
+		pushed, dups, nconf = pushed+resp.Applied, dups+resp.Duplicates, nconf+len(resp.Conflicts)
+		listed.add(resp, false)
+	}
+	st, err := recordPush(ctx, env, id.Name, tenant, advance, pushed, nconf)
+	if err != nil {
+		return nil, err
+	}
+	return toolkit.JSONResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: scan.skippedSynced,
+		SkippedDeleted: scan.skippedDeleted, SkippedNotAllowlisted: scan.skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: listed.conflicts,
+		Rejected: listed.rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
+}
+
+// pushScan is what sync_push found to send: the versions past the push
+// cursor (at most MaxSyncFacts), how far the cursor may advance over
+// them, and what it passed over.
+type pushScan struct {
+	state                                       *store.SyncState
+	batch                                       []store.SyncFact
+	advance                                     uint64
+	skippedSynced, skippedDeleted, skippedAllow int
+	more                                        bool
+}
+
+// scanPush reads the tenant's shared versions past the push cursor for
+// remote: synced and deleted versions are passed over, and the cursor
+// stops before the first version filter does not allow, so that a later
+// push with a wider allowlist still sends it.
+func scanPush(ctx context.Context, env *toolkit.Env, remote, tenant string, filter pushFilter) (pushScan, error) {
+	var p pushScan
+	err := env.Store.View(ctx, func(tx store.Tx) error {
+		var err error
+		if p.state, err = store.GetSyncState(tx, remote, tenant); err != nil {
+			return err
+		}
+		p.advance = p.state.PushCursor
+		blocked := false
+		last, remain, err := store.SyncPending(tx, tenant, p.state.PushCursor, maxSyncScan, func(seq uint64, f *store.Fact, synced bool) bool {
+			switch {
+			case synced:
+				p.skippedSynced++
+			case f.Deleted:
+				p.skippedDeleted++
+			case !filter.allows(f.Entity):
+				p.skippedAllow++
+				blocked = true
+				return true
+			default:
+				if len(p.batch) == MaxSyncFacts {
+					return false
+				}
+				p.batch = append(p.batch, store.ToSyncFact(f))
+			}
+			if !blocked {
+				p.advance = seq
+			}
+			return true
+		})
+		if !blocked {
+			p.advance = last
+		}
+		p.more = remain
+		return err
+	})
+	return p, err
+}
+
+// preview is sync_push's answer without confirm: what a push would send,
+// and a hash of the ids it would send.
+func (scan pushScan) preview(remote, tenant string) (*toolkit.Result, error) {
+	h := sha256.New()
+	listed := []SyncFactRef{}
+	for _, f := range scan.batch {
+		h.Write([]byte(f.ID + "\n"))
+		if len(listed) < maxSyncListed {
+			listed = append(listed, SyncFactRef{FactID: f.ID, Entity: f.Entity, Key: f.Key})
+		}
+	}
+	return toolkit.JSONResult(SyncPushPreviewOutput{Remote: remote, TenantID: tenant, More: scan.more, SkippedSynced: scan.skippedSynced,
+		SkippedDeleted: scan.skippedDeleted, SkippedNotAllowlisted: scan.skippedAllow, Mode: "preview", WouldPromote: len(scan.batch), Facts: listed, PreviewHash: hex.EncodeToString(h.Sum(nil)),
+		PushCursor: scan.state.PushCursor, TotalPushCount: scan.state.PushCount})
+}
+
+// recordPush moves the push cursor for remote to advance (never back) and
+// adds a push's counts to the sync state it returns.
+func recordPush(ctx context.Context, env *toolkit.Env, remote, tenant string, advance uint64, pushed, nconf int) (*store.SyncState, error) {
+	now := env.Time()
+	var st *store.SyncState
+	err := env.Store.Update(ctx, func(tx store.Tx) error {
+		s, err := store.GetSyncState(tx, remote, tenant)
+		if err != nil {
+			return err
+		}
+		if advance > s.PushCursor {
+			s.PushCursor = advance
+		}
+		s.LastPushAt = &now
+		s.PushCount += uint64(pushed)
+		s.ConflictCount += uint64(nconf)
+		st = s
+		return store.PutSyncState(tx, s)
+	})
+	return st, err
 }
 
 // SyncPullOutput is what sync_pull returns.

@@ -115,19 +115,7 @@ func (d *Deps) updateStatusTool() *toolkit.Tool {
 // computeUpdateStatus is update_status for a binary and a checkout ("" for
 // none) at now.
 func computeUpdateStatus(ctx context.Context, bin binaryInfo, checkout string, now time.Time) UpdateStatusOutput {
-	st := UpdateStatusOutput{Enabled: true, State: "unknown", Basis: "none", ModulePath: bin.path, ModuleVersion: bin.version,
-		GoVersion: bin.goVersion, BinaryModified: bin.modified, CheckedAt: now.Format(time.RFC3339Nano), Notes: []string{}}
-	if bin.revision != "" {
-		st.BinaryCommit, st.Basis = &bin.revision, "binary"
-		if bin.vcsTime != "" {
-			st.BinaryCommitTime = &bin.vcsTime
-		}
-		if bin.modified != nil && *bin.modified {
-			st.Notes = append(st.Notes, "the binary was built from a working tree with uncommitted changes (vcs.modified)")
-		}
-	} else {
-		st.Notes = append(st.Notes, "the binary carries no vcs revision (built by go test, outside a repository, or with -buildvcs=false)")
-	}
+	st := binaryStatus(bin, now)
 	if checkout == "" {
 		st.CurrentCommit = st.BinaryCommit
 		st.Notes = append(st.Notes, "no source checkout is configured (CRUX_UPDATE_CHECKOUT): crux cannot tell whether an update exists, and makes no network call to find out")
@@ -188,6 +176,34 @@ func computeUpdateStatus(ctx context.Context, bin binaryInfo, checkout string, n
 		st.Notes = append(st.Notes, "current against tracking ref: "+err.Error())
 		return st
 	}
+	st.setComparison(ahead, behind, co.tracking, checkout)
+	return st
+}
+
+// binaryStatus is the status known from the binary alone: its module,
+// Go version and, when it was stamped with one, the commit it was built
+// from.
+func binaryStatus(bin binaryInfo, now time.Time) UpdateStatusOutput {
+	st := UpdateStatusOutput{Enabled: true, State: "unknown", Basis: "none", ModulePath: bin.path, ModuleVersion: bin.version,
+		GoVersion: bin.goVersion, BinaryModified: bin.modified, CheckedAt: now.Format(time.RFC3339Nano), Notes: []string{}}
+	if bin.revision != "" {
+		st.BinaryCommit, st.Basis = &bin.revision, "binary"
+		if bin.vcsTime != "" {
+			st.BinaryCommitTime = &bin.vcsTime
+		}
+		if bin.modified != nil && *bin.modified {
+			st.Notes = append(st.Notes, "the binary was built from a working tree with uncommitted changes (vcs.modified)")
+		}
+	} else {
+		st.Notes = append(st.Notes, "the binary carries no vcs revision (built by go test, outside a repository, or with -buildvcs=false)")
+	}
+	return st
+}
+
+// setComparison sets the state of the current commit against the
+// tracking ref from how many commits each has that the other lacks, and
+// the hint to pull in checkout when the current commit is behind.
+func (st *UpdateStatusOutput) setComparison(ahead, behind *int, tracking, checkout string) {
 	st.AheadBy, st.BehindBy = ahead, behind
 	available := *behind > 0
 	st.UpdateAvailable = &available
@@ -203,10 +219,9 @@ func computeUpdateStatus(ctx context.Context, bin binaryInfo, checkout string, n
 	}
 	if available {
 		hint := fmt.Sprintf("%s has %d commit(s) this %s lacks: pull in %s and rebuild (go install ./cmd/crux)",
-			co.tracking, *behind, st.Basis, checkout)
+			tracking, *behind, st.Basis, checkout)
 		st.UpgradeHint = &hint
 	}
-	return st
 }
 
 // checkoutInfo is what update_status reads of a checkout's .git.

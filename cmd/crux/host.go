@@ -242,6 +242,11 @@ func (h *host) server(env []string) (*crux.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every command that opens the store purges what is due, and meets a
+	// store it cannot prepare when it starts.
+	if err := srv.Prepare(context.Background()); err != nil {
+		return nil, err
+	}
 	if len(h.servers) >= maxServers {
 		// Drop one. It is not closed: a call may still be running on it,
 		// and a server holds nothing but memory (the store is the host's).

@@ -312,14 +312,8 @@ func Open(path string, opts *Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("store/bolt: open: empty path")
 	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("store/bolt: open %s: directory %s does not exist: %w", path, dir, err)
-		}
-		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("store/bolt: open %s: %s is not a directory", path, dir)
+	if err := checkDir(path); err != nil {
+		return nil, err
 	}
 
 	timeout := opts.LockTimeout
@@ -336,13 +330,7 @@ func Open(path string, opts *Options) (*DB, error) {
 	// a file that is no longer the database.
 	lock, err := lockFile(path+".lock", !opts.ReadOnly, timeout)
 	if errors.Is(err, errLockTimeout) {
-		waited := opts.LockTimeout
-		if waited == 0 {
-			waited = DefaultLockTimeout
-		} else if waited < 0 {
-			waited = 0
-		}
-		return nil, &lockedError{path: path, waited: waited}
+		return nil, &lockedError{path: path, waited: opts.waited()}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store/bolt: open %s: lock: %w", path, err)
@@ -361,20 +349,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
-	bopts := &bbolt.Options{
-		Timeout:        timeout,
-		NoSync:         opts.NoSync,
-		ReadOnly:       opts.ReadOnly,
-		FreelistType:   bbolt.FreelistMapType,
-		NoFreelistSync: true, // rebuilt on open; see the package doc
-	}
-	if w != nil && !opts.NoSync && !opts.NoWAL {
-		bopts.InitialMmapSize = logMmapSize()
-		if opts.hooks != nil && opts.hooks.mmapSize > 0 {
-			bopts.InitialMmapSize = opts.hooks.mmapSize
-		}
-	}
-	bdb, err := bbolt.Open(path, fileMode, bopts)
+	bdb, err := bbolt.Open(path, fileMode, opts.bbolt(timeout, w != nil))
 	if err == nil {
 		bdb.AllocSize = allocSize
 	}
@@ -382,13 +357,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		w.close()
 		unlockFile(lock)
 		if errors.Is(err, berrors.ErrTimeout) {
-			waited := opts.LockTimeout
-			if waited == 0 {
-				waited = DefaultLockTimeout
-			} else if waited < 0 {
-				waited = 0
-			}
-			return nil, &lockedError{path: path, waited: waited}
+			return nil, &lockedError{path: path, waited: opts.waited()}
 		}
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
@@ -406,6 +375,54 @@ func Open(path string, opts *Options) (*DB, error) {
 	db.trimDone = make(chan struct{})
 	go db.keepTrimmed(db.trimDone)
 	return db, nil
+}
+
+// checkDir refuses a path whose directory does not exist or is not a
+// directory.
+func checkDir(path string) error {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("store/bolt: open %s: directory %s does not exist: %w", path, dir, err)
+		}
+		return fmt.Errorf("store/bolt: open %s: %w", path, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("store/bolt: open %s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
+// bbolt is the options Open opens the file with, waiting timeout for its
+// lock; logged says whether Open holds a write-ahead log, whose commits,
+// unless the store is opened NoSync or NoWAL, want the file mapped large
+// from the start.
+func (o *Options) bbolt(timeout time.Duration, logged bool) *bbolt.Options {
+	bopts := &bbolt.Options{
+		Timeout:        timeout,
+		NoSync:         o.NoSync,
+		ReadOnly:       o.ReadOnly,
+		FreelistType:   bbolt.FreelistMapType,
+		NoFreelistSync: true, // rebuilt on open; see the package doc
+	}
+	if logged && !o.NoSync && !o.NoWAL {
+		bopts.InitialMmapSize = logMmapSize()
+		if o.hooks != nil && o.hooks.mmapSize > 0 {
+			bopts.InitialMmapSize = o.hooks.mmapSize
+		}
+	}
+	return bopts
+}
+
+// waited is how long Open waits for the lock, as a locked error reports
+// it: DefaultLockTimeout when LockTimeout is 0, none when it is negative.
+func (o *Options) waited() time.Duration {
+	waited := o.LockTimeout
+	if waited == 0 {
+		waited = DefaultLockTimeout
+	} else if waited < 0 {
+		waited = 0
+	}
+	return waited
 }
 
 // allocSize is how much bbolt grows the file by, past the data it holds,
