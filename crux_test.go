@@ -185,6 +185,13 @@ func TestClosedServer(t *testing.T) {
 	_, err := srv.CallTool(context.Background(), anon, "list_entities", nil)
 	assert.ErrorIs(t, err, crux.ErrServerClosed)
 	assert.EqualError(t, err, "crux: server is closed (-32603)", "said once")
+	_, err = srv.SyncIdentity(context.Background(), anon)
+	assert.ErrorIs(t, err, crux.ErrServerClosed)
+	assert.EqualError(t, err, "crux: server is closed (-32603)", "said once")
+	_, err = srv.SyncChanges(context.Background(), anon, crux.ChangesRequest{})
+	assert.EqualError(t, err, "crux: server is closed (-32603)", "said once")
+	_, err = srv.SyncPush(context.Background(), anon, crux.PushRequest{})
+	assert.EqualError(t, err, "crux: server is closed (-32603)", "said once")
 }
 
 func TestForgetClosedServer(t *testing.T) {

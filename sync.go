@@ -39,7 +39,7 @@ type PushResponse = tools.PushResponse
 // gate an agent's tools.
 func (s *Server) SyncIdentity(ctx context.Context, c Caller) (RemoteIdentity, error) {
 	if s.closed.Load() {
-		return RemoteIdentity{}, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+		return RemoteIdentity{}, toolkit.WrapError(CodeInternalError, "server is closed", ErrServerClosed)
 	}
 	if err := s.prepareCall(ctx); err != nil {
 		return RemoteIdentity{}, err
@@ -53,7 +53,7 @@ func (s *Server) SyncIdentity(ctx context.Context, c Caller) (RemoteIdentity, er
 // or limit, -32003 for a caller that is not an authenticated replica).
 func (s *Server) SyncChanges(ctx context.Context, c Caller, req ChangesRequest) (*ChangesResponse, error) {
 	if s.closed.Load() {
-		return nil, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+		return nil, toolkit.WrapError(CodeInternalError, "server is closed", ErrServerClosed)
 	}
 	if err := s.prepareCall(ctx); err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (s *Server) SyncChanges(ctx context.Context, c Caller, req ChangesRequest) 
 // [Remote.Push].
 func (s *Server) SyncPush(ctx context.Context, c Caller, req PushRequest) (*PushResponse, error) {
 	if s.closed.Load() {
-		return nil, toolkit.WrapError(CodeInternalError, ErrServerClosed.Error(), ErrServerClosed)
+		return nil, toolkit.WrapError(CodeInternalError, "server is closed", ErrServerClosed)
 	}
 	if err := s.prepareCall(ctx); err != nil {
 		return nil, err
