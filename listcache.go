@@ -114,11 +114,21 @@ func (s *Server) buildList(names []string) []Tool {
 // the copy's own.
 func cloneTools(list []Tool) []Tool {
 	out := make([]Tool, len(list))
-	for i, t := range list {
-		t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
-		if t.OutputSchema != nil {
-			t.OutputSchema = append(json.RawMessage(nil), t.OutputSchema...)
+	n := 0
+	for _, t := range list {
+		n += len(t.InputSchema) + len(t.OutputSchema)
+	}
+	buf := make([]byte, 0, n) // every schema's copy, each capped at its length
+	own := func(b json.RawMessage) json.RawMessage {
+		if len(b) == 0 {
+			return nil
 		}
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	for i, t := range list {
+		t.InputSchema = own(t.InputSchema)
+		t.OutputSchema = own(t.OutputSchema)
 		if t.Meta != nil {
 			t.Meta = cloneMeta(t.Meta)
 		}
