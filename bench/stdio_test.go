@@ -202,3 +202,20 @@ func BenchmarkHTTPToolsList(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListToolsShared: crux.Server.ListToolsShared in process, the
+// list the MCP adapter is given by Local: the list kept for what the
+// caller sees, not copied.
+func BenchmarkListToolsShared(b *testing.B) {
+	for _, enforce := range []bool{false, true} {
+		b.Run(fmt.Sprintf("router=%v", map[bool]string{false: "none", true: "free-local"}[enforce]), func(b *testing.B) {
+			srv := newTokenServer(b, enforce)
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(srv.ListToolsShared(context.Background(), caller)) == 0 {
+					b.Fatal("no tools listed")
+				}
+			}
+		})
+	}
+}
