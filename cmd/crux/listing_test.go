@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,5 +112,32 @@ func TestListCachesAreBounded(t *testing.T) {
 		n := len(fwd.lists.m)
 		fwd.lists.mu.Unlock()
 		assert.LessOrEqual(t, n, maxForwardedLists)
+	}
+}
+
+// TestForwardedListFollowsAServerMadeAgain: when the owner drops the
+// server of a forwarding process's flags and makes it again (with a token
+// minted anew), the forwarded list is the new server's, byte for byte.
+func TestForwardedListFollowsAServerMadeAgain(t *testing.T) {
+	ctx := context.Background()
+	env := []string{"CORECRUXD_TOOL_SURFACE=minimal"}
+	h, fwd := ownedHost(t, env)
+	alice := crux.Caller{Agent: "alice", Authenticated: true}
+	for round := range 3 {
+		srv, err := h.server(env)
+		require.NoError(t, err)
+		want, err := json.Marshal(srv.ListTools(ctx, alice))
+		require.NoError(t, err)
+		for range 2 {
+			list, err := fwd.ListTools(ctx, alice)
+			require.NoError(t, err)
+			got, err := json.Marshal(list)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got), "round %d", round)
+		}
+		h.mu.Lock()
+		clear(h.servers)
+		h.mu.Unlock()
+		time.Sleep(time.Second) // a token minted in another second
 	}
 }
