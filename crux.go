@@ -137,10 +137,10 @@ type Server struct {
 	listedOnce sync.Once
 	listed     []json.RawMessage
 
+	closed atomic.Bool
+
 	// lists holds the tool lists built for ListToolsShared.
 	lists listings
-
-	closed atomic.Bool
 }
 
 // ErrServerClosed is the cause of the error CallTool returns after Close.
