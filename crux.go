@@ -144,6 +144,9 @@ type Server struct {
 	prepared  atomic.Bool
 
 	closed atomic.Bool
+
+	// lists holds the tool lists built for ListToolsShared.
+	lists listings
 }
 
 // ErrServerClosed is the cause of the error CallTool returns after Close.
@@ -307,32 +310,10 @@ func FreeLocalCapabilities(f Flags) []string {
 // then narrowed by the tool surface (Flags.ToolSurface; dynamic follows the
 // intent c declared with cuecrux_session). Each description starts with its
 // tier marker; hosted tools carry _meta.crux.upgrade. Tools left out can
-// still be called. The result is the caller's own to modify.
+// still be called. The result is the caller's own to modify: a deep copy
+// of the list [Server.ListToolsShared] keeps.
 func (s *Server) ListTools(ctx context.Context, c Caller) []Tool {
-	names := s.env.Listed(ctx, c)
-	out := make([]Tool, 0, len(names))
-	for _, name := range names {
-		i := s.byName[name]
-		t := s.catalogue[i]
-		t.InputSchema = append(json.RawMessage(nil), s.listedSchema(i)...)
-		t.OutputSchema = s.set.OutputSchema(name)
-		meta := map[string]any{}
-		if up, ok := s.env.Surface.Upgrade(name); ok {
-			meta["upgrade"] = up
-		}
-		if s.token != nil {
-			ref := map[string]string{"token_id": s.token.TokenID, "token_hash": s.token.TokenHash}
-			meta["filtered_by"] = "rcx-capability-token"
-			meta["token_ref"] = ref
-			meta["receipt_class"] = s.token.ReceiptClass
-			meta["tier"] = s.token.Tier
-		}
-		if len(meta) > 0 {
-			t.Meta = map[string]any{"crux": meta}
-		}
-		out = append(out, t)
-	}
-	return out
+	return cloneTools(s.ListToolsShared(ctx, c))
 }
 
 // listedSchema is the input schema ListTools serves for the tool at index i

@@ -19,6 +19,7 @@ import (
 	"github.com/crux-go/crux/rcx"
 	"github.com/crux-go/crux/receipts"
 	"github.com/crux-go/crux/store/bolt"
+	"github.com/crux-go/crux/surface"
 )
 
 // listingServer is a crux server over a fresh store with the dynamic tool
@@ -250,4 +251,81 @@ func TestDirectListIsTheSDKs(t *testing.T) {
 			})
 		}
 	}
+}
+
+// denyRouter grants every capability but the one it denies at the moment
+// of the decision, as an embedder's router whose grants change might.
+type denyRouter struct{ denied atomic.Value } // string
+
+func (r *denyRouter) Decide(_ context.Context, c rcx.Call) rcx.Decision {
+	if d, _ := r.denied.Load().(string); d == c.Capability {
+		return rcx.Decision{Mode: rcx.ModeRefused, ReasonCode: rcx.ReasonCapabilityNotPermitted}
+	}
+	return rcx.Decision{Authorised: true, Mode: rcx.ModeLocal}
+}
+
+func (r *denyRouter) Info() rcx.Info {
+	return rcx.Info{TokenID: "embedder", TokenHash: "00", Tier: "free", ReceiptClass: "verified"}
+}
+
+// TestListCacheFollowsTheServer: over Local, whose lists are the crux
+// server's shared ones, a session whose server stops granting a tool, and
+// grants it again, gets at each tools/list the reply a new session gets
+// then, byte for byte; so does a session over a server that has built more
+// lists than it keeps (crux.MaxListings), and so builds one it answered
+// before anew.
+func TestListCacheFollowsTheServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "crux.db"), &bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, db.Close()) })
+	r := &denyRouter{}
+	r.denied.Store("")
+	srv, err := crux.NewServer(db, &crux.Options{Router: r})
+	require.NoError(t, err)
+	b := Local(srv)
+	caps := []string{"", surface.Capability("store_fact"), surface.Capability("query_facts")}
+	want := make([]string, len(caps))
+	for i, c := range caps {
+		r.denied.Store(c)
+		want[i] = freshList(t, ctx, b, "7")
+	}
+	require.NotEqual(t, want[0], want[1])
+	require.NotEqual(t, want[1], want[2])
+
+	s := startSession(t, ctx, b, true)
+	defer s.close()
+	s.send(initLine("2025-06-18"))
+	s.await(`"init"`)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	sdk := startSession(t, ctx, b, false)
+	defer sdk.close()
+	sdk.send(initLine("2025-06-18"))
+	sdk.await(`"init"`)
+	sdk.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	list := func(n, i int) {
+		t.Helper()
+		r.denied.Store(caps[i])
+		id := fmt.Sprint(n + 100)
+		for k, s := range []*session{s, sdk} {
+			s.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`)
+			got := s.await(id)
+			assert.Equal(t, want[i][len(`{"jsonrpc":"2.0","id":7`):], got[len(`{"jsonrpc":"2.0","id":`+id):], "request %d, denying %q, %s", n, caps[i], []string{"direct", "via the SDK"}[k])
+		}
+	}
+	for n, i := range []int{0, 0, 1, 1, 0, 2, 2, 1, 0} {
+		list(n, i)
+	}
+	// Every tool denied in turn: more lists than the server keeps, so
+	// that the next is built anew, a slice the sessions have not seen.
+	tools := srv.ListTools(ctx, crux.Caller{})
+	require.Greater(t, len(tools)+len(caps), crux.MaxListings)
+	for _, tool := range tools {
+		r.denied.Store(surface.Capability(tool.Name))
+		srv.ListToolsShared(ctx, crux.Caller{})
+	}
+	list(20, 0)
+	list(21, 1)
+	list(22, 0)
 }

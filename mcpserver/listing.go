@@ -56,12 +56,19 @@ var compactOutputSchema = json.RawMessage(`{"type":"object"}`)
 // is what listResult would make, byte for byte; and since an adapter
 // serves one caller through one Backend, no caller is ever answered with
 // another's list.
+//
+// A shared cache trusts the slices its Backend returns never to change
+// (Local's are crux.Server.ListToolsShared's): a list that is the very
+// slice of the last answer (the same first element and length) is that
+// list, and is not compared tool for tool.
 type listCache struct {
-	mu    sync.Mutex
-	list  []crux.Tool // a copy of the slice the Backend returned
-	tools []*mcp.Tool // listResult(list).Tools
-	meta  mcp.Meta    // listResult(list).Meta
-	raw   []byte      // the result as the SDK encodes it, once the direct path has asked
+	mu     sync.Mutex
+	shared bool        // the Backend's lists are never modified, by anyone
+	src    []crux.Tool // with shared, the slice the Backend returned last
+	list   []crux.Tool // a copy of the slice the Backend returned
+	tools  []*mcp.Tool // listResult(list).Tools
+	meta   mcp.Meta    // listResult(list).Meta
+	raw    []byte      // the result as the SDK encodes it, once the direct path has asked
 }
 
 // result is the tools/list result for list, from the cache when list is
@@ -100,10 +107,22 @@ func (lc *listCache) encoded(list []crux.Tool) ([]byte, error) {
 // update makes the cache hold list, converting it unless it holds it
 // already. lc.mu must be held.
 func (lc *listCache) update(list []crux.Tool) {
+	if lc.tools != nil && lc.shared && sameSlice(list, lc.src) {
+		return
+	}
 	if lc.tools == nil || !sameTools(list, lc.list) {
 		res := listResult(list)
 		lc.list, lc.tools, lc.meta, lc.raw = slices.Clone(list), res.Tools, res.Meta, nil
 	}
+	if lc.shared {
+		lc.src = list
+	}
+}
+
+// sameSlice reports whether a and b are one slice: not empty, the same
+// length, the same first element.
+func sameSlice(a, b []crux.Tool) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
 // sameTools reports whether a and b list the same tools alike, each field

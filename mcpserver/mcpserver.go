@@ -159,7 +159,11 @@
 // compact schemas) and, over stdio, its encoding are kept per server, for
 // its one caller, and made again whenever the list differs, tool for tool,
 // from the one they were made of: the answer is a function of the list,
-// so it is the same, byte for byte, as one made afresh.
+// so it is the same, byte for byte, as one made afresh. Over [Local], the
+// list is crux.Server.ListToolsShared's, which the crux server keeps built
+// for every caller that sees the same tools (at most crux.MaxListings
+// lists): a tools/list whose caller sees what it saw at the last one costs
+// the server's decision of what it sees and a lookup.
 //
 // # Shutting down
 //
@@ -312,14 +316,17 @@ type Backend interface {
 	CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error)
 }
 
-// Local returns the Backend of srv: its own ListTools and CallTool.
+// Local returns the Backend of srv: its own ListTools and CallTool. Its
+// lists are srv.ListToolsShared's, which the server only reads: a
+// tools/list of the same tools as the last is answered without building or
+// comparing them again.
 func Local(srv *crux.Server) Backend { return local{srv} }
 
 // local is the Backend of a *crux.Server.
 type local struct{ srv *crux.Server }
 
 func (l local) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error) {
-	return l.srv.ListTools(ctx, c), nil
+	return l.srv.ListToolsShared(ctx, c), nil
 }
 
 func (l local) CallTool(ctx context.Context, c crux.Caller, name string, args json.RawMessage) (*crux.Result, error) {
@@ -386,6 +393,7 @@ func newServer(b Backend, caller crux.Caller, opts *Options) (*mcp.Server, *adap
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
 	a := &adapter{b: b, caller: caller, logger: logger}
+	_, a.lists.shared = b.(local)
 	s.AddReceivingMiddleware(a.middleware)
 	return s, a
 }

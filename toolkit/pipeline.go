@@ -196,8 +196,18 @@ func (e *Env) Listed(ctx context.Context, c Caller) []string {
 	names := e.Tools
 	if e.Router != nil {
 		allowed := make([]string, 0, len(names))
-		for _, n := range names {
-			if e.Router.Decide(ctx, e.CapabilityCall(n)).Authorised {
+		// Each decision is of the call CapabilityCall makes, with the
+		// capability NewEnv derived; the listing's decisions share one
+		// slice of egress classes, which no router modifies.
+		base := e.CapabilityCall("")
+		for i, n := range names {
+			call := base
+			if len(e.capabilities) == len(names) {
+				call.Capability = e.capabilities[i]
+			} else {
+				call.Capability = surface.Capability(n)
+			}
+			if e.Router.Decide(ctx, call).Authorised {
 				allowed = append(allowed, n)
 			}
 		}

@@ -346,6 +346,9 @@ type Env struct {
 	// Tools names the tools the server serves, in catalogue order: every
 	// tool of its set present under its flags.
 	Tools []string
+	// capabilities holds the capability of each tool of Tools, which
+	// Listed asks the router about at every listing.
+	capabilities []string
 	// descriptions holds the description of each tool of Tools, for
 	// reuse_check's catalogue lens.
 	descriptions map[string]string
@@ -381,6 +384,9 @@ func NewEnv(set *Set, st store.Backend, flags feature.Flags, now func() time.Tim
 		corrupt: &corruptLog{seen: make(map[string]struct{})},
 	}
 	e.Store = store.Reporting(st, e.ReportCorrupt)
+	for _, n := range names {
+		e.capabilities = append(e.capabilities, surface.Capability(n))
+	}
 	return e
 }
 

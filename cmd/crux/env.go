@@ -194,8 +194,9 @@ var joinTimeout = 5 * time.Second
 // owns the data directory, which may be this one (see host.go), or, for a
 // PostgreSQL store, directly.
 type session struct {
-	conn conn
-	env  []string // this process's flag variables, sent with each operation
+	conn  conn
+	env   []string       // this process's flag variables, sent with each operation
+	lists forwardedLists // the last tools/list of each caller, when forwarding (listing.go)
 }
 
 // conn runs a session's operations: an *owner.Conn, or direct.
@@ -332,24 +333,18 @@ func (ss *session) run(ctx context.Context, op string, req, res any, fn func(srv
 }
 
 // ListTools is tools/list, in-process when this process holds the store,
-// else through the owner (see mcpserver.Backend).
+// else through the owner (see mcpserver.Backend). The list is shared (the
+// server's, or the last one forwarded to the caller) and must not be
+// modified.
 func (ss *session) ListTools(ctx context.Context, c crux.Caller) ([]crux.Tool, error) {
 	var list []crux.Tool
 	if local, err := ss.local(func(srv *crux.Server) error {
-		list = srv.ListTools(ctx, c)
+		list = srv.ListToolsShared(ctx, c)
 		return nil
 	}); local {
 		return list, err
 	}
-	// Each tool's _meta is decoded as the owner's in-process list holds it
-	// (maps, not JSON), so that the MCP server finds the token keys every
-	// tool shares in it and sends them once, as the owner's own server
-	// does (see mcpserver's package documentation, "Listing").
-	var out []crux.Tool
-	if err := ss.do(ctx, opList, listReq{Env: ss.env, Caller: toWire(c)}, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return ss.forwardedList(ctx, c)
 }
 
 // CallTool is tools/call, in-process when this process holds the store,

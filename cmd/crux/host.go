@@ -32,7 +32,7 @@ import (
 // own operations take the same path, so a forwarded operation answers
 // exactly what it would answer in the process that owns the store.
 const (
-	opList     = "tools/list"     // listReq → []crux.Tool
+	opList     = "tools/list"     // listReq → []crux.Tool, or null (see listing.go)
 	opCall     = "tools/call"     // callReq → callAnswer
 	opRestore  = "forget/restore" // restoreReq → crux.RestoreReport
 	opPurge    = "purge"          // purgeReq → crux.PurgeReport
@@ -95,6 +95,10 @@ type (
 	listReq struct {
 		Env    []string   `json:"env"`
 		Caller wireCaller `json:"caller"`
+		// Have is the SHA-256 of the answer the forwarding process holds
+		// for Caller, if any: the owner answers null when the list
+		// encodes to it (see listing.go).
+		Have string `json:"have,omitempty"`
 	}
 	callReq struct {
 		Env    []string        `json:"env"`
@@ -167,6 +171,8 @@ type host struct {
 	mu      sync.Mutex
 	servers map[string]*crux.Server // by the flag variables, sorted and joined
 	ca      *c2pa.CA                // the data directory's C2PA root, once a server attests
+
+	answers listAnswers // the encoded tools/list answers (listing.go)
 }
 
 // maxServers bounds the servers a host keeps, one per distinct set of
@@ -289,6 +295,9 @@ func (h *host) Handle(ctx context.Context, op string, raw json.RawMessage) (json
 		}
 		return nil, err
 	}
+	if raw, ok := res.(json.RawMessage); ok {
+		return raw, nil // encoded already, compact and without escaping
+	}
 	return marshal(res)
 }
 
@@ -344,14 +353,6 @@ func decoding[R any](run func(h *host, ctx context.Context, req R) (any, error))
 		}
 		return run(h, ctx, req)
 	}
-}
-
-func (h *host) list(ctx context.Context, req listReq) (any, error) {
-	srv, err := h.server(req.Env)
-	if err != nil {
-		return nil, err
-	}
-	return srv.ListTools(ctx, req.Caller.caller()), nil
 }
 
 // callAnswer is a crux.Result on the socket. When its one text item is

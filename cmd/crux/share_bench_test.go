@@ -110,3 +110,35 @@ func BenchmarkServeForwarding(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkForwardedToolsList measures tools/list as a session of the
+// crux command asks its backend for it: on the owner's crux.Server
+// in-process, and from a second session, forwarded over the owner socket
+// and decoded.
+func BenchmarkForwardedToolsList(b *testing.B) {
+	ctx := context.Background()
+	h, fwd := ownedHost(b, nil)
+	srv, err := h.server(nil)
+	require.NoError(b, err)
+	c := crux.Caller{Agent: "bench", Authenticated: true}
+	for _, via := range []struct {
+		name string
+		list func() ([]crux.Tool, error)
+	}{
+		{"in-process", func() ([]crux.Tool, error) { return srv.ListTools(ctx, c), nil }},
+		{"forwarded", func() ([]crux.Tool, error) { return fwd.ListTools(ctx, c) }},
+	} {
+		b.Run(via.name, func(b *testing.B) {
+			if _, err := via.list(); err != nil { // the one-time derivations
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				list, err := via.list()
+				if err != nil || len(list) == 0 {
+					b.Fatal(len(list), err)
+				}
+			}
+		})
+	}
+}
