@@ -478,14 +478,14 @@ func (d *Deps) rerankPhrase(tx store.Tx, tenant, query string, qt []index.QueryT
 	}
 	store.PrefetchSegments(tx, tenant, seqs)
 	for _, f := range order[:n] {
-		seg, err := d.segments.segment(tx, tenant, f.seq)
+		_, words, err := d.segments.sequence(tx, tenant, f.seq)
 		if skippable(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		f.score += ph.Score(seg.Title, seg.Text)
+		f.score += ph.ScoreSequence(words)
 	}
 	sortFused(order[:n])
 	return nil
