@@ -1,7 +1,5 @@
 package index
 
-import "strings"
-
 // Phrase scores what a text holds of a query beyond its terms: the
 // query's words side by side, in the query's order. BM25 counts terms
 // wherever they stand, yet a passage that says "read the whole file"
@@ -20,7 +18,11 @@ type Phrase struct {
 	terms  map[string]int // a term of the query → its index
 	pairs  map[[2]int]pair
 	starts Starts
-	seen   []bool // by pair, during ScoreSequence
+	// words remembers what each word Score met is: the index of its
+	// term, notTerm or stopWord; a text repeats its words, and a query's
+	// segments each other's.
+	words map[string]int
+	seen  []bool // by pair, during Score
 }
 
 // pair is one pair of a [Phrase]: its weight and its index.
@@ -28,6 +30,12 @@ type pair struct {
 	weight float64
 	at     int
 }
+
+// What a word Score meets is besides a term of the query.
+const (
+	notTerm  = -1
+	stopWord = -2
+)
 
 // PairWeight is the share of the lesser weight of its two terms that a
 // pair adds to the score of a text holding it: about what one of them
@@ -42,7 +50,7 @@ const PairWeight = 0.5
 // ([Query] of text) of weight each (weight[i] for terms[i]; a term of no
 // positive weight is in no pair). It returns nil when text has no pair.
 func NewPhrase(text string, terms []QueryTerm, weight []float64) *Phrase {
-	p := &Phrase{terms: make(map[string]int, len(terms)), pairs: make(map[[2]int]pair)}
+	p := &Phrase{terms: make(map[string]int, len(terms)), pairs: make(map[[2]int]pair), words: make(map[string]int)}
 	for i, t := range terms {
 		if i < len(weight) && weight[i] > 0 {
 			p.terms[t.Term] = i
@@ -78,87 +86,59 @@ func NewPhrase(text string, terms []QueryTerm, weight []float64) *Phrase {
 // Score returns what texts (the parts of one segment, such as its title
 // and its text) add to the query's score: the weights of the query's
 // pairs they hold, each once. A pair does not span two texts. A nil
-// Phrase adds nothing. It is [Phrase.ScoreSequence] of [NewSequence] of
-// texts.
+// Phrase adds nothing.
+//
+// Only the words that may stem to a term of the query are looked at
+// (SplitStarting); whether two of them follow each other is then told by
+// the text between them, which must hold stop words alone.
 func (p *Phrase) Score(texts ...string) float64 {
 	if p == nil {
 		return 0
 	}
-	return p.ScoreSequence(NewSequence(texts...))
-}
-
-// A Sequence is a text as a [Phrase] reads it: the term of each of its
-// words in order, a stop word standing as an empty term. A caller that
-// scores the same text for many queries (a cache of segments) analyses it
-// once, with NewSequence, and scores it with [Phrase.ScoreSequence].
-type Sequence struct {
-	terms string   // the terms, one after the other
-	ends  []uint32 // the end of each word's term in terms
-	parts []int    // the index of the first word of each text after the first
-}
-
-// NewSequence returns the sequence of texts, the parts of one text that
-// no pair spans.
-func NewSequence(texts ...string) *Sequence { return sequence(Stem, texts) }
-
-// Sequence is [NewSequence], with the stems the Analyzer remembers.
-func (a *Analyzer) Sequence(texts ...string) *Sequence { return sequence(a.Stem, texts) }
-
-func sequence(stem func(string) string, texts []string) *Sequence {
-	var b strings.Builder
-	s := new(Sequence)
-	for i, text := range texts {
-		if i > 0 {
-			s.parts = append(s.parts, len(s.ends))
-		}
-		Split(text, func(w Word) {
-			if !IsStop(w.Lower) {
-				b.WriteString(stem(w.Lower))
-			}
-			s.ends = append(s.ends, uint32(b.Len()))
-		})
-	}
-	s.terms = b.String()
-	return s
-}
-
-// Bytes is about what s holds in memory.
-func (s *Sequence) Bytes() int { return len(s.terms) + 4*len(s.ends) + 8*len(s.parts) + 64 }
-
-// ScoreSequence is [Phrase.Score] of the texts of s.
-func (p *Phrase) ScoreSequence(s *Sequence) float64 {
-	if p == nil || s == nil {
-		return 0
-	}
 	var score float64
 	clear(p.seen)
-	prev, start, part := -1, uint32(0), 0
-	for j, end := range s.ends {
-		if part < len(s.parts) && s.parts[part] == j {
-			prev = -1
-			part++
-		}
-		t := s.terms[start:end]
-		start = end
-		switch {
-		case t == "": // a stop word
-			continue
-		case len(t) >= 2 && !p.starts.lets(t[0], t[1]):
-			prev = -1
-			continue
-		}
-		i, ok := p.terms[t]
-		if !ok {
-			prev = -1
-			continue
-		}
-		if prev >= 0 && prev != i {
-			if pr, ok := p.pairs[[2]int{prev, i}]; ok && !p.seen[pr.at] {
-				p.seen[pr.at] = true
-				score += pr.weight
+	for _, text := range texts {
+		prev, prevEnd := -1, 0
+		SplitStarting(text, &p.starts, func(w Word) {
+			i := p.word(w.Lower)
+			switch {
+			case i == stopWord:
+				return
+			case i == notTerm:
+				prev = -1
+				return
+			case prev >= 0 && prev != i:
+				if pr, ok := p.pairs[[2]int{prev, i}]; ok && !p.seen[pr.at] && onlyStops(text[prevEnd:w.Start]) {
+					p.seen[pr.at] = true
+					score += pr.weight
+				}
 			}
-		}
-		prev = i
+			prev, prevEnd = i, w.End
+		})
 	}
 	return score
+}
+
+// word returns what the lowercased word w is: the index of its term,
+// notTerm or stopWord.
+func (p *Phrase) word(w string) int {
+	if i, ok := p.words[w]; ok {
+		return i
+	}
+	i := stopWord
+	if !IsStop(w) {
+		var ok bool
+		if i, ok = p.terms[Stem(w)]; !ok {
+			i = notTerm
+		}
+	}
+	p.words[w] = i
+	return i
+}
+
+// onlyStops reports whether text holds no word but stop words.
+func onlyStops(text string) bool {
+	only := true
+	Split(text, func(w Word) { only = only && IsStop(w.Lower) })
+	return only
 }

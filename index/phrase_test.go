@@ -38,8 +38,7 @@ func TestPhrase(t *testing.T) {
 }
 
 // BenchmarkPhraseScore: the phrase of a question of nine words over a
-// segment of about 1,200 bytes of prose, as query reranks twenty of them:
-// from its text, and from its sequence made beforehand.
+// segment of about 1,200 bytes of prose, as query reranks twenty of them.
 func BenchmarkPhraseScore(b *testing.B) {
 	q := "what similarity laws must be obeyed when constructing aeroelastic models of heated high speed aircraft"
 	terms, _ := Query(q)
@@ -50,15 +49,7 @@ func BenchmarkPhraseScore(b *testing.B) {
 	p := NewPhrase(q, terms, w)
 	text := strings.Repeat("The boundary layer of a heated flat plate in high speed flow is studied with the similarity laws of the problem; ", 11)
 	b.SetBytes(int64(len(text)))
-	b.Run("text", func(b *testing.B) {
-		for b.Loop() {
-			p.Score("Heated aircraft models", text)
-		}
-	})
-	b.Run("sequence", func(b *testing.B) { // as query scores a cached segment
-		s := NewSequence("Heated aircraft models", text)
-		for b.Loop() {
-			p.ScoreSequence(s)
-		}
-	})
+	for b.Loop() {
+		p.Score("Heated aircraft models", text)
+	}
 }

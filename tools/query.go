@@ -478,14 +478,14 @@ func (d *Deps) rerankPhrase(tx store.Tx, tenant, query string, qt []index.QueryT
 	}
 	store.PrefetchSegments(tx, tenant, seqs)
 	for _, f := range order[:n] {
-		_, words, err := d.segments.sequence(tx, tenant, f.seq)
+		seg, err := d.segments.segment(tx, tenant, f.seq)
 		if skippable(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		f.score += ph.ScoreSequence(words)
+		f.score += ph.Score(seg.Title, seg.Text)
 	}
 	sortFused(order[:n])
 	return nil
