@@ -614,7 +614,7 @@ type JSONAppender interface {
 	AppendJSON(b []byte) ([]byte, bool)
 }
 
-// errorResult is a tool failure the model can read.
+// ErrorResult is a tool failure the model can read.
 func ErrorResult(format string, args ...any) *Result {
 	return &Result{Content: []Content{{Type: "text", Text: fmt.Sprintf(format, args...)}}, IsError: true}
 }
