@@ -405,6 +405,12 @@ func (d *Deps) query() *toolkit.Tool {
 					f.entities = g.entities
 				}
 				sortFused(order)
+				// The segments the phrase and distinctFirst read first, in one go.
+				seqs := make([]uint32, 0, min(2*limit, len(order)))
+				for _, f := range order[:cap(seqs)] {
+					seqs = append(seqs, f.seq)
+				}
+				store.PrefetchSegments(tx, in.TenantID, seqs)
 				if err := d.rerankPhrase(tx, in.TenantID, in.Query, qt, weights, res, order, limit); err != nil {
 					return err
 				}
@@ -412,7 +418,7 @@ func (d *Deps) query() *toolkit.Tool {
 				finder := newTermFinder(qt)
 				out.Results = make([]QueryRow, 0, min(limit, len(order)))
 				linked := make(map[string]bool)
-				picked, err := d.distinctFirst(tx, env, in.TenantID, order, limit)
+				picked, err := d.distinctFirst(tx, in.TenantID, order, limit)
 				if err != nil {
 					return err
 				}
@@ -472,11 +478,6 @@ func (d *Deps) rerankPhrase(tx store.Tx, tenant, query string, qt []index.QueryT
 	if ph == nil {
 		return nil
 	}
-	seqs := make([]uint32, n)
-	for i, f := range order[:n] {
-		seqs[i] = f.seq
-	}
-	store.PrefetchSegments(tx, tenant, seqs)
 	for _, f := range order[:n] {
 		seg, err := d.segments.segment(tx, tenant, f.seq)
 		if skippable(err) {
@@ -500,15 +501,10 @@ type pick struct {
 // distinctFirst picks up to limit of the segments of order (best first,
 // those gone or unreadable passed over): the best segment of each
 // document first, in order, then the others, in order.
-func (d *Deps) distinctFirst(tx store.Tx, env *toolkit.Env, tenant string, order []*fused, limit int) ([]pick, error) {
+func (d *Deps) distinctFirst(tx store.Tx, tenant string, order []*fused, limit int) ([]pick, error) {
 	out := make([]pick, 0, min(limit, len(order)))
 	var later []pick
 	docs := make(map[string]bool, limit)
-	seqs := make([]uint32, 0, min(2*limit, len(order)))
-	for _, f := range order[:min(2*limit, len(order))] {
-		seqs = append(seqs, f.seq)
-	}
-	store.PrefetchSegments(tx, tenant, seqs) // the segments most likely read, in one go
 	for _, f := range order {
 		if len(out) == limit {
 			break
