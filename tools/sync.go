@@ -273,6 +273,27 @@ func (d *Deps) syncPull() *toolkit.Tool {
 	}
 }
 
+// syncRemote is how sync_pull and sync_push (tool name) begin once their
+// arguments are checked: with the sync remote's identity, or with the
+// result or error that ends the call: crux runs with no remote, c is
+// below tier, or the remote refuses or cannot be reached.
+func (d *Deps) syncRemote(ctx context.Context, env *toolkit.Env, c toolkit.Caller, name, tier string) (RemoteIdentity, *toolkit.Result, error) {
+	if d.Remote == nil {
+		return RemoteIdentity{}, notConfigured(env), nil
+	}
+	if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, tier) }); err != nil {
+		return RemoteIdentity{}, nil, err
+	}
+	id, err := d.remoteName(ctx)
+	if err != nil {
+		if e := remoteRefusal(name, err); e != nil {
+			return id, nil, e
+		}
+		return id, remoteFailure(name, err), nil
+	}
+	return id, nil, nil
+}
+
 // runSyncPull runs one sync_pull call.
 func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Caller, in *syncPullArgs) (*toolkit.Result, error) {
 	const name = "sync_pull"
@@ -285,20 +306,11 @@ func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Call
 	if store.IsReserved(in.EntityPrefix) {
 		return nil, reservedEntity(name, "entity_prefix", "entities starting with "+store.ReservedPrefix+" are not synced")
 	}
-	if d.Remote == nil {
-		return notConfigured(env), nil
+	id, res, err := d.syncRemote(ctx, env, c, name, store.TierBasic)
+	if res != nil || err != nil {
+		return res, err
 	}
 	tenant := c.TenantID()
-	if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierBasic) }); err != nil {
-		return nil, err
-	}
-	id, err := d.remoteName(ctx)
-	if err != nil {
-		if e := remoteRefusal(name, err); e != nil {
-			return nil, e
-		}
-		return remoteFailure(name, err), nil
-	}
 	var st *store.SyncState
 	if err := env.Store.View(ctx, func(tx store.Tx) error {
 		st, err = store.GetSyncState(tx, id.Name, tenant)
@@ -481,20 +493,11 @@ func (d *Deps) runSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Call
 	if err != nil {
 		return nil, err
 	}
-	if d.Remote == nil {
-		return notConfigured(env), nil
+	id, res, err := d.syncRemote(ctx, env, c, name, store.TierEstablished)
+	if res != nil || err != nil {
+		return res, err
 	}
 	tenant := c.TenantID()
-	if err := env.Store.View(ctx, func(tx store.Tx) error { return requireTier(tx, name, name, c, store.TierEstablished) }); err != nil {
-		return nil, err
-	}
-	id, err := d.remoteName(ctx)
-	if err != nil {
-		if e := remoteRefusal(name, err); e != nil {
-			return nil, e
-		}
-		return remoteFailure(name, err), nil
-	}
 	scan, err := scanPush(ctx, env, id.Name, tenant, filter)
 	if err != nil {
 		return nil, err
