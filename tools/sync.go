@@ -273,10 +273,11 @@ func (d *Deps) syncPull() *toolkit.Tool {
 	}
 }
 
-// syncRemote is how sync_pull and sync_push (tool name) begin once their
-// arguments are checked: with the sync remote's identity, or with the
-// result or error that ends the call: crux runs with no remote, c is
-// below tier, or the remote refuses or cannot be reached.
+// syncRemote is how sync_pull and sync_push begin once their arguments
+// are checked (name is the calling tool's): with the sync remote's
+// identity, or with the result or error that ends the call: crux runs
+// with no remote, c is below tier, or the remote refuses or cannot be
+// reached.
 func (d *Deps) syncRemote(ctx context.Context, env *toolkit.Env, c toolkit.Caller, name, tier string) (RemoteIdentity, *toolkit.Result, error) {
 	if d.Remote == nil {
 		return RemoteIdentity{}, notConfigured(env), nil
@@ -292,6 +293,20 @@ func (d *Deps) syncRemote(ctx context.Context, env *toolkit.Env, c toolkit.Calle
 		return id, remoteFailure(name, err), nil
 	}
 	return id, nil, nil
+}
+
+// remoteError ends a sync_pull or sync_push (tool name) whose request to
+// remote failed with err: the failure is recorded in tenant's sync state,
+// and the call answers the remote's refusal as its error, or else a
+// failure result whose text ends with note.
+func remoteError(ctx context.Context, env *toolkit.Env, name, remote, tenant string, err error, note string) (*toolkit.Result, error) {
+	recordSyncError(ctx, env, remote, tenant, err)
+	if e := remoteRefusal(name, err); e != nil {
+		return nil, e
+	}
+	res := remoteFailure(name, err)
+	res.Content[0].Text += note
+	return res, nil
 }
 
 // runSyncPull runs one sync_pull call.
@@ -332,15 +347,11 @@ func (d *Deps) runSyncPull(ctx context.Context, env *toolkit.Env, c toolkit.Call
 			err = fmt.Errorf("the remote sent %d versions, more than the %d asked for", len(resp.Facts), limit)
 		}
 		if err != nil {
-			recordSyncError(ctx, env, id.Name, tenant, err)
-			if e := remoteRefusal(name, err); e != nil {
-				return nil, e
-			}
-			res := remoteFailure(name, err)
+			note := ""
 			if pulled+dups > 0 {
-				res.Content[0].Text += fmt.Sprintf(" (%d versions were pulled before it failed; the cursor keeps them)", pulled)
+				note = fmt.Sprintf(" (%d versions were pulled before it failed; the cursor keeps them)", pulled+dups)
 			}
-			return res, nil
+			return remoteError(ctx, env, name, id.Name, tenant, err, note)
 		}
 		applied, s, err := applyPulled(ctx, env, id.Name, tenant, in.EntityPrefix, resp)
 		if err != nil {
@@ -502,33 +513,29 @@ func (d *Deps) runSyncPush(ctx context.Context, env *toolkit.Env, c toolkit.Call
 	if err != nil {
 		return nil, err
 	}
-	batch, advance, more := scan.batch, scan.advance, scan.more
 	if !in.Confirm {
 		return scan.preview(id.Name, tenant)
 	}
 	listed := newSyncListed()
-	pushed, dups, nconf := 0, 0, 0
-	for i, page := range syncPages(batch) {
+	pushed, dups, nconf, sent := 0, 0, 0, 0
+	for _, page := range syncPages(scan.batch) {
 		resp, err := d.Remote.Push(ctx, PushRequest{Facts: page})
 		if err != nil {
-			recordSyncError(ctx, env, id.Name, tenant, err)
-			if e := remoteRefusal(name, err); e != nil {
-				return nil, e
+			note := ""
+			if sent > 0 {
+				note = fmt.Sprintf(" (%d versions were sent before it failed; the next push sends them again and the remote counts them as duplicates)", sent)
 			}
-			res := remoteFailure(name, err)
-			if i > 0 {
-				res.Content[0].Text += fmt.Sprintf(" (%d versions were sent before it failed; the next push sends them again and the remote counts them as duplicates)", i)
-			}
-			return res, nil
+			return remoteError(ctx, env, name, id.Name, tenant, err, note)
 		}
+		sent += len(page)
 		pushed, dups, nconf = pushed+resp.Applied, dups+resp.Duplicates, nconf+len(resp.Conflicts)
 		listed.add(resp, false)
 	}
-	st, err := recordPush(ctx, env, id.Name, tenant, advance, pushed, nconf)
+	st, err := recordPush(ctx, env, id.Name, tenant, scan.advance, pushed, nconf)
 	if err != nil {
 		return nil, err
 	}
-	return toolkit.JSONResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: more, SkippedSynced: scan.skippedSynced,
+	return toolkit.JSONResult(SyncPushOutput{Remote: id.Name, TenantID: tenant, More: scan.more, SkippedSynced: scan.skippedSynced,
 		SkippedDeleted: scan.skippedDeleted, SkippedNotAllowlisted: scan.skippedAllow, Mode: "push", FactsPushed: pushed, Duplicates: dups, ConflictCount: nconf, Conflicts: listed.conflicts,
 		Rejected: listed.rejected, PushCursor: st.PushCursor, TotalPushCount: st.PushCount})
 }

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -258,6 +259,33 @@ func TestSyncRemoteFailure(t *testing.T) {
 	r := st["remotes"].([]any)[0].(map[string]any)
 	assert.Equal(t, true, r["failing"])
 	assert.Contains(t, r["last_error"], "connection refused")
+}
+
+// pushFailsAfter is a remote whose pushes fail after the first n.
+type pushFailsAfter struct {
+	crux.Remote
+	n int
+}
+
+func (r *pushFailsAfter) Push(ctx context.Context, req crux.PushRequest) (*crux.PushResponse, error) {
+	if r.n == 0 {
+		return nil, errors.New("connection reset")
+	}
+	r.n--
+	return r.Remote.Push(ctx, req)
+}
+
+// A push that fails after a page says how many versions it had sent.
+func TestSyncPushFailsMidway(t *testing.T) {
+	b := newReplica(t, nil)
+	a := newReplica(t, &pushFailsAfter{crux.ServerRemote(b.srv, peer), 1})
+	a.withPassport(t, alice, 100)
+	for i := range 300 { // two pages
+		call(t, a.srv, alice, "store_fact", fmt.Sprintf(`{"entity":"e","key":"k%d","value":"v"}`, i))
+	}
+	msg := toolError(t, a.srv, alice, "sync_push", `{"confirm":true}`)
+	assert.Contains(t, msg, "connection reset")
+	assert.Contains(t, msg, "(250 versions were sent before it failed;")
 }
 
 // The serving side refuses anonymous replicas and bad cursors.
