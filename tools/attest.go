@@ -254,8 +254,8 @@ func appendReceipt(ctx context.Context, env *toolkit.Env, tenant, kind, actor st
 
 // checkAttestArgs refuses output_attest arguments that are not usable
 // (no identity, no receipt id, a content type or claim generator too long
-// or with control characters, a token budget below 1), and returns the
-// claim generator the manifest names.
+// or with control characters, a claim generator without a name, a token
+// budget below 1), and returns the claim generator the manifest names.
 func checkAttestArgs(name string, c toolkit.Caller, in *attestArgs) (c2pa.Generator, error) {
 	if err := needIdentity(name, c); err != nil {
 		return c2pa.Generator{}, err

@@ -266,18 +266,11 @@ func (d *Deps) runAuditExportBundle(ctx context.Context, env *toolkit.Env, c too
 		Scope: scope, Chain: m.Chain, Since: m.Since, Until: m.Until,
 		EventsJSONLSHA256: m.EventsJSONLSHA256, ReceiptsCBORSHA256: m.ReceiptsCBORSHA256,
 	}
-	err = env.Store.Update(ctx, func(tx store.Tx) error {
-		r, err := receipts.Append(tx, env.Signer, scope.TenantID, KindAuditExport, c.Name(), exportPayload{
-			BundleID: id, BundleSHA256: out.BundleSHA256, EventsJSONLSHA256: m.EventsJSONLSHA256,
-			ReceiptsCBORSHA256: m.ReceiptsCBORSHA256, FactCount: m.FactCount, ReceiptCount: m.ReceiptCount,
-			Since: m.Since, Until: m.Until, File: filepath.Base(path),
-		}, now)
-		if err != nil {
-			return err
-		}
-		out.ExportReceiptID = r.ID
-		return nil
-	})
+	out.ExportReceiptID, err = appendReceipt(ctx, env, scope.TenantID, KindAuditExport, c.Name(), exportPayload{
+		BundleID: id, BundleSHA256: out.BundleSHA256, EventsJSONLSHA256: m.EventsJSONLSHA256,
+		ReceiptsCBORSHA256: m.ReceiptsCBORSHA256, FactCount: m.FactCount, ReceiptCount: m.ReceiptCount,
+		Since: m.Since, Until: m.Until, File: filepath.Base(path),
+	}, now)
 	if err != nil {
 		_ = os.Remove(path) // no receipt, no bundle
 		return nil, err
