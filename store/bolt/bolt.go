@@ -316,11 +316,8 @@ func Open(path string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 
-	timeout := opts.LockTimeout
-	switch {
-	case timeout == 0:
-		timeout = DefaultLockTimeout
-	case timeout < 0:
+	timeout := opts.waited()
+	if timeout == 0 {
 		// bbolt treats 0 as "wait forever"; the smallest positive timeout
 		// makes it try exactly once.
 		timeout = time.Nanosecond
@@ -349,7 +346,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store/bolt: open %s: %w", path, err)
 	}
-	bdb, err := bbolt.Open(path, fileMode, opts.bbolt(timeout, w != nil))
+	bdb, err := bbolt.Open(path, fileMode, opts.bboltOptions(timeout, w != nil))
 	if err == nil {
 		bdb.AllocSize = allocSize
 	}
@@ -392,11 +389,11 @@ func checkDir(path string) error {
 	return nil
 }
 
-// bbolt is the options Open opens the file with, waiting timeout for its
+// bboltOptions is the options Open opens the file with, waiting timeout for its
 // lock; logged says whether Open holds a write-ahead log, whose commits,
 // unless the store is opened NoSync or NoWAL, want the file mapped large
 // from the start.
-func (o *Options) bbolt(timeout time.Duration, logged bool) *bbolt.Options {
+func (o *Options) bboltOptions(timeout time.Duration, logged bool) *bbolt.Options {
 	bopts := &bbolt.Options{
 		Timeout:        timeout,
 		NoSync:         o.NoSync,
